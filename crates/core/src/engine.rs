@@ -1,0 +1,656 @@
+//! The progress engine: turns MPI point-to-point operations into frames on
+//! paths and incoming frames into completed requests.
+//!
+//! Protocols: a message of at most `eager_limit_bytes` travels in one
+//! `Eager` frame if the sender holds enough eager credit for that peer
+//! (credit bounds what a receiver ever buffers for unexpected messages:
+//! back-pressure, not unbounded memory); anything else goes by rendezvous
+//! (`RequestToSend` -> `ClearToSend` -> `Data` fragments written straight
+//! into the matched receive buffer). `MPI_Ssend` asks for a `SyncAck`.
+//!
+//! Every operation is driven by [`Engine::progress`], called from MPI calls;
+//! blocked callers spin briefly, then yield, then sleep on the path's
+//! doorbell so oversubscribed ranks leave the CPU to their peers.
+
+use std::collections::VecDeque;
+
+use resmpi_ft::{Interceptor, PassThrough};
+use resmpi_matching::{Envelope, Matcher, ReceivePattern};
+use resmpi_path::Path;
+use resmpi_wire::{FrameHeader, FrameKind, FLAG_SYNC, HEADER_LEN_BYTES};
+
+use crate::comm::Communicator;
+use crate::error::{fail, ErrorClass, MpiError, MpiResult};
+use crate::request::{
+    Operation, ReceiveState, Request, RequestTable, SendMode, SendStage, SendState, Status,
+};
+use crate::transport::Transports;
+
+/// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).
+const CONTROL_CREDIT: u64 = 1;
+/// MPI_ANY_SOURCE as the C layer passes it.
+pub const ANY_SOURCE: i32 = -2;
+/// MPI_ANY_TAG.
+pub const ANY_TAG: i32 = -1;
+/// MPI_PROC_NULL.
+pub const PROC_NULL: i32 = -1;
+
+/// A message that arrived before any receive wanted it.
+#[derive(Debug)]
+pub enum Unexpected {
+    /// Eager payload buffered here.
+    Eager {
+        /// The payload.
+        data: Vec<u8>,
+        /// Sender's request id when it asked for a SyncAck.
+        sync_id: Option<u64>,
+    },
+    /// Rendezvous announcement; the payload is still at the sender.
+    Rendezvous {
+        /// Sender's request id.
+        send_id: u64,
+        /// Message length.
+        length: usize,
+    },
+}
+
+impl Unexpected {
+    /// Message length in bytes.
+    pub fn length(&self) -> usize {
+        match self {
+            Unexpected::Eager { data, .. } => data.len(),
+            Unexpected::Rendezvous { length, .. } => *length,
+        }
+    }
+}
+
+/// Tunables of the engine.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineConfig {
+    /// Largest message sent eagerly.
+    pub eager_limit_bytes: usize,
+    /// Eager bytes (payload + header) a sender may have unconsumed at one receiver.
+    pub eager_credit_bytes: usize,
+}
+
+/// Everything except the paths, so frame handlers can run while a path is
+/// borrowed for polling.
+pub struct State<F: Interceptor = PassThrough> {
+    /// This process's world rank.
+    pub rank: u32,
+    /// World size.
+    pub size: u32,
+    /// Tunables.
+    pub config: EngineConfig,
+    /// Requests.
+    pub requests: RequestTable,
+    /// Posted / unexpected queues.
+    pub matcher: Matcher<Unexpected>,
+    /// Communicator table (index 0 world, 1 self).
+    pub comms: Vec<Option<Communicator>>,
+    /// Frames waiting for room on their path, per peer, in order.
+    outbox: Vec<VecDeque<Vec<u8>>>,
+    /// Rendezvous sends streaming data, per peer.
+    streams: Vec<VecDeque<u32>>,
+    /// Eager credit left toward each peer.
+    eager_credit: Vec<usize>,
+    /// Credit consumed here and not yet returned, per peer.
+    credit_owed: Vec<usize>,
+    /// Messages taken by MPI_Mprobe, waiting for MPI_Mrecv.
+    pub probed_messages: Vec<Option<(Envelope, Unexpected, usize)>>,
+    /// First fatal error raised inside a frame handler.
+    pending_error: Option<MpiError>,
+    /// The fault-tolerance protocol.
+    pub interceptor: F,
+}
+
+/// The engine: state plus paths.
+pub struct Engine<F: Interceptor = PassThrough> {
+    /// Paths to peers.
+    pub transports: Transports,
+    /// Everything else.
+    pub state: State<F>,
+}
+
+impl<F: Interceptor> Engine<F> {
+    /// An engine over already wired-up transports.
+    pub fn new(rank: u32, size: u32, config: EngineConfig, transports: Transports, interceptor: F) -> Engine<F> {
+        let mut matcher = Matcher::new();
+        matcher.set_record_events(interceptor.wants_match_events());
+        let peers = size as usize;
+        Engine {
+            transports,
+            state: State {
+                rank,
+                size,
+                config,
+                requests: RequestTable::default(),
+                matcher,
+                comms: Vec::new(),
+                outbox: (0..peers).map(|_| VecDeque::new()).collect(),
+                streams: (0..peers).map(|_| VecDeque::new()).collect(),
+                eager_credit: vec![config.eager_credit_bytes; peers],
+                credit_owed: vec![0; peers],
+                probed_messages: Vec::new(),
+                pending_error: None,
+                interceptor,
+            },
+        }
+    }
+
+    // ----- starting operations -------------------------------------------------
+
+    /// Start a send of `length` bytes at `buffer` to world rank `peer`.
+    /// Returns the request index.
+    pub fn start_send(
+        &mut self,
+        comm: usize,
+        peer: u32,
+        buffer: *const u8,
+        length: usize,
+        tag: i32,
+        mode: SendMode,
+        context: u32,
+    ) -> MpiResult<u32> {
+        let (buffer, owned) = if mode == SendMode::Buffered {
+            // SAFETY: the caller guarantees `buffer` holds `length` readable bytes.
+            let copy = unsafe { slice_from(buffer, length) }.to_vec();
+            (copy.as_ptr(), Some(copy))
+        } else {
+            (buffer, None)
+        };
+        let request = Request {
+            operation: Operation::Send(SendState { peer, buffer, length, context, tag, stage: SendStage::Done, owned }),
+            comm,
+            complete: false,
+            status: Status { source: -1, tag: -1, error: 0, count_bytes: length, cancelled: false },
+            generation: 0,
+            persistent: None,
+            active: true,
+            free_when_complete: false,
+            buffered_bytes: 0,
+        };
+        let index = self.insert_request(request)?;
+        self.launch_send(index, mode)?;
+        Ok(index)
+    }
+
+    /// (Re)start the protocol of the send request at `index`.
+    pub fn launch_send(&mut self, index: u32, mode: SendMode) -> MpiResult<()> {
+        let wire_id = self.state.requests.wire_id(index);
+        let rank = self.state.rank;
+        let Some(Request { operation: Operation::Send(send), .. }) = self.state.requests.get(index) else {
+            return fail(ErrorClass::Intern, "launch_send on a non-send request");
+        };
+        let (peer, buffer, length, context, tag) = (send.peer, send.buffer, send.length, send.context, send.tag);
+        let mut header = FrameHeader::new(FrameKind::Eager, rank);
+        header.context = context;
+        header.tag = tag;
+        header.aux = length as u64;
+        header.message_id = wire_id;
+        let frame_cost = length + HEADER_LEN_BYTES;
+        let eager = length <= self.state.config.eager_limit_bytes && self.state.eager_credit[peer as usize] >= frame_cost;
+        let stage = if eager {
+            self.state.eager_credit[peer as usize] -= frame_cost;
+            if mode == SendMode::Synchronous {
+                header.flags |= FLAG_SYNC;
+            }
+            header.payload_len = length as u32;
+            // SAFETY: the caller of start_send guarantees the buffer.
+            let payload = unsafe { slice_from(buffer, length) };
+            self.send_frame(peer, &header, payload)?;
+            if mode == SendMode::Synchronous {
+                SendStage::AwaitingSyncAck
+            } else {
+                SendStage::Done
+            }
+        } else {
+            header.kind = FrameKind::RequestToSend;
+            self.send_frame(peer, &header, &[])?;
+            SendStage::AwaitingClearToSend
+        };
+        let request = self.state.requests.get_mut(index).expect("request exists");
+        if let Operation::Send(send) = &mut request.operation {
+            send.stage = stage;
+        }
+        if stage == SendStage::Done {
+            self.state.complete_send(index);
+        }
+        Ok(())
+    }
+
+    /// Post a receive into `buffer` (capacity bytes). `source_world` is None
+    /// for ANY_SOURCE; `tag` None for ANY_TAG.
+    pub fn start_receive(
+        &mut self,
+        comm: usize,
+        buffer: *mut u8,
+        capacity: usize,
+        source_world: Option<u32>,
+        tag: Option<i32>,
+        context: u32,
+    ) -> MpiResult<u32> {
+        let pattern = ReceivePattern { context, source: source_world, tag };
+        let request = Request {
+            operation: Operation::Receive(ReceiveState { buffer, capacity, total: 0, received: 0, pattern, matched: false }),
+            comm,
+            complete: false,
+            status: Status::default(),
+            generation: 0,
+            persistent: None,
+            active: true,
+            free_when_complete: false,
+            buffered_bytes: 0,
+        };
+        let index = self.insert_request(request)?;
+        self.post_receive(index);
+        Ok(index)
+    }
+
+    /// Hand the receive request at `index` to the matcher (or match it at once).
+    pub fn post_receive(&mut self, index: u32) {
+        let wire_id = self.state.requests.wire_id(index);
+        let Some(Request { operation: Operation::Receive(receive), .. }) = self.state.requests.get(index) else {
+            return;
+        };
+        let pattern = receive.pattern;
+        if let Some((envelope, message)) = self.state.matcher.post_receive(pattern, wire_id) {
+            self.state.deliver_unexpected(index, envelope, message);
+        }
+        self.state.report_matches();
+    }
+
+    /// A completed request with nothing to do (PROC_NULL operations).
+    pub fn start_nothing(&mut self, comm: usize, status: Status) -> MpiResult<u32> {
+        let request = Request {
+            operation: Operation::Nothing,
+            comm,
+            complete: true,
+            status,
+            generation: 0,
+            persistent: None,
+            active: true,
+            free_when_complete: false,
+            buffered_bytes: 0,
+        };
+        self.insert_request(request)
+    }
+
+    /// Store a request or fail with MPI_ERR_NO_MEM... as MPI_ERR_OTHER.
+    pub fn insert_request(&mut self, request: Request) -> MpiResult<u32> {
+        self.state
+            .requests
+            .insert(request)
+            .ok_or_else(|| MpiError::new(ErrorClass::Other, "too many outstanding requests"))
+    }
+
+    /// Deliver a message taken by MPI_Mprobe into receive request `index`.
+    pub fn receive_probed(&mut self, index: u32, envelope: Envelope, message: Unexpected) {
+        self.state.deliver_unexpected(index, envelope, message);
+    }
+
+    /// Try to cancel request `index`: only receives not yet matched can be.
+    pub fn cancel(&mut self, index: u32) {
+        let wire_id = self.state.requests.wire_id(index);
+        let Some(request) = self.state.requests.get_mut(index) else { return };
+        if request.complete {
+            return;
+        }
+        if let Operation::Receive(receive) = &request.operation {
+            if !receive.matched && self.state.matcher.cancel_receive(wire_id) {
+                request.status.cancelled = true;
+                request.status.source = -1;
+                request.status.tag = -1;
+                request.complete = true;
+            }
+        }
+    }
+
+    // ----- progress ------------------------------------------------------------
+
+    /// Make progress on every path once. True if anything happened.
+    pub fn progress(&mut self) -> MpiResult<bool> {
+        let state = &mut self.state;
+        let mut frames = 0;
+        if let Some(shm) = self.transports.shm.as_mut() {
+            frames += shm
+                .poll(|peer, frame| state.handle_frame(peer, frame))
+                .map_err(|error| MpiError::new(ErrorClass::Other, format!("shared-memory path: {error}")))?;
+        }
+        if let Some(tcp) = self.transports.tcp.as_mut() {
+            frames += tcp
+                .poll(|peer, frame| state.handle_frame(peer, frame))
+                .map_err(|error| MpiError::new(ErrorClass::Other, format!("TCP path: {error}")))?;
+        }
+        while let Some(frame) = self.transports.loopback.pop_front() {
+            let rank = state.rank;
+            state.handle_frame(rank, &frame);
+            frames += 1;
+        }
+        if let Some(error) = state.pending_error.take() {
+            return Err(error);
+        }
+        let sent = self.flush_outbox()?;
+        let streamed = self.pump_streams()?;
+        Ok(frames > 0 || sent || streamed)
+    }
+
+    /// Progress until `done` holds, yielding the CPU when idle.
+    pub fn wait_until(&mut self, mut done: impl FnMut(&mut Engine<F>) -> bool) -> MpiResult<()> {
+        let mut idle_rounds: u32 = 0;
+        loop {
+            if done(self) {
+                return Ok(());
+            }
+            if self.progress()? {
+                idle_rounds = 0;
+                continue;
+            }
+            idle_rounds = idle_rounds.saturating_add(1);
+            if idle_rounds < 2_000 {
+                std::hint::spin_loop();
+            } else if idle_rounds < 2_200 {
+                std::thread::yield_now();
+            } else {
+                self.transports.sleep_until_traffic(1_000);
+            }
+        }
+    }
+
+    /// Block until request `index` completes.
+    pub fn wait_request(&mut self, index: u32) -> MpiResult<()> {
+        self.wait_until(|engine| engine.state.requests.get(index).is_none_or(|request| request.complete))
+    }
+
+    // ----- sending frames -------------------------------------------------------
+
+    /// Send one frame to `peer`, queueing a copy if its path has no room.
+    pub fn send_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) -> MpiResult<()> {
+        let bytes = header.to_bytes();
+        if self.state.outbox[peer as usize].is_empty() && self.transports.try_send(peer, &bytes, payload)? {
+            return Ok(());
+        }
+        let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
+        frame.extend_from_slice(&bytes);
+        frame.extend_from_slice(payload);
+        self.state.outbox[peer as usize].push_back(frame);
+        Ok(())
+    }
+
+    fn flush_outbox(&mut self) -> MpiResult<bool> {
+        let mut any = false;
+        for peer in 0..self.state.size as usize {
+            while let Some(frame) = self.state.outbox[peer].front() {
+                let header: &[u8; HEADER_LEN_BYTES] = frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
+                if !self.transports.try_send(peer as u32, header, &frame[HEADER_LEN_BYTES..])? {
+                    break;
+                }
+                self.state.outbox[peer].pop_front();
+                any = true;
+            }
+        }
+        self.transports.flush()?;
+        Ok(any)
+    }
+
+    fn pump_streams(&mut self) -> MpiResult<bool> {
+        let mut any = false;
+        let rank = self.state.rank;
+        for peer in 0..self.state.size as usize {
+            while let Some(&index) = self.state.streams[peer].front() {
+                if !self.state.outbox[peer].is_empty() {
+                    break;
+                }
+                let max_payload = self.transports.max_payload_bytes(peer as u32);
+                let Some(Request { operation: Operation::Send(send), .. }) = self.state.requests.get_mut(index) else {
+                    self.state.streams[peer].pop_front();
+                    continue;
+                };
+                let SendStage::Streaming { receiver_id, offset } = send.stage else {
+                    self.state.streams[peer].pop_front();
+                    continue;
+                };
+                let chunk = (send.length - offset).min(max_payload);
+                let mut header = FrameHeader::new(FrameKind::Data, rank);
+                header.message_id = receiver_id;
+                header.aux = offset as u64;
+                header.payload_len = chunk as u32;
+                // SAFETY: the send's buffer holds `length` bytes until the request completes.
+                let payload = unsafe { slice_from(send.buffer.add(offset), chunk) };
+                let header_bytes = header.to_bytes();
+                if !self.transports.try_send(peer as u32, &header_bytes, payload)? {
+                    break;
+                }
+                any = true;
+                let new_offset = offset + chunk;
+                send.stage = SendStage::Streaming { receiver_id, offset: new_offset };
+                if new_offset >= send.length {
+                    send.stage = SendStage::Done;
+                    self.state.streams[peer].pop_front();
+                    self.state.complete_send(index);
+                }
+            }
+        }
+        Ok(any)
+    }
+
+    /// Send everything queued and wait for every send in flight (Finalize).
+    pub fn drain(&mut self) -> MpiResult<()> {
+        self.wait_until(|engine| {
+            engine.state.outbox.iter().all(VecDeque::is_empty) && engine.state.streams.iter().all(VecDeque::is_empty)
+        })
+    }
+}
+
+impl<F: Interceptor> State<F> {
+    /// Queue a frame for `peer` (used while a path is borrowed).
+    fn queue_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) {
+        let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
+        frame.extend_from_slice(&header.to_bytes());
+        frame.extend_from_slice(payload);
+        self.outbox[peer as usize].push_back(frame);
+    }
+
+    fn complete_send(&mut self, index: u32) {
+        let Some(request) = self.requests.get_mut(index) else { return };
+        request.complete = true;
+        if let Operation::Send(send) = &request.operation {
+            self.interceptor.on_send_complete(send.peer, send.context, send.tag, send.length);
+        }
+        if request.free_when_complete {
+            self.requests.remove(index);
+        }
+    }
+
+    fn complete_receive(&mut self, index: u32, envelope: Envelope) {
+        let Some(request) = self.requests.get_mut(index) else { return };
+        request.complete = true;
+        let bytes = request.status.count_bytes;
+        self.interceptor.on_receive_complete(&envelope, bytes);
+        if request.free_when_complete {
+            self.requests.remove(index);
+        }
+    }
+
+    fn report_matches(&mut self) {
+        while let Some(event) = self.matcher.poll_event() {
+            self.interceptor.on_match(&event);
+        }
+    }
+
+    /// Fill the status of receive `index` for a matched message; returns
+    /// (buffer, capacity) to copy into.
+    fn accept_match(&mut self, index: u32, envelope: Envelope, length: usize) -> Option<(*mut u8, usize)> {
+        let comm_rank = self
+            .comms
+            .get(self.requests.get(index)?.comm)
+            .and_then(|comm| comm.as_ref())
+            .and_then(|comm| comm.comm_rank_of(envelope.source))
+            .map_or(envelope.source as i32, |rank| rank as i32);
+        let request = self.requests.get_mut(index)?;
+        let Operation::Receive(receive) = &mut request.operation else { return None };
+        receive.matched = true;
+        receive.total = length;
+        request.status.source = comm_rank;
+        request.status.tag = envelope.tag;
+        request.status.count_bytes = length.min(receive.capacity);
+        if length > receive.capacity {
+            request.status.error = ErrorClass::Truncate as i32;
+        }
+        Some((receive.buffer, receive.capacity))
+    }
+
+    fn deliver_unexpected(&mut self, index: u32, envelope: Envelope, message: Unexpected) {
+        let length = message.length();
+        let Some((buffer, capacity)) = self.accept_match(index, envelope, length) else { return };
+        match message {
+            Unexpected::Eager { data, sync_id } => {
+                copy_into(buffer, capacity, 0, &data);
+                self.return_credit(envelope.source, data.len());
+                if let Some(sync_id) = sync_id {
+                    self.send_sync_ack(envelope.source, sync_id);
+                }
+                self.complete_receive(index, envelope);
+            }
+            Unexpected::Rendezvous { send_id, length } => self.clear_to_send(index, envelope, send_id, length),
+        }
+    }
+
+    fn clear_to_send(&mut self, index: u32, envelope: Envelope, send_id: u64, length: usize) {
+        if length == 0 {
+            self.complete_receive(index, envelope);
+        }
+        let mut header = FrameHeader::new(FrameKind::ClearToSend, self.rank);
+        header.message_id = send_id;
+        header.aux = self.requests.wire_id(index);
+        self.queue_frame(envelope.source, &header, &[]);
+    }
+
+    fn send_sync_ack(&mut self, peer: u32, sync_id: u64) {
+        let mut header = FrameHeader::new(FrameKind::SyncAck, self.rank);
+        header.message_id = sync_id;
+        self.queue_frame(peer, &header, &[]);
+    }
+
+    fn return_credit(&mut self, peer: u32, payload_bytes: usize) {
+        let owed = &mut self.credit_owed[peer as usize];
+        *owed += payload_bytes + HEADER_LEN_BYTES;
+        if *owed >= self.config.eager_credit_bytes / 4 {
+            let mut header = FrameHeader::new(FrameKind::Control, self.rank);
+            header.message_id = CONTROL_CREDIT;
+            header.aux = *owed as u64;
+            *owed = 0;
+            self.queue_frame(peer, &header, &[]);
+        }
+    }
+
+    /// One frame from `peer` (header + payload).
+    pub fn handle_frame(&mut self, peer: u32, frame: &[u8]) {
+        let header = match FrameHeader::parse(frame) {
+            Ok(header) => header,
+            Err(error) => {
+                self.pending_error.get_or_insert(MpiError::new(ErrorClass::Intern, format!("bad frame from rank {peer}: {error}")));
+                return;
+            }
+        };
+        let payload_end = HEADER_LEN_BYTES + header.payload_len as usize;
+        if frame.len() < payload_end || header.source != peer {
+            self.pending_error.get_or_insert(MpiError::new(ErrorClass::Intern, format!("malformed frame from rank {peer}")));
+            return;
+        }
+        let payload = &frame[HEADER_LEN_BYTES..payload_end];
+        match header.kind {
+            FrameKind::Eager => {
+                let envelope = Envelope { source: peer, context: header.context, tag: header.tag };
+                let sync_id = (header.flags & FLAG_SYNC != 0).then_some(header.message_id);
+                let matched = self
+                    .matcher
+                    .handle_arrival_with(envelope, || Unexpected::Eager { data: payload.to_vec(), sync_id });
+                if let Some(wire_id) = matched {
+                    let Some((index, _)) = self.requests.by_wire_id(wire_id) else { return };
+                    if let Some((buffer, capacity)) = self.accept_match(index, envelope, payload.len()) {
+                        copy_into(buffer, capacity, 0, payload);
+                    }
+                    self.return_credit(peer, payload.len());
+                    if let Some(sync_id) = sync_id {
+                        self.send_sync_ack(peer, sync_id);
+                    }
+                    self.complete_receive(index, envelope);
+                    self.report_matches();
+                }
+            }
+            FrameKind::RequestToSend => {
+                let envelope = Envelope { source: peer, context: header.context, tag: header.tag };
+                let length = header.aux as usize;
+                let send_id = header.message_id;
+                let matched = self
+                    .matcher
+                    .handle_arrival_with(envelope, || Unexpected::Rendezvous { send_id, length });
+                if let Some(wire_id) = matched {
+                    let Some((index, _)) = self.requests.by_wire_id(wire_id) else { return };
+                    self.accept_match(index, envelope, length);
+                    self.clear_to_send(index, envelope, send_id, length);
+                    self.report_matches();
+                }
+            }
+            FrameKind::ClearToSend => {
+                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else { return };
+                if let Operation::Send(send) = &mut request.operation {
+                    if send.length == 0 {
+                        send.stage = SendStage::Done;
+                        self.complete_send(index);
+                    } else {
+                        send.stage = SendStage::Streaming { receiver_id: header.aux, offset: 0 };
+                        self.streams[peer as usize].push_back(index);
+                    }
+                }
+            }
+            FrameKind::Data => {
+                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else { return };
+                let Operation::Receive(receive) = &mut request.operation else { return };
+                copy_into(receive.buffer, receive.capacity, header.aux as usize, payload);
+                receive.received += payload.len();
+                if receive.received >= receive.total {
+                    let envelope = Envelope { source: peer, context: receive.pattern.context, tag: request.status.tag };
+                    self.complete_receive(index, envelope);
+                }
+            }
+            FrameKind::SyncAck => {
+                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else { return };
+                if let Operation::Send(send) = &mut request.operation {
+                    send.stage = SendStage::Done;
+                    self.complete_send(index);
+                }
+            }
+            FrameKind::Control => {
+                if header.message_id == CONTROL_CREDIT {
+                    self.eager_credit[peer as usize] += header.aux as usize;
+                }
+            }
+            FrameKind::Ack => {}
+        }
+    }
+}
+
+/// Copy `data` into a user buffer at `offset`, clipped to `capacity` (truncation).
+fn copy_into(buffer: *mut u8, capacity: usize, offset: usize, data: &[u8]) {
+    if offset >= capacity || data.is_empty() {
+        return;
+    }
+    let length = data.len().min(capacity - offset);
+    // SAFETY: the receive's owner guarantees `capacity` writable bytes at `buffer`
+    // until the request completes; `offset + length <= capacity`.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buffer.add(offset), length) };
+}
+
+/// View `length` bytes at `buffer` (empty for a null or zero-length buffer).
+///
+/// # Safety
+/// `buffer` must point to `length` readable bytes that outlive the slice.
+pub unsafe fn slice_from<'a>(buffer: *const u8, length: usize) -> &'a [u8] {
+    if length == 0 || buffer.is_null() {
+        return &[];
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(buffer, length) }
+}

@@ -1,0 +1,130 @@
+//! MPI error classes and the error value every core operation returns.
+//!
+//! The numeric values are MPICH's, so the C layer can return them unchanged.
+
+use std::fmt;
+
+/// MPI error classes used by the core (MPICH's values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+#[allow(missing_docs)]
+pub enum ErrorClass {
+    Success = 0,
+    Buffer = 1,
+    Count = 2,
+    Type = 3,
+    Tag = 4,
+    Comm = 5,
+    Rank = 6,
+    Root = 7,
+    Group = 8,
+    Op = 9,
+    Topology = 10,
+    Dims = 11,
+    Arg = 12,
+    Unknown = 13,
+    Truncate = 14,
+    Other = 15,
+    Intern = 16,
+    InStatus = 17,
+    Pending = 18,
+    Request = 19,
+    NoMem = 34,
+    Unsupported = 44,
+    Keyval = 48,
+}
+
+impl ErrorClass {
+    /// Every class the core knows, for lookups by number.
+    pub const ALL: [ErrorClass; 23] = [
+        ErrorClass::Success,
+        ErrorClass::Buffer,
+        ErrorClass::Count,
+        ErrorClass::Type,
+        ErrorClass::Tag,
+        ErrorClass::Comm,
+        ErrorClass::Rank,
+        ErrorClass::Root,
+        ErrorClass::Group,
+        ErrorClass::Op,
+        ErrorClass::Topology,
+        ErrorClass::Dims,
+        ErrorClass::Arg,
+        ErrorClass::Unknown,
+        ErrorClass::Truncate,
+        ErrorClass::Other,
+        ErrorClass::Intern,
+        ErrorClass::InStatus,
+        ErrorClass::Pending,
+        ErrorClass::Request,
+        ErrorClass::NoMem,
+        ErrorClass::Unsupported,
+        ErrorClass::Keyval,
+    ];
+
+    /// The standard's short description of the class.
+    pub fn description(self) -> &'static str {
+        match self {
+            ErrorClass::Success => "No MPI error",
+            ErrorClass::Buffer => "Invalid buffer pointer",
+            ErrorClass::Count => "Invalid count argument",
+            ErrorClass::Type => "Invalid datatype argument",
+            ErrorClass::Tag => "Invalid tag argument",
+            ErrorClass::Comm => "Invalid communicator",
+            ErrorClass::Rank => "Invalid rank",
+            ErrorClass::Root => "Invalid root",
+            ErrorClass::Group => "Invalid group",
+            ErrorClass::Op => "Invalid operation",
+            ErrorClass::Topology => "Invalid topology",
+            ErrorClass::Dims => "Invalid dimension argument",
+            ErrorClass::Arg => "Invalid argument",
+            ErrorClass::Unknown => "Unknown error",
+            ErrorClass::Truncate => "Message truncated on receive",
+            ErrorClass::Other => "Other MPI error",
+            ErrorClass::Intern => "Internal MPI error",
+            ErrorClass::InStatus => "Error code is in status",
+            ErrorClass::Pending => "Pending request",
+            ErrorClass::Request => "Invalid MPI_Request",
+            ErrorClass::NoMem => "Out of memory",
+            ErrorClass::Unsupported => "Unsupported operation",
+            ErrorClass::Keyval => "Invalid keyval",
+        }
+    }
+
+    /// Class from its number, if the core knows it.
+    pub fn from_i32(value: i32) -> Option<ErrorClass> {
+        ErrorClass::ALL.iter().copied().find(|class| *class as i32 == value)
+    }
+}
+
+/// An MPI error: its class plus a message saying exactly what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MpiError {
+    /// Error class returned to the application.
+    pub class: ErrorClass,
+    /// Human-readable detail (printed by MPI_ERRORS_ARE_FATAL).
+    pub message: String,
+}
+
+impl MpiError {
+    /// A new error of `class` with `message`.
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> MpiError {
+        MpiError { class, message: message.into() }
+    }
+}
+
+impl fmt::Display for MpiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.class.description(), self.message)
+    }
+}
+
+impl std::error::Error for MpiError {}
+
+/// Result of every fallible core operation.
+pub type MpiResult<T> = Result<T, MpiError>;
+
+/// Shorthand for `Err(MpiError::new(class, message))`.
+pub fn fail<T>(class: ErrorClass, message: impl Into<String>) -> MpiResult<T> {
+    Err(MpiError::new(class, message))
+}

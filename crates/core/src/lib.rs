@@ -1,0 +1,371 @@
+//! MPI semantics over the progress engine: initialisation, communicators,
+//! point-to-point operations with argument checking, collectives.
+//!
+//! This crate owns what MPI *means*; it does not know C handles (that is
+//! `resmpi-capi`) nor how bytes move (that is `resmpi-path`, under the
+//! engine). Raw user buffers enter here as pointers because MPI's
+//! nonblocking operations outlive the call that passed them; every place
+//! that dereferences one says why it is valid.
+#![warn(missing_docs)]
+
+pub mod coll;
+pub mod comm;
+pub mod datatype;
+pub mod engine;
+pub mod error;
+pub mod op;
+pub mod request;
+pub mod transport;
+pub mod wireup;
+
+use std::sync::Arc;
+
+use resmpi_ft::PassThrough;
+use resmpi_runtime::{Config, Pmi};
+
+pub use comm::Communicator;
+pub use engine::{Engine, EngineConfig, Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
+pub use error::{fail, ErrorClass, MpiError, MpiResult};
+pub use request::{Persistent, SendMode, Status};
+
+/// Largest tag an application may use (MPI_TAG_UB).
+pub const TAG_UB: i32 = (1 << 30) - 1;
+
+/// Index of MPI_COMM_WORLD in the communicator table.
+pub const WORLD: usize = 0;
+/// Index of MPI_COMM_SELF.
+pub const SELF: usize = 1;
+
+/// Bytes of MPI_BSEND_OVERHEAD charged per buffered message (MPICH's value).
+pub const BSEND_OVERHEAD_BYTES: usize = 96;
+
+/// The buffer attached with MPI_Buffer_attach.
+#[derive(Debug, Default)]
+pub struct BsendBuffer {
+    /// Start of the user's buffer.
+    pub address: usize,
+    /// Its size.
+    pub size_bytes: usize,
+    /// Requests of buffered sends still in flight, with their charged bytes.
+    pub in_flight: Vec<(u32, usize)>,
+}
+
+/// One MPI process's library state.
+pub struct Mpi {
+    /// The progress engine.
+    pub engine: Engine<PassThrough>,
+    pmi: Pmi,
+    /// Next context id this process has not used.
+    next_context: u32,
+    /// MPI_Buffer_attach state.
+    pub bsend: BsendBuffer,
+    /// MPI_Get_processor_name.
+    pub processor_name: String,
+    /// Configuration read at init.
+    pub config: Config,
+}
+
+impl Mpi {
+    /// MPI_Init: read the configuration, wire up, build WORLD and SELF.
+    pub fn init(default_errhandler: i32) -> MpiResult<Mpi> {
+        let config = Config::from_env().map_err(|message| MpiError::new(ErrorClass::Other, format!("MPI_Init: {message}")))?;
+        let mut pmi = Pmi::from_env().map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
+        let transports = wireup::wire_up(&mut pmi, &config)?;
+        let (rank, size) = (pmi.rank(), pmi.size());
+        let eager_credit_bytes = (32usize << 20) / size as usize;
+        let eager_credit_bytes = eager_credit_bytes.clamp(4 * (config.eager_limit_bytes + 64), 1 << 20);
+        let engine_config = EngineConfig { eager_limit_bytes: config.eager_limit_bytes, eager_credit_bytes };
+        let mut engine = Engine::new(rank, size, engine_config, transports, PassThrough);
+        let world = Communicator::new(comm::WORLD_CONTEXT, Arc::new((0..size).collect()), rank, default_errhandler, "MPI_COMM_WORLD".into());
+        let own = Communicator::new(comm::SELF_CONTEXT, Arc::new(vec![rank]), 0, default_errhandler, "MPI_COMM_SELF".into());
+        engine.state.comms = vec![Some(world), Some(own)];
+        Ok(Mpi {
+            engine,
+            pmi,
+            next_context: comm::FIRST_FREE_CONTEXT,
+            bsend: BsendBuffer::default(),
+            processor_name: wireup::processor_name(),
+            config,
+        })
+    }
+
+    /// World rank.
+    pub fn rank(&self) -> u32 {
+        self.engine.state.rank
+    }
+
+    /// World size.
+    pub fn size(&self) -> u32 {
+        self.engine.state.size
+    }
+
+    /// MPI_UNIVERSE_SIZE as the process manager reports it.
+    pub fn universe_size(&self) -> u32 {
+        self.pmi.universe_size()
+    }
+
+    /// MPI_Finalize: finish outgoing traffic, synchronise, leave the job.
+    pub fn finalize(&mut self) -> MpiResult<()> {
+        self.engine.drain()?;
+        self.barrier(WORLD)?;
+        self.engine.drain()?;
+        self.pmi.finalize().map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Finalize: {error}")))
+    }
+
+    /// MPI_Abort: tell the process manager, then exit.
+    pub fn abort(&mut self, exit_code: i32, message: &str) -> ! {
+        self.pmi.abort(exit_code, message);
+        std::process::exit(exit_code);
+    }
+
+    /// The communicator at `index`, or MPI_ERR_COMM.
+    pub fn comm(&self, index: usize) -> MpiResult<&Communicator> {
+        match self.engine.state.comms.get(index) {
+            Some(Some(comm)) => Ok(comm),
+            _ => fail(ErrorClass::Comm, "invalid communicator"),
+        }
+    }
+
+    /// Mutable communicator at `index`, or MPI_ERR_COMM.
+    pub fn comm_mut(&mut self, index: usize) -> MpiResult<&mut Communicator> {
+        match self.engine.state.comms.get_mut(index) {
+            Some(Some(comm)) => Ok(comm),
+            _ => fail(ErrorClass::Comm, "invalid communicator"),
+        }
+    }
+
+    /// Store a new communicator, returning its index.
+    pub fn add_comm(&mut self, comm: Communicator) -> usize {
+        let comms = &mut self.engine.state.comms;
+        if let Some(index) = comms.iter().skip(2).position(Option::is_none) {
+            comms[index + 2] = Some(comm);
+            return index + 2;
+        }
+        comms.push(Some(comm));
+        comms.len() - 1
+    }
+
+    /// MPI_Comm_free.
+    pub fn free_comm(&mut self, index: usize) -> MpiResult<()> {
+        if index < 2 {
+            return fail(ErrorClass::Comm, "cannot free a predefined communicator");
+        }
+        self.comm(index)?;
+        self.engine.state.comms[index] = None;
+        Ok(())
+    }
+
+    // ----- point to point ---------------------------------------------------
+
+    fn check_rank(&self, comm: &Communicator, rank: i32, allow_any: bool) -> MpiResult<()> {
+        let valid = (rank >= 0 && (rank as u32) < comm.size()) || rank == PROC_NULL || (allow_any && rank == ANY_SOURCE);
+        if valid {
+            Ok(())
+        } else {
+            fail(ErrorClass::Rank, format!("rank {rank} is out of range (communicator size {})", comm.size()))
+        }
+    }
+
+    fn check_tag(tag: i32, allow_any: bool) -> MpiResult<()> {
+        if (0..=TAG_UB).contains(&tag) || (allow_any && tag == ANY_TAG) {
+            Ok(())
+        } else {
+            fail(ErrorClass::Tag, format!("tag {tag} is invalid (valid: 0..={TAG_UB})"))
+        }
+    }
+
+    /// Start a send of `length` bytes to comm rank `destination`.
+    pub fn isend(&mut self, comm_index: usize, buffer: *const u8, length: usize, destination: i32, tag: i32, mode: SendMode) -> MpiResult<u32> {
+        let comm = self.comm(comm_index)?;
+        self.check_rank(comm, destination, false)?;
+        Self::check_tag(tag, false)?;
+        if destination == PROC_NULL {
+            return self.engine.start_nothing(comm_index, Status { source: PROC_NULL, tag: ANY_TAG, ..Status::default() });
+        }
+        let peer = comm.world_rank(destination as u32);
+        let context = comm.context;
+        if mode == SendMode::Buffered {
+            return self.bsend(comm_index, buffer, length, peer, tag, context);
+        }
+        self.engine.start_send(comm_index, peer, buffer, length, tag, mode, context)
+    }
+
+    fn bsend(&mut self, comm_index: usize, buffer: *const u8, length: usize, peer: u32, tag: i32, context: u32) -> MpiResult<u32> {
+        let engine = &self.engine;
+        self.bsend.in_flight.retain(|(index, _)| engine.state.requests.get(*index).is_some_and(|request| !request.complete));
+        let used: usize = self.bsend.in_flight.iter().map(|(_, bytes)| bytes).sum();
+        let needed = length + BSEND_OVERHEAD_BYTES;
+        if used + needed > self.bsend.size_bytes {
+            return fail(
+                ErrorClass::Buffer,
+                format!("MPI_Bsend of {length} bytes needs {needed} bytes of attached buffer, {} free", self.bsend.size_bytes.saturating_sub(used)),
+            );
+        }
+        let index = self.engine.start_send(comm_index, peer, buffer, length, tag, SendMode::Buffered, context)?;
+        self.bsend.in_flight.push((index, needed));
+        // The application never waits for this internal request; it is
+        // released as soon as the data has left.
+        let request = self.engine.state.requests.get_mut(index).expect("just created");
+        if request.complete {
+            self.engine.state.requests.remove(index);
+        } else {
+            request.free_when_complete = true;
+        }
+        self.engine.start_nothing(comm_index, Status { source: -1, tag: -1, error: 0, count_bytes: length, cancelled: false })
+    }
+
+    /// Wait until every buffered send has left (MPI_Buffer_detach).
+    pub fn wait_bsends(&mut self) -> MpiResult<()> {
+        let in_flight: Vec<u32> = self.bsend.in_flight.drain(..).map(|(index, _)| index).collect();
+        for index in in_flight {
+            self.engine.wait_request(index)?;
+        }
+        Ok(())
+    }
+
+    /// Post a receive from comm rank `source` (or ANY_SOURCE) with `tag` (or ANY_TAG).
+    pub fn irecv(&mut self, comm_index: usize, buffer: *mut u8, capacity: usize, source: i32, tag: i32) -> MpiResult<u32> {
+        let comm = self.comm(comm_index)?;
+        self.check_rank(comm, source, true)?;
+        Self::check_tag(tag, true)?;
+        if source == PROC_NULL {
+            return self.engine.start_nothing(comm_index, Status { source: PROC_NULL, tag: ANY_TAG, ..Status::default() });
+        }
+        let source_world = (source != ANY_SOURCE).then(|| comm.world_rank(source as u32));
+        let tag = (tag != ANY_TAG).then_some(tag);
+        let context = comm.context;
+        self.engine.start_receive(comm_index, buffer, capacity, source_world, tag, context)
+    }
+
+    /// Look for a matching message without receiving it. `remove` takes it
+    /// (MPI_Mprobe) and returns its message index.
+    pub fn iprobe(&mut self, comm_index: usize, source: i32, tag: i32, remove: bool) -> MpiResult<Option<(Status, Option<usize>)>> {
+        let comm = self.comm(comm_index)?.clone();
+        self.check_rank(&comm, source, true)?;
+        Self::check_tag(tag, true)?;
+        if source == PROC_NULL {
+            return Ok(Some((Status { source: PROC_NULL, tag: ANY_TAG, ..Status::default() }, None)));
+        }
+        self.engine.progress()?;
+        let pattern = resmpi_matching::ReceivePattern {
+            context: comm.context,
+            source: (source != ANY_SOURCE).then(|| comm.world_rank(source as u32)),
+            tag: (tag != ANY_TAG).then_some(tag),
+        };
+        let status_of = |envelope: &resmpi_matching::Envelope, length: usize| Status {
+            source: comm.comm_rank_of(envelope.source).map_or(-1, |rank| rank as i32),
+            tag: envelope.tag,
+            error: 0,
+            count_bytes: length,
+            cancelled: false,
+        };
+        if !remove {
+            return Ok(self.engine.state.matcher.probe(&pattern).map(|(envelope, message)| (status_of(envelope, message.length()), None)));
+        }
+        let Some((envelope, message)) = self.engine.state.matcher.take_unexpected(&pattern) else { return Ok(None) };
+        let status = status_of(&envelope, message.length());
+        let messages = &mut self.engine.state.probed_messages;
+        let entry = Some((envelope, message, comm_index));
+        let index = match messages.iter().position(Option::is_none) {
+            Some(index) => {
+                messages[index] = entry;
+                index
+            }
+            None => {
+                messages.push(entry);
+                messages.len() - 1
+            }
+        };
+        Ok(Some((status, Some(index))))
+    }
+
+    /// Blocking probe.
+    pub fn probe(&mut self, comm_index: usize, source: i32, tag: i32, remove: bool) -> MpiResult<(Status, Option<usize>)> {
+        let mut idle_rounds = 0u32;
+        loop {
+            if let Some(found) = self.iprobe(comm_index, source, tag, remove)? {
+                return Ok(found);
+            }
+            idle_rounds += 1;
+            if idle_rounds > 2_000 {
+                self.engine.transports.sleep_until_traffic(200);
+            }
+        }
+    }
+
+    /// Receive a message taken by MPI_Mprobe into `buffer`.
+    pub fn imrecv(&mut self, message: usize, buffer: *mut u8, capacity: usize) -> MpiResult<u32> {
+        let Some(Some(_)) = self.engine.state.probed_messages.get(message) else {
+            return fail(ErrorClass::Request, "invalid or already received MPI_Message");
+        };
+        let (envelope, unexpected, comm_index) = self.engine.state.probed_messages[message].take().expect("checked");
+        let pattern_source = Some(envelope.source);
+        let index = self.engine.insert_request(request::Request {
+            operation: request::Operation::Receive(request::ReceiveState {
+                buffer,
+                capacity,
+                total: 0,
+                received: 0,
+                pattern: resmpi_matching::ReceivePattern { context: envelope.context, source: pattern_source, tag: Some(envelope.tag) },
+                matched: false,
+            }),
+            comm: comm_index,
+            complete: false,
+            status: Status::default(),
+            generation: 0,
+            persistent: None,
+            active: true,
+            free_when_complete: false,
+            buffered_bytes: 0,
+        })?;
+        self.engine.receive_probed(index, envelope, unexpected);
+        Ok(index)
+    }
+
+    // ----- communicators -----------------------------------------------------
+
+    /// Agree on a context id unused by every member of `comm_index`.
+    fn agree_context(&mut self, comm_index: usize) -> MpiResult<u32> {
+        let mine = self.next_context as i64;
+        let agreed = self.allreduce_i64_max(comm_index, mine)? as u32;
+        self.next_context = agreed + 2;
+        Ok(agreed)
+    }
+
+    /// MPI_Comm_dup.
+    pub fn comm_dup(&mut self, comm_index: usize) -> MpiResult<usize> {
+        let parent = self.comm(comm_index)?.clone();
+        let context = self.agree_context(comm_index)?;
+        let comm = Communicator::new(context, parent.group.clone(), parent.rank, parent.errhandler, String::new());
+        Ok(self.add_comm(comm))
+    }
+
+    /// MPI_Comm_split; None when `color` is MPI_UNDEFINED.
+    pub fn comm_split(&mut self, comm_index: usize, color: i32, key: i32, undefined: i32) -> MpiResult<Option<usize>> {
+        let parent = self.comm(comm_index)?.clone();
+        if color < 0 && color != undefined {
+            return fail(ErrorClass::Arg, format!("color {color} is negative and not MPI_UNDEFINED"));
+        }
+        let mut mine = Vec::with_capacity(8);
+        mine.extend_from_slice(&color.to_ne_bytes());
+        mine.extend_from_slice(&key.to_ne_bytes());
+        let all = self.allgather_bytes(comm_index, &mine)?;
+        let context = self.agree_context(comm_index)?;
+        if color == undefined {
+            return Ok(None);
+        }
+        let mut members: Vec<(i32, u32)> = (0..parent.size())
+            .filter_map(|rank| {
+                let at = rank as usize * 8;
+                let their_color = i32::from_ne_bytes(all[at..at + 4].try_into().unwrap());
+                let their_key = i32::from_ne_bytes(all[at + 4..at + 8].try_into().unwrap());
+                (their_color == color).then_some((their_key, rank))
+            })
+            .collect();
+        members.sort();
+        let group: Vec<u32> = members.iter().map(|(_, rank)| parent.world_rank(*rank)).collect();
+        let my_rank = members.iter().position(|(_, rank)| *rank == parent.rank).expect("member of own color") as u32;
+        let comm = Communicator::new(context, Arc::new(group), my_rank, parent.errhandler, String::new());
+        Ok(Some(self.add_comm(comm)))
+    }
+}

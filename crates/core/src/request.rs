@@ -1,0 +1,230 @@
+//! Requests: the state of every nonblocking operation, in a slab.
+//!
+//! A request id is a slab index; the id carried on the wire adds a
+//! generation in the high 32 bits so a late frame for a recycled slot is
+//! recognised and dropped instead of corrupting an unrelated request.
+
+use resmpi_matching::ReceivePattern;
+
+/// Completion status of a request, in the core's terms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    /// Sender's rank in the request's communicator (receives), or -1.
+    pub source: i32,
+    /// Message tag (receives), or -1.
+    pub tag: i32,
+    /// MPI error class of the operation (0 = success).
+    pub error: i32,
+    /// Bytes received (receives) or sent.
+    pub count_bytes: usize,
+    /// Whether the operation was cancelled.
+    pub cancelled: bool,
+}
+
+/// How a send behaves (MPI's send modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    /// MPI_Send / MPI_Rsend: eager below the threshold, rendezvous above.
+    Standard,
+    /// MPI_Ssend: completes only once the receive has matched.
+    Synchronous,
+    /// MPI_Bsend: the data is copied into the attached buffer first.
+    Buffered,
+}
+
+/// Where a send is in its protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendStage {
+    /// Rendezvous: request-to-send sent, waiting for clear-to-send.
+    AwaitingClearToSend,
+    /// Rendezvous: streaming payload fragments to the receiver's request.
+    Streaming {
+        /// Receiver's wire request id.
+        receiver_id: u64,
+        /// Bytes already handed to the path.
+        offset: usize,
+    },
+    /// Synchronous eager send waiting for the receiver's match acknowledgement.
+    AwaitingSyncAck,
+    /// Nothing left to do.
+    Done,
+}
+
+/// A send in flight.
+#[derive(Debug)]
+pub struct SendState {
+    /// Destination world rank.
+    pub peer: u32,
+    /// Start of the data (user memory, or `owned` for buffered sends).
+    pub buffer: *const u8,
+    /// Bytes to send.
+    pub length: usize,
+    /// Context id the message is matched in.
+    pub context: u32,
+    /// Message tag.
+    pub tag: i32,
+    /// Protocol stage.
+    pub stage: SendStage,
+    /// Private copy of the data (MPI_Bsend).
+    pub owned: Option<Vec<u8>>,
+}
+
+/// A receive in flight.
+#[derive(Debug)]
+pub struct ReceiveState {
+    /// Start of the user buffer.
+    pub buffer: *mut u8,
+    /// Bytes the user buffer can hold.
+    pub capacity: usize,
+    /// Total bytes of the matched message (known once matched).
+    pub total: usize,
+    /// Payload bytes that have arrived so far.
+    pub received: usize,
+    /// What the receive matches.
+    pub pattern: ReceivePattern,
+    /// Whether a message has matched.
+    pub matched: bool,
+}
+
+/// What a persistent request does at each MPI_Start.
+#[derive(Clone, Copy, Debug)]
+pub enum Persistent {
+    /// MPI_Send_init and friends.
+    Send {
+        /// Destination comm rank (or PROC_NULL as -1).
+        destination: i32,
+        /// User buffer.
+        buffer: *const u8,
+        /// Bytes.
+        length: usize,
+        /// Tag.
+        tag: i32,
+        /// Mode.
+        mode: SendMode,
+    },
+    /// MPI_Recv_init.
+    Receive {
+        /// Source comm rank, ANY_SOURCE (-2) or PROC_NULL (-1).
+        source: i32,
+        /// User buffer.
+        buffer: *mut u8,
+        /// Bytes.
+        capacity: usize,
+        /// Tag or ANY_TAG (-1).
+        tag: i32,
+    },
+}
+
+/// The operation a request stands for.
+#[derive(Debug)]
+pub enum Operation {
+    /// A send.
+    Send(SendState),
+    /// A receive.
+    Receive(ReceiveState),
+    /// Completes at once (PROC_NULL, inactive persistent request).
+    Nothing,
+}
+
+/// One request slot.
+#[derive(Debug)]
+pub struct Request {
+    /// The operation.
+    pub operation: Operation,
+    /// Communicator index the request belongs to.
+    pub comm: usize,
+    /// Whether the operation has completed.
+    pub complete: bool,
+    /// Status filled at completion.
+    pub status: Status,
+    /// Generation of this slot (wire ids carry it).
+    pub generation: u32,
+    /// Set for persistent requests.
+    pub persistent: Option<Persistent>,
+    /// Persistent requests: started and not yet completed by a wait/test.
+    pub active: bool,
+    /// MPI_Request_free was called: release the slot once complete.
+    pub free_when_complete: bool,
+    /// Whether this send came from MPI_Bsend (accounted in the attached buffer).
+    pub buffered_bytes: usize,
+}
+
+/// Slab of requests with free-slot reuse.
+#[derive(Debug, Default)]
+pub struct RequestTable {
+    slots: Vec<Option<Request>>,
+    free: Vec<u32>,
+    generation: u32,
+}
+
+/// Largest number of live requests (ids must fit the 26-bit handle index).
+pub const MAX_REQUESTS: usize = 1 << 24;
+
+impl RequestTable {
+    /// Store a request; None when the table is full.
+    pub fn insert(&mut self, mut request: Request) -> Option<u32> {
+        self.generation = self.generation.wrapping_add(1);
+        request.generation = self.generation;
+        if let Some(index) = self.free.pop() {
+            self.slots[index as usize] = Some(request);
+            return Some(index);
+        }
+        if self.slots.len() >= MAX_REQUESTS {
+            return None;
+        }
+        self.slots.push(Some(request));
+        Some((self.slots.len() - 1) as u32)
+    }
+
+    /// Give a persistent slot a fresh generation (each MPI_Start).
+    pub fn renew_generation(&mut self, index: u32) {
+        self.generation = self.generation.wrapping_add(1);
+        let generation = self.generation;
+        if let Some(request) = self.get_mut(index) {
+            request.generation = generation;
+        }
+    }
+
+    /// The request at `index`, if live.
+    pub fn get(&self, index: u32) -> Option<&Request> {
+        self.slots.get(index as usize).and_then(|slot| slot.as_ref())
+    }
+
+    /// The request at `index`, if live.
+    pub fn get_mut(&mut self, index: u32) -> Option<&mut Request> {
+        self.slots.get_mut(index as usize).and_then(|slot| slot.as_mut())
+    }
+
+    /// The request a wire id names, if it is still that request.
+    pub fn by_wire_id(&mut self, wire_id: u64) -> Option<(u32, &mut Request)> {
+        let index = wire_id as u32;
+        let generation = (wire_id >> 32) as u32;
+        match self.get_mut(index) {
+            Some(request) if request.generation == generation => Some((index, request)),
+            _ => None,
+        }
+    }
+
+    /// Wire id of the request at `index`.
+    pub fn wire_id(&self, index: u32) -> u64 {
+        let generation = self.get(index).map_or(0, |request| request.generation);
+        ((generation as u64) << 32) | index as u64
+    }
+
+    /// Release a slot.
+    pub fn remove(&mut self, index: u32) -> Option<Request> {
+        let request = self.slots.get_mut(index as usize)?.take()?;
+        self.free.push(index);
+        Some(request)
+    }
+
+    /// Number of live requests.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// Whether no request is live.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

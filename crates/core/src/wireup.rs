@@ -1,0 +1,117 @@
+//! Wire-up at MPI_Init: exchange business cards through PMI, pick a path
+//! per peer (shared memory on the same host unless `--paths tcp`, TCP
+//! otherwise), connect, and remove the shared-memory names at once so a
+//! killed job leaves nothing behind in /dev/shm.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use resmpi_path::shm::{ShmPath, ShmSegment};
+use resmpi_path::tcp::TcpPath;
+use resmpi_runtime::{hex_decode, hex_encode, random_bytes, Config, PathsChoice, Pmi};
+
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::transport::{Route, Transports};
+
+fn runtime_error(what: &str, error: impl std::fmt::Display) -> MpiError {
+    MpiError::new(ErrorClass::Other, format!("MPI_Init: {what}: {error}"))
+}
+
+/// An identifier equal for processes on the same host (same kernel boot).
+pub fn host_key() -> String {
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    format!("{}-{}", hex_encode(processor_name().as_bytes()), boot_id.trim())
+}
+
+/// This host's name (MPI_Get_processor_name).
+pub fn processor_name() -> String {
+    let mut buffer = [0u8; 256];
+    // SAFETY: gethostname writes at most buffer.len() bytes into the buffer.
+    let result = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
+    if result != 0 {
+        return "localhost".to_string();
+    }
+    let end = buffer.iter().position(|byte| *byte == 0).unwrap_or(buffer.len());
+    String::from_utf8_lossy(&buffer[..end]).into_owned()
+}
+
+/// Connect this rank to every other and return its paths.
+pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
+    let rank = pmi.rank();
+    let size = pmi.size();
+    if size == 1 {
+        return Ok(Transports::loopback_only());
+    }
+    let job_id = match &config.job_id {
+        Some(job_id) => job_id.clone(),
+        None => pmi.kvs_name().chars().filter(|c| c.is_ascii_alphanumeric()).take(48).collect(),
+    };
+    let use_shm = config.paths == PathsChoice::Auto && pmi.local_size() > 1;
+    let need_tcp = config.paths == PathsChoice::Tcp || pmi.local_size() < size;
+    let own_segment = if use_shm {
+        Some(ShmSegment::create(&job_id, rank, size, config.shm_ring_bytes).map_err(|e| runtime_error("shared memory", e))?)
+    } else {
+        None
+    };
+    let mut tcp = None;
+    let mut tcp_address = String::from("-");
+    if need_tcp {
+        let bind_ip = if pmi.local_size() == size { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
+        let (path, address) = TcpPath::bind(rank, bind_ip).map_err(|e| runtime_error("TCP listen", e))?;
+        tcp = Some(path);
+        tcp_address = address;
+    }
+    let host = host_key();
+    pmi.put(&format!("resmpi-card-{rank}"), &format!("{host};{};{tcp_address}", use_shm as u8))
+        .map_err(|e| runtime_error("PMI put", e))?;
+    let needs_secret = config.job_secret.is_none() && need_tcp;
+    if needs_secret && rank == 0 {
+        pmi.put("resmpi-secret", &hex_encode(&random_bytes(32))).map_err(|e| runtime_error("PMI put", e))?;
+    }
+    pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
+    let secret = match &config.job_secret {
+        Some(secret) => secret.clone(),
+        None if need_tcp => {
+            let text = pmi.get("resmpi-secret").map_err(|e| runtime_error("PMI get", e))?;
+            hex_decode(&text).ok_or_else(|| runtime_error("job secret", "not hex"))?
+        }
+        None => Vec::new(),
+    };
+    let mut routes = vec![Route::Tcp; size as usize];
+    routes[rank as usize] = Route::Loopback;
+    let mut local_peers = Vec::new();
+    let mut tcp_peers = Vec::new();
+    for peer in 0..size {
+        if peer == rank {
+            continue;
+        }
+        let card = pmi.get(&format!("resmpi-card-{peer}")).map_err(|e| runtime_error("PMI get", e))?;
+        let fields: Vec<&str> = card.split(';').collect();
+        if fields.len() != 3 {
+            return Err(runtime_error("business card", format!("rank {peer} published '{card}'")));
+        }
+        if use_shm && fields[0] == host && fields[1] == "1" {
+            routes[peer as usize] = Route::Shm;
+            local_peers.push(peer);
+        } else {
+            if fields[2] == "-" {
+                return Err(runtime_error("wire-up", format!("rank {peer} has no TCP address")));
+            }
+            tcp_peers.push((peer, fields[2].to_string()));
+        }
+    }
+    let shm = match own_segment {
+        Some(segment) => Some(ShmPath::attach(segment, &job_id, rank, &local_peers).map_err(|e| runtime_error("shared memory attach", e))?),
+        None => None,
+    };
+    if let Some(path) = tcp.as_mut() {
+        path.connect_all(&tcp_peers, &secret).map_err(|e| runtime_error("TCP connect", e))?;
+    }
+    if tcp_peers.is_empty() {
+        tcp = None;
+    }
+    pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
+    if let Some(shm) = &shm {
+        shm.unlink_own().map_err(|e| runtime_error("shared memory unlink", e))?;
+    }
+    Ok(Transports { routes, shm, tcp, loopback: Default::default() })
+}

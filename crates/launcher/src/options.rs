@@ -1,0 +1,311 @@
+//! Command-line options of `mpiexec` / `mpirun`.
+//!
+//! Options come before the program; the first word that is not an option is
+//! the program and everything after it belongs to the program. Every option
+//! accepts `-name value`, `--name value`, `-name=value` and `--name=value`,
+//! so hydra-style and GNU-style command lines both work. An unknown option is
+//! an error (exit 2): silently passing a typo to the program as its name
+//! would start N copies of the wrong thing.
+
+use resmpi_runtime::parse_byte_count;
+
+/// Most ranks one `mpiexec` starts on this host. Each rank costs three
+/// descriptors and three threads in the launcher.
+pub const MAX_RANK_COUNT: u32 = 1024;
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Start a job.
+    Run(Options),
+    /// Print the usage text.
+    Help,
+    /// Print the version.
+    Version,
+}
+
+/// A job to start.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Options {
+    /// `-n` / `-np`: number of ranks.
+    pub rank_count: u32,
+    /// Variables to set in every rank, in command-line order (`-x`,
+    /// `-genv`, `--paths`, `--eager-limit`); later entries win.
+    pub environment: Vec<(String, String)>,
+    /// `--tag-output`: prefix each line with `[rank] `.
+    pub tag_output: bool,
+    /// `--timeout`: end the job after this many seconds.
+    pub timeout_seconds: Option<u64>,
+    /// The program to run, looked up in `PATH` like a shell would.
+    pub program: String,
+    /// The program's arguments.
+    pub arguments: Vec<String>,
+}
+
+/// Usage text for `-h` / `--help`.
+pub const USAGE: &str = "\
+usage: mpiexec [options] program [arguments...]
+
+Starts N copies of program on this host, connected by a PMI-1 server.
+
+options (each also as --name=value or -name value):
+  -n N, -np N           number of ranks (default 1)
+  -x VAR                pass VAR from this environment to every rank
+  -x VAR=VALUE          set VAR to VALUE in every rank
+  -genv VAR VALUE       set VAR to VALUE in every rank (also -env)
+  --tag-output          prefix each output line with [rank] (also -l)
+  --timeout S           kill the job after S seconds and exit 124
+  --paths auto|tcp      paths between ranks (sets RESMPI_PATHS)
+  --eager-limit BYTES   largest eager message (sets RESMPI_EAGER_LIMIT)
+  -h, --help            print this text
+  --version             print the version
+
+exit status: 0 on success; the first non-zero rank exit code (128+signal
+for a rank killed by a signal); N for MPI_Abort(N) (1 when N is 0); 124 on
+timeout; 127 when the program cannot be run; 2 for a bad command line.
+";
+
+/// How an option takes its values.
+enum Arity {
+    Flag,
+    One,
+    Two,
+}
+
+fn arity_of(name: &str) -> Option<Arity> {
+    match name {
+        "h" | "help" | "version" | "tag-output" | "l" | "prepend-rank" => Some(Arity::Flag),
+        "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" => Some(Arity::One),
+        "genv" | "env" => Some(Arity::Two),
+        _ => None,
+    }
+}
+
+fn check_variable_name(name: &str, option: &str) -> Result<(), String> {
+    let mut characters = name.chars();
+    let valid = matches!(characters.next(), Some(first) if first == '_' || first.is_ascii_alphabetic())
+        && characters.all(|character| character == '_' || character.is_ascii_alphanumeric());
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("{option}: '{name}' is not a valid environment variable name"))
+    }
+}
+
+/// Parses the arguments after the program name. `lookup` reads this
+/// process's environment (for `-x VAR`).
+pub fn parse(
+    arguments: &[String],
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Request, String> {
+    let mut rank_count = 1u32;
+    let mut environment = Vec::new();
+    let mut tag_output = false;
+    let mut timeout_seconds = None;
+    let mut index = 0;
+    while index < arguments.len() {
+        let word = &arguments[index];
+        if word == "--" {
+            index += 1;
+            break;
+        }
+        if !word.starts_with('-') || word == "-" {
+            break;
+        }
+        let stripped = word.strip_prefix("--").unwrap_or(&word[1..]);
+        let (name, inline_value) = match stripped.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_string())),
+            None => (stripped, None),
+        };
+        let arity = arity_of(name).ok_or_else(|| {
+            format!("unknown option '{word}' (see mpiexec --help)")
+        })?;
+        index += 1;
+        let mut take_value = |what: &str| -> Result<String, String> {
+            let value = arguments
+                .get(index)
+                .cloned()
+                .ok_or_else(|| format!("option '-{name}' needs {what}"))?;
+            index += 1;
+            Ok(value)
+        };
+        let values: Vec<String> = match (arity, inline_value) {
+            (Arity::Flag, None) => Vec::new(),
+            (Arity::Flag, Some(_)) => return Err(format!("option '-{name}' takes no value")),
+            (Arity::One, Some(value)) => vec![value],
+            (Arity::One, None) => vec![take_value("a value")?],
+            (Arity::Two, Some(value)) => match value.split_once('=') {
+                Some((variable, text)) => vec![variable.to_string(), text.to_string()],
+                None => vec![value, take_value("a variable name and a value")?],
+            },
+            (Arity::Two, None) => vec![
+                take_value("a variable name and a value")?,
+                take_value("a variable name and a value")?,
+            ],
+        };
+        match name {
+            "h" | "help" => return Ok(Request::Help),
+            "version" => return Ok(Request::Version),
+            "tag-output" | "l" | "prepend-rank" => tag_output = true,
+            "n" | "np" => {
+                rank_count = values[0]
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|count| (1..=MAX_RANK_COUNT).contains(count))
+                    .ok_or_else(|| {
+                        format!(
+                            "-{name} '{}': the number of ranks must be 1 to {MAX_RANK_COUNT}",
+                            values[0]
+                        )
+                    })?;
+            }
+            "x" => {
+                let (variable, value) = match values[0].split_once('=') {
+                    Some((variable, value)) => (variable.to_string(), value.to_string()),
+                    None => {
+                        let value = lookup(&values[0]).ok_or_else(|| {
+                            format!("-x {0}: {0} is not set in mpiexec's environment", values[0])
+                        })?;
+                        (values[0].clone(), value)
+                    }
+                };
+                check_variable_name(&variable, "-x")?;
+                environment.push((variable, value));
+            }
+            "genv" | "env" => {
+                check_variable_name(&values[0], "-genv")?;
+                environment.push((values[0].clone(), values[1].clone()));
+            }
+            "timeout" => {
+                let seconds = values[0]
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&seconds| seconds > 0)
+                    .ok_or_else(|| {
+                        format!("--timeout '{}': expected a positive whole number of seconds", values[0])
+                    })?;
+                timeout_seconds = Some(seconds);
+            }
+            "paths" => {
+                if values[0] != "auto" && values[0] != "tcp" {
+                    return Err(format!("--paths '{}': expected auto or tcp", values[0]));
+                }
+                environment.push(("RESMPI_PATHS".to_string(), values[0].clone()));
+            }
+            "eager-limit" => {
+                parse_byte_count(&values[0])
+                    .map_err(|problem| format!("--eager-limit '{}': {problem}", values[0]))?;
+                environment.push(("RESMPI_EAGER_LIMIT".to_string(), values[0].clone()));
+            }
+            _ => unreachable!("every name with an arity is handled"),
+        }
+    }
+    let program = arguments
+        .get(index)
+        .cloned()
+        .ok_or_else(|| "no program given (see mpiexec --help)".to_string())?;
+    Ok(Request::Run(Options {
+        rank_count,
+        environment,
+        tag_output,
+        timeout_seconds,
+        program,
+        arguments: arguments[index + 1..].to_vec(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
+    fn run(text: &str) -> Options {
+        match parse(&words(text), |name| (name == "HOME").then(|| "/home/me".to_string())) {
+            Ok(Request::Run(options)) => options,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    fn error(text: &str) -> String {
+        parse(&words(text), |_| None).unwrap_err()
+    }
+
+    #[test]
+    fn program_and_its_arguments_end_option_parsing() {
+        let options = run("-n 4 ./prog -n 2 --tag-output");
+        assert_eq!(options.rank_count, 4);
+        assert_eq!(options.program, "./prog");
+        assert_eq!(options.arguments, words("-n 2 --tag-output"));
+        assert!(!options.tag_output);
+        let options = run("-- -weird-name a");
+        assert_eq!(options.program, "-weird-name");
+    }
+
+    #[test]
+    fn every_option_accepts_all_four_spellings() {
+        for text in ["-n 3 p", "--n 3 p", "-n=3 p", "--n=3 p", "-np 3 p", "--np=3 p"] {
+            assert_eq!(run(text).rank_count, 3, "{text}");
+        }
+        for text in ["--timeout 5 p", "-timeout=5 p", "--timeout=5 p"] {
+            assert_eq!(run(text).timeout_seconds, Some(5), "{text}");
+        }
+    }
+
+    #[test]
+    fn defaults_are_one_rank_untagged_no_timeout() {
+        let options = run("hostname");
+        assert_eq!(options.rank_count, 1);
+        assert!(!options.tag_output);
+        assert_eq!(options.timeout_seconds, None);
+        assert!(options.environment.is_empty());
+    }
+
+    #[test]
+    fn environment_options_keep_command_line_order() {
+        let options = run(
+            "-x HOME -x A=1 -genv B 2 --env=C=3 -env D 4 --paths tcp --eager-limit=64K --tag-output p",
+        );
+        let expected: Vec<(String, String)> = [
+            ("HOME", "/home/me"),
+            ("A", "1"),
+            ("B", "2"),
+            ("C", "3"),
+            ("D", "4"),
+            ("RESMPI_PATHS", "tcp"),
+            ("RESMPI_EAGER_LIMIT", "64K"),
+        ]
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+        assert_eq!(options.environment, expected);
+        assert!(options.tag_output);
+    }
+
+    #[test]
+    fn help_and_version_win_wherever_they_appear() {
+        assert_eq!(parse(&words("-n 2 --help"), |_| None), Ok(Request::Help));
+        assert_eq!(parse(&words("-h"), |_| None), Ok(Request::Help));
+        assert_eq!(parse(&words("--version"), |_| None), Ok(Request::Version));
+    }
+
+    #[test]
+    fn bad_command_lines_are_clear_errors() {
+        assert!(error("--frobnicate p").contains("unknown option '--frobnicate'"));
+        assert!(error("").contains("no program"));
+        assert!(error("-n").contains("needs a value"));
+        assert!(error("-n 0 p").contains("number of ranks"));
+        assert!(error("-n many p").contains("number of ranks"));
+        assert!(error("-n 5000 p").contains("number of ranks"));
+        assert!(error("-x UNSET_VARIABLE p").contains("not set"));
+        assert!(error("-x 1BAD=2 p").contains("not a valid environment variable name"));
+        assert!(error("-genv ONLY_NAME").contains("needs a variable name"));
+        assert!(error("--timeout 0 p").contains("--timeout"));
+        assert!(error("--timeout soon p").contains("--timeout"));
+        assert!(error("--paths udp p").contains("auto or tcp"));
+        assert!(error("--eager-limit lots p").contains("--eager-limit"));
+        assert!(error("--tag-output=yes p").contains("takes no value"));
+    }
+}

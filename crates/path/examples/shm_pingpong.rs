@@ -1,0 +1,167 @@
+//! Latency and bandwidth of the shm path between two processes (fork).
+//!
+//! Latency: an 8-byte-payload frame bounced back and forth; one-way latency
+//! is half the round trip. Bandwidth: 4 MiB messages streamed as fragments
+//! (copied in from a source buffer by the sender, copied out to a destination
+//! buffer by the receiver, as an MPI library would), a window of messages per
+//! acknowledgement, like osu_bw.
+//!
+//! Usage: shm_pingpong [ring_bytes] [fragment_payload_bytes] [--pin]
+
+use std::time::Instant;
+
+use resmpi_path::{Path, ShmPath, ShmSegment};
+use resmpi_wire::{FrameHeader, FrameKind};
+
+const LATENCY_WARMUP_COUNT: usize = 20_000;
+const LATENCY_ITERATION_COUNT: usize = 200_000;
+const MESSAGE_BYTES: usize = 4 << 20;
+const BANDWIDTH_WINDOW_COUNT: usize = 16;
+const BANDWIDTH_WARMUP_COUNT: usize = 3;
+const BANDWIDTH_ITERATION_COUNT: usize = 20;
+
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn send_spinning(path: &mut ShmPath, peer: u32, header: &[u8; 64], payload: &[u8]) {
+    while !path.try_send(peer, header, payload).expect("send") {
+        std::hint::spin_loop();
+    }
+}
+
+/// Spin until one frame arrives; returns its payload length.
+fn receive_one(path: &mut ShmPath) -> usize {
+    let mut length = 0;
+    while path.poll(|_, frame| length = frame.len() - 64).expect("poll") == 0 {
+        std::hint::spin_loop();
+    }
+    length
+}
+
+fn latency(path: &mut ShmPath, me: u32) -> f64 {
+    let peer = 1 - me;
+    let payload = [0u8; 8];
+    let mut header = FrameHeader::new(FrameKind::Eager, me);
+    header.payload_len = payload.len() as u32;
+    let header = header.to_bytes();
+    let mut started = Instant::now();
+    for iteration in 0..LATENCY_WARMUP_COUNT + LATENCY_ITERATION_COUNT {
+        if iteration == LATENCY_WARMUP_COUNT {
+            started = Instant::now();
+        }
+        if me == 0 {
+            send_spinning(path, peer, &header, &payload);
+            receive_one(path);
+        } else {
+            receive_one(path);
+            send_spinning(path, peer, &header, &payload);
+        }
+    }
+    started.elapsed().as_secs_f64() / LATENCY_ITERATION_COUNT as f64 / 2.0
+}
+
+fn bandwidth(path: &mut ShmPath, me: u32, fragment_bytes: usize) -> f64 {
+    let peer = 1 - me;
+    let source = vec![1u8; MESSAGE_BYTES];
+    let mut destination = vec![0u8; MESSAGE_BYTES];
+    let mut header = FrameHeader::new(FrameKind::Data, me);
+    let mut started = Instant::now();
+    for iteration in 0..BANDWIDTH_WARMUP_COUNT + BANDWIDTH_ITERATION_COUNT {
+        if iteration == BANDWIDTH_WARMUP_COUNT {
+            started = Instant::now();
+        }
+        if me == 0 {
+            for _ in 0..BANDWIDTH_WINDOW_COUNT {
+                let mut offset = 0;
+                while offset < MESSAGE_BYTES {
+                    let length = fragment_bytes.min(MESSAGE_BYTES - offset);
+                    header.aux = offset as u64;
+                    header.payload_len = length as u32;
+                    let frame_header = header.to_bytes();
+                    // Copy straight from the user buffer into the ring.
+                    while !path
+                        .try_send_with(peer, 64 + length, |frame| {
+                            frame[..64].copy_from_slice(&frame_header);
+                            frame[64..].copy_from_slice(&source[offset..offset + length]);
+                        })
+                        .expect("send")
+                    {
+                        std::hint::spin_loop();
+                    }
+                    offset += length;
+                }
+            }
+            receive_one(path);
+        } else {
+            let total = BANDWIDTH_WINDOW_COUNT * MESSAGE_BYTES;
+            let mut received = 0;
+            while received < total {
+                path.poll(|_, frame| {
+                    let offset = u64::from_le_bytes(frame[48..56].try_into().unwrap()) as usize;
+                    let payload = &frame[64..];
+                    destination[offset..offset + payload.len()].copy_from_slice(payload);
+                    received += payload.len();
+                })
+                .expect("poll");
+            }
+            let ack = FrameHeader::new(FrameKind::Ack, me).to_bytes();
+            send_spinning(path, peer, &ack, &[]);
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(me == 0 || destination.iter().all(|&byte| byte == 1));
+    (BANDWIDTH_ITERATION_COUNT * BANDWIDTH_WINDOW_COUNT * MESSAGE_BYTES) as f64 / seconds / 1e6
+}
+
+fn main() {
+    let arguments: Vec<String> = std::env::args().collect();
+    let numbers: Vec<usize> = arguments.iter().skip(1).filter_map(|argument| argument.parse().ok()).collect();
+    let ring_bytes = numbers.first().copied().unwrap_or(1 << 20);
+    let fragment_bytes_requested = numbers.get(1).copied().unwrap_or(64 << 10);
+    let pin = arguments.iter().any(|argument| argument == "--pin");
+    let job_id = format!("pingpong-{}", std::process::id());
+    let segments = [
+        ShmSegment::create(&job_id, 0, 2, ring_bytes).expect("create segment 0"),
+        ShmSegment::create(&job_id, 1, 2, ring_bytes).expect("create segment 1"),
+    ];
+    // SAFETY: single-threaded at this point; the child only runs this
+    // program's own code and leaves through _exit.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork failed");
+    let me: u32 = if child == 0 { 1 } else { 0 };
+    if pin {
+        pin_to_cpu(me as usize);
+    }
+    let [segment_zero, segment_one] = segments;
+    let own = if me == 0 { segment_zero } else { segment_one };
+    let mut path = ShmPath::attach(own, &job_id, me, &[0, 1]).expect("attach");
+    // Both names were created before fork, so both exist: unlink our own
+    // once the peer has certainly attached (after the first exchange).
+    let fragment_bytes = fragment_bytes_requested.min(path.max_payload_bytes());
+    let one_way_seconds = latency(&mut path, me);
+    path.unlink_own().expect("unlink");
+    let megabytes_per_second = bandwidth(&mut path, me, fragment_bytes);
+    if me == 0 {
+        println!(
+            "shm path: ring {} KiB, fragment {} KiB, pinned {pin}: 8-byte one-way latency {:.3} us, \
+             4 MiB bandwidth {:.0} MB/s",
+            ring_bytes >> 10,
+            fragment_bytes >> 10,
+            one_way_seconds * 1e6,
+            megabytes_per_second
+        );
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(child, &mut status, 0) };
+    } else {
+        drop(path);
+        // SAFETY: leave the child without running the parent's atexit work.
+        unsafe { libc::_exit(0) };
+    }
+}

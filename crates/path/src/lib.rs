@@ -1,0 +1,88 @@
+//! Paths: the transports a rank uses to move whole wire frames to its peers.
+//!
+//! A path moves frames (a 64-byte `resmpi_wire` header followed by
+//! `payload_len` bytes of payload) between ranks and nothing else: it does not
+//! fragment messages, retransmit, match, or look at frame kinds. Those belong
+//! to `crates/reliable` and `crates/matching`, which drive paths through the
+//! [`Path`] trait. Two paths exist:
+//!
+//! - [`shm::ShmPath`]: one single-producer / single-consumer ring per
+//!   (sender, receiver) pair in POSIX shared memory, for peers on this host.
+//!   The hot path has no allocation, syscall or lock; a futex doorbell is rung
+//!   only when the receiver has announced that it is going to sleep.
+//! - [`tcp::TcpPath`]: a full mesh of authenticated, nonblocking TCP
+//!   connections, for peers on other hosts (or as a second rail).
+//!
+//! Every path is nonblocking: back-pressure is reported as `Ok(false)` from
+//! [`Path::try_send`], and each path offers its own `wait` for callers that
+//! have nothing to do but wait for input.
+#![warn(missing_docs)]
+
+mod ring;
+pub mod shm;
+pub mod tcp;
+
+pub use shm::{ShmPath, ShmSegment};
+pub use tcp::TcpPath;
+
+/// Why a path operation failed.
+#[derive(Debug)]
+pub enum PathError {
+    /// The connection to this peer rank is gone (end of stream, reset, or a
+    /// send to a peer already known to be closed).
+    PeerClosed(u32),
+    /// An operating-system call failed.
+    Io(std::io::Error),
+    /// The peer (or the caller) broke the path's protocol: a corrupt frame, a
+    /// failed handshake, a frame too large for the path, an unknown peer.
+    Protocol(String),
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathError::PeerClosed(rank) => write!(formatter, "connection to rank {rank} closed"),
+            PathError::Io(error) => write!(formatter, "path I/O error: {error}"),
+            PathError::Protocol(text) => write!(formatter, "path protocol error: {text}"),
+        }
+    }
+}
+
+impl std::error::Error for PathError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PathError::Io(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for PathError {
+    fn from(error: std::io::Error) -> PathError {
+        PathError::Io(error)
+    }
+}
+
+/// What every path offers.
+///
+/// Frames are wire frames: a 64-byte header (`resmpi_wire`) followed by the
+/// payload; the header's `payload_len` says the payload length. Frames
+/// between one (sender, receiver) pair on one path arrive in the order sent.
+pub trait Path {
+    /// Try to queue or send one frame made of `header` then `payload` to
+    /// `peer`. `Ok(false)` means there is no room right now (back-pressure:
+    /// the caller retries after `poll`/`flush`). Never blocks.
+    fn try_send(&mut self, peer: u32, header: &[u8; 64], payload: &[u8]) -> Result<bool, PathError>;
+
+    /// Deliver every frame that has arrived (up to a fairness bound per
+    /// peer), calling `handler(peer, frame_bytes)` for each. `frame_bytes` is
+    /// header + payload and is valid only during the call (on shm it points
+    /// into the ring: zero copy). Returns the number of frames delivered.
+    fn poll<F: FnMut(u32, &[u8])>(&mut self, handler: F) -> Result<usize, PathError>;
+
+    /// Push out anything buffered (TCP partial writes). Never blocks.
+    fn flush(&mut self) -> Result<(), PathError>;
+
+    /// Largest payload one frame may carry on this path.
+    fn max_payload_bytes(&self) -> usize;
+}

@@ -1,0 +1,424 @@
+//! A single-producer / single-consumer byte ring of length-prefixed records,
+//! laid out in memory that two processes share.
+//!
+//! This file owns only the ring protocol, so that it can be tested on plain
+//! heap memory; `shm.rs` owns the segments the rings live in.
+//!
+//! Layout of one ring: a 256-byte header, then `ring_bytes` of data
+//! (`ring_bytes` a power of two). `tail` (written by the producer) and `head`
+//! (written by the consumer) are monotonically increasing byte counters on
+//! cache lines 128 bytes apart, so the two sides never false-share (128, not
+//! 64, because adjacent-line prefetchers pull cache lines in pairs).
+//!
+//! A record is an 8-byte prefix holding the frame length, then the frame,
+//! padded to 8 bytes. A record never wraps: when it does not fit before the
+//! end of the data area, the producer writes [`SKIP_MARKER`] as the prefix
+//! and continues at the start. The producer publishes with a Release store of
+//! `tail`; the consumer reads `tail` with Acquire, hands the record to its
+//! handler in place, and only then frees it with a Release store of `head`.
+//! Each side keeps a private copy of the other side's counter and reloads it
+//! only when it looks exhausted, so the shared lines move between cores only
+//! when there is something new to say.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes in front of the data area of every ring.
+pub(crate) const RING_HEADER_BYTES: usize = 256;
+/// Smallest ring accepted.
+pub(crate) const MIN_RING_BYTES: usize = 4096;
+/// Largest ring accepted (keeps every offset and length inside u32 range).
+pub(crate) const MAX_RING_BYTES: usize = 1 << 30;
+
+const TAIL_OFFSET_BYTES: usize = 0;
+const HEAD_OFFSET_BYTES: usize = 128;
+const RECORD_PREFIX_BYTES: usize = 8;
+const RECORD_ALIGN_BYTES: usize = 8;
+/// Record prefix meaning "nothing more in this lap; continue at offset 0".
+const SKIP_MARKER: u64 = u64::MAX;
+
+/// Largest frame (header + payload) one record of a ring of `ring_bytes` may
+/// hold. A quarter of the ring, so that a frame plus the skip in front of it
+/// always fits and several frames can be in flight at once.
+#[inline]
+pub(crate) fn max_frame_bytes(ring_bytes: usize) -> usize {
+    ring_bytes / 4
+}
+
+/// Bytes a record carrying a frame of `frame_bytes` occupies in the ring.
+#[inline]
+fn record_bytes(frame_bytes: usize) -> usize {
+    (RECORD_PREFIX_BYTES + frame_bytes + RECORD_ALIGN_BYTES - 1) & !(RECORD_ALIGN_BYTES - 1)
+}
+
+/// Whether `ring_bytes` is a size this module can run a ring in.
+pub(crate) fn ring_bytes_valid(ring_bytes: usize) -> bool {
+    ring_bytes.is_power_of_two() && (MIN_RING_BYTES..=MAX_RING_BYTES).contains(&ring_bytes)
+}
+
+/// Where one ring lives. Plain pointers: the memory is shared with another
+/// process, so no Rust reference may claim exclusive access to it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RingView {
+    base: *mut u8,
+    ring_bytes: usize,
+}
+
+// SAFETY: a view is an address into shared memory that is touched only
+// through atomics and the ring protocol, which hold across threads exactly as
+// they hold across processes. Moving a view (or the one producer/consumer
+// built on it) to another thread changes nothing about who accesses what.
+unsafe impl Send for RingView {}
+
+impl RingView {
+    /// # Safety
+    /// `base` must be 64-byte aligned and point to `RING_HEADER_BYTES +
+    /// ring_bytes` bytes of readable and writable memory (zeroed when the
+    /// ring is new) that stay mapped for as long as this view or any
+    /// producer/consumer built from it is used. `ring_bytes` must satisfy
+    /// [`ring_bytes_valid`].
+    pub(crate) unsafe fn new(base: *mut u8, ring_bytes: usize) -> RingView {
+        debug_assert!(ring_bytes_valid(ring_bytes));
+        debug_assert_eq!(base as usize % 64, 0);
+        RingView { base, ring_bytes }
+    }
+
+    #[inline]
+    fn tail(&self) -> &AtomicU64 {
+        // SAFETY: the view's contract makes the header valid and 64-byte
+        // aligned; AtomicU64 has the layout of u64, and all access to this
+        // word from either process goes through atomics.
+        unsafe { &*(self.base.add(TAIL_OFFSET_BYTES) as *const AtomicU64) }
+    }
+
+    #[inline]
+    fn head(&self) -> &AtomicU64 {
+        // SAFETY: as in `tail`.
+        unsafe { &*(self.base.add(HEAD_OFFSET_BYTES) as *const AtomicU64) }
+    }
+
+    #[inline]
+    fn data(&self) -> *mut u8 {
+        // SAFETY: the data area follows the header inside the same mapping.
+        unsafe { self.base.add(RING_HEADER_BYTES) }
+    }
+
+    /// Bytes published by the producer and not yet freed by the consumer.
+    /// Used by sleepers to decide whether to sleep; SeqCst so that it pairs
+    /// with the waker's fence.
+    #[inline]
+    pub(crate) fn has_unconsumed(&self) -> bool {
+        self.tail().load(Ordering::SeqCst) != self.head().load(Ordering::SeqCst)
+    }
+}
+
+/// The writing end of a ring. Exactly one may exist per ring.
+#[derive(Debug)]
+pub(crate) struct Producer {
+    view: RingView,
+    /// Our own copy of the shared tail (we are its only writer).
+    tail: u64,
+    /// Last value of the shared head we loaded.
+    cached_head: u64,
+}
+
+impl Producer {
+    pub(crate) fn new(view: RingView) -> Producer {
+        Producer {
+            view,
+            tail: view.tail().load(Ordering::Acquire),
+            cached_head: view.head().load(Ordering::Acquire),
+        }
+    }
+
+    /// Largest frame one record may hold.
+    #[inline]
+    pub(crate) fn max_frame_bytes(&self) -> usize {
+        max_frame_bytes(self.view.ring_bytes)
+    }
+
+    /// Reserve room for one frame of `frame_bytes`, let `fill` write it in
+    /// place, and publish it. Returns false, without calling `fill`, when the
+    /// consumer has not freed enough room yet. The caller has checked
+    /// `frame_bytes <= max_frame_bytes()`.
+    #[inline]
+    pub(crate) fn try_push<F: FnOnce(&mut [u8])>(&mut self, frame_bytes: usize, fill: F) -> bool {
+        debug_assert!(frame_bytes <= self.max_frame_bytes());
+        let ring_bytes = self.view.ring_bytes;
+        let record = record_bytes(frame_bytes);
+        let offset = (self.tail as usize) & (ring_bytes - 1);
+        let contiguous = ring_bytes - offset;
+        // A record that does not fit before the end costs the rest of this
+        // lap too (it is skipped); `need` cannot exceed the ring because a
+        // record is at most a quarter of it plus padding.
+        let (skip, need) = if record > contiguous {
+            (contiguous, contiguous + record)
+        } else {
+            (0, record)
+        };
+        if self.tail + need as u64 - self.cached_head > ring_bytes as u64 {
+            self.cached_head = self.view.head().load(Ordering::Acquire);
+            if self.tail + need as u64 - self.cached_head > ring_bytes as u64 {
+                return false;
+            }
+        }
+        let data = self.view.data();
+        let record_offset = if skip > 0 {
+            // SAFETY: `offset` is 8-aligned and below ring_bytes, so the
+            // marker lies inside the data area, in bytes the consumer has
+            // freed (checked above) and will not read before `tail` moves.
+            unsafe { (data.add(offset) as *mut u64).write(SKIP_MARKER) };
+            0
+        } else {
+            offset
+        };
+        // SAFETY: [record_offset, record_offset + record) lies inside the
+        // data area (the record fits in the contiguous space chosen above),
+        // is 8-aligned, and is free: the consumer stopped reading it before
+        // it published the head we compared against, and will not read it
+        // again until we publish a tail beyond it. So this slice is the only
+        // live reference to these bytes.
+        let frame = unsafe {
+            (data.add(record_offset) as *mut u64).write(frame_bytes as u64);
+            std::slice::from_raw_parts_mut(data.add(record_offset + RECORD_PREFIX_BYTES), frame_bytes)
+        };
+        fill(frame);
+        self.tail += need as u64;
+        self.view.tail().store(self.tail, Ordering::Release);
+        true
+    }
+
+    /// Whether the consumer has freed room since we last looked. SeqCst so
+    /// that it pairs with the consumer's fence (see `ShmPath::wait`).
+    #[inline]
+    pub(crate) fn head_moved(&self) -> bool {
+        self.view.head().load(Ordering::SeqCst) != self.cached_head
+    }
+}
+
+/// The reading end of a ring. Exactly one may exist per ring.
+#[derive(Debug)]
+pub(crate) struct Consumer {
+    view: RingView,
+    /// Our own copy of the shared head (we are its only writer).
+    head: u64,
+    /// Last value of the shared tail we loaded.
+    cached_tail: u64,
+}
+
+impl Consumer {
+    pub(crate) fn new(view: RingView) -> Consumer {
+        Consumer {
+            view,
+            head: view.head().load(Ordering::Acquire),
+            cached_tail: view.tail().load(Ordering::Acquire),
+        }
+    }
+
+    /// Hand up to `max_frames` published frames to `handler`, in order,
+    /// freeing each after the handler returns. A record that cannot have
+    /// been written by a correct producer is a protocol error (the ring is
+    /// then left as it is).
+    #[inline]
+    pub(crate) fn poll<F: FnMut(&[u8])>(&mut self, max_frames: usize, mut handler: F) -> Result<usize, String> {
+        let ring_bytes = self.view.ring_bytes;
+        let data = self.view.data();
+        let mut delivered = 0;
+        while delivered < max_frames {
+            if self.head == self.cached_tail {
+                self.cached_tail = self.view.tail().load(Ordering::Acquire);
+                if self.head == self.cached_tail {
+                    break;
+                }
+            }
+            let available = self.cached_tail - self.head;
+            if available > ring_bytes as u64 {
+                return Err(format!("ring tail {} is more than a ring ahead of head {}", self.cached_tail, self.head));
+            }
+            let offset = (self.head as usize) & (ring_bytes - 1);
+            // SAFETY: `offset` is 8-aligned (every record length is) and
+            // inside the data area; the Acquire load of tail made the
+            // producer's write of this prefix visible.
+            let prefix = unsafe { (data.add(offset) as *const u64).read() };
+            let record = if prefix == SKIP_MARKER {
+                ring_bytes - offset
+            } else {
+                let frame_bytes = prefix as usize;
+                if prefix > max_frame_bytes(ring_bytes) as u64 || offset + record_bytes(frame_bytes) > ring_bytes {
+                    return Err(format!("corrupt record prefix {prefix} at ring offset {offset}"));
+                }
+                record_bytes(frame_bytes)
+            };
+            if record as u64 > available {
+                return Err(format!("record of {record} bytes runs past the published tail"));
+            }
+            if prefix != SKIP_MARKER {
+                // SAFETY: the record lies inside the data area and before the
+                // published tail (checked above), so the producer finished
+                // writing it and will not touch it until we move head past
+                // it, which happens only after the handler has returned.
+                let frame = unsafe {
+                    std::slice::from_raw_parts(data.add(offset + RECORD_PREFIX_BYTES), prefix as usize)
+                };
+                handler(frame);
+                delivered += 1;
+            }
+            self.head += record as u64;
+            self.view.head().store(self.head, Ordering::Release);
+        }
+        Ok(delivered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Heap memory standing in for a shared segment.
+    struct TestRing {
+        memory: Vec<u64>,
+        ring_bytes: usize,
+    }
+
+    impl TestRing {
+        fn new(ring_bytes: usize) -> TestRing {
+            // Over-allocate so the base can be 64-byte aligned.
+            let memory = vec![0u64; (RING_HEADER_BYTES + ring_bytes + 64) / 8];
+            TestRing { memory, ring_bytes }
+        }
+
+        fn view(&mut self) -> RingView {
+            let raw = self.memory.as_mut_ptr() as *mut u8;
+            let aligned = unsafe { raw.add(raw.align_offset(64)) };
+            // SAFETY: the vector outlives every use in these tests.
+            unsafe { RingView::new(aligned, self.ring_bytes) }
+        }
+    }
+
+    fn frame_of(length: usize, seed: u64) -> Vec<u8> {
+        (0..length).map(|index| (seed as usize * 31 + index * 7) as u8).collect()
+    }
+
+    fn drain(consumer: &mut Consumer) -> Vec<Vec<u8>> {
+        let mut frames = Vec::new();
+        consumer.poll(usize::MAX, |frame| frames.push(frame.to_vec())).unwrap();
+        frames
+    }
+
+    #[test]
+    fn frames_come_out_in_order_with_their_content() {
+        let mut memory = TestRing::new(4096);
+        let view = memory.view();
+        let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
+        for (seed, length) in [0usize, 1, 7, 8, 9, 64, 100].into_iter().enumerate() {
+            let frame = frame_of(length, seed as u64);
+            assert!(producer.try_push(length, |slot| slot.copy_from_slice(&frame)));
+        }
+        let frames = drain(&mut consumer);
+        assert_eq!(frames.len(), 7);
+        for (seed, (frame, length)) in frames.iter().zip([0usize, 1, 7, 8, 9, 64, 100]).enumerate() {
+            assert_eq!(frame, &frame_of(length, seed as u64));
+        }
+        assert!(!view.has_unconsumed());
+    }
+
+    #[test]
+    fn full_ring_pushes_back_until_consumer_frees() {
+        let mut memory = TestRing::new(4096);
+        let view = memory.view();
+        let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
+        // 1016 + 8 prefix = 1024 bytes per record: exactly four fit.
+        for _ in 0..4 {
+            assert!(producer.try_push(1016, |slot| slot.fill(1)));
+        }
+        let mut called = false;
+        assert!(!producer.try_push(1, |_| called = true));
+        assert!(!called, "fill must not run when there is no room");
+        assert!(!producer.head_moved());
+        assert_eq!(consumer.poll(1, |frame| assert_eq!(frame.len(), 1016)).unwrap(), 1);
+        assert!(producer.head_moved());
+        assert!(producer.try_push(1016, |slot| slot.fill(2)));
+        assert_eq!(drain(&mut consumer).len(), 4);
+    }
+
+    #[test]
+    fn record_that_would_wrap_is_skipped_to_the_start() {
+        let mut memory = TestRing::new(4096);
+        let view = memory.view();
+        let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
+        // Three records of 1000 bytes leave 1096 at the end; after freeing,
+        // a 1024-byte frame (1032-byte record) still fits, a second does not
+        // and must go to offset 0 behind a skip marker.
+        for seed in 0..3 {
+            assert!(producer.try_push(992, |slot| slot.copy_from_slice(&frame_of(992, seed))));
+        }
+        assert_eq!(drain(&mut consumer).len(), 3);
+        assert!(producer.try_push(1024, |slot| slot.copy_from_slice(&frame_of(1024, 10))));
+        assert!(producer.try_push(1024, |slot| slot.copy_from_slice(&frame_of(1024, 11))));
+        assert_eq!(producer.tail as usize, 3 * 1000 + 1032 + 64 + 1032);
+        let frames = drain(&mut consumer);
+        assert_eq!(frames, vec![frame_of(1024, 10), frame_of(1024, 11)]);
+        assert_eq!(consumer.head, producer.tail);
+    }
+
+    #[test]
+    fn skip_needs_room_for_both_the_skip_and_the_record() {
+        let mut memory = TestRing::new(4096);
+        let view = memory.view();
+        let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
+        for _ in 0..3 {
+            assert!(producer.try_push(1016, |slot| slot.fill(3)));
+        }
+        // Free only the first record: 1024 free at the start, 1024 at the
+        // end; a 1024-byte frame needs 1032 so it would wrap and needs 2056.
+        assert_eq!(consumer.poll(1, |_| ()).unwrap(), 1);
+        assert!(!producer.try_push(1024, |_| unreachable!()));
+        assert_eq!(consumer.poll(1, |_| ()).unwrap(), 1);
+        assert!(producer.try_push(1024, |slot| slot.fill(4)));
+        let frames = drain(&mut consumer);
+        assert_eq!(frames.len(), 2);
+        assert!(frames[1].iter().all(|&byte| byte == 4));
+    }
+
+    #[test]
+    fn many_sizes_through_many_laps_keep_order_and_content() {
+        for ring_bytes in [4096usize, 8192, 65536] {
+            let mut memory = TestRing::new(ring_bytes);
+            let view = memory.view();
+            let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
+            let max = max_frame_bytes(ring_bytes);
+            let mut random = 0x9e37_79b9_7f4a_7c15u64;
+            let (mut sent, mut received) = (0u64, 0u64);
+            while received < 20_000 {
+                random ^= random << 13;
+                random ^= random >> 7;
+                random ^= random << 17;
+                let length = (random as usize) % (max + 1);
+                let seed = sent;
+                if producer.try_push(length, |slot| slot.copy_from_slice(&frame_of(length, seed))) {
+                    sent += 1;
+                }
+                if random % 3 == 0 || !producer.head_moved() {
+                    let budget = (random >> 40) as usize % 4 + 1;
+                    consumer
+                        .poll(budget, |frame| {
+                            assert_eq!(frame, &frame_of(frame.len(), received)[..]);
+                            received += 1;
+                        })
+                        .unwrap();
+                }
+            }
+            assert!(producer.tail > 4 * ring_bytes as u64, "test must wrap many times");
+        }
+    }
+
+    #[test]
+    fn corrupt_prefix_is_an_error_not_a_crash() {
+        let mut memory = TestRing::new(4096);
+        let view = memory.view();
+        let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
+        assert!(producer.try_push(16, |slot| slot.fill(0)));
+        // Scribble a huge length over the record prefix.
+        unsafe { (view.data() as *mut u64).write(1 << 40) };
+        assert!(consumer.poll(1, |_| panic!("no frame expected")).is_err());
+    }
+}

@@ -1,0 +1,59 @@
+//! Sans-IO reliability for resmpi: one [`PeerLink`] per (me, peer) pair turns
+//! a lossy, duplicating, reordering path into an exactly-once, in-order
+//! stream of wire frames.
+//!
+//! Why sans-IO: the same state machine runs over shared memory, TCP and
+//! inside the deterministic simulator (`crates/sim`); time comes in as
+//! `now_ns`, frames and deadlines come out of `poll_*` (quinn-proto style).
+//! This crate owns sequence numbers, acknowledgements, retransmission and
+//! duplicate drop. It does not own sockets, clocks, checksums, matching or
+//! rail selection.
+//!
+//! # Protocol (after LA-MPI and NewMadeleine)
+//! - **Sequence numbers**: per direction, 64-bit, starting at 1, written into
+//!   the header's `seq` by [`PeerLink::handle_send`]; they never wrap.
+//! - **Cumulative ack**: every emitted frame carries in `ack` the largest
+//!   in-order sequence number received from the peer (LA-MPI's LIRS). Data
+//!   frames piggyback it; a pure `FrameKind::Ack` frame (`seq` 0) goes out
+//!   only when `ack_delay_ns` passed with no data frame to carry it, so acks
+//!   coalesce (NewMadeleine's aggregation).
+//! - **Selective ack**: a pure Ack also carries in `aux` a bitmap of frames
+//!   held out of order: bit `i` = frame `ack + 2 + i`. The sender does not
+//!   retransmit those (the receiver never discards a buffered frame), but
+//!   keeps them until the cumulative ack passes. An out-of-order or duplicate
+//!   arrival makes the receiver ack at once instead of after the delay.
+//! - **Retransmission**: selective repeat, each frame on its own timer with
+//!   truncated exponential backoff
+//!   (`min(ack_timeout_ns * 2^(k-1), max_backoff_ns)` after the k-th
+//!   transmission). After `max_retries` retransmissions of one frame go
+//!   unanswered the link reports [`PeerUnreachable`] and stops transmitting;
+//!   what to do next (failover, ULFM) belongs to the layers above.
+//! - **Duplicates** (network duplicates or spurious retransmissions) are
+//!   recognised by sequence number and dropped.
+//!
+//! # Bounds
+//! - Sender: at most `send_window_frames` frames unacknowledged;
+//!   `handle_send` returns [`WindowFull`] beyond (back-pressure).
+//! - Receiver: frames ready for delivery plus frames held out of order never
+//!   exceed `send_window_frames`: a frame with
+//!   `seq > last_delivered_seq + send_window_frames` is dropped and the
+//!   sender retransmits it. The application must keep calling
+//!   [`PeerLink::poll_deliver`]; a consumer stalled for longer than the whole
+//!   retry budget ([`ReliableConfig::unreachable_after_ns`]) makes its peers
+//!   declare it unreachable.
+//!
+//! # Checksums
+//! `seq` is written at `handle_send` and `ack` at every `poll_transmit`, so
+//! a header checksum must be computed after `poll_transmit` (by the path,
+//! fused with the copy onto the wire) and verified before `handle_receive`.
+#![warn(missing_docs)]
+
+mod config;
+mod link;
+mod receive_buffer;
+mod send_buffer;
+#[cfg(test)]
+mod tests;
+
+pub use config::ReliableConfig;
+pub use link::{LinkStats, LinkStatus, PeerLink, PeerUnreachable, ReceiveError, WindowFull};

@@ -1,0 +1,145 @@
+//! The receiver's half of a link: in-order delivery out of a lossy,
+//! duplicating, reordering network.
+//!
+//! Frames are identified by sequence number. `largest_in_order_seq` (LIRS in
+//! the LA-MPI paper) is the cumulative acknowledgement: every frame up to it
+//! has been received. Frames above it wait in a reorder buffer until the hole
+//! fills. Frames at or below it, or already buffered, are duplicates.
+//!
+//! Bound: a frame is accepted only if `seq <= last_delivered_seq + capacity`,
+//! so frames ready for the application plus frames held out of order never
+//! exceed `capacity_frames`. A frame beyond the bound is dropped; the sender
+//! still holds it and retransmits it later.
+
+use std::collections::{BTreeMap, VecDeque};
+
+/// What the receive buffer did with an arriving data frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// It filled the next expected sequence number (and possibly released
+    /// buffered successors).
+    InOrder,
+    /// It is ahead of a hole and waits in the reorder buffer.
+    OutOfOrder,
+    /// It was received before: dropped.
+    Duplicate,
+    /// It lies beyond the receive window: dropped, the sender will retry.
+    BeyondWindow,
+}
+
+#[derive(Debug)]
+pub(crate) struct ReceiveBuffer {
+    /// Every frame with `seq <= largest_in_order_seq` has been received.
+    largest_in_order_seq: u64,
+    /// Sequence number of the last frame handed to the application.
+    last_delivered_seq: u64,
+    /// In-order frames waiting for `pop_ready`, seqs
+    /// `last_delivered_seq + 1 ..= largest_in_order_seq`.
+    ready: VecDeque<Vec<u8>>,
+    /// Frames above a hole, by sequence number.
+    out_of_order: BTreeMap<u64, Vec<u8>>,
+    capacity_frames: usize,
+    buffered_bytes: usize,
+}
+
+impl ReceiveBuffer {
+    pub fn new(capacity_frames: usize) -> ReceiveBuffer {
+        assert!(capacity_frames > 0, "a receive window of zero frames accepts nothing");
+        ReceiveBuffer {
+            largest_in_order_seq: 0,
+            last_delivered_seq: 0,
+            ready: VecDeque::new(),
+            out_of_order: BTreeMap::new(),
+            capacity_frames,
+            buffered_bytes: 0,
+        }
+    }
+
+    /// The cumulative acknowledgement to put in outgoing headers.
+    pub fn largest_in_order_seq(&self) -> u64 {
+        self.largest_in_order_seq
+    }
+
+    pub fn has_out_of_order(&self) -> bool {
+        !self.out_of_order.is_empty()
+    }
+
+    pub fn buffered_frames(&self) -> usize {
+        self.ready.len() + self.out_of_order.len()
+    }
+
+    pub fn buffered_bytes(&self) -> usize {
+        self.buffered_bytes
+    }
+
+    /// Selective-ack bitmap: bit `i` set = frame `largest_in_order_seq + 2 + i`
+    /// is held out of order.
+    pub fn selective_ack_bitmap(&self) -> u64 {
+        let base = self.largest_in_order_seq + 2;
+        self.out_of_order
+            .range(base..base + 64)
+            .fold(0u64, |bitmap, (&seq, _)| bitmap | 1 << (seq - base))
+    }
+
+    pub fn insert(&mut self, seq: u64, frame: &[u8]) -> Arrival {
+        debug_assert!(seq > 0, "sequence numbers start at 1");
+        if seq <= self.largest_in_order_seq || self.out_of_order.contains_key(&seq) {
+            return Arrival::Duplicate;
+        }
+        if seq - self.last_delivered_seq > self.capacity_frames as u64 {
+            return Arrival::BeyondWindow;
+        }
+        self.buffered_bytes += frame.len();
+        if seq != self.largest_in_order_seq + 1 {
+            self.out_of_order.insert(seq, frame.to_vec());
+            return Arrival::OutOfOrder;
+        }
+        self.ready.push_back(frame.to_vec());
+        self.largest_in_order_seq = seq;
+        while let Some(next) = self.out_of_order.remove(&(self.largest_in_order_seq + 1)) {
+            self.ready.push_back(next);
+            self.largest_in_order_seq += 1;
+        }
+        debug_assert!(self.buffered_frames() <= self.capacity_frames);
+        Arrival::InOrder
+    }
+
+    /// Next frame in sequence order, each exactly once.
+    pub fn pop_ready(&mut self) -> Option<Vec<u8>> {
+        let frame = self.ready.pop_front()?;
+        self.last_delivered_seq += 1;
+        self.buffered_bytes -= frame.len();
+        Some(frame)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hole_fill_releases_buffered_successors_in_order() {
+        let mut buffer = ReceiveBuffer::new(8);
+        assert_eq!(buffer.insert(3, b"c"), Arrival::OutOfOrder);
+        assert_eq!(buffer.insert(2, b"b"), Arrival::OutOfOrder);
+        assert_eq!(buffer.selective_ack_bitmap(), 0b11);
+        assert_eq!(buffer.insert(1, b"a"), Arrival::InOrder);
+        assert_eq!(buffer.largest_in_order_seq(), 3);
+        let delivered: Vec<Vec<u8>> = std::iter::from_fn(|| buffer.pop_ready()).collect();
+        assert_eq!(delivered, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(buffer.buffered_bytes(), 0);
+    }
+
+    #[test]
+    fn duplicates_and_frames_beyond_the_window_are_refused() {
+        let mut buffer = ReceiveBuffer::new(2);
+        assert_eq!(buffer.insert(1, b"a"), Arrival::InOrder);
+        assert_eq!(buffer.insert(1, b"a"), Arrival::Duplicate);
+        assert_eq!(buffer.insert(2, b"b"), Arrival::InOrder);
+        // Nothing delivered yet: the window (2 frames) is full.
+        assert_eq!(buffer.insert(3, b"c"), Arrival::BeyondWindow);
+        buffer.pop_ready();
+        assert_eq!(buffer.insert(3, b"c"), Arrival::InOrder);
+        assert_eq!(buffer.buffered_frames(), 2);
+    }
+}

@@ -1,0 +1,205 @@
+//! The sender's half of a link: frames kept until the peer acknowledges them.
+//!
+//! Every frame handed to the link gets the next sequence number and stays
+//! here, with its own retransmission timer, until a cumulative ack covers it.
+//! The buffer holds at most `capacity_frames` frames; beyond that the caller
+//! gets back-pressure, so sender memory is bounded by the window. Sequence
+//! numbers in the buffer are contiguous (`oldest_seq ..= next_seq - 1`), which
+//! makes lookups by sequence an index computation.
+
+use std::collections::VecDeque;
+
+/// One frame awaiting acknowledgement.
+#[derive(Debug)]
+pub(crate) struct SentFrame {
+    /// Sequence number written into the frame header.
+    pub seq: u64,
+    /// The whole wire frame (header + payload), kept for retransmission.
+    pub frame: Vec<u8>,
+    /// Transmissions so far; 0 = not yet on the wire.
+    pub transmit_count: u32,
+    /// When the frame must be retransmitted if still unacknowledged.
+    pub retransmit_deadline_ns: u64,
+    /// The peer reported it holds this frame out of order (selective ack):
+    /// no need to retransmit, but keep it until the cumulative ack passes.
+    pub selectively_acked: bool,
+}
+
+/// Frames sent (or about to be) and not yet cumulatively acknowledged.
+#[derive(Debug)]
+pub(crate) struct SendBuffer {
+    frames: VecDeque<SentFrame>,
+    /// Sequence number the next pushed frame gets; starts at 1.
+    next_seq: u64,
+    /// First sequence number never transmitted; frames at or after it form
+    /// the buffer's tail (new frames go out in order).
+    first_unsent_seq: u64,
+    capacity_frames: usize,
+    buffered_bytes: usize,
+}
+
+impl SendBuffer {
+    pub fn new(capacity_frames: usize) -> SendBuffer {
+        assert!(capacity_frames > 0, "a send window of zero frames can send nothing");
+        SendBuffer {
+            frames: VecDeque::with_capacity(capacity_frames),
+            next_seq: 1,
+            first_unsent_seq: 1,
+            capacity_frames,
+            buffered_bytes: 0,
+        }
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.frames.len() >= self.capacity_frames
+    }
+
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn buffered_bytes(&self) -> usize {
+        self.buffered_bytes
+    }
+
+    /// The sequence number the next `push` assigns.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Largest sequence number ever put on the wire (0 = none): an ack beyond
+    /// it is a protocol violation.
+    pub fn largest_sent_seq(&self) -> u64 {
+        self.first_unsent_seq - 1
+    }
+
+    fn oldest_seq(&self) -> u64 {
+        self.next_seq - self.frames.len() as u64
+    }
+
+    /// Store a frame whose header already carries `next_seq()`.
+    pub fn push(&mut self, frame: Vec<u8>) -> u64 {
+        assert!(!self.is_full(), "push past the send window");
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.buffered_bytes += frame.len();
+        self.frames.push_back(SentFrame {
+            seq,
+            frame,
+            transmit_count: 0,
+            retransmit_deadline_ns: u64::MAX,
+            selectively_acked: false,
+        });
+        seq
+    }
+
+    /// The oldest frame never transmitted, marked as transmitted now.
+    pub fn take_unsent(&mut self) -> Option<&mut SentFrame> {
+        if self.first_unsent_seq >= self.next_seq {
+            return None;
+        }
+        let index = (self.first_unsent_seq - self.oldest_seq()) as usize;
+        self.first_unsent_seq += 1;
+        let sent = &mut self.frames[index];
+        debug_assert_eq!(sent.transmit_count, 0);
+        Some(sent)
+    }
+
+    /// The oldest transmitted frame whose retransmission timer has expired
+    /// and that the peer has not selectively acknowledged.
+    pub fn oldest_due(&mut self, now_ns: u64) -> Option<&mut SentFrame> {
+        self.frames.iter_mut().find(|sent| {
+            sent.transmit_count > 0 && !sent.selectively_acked && sent.retransmit_deadline_ns <= now_ns
+        })
+    }
+
+    /// A frame transmitted `transmit_limit` times whose last timer expired
+    /// unacknowledged: the retry budget is spent.
+    pub fn exhausted(&self, now_ns: u64, transmit_limit: u32) -> Option<u64> {
+        self.frames
+            .iter()
+            .find(|sent| {
+                sent.transmit_count >= transmit_limit
+                    && !sent.selectively_acked
+                    && sent.retransmit_deadline_ns <= now_ns
+            })
+            .map(|sent| sent.seq)
+    }
+
+    /// Earliest pending retransmission deadline.
+    pub fn earliest_retransmit_deadline_ns(&self) -> Option<u64> {
+        self.frames
+            .iter()
+            .filter(|sent| sent.transmit_count > 0 && !sent.selectively_acked)
+            .map(|sent| sent.retransmit_deadline_ns)
+            .min()
+    }
+
+    /// Release every frame with `seq <= ack`; returns how many were released.
+    pub fn acknowledge_cumulative(&mut self, ack: u64) -> usize {
+        debug_assert!(ack <= self.largest_sent_seq());
+        let mut released_count = 0;
+        while self.frames.front().is_some_and(|sent| sent.seq <= ack) {
+            let sent = self.frames.pop_front().expect("front checked");
+            self.buffered_bytes -= sent.frame.len();
+            released_count += 1;
+        }
+        released_count
+    }
+
+    /// Mark frames the peer holds out of order: bit `i` of `bitmap` stands
+    /// for sequence `ack + 2 + i` (`ack + 1` is the hole, by definition).
+    pub fn acknowledge_selective(&mut self, ack: u64, bitmap: u64) {
+        let oldest_seq = self.oldest_seq();
+        for bit in 0..64u64 {
+            if bitmap & (1 << bit) == 0 {
+                continue;
+            }
+            let seq = ack.saturating_add(2 + bit);
+            if seq < oldest_seq || seq > self.largest_sent_seq() {
+                continue;
+            }
+            self.frames[(seq - oldest_seq) as usize].selectively_acked = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent_buffer_with(count: usize) -> SendBuffer {
+        let mut buffer = SendBuffer::new(8);
+        for _ in 0..count {
+            buffer.push(vec![0; 10]);
+        }
+        while let Some(sent) = buffer.take_unsent() {
+            sent.transmit_count = 1;
+            sent.retransmit_deadline_ns = 100;
+        }
+        buffer
+    }
+
+    #[test]
+    fn cumulative_ack_releases_prefix_and_bytes() {
+        let mut buffer = sent_buffer_with(5);
+        assert_eq!(buffer.acknowledge_cumulative(3), 3);
+        assert_eq!(buffer.len(), 2);
+        assert_eq!(buffer.buffered_bytes(), 20);
+        assert_eq!(buffer.acknowledge_cumulative(3), 0);
+    }
+
+    #[test]
+    fn selectively_acked_frames_are_never_due() {
+        let mut buffer = sent_buffer_with(4);
+        // ack 0, bitmap bits 0 and 1 => seqs 2 and 3 held by the peer.
+        buffer.acknowledge_selective(0, 0b11);
+        let due: Vec<u64> = std::iter::from_fn(|| {
+            let sent = buffer.oldest_due(100)?;
+            sent.retransmit_deadline_ns = u64::MAX;
+            Some(sent.seq)
+        })
+        .collect();
+        assert_eq!(due, vec![1, 4]);
+    }
+}

@@ -1,0 +1,349 @@
+//! Two `PeerLink`s driven on a virtual clock (quinn's `Pair::step()` style):
+//! faults are injected by editing the in-flight queues between steps.
+
+use crate::{LinkStatus, PeerLink, PeerUnreachable, ReceiveError, ReliableConfig, WindowFull};
+use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
+use std::collections::VecDeque;
+
+const TEST_CONFIG: ReliableConfig = ReliableConfig {
+    ack_timeout_ns: 1_000,
+    max_backoff_ns: 8_000,
+    send_window_frames: 8,
+    ack_delay_ns: 100,
+    max_retries: 4,
+};
+
+/// An Eager frame from `source` whose payload is `body`.
+fn data_frame(source: u32, body: &[u8]) -> Vec<u8> {
+    let mut header = FrameHeader::new(FrameKind::Eager, source);
+    header.payload_len = body.len() as u32;
+    header.aux = body.len() as u64;
+    let mut frame = header.to_bytes().to_vec();
+    frame.extend_from_slice(body);
+    frame
+}
+
+fn body(frame: &[u8]) -> &[u8] {
+    &frame[HEADER_LEN_BYTES..]
+}
+
+fn header(frame: &[u8]) -> FrameHeader {
+    FrameHeader::parse(frame).expect("test frames parse")
+}
+
+/// Link `a` (rank 0) and link `b` (rank 1) with a zero-latency wire each way.
+struct Pair {
+    now_ns: u64,
+    a: PeerLink,
+    b: PeerLink,
+    a_to_b: VecDeque<Vec<u8>>,
+    b_to_a: VecDeque<Vec<u8>>,
+    delivered_at_a: Vec<Vec<u8>>,
+    delivered_at_b: Vec<Vec<u8>>,
+}
+
+impl Pair {
+    fn new(config: ReliableConfig) -> Pair {
+        Pair {
+            now_ns: 0,
+            a: PeerLink::new(0, 1, config),
+            b: PeerLink::new(1, 0, config),
+            a_to_b: VecDeque::new(),
+            b_to_a: VecDeque::new(),
+            delivered_at_a: Vec::new(),
+            delivered_at_b: Vec::new(),
+        }
+    }
+
+    fn send_from_a(&mut self, text: &str) -> Result<u64, WindowFull> {
+        self.a.handle_send(self.now_ns, data_frame(0, text.as_bytes()))
+    }
+
+    fn send_from_b(&mut self, text: &str) -> Result<u64, WindowFull> {
+        self.b.handle_send(self.now_ns, data_frame(1, text.as_bytes()))
+    }
+
+    /// Put everything `a` wants to send on the a->b wire.
+    fn transmit_a(&mut self) -> usize {
+        let before = self.a_to_b.len();
+        while let Some(frame) = self.a.poll_transmit(self.now_ns) {
+            self.a_to_b.push_back(frame);
+        }
+        self.a_to_b.len() - before
+    }
+
+    fn transmit_b(&mut self) -> usize {
+        let before = self.b_to_a.len();
+        while let Some(frame) = self.b.poll_transmit(self.now_ns) {
+            self.b_to_a.push_back(frame);
+        }
+        self.b_to_a.len() - before
+    }
+
+    /// Hand every in-flight frame to its receiver, then collect deliveries.
+    fn receive_all(&mut self) {
+        while let Some(frame) = self.a_to_b.pop_front() {
+            self.b.handle_receive(self.now_ns, &frame).expect("valid frame");
+        }
+        while let Some(frame) = self.b_to_a.pop_front() {
+            self.a.handle_receive(self.now_ns, &frame).expect("valid frame");
+        }
+        while let Some(frame) = self.a.poll_deliver() {
+            self.delivered_at_a.push(frame);
+        }
+        while let Some(frame) = self.b.poll_deliver() {
+            self.delivered_at_b.push(frame);
+        }
+    }
+
+    /// One round: both sides transmit, the wire delivers. True if anything
+    /// moved.
+    fn step(&mut self) -> bool {
+        let moved = self.transmit_a() + self.transmit_b();
+        self.receive_all();
+        moved > 0
+    }
+
+    /// Jump the clock to the next deadline of either side and fire it.
+    fn advance_to_next_timeout(&mut self) -> bool {
+        let next_ns = match (self.a.poll_timeout(), self.b.poll_timeout()) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(next_ns) => next_ns,
+                None => return false,
+            },
+        };
+        self.now_ns = self.now_ns.max(next_ns);
+        self.a.handle_timeout(self.now_ns);
+        self.b.handle_timeout(self.now_ns);
+        true
+    }
+
+    /// Run until neither side has anything to send or wait for.
+    fn drive(&mut self) {
+        for _ in 0..10_000 {
+            while self.step() {}
+            if !self.advance_to_next_timeout() {
+                return;
+            }
+        }
+        panic!("pair did not go idle");
+    }
+
+    fn texts_at_b(&self) -> Vec<String> {
+        self.delivered_at_b.iter().map(|frame| String::from_utf8(body(frame).to_vec()).unwrap()).collect()
+    }
+}
+
+#[test]
+fn frames_arrive_once_in_order_without_faults() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    for text in ["one", "two", "three"] {
+        pair.send_from_a(text).unwrap();
+    }
+    pair.drive();
+    assert_eq!(pair.texts_at_b(), ["one", "two", "three"]);
+    assert!(pair.a.is_idle());
+    assert_eq!(pair.a.stats().frames_retransmitted, 0);
+    assert_eq!(pair.a.stats().bytes_buffered, 0);
+    assert_eq!(pair.b.stats().bytes_buffered, 0);
+}
+
+#[test]
+fn sequence_numbers_start_at_one_and_are_written_into_the_header() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    assert_eq!(pair.send_from_a("x"), Ok(1));
+    assert_eq!(pair.send_from_a("y"), Ok(2));
+    pair.transmit_a();
+    let seqs: Vec<u64> = pair.a_to_b.iter().map(|frame| header(frame).seq).collect();
+    assert_eq!(seqs, [1, 2]);
+}
+
+#[test]
+fn lost_frame_is_retransmitted_after_the_ack_timeout() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    pair.send_from_a("lost once").unwrap();
+    pair.transmit_a();
+    pair.a_to_b.clear();
+    assert_eq!(pair.a.poll_timeout(), Some(TEST_CONFIG.ack_timeout_ns));
+    pair.drive();
+    assert_eq!(pair.texts_at_b(), ["lost once"]);
+    assert_eq!(pair.a.stats().frames_retransmitted, 1);
+    assert!(pair.a.is_idle());
+}
+
+#[test]
+fn duplicated_frame_is_delivered_once() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    pair.send_from_a("twice on the wire").unwrap();
+    pair.transmit_a();
+    let copy = pair.a_to_b[0].clone();
+    pair.a_to_b.push_back(copy);
+    pair.drive();
+    assert_eq!(pair.texts_at_b(), ["twice on the wire"]);
+    assert_eq!(pair.b.stats().duplicates_dropped, 1);
+}
+
+#[test]
+fn reordered_frames_are_delivered_in_sequence_and_acked_selectively() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    for text in ["a", "b", "c", "d"] {
+        pair.send_from_a(text).unwrap();
+    }
+    pair.transmit_a();
+    pair.a_to_b.make_contiguous().reverse();
+    pair.drive();
+    assert_eq!(pair.texts_at_b(), ["a", "b", "c", "d"]);
+    assert_eq!(pair.a.stats().frames_retransmitted, 0);
+}
+
+#[test]
+fn only_the_hole_is_retransmitted_when_later_frames_arrived() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    for text in ["first", "second", "third", "fourth"] {
+        pair.send_from_a(text).unwrap();
+    }
+    pair.transmit_a();
+    pair.a_to_b.pop_front(); // lose seq 1
+    pair.receive_all();
+    // b acks at once (a hole) with a selective-ack bitmap for 2, 3, 4.
+    assert_eq!(pair.transmit_b(), 1);
+    let ack = header(&pair.b_to_a[0]);
+    assert_eq!((ack.kind, ack.ack, ack.aux), (FrameKind::Ack, 0, 0b111));
+    pair.drive();
+    assert_eq!(pair.texts_at_b(), ["first", "second", "third", "fourth"]);
+    assert_eq!(pair.a.stats().frames_retransmitted, 1);
+    assert_eq!(pair.b.stats().duplicates_dropped, 0);
+}
+
+#[test]
+fn lost_ack_causes_a_retransmission_that_is_dropped_as_duplicate() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    pair.send_from_a("acked late").unwrap();
+    pair.transmit_a();
+    pair.receive_all();
+    pair.now_ns += TEST_CONFIG.ack_delay_ns;
+    assert_eq!(pair.transmit_b(), 1);
+    pair.b_to_a.clear(); // the ack is lost
+    pair.drive();
+    assert_eq!(pair.texts_at_b(), ["acked late"]);
+    assert_eq!(pair.a.stats().frames_retransmitted, 1);
+    assert_eq!(pair.b.stats().duplicates_dropped, 1);
+    assert!(pair.a.is_idle());
+}
+
+#[test]
+fn pure_acks_wait_for_the_ack_delay_and_coalesce() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    for text in ["1", "2", "3"] {
+        pair.send_from_a(text).unwrap();
+    }
+    pair.transmit_a();
+    pair.receive_all();
+    assert_eq!(pair.transmit_b(), 0, "no ack before the delay");
+    assert_eq!(pair.b.poll_timeout(), Some(TEST_CONFIG.ack_delay_ns));
+    pair.now_ns = TEST_CONFIG.ack_delay_ns;
+    assert_eq!(pair.transmit_b(), 1, "one ack covers all three frames");
+    assert_eq!(header(&pair.b_to_a[0]).ack, 3);
+    pair.receive_all();
+    assert!(pair.a.is_idle());
+    assert_eq!(pair.b.stats().acks_sent, 1);
+}
+
+#[test]
+fn acks_piggyback_on_reverse_data_traffic() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    pair.send_from_a("ping").unwrap();
+    pair.transmit_a();
+    pair.receive_all();
+    pair.send_from_b("pong").unwrap();
+    assert_eq!(pair.transmit_b(), 1);
+    let reply = header(&pair.b_to_a[0]);
+    assert_eq!((reply.kind, reply.seq, reply.ack), (FrameKind::Eager, 1, 1));
+    pair.drive();
+    assert_eq!(pair.b.stats().acks_sent, 0);
+    assert!(pair.a.is_idle() && pair.b.is_idle());
+}
+
+#[test]
+fn full_send_window_applies_back_pressure_until_acked() {
+    let config = ReliableConfig { send_window_frames: 2, ..TEST_CONFIG };
+    let mut pair = Pair::new(config);
+    pair.send_from_a("1").unwrap();
+    pair.send_from_a("2").unwrap();
+    assert_eq!(pair.send_from_a("3"), Err(WindowFull));
+    assert_eq!(pair.a.stats().send_buffered_frames, 2);
+    pair.drive();
+    assert_eq!(pair.send_from_a("3"), Ok(3));
+    pair.drive();
+    assert_eq!(pair.texts_at_b(), ["1", "2", "3"]);
+    assert_eq!(pair.a.stats().send_buffered_frames_max, 2);
+}
+
+#[test]
+fn frames_beyond_the_receive_window_are_dropped_and_retransmitted() {
+    let config = ReliableConfig { send_window_frames: 2, ..TEST_CONFIG };
+    let mut pair = Pair::new(config);
+    // A sender with a larger window than the receiver: seq 3 lands beyond it.
+    pair.a = PeerLink::new(0, 1, ReliableConfig { send_window_frames: 3, ..TEST_CONFIG });
+    for text in ["1", "2", "3"] {
+        pair.send_from_a(text).unwrap();
+    }
+    pair.transmit_a();
+    while let Some(frame) = pair.a_to_b.pop_front() {
+        pair.b.handle_receive(pair.now_ns, &frame).unwrap();
+    }
+    assert_eq!(pair.b.stats().frames_dropped_beyond_window, 1);
+    assert_eq!(pair.b.stats().receive_buffered_frames, 2);
+    pair.drive();
+    assert_eq!(pair.texts_at_b(), ["1", "2", "3"]);
+}
+
+#[test]
+fn silent_peer_is_unreachable_after_max_retries_with_backoff() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    pair.send_from_a("into the void").unwrap();
+    let mut transmit_times_ns = Vec::new();
+    while pair.a.status().is_ok() {
+        if pair.transmit_a() > 0 {
+            transmit_times_ns.push(pair.now_ns);
+        }
+        pair.a_to_b.clear();
+        let Some(next_ns) = pair.a.poll_timeout() else { break };
+        pair.now_ns = next_ns;
+        pair.a.handle_timeout(pair.now_ns);
+    }
+    // 1 transmission + 4 retries, spaced 1, 2, 4, 8 (capped), 8 µs.
+    assert_eq!(transmit_times_ns, [0, 1_000, 3_000, 7_000, 15_000]);
+    assert_eq!(pair.now_ns, 23_000);
+    assert_eq!(pair.now_ns, TEST_CONFIG.unreachable_after_ns());
+    let expected: LinkStatus = Err(PeerUnreachable { peer_rank: 1, seq: 1, retry_count: 4 });
+    assert_eq!(pair.a.status(), expected);
+    assert_eq!(pair.a.poll_transmit(pair.now_ns), None);
+    assert_eq!(pair.a.poll_timeout(), None);
+}
+
+#[test]
+fn bad_frames_are_errors_and_change_nothing() {
+    let mut link = PeerLink::new(0, 1, TEST_CONFIG);
+    assert!(matches!(link.handle_receive(0, &[0u8; 10]), Err(ReceiveError::Malformed(_))));
+    let mut truncated = data_frame(1, b"payload");
+    truncated.pop();
+    assert!(matches!(link.handle_receive(0, &truncated), Err(ReceiveError::LengthMismatch { .. })));
+    assert_eq!(
+        link.handle_receive(0, &data_frame(2, b"")),
+        Err(ReceiveError::WrongSource { expected: 1, found: 2 })
+    );
+    assert_eq!(link.handle_receive(0, &data_frame(1, b"")), Err(ReceiveError::MissingSequence));
+    let mut ack = FrameHeader::new(FrameKind::Ack, 1);
+    ack.ack = 5;
+    assert_eq!(
+        link.handle_receive(0, &ack.to_bytes()),
+        Err(ReceiveError::AckBeyondSent { ack: 5, largest_sent_seq: 0 })
+    );
+    ack.ack = 0;
+    ack.seq = 3;
+    assert_eq!(link.handle_receive(0, &ack.to_bytes()), Err(ReceiveError::SequencedAck));
+    assert_eq!(link.stats(), crate::LinkStats::default());
+    assert_eq!(link.poll_timeout(), None);
+}

@@ -1,0 +1,228 @@
+//! The PMI-1 "simple" wire format, shared by the client ([`crate::Pmi`]) and
+//! the launcher's PMI server so that both ends parse the same way.
+//!
+//! A message is one line: `cmd=NAME key=value key=value ...\n`. Tokens are
+//! separated by spaces; a token splits at its first `=`, so a value may hold
+//! `=` (MPICH's hydra accepts that too) but never a space or a newline.
+//! Decoding is a checked parse: a malformed line is an error, never a panic.
+
+use crate::PmiError;
+
+/// Longest line either side accepts, newline included. Hydra's values are at
+/// most 1024 bytes; this leaves room for keys and the command while bounding
+/// what a broken peer can make us buffer.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// One decoded PMI-1 message: the command and its `key=value` pairs in the
+/// order they appeared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PmiLine {
+    /// The value of the leading `cmd=` token.
+    pub command: String,
+    /// The remaining tokens, split at their first `=`.
+    pub pairs: Vec<(String, String)>,
+}
+
+impl PmiLine {
+    /// A message for `command` with no pairs yet.
+    pub fn new(command: &str) -> PmiLine {
+        PmiLine {
+            command: command.to_string(),
+            pairs: Vec::new(),
+        }
+    }
+
+    /// This message with `key=value` appended.
+    pub fn with(mut self, key: &str, value: impl ToString) -> PmiLine {
+        self.pairs.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// The value of the first pair named `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The value of `key`, or an error naming the command and the key.
+    pub fn require(&self, key: &str) -> Result<&str, PmiError> {
+        self.get(key).ok_or_else(|| {
+            PmiError::new(format!(
+                "reply 'cmd={}' lacks the field '{key}'",
+                self.command
+            ))
+        })
+    }
+
+    /// Decodes one line (with or without its trailing newline).
+    pub fn parse(line: &str) -> Result<PmiLine, PmiError> {
+        if line.len() > MAX_LINE_BYTES {
+            return Err(PmiError::new(format!(
+                "PMI line of {} bytes exceeds the limit of {MAX_LINE_BYTES}",
+                line.len()
+            )));
+        }
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let mut tokens = line.split(' ').filter(|token| !token.is_empty());
+        let first = tokens
+            .next()
+            .ok_or_else(|| PmiError::new("empty PMI line"))?;
+        let command = first
+            .strip_prefix("cmd=")
+            .filter(|command| !command.is_empty())
+            .ok_or_else(|| {
+                PmiError::new(format!(
+                    "PMI line does not start with 'cmd=NAME': {}",
+                    printable(line)
+                ))
+            })?;
+        let mut pairs = Vec::new();
+        for token in tokens {
+            let (key, value) = token.split_once('=').ok_or_else(|| {
+                PmiError::new(format!(
+                    "PMI token '{}' is not key=value in line: {}",
+                    printable(token),
+                    printable(line)
+                ))
+            })?;
+            if key.is_empty() {
+                return Err(PmiError::new(format!(
+                    "PMI token with an empty key in line: {}",
+                    printable(line)
+                )));
+            }
+            pairs.push((key.to_string(), value.to_string()));
+        }
+        Ok(PmiLine {
+            command: command.to_string(),
+            pairs,
+        })
+    }
+
+    /// Encodes this message as one line ending in `\n`.
+    ///
+    /// The caller must have checked keys and values with [`check_token`];
+    /// this function only concatenates.
+    pub fn encode(&self) -> String {
+        let mut line = format!("cmd={}", self.command);
+        for (key, value) in &self.pairs {
+            line.push(' ');
+            line.push_str(key);
+            line.push('=');
+            line.push_str(value);
+        }
+        line.push('\n');
+        line
+    }
+}
+
+/// Checks that `text` can travel as a PMI key (`is_key`) or value: no space,
+/// no control character (newline included), and for keys no `=` and not
+/// empty. Returns what is wrong, for the caller's error message.
+pub fn check_token(text: &str, is_key: bool) -> Result<(), String> {
+    if is_key && text.is_empty() {
+        return Err("a PMI key must not be empty".to_string());
+    }
+    if let Some(bad) = text
+        .chars()
+        .find(|&character| character == ' ' || character.is_control() || (is_key && character == '='))
+    {
+        let what = if is_key { "key" } else { "value" };
+        return Err(format!(
+            "PMI {what} '{}' contains {bad:?}, which the PMI-1 wire format cannot carry (escape or hex-encode it)",
+            printable(text)
+        ));
+    }
+    Ok(())
+}
+
+/// `text` shortened and with control characters escaped, for error messages.
+fn printable(text: &str) -> String {
+    const LIMIT_CHARACTERS: usize = 120;
+    let mut shown: String = text
+        .chars()
+        .take(LIMIT_CHARACTERS)
+        .flat_map(char::escape_default)
+        .collect();
+    if text.chars().count() > LIMIT_CHARACTERS {
+        shown.push_str("...");
+    }
+    shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_reads_command_and_pairs_in_order() {
+        let line =
+            PmiLine::parse("cmd=get_result rc=0 msg=success value=a=b\n").unwrap();
+        assert_eq!(line.command, "get_result");
+        assert_eq!(line.get("rc"), Some("0"));
+        assert_eq!(line.get("value"), Some("a=b"));
+        assert_eq!(line.get("missing"), None);
+        assert_eq!(line.pairs.len(), 3);
+    }
+
+    #[test]
+    fn parse_tolerates_repeated_spaces_and_carriage_return() {
+        let line = PmiLine::parse("cmd=barrier_out  rc=0 \r\n").unwrap();
+        assert_eq!(line.command, "barrier_out");
+        assert_eq!(line.get("rc"), Some("0"));
+    }
+
+    #[test]
+    fn parse_keeps_empty_values() {
+        let line = PmiLine::parse("cmd=put kvsname=k key=x value=").unwrap();
+        assert_eq!(line.get("value"), Some(""));
+    }
+
+    #[test]
+    fn parse_rejects_malformed_lines() {
+        assert!(PmiLine::parse("").is_err());
+        assert!(PmiLine::parse("\n").is_err());
+        assert!(PmiLine::parse("key=value").is_err());
+        assert!(PmiLine::parse("cmd=").is_err());
+        assert!(PmiLine::parse("cmd=put novalue").is_err());
+        assert!(PmiLine::parse("cmd=put =value").is_err());
+        let long = format!("cmd=put value={}", "x".repeat(MAX_LINE_BYTES));
+        assert!(PmiLine::parse(&long).is_err());
+    }
+
+    #[test]
+    fn encode_then_parse_round_trips() {
+        let line = PmiLine::new("put")
+            .with("kvsname", "kvs_1")
+            .with("key", "card-0")
+            .with("value", "tcp://10.0.0.1:5000");
+        let text = line.encode();
+        assert_eq!(
+            text,
+            "cmd=put kvsname=kvs_1 key=card-0 value=tcp://10.0.0.1:5000\n"
+        );
+        assert_eq!(PmiLine::parse(&text).unwrap(), line);
+    }
+
+    #[test]
+    fn check_token_rejects_what_the_wire_cannot_carry() {
+        assert!(check_token("card-0", true).is_ok());
+        assert!(check_token("a=b", false).is_ok());
+        assert!(check_token("", false).is_ok());
+        assert!(check_token("", true).is_err());
+        assert!(check_token("a=b", true).is_err());
+        assert!(check_token("a b", false).is_err());
+        assert!(check_token("a\nb", false).is_err());
+        assert!(check_token("a\tb", true).is_err());
+    }
+
+    #[test]
+    fn require_names_the_missing_field() {
+        let line = PmiLine::parse("cmd=maxes kvsname_max=256").unwrap();
+        let error = line.require("vallen_max").unwrap_err();
+        assert!(error.to_string().contains("vallen_max"), "{error}");
+    }
+}

@@ -1,0 +1,227 @@
+//! Job configuration from `RESMPI_*` environment variables.
+//!
+//! `mpiexec` turns its options into these variables (`--paths` becomes
+//! `RESMPI_PATHS`, ...), so a rank reads one source of truth whichever
+//! launcher started it. A bad value is an error with a sentence naming the
+//! variable, never a silent default: a typo in a tuning knob should not turn
+//! into a benchmark that measures something else.
+//!
+//! | variable                | meaning                                     | default |
+//! |-------------------------|---------------------------------------------|---------|
+//! | `RESMPI_PATHS`          | `auto` (shm within a host, tcp across) or `tcp` (tcp everywhere) | `auto` |
+//! | `RESMPI_EAGER_LIMIT`    | largest message sent eagerly, bytes (`K`/`M` suffixes allowed) | 16384 |
+//! | `RESMPI_SHM_RING_BYTES` | size of each shared-memory ring, bytes     | 1 MiB   |
+//! | `RESMPI_JOB_ID`         | job id, names `/dev/shm/resmpi-<id>-*`     | none    |
+//! | `RESMPI_JOB_SECRET`     | job secret in hex, proven by peers on connect | none |
+
+use crate::hex::hex_decode;
+
+/// Which kinds of path ranks use to reach each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathsChoice {
+    /// Shared memory between ranks on one host, TCP between hosts.
+    Auto,
+    /// TCP between every pair of ranks, even on one host.
+    Tcp,
+}
+
+/// Job configuration, read once at start-up by [`Config::from_env`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `RESMPI_PATHS`.
+    pub paths: PathsChoice,
+    /// `RESMPI_EAGER_LIMIT`: messages up to this size go eagerly, larger ones
+    /// by rendezvous.
+    pub eager_limit_bytes: usize,
+    /// `RESMPI_SHM_RING_BYTES`: size of each shared-memory ring.
+    pub shm_ring_bytes: usize,
+    /// `RESMPI_JOB_ID`: set by our `mpiexec`; absent under other launchers.
+    pub job_id: Option<String>,
+    /// `RESMPI_JOB_SECRET`, decoded from hex.
+    pub job_secret: Option<Vec<u8>>,
+}
+
+/// Default of [`Config::eager_limit_bytes`].
+pub const DEFAULT_EAGER_LIMIT_BYTES: usize = 16 * 1024;
+/// Default of [`Config::shm_ring_bytes`].
+pub const DEFAULT_SHM_RING_BYTES: usize = 1024 * 1024;
+/// Largest eager limit accepted: the largest payload of one wire frame.
+pub const MAX_EAGER_LIMIT_BYTES: usize = 16 * 1024 * 1024;
+/// Smallest and largest shared-memory ring accepted.
+pub const MIN_SHM_RING_BYTES: usize = 4096;
+/// Largest shared-memory ring accepted (each peer pair has two of them).
+pub const MAX_SHM_RING_BYTES: usize = 1024 * 1024 * 1024;
+/// Longest job id accepted (it becomes part of file names).
+pub const MAX_JOB_ID_BYTES: usize = 64;
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            paths: PathsChoice::Auto,
+            eager_limit_bytes: DEFAULT_EAGER_LIMIT_BYTES,
+            shm_ring_bytes: DEFAULT_SHM_RING_BYTES,
+            job_id: None,
+            job_secret: None,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the `RESMPI_*` variables of this process.
+    pub fn from_env() -> Result<Config, String> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the variables through `lookup` (a name to its value), so tests
+    /// need not touch the process environment.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+        let mut config = Config::default();
+        if let Some(text) = lookup("RESMPI_PATHS") {
+            config.paths = match text.trim() {
+                "auto" => PathsChoice::Auto,
+                "tcp" => PathsChoice::Tcp,
+                other => {
+                    return Err(format!(
+                        "RESMPI_PATHS='{other}' is not one of: auto, tcp"
+                    ))
+                }
+            };
+        }
+        if let Some(text) = lookup("RESMPI_EAGER_LIMIT") {
+            config.eager_limit_bytes = parse_byte_count(&text)
+                .map_err(|problem| format!("RESMPI_EAGER_LIMIT='{text}': {problem}"))?;
+            if config.eager_limit_bytes > MAX_EAGER_LIMIT_BYTES {
+                return Err(format!(
+                    "RESMPI_EAGER_LIMIT='{text}' exceeds the largest frame payload ({MAX_EAGER_LIMIT_BYTES} bytes)"
+                ));
+            }
+        }
+        if let Some(text) = lookup("RESMPI_SHM_RING_BYTES") {
+            config.shm_ring_bytes = parse_byte_count(&text)
+                .map_err(|problem| format!("RESMPI_SHM_RING_BYTES='{text}': {problem}"))?;
+            if !(MIN_SHM_RING_BYTES..=MAX_SHM_RING_BYTES).contains(&config.shm_ring_bytes) {
+                return Err(format!(
+                    "RESMPI_SHM_RING_BYTES='{text}' is outside {MIN_SHM_RING_BYTES}..={MAX_SHM_RING_BYTES} bytes"
+                ));
+            }
+        }
+        if let Some(text) = lookup("RESMPI_JOB_ID") {
+            let valid = !text.is_empty()
+                && text.len() <= MAX_JOB_ID_BYTES
+                && text
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
+            if !valid {
+                return Err(format!(
+                    "RESMPI_JOB_ID='{text}' must be 1 to {MAX_JOB_ID_BYTES} characters of [A-Za-z0-9_-] (it names shared-memory files)"
+                ));
+            }
+            config.job_id = Some(text);
+        }
+        if let Some(text) = lookup("RESMPI_JOB_SECRET") {
+            let secret = hex_decode(text.trim())
+                .filter(|bytes| !bytes.is_empty())
+                .ok_or_else(|| {
+                    "RESMPI_JOB_SECRET is not a non-empty, even-length hex string".to_string()
+                })?;
+            config.job_secret = Some(secret);
+        }
+        Ok(config)
+    }
+}
+
+/// Parses a byte count: decimal digits with an optional binary suffix
+/// `K`, `M` or `G` (either case, an optional trailing `B` or `iB`).
+/// `"16384"`, `"16K"`, `"1MiB"` are accepted.
+pub fn parse_byte_count(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let digits_end = text
+        .find(|character: char| !character.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, suffix) = text.split_at(digits_end);
+    if digits.is_empty() {
+        return Err("not a byte count (expected digits with an optional K, M or G suffix)".to_string());
+    }
+    let multiplier: usize = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("unknown size suffix '{suffix}' (use K, M or G)")),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|count| count.checked_mul(multiplier))
+        .ok_or_else(|| "byte count is too large".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config_of(pairs: &[(&str, &str)]) -> Result<Config, String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn empty_environment_gives_defaults() {
+        let config = config_of(&[]).unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(config.eager_limit_bytes, 16384);
+        assert_eq!(config.shm_ring_bytes, 1 << 20);
+        assert_eq!(config.paths, PathsChoice::Auto);
+    }
+
+    #[test]
+    fn every_variable_is_read() {
+        let config = config_of(&[
+            ("RESMPI_PATHS", "tcp"),
+            ("RESMPI_EAGER_LIMIT", "64K"),
+            ("RESMPI_SHM_RING_BYTES", "2097152"),
+            ("RESMPI_JOB_ID", "0123abcd0123abcd"),
+            ("RESMPI_JOB_SECRET", "00ff10"),
+        ])
+        .unwrap();
+        assert_eq!(config.paths, PathsChoice::Tcp);
+        assert_eq!(config.eager_limit_bytes, 65536);
+        assert_eq!(config.shm_ring_bytes, 2 << 20);
+        assert_eq!(config.job_id.as_deref(), Some("0123abcd0123abcd"));
+        assert_eq!(config.job_secret, Some(vec![0x00, 0xff, 0x10]));
+    }
+
+    #[test]
+    fn bad_values_are_errors_naming_the_variable() {
+        for (name, value) in [
+            ("RESMPI_PATHS", "udp"),
+            ("RESMPI_EAGER_LIMIT", "lots"),
+            ("RESMPI_EAGER_LIMIT", "-1"),
+            ("RESMPI_EAGER_LIMIT", "1G"),
+            ("RESMPI_SHM_RING_BYTES", "12"),
+            ("RESMPI_JOB_ID", "../etc"),
+            ("RESMPI_JOB_ID", ""),
+            ("RESMPI_JOB_SECRET", "abc"),
+            ("RESMPI_JOB_SECRET", "zz"),
+            ("RESMPI_JOB_SECRET", ""),
+        ] {
+            let error = config_of(&[(name, value)]).unwrap_err();
+            assert!(error.contains(name), "{name}={value}: {error}");
+        }
+    }
+
+    #[test]
+    fn byte_counts_accept_binary_suffixes() {
+        assert_eq!(parse_byte_count("0"), Ok(0));
+        assert_eq!(parse_byte_count("16k"), Ok(16384));
+        assert_eq!(parse_byte_count("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_byte_count(" 2G "), Ok(2 << 30));
+        assert!(parse_byte_count("1T").is_err());
+        assert!(parse_byte_count("").is_err());
+        assert!(parse_byte_count("99999999999999999999999").is_err());
+    }
+}

@@ -1,0 +1,26 @@
+//! Runtime services a resmpi rank needs before any message moves: who am I,
+//! how many are we, where do my peers listen, and how is this job configured.
+//!
+//! The process manager (our `mpiexec`, MPICH's `mpiexec.hydra`, later Slurm)
+//! is reached through the PMI-1 "simple" wire protocol, so the same library
+//! runs under any of them. This crate owns that client ([`Pmi`]), the line
+//! codec shared with the launcher's PMI server ([`codec`]), the job
+//! configuration read from `RESMPI_*` variables ([`Config`]) and the source of
+//! job secrets ([`random_bytes`]).
+//!
+//! It must not know about paths, frames or MPI semantics: it hands out
+//! strings and numbers, and the layers above decide what they mean.
+#![warn(missing_docs)]
+
+pub mod codec;
+mod config;
+mod error;
+mod hex;
+mod pmi;
+mod random;
+
+pub use config::{parse_byte_count, Config, PathsChoice};
+pub use error::PmiError;
+pub use hex::{hex_decode, hex_encode};
+pub use pmi::Pmi;
+pub use random::random_bytes;

@@ -1,0 +1,725 @@
+//! PMI-1 client over MPICH's "simple PMI" wire protocol.
+//!
+//! Three ways to start, chosen from the environment the process manager set:
+//! - `PMI_FD`: an inherited socket (our `mpiexec`, hydra's default); rank and
+//!   size come from `PMI_RANK` / `PMI_SIZE`.
+//! - `PMI_PORT=host:port` (+ `PMI_ID`): connect over TCP, say `initack`, and
+//!   receive rank and size from the server (hydra's `-pmi-port`).
+//! - neither: a singleton, rank 0 of 1, with a local key-value map, so a
+//!   program started without any launcher still runs.
+//!
+//! Every request waits for its one reply line; the only request that does not
+//! wait is `abort`, because the process manager may kill us before answering
+//! and an aborting rank must never hang.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::io::{AsRawFd, FromRawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::codec::{check_token, PmiLine, MAX_LINE_BYTES};
+use crate::PmiError;
+
+/// How long `abort` may block writing its line before giving up.
+const ABORT_WRITE_TIMEOUT_MS: u64 = 1000;
+
+/// Set once `PMI_FD` has been turned into a stream, so a second `from_env`
+/// cannot create a second owner of the same descriptor.
+static PMI_FD_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// A connection to the process manager, or the singleton stand-in for one.
+pub struct Pmi {
+    transport: Transport,
+    rank: u32,
+    size: u32,
+    local_rank: u32,
+    local_size: u32,
+    kvs_name: String,
+    appnum: i32,
+    universe_size: u32,
+    key_max_bytes: usize,
+    value_max_bytes: usize,
+    finalized: bool,
+}
+
+enum Transport {
+    Singleton(HashMap<String, String>),
+    Connected(Channel),
+}
+
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(stream) => stream.set_write_timeout(timeout),
+            Stream::Tcp(stream) => stream.set_write_timeout(timeout),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(stream) => stream.read(buffer),
+            Stream::Tcp(stream) => stream.read(buffer),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(stream) => {
+                // A rank is usually a C program that has not ignored SIGPIPE:
+                // a write to a dead launcher must be an error, not a death.
+                // SAFETY: `send` reads at most `buffer.len()` bytes from the
+                // valid slice `buffer` and writes only to the socket that
+                // `stream` owns for the duration of the call.
+                let sent = unsafe {
+                    libc::send(
+                        stream.as_raw_fd(),
+                        buffer.as_ptr().cast(),
+                        buffer.len(),
+                        libc::MSG_NOSIGNAL,
+                    )
+                };
+                if sent < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(sent as usize)
+                }
+            }
+            Stream::Tcp(stream) => stream.write(buffer),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Unix(stream) => stream.flush(),
+            Stream::Tcp(stream) => stream.flush(),
+        }
+    }
+}
+
+/// A stream plus the bytes read past the last complete line.
+struct Channel {
+    stream: Stream,
+    pending: Vec<u8>,
+}
+
+impl Channel {
+    fn new(stream: Stream) -> Channel {
+        Channel {
+            stream,
+            pending: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, line: &PmiLine) -> Result<(), PmiError> {
+        self.stream
+            .write_all(line.encode().as_bytes())
+            .map_err(|error| match error.kind() {
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => PmiError::new(format!(
+                    "cannot send 'cmd={}': the process manager closed the PMI connection (did mpiexec die?)",
+                    line.command
+                )),
+                _ => PmiError::new(format!(
+                    "cannot send 'cmd={}' to the process manager: {error}",
+                    line.command
+                )),
+            })
+    }
+
+    fn receive(&mut self) -> Result<PmiLine, PmiError> {
+        loop {
+            if let Some(end) = self.pending.iter().position(|&byte| byte == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=end).collect();
+                let text = String::from_utf8(line).map_err(|_| {
+                    PmiError::new("the process manager sent a line that is not UTF-8")
+                })?;
+                return PmiLine::parse(&text);
+            }
+            if self.pending.len() > MAX_LINE_BYTES {
+                return Err(PmiError::new(format!(
+                    "the process manager sent a line longer than {MAX_LINE_BYTES} bytes"
+                )));
+            }
+            let mut chunk = [0u8; 4096];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => {
+                    return Err(PmiError::new(
+                        "the process manager closed the PMI connection (did mpiexec die?)",
+                    ))
+                }
+                Ok(count) => self.pending.extend_from_slice(&chunk[..count]),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    return Err(PmiError::new(format!(
+                        "cannot read from the process manager: {error}"
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Sends `request` and returns its reply, which must be `cmd=expected`
+    /// with `rc` absent or 0.
+    fn request(&mut self, request: &PmiLine, expected: &str) -> Result<PmiLine, PmiError> {
+        self.send(request)?;
+        let reply = self.receive()?;
+        if reply.command != expected {
+            return Err(PmiError::new(format!(
+                "expected 'cmd={expected}' in reply to 'cmd={}', got '{}'",
+                request.command,
+                reply.encode().trim_end()
+            )));
+        }
+        match reply.get("rc") {
+            None | Some("0") => Ok(reply),
+            Some(code) => Err(PmiError::new(format!(
+                "the process manager refused 'cmd={}' (rc={code}, msg={})",
+                request.command,
+                reply.get("msg").unwrap_or("none")
+            ))),
+        }
+    }
+}
+
+/// Reads variable `name` through `lookup` as a number, `None` when unset.
+fn number_from<T: std::str::FromStr>(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &str,
+) -> Result<Option<T>, PmiError> {
+    match lookup(name) {
+        None => Ok(None),
+        Some(text) => text.trim().parse::<T>().map(Some).map_err(|_| {
+            PmiError::new(format!("environment variable {name}='{text}' is not a valid number"))
+        }),
+    }
+}
+
+fn required_number<T: std::str::FromStr>(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    reason: &str,
+) -> Result<T, PmiError> {
+    number_from(lookup, name)?
+        .ok_or_else(|| PmiError::new(format!("{name} is not set, but {reason}")))
+}
+
+fn parse_field<T: std::str::FromStr>(reply: &PmiLine, key: &str) -> Result<T, PmiError> {
+    let text = reply.require(key)?;
+    text.parse::<T>().map_err(|_| {
+        PmiError::new(format!(
+            "field {key}='{text}' of 'cmd={}' is not a valid number",
+            reply.command
+        ))
+    })
+}
+
+/// Takes ownership of the inherited PMI descriptor `fd`.
+fn stream_from_fd(fd: i32) -> Result<UnixStream, PmiError> {
+    if fd < 0 {
+        return Err(PmiError::new(format!("PMI_FD={fd} is negative")));
+    }
+    if PMI_FD_TAKEN.swap(true, Ordering::SeqCst) {
+        return Err(PmiError::new(
+            "PMI_FD was already taken by an earlier Pmi::from_env in this process",
+        ));
+    }
+    // SAFETY: `fstat` and `fcntl` only read and set flags of `fd` and write
+    // into the local `status`; they are sound for any integer, returning -1
+    // for a descriptor that is not open. `from_raw_fd` needs exclusive
+    // ownership of an open descriptor: the process manager handed `fd` to
+    // this process for PMI alone, we checked it is an open socket, and
+    // PMI_FD_TAKEN makes this the only place that takes it.
+    unsafe {
+        let mut status: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut status) != 0 {
+            return Err(PmiError::new(format!(
+                "PMI_FD={fd} is not an open file descriptor: {}",
+                io::Error::last_os_error()
+            )));
+        }
+        if status.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+            return Err(PmiError::new(format!("PMI_FD={fd} is not a socket")));
+        }
+        // Programs this rank execs must not inherit the PMI connection.
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        Ok(UnixStream::from_raw_fd(fd))
+    }
+}
+
+impl Pmi {
+    /// Connects to the process manager named by the environment: `PMI_FD`
+    /// (an inherited socket, as hydra and our `mpiexec` set) or
+    /// `PMI_PORT=host:port` (+ `PMI_ID`). With neither set, returns a
+    /// singleton: rank 0 of 1, put/get on a local map, barrier a no-op.
+    pub fn from_env() -> Result<Pmi, PmiError> {
+        Pmi::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Pmi, PmiError> {
+        let local_rank = number_from::<u32>(&lookup, "MPI_LOCALRANKID")?.unwrap_or(0);
+        let local_size = number_from::<u32>(&lookup, "MPI_LOCALNRANKS")?.unwrap_or(1);
+        if let Some(fd) = number_from::<i32>(&lookup, "PMI_FD")? {
+            let reason = "PMI_FD is (the process manager must say which rank this is)";
+            let rank = required_number::<u32>(&lookup, "PMI_RANK", reason)?;
+            let size = required_number::<u32>(&lookup, "PMI_SIZE", reason)?;
+            let channel = Channel::new(Stream::Unix(stream_from_fd(fd)?));
+            return Pmi::handshake(channel, rank, size, local_rank, local_size);
+        }
+        if let Some(address) = lookup("PMI_PORT") {
+            let stream = TcpStream::connect(address.trim()).map_err(|error| {
+                PmiError::new(format!(
+                    "cannot connect to the process manager at PMI_PORT={address}: {error}"
+                ))
+            })?;
+            let _ = stream.set_nodelay(true);
+            let mut channel = Channel::new(Stream::Tcp(stream));
+            let identity = lookup("PMI_ID")
+                .or_else(|| lookup("PMI_RANK"))
+                .unwrap_or_else(|| "0".to_string());
+            let (rank, size) = Pmi::initack(&mut channel, identity.trim())?;
+            return Pmi::handshake(channel, rank, size, local_rank, local_size);
+        }
+        Ok(Pmi {
+            transport: Transport::Singleton(HashMap::new()),
+            rank: 0,
+            size: 1,
+            local_rank: 0,
+            local_size: 1,
+            kvs_name: format!("singleton_kvs_{}", std::process::id()),
+            appnum: 0,
+            universe_size: 1,
+            key_max_bytes: 256,
+            value_max_bytes: 4096,
+            finalized: false,
+        })
+    }
+
+    /// The `PMI_PORT` preamble: `cmd=initack pmiid=ID`, answered by
+    /// `cmd=initack` and `cmd=set size=`, `rank=`, `debug=` lines.
+    fn initack(channel: &mut Channel, identity: &str) -> Result<(u32, u32), PmiError> {
+        check_token(identity, false).map_err(PmiError::new)?;
+        channel.request(&PmiLine::new("initack").with("pmiid", identity), "initack")?;
+        let (mut rank, mut size, mut debug_seen) = (None, None, false);
+        while rank.is_none() || size.is_none() || !debug_seen {
+            let line = channel.receive()?;
+            if line.command != "set" {
+                return Err(PmiError::new(format!(
+                    "expected 'cmd=set' after initack, got '{}'",
+                    line.encode().trim_end()
+                )));
+            }
+            if line.get("size").is_some() {
+                size = Some(parse_field::<u32>(&line, "size")?);
+            } else if line.get("rank").is_some() {
+                rank = Some(parse_field::<u32>(&line, "rank")?);
+            } else if line.get("debug").is_some() {
+                debug_seen = true;
+            }
+        }
+        Ok((rank.unwrap_or(0), size.unwrap_or(1)))
+    }
+
+    fn handshake(
+        mut channel: Channel,
+        rank: u32,
+        size: u32,
+        local_rank: u32,
+        local_size: u32,
+    ) -> Result<Pmi, PmiError> {
+        if size == 0 || rank >= size {
+            return Err(PmiError::new(format!(
+                "rank {rank} is not within a job of size {size}"
+            )));
+        }
+        channel.request(
+            &PmiLine::new("init")
+                .with("pmi_version", 1)
+                .with("pmi_subversion", 1),
+            "response_to_init",
+        )?;
+        let maxes = channel.request(&PmiLine::new("get_maxes"), "maxes")?;
+        let key_max_bytes = parse_field::<usize>(&maxes, "keylen_max")?;
+        let value_max_bytes = parse_field::<usize>(&maxes, "vallen_max")?;
+        let appnum_reply = channel.request(&PmiLine::new("get_appnum"), "appnum")?;
+        let appnum = parse_field::<i32>(&appnum_reply, "appnum")?;
+        let kvs_reply = channel.request(&PmiLine::new("get_my_kvsname"), "my_kvsname")?;
+        let kvs_name = kvs_reply.require("kvsname")?.to_string();
+        let universe_reply =
+            channel.request(&PmiLine::new("get_universe_size"), "universe_size")?;
+        // Hydra answers -1 when no universe size was given: use the job size.
+        let universe_size = match parse_field::<i64>(&universe_reply, "size")? {
+            reported if reported > 0 => u32::try_from(reported).unwrap_or(u32::MAX),
+            _ => size,
+        };
+        Ok(Pmi {
+            transport: Transport::Connected(channel),
+            rank,
+            size,
+            local_rank,
+            local_size: local_size.max(1),
+            kvs_name,
+            appnum,
+            universe_size,
+            key_max_bytes,
+            value_max_bytes,
+            finalized: false,
+        })
+    }
+
+    /// This process's rank in the job (`PMI_RANK`).
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Number of ranks in the job (`PMI_SIZE`).
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// Rank among the ranks on this host (`MPI_LOCALRANKID`, else 0).
+    pub fn local_rank(&self) -> u32 {
+        self.local_rank
+    }
+
+    /// Number of ranks on this host (`MPI_LOCALNRANKS`, else 1).
+    pub fn local_size(&self) -> u32 {
+        self.local_size
+    }
+
+    /// Name of the job's key-value space.
+    pub fn kvs_name(&self) -> &str {
+        &self.kvs_name
+    }
+
+    /// Which executable of an MPMD launch this is (0 for a single one).
+    pub fn appnum(&self) -> i32 {
+        self.appnum
+    }
+
+    /// Universe size; the job size when the process manager gives none.
+    pub fn universe_size(&self) -> u32 {
+        self.universe_size
+    }
+
+    /// Longest key the process manager accepts, in bytes (hydra: 64).
+    pub fn key_max_bytes(&self) -> usize {
+        self.key_max_bytes
+    }
+
+    /// Longest value the process manager accepts, in bytes (hydra: 1024).
+    pub fn value_max_bytes(&self) -> usize {
+        self.value_max_bytes
+    }
+
+    /// Whether no process manager is attached (rank 0 of 1).
+    pub fn is_singleton(&self) -> bool {
+        matches!(self.transport, Transport::Singleton(_))
+    }
+
+    fn check_usable(&self, operation: &str) -> Result<(), PmiError> {
+        if self.finalized {
+            return Err(PmiError::new(format!("PMI {operation} after finalize")));
+        }
+        Ok(())
+    }
+
+    fn check_key(&self, key: &str) -> Result<(), PmiError> {
+        check_token(key, true).map_err(PmiError::new)?;
+        if key.len() > self.key_max_bytes {
+            return Err(PmiError::new(format!(
+                "PMI key '{key}' is {} bytes, longer than the process manager's limit of {}",
+                key.len(),
+                self.key_max_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Publishes `key=value` in the job's key-value space. Other ranks see it
+    /// after the next [`Pmi::barrier`] (hydra makes puts visible only then).
+    /// Keys and values must not contain spaces or control characters (keys
+    /// also no `=`) and must fit the process manager's limits.
+    pub fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
+        self.check_usable("put")?;
+        self.check_key(key)?;
+        check_token(value, false).map_err(PmiError::new)?;
+        if value.len() > self.value_max_bytes {
+            return Err(PmiError::new(format!(
+                "PMI value for key '{key}' is {} bytes, longer than the process manager's limit of {}",
+                value.len(),
+                self.value_max_bytes
+            )));
+        }
+        let kvs_name = self.kvs_name.clone();
+        match &mut self.transport {
+            Transport::Singleton(map) => {
+                map.insert(key.to_string(), value.to_string());
+                Ok(())
+            }
+            Transport::Connected(channel) => {
+                let request = PmiLine::new("put")
+                    .with("kvsname", kvs_name)
+                    .with("key", key)
+                    .with("value", value);
+                channel
+                    .request(&request, "put_result")
+                    .map(|_| ())
+                    .map_err(|error| {
+                        PmiError::new(format!("put of key '{key}': {}", error.message()))
+                    })
+            }
+        }
+    }
+
+    /// Waits until every rank of the job has entered the barrier; puts made
+    /// before it are visible to gets after it.
+    pub fn barrier(&mut self) -> Result<(), PmiError> {
+        self.check_usable("barrier")?;
+        match &mut self.transport {
+            Transport::Singleton(_) => Ok(()),
+            Transport::Connected(channel) => channel
+                .request(&PmiLine::new("barrier_in"), "barrier_out")
+                .map(|_| ()),
+        }
+    }
+
+    /// The value some rank put under `key`; an error when there is none.
+    pub fn get(&mut self, key: &str) -> Result<String, PmiError> {
+        self.check_usable("get")?;
+        self.check_key(key)?;
+        let kvs_name = self.kvs_name.clone();
+        match &mut self.transport {
+            Transport::Singleton(map) => map
+                .get(key)
+                .cloned()
+                .ok_or_else(|| PmiError::new(format!("PMI get: no value for key '{key}'"))),
+            Transport::Connected(channel) => {
+                let request = PmiLine::new("get")
+                    .with("kvsname", kvs_name)
+                    .with("key", key);
+                let reply = channel.request(&request, "get_result").map_err(|error| {
+                    PmiError::new(format!("get of key '{key}': {}", error.message()))
+                })?;
+                Ok(reply.require("value")?.to_string())
+            }
+        }
+    }
+
+    /// Asks the process manager to end the whole job with `exit_code`.
+    /// Sends `cmd=abort exitcode=N message=...` without waiting for a reply
+    /// (the manager kills us), with a bounded write so it cannot hang. The
+    /// message travels with spaces replaced by `_`; the caller should still
+    /// print it and then exit.
+    pub fn abort(&mut self, exit_code: i32, message: &str) {
+        if let Transport::Connected(channel) = &mut self.transport {
+            let _ = channel
+                .stream
+                .set_write_timeout(Some(Duration::from_millis(ABORT_WRITE_TIMEOUT_MS)));
+            let message: String = message
+                .chars()
+                .take(512)
+                .map(|character| {
+                    if character.is_whitespace() || character.is_control() {
+                        '_'
+                    } else {
+                        character
+                    }
+                })
+                .collect();
+            let mut request = PmiLine::new("abort").with("exitcode", exit_code);
+            if !message.is_empty() {
+                request = request.with("message", message);
+            }
+            let _ = channel.send(&request);
+        }
+    }
+
+    /// Tells the process manager this rank is done (`cmd=finalize`) and waits
+    /// for `finalize_ack`. A second call does nothing.
+    pub fn finalize(&mut self) -> Result<(), PmiError> {
+        if self.finalized {
+            return Ok(());
+        }
+        self.finalized = true;
+        match &mut self.transport {
+            Transport::Singleton(_) => Ok(()),
+            Transport::Connected(channel) => channel
+                .request(&PmiLine::new("finalize"), "finalize_ack")
+                .map(|_| ()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::thread;
+
+    /// A scripted server: for each line received, the reply in `script`
+    /// (`None` = no reply). Returns the lines it received.
+    fn scripted_server(
+        stream: UnixStream,
+        script: Vec<(&'static str, Option<&'static str>)>,
+    ) -> thread::JoinHandle<Vec<String>> {
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut writer = stream;
+            let mut received = Vec::new();
+            for (expected_prefix, reply) in script {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap() == 0 {
+                    break;
+                }
+                assert!(line.starts_with(expected_prefix), "got {line:?}");
+                received.push(line);
+                if let Some(reply) = reply {
+                    writer.write_all(reply.as_bytes()).unwrap();
+                }
+            }
+            received
+        })
+    }
+
+    const HANDSHAKE: [(&str, Option<&str>); 5] = [
+        (
+            "cmd=init pmi_version=1 pmi_subversion=1",
+            Some("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n"),
+        ),
+        (
+            "cmd=get_maxes",
+            Some("cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024\n"),
+        ),
+        ("cmd=get_appnum", Some("cmd=appnum appnum=0\n")),
+        ("cmd=get_my_kvsname", Some("cmd=my_kvsname kvsname=kvs_7\n")),
+        ("cmd=get_universe_size", Some("cmd=universe_size size=-1\n")),
+    ];
+
+    #[test]
+    fn client_speaks_the_hydra_dialogue() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut script = HANDSHAKE.to_vec();
+        script.extend([
+            (
+                "cmd=put kvsname=kvs_7 key=card-1 value=a=b",
+                Some("cmd=put_result rc=0 msg=success\n"),
+            ),
+            ("cmd=barrier_in", Some("cmd=barrier_out\n")),
+            (
+                "cmd=get kvsname=kvs_7 key=card-0",
+                Some("cmd=get_result rc=0 msg=success value=xyz\n"),
+            ),
+            (
+                "cmd=get kvsname=kvs_7 key=nothing",
+                Some("cmd=get_result rc=-1 msg=key_nothing_not_found value=unknown\n"),
+            ),
+            ("cmd=finalize", Some("cmd=finalize_ack\n")),
+        ]);
+        let server = scripted_server(server, script);
+        let mut pmi =
+            Pmi::handshake(Channel::new(Stream::Unix(client)), 1, 2, 1, 2).unwrap();
+        assert_eq!((pmi.rank(), pmi.size()), (1, 2));
+        assert_eq!((pmi.local_rank(), pmi.local_size()), (1, 2));
+        assert_eq!(pmi.kvs_name(), "kvs_7");
+        assert_eq!(pmi.universe_size(), 2, "-1 falls back to the job size");
+        assert_eq!(pmi.value_max_bytes(), 1024);
+        pmi.put("card-1", "a=b").unwrap();
+        pmi.barrier().unwrap();
+        assert_eq!(pmi.get("card-0").unwrap(), "xyz");
+        let error = pmi.get("nothing").unwrap_err().to_string();
+        assert!(error.contains("nothing") && error.contains("rc=-1"), "{error}");
+        pmi.finalize().unwrap();
+        pmi.finalize().unwrap();
+        assert!(pmi.put("late", "x").is_err());
+        assert_eq!(server.join().unwrap().len(), 10);
+    }
+
+    #[test]
+    fn put_rejects_values_the_wire_cannot_carry_without_sending() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let server = scripted_server(server, HANDSHAKE.to_vec());
+        let mut pmi =
+            Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 1, 0, 1).unwrap();
+        assert!(pmi.put("key", "has space").is_err());
+        assert!(pmi.put("key", "line\nbreak").is_err());
+        assert!(pmi.put("k=y", "value").is_err());
+        assert!(pmi.put(&"k".repeat(65), "value").is_err());
+        assert!(pmi.put("key", &"v".repeat(1025)).is_err());
+        drop(pmi);
+        assert_eq!(server.join().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn lost_connection_is_an_error_not_a_hang() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let server = scripted_server(server, HANDSHAKE.to_vec());
+        let mut pmi =
+            Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 2, 0, 1).unwrap();
+        server.join().unwrap();
+        let error = pmi.barrier().unwrap_err().to_string();
+        assert!(error.contains("closed"), "{error}");
+    }
+
+    #[test]
+    fn abort_does_not_wait_for_a_reply() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut script = HANDSHAKE.to_vec();
+        script.push(("cmd=abort exitcode=3 message=out_of_memory", None));
+        let server = scripted_server(server, script);
+        let mut pmi =
+            Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 2, 0, 1).unwrap();
+        pmi.abort(3, "out of memory");
+        assert_eq!(server.join().unwrap().len(), 6);
+    }
+
+    #[test]
+    fn port_mode_reads_rank_and_size_from_initack() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let server = scripted_server(
+            server,
+            vec![(
+                "cmd=initack pmiid=5",
+                Some("cmd=initack\ncmd=set size=8\ncmd=set rank=5\ncmd=set debug=0\n"),
+            )],
+        );
+        let mut channel = Channel::new(Stream::Unix(client));
+        assert_eq!(Pmi::initack(&mut channel, "5").unwrap(), (5, 8));
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn empty_environment_gives_a_singleton() {
+        let mut pmi = Pmi::from_lookup(|_| None).unwrap();
+        assert!(pmi.is_singleton());
+        assert_eq!((pmi.rank(), pmi.size(), pmi.universe_size()), (0, 1, 1));
+        assert_eq!((pmi.local_rank(), pmi.local_size()), (0, 1));
+        pmi.put("key", "value").unwrap();
+        pmi.barrier().unwrap();
+        assert_eq!(pmi.get("key").unwrap(), "value");
+        assert!(pmi.get("other").is_err());
+        pmi.abort(1, "ignored in a singleton");
+        pmi.finalize().unwrap();
+    }
+
+    #[test]
+    fn bad_environment_is_a_clear_error() {
+        let error = Pmi::from_lookup(|name| (name == "PMI_FD").then(|| "x".to_string()))
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("PMI_FD"), "{error}");
+        let error = Pmi::from_lookup(|name| (name == "PMI_FD").then(|| "9".to_string()))
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("PMI_RANK"), "{error}");
+    }
+}

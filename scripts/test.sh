@@ -1,0 +1,12 @@
+#!/bin/sh
+# Everything CI checks, in order: deps, build, fmt, clippy, unit tests, ABI, system tests.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+[ -d "$HOME/.cargo/bin" ] && PATH="$HOME/.cargo/bin:$PATH"
+make all
+cargo fmt --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace --release
+make check-abi
+python3 -m pytest -q tests/
