@@ -1,21 +1,39 @@
 //! The C ABI of resmpi: `PMPI_*` entry points with MPICH's ABI.
 //!
-//! `MPI_*` names are weak aliases made by the generated C glue
-//! (`abi/gen.py`), exactly as MPICH does, so profiling libraries can wrap them.
+//! Every entry point decodes handles, checks arguments, calls into
+//! `resmpi-core` under the library lock, and turns an error into an MPI
+//! error class through the communicator's error handler. `MPI_*` names are
+//! weak aliases made by the generated C glue (`abi/gen.py glue`), as in
+//! MPICH, so profiling libraries can wrap them; functions of the table that
+//! are not here get generated stubs that report "not implemented".
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
+#![allow(clippy::missing_safety_doc)]
 
 pub mod abi;
+mod coll;
+mod comm;
+mod datatype;
+mod errhandler;
+mod global;
+mod handles;
+mod init;
+mod p2p;
+mod requests;
 
 use std::os::raw::{c_char, c_int};
 
-/// Called by the generated stubs of every MPI function resmpi does not implement.
+/// Called by the generated stubs of every MPI function resmpi does not
+/// implement: raises MPI_ERR_OTHER through MPI_COMM_WORLD's error handler.
 ///
 /// # Safety
 /// `name` must be a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn resmpi_unimplemented(name: *const c_char) -> c_int {
     // SAFETY: the generated glue passes a string literal.
-    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
-    eprintln!("resmpi: {name} is not implemented by resmpi");
-    15 // MPI_ERR_OTHER until the error-handler path exists
+    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned();
+    global::raise_error(
+        &name,
+        abi::MPI_COMM_WORLD,
+        resmpi_core::MpiError::new(resmpi_core::ErrorClass::Other, format!("{name} is not implemented by resmpi")),
+    )
 }

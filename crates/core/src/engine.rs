@@ -169,6 +169,7 @@ impl<F: Interceptor> Engine<F> {
             active: true,
             free_when_complete: false,
             buffered_bytes: 0,
+            inner: None,
         };
         let index = self.insert_request(request)?;
         self.launch_send(index, mode)?;
@@ -241,6 +242,7 @@ impl<F: Interceptor> Engine<F> {
             active: true,
             free_when_complete: false,
             buffered_bytes: 0,
+            inner: None,
         };
         let index = self.insert_request(request)?;
         self.post_receive(index);
@@ -272,6 +274,7 @@ impl<F: Interceptor> Engine<F> {
             active: true,
             free_when_complete: false,
             buffered_bytes: 0,
+            inner: None,
         };
         self.insert_request(request)
     }

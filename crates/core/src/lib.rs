@@ -317,6 +317,7 @@ impl Mpi {
             active: true,
             free_when_complete: false,
             buffered_bytes: 0,
+            inner: None,
         })?;
         self.engine.receive_probed(index, envelope, unexpected);
         Ok(index)

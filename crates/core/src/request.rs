@@ -147,6 +147,8 @@ pub struct Request {
     pub free_when_complete: bool,
     /// Whether this send came from MPI_Bsend (accounted in the attached buffer).
     pub buffered_bytes: usize,
+    /// Persistent requests: the request of the operation started by MPI_Start.
+    pub inner: Option<u32>,
 }
 
 /// Slab of requests with free-slot reuse.

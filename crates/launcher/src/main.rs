@@ -1,1 +1,43 @@
-fn main(){}
+//! `mpiexec` (also installed as `mpirun`): starts an MPI job on this host.
+//!
+//! It owns the job's life: fork/exec of N ranks, the PMI-1 server they wire
+//! up through, forwarding of their output, and a teardown that leaves no
+//! process and no shared-memory segment behind, whatever way the job ends.
+//! It knows nothing of MPI messages: ranks talk to each other directly.
+//!
+//! Layout: `options` (command line), `spawn` (one rank), `pmi_server`,
+//! `output` (line forwarding), `supervisor` (the job loop and exit code),
+//! `signals`, `shm_cleanup`.
+
+mod options;
+mod output;
+mod pmi_server;
+mod shm_cleanup;
+mod signals;
+mod spawn;
+mod supervisor;
+
+use options::Request;
+
+/// Exit code for a bad command line.
+const EXIT_USAGE: i32 = 2;
+
+fn main() {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let code = match options::parse(&arguments, |name| std::env::var(name).ok()) {
+        Ok(Request::Help) => {
+            print!("{}", options::USAGE);
+            0
+        }
+        Ok(Request::Version) => {
+            println!("mpiexec (resmpi) {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Ok(Request::Run(options)) => supervisor::run(&options),
+        Err(message) => {
+            eprintln!("mpiexec: {message}");
+            EXIT_USAGE
+        }
+    };
+    std::process::exit(code);
+}

@@ -88,7 +88,9 @@ fn check_variable_name(name: &str, option: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!("{option}: '{name}' is not a valid environment variable name"))
+        Err(format!(
+            "{option}: '{name}' is not a valid environment variable name"
+        ))
     }
 }
 
@@ -117,9 +119,8 @@ pub fn parse(
             Some((name, value)) => (name, Some(value.to_string())),
             None => (stripped, None),
         };
-        let arity = arity_of(name).ok_or_else(|| {
-            format!("unknown option '{word}' (see mpiexec --help)")
-        })?;
+        let arity = arity_of(name)
+            .ok_or_else(|| format!("unknown option '{word}' (see mpiexec --help)"))?;
         index += 1;
         let mut take_value = |what: &str| -> Result<String, String> {
             let value = arguments
@@ -182,7 +183,10 @@ pub fn parse(
                     .ok()
                     .filter(|&seconds| seconds > 0)
                     .ok_or_else(|| {
-                        format!("--timeout '{}': expected a positive whole number of seconds", values[0])
+                        format!(
+                            "--timeout '{}': expected a positive whole number of seconds",
+                            values[0]
+                        )
                     })?;
                 timeout_seconds = Some(seconds);
             }
@@ -223,7 +227,9 @@ mod tests {
     }
 
     fn run(text: &str) -> Options {
-        match parse(&words(text), |name| (name == "HOME").then(|| "/home/me".to_string())) {
+        match parse(&words(text), |name| {
+            (name == "HOME").then(|| "/home/me".to_string())
+        }) {
             Ok(Request::Run(options)) => options,
             other => panic!("{text}: {other:?}"),
         }
@@ -246,7 +252,9 @@ mod tests {
 
     #[test]
     fn every_option_accepts_all_four_spellings() {
-        for text in ["-n 3 p", "--n 3 p", "-n=3 p", "--n=3 p", "-np 3 p", "--np=3 p"] {
+        for text in [
+            "-n 3 p", "--n 3 p", "-n=3 p", "--n=3 p", "-np 3 p", "--np=3 p",
+        ] {
             assert_eq!(run(text).rank_count, 3, "{text}");
         }
         for text in ["--timeout 5 p", "-timeout=5 p", "--timeout=5 p"] {

@@ -95,7 +95,7 @@ pub fn forward(mut source: impl Read, destination: Destination, prefix: &str) {
     let mut splitter = LineSplitter::new(prefix);
     let mut chunk = [0u8; 8192];
     let mut destination_open = true;
-    let mut emit = |bytes: Vec<u8>, destination_open: &mut bool| {
+    let emit = |bytes: Vec<u8>, destination_open: &mut bool| {
         if *destination_open && !bytes.is_empty() && write_to(destination, &bytes).is_err() {
             *destination_open = false;
         }

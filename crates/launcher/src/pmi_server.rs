@@ -87,7 +87,9 @@ impl PmiServer {
     /// The state, for the supervisor to read or to take abort requests.
     pub fn state(&self) -> MutexGuard<'_, ServerState> {
         // A rank thread cannot panic while holding the lock (panic = abort).
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Releases every thread waiting in a barrier without a reply: the job
@@ -111,7 +113,11 @@ impl PmiServer {
                     Ok(line) => self.handle_line(rank, &line),
                     Err(error) => {
                         eprintln!("mpiexec: rank {rank} sent a malformed PMI line: {error}");
-                        Some(PmiLine::new("error").with("rc", -1).with("msg", "malformed_line"))
+                        Some(
+                            PmiLine::new("error")
+                                .with("rc", -1)
+                                .with("msg", "malformed_line"),
+                        )
                     }
                 };
                 if let Some(reply) = reply {
@@ -165,7 +171,9 @@ impl PmiServer {
             ),
             "get_appnum" => Some(PmiLine::new("appnum").with("appnum", 0)),
             "get_my_kvsname" => Some(PmiLine::new("my_kvsname").with("kvsname", &self.kvs_name)),
-            "get_universe_size" => Some(PmiLine::new("universe_size").with("size", self.rank_count)),
+            "get_universe_size" => {
+                Some(PmiLine::new("universe_size").with("size", self.rank_count))
+            }
             "put" => {
                 let (Some(key), Some(value)) = (line.get("key"), line.get("value")) else {
                     return failure("put_result", "put_needs_key_and_value");
@@ -184,7 +192,11 @@ impl PmiServer {
                 if let Some(old) = state.key_values.insert(key.to_string(), value.to_string()) {
                     state.key_values_bytes -= key.len() + old.len();
                 }
-                Some(PmiLine::new("put_result").with("rc", 0).with("msg", "success"))
+                Some(
+                    PmiLine::new("put_result")
+                        .with("rc", 0)
+                        .with("msg", "success"),
+                )
             }
             "get" => {
                 let Some(key) = line.get("key") else {
@@ -274,12 +286,21 @@ mod tests {
                 "cmd=init pmi_version=1 pmi_subversion=1",
                 "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0",
             ),
-            ("cmd=get_maxes", "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024"),
+            (
+                "cmd=get_maxes",
+                "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024",
+            ),
             ("cmd=get_appnum", "cmd=appnum appnum=0"),
             ("cmd=get_my_kvsname", "cmd=my_kvsname kvsname=kvs_test"),
             ("cmd=get_universe_size", "cmd=universe_size size=2"),
-            ("cmd=put kvsname=kvs_test key=k value=a=b", "cmd=put_result rc=0 msg=success"),
-            ("cmd=get kvsname=kvs_test key=k", "cmd=get_result rc=0 msg=success value=a=b"),
+            (
+                "cmd=put kvsname=kvs_test key=k value=a=b",
+                "cmd=put_result rc=0 msg=success",
+            ),
+            (
+                "cmd=get kvsname=kvs_test key=k",
+                "cmd=get_result rc=0 msg=success value=a=b",
+            ),
             (
                 "cmd=get kvsname=kvs_test key=none",
                 "cmd=get_result rc=-1 msg=key_none_not_found value=unknown",
@@ -288,11 +309,18 @@ mod tests {
                 "cmd=get kvsname=kvs_test key=PMI_process_mapping",
                 "cmd=get_result rc=0 msg=success value=(vector,(0,1,2))",
             ),
-            ("cmd=get kvsname=other key=k", "cmd=get_result rc=-1 msg=unknown_kvsname"),
+            (
+                "cmd=get kvsname=other key=k",
+                "cmd=get_result rc=-1 msg=unknown_kvsname",
+            ),
             ("cmd=finalize", "cmd=finalize_ack"),
         ];
         for (sent, expected) in cases {
-            assert_eq!(request(&server, 0, sent).as_deref(), Some(expected), "{sent}");
+            assert_eq!(
+                request(&server, 0, sent).as_deref(),
+                Some(expected),
+                "{sent}"
+            );
         }
         let state = server.state();
         assert!(state.initialized[0] && state.finalized[0]);
@@ -303,17 +331,28 @@ mod tests {
     fn puts_past_the_limits_are_refused() {
         let server = PmiServer::new(1, "k".to_string());
         let long_value = "v".repeat(VALUE_MAX_BYTES + 1);
-        let reply = request(&server, 0, &format!("cmd=put kvsname=k key=x value={long_value}"));
+        let reply = request(
+            &server,
+            0,
+            &format!("cmd=put kvsname=k key=x value={long_value}"),
+        );
         assert!(reply.unwrap().contains("rc=-1"));
         let long_key = "k".repeat(KEY_MAX_BYTES + 1);
-        let reply = request(&server, 0, &format!("cmd=put kvsname=k key={long_key} value=v"));
+        let reply = request(
+            &server,
+            0,
+            &format!("cmd=put kvsname=k key={long_key} value=v"),
+        );
         assert!(reply.unwrap().contains("rc=-1"));
     }
 
     #[test]
     fn abort_is_recorded_and_not_answered() {
         let server = PmiServer::new(2, "k".to_string());
-        assert_eq!(request(&server, 1, "cmd=abort exitcode=7 message=bad_input"), None);
+        assert_eq!(
+            request(&server, 1, "cmd=abort exitcode=7 message=bad_input"),
+            None
+        );
         assert_eq!(
             server.state().abort_requests,
             vec![AbortRequest {
@@ -338,7 +377,10 @@ mod tests {
                 thread::sleep(Duration::from_millis(1));
             }
             assert!(waiters.iter().all(|waiter| !waiter.is_finished()));
-            assert_eq!(request(&server, 2, "cmd=barrier_in").as_deref(), Some("cmd=barrier_out"));
+            assert_eq!(
+                request(&server, 2, "cmd=barrier_in").as_deref(),
+                Some("cmd=barrier_out")
+            );
             for waiter in waiters {
                 assert_eq!(waiter.join().unwrap().as_deref(), Some("cmd=barrier_out"));
             }

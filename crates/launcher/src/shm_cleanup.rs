@@ -28,9 +28,15 @@ mod tests {
 
     #[test]
     fn only_this_jobs_segments_are_removed() {
-        let directory = std::env::temp_dir().join(format!("resmpi-shm-test-{}", std::process::id()));
+        let directory =
+            std::env::temp_dir().join(format!("resmpi-shm-test-{}", std::process::id()));
         std::fs::create_dir_all(&directory).unwrap();
-        for name in ["resmpi-aaaa-ring0", "resmpi-aaaa-x", "resmpi-bbbb-ring0", "other"] {
+        for name in [
+            "resmpi-aaaa-ring0",
+            "resmpi-aaaa-x",
+            "resmpi-bbbb-ring0",
+            "other",
+        ] {
             std::fs::write(directory.join(name), b"").unwrap();
         }
         assert_eq!(remove_job_segments(&directory, "aaaa"), 2);

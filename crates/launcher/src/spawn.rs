@@ -135,6 +135,9 @@ mod tests {
         let directory = Path::new("/opt/resmpi/lib");
         assert_eq!(prepend_path(directory, None), "/opt/resmpi/lib");
         assert_eq!(prepend_path(directory, Some("")), "/opt/resmpi/lib");
-        assert_eq!(prepend_path(directory, Some("/a:/b")), "/opt/resmpi/lib:/a:/b");
+        assert_eq!(
+            prepend_path(directory, Some("/a:/b")),
+            "/opt/resmpi/lib:/a:/b"
+        );
     }
 }

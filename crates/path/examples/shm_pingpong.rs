@@ -14,7 +14,8 @@ use resmpi_path::{Path, ShmPath, ShmSegment};
 use resmpi_wire::{FrameHeader, FrameKind};
 
 const LATENCY_WARMUP_COUNT: usize = 20_000;
-const LATENCY_ITERATION_COUNT: usize = 200_000;
+const LATENCY_BATCH_COUNT: usize = 200;
+const LATENCY_ITERATIONS_PER_BATCH: usize = 1_000;
 const MESSAGE_BYTES: usize = 4 << 20;
 const BANDWIDTH_WINDOW_COUNT: usize = 16;
 const BANDWIDTH_WARMUP_COUNT: usize = 3;
@@ -38,23 +39,26 @@ fn send_spinning(path: &mut ShmPath, peer: u32, header: &[u8; 64], payload: &[u8
 /// Spin until one frame arrives; returns its payload length.
 fn receive_one(path: &mut ShmPath) -> usize {
     let mut length = 0;
-    while path.poll(|_, frame| length = frame.len() - 64).expect("poll") == 0 {
+    while path
+        .poll(|_, frame| length = frame.len() - 64)
+        .expect("poll")
+        == 0
+    {
         std::hint::spin_loop();
     }
     length
 }
 
-fn latency(path: &mut ShmPath, me: u32) -> f64 {
+/// One-way latency in seconds per batch of round trips, sorted. Batches,
+/// because on a shared machine the best and the median batch say more than
+/// one average that includes other processes' time slices.
+fn latency(path: &mut ShmPath, me: u32) -> Vec<f64> {
     let peer = 1 - me;
     let payload = [0u8; 8];
     let mut header = FrameHeader::new(FrameKind::Eager, me);
     header.payload_len = payload.len() as u32;
     let header = header.to_bytes();
-    let mut started = Instant::now();
-    for iteration in 0..LATENCY_WARMUP_COUNT + LATENCY_ITERATION_COUNT {
-        if iteration == LATENCY_WARMUP_COUNT {
-            started = Instant::now();
-        }
+    let round_trip = |path: &mut ShmPath| {
         if me == 0 {
             send_spinning(path, peer, &header, &payload);
             receive_one(path);
@@ -62,20 +66,32 @@ fn latency(path: &mut ShmPath, me: u32) -> f64 {
             receive_one(path);
             send_spinning(path, peer, &header, &payload);
         }
+    };
+    for _ in 0..LATENCY_WARMUP_COUNT {
+        round_trip(path);
     }
-    started.elapsed().as_secs_f64() / LATENCY_ITERATION_COUNT as f64 / 2.0
+    let mut batches: Vec<f64> = (0..LATENCY_BATCH_COUNT)
+        .map(|_| {
+            let started = Instant::now();
+            for _ in 0..LATENCY_ITERATIONS_PER_BATCH {
+                round_trip(path);
+            }
+            started.elapsed().as_secs_f64() / LATENCY_ITERATIONS_PER_BATCH as f64 / 2.0
+        })
+        .collect();
+    batches.sort_by(f64::total_cmp);
+    batches
 }
 
-fn bandwidth(path: &mut ShmPath, me: u32, fragment_bytes: usize) -> f64 {
+/// Bandwidth in MB/s per window of messages, sorted.
+fn bandwidth(path: &mut ShmPath, me: u32, fragment_bytes: usize) -> Vec<f64> {
     let peer = 1 - me;
     let source = vec![1u8; MESSAGE_BYTES];
     let mut destination = vec![0u8; MESSAGE_BYTES];
     let mut header = FrameHeader::new(FrameKind::Data, me);
-    let mut started = Instant::now();
+    let mut windows = Vec::new();
     for iteration in 0..BANDWIDTH_WARMUP_COUNT + BANDWIDTH_ITERATION_COUNT {
-        if iteration == BANDWIDTH_WARMUP_COUNT {
-            started = Instant::now();
-        }
+        let started = Instant::now();
         if me == 0 {
             for _ in 0..BANDWIDTH_WINDOW_COUNT {
                 let mut offset = 0;
@@ -113,15 +129,26 @@ fn bandwidth(path: &mut ShmPath, me: u32, fragment_bytes: usize) -> f64 {
             let ack = FrameHeader::new(FrameKind::Ack, me).to_bytes();
             send_spinning(path, peer, &ack, &[]);
         }
+        if iteration >= BANDWIDTH_WARMUP_COUNT {
+            windows.push(
+                (BANDWIDTH_WINDOW_COUNT * MESSAGE_BYTES) as f64
+                    / started.elapsed().as_secs_f64()
+                    / 1e6,
+            );
+        }
     }
-    let seconds = started.elapsed().as_secs_f64();
     assert!(me == 0 || destination.iter().all(|&byte| byte == 1));
-    (BANDWIDTH_ITERATION_COUNT * BANDWIDTH_WINDOW_COUNT * MESSAGE_BYTES) as f64 / seconds / 1e6
+    windows.sort_by(f64::total_cmp);
+    windows
 }
 
 fn main() {
     let arguments: Vec<String> = std::env::args().collect();
-    let numbers: Vec<usize> = arguments.iter().skip(1).filter_map(|argument| argument.parse().ok()).collect();
+    let numbers: Vec<usize> = arguments
+        .iter()
+        .skip(1)
+        .filter_map(|argument| argument.parse().ok())
+        .collect();
     let ring_bytes = numbers.first().copied().unwrap_or(1 << 20);
     let fragment_bytes_requested = numbers.get(1).copied().unwrap_or(64 << 10);
     let pin = arguments.iter().any(|argument| argument == "--pin");
@@ -149,12 +176,14 @@ fn main() {
     let megabytes_per_second = bandwidth(&mut path, me, fragment_bytes);
     if me == 0 {
         println!(
-            "shm path: ring {} KiB, fragment {} KiB, pinned {pin}: 8-byte one-way latency {:.3} us, \
-             4 MiB bandwidth {:.0} MB/s",
+            "shm path: ring {} KiB, fragment {} KiB, pinned {pin}: 8-byte one-way latency best {:.3} us, \
+             median {:.3} us; 4 MiB bandwidth best {:.0} MB/s, median {:.0} MB/s",
             ring_bytes >> 10,
             fragment_bytes >> 10,
-            one_way_seconds * 1e6,
-            megabytes_per_second
+            one_way_seconds[0] * 1e6,
+            one_way_seconds[one_way_seconds.len() / 2] * 1e6,
+            megabytes_per_second[megabytes_per_second.len() - 1],
+            megabytes_per_second[megabytes_per_second.len() / 2],
         );
         let mut status = 0;
         // SAFETY: waiting for our own child.

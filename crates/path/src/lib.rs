@@ -63,6 +63,31 @@ impl From<std::io::Error> for PathError {
     }
 }
 
+/// Fill `bytes` from the kernel's random source (getrandom(2)).
+pub(crate) fn fill_random(bytes: &mut [u8]) -> std::io::Result<()> {
+    let mut filled = 0;
+    while filled < bytes.len() {
+        let remaining = &mut bytes[filled..];
+        // SAFETY: the kernel writes at most `remaining.len()` bytes into it.
+        let got = unsafe {
+            libc::getrandom(
+                remaining.as_mut_ptr() as *mut libc::c_void,
+                remaining.len(),
+                0,
+            )
+        };
+        if got < 0 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::Interrupted {
+                return Err(error);
+            }
+        } else {
+            filled += got as usize;
+        }
+    }
+    Ok(())
+}
+
 /// What every path offers.
 ///
 /// Frames are wire frames: a 64-byte header (`resmpi_wire`) followed by the
@@ -72,7 +97,8 @@ pub trait Path {
     /// Try to queue or send one frame made of `header` then `payload` to
     /// `peer`. `Ok(false)` means there is no room right now (back-pressure:
     /// the caller retries after `poll`/`flush`). Never blocks.
-    fn try_send(&mut self, peer: u32, header: &[u8; 64], payload: &[u8]) -> Result<bool, PathError>;
+    fn try_send(&mut self, peer: u32, header: &[u8; 64], payload: &[u8])
+        -> Result<bool, PathError>;
 
     /// Deliver every frame that has arrived (up to a fairness bound per
     /// peer), calling `handler(peer, frame_bytes)` for each. `frame_bytes` is

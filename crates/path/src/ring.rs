@@ -10,15 +10,25 @@
 //! cache lines 128 bytes apart, so the two sides never false-share (128, not
 //! 64, because adjacent-line prefetchers pull cache lines in pairs).
 //!
-//! A record is an 8-byte prefix holding the frame length, then the frame,
-//! padded to 8 bytes. A record never wraps: when it does not fit before the
-//! end of the data area, the producer writes [`SKIP_MARKER`] as the prefix
-//! and continues at the start. The producer publishes with a Release store of
-//! `tail`; the consumer reads `tail` with Acquire, hands the record to its
-//! handler in place, and only then frees it with a Release store of `head`.
-//! Each side keeps a private copy of the other side's counter and reloads it
-//! only when it looks exhausted, so the shared lines move between cores only
-//! when there is something new to say.
+//! A record is a 16-byte prefix (a stamp word, then the frame length), then
+//! the frame, padded to 16 bytes. A record never wraps: when it does not fit
+//! before the end of the data area, the producer writes a skip record (length
+//! [`SKIP_MARKER`]) and continues at the start.
+//!
+//! Publication: the producer writes the frame and the length, then stores the
+//! stamp with Release, then advances `tail` with Release. The stamp is the
+//! record's absolute position XOR a random per-ring key, so the consumer can
+//! poll the next record slot itself (one cache line that the producer has just
+//! written) instead of first reading `tail` and then the record (two cache
+//! misses in a row on the latency path). Stale bytes from an earlier lap
+//! cannot pass for the expected stamp: the position differs by a multiple of
+//! the ring size, and payload bytes would have to guess the key (2^-64). The
+//! consumer hands the frame to its handler in place and only then frees it
+//! with a Release store of `head`. `tail` stays exact, for sleepers (who must
+//! check "anything unconsumed?" without knowing the stamp protocol) and for
+//! checks. Each side keeps a private copy of the counters it reads, so the
+//! head and tail lines move between cores only when a ring looks full or
+//! someone goes to sleep.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -31,9 +41,11 @@ pub(crate) const MAX_RING_BYTES: usize = 1 << 30;
 
 const TAIL_OFFSET_BYTES: usize = 0;
 const HEAD_OFFSET_BYTES: usize = 128;
-const RECORD_PREFIX_BYTES: usize = 8;
-const RECORD_ALIGN_BYTES: usize = 8;
-/// Record prefix meaning "nothing more in this lap; continue at offset 0".
+/// Stamp word, then length word.
+const RECORD_PREFIX_BYTES: usize = 16;
+const RECORD_ALIGN_BYTES: usize = 16;
+const LENGTH_OFFSET_BYTES: usize = 8;
+/// Record length meaning "nothing more in this lap; continue at offset 0".
 const SKIP_MARKER: u64 = u64::MAX;
 
 /// Largest frame (header + payload) one record of a ring of `ring_bytes` may
@@ -61,6 +73,8 @@ pub(crate) fn ring_bytes_valid(ring_bytes: usize) -> bool {
 pub(crate) struct RingView {
     base: *mut u8,
     ring_bytes: usize,
+    /// XORed into every record stamp; both ends must agree on it.
+    key: u64,
 }
 
 // SAFETY: a view is an address into shared memory that is touched only
@@ -75,11 +89,29 @@ impl RingView {
     /// ring_bytes` bytes of readable and writable memory (zeroed when the
     /// ring is new) that stay mapped for as long as this view or any
     /// producer/consumer built from it is used. `ring_bytes` must satisfy
-    /// [`ring_bytes_valid`].
-    pub(crate) unsafe fn new(base: *mut u8, ring_bytes: usize) -> RingView {
+    /// [`ring_bytes_valid`]. `key` should be random (see the module docs);
+    /// producer and consumer must use the same one.
+    pub(crate) unsafe fn new(base: *mut u8, ring_bytes: usize, key: u64) -> RingView {
         debug_assert!(ring_bytes_valid(ring_bytes));
         debug_assert_eq!(base as usize % 64, 0);
-        RingView { base, ring_bytes }
+        RingView {
+            base,
+            ring_bytes,
+            key,
+        }
+    }
+
+    /// The stamp word of the record slot at `offset` of the data area.
+    ///
+    /// # Safety
+    /// `offset` must be 16-aligned and below `ring_bytes`.
+    #[inline]
+    unsafe fn stamp(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: inside the data area and 8-aligned by the caller's
+        // promise; stamps are only ever accessed atomically by both sides
+        // (the producer may write frame bytes over an old stamp position of
+        // an earlier lap, but never while the consumer may read it).
+        unsafe { &*(self.data().add(offset) as *const AtomicU64) }
     }
 
     #[inline]
@@ -162,26 +194,36 @@ impl Producer {
             }
         }
         let data = self.view.data();
-        let record_offset = if skip > 0 {
-            // SAFETY: `offset` is 8-aligned and below ring_bytes, so the
-            // marker lies inside the data area, in bytes the consumer has
-            // freed (checked above) and will not read before `tail` moves.
-            unsafe { (data.add(offset) as *mut u64).write(SKIP_MARKER) };
-            0
-        } else {
-            offset
-        };
+        let record_position = self.tail + skip as u64;
+        let record_offset = if skip > 0 { 0 } else { offset };
         // SAFETY: [record_offset, record_offset + record) lies inside the
         // data area (the record fits in the contiguous space chosen above),
-        // is 8-aligned, and is free: the consumer stopped reading it before
-        // it published the head we compared against, and will not read it
-        // again until we publish a tail beyond it. So this slice is the only
-        // live reference to these bytes.
+        // is 16-aligned, and is free: the consumer stopped reading it before
+        // it published the head we compared against, and will not read past
+        // the stamp until we publish it. So this slice is the only live
+        // reference to these bytes.
         let frame = unsafe {
-            (data.add(record_offset) as *mut u64).write(frame_bytes as u64);
-            std::slice::from_raw_parts_mut(data.add(record_offset + RECORD_PREFIX_BYTES), frame_bytes)
+            (data.add(record_offset + LENGTH_OFFSET_BYTES) as *mut u64).write(frame_bytes as u64);
+            std::slice::from_raw_parts_mut(
+                data.add(record_offset + RECORD_PREFIX_BYTES),
+                frame_bytes,
+            )
         };
         fill(frame);
+        // SAFETY: record_offset is 16-aligned and inside the data area.
+        unsafe { self.view.stamp(record_offset) }
+            .store(record_position ^ self.view.key, Ordering::Release);
+        if skip > 0 {
+            // SAFETY: `offset` is 16-aligned and below ring_bytes; the
+            // consumer freed it (room was checked above) and reads its length
+            // only after seeing the stamp stored below.
+            unsafe {
+                (data.add(offset + LENGTH_OFFSET_BYTES) as *mut u64).write(SKIP_MARKER);
+                self.view
+                    .stamp(offset)
+                    .store(self.tail ^ self.view.key, Ordering::Release);
+            }
+        }
         self.tail += need as u64;
         self.view.tail().store(self.tail, Ordering::Release);
         true
@@ -201,8 +243,6 @@ pub(crate) struct Consumer {
     view: RingView,
     /// Our own copy of the shared head (we are its only writer).
     head: u64,
-    /// Last value of the shared tail we loaded.
-    cached_tail: u64,
 }
 
 impl Consumer {
@@ -210,7 +250,6 @@ impl Consumer {
         Consumer {
             view,
             head: view.head().load(Ordering::Acquire),
-            cached_tail: view.tail().load(Ordering::Acquire),
         }
     }
 
@@ -219,49 +258,48 @@ impl Consumer {
     /// been written by a correct producer is a protocol error (the ring is
     /// then left as it is).
     #[inline]
-    pub(crate) fn poll<F: FnMut(&[u8])>(&mut self, max_frames: usize, mut handler: F) -> Result<usize, String> {
+    pub(crate) fn poll<F: FnMut(&[u8])>(
+        &mut self,
+        max_frames: usize,
+        mut handler: F,
+    ) -> Result<usize, String> {
         let ring_bytes = self.view.ring_bytes;
         let data = self.view.data();
         let mut delivered = 0;
         while delivered < max_frames {
-            if self.head == self.cached_tail {
-                self.cached_tail = self.view.tail().load(Ordering::Acquire);
-                if self.head == self.cached_tail {
-                    break;
-                }
-            }
-            let available = self.cached_tail - self.head;
-            if available > ring_bytes as u64 {
-                return Err(format!("ring tail {} is more than a ring ahead of head {}", self.cached_tail, self.head));
-            }
             let offset = (self.head as usize) & (ring_bytes - 1);
-            // SAFETY: `offset` is 8-aligned (every record length is) and
-            // inside the data area; the Acquire load of tail made the
-            // producer's write of this prefix visible.
-            let prefix = unsafe { (data.add(offset) as *const u64).read() };
-            let record = if prefix == SKIP_MARKER {
+            // SAFETY: head only ever moves by whole 16-aligned records, so
+            // `offset` is 16-aligned and inside the data area.
+            let stamp = unsafe { self.view.stamp(offset) }.load(Ordering::Acquire);
+            if stamp != self.head ^ self.view.key {
+                break;
+            }
+            // SAFETY: the Acquire load of the matching stamp made the
+            // producer's writes of this record visible; the length word is
+            // inside the data area.
+            let length = unsafe { (data.add(offset + LENGTH_OFFSET_BYTES) as *const u64).read() };
+            let record = if length == SKIP_MARKER {
                 ring_bytes - offset
             } else {
-                let frame_bytes = prefix as usize;
-                if prefix > max_frame_bytes(ring_bytes) as u64 || offset + record_bytes(frame_bytes) > ring_bytes {
-                    return Err(format!("corrupt record prefix {prefix} at ring offset {offset}"));
+                let frame_bytes = length as usize;
+                if length > max_frame_bytes(ring_bytes) as u64
+                    || offset + record_bytes(frame_bytes) > ring_bytes
+                {
+                    return Err(format!(
+                        "corrupt record length {length} at ring offset {offset}"
+                    ));
                 }
-                record_bytes(frame_bytes)
-            };
-            if record as u64 > available {
-                return Err(format!("record of {record} bytes runs past the published tail"));
-            }
-            if prefix != SKIP_MARKER {
-                // SAFETY: the record lies inside the data area and before the
-                // published tail (checked above), so the producer finished
+                // SAFETY: the record lies inside the data area (checked just
+                // above) and is published (stamp), so the producer finished
                 // writing it and will not touch it until we move head past
                 // it, which happens only after the handler has returned.
                 let frame = unsafe {
-                    std::slice::from_raw_parts(data.add(offset + RECORD_PREFIX_BYTES), prefix as usize)
+                    std::slice::from_raw_parts(data.add(offset + RECORD_PREFIX_BYTES), frame_bytes)
                 };
                 handler(frame);
                 delivered += 1;
-            }
+                record_bytes(frame_bytes)
+            };
             self.head += record as u64;
             self.view.head().store(self.head, Ordering::Release);
         }
@@ -290,17 +328,21 @@ mod tests {
             let raw = self.memory.as_mut_ptr() as *mut u8;
             let aligned = unsafe { raw.add(raw.align_offset(64)) };
             // SAFETY: the vector outlives every use in these tests.
-            unsafe { RingView::new(aligned, self.ring_bytes) }
+            unsafe { RingView::new(aligned, self.ring_bytes, 0x5eed_0000_1234_5679) }
         }
     }
 
     fn frame_of(length: usize, seed: u64) -> Vec<u8> {
-        (0..length).map(|index| (seed as usize * 31 + index * 7) as u8).collect()
+        (0..length)
+            .map(|index| (seed as usize * 31 + index * 7) as u8)
+            .collect()
     }
 
     fn drain(consumer: &mut Consumer) -> Vec<Vec<u8>> {
         let mut frames = Vec::new();
-        consumer.poll(usize::MAX, |frame| frames.push(frame.to_vec())).unwrap();
+        consumer
+            .poll(usize::MAX, |frame| frames.push(frame.to_vec()))
+            .unwrap();
         frames
     }
 
@@ -315,7 +357,8 @@ mod tests {
         }
         let frames = drain(&mut consumer);
         assert_eq!(frames.len(), 7);
-        for (seed, (frame, length)) in frames.iter().zip([0usize, 1, 7, 8, 9, 64, 100]).enumerate() {
+        for (seed, (frame, length)) in frames.iter().zip([0usize, 1, 7, 8, 9, 64, 100]).enumerate()
+        {
             assert_eq!(frame, &frame_of(length, seed as u64));
         }
         assert!(!view.has_unconsumed());
@@ -326,17 +369,22 @@ mod tests {
         let mut memory = TestRing::new(4096);
         let view = memory.view();
         let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
-        // 1016 + 8 prefix = 1024 bytes per record: exactly four fit.
+        // 1008 + 16 prefix = 1024 bytes per record: exactly four fit.
         for _ in 0..4 {
-            assert!(producer.try_push(1016, |slot| slot.fill(1)));
+            assert!(producer.try_push(1008, |slot| slot.fill(1)));
         }
         let mut called = false;
         assert!(!producer.try_push(1, |_| called = true));
         assert!(!called, "fill must not run when there is no room");
         assert!(!producer.head_moved());
-        assert_eq!(consumer.poll(1, |frame| assert_eq!(frame.len(), 1016)).unwrap(), 1);
+        assert_eq!(
+            consumer
+                .poll(1, |frame| assert_eq!(frame.len(), 1008))
+                .unwrap(),
+            1
+        );
         assert!(producer.head_moved());
-        assert!(producer.try_push(1016, |slot| slot.fill(2)));
+        assert!(producer.try_push(1008, |slot| slot.fill(2)));
         assert_eq!(drain(&mut consumer).len(), 4);
     }
 
@@ -345,16 +393,16 @@ mod tests {
         let mut memory = TestRing::new(4096);
         let view = memory.view();
         let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
-        // Three records of 1000 bytes leave 1096 at the end; after freeing,
-        // a 1024-byte frame (1032-byte record) still fits, a second does not
-        // and must go to offset 0 behind a skip marker.
+        // Three records of 1008 bytes leave 1072 at the end; after freeing,
+        // a 1024-byte frame (1040-byte record) still fits, a second does not
+        // and must go to offset 0 behind a 32-byte skip record.
         for seed in 0..3 {
             assert!(producer.try_push(992, |slot| slot.copy_from_slice(&frame_of(992, seed))));
         }
         assert_eq!(drain(&mut consumer).len(), 3);
         assert!(producer.try_push(1024, |slot| slot.copy_from_slice(&frame_of(1024, 10))));
         assert!(producer.try_push(1024, |slot| slot.copy_from_slice(&frame_of(1024, 11))));
-        assert_eq!(producer.tail as usize, 3 * 1000 + 1032 + 64 + 1032);
+        assert_eq!(producer.tail as usize, 3 * 1008 + 1040 + 32 + 1040);
         let frames = drain(&mut consumer);
         assert_eq!(frames, vec![frame_of(1024, 10), frame_of(1024, 11)]);
         assert_eq!(consumer.head, producer.tail);
@@ -366,10 +414,10 @@ mod tests {
         let view = memory.view();
         let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
         for _ in 0..3 {
-            assert!(producer.try_push(1016, |slot| slot.fill(3)));
+            assert!(producer.try_push(1008, |slot| slot.fill(3)));
         }
         // Free only the first record: 1024 free at the start, 1024 at the
-        // end; a 1024-byte frame needs 1032 so it would wrap and needs 2056.
+        // end; a 1024-byte frame needs 1040 so it would wrap and needs 2064.
         assert_eq!(consumer.poll(1, |_| ()).unwrap(), 1);
         assert!(!producer.try_push(1024, |_| unreachable!()));
         assert_eq!(consumer.poll(1, |_| ()).unwrap(), 1);
@@ -397,7 +445,9 @@ mod tests {
                 if producer.try_push(length, |slot| slot.copy_from_slice(&frame_of(length, seed))) {
                     sent += 1;
                 }
-                if random % 3 == 0 || !producer.head_moved() {
+                let pushed_everything_it_could =
+                    producer.tail - consumer.head < ring_bytes as u64 / 2;
+                if random.is_multiple_of(3) || !pushed_everything_it_could {
                     let budget = (random >> 40) as usize % 4 + 1;
                     consumer
                         .poll(budget, |frame| {
@@ -407,7 +457,10 @@ mod tests {
                         .unwrap();
                 }
             }
-            assert!(producer.tail > 4 * ring_bytes as u64, "test must wrap many times");
+            assert!(
+                producer.tail > 4 * ring_bytes as u64,
+                "test must wrap many times"
+            );
         }
     }
 
@@ -417,8 +470,8 @@ mod tests {
         let view = memory.view();
         let (mut producer, mut consumer) = (Producer::new(view), Consumer::new(view));
         assert!(producer.try_push(16, |slot| slot.fill(0)));
-        // Scribble a huge length over the record prefix.
-        unsafe { (view.data() as *mut u64).write(1 << 40) };
+        // Scribble a huge length over the record's length word.
+        unsafe { (view.data().add(LENGTH_OFFSET_BYTES) as *mut u64).write(1 << 40) };
         assert!(consumer.poll(1, |_| panic!("no frame expected")).is_err());
     }
 }

@@ -34,6 +34,8 @@ const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"RESMPISH");
 const MAGIC_OFFSET_BYTES: usize = 0;
 const WORLD_SIZE_OFFSET_BYTES: usize = 8;
 const RING_BYTES_OFFSET_BYTES: usize = 16;
+/// Random per-segment value from which each ring's stamp key is derived.
+const KEY_OFFSET_BYTES: usize = 24;
 /// Doorbell and sleeping flag each on their own 128-byte span, away from the
 /// read-mostly fields.
 const DOORBELL_OFFSET_BYTES: usize = 64;
@@ -73,7 +75,13 @@ impl Mapping {
     /// Create (exclusively, mode 0600) and map a segment of `length_bytes`.
     fn create(name: &CString, length_bytes: usize) -> std::io::Result<Mapping> {
         // SAFETY: `name` is a valid NUL-terminated string.
-        let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR | libc::O_CREAT | libc::O_EXCL, 0o600) };
+        let fd = unsafe {
+            libc::shm_open(
+                name.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
+                0o600,
+            )
+        };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -120,7 +128,10 @@ impl Mapping {
             }
         };
         if length_bytes < CONTROL_BYTES {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "shm segment too small"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "shm segment too small",
+            ));
         }
         // SAFETY: new shared mapping of an fd we own; the kernel picks the
         // address, so nothing existing is replaced.
@@ -137,11 +148,14 @@ impl Mapping {
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(Mapping { base: base as *mut u8, length_bytes })
+        Ok(Mapping {
+            base: base as *mut u8,
+            length_bytes,
+        })
     }
 
     fn u64_at(&self, offset_bytes: usize) -> &AtomicU64 {
-        debug_assert!(offset_bytes + 8 <= CONTROL_BYTES && offset_bytes % 8 == 0);
+        debug_assert!(offset_bytes + 8 <= CONTROL_BYTES && offset_bytes.is_multiple_of(8));
         // SAFETY: inside the control block (checked at map time), aligned
         // (the mapping is page aligned), accessed only atomically.
         unsafe { &*(self.base.add(offset_bytes) as *const AtomicU64) }
@@ -158,11 +172,15 @@ impl Mapping {
     /// `ring_bytes` each.
     unsafe fn ring(&self, sender: u32, ring_bytes: usize) -> RingView {
         let offset_bytes = CONTROL_BYTES + sender as usize * (RING_HEADER_BYTES + ring_bytes);
+        // Distinct per ring; the low bit set makes every stamp odd, so the
+        // zeroed memory of a fresh ring never matches one.
+        let segment_key = self.u64_at(KEY_OFFSET_BYTES).load(Ordering::Relaxed);
+        let key = (segment_key ^ (sender as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1;
         // SAFETY: in bounds by the caller's promise; CONTROL_BYTES and
         // RING_HEADER_BYTES + ring_bytes are multiples of 64, so the ring is
         // 64-byte aligned; the mapping outlives the view (ShmPath drops its
         // producers/consumers together with the mappings).
-        unsafe { RingView::new(self.base.add(offset_bytes), ring_bytes) }
+        unsafe { RingView::new(self.base.add(offset_bytes), ring_bytes, key) }
     }
 }
 
@@ -198,7 +216,9 @@ impl ControlView {
         // Pairs with the fence in `ShmPath::wait`: either the sleeper sees
         // what we published, or we see its flag.
         fence(Ordering::SeqCst);
-        if self.sleeping().load(Ordering::Relaxed) & reasons != 0 && self.sleeping().swap(0, Ordering::SeqCst) != 0 {
+        if self.sleeping().load(Ordering::Relaxed) & reasons != 0
+            && self.sleeping().swap(0, Ordering::SeqCst) != 0
+        {
             self.doorbell().fetch_add(1, Ordering::SeqCst);
             // SAFETY: futex on a live, aligned u32 in shared memory (not
             // FUTEX_PRIVATE: the waiter is another process).
@@ -220,17 +240,24 @@ impl ControlView {
 fn segment_name(job_id: &str, rank: u32) -> Result<CString, PathError> {
     let valid = !job_id.is_empty()
         && job_id.len() <= 200
-        && job_id.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"._-".contains(&byte));
+        && job_id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"._-".contains(&byte));
     if !valid {
         return Err(PathError::Protocol(format!(
             "job id {job_id:?} must be 1..=200 characters of [A-Za-z0-9._-]"
         )));
     }
-    Ok(CString::new(format!("/resmpi-{job_id}-{rank}")).expect("checked characters contain no NUL"))
+    Ok(
+        CString::new(format!("/resmpi-{job_id}-{rank}"))
+            .expect("checked characters contain no NUL"),
+    )
 }
 
 fn segment_bytes(world_size: u32, ring_bytes: usize) -> Option<usize> {
-    (RING_HEADER_BYTES + ring_bytes).checked_mul(world_size as usize)?.checked_add(CONTROL_BYTES)
+    (RING_HEADER_BYTES + ring_bytes)
+        .checked_mul(world_size as usize)?
+        .checked_add(CONTROL_BYTES)
 }
 
 /// This rank's receive segment: a control block and one ring per possible
@@ -249,9 +276,16 @@ impl ShmSegment {
     /// with one ring of `ring_bytes` (a power of two, 4 KiB ..= 1 GiB) per
     /// rank of the world. Pages are allocated lazily by the kernel, so rings
     /// of ranks that never send here cost no memory.
-    pub fn create(job_id: &str, rank: u32, world_size: u32, ring_bytes: usize) -> Result<ShmSegment, PathError> {
+    pub fn create(
+        job_id: &str,
+        rank: u32,
+        world_size: u32,
+        ring_bytes: usize,
+    ) -> Result<ShmSegment, PathError> {
         if rank >= world_size {
-            return Err(PathError::Protocol(format!("rank {rank} outside world of {world_size}")));
+            return Err(PathError::Protocol(format!(
+                "rank {rank} outside world of {world_size}"
+            )));
         }
         if !ring::ring_bytes_valid(ring_bytes) {
             return Err(PathError::Protocol(format!(
@@ -261,18 +295,36 @@ impl ShmSegment {
             )));
         }
         let name = segment_name(job_id, rank)?;
-        let length_bytes = segment_bytes(world_size, ring_bytes)
-            .ok_or_else(|| PathError::Protocol(format!("{world_size} rings of {ring_bytes} bytes overflow")))?;
+        let mut key = [0u8; 8];
+        crate::fill_random(&mut key)?;
+        let length_bytes = segment_bytes(world_size, ring_bytes).ok_or_else(|| {
+            PathError::Protocol(format!("{world_size} rings of {ring_bytes} bytes overflow"))
+        })?;
         let mapping = Mapping::create(&name, length_bytes).map_err(|error| {
             PathError::Io(std::io::Error::new(
                 error.kind(),
                 format!("creating shm segment {}: {error}", name.to_string_lossy()),
             ))
         })?;
-        mapping.u64_at(WORLD_SIZE_OFFSET_BYTES).store(world_size as u64, Ordering::Relaxed);
-        mapping.u64_at(RING_BYTES_OFFSET_BYTES).store(ring_bytes as u64, Ordering::Relaxed);
-        mapping.u64_at(MAGIC_OFFSET_BYTES).store(SEGMENT_MAGIC, Ordering::Release);
-        Ok(ShmSegment { name, mapping, rank, world_size, ring_bytes })
+        mapping
+            .u64_at(WORLD_SIZE_OFFSET_BYTES)
+            .store(world_size as u64, Ordering::Relaxed);
+        mapping
+            .u64_at(RING_BYTES_OFFSET_BYTES)
+            .store(ring_bytes as u64, Ordering::Relaxed);
+        mapping
+            .u64_at(KEY_OFFSET_BYTES)
+            .store(u64::from_le_bytes(key), Ordering::Relaxed);
+        mapping
+            .u64_at(MAGIC_OFFSET_BYTES)
+            .store(SEGMENT_MAGIC, Ordering::Release);
+        Ok(ShmSegment {
+            name,
+            mapping,
+            rank,
+            world_size,
+            ring_bytes,
+        })
     }
 
     /// The POSIX shared-memory name, e.g. `/resmpi-job7-3` (the file
@@ -341,9 +393,17 @@ impl ShmPath {
     /// caller runs a barrier between `ShmSegment::create` and this). Peers
     /// must have the same world size and ring size. `local_peers` may
     /// contain `my_rank`; it is ignored.
-    pub fn attach(own: ShmSegment, job_id: &str, my_rank: u32, local_peers: &[u32]) -> Result<ShmPath, PathError> {
+    pub fn attach(
+        own: ShmSegment,
+        job_id: &str,
+        my_rank: u32,
+        local_peers: &[u32],
+    ) -> Result<ShmPath, PathError> {
         if my_rank != own.rank {
-            return Err(PathError::Protocol(format!("segment of rank {} attached as rank {my_rank}", own.rank)));
+            return Err(PathError::Protocol(format!(
+                "segment of rank {} attached as rank {my_rank}",
+                own.rank
+            )));
         }
         let world_size = own.world_size;
         let ring_bytes = own.ring_bytes;
@@ -355,21 +415,32 @@ impl ShmPath {
                 continue;
             }
             if peer >= world_size {
-                return Err(PathError::Protocol(format!("local peer {peer} outside world of {world_size}")));
+                return Err(PathError::Protocol(format!(
+                    "local peer {peer} outside world of {world_size}"
+                )));
             }
             if outgoing[peer as usize].is_some() {
-                return Err(PathError::Protocol(format!("local peer {peer} listed twice")));
+                return Err(PathError::Protocol(format!(
+                    "local peer {peer} listed twice"
+                )));
             }
             let name = segment_name(job_id, peer)?;
             let mapping = Mapping::open(&name).map_err(|error| {
                 PathError::Io(std::io::Error::new(
                     error.kind(),
-                    format!("opening shm segment {} of rank {peer}: {error}", name.to_string_lossy()),
+                    format!(
+                        "opening shm segment {} of rank {peer}: {error}",
+                        name.to_string_lossy()
+                    ),
                 ))
             })?;
             let magic = mapping.u64_at(MAGIC_OFFSET_BYTES).load(Ordering::Acquire);
-            let peer_world_size = mapping.u64_at(WORLD_SIZE_OFFSET_BYTES).load(Ordering::Relaxed);
-            let peer_ring_bytes = mapping.u64_at(RING_BYTES_OFFSET_BYTES).load(Ordering::Relaxed);
+            let peer_world_size = mapping
+                .u64_at(WORLD_SIZE_OFFSET_BYTES)
+                .load(Ordering::Relaxed);
+            let peer_ring_bytes = mapping
+                .u64_at(RING_BYTES_OFFSET_BYTES)
+                .load(Ordering::Relaxed);
             if magic != SEGMENT_MAGIC
                 || peer_world_size != world_size as u64
                 || peer_ring_bytes != ring_bytes as u64
@@ -383,7 +454,12 @@ impl ShmPath {
             }
             // SAFETY: both segments were checked to hold `world_size` rings of
             // `ring_bytes`, and my_rank, peer < world_size.
-            let (to_peer, from_peer) = unsafe { (mapping.ring(my_rank, ring_bytes), own.mapping.ring(peer, ring_bytes)) };
+            let (to_peer, from_peer) = unsafe {
+                (
+                    mapping.ring(my_rank, ring_bytes),
+                    own.mapping.ring(peer, ring_bytes),
+                )
+            };
             prefault(&own.mapping, peer, ring_bytes);
             outgoing[peer as usize] = Some(Outgoing {
                 producer: Producer::new(to_peer),
@@ -424,10 +500,17 @@ impl ShmPath {
     /// ring to `peer`, let `fill` write the frame in place, and publish it.
     /// `Ok(false)` (without calling `fill`) when the ring has no room now.
     #[inline]
-    pub fn try_send_with<F: FnOnce(&mut [u8])>(&mut self, peer: u32, frame_bytes: usize, fill: F) -> Result<bool, PathError> {
+    pub fn try_send_with<F: FnOnce(&mut [u8])>(
+        &mut self,
+        peer: u32,
+        frame_bytes: usize,
+        fill: F,
+    ) -> Result<bool, PathError> {
         let max_frame_bytes = self.max_frame_bytes;
         let Some(Some(outgoing)) = self.outgoing.get_mut(peer as usize) else {
-            return Err(PathError::Protocol(format!("rank {peer} is not a local shm peer")));
+            return Err(PathError::Protocol(format!(
+                "rank {peer} is not a local shm peer"
+            )));
         };
         if !(HEADER_BYTES..=max_frame_bytes).contains(&frame_bytes) {
             return Err(PathError::Protocol(format!(
@@ -449,12 +532,23 @@ impl ShmPath {
     pub fn wait(&self, timeout_us: u64) -> Result<(), PathError> {
         let control = self.own.mapping.control();
         let seen = control.doorbell().load(Ordering::SeqCst);
-        let any_blocked = self.outgoing.iter().flatten().any(|outgoing| outgoing.blocked);
-        let reasons = if any_blocked { SLEEPING_FOR_INPUT | SLEEPING_FOR_ROOM } else { SLEEPING_FOR_INPUT };
+        let any_blocked = self
+            .outgoing
+            .iter()
+            .flatten()
+            .any(|outgoing| outgoing.blocked);
+        let reasons = if any_blocked {
+            SLEEPING_FOR_INPUT | SLEEPING_FOR_ROOM
+        } else {
+            SLEEPING_FOR_INPUT
+        };
         control.sleeping().store(reasons, Ordering::Relaxed);
         // Pairs with the fence in `wake_if_sleeping`.
         fence(Ordering::SeqCst);
-        let ready = self.incoming.iter().any(|incoming| incoming.view.has_unconsumed())
+        let ready = self
+            .incoming
+            .iter()
+            .any(|incoming| incoming.view.has_unconsumed())
             || self
                 .outgoing
                 .iter()
@@ -498,7 +592,8 @@ impl ShmPath {
 fn prefault(mapping: &Mapping, sender: u32, ring_bytes: usize) {
     const MADV_POPULATE_WRITE: libc::c_int = 23;
     const PAGE_BYTES: usize = 4096;
-    let start_bytes = (CONTROL_BYTES + sender as usize * (RING_HEADER_BYTES + ring_bytes)) & !(PAGE_BYTES - 1);
+    let start_bytes =
+        (CONTROL_BYTES + sender as usize * (RING_HEADER_BYTES + ring_bytes)) & !(PAGE_BYTES - 1);
     let end_bytes = CONTROL_BYTES + (sender as usize + 1) * (RING_HEADER_BYTES + ring_bytes);
     // SAFETY: a page-aligned range inside our own live mapping; populating
     // pages does not change their contents.
@@ -513,7 +608,12 @@ fn prefault(mapping: &Mapping, sender: u32, ring_bytes: usize) {
 
 impl Path for ShmPath {
     #[inline]
-    fn try_send(&mut self, peer: u32, header: &[u8; 64], payload: &[u8]) -> Result<bool, PathError> {
+    fn try_send(
+        &mut self,
+        peer: u32,
+        header: &[u8; 64],
+        payload: &[u8],
+    ) -> Result<bool, PathError> {
         self.try_send_with(peer, HEADER_BYTES + payload.len(), |frame| {
             let (frame_header, frame_payload) = frame.split_at_mut(HEADER_BYTES);
             frame_header.copy_from_slice(header);
@@ -531,13 +631,19 @@ impl Path for ShmPath {
         let start = self.poll_start;
         self.poll_start = if start + 1 == count { 0 } else { start + 1 };
         for step in 0..count {
-            let index = if start + step >= count { start + step - count } else { start + step };
+            let index = if start + step >= count {
+                start + step - count
+            } else {
+                start + step
+            };
             let incoming = &mut self.incoming[index];
             let peer = incoming.peer;
             let frames = incoming
                 .consumer
                 .poll(FRAMES_PER_RING_PER_POLL, |frame| handler(peer, frame))
-                .map_err(|text| PathError::Protocol(format!("shm ring from rank {peer}: {text}")))?;
+                .map_err(|text| {
+                    PathError::Protocol(format!("shm ring from rank {peer}: {text}"))
+                })?;
             if frames > 0 {
                 incoming.peer_control.wake_if_sleeping(SLEEPING_FOR_ROOM);
                 delivered += frames;
@@ -565,15 +671,20 @@ mod tests {
 
     fn unique_job_id(test: &str) -> String {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        format!("test-{}-{test}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+        format!(
+            "test-{}-{test}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        )
     }
 
     /// Create segments for `world_size` ranks, attach each to all others,
     /// and unlink the names (as the lead does after its second barrier).
     fn world(test: &str, world_size: u32, ring_bytes: usize) -> Vec<ShmPath> {
         let job_id = unique_job_id(test);
-        let segments: Vec<ShmSegment> =
-            (0..world_size).map(|rank| ShmSegment::create(&job_id, rank, world_size, ring_bytes).unwrap()).collect();
+        let segments: Vec<ShmSegment> = (0..world_size)
+            .map(|rank| ShmSegment::create(&job_id, rank, world_size, ring_bytes).unwrap())
+            .collect();
         let ranks: Vec<u32> = (0..world_size).collect();
         let paths: Vec<ShmPath> = segments
             .into_iter()
@@ -587,7 +698,10 @@ mod tests {
     }
 
     fn payload_byte(source: u32, sequence: u64, index: usize) -> u8 {
-        (sequence as usize).wrapping_mul(131).wrapping_add(index).wrapping_add(source as usize * 7) as u8
+        (sequence as usize)
+            .wrapping_mul(131)
+            .wrapping_add(index)
+            .wrapping_add(source as usize * 7) as u8
     }
 
     fn frame_header(source: u32, sequence: u64, payload_bytes: usize) -> [u8; 64] {
@@ -603,7 +717,12 @@ mod tests {
         assert_eq!(header.source, peer);
         assert_eq!(frame.len(), 64 + header.payload_len as usize);
         for (index, byte) in frame[64..].iter().enumerate() {
-            assert_eq!(*byte, payload_byte(peer, header.seq, index), "payload byte {index} of frame {}", header.seq);
+            assert_eq!(
+                *byte,
+                payload_byte(peer, header.seq, index),
+                "payload byte {index} of frame {}",
+                header.seq
+            );
         }
         header.seq
     }
@@ -617,7 +736,10 @@ mod tests {
         let file = format!("/dev/shm/resmpi-{job_id}-0");
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
-        assert!(ShmSegment::create(&job_id, 0, 2, 4096).is_err(), "O_EXCL must refuse a second creation");
+        assert!(
+            ShmSegment::create(&job_id, 0, 2, 4096).is_err(),
+            "O_EXCL must refuse a second creation"
+        );
         let path = ShmPath::attach(segment, &job_id, 0, &[]).unwrap();
         path.unlink_own().unwrap();
         assert!(!std::path::Path::new(&file).exists());
@@ -633,10 +755,21 @@ mod tests {
         let max_payload = paths[0].max_payload_bytes();
         assert_eq!(max_payload, 1024 - 64);
         let header = frame_header(0, 0, 0);
-        assert!(matches!(paths[0].try_send(5, &header, &[]), Err(PathError::Protocol(_))));
-        assert!(matches!(paths[0].try_send(0, &header, &[]), Err(PathError::Protocol(_))));
-        assert!(matches!(paths[0].try_send(1, &header, &vec![0; max_payload + 1]), Err(PathError::Protocol(_))));
-        assert!(paths[0].try_send(1, &header, &vec![0; max_payload]).unwrap());
+        assert!(matches!(
+            paths[0].try_send(5, &header, &[]),
+            Err(PathError::Protocol(_))
+        ));
+        assert!(matches!(
+            paths[0].try_send(0, &header, &[]),
+            Err(PathError::Protocol(_))
+        ));
+        assert!(matches!(
+            paths[0].try_send(1, &header, &vec![0; max_payload + 1]),
+            Err(PathError::Protocol(_))
+        ));
+        assert!(paths[0]
+            .try_send(1, &header, &vec![0; max_payload])
+            .unwrap());
         let missing = ShmSegment::create(&unique_job_id("missing"), 0, 2, 4096).unwrap();
         assert!(ShmPath::attach(missing, "no-such-job", 0, &[1]).is_err());
     }
@@ -650,8 +783,16 @@ mod tests {
         while paths[0].try_send(1, &header, &payload).unwrap() {
             sent += 1;
         }
-        assert_eq!(sent, 3, "three 1032-byte records fit in 4096 bytes, a fourth does not");
-        assert_eq!(paths[1].poll(|peer, frame| assert_eq!((peer, frame.len()), (0, 1024))).unwrap(), 3);
+        assert_eq!(
+            sent, 3,
+            "three 1040-byte records fit in 4096 bytes, a fourth does not"
+        );
+        assert_eq!(
+            paths[1]
+                .poll(|peer, frame| assert_eq!((peer, frame.len()), (0, 1024)))
+                .unwrap(),
+            3
+        );
         assert!(paths[0].try_send(1, &header, &payload).unwrap());
     }
 
@@ -679,7 +820,11 @@ mod tests {
                             random ^= random >> 7;
                             random ^= random << 17;
                             // Mostly small frames, some up to the maximum.
-                            let length = if random % 8 == 0 { random as usize % (max_payload + 1) } else { random as usize % 200 };
+                            let length = if random.is_multiple_of(8) {
+                                random as usize % (max_payload + 1)
+                            } else {
+                                random as usize % 200
+                            };
                             for (index, byte) in payload[..length].iter_mut().enumerate() {
                                 *byte = payload_byte(me, sent, index);
                             }
@@ -707,7 +852,11 @@ mod tests {
             worker.join().unwrap();
         }
         // A lost wake-up costs a 2 s timeout; many would show here.
-        assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "took {:?}",
+            started.elapsed()
+        );
     }
 
     /// Eight ranks on (possibly) two cores: everyone sends to everyone,
@@ -736,8 +885,13 @@ mod tests {
                                 continue;
                             }
                             let length = (sequence as usize * 37) % 700;
-                            let payload: Vec<u8> = (0..length).map(|index| payload_byte(me, sequence, index)).collect();
-                            if path.try_send(peer, &frame_header(me, sequence, length), &payload).unwrap() {
+                            let payload: Vec<u8> = (0..length)
+                                .map(|index| payload_byte(me, sequence, index))
+                                .collect();
+                            if path
+                                .try_send(peer, &frame_header(me, sequence, length), &payload)
+                                .unwrap()
+                            {
                                 next_to_send[peer as usize] += 1;
                                 sent += 1;
                                 progress = true;
@@ -760,7 +914,11 @@ mod tests {
         for worker in workers {
             worker.join().unwrap();
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "took {:?}",
+            started.elapsed()
+        );
     }
 
     /// A frame filled in place through `try_send_with` arrives as written.
@@ -777,8 +935,13 @@ mod tests {
             })
             .unwrap());
         let mut sequences = Vec::new();
-        paths[0].poll(|peer, frame| sequences.push(check_frame(peer, frame))).unwrap();
+        paths[0]
+            .poll(|peer, frame| sequences.push(check_frame(peer, frame)))
+            .unwrap();
         assert_eq!(sequences, vec![42]);
-        assert!(matches!(paths[1].try_send_with(0, 10, |_| ()), Err(PathError::Protocol(_))));
+        assert!(matches!(
+            paths[1].try_send_with(0, 10, |_| ()),
+            Err(PathError::Protocol(_))
+        ));
     }
 }

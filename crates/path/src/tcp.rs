@@ -120,23 +120,39 @@ impl TcpPath {
     /// within the connect timeout.
     pub fn connect_all(&mut self, peers: &[(u32, String)], secret: &[u8]) -> Result<(), PathError> {
         let deadline = Instant::now() + self.connect_timeout;
-        let mut lower: Vec<&(u32, String)> = peers.iter().filter(|(rank, _)| *rank < self.my_rank).collect();
+        let mut lower: Vec<&(u32, String)> = peers
+            .iter()
+            .filter(|(rank, _)| *rank < self.my_rank)
+            .collect();
         lower.sort_by_key(|(rank, _)| *rank);
-        let mut higher: Vec<u32> = peers.iter().map(|(rank, _)| *rank).filter(|rank| *rank > self.my_rank).collect();
+        let mut higher: Vec<u32> = peers
+            .iter()
+            .map(|(rank, _)| *rank)
+            .filter(|rank| *rank > self.my_rank)
+            .collect();
         higher.sort_unstable();
         let peer_count = lower.len() + higher.len();
         higher.dedup();
-        if lower.windows(2).any(|pair| pair[0].0 == pair[1].0) || lower.len() + higher.len() != peer_count {
-            return Err(PathError::Protocol("a rank is listed twice in the TCP peer list".into()));
+        if lower.windows(2).any(|pair| pair[0].0 == pair[1].0)
+            || lower.len() + higher.len() != peer_count
+        {
+            return Err(PathError::Protocol(
+                "a rank is listed twice in the TCP peer list".into(),
+            ));
         }
         for (rank, address) in lower {
             if self.is_connected(*rank) {
-                return Err(PathError::Protocol(format!("rank {rank} is already connected")));
+                return Err(PathError::Protocol(format!(
+                    "rank {rank} is already connected"
+                )));
             }
             let stream = self.connect_one(*rank, address, secret, deadline)?;
             self.add_peer(*rank, stream)?;
         }
-        let mut waiting: Vec<u32> = higher.into_iter().filter(|rank| !self.is_connected(*rank)).collect();
+        let mut waiting: Vec<u32> = higher
+            .into_iter()
+            .filter(|rank| !self.is_connected(*rank))
+            .collect();
         self.listener.set_nonblocking(true)?;
         while !waiting.is_empty() {
             let now = Instant::now();
@@ -151,7 +167,11 @@ impl TcpPath {
             }
             let stream = match self.listener.accept() {
                 Ok((stream, _)) => stream,
-                Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => continue,
+                Err(error)
+                    if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) =>
+                {
+                    continue
+                }
                 Err(error) => return Err(error.into()),
             };
             // A stranger, a wrong secret or a duplicate is dropped; the
@@ -168,12 +188,24 @@ impl TcpPath {
         matches!(self.peers.get(rank as usize), Some(Some(_)))
     }
 
-    fn connect_one(&self, rank: u32, address: &str, secret: &[u8], deadline: Instant) -> Result<TcpStream, PathError> {
+    fn connect_one(
+        &self,
+        rank: u32,
+        address: &str,
+        secret: &[u8],
+        deadline: Instant,
+    ) -> Result<TcpStream, PathError> {
         let socket_address = address
             .to_socket_addrs()
-            .map_err(|error| PathError::Protocol(format!("bad address {address:?} for rank {rank}: {error}")))?
+            .map_err(|error| {
+                PathError::Protocol(format!("bad address {address:?} for rank {rank}: {error}"))
+            })?
             .next()
-            .ok_or_else(|| PathError::Protocol(format!("address {address:?} of rank {rank} resolves to nothing")))?;
+            .ok_or_else(|| {
+                PathError::Protocol(format!(
+                    "address {address:?} of rank {rank} resolves to nothing"
+                ))
+            })?;
         let mut backoff = Duration::from_millis(5);
         let stream = loop {
             let now = Instant::now();
@@ -191,7 +223,9 @@ impl TcpPath {
                         ErrorKind::ConnectionRefused | ErrorKind::Interrupted | ErrorKind::TimedOut
                     ) =>
                 {
-                    std::thread::sleep(backoff.min(deadline.saturating_duration_since(Instant::now())));
+                    std::thread::sleep(
+                        backoff.min(deadline.saturating_duration_since(Instant::now())),
+                    );
                     backoff = (backoff * 2).min(Duration::from_millis(200));
                 }
                 Err(error) => {
@@ -231,7 +265,11 @@ impl TcpPath {
             .connected
             .iter()
             .map(|rank| libc::pollfd {
-                fd: self.peers[*rank as usize].as_ref().expect("connected").stream.as_raw_fd(),
+                fd: self.peers[*rank as usize]
+                    .as_ref()
+                    .expect("connected")
+                    .stream
+                    .as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -253,7 +291,10 @@ impl TcpPath {
     /// Whether some peer has buffered output (then a waiter should also wake
     /// on POLLOUT and call `flush`).
     pub fn has_pending_output(&self) -> bool {
-        self.peers.iter().flatten().any(|peer| !peer.closed && peer.send_start < peer.send_buffer.len())
+        self.peers
+            .iter()
+            .flatten()
+            .any(|peer| !peer.closed && peer.send_start < peer.send_buffer.len())
     }
 
     /// Ranks connected over this path, in rank order.
@@ -267,7 +308,11 @@ impl TcpPath {
         let mut pollfds = self.pollfds.borrow_mut();
         for (pollfd, rank) in pollfds.iter_mut().zip(&self.connected) {
             let peer = self.peers[*rank as usize].as_ref().expect("connected");
-            pollfd.fd = if peer.closed { -1 } else { peer.stream.as_raw_fd() };
+            pollfd.fd = if peer.closed {
+                -1
+            } else {
+                peer.stream.as_raw_fd()
+            };
             pollfd.events = libc::POLLIN;
             if peer.send_start < peer.send_buffer.len() {
                 pollfd.events |= libc::POLLOUT;
@@ -281,7 +326,12 @@ impl TcpPath {
         // SAFETY: `pollfds` is a live array of initialized pollfd structs
         // and its length is passed with it; the timeout is a valid timespec.
         let status = unsafe {
-            libc::ppoll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, &timeout, std::ptr::null())
+            libc::ppoll(
+                pollfds.as_mut_ptr(),
+                pollfds.len() as libc::nfds_t,
+                &timeout,
+                std::ptr::null(),
+            )
         };
         if status < 0 {
             let error = std::io::Error::last_os_error();
@@ -296,7 +346,9 @@ impl TcpPath {
         match self.peers.get_mut(rank as usize) {
             Some(Some(peer)) if peer.closed => Err(PathError::PeerClosed(rank)),
             Some(Some(peer)) => Ok(peer),
-            _ => Err(PathError::Protocol(format!("rank {rank} is not a TCP peer"))),
+            _ => Err(PathError::Protocol(format!(
+                "rank {rank} is not a TCP peer"
+            ))),
         }
     }
 }
@@ -324,10 +376,16 @@ impl TcpPeer {
     /// Send `parts` with one `sendmsg`; returns bytes the kernel took (0 when
     /// it would block).
     fn send_vectored(&mut self, parts: &[&[u8]]) -> Result<usize, PathError> {
-        let mut iovecs = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; 2];
+        let mut iovecs = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; 2];
         let mut count = 0;
         for part in parts.iter().filter(|part| !part.is_empty()) {
-            iovecs[count] = libc::iovec { iov_base: part.as_ptr() as *mut libc::c_void, iov_len: part.len() };
+            iovecs[count] = libc::iovec {
+                iov_base: part.as_ptr() as *mut libc::c_void,
+                iov_len: part.len(),
+            };
             count += 1;
         }
         if count == 0 {
@@ -343,7 +401,11 @@ impl TcpPeer {
             // and the kernel only reads them; MSG_NOSIGNAL turns a closed
             // peer into EPIPE instead of SIGPIPE.
             let sent = unsafe {
-                libc::sendmsg(self.stream.as_raw_fd(), &message, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)
+                libc::sendmsg(
+                    self.stream.as_raw_fd(),
+                    &message,
+                    libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                )
             };
             if sent >= 0 {
                 return Ok(sent as usize);
@@ -417,7 +479,10 @@ impl TcpPeer {
             while self.receive_end - self.receive_start >= HEADER_LEN_BYTES {
                 let buffered = &self.receive_buffer[self.receive_start..self.receive_end];
                 let header = FrameHeader::parse(buffered).map_err(|error| {
-                    PathError::Protocol(format!("bad frame from rank {} over TCP: {error}", self.rank))
+                    PathError::Protocol(format!(
+                        "bad frame from rank {} over TCP: {error}",
+                        self.rank
+                    ))
                 })?;
                 let payload_bytes = header.payload_len as usize;
                 if payload_bytes > MAX_PAYLOAD_BYTES {
@@ -448,7 +513,10 @@ impl TcpPeer {
                 return Ok(delivered);
             }
             receives += 1;
-            match self.stream.read(&mut self.receive_buffer[self.receive_end..]) {
+            match self
+                .stream
+                .read(&mut self.receive_buffer[self.receive_end..])
+            {
                 Ok(0) => {
                     self.closed = true;
                     return Err(PathError::PeerClosed(self.rank));
@@ -465,11 +533,14 @@ impl TcpPeer {
     /// in the buffer: grow it (bounded) or move the partial frame to the front.
     fn make_room_for(&mut self, frame_bytes: usize) {
         if frame_bytes > self.receive_buffer.len() {
-            let length = (self.receive_buffer.len() * 2).max(frame_bytes).min(RECEIVE_BUFFER_MAX_BYTES);
+            let length = (self.receive_buffer.len() * 2)
+                .max(frame_bytes)
+                .min(RECEIVE_BUFFER_MAX_BYTES);
             self.receive_buffer.resize(length, 0);
         }
         if self.receive_start + frame_bytes > self.receive_buffer.len() {
-            self.receive_buffer.copy_within(self.receive_start..self.receive_end, 0);
+            self.receive_buffer
+                .copy_within(self.receive_start..self.receive_end, 0);
             self.receive_end -= self.receive_start;
             self.receive_start = 0;
         }
@@ -477,7 +548,12 @@ impl TcpPeer {
 }
 
 impl Path for TcpPath {
-    fn try_send(&mut self, peer: u32, header: &[u8; 64], payload: &[u8]) -> Result<bool, PathError> {
+    fn try_send(
+        &mut self,
+        peer: u32,
+        header: &[u8; 64],
+        payload: &[u8],
+    ) -> Result<bool, PathError> {
         if payload.len() > MAX_PAYLOAD_BYTES {
             return Err(PathError::Protocol(format!(
                 "payload of {} bytes exceeds the TCP limit of {MAX_PAYLOAD_BYTES}",
@@ -495,16 +571,25 @@ impl Path for TcpPath {
             let mut pollfds = self.pollfds.borrow_mut();
             for (pollfd, rank) in pollfds.iter_mut().zip(&self.connected) {
                 let peer = self.peers[*rank as usize].as_ref().expect("connected");
-                pollfd.fd = if peer.closed { -1 } else { peer.stream.as_raw_fd() };
+                pollfd.fd = if peer.closed {
+                    -1
+                } else {
+                    peer.stream.as_raw_fd()
+                };
                 pollfd.events = libc::POLLIN;
                 pollfd.revents = 0;
             }
             // One syscall tells which of many sockets have input.
             // SAFETY: live array of initialized pollfds, with its length.
-            let status = unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 0) };
+            let status =
+                unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 0) };
             if status < 0 {
                 let error = std::io::Error::last_os_error();
-                return if error.kind() == ErrorKind::Interrupted { Ok(0) } else { Err(error.into()) };
+                return if error.kind() == ErrorKind::Interrupted {
+                    Ok(0)
+                } else {
+                    Err(error.into())
+                };
             }
         }
         let mut delivered = 0;
@@ -553,7 +638,10 @@ fn raise_socket_buffers(fd: RawFd) {
             .is_some_and(|maximum| maximum >= SOCKET_BUFFER_BYTES)
     };
     let size = SOCKET_BUFFER_BYTES as libc::c_int;
-    for (option, path) in [(libc::SO_SNDBUF, "/proc/sys/net/core/wmem_max"), (libc::SO_RCVBUF, "/proc/sys/net/core/rmem_max")] {
+    for (option, path) in [
+        (libc::SO_SNDBUF, "/proc/sys/net/core/wmem_max"),
+        (libc::SO_RCVBUF, "/proc/sys/net/core/rmem_max"),
+    ] {
         if allowed(path) {
             // SAFETY: setsockopt with a pointer to a live c_int and its size.
             unsafe {
@@ -571,38 +659,39 @@ fn raise_socket_buffers(fd: RawFd) {
 
 /// poll(2) one descriptor for input; false on timeout.
 fn wait_readable(fd: RawFd, timeout: Duration) -> Result<bool, PathError> {
-    let mut pollfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let mut pollfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     let timeout_ms = timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
     // SAFETY: one live pollfd.
     let status = unsafe { libc::poll(&mut pollfd, 1, timeout_ms) };
     if status < 0 {
         let error = std::io::Error::last_os_error();
-        return if error.kind() == ErrorKind::Interrupted { Ok(false) } else { Err(error.into()) };
+        return if error.kind() == ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(error.into())
+        };
     }
     Ok(status > 0)
 }
 
 fn random_nonce() -> Result<[u8; NONCE_BYTES], PathError> {
     let mut nonce = [0u8; NONCE_BYTES];
-    let mut filled = 0;
-    while filled < NONCE_BYTES {
-        // SAFETY: writes at most the remaining bytes of `nonce`.
-        let got = unsafe { libc::getrandom(nonce[filled..].as_mut_ptr() as *mut libc::c_void, NONCE_BYTES - filled, 0) };
-        if got < 0 {
-            let error = std::io::Error::last_os_error();
-            if error.kind() != ErrorKind::Interrupted {
-                return Err(error.into());
-            }
-        } else {
-            filled += got as usize;
-        }
-    }
+    crate::fill_random(&mut nonce)?;
     Ok(nonce)
 }
 
 /// SHA-256 over a domain tag, the prover's role, the secret (length
 /// prefixed), the verifier's nonce and the prover's rank.
-fn proof(secret: &[u8], nonce: &[u8; NONCE_BYTES], prover_rank: u32, role: u8) -> [u8; PROOF_BYTES] {
+fn proof(
+    secret: &[u8],
+    nonce: &[u8; NONCE_BYTES],
+    prover_rank: u32,
+    role: u8,
+) -> [u8; PROOF_BYTES] {
     let mut hasher = Sha256::new();
     hasher.update(b"resmpi-tcp-handshake-v1");
     hasher.update([role]);
@@ -615,7 +704,10 @@ fn proof(secret: &[u8], nonce: &[u8; NONCE_BYTES], prover_rank: u32, role: u8) -
 
 /// Compare without an early exit, so timing says nothing about the proof.
 fn proofs_equal(left: &[u8; PROOF_BYTES], right: &[u8; PROOF_BYTES]) -> bool {
-    left.iter().zip(right).fold(0u8, |difference, (a, b)| difference | (a ^ b)) == 0
+    left.iter()
+        .zip(right)
+        .fold(0u8, |difference, (a, b)| difference | (a ^ b))
+        == 0
 }
 
 fn encode_hello(rank: u32, nonce: &[u8; NONCE_BYTES]) -> [u8; HELLO_BYTES] {
@@ -629,18 +721,25 @@ fn encode_hello(rank: u32, nonce: &[u8; NONCE_BYTES]) -> [u8; HELLO_BYTES] {
 
 fn decode_hello(hello: &[u8; HELLO_BYTES]) -> Result<(u32, [u8; NONCE_BYTES]), PathError> {
     if hello[0..4] != HANDSHAKE_MAGIC {
-        return Err(PathError::Protocol("TCP handshake: not a resmpi peer".into()));
+        return Err(PathError::Protocol(
+            "TCP handshake: not a resmpi peer".into(),
+        ));
     }
     let version = u32::from_le_bytes(hello[4..8].try_into().expect("4 bytes"));
     if version != HANDSHAKE_VERSION {
-        return Err(PathError::Protocol(format!("TCP handshake: unsupported version {version}")));
+        return Err(PathError::Protocol(format!(
+            "TCP handshake: unsupported version {version}"
+        )));
     }
     let rank = u32::from_le_bytes(hello[8..12].try_into().expect("4 bytes"));
     Ok((rank, hello[16..].try_into().expect("nonce bytes")))
 }
 
 fn set_handshake_timeouts(stream: &TcpStream, deadline: Instant) -> Result<(), PathError> {
-    let limit = deadline.saturating_duration_since(Instant::now()).min(HANDSHAKE_TIMEOUT).max(Duration::from_millis(1));
+    let limit = deadline
+        .saturating_duration_since(Instant::now())
+        .min(HANDSHAKE_TIMEOUT)
+        .max(Duration::from_millis(1));
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(limit))?;
     stream.set_write_timeout(Some(limit))?;
@@ -648,45 +747,72 @@ fn set_handshake_timeouts(stream: &TcpStream, deadline: Instant) -> Result<(), P
 }
 
 /// Connector side: we are `my_rank`, the acceptor must be `peer_rank`.
-fn connect_handshake(mut stream: &TcpStream, my_rank: u32, peer_rank: u32, secret: &[u8], deadline: Instant) -> Result<(), PathError> {
+fn connect_handshake(
+    mut stream: &TcpStream,
+    my_rank: u32,
+    peer_rank: u32,
+    secret: &[u8],
+    deadline: Instant,
+) -> Result<(), PathError> {
     let context = |error: std::io::Error| {
-        PathError::Io(std::io::Error::new(error.kind(), format!("TCP handshake with rank {peer_rank}: {error}")))
+        PathError::Io(std::io::Error::new(
+            error.kind(),
+            format!("TCP handshake with rank {peer_rank}: {error}"),
+        ))
     };
     set_handshake_timeouts(stream, deadline)?;
     let my_nonce = random_nonce()?;
-    stream.write_all(&encode_hello(my_rank, &my_nonce)).map_err(context)?;
+    stream
+        .write_all(&encode_hello(my_rank, &my_nonce))
+        .map_err(context)?;
     let mut reply = [0u8; HELLO_BYTES + PROOF_BYTES];
     stream.read_exact(&mut reply).map_err(context)?;
-    let (their_rank, their_nonce) = decode_hello(reply[..HELLO_BYTES].try_into().expect("hello bytes"))?;
+    let (their_rank, their_nonce) =
+        decode_hello(reply[..HELLO_BYTES].try_into().expect("hello bytes"))?;
     if their_rank != peer_rank {
         return Err(PathError::Protocol(format!(
             "TCP handshake: expected rank {peer_rank} at that address, found rank {their_rank}"
         )));
     }
     let their_proof: [u8; PROOF_BYTES] = reply[HELLO_BYTES..].try_into().expect("proof bytes");
-    if !proofs_equal(&their_proof, &proof(secret, &my_nonce, peer_rank, ROLE_ACCEPTOR)) {
+    if !proofs_equal(
+        &their_proof,
+        &proof(secret, &my_nonce, peer_rank, ROLE_ACCEPTOR),
+    ) {
         return Err(PathError::Protocol(format!(
             "TCP handshake: rank {peer_rank} failed to prove the job secret (different job, or wrong secret)"
         )));
     }
-    stream.write_all(&proof(secret, &their_nonce, my_rank, ROLE_CONNECTOR)).map_err(context)?;
+    stream
+        .write_all(&proof(secret, &their_nonce, my_rank, ROLE_CONNECTOR))
+        .map_err(context)?;
     let mut verdict = [0u8; 1];
     stream.read_exact(&mut verdict).map_err(context)?;
     if verdict[0] != VERDICT_ACCEPTED {
-        return Err(PathError::Protocol(format!("TCP handshake: rank {peer_rank} rejected our proof")));
+        return Err(PathError::Protocol(format!(
+            "TCP handshake: rank {peer_rank} rejected our proof"
+        )));
     }
     Ok(())
 }
 
 /// Acceptor side: returns the proven rank of the connector, which must be
 /// one of `expected`.
-fn accept_handshake(mut stream: &TcpStream, my_rank: u32, expected: &[u32], secret: &[u8], deadline: Instant) -> Result<u32, PathError> {
+fn accept_handshake(
+    mut stream: &TcpStream,
+    my_rank: u32,
+    expected: &[u32],
+    secret: &[u8],
+    deadline: Instant,
+) -> Result<u32, PathError> {
     set_handshake_timeouts(stream, deadline)?;
     let mut hello = [0u8; HELLO_BYTES];
     stream.read_exact(&mut hello)?;
     let (their_rank, their_nonce) = decode_hello(&hello)?;
     if !expected.contains(&their_rank) {
-        return Err(PathError::Protocol(format!("TCP handshake: unexpected rank {their_rank}")));
+        return Err(PathError::Protocol(format!(
+            "TCP handshake: unexpected rank {their_rank}"
+        )));
     }
     let my_nonce = random_nonce()?;
     let mut reply = [0u8; HELLO_BYTES + PROOF_BYTES];
@@ -695,10 +821,293 @@ fn accept_handshake(mut stream: &TcpStream, my_rank: u32, expected: &[u32], secr
     stream.write_all(&reply)?;
     let mut their_proof = [0u8; PROOF_BYTES];
     stream.read_exact(&mut their_proof)?;
-    if !proofs_equal(&their_proof, &proof(secret, &my_nonce, their_rank, ROLE_CONNECTOR)) {
+    if !proofs_equal(
+        &their_proof,
+        &proof(secret, &my_nonce, their_rank, ROLE_CONNECTOR),
+    ) {
         let _ = stream.write_all(&[VERDICT_REJECTED]);
-        return Err(PathError::Protocol(format!("TCP handshake: rank {their_rank} failed to prove the job secret")));
+        return Err(PathError::Protocol(format!(
+            "TCP handshake: rank {their_rank} failed to prove the job secret"
+        )));
     }
     stream.write_all(&[VERDICT_ACCEPTED])?;
     Ok(their_rank)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use resmpi_wire::FrameKind;
+    use std::net::Ipv4Addr;
+
+    const SECRET: &[u8] = b"job secret for tests";
+
+    fn localhost() -> IpAddr {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    }
+
+    /// Bind `world_size` ranks, then connect them all in parallel threads.
+    fn mesh(world_size: u32) -> Vec<TcpPath> {
+        let bound: Vec<(TcpPath, String)> = (0..world_size)
+            .map(|rank| TcpPath::bind(rank, localhost()).unwrap())
+            .collect();
+        let addresses: Vec<(u32, String)> = bound
+            .iter()
+            .enumerate()
+            .map(|(rank, (_, address))| (rank as u32, address.clone()))
+            .collect();
+        let workers: Vec<_> = bound
+            .into_iter()
+            .map(|(mut path, _)| {
+                let addresses = addresses.clone();
+                std::thread::spawn(move || {
+                    path.connect_all(&addresses, SECRET).unwrap();
+                    path
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap())
+            .collect()
+    }
+
+    fn payload_byte(source: u32, sequence: u64, index: usize) -> u8 {
+        (sequence as usize)
+            .wrapping_mul(131)
+            .wrapping_add(index)
+            .wrapping_add(source as usize * 7) as u8
+    }
+
+    fn frame_header(source: u32, sequence: u64, payload_bytes: usize) -> [u8; 64] {
+        let mut header = FrameHeader::new(FrameKind::Data, source);
+        header.seq = sequence;
+        header.payload_len = payload_bytes as u32;
+        header.to_bytes()
+    }
+
+    #[test]
+    fn three_ranks_exchange_frames_of_all_sizes_up_to_the_limit() {
+        const FRAMES_PER_PEER: u64 = 300;
+        let paths = mesh(3);
+        let workers: Vec<_> = paths
+            .into_iter()
+            .enumerate()
+            .map(|(me, mut path)| {
+                std::thread::spawn(move || {
+                    let me = me as u32;
+                    let peers: Vec<u32> = (0..3).filter(|rank| *rank != me).collect();
+                    assert_eq!(path.peer_ranks(), &peers[..]);
+                    let max_payload = path.max_payload_bytes();
+                    // Larger than the path allows: refused, not sent.
+                    let too_big = vec![0u8; 2 << 20];
+                    assert!(matches!(
+                        path.try_send(peers[0], &frame_header(me, 0, too_big.len()), &too_big),
+                        Err(PathError::Protocol(_))
+                    ));
+                    let length_of = |sequence: u64| match sequence % 10 {
+                        0 => 0,
+                        1 => max_payload,
+                        2 => (sequence as usize * 7919) % max_payload,
+                        _ => (sequence as usize * 13) % 3000,
+                    };
+                    let mut next_to_send = [0u64; 3];
+                    let mut next_expected = [0u64; 3];
+                    let total = FRAMES_PER_PEER * 2;
+                    let (mut sent, mut received) = (0, 0);
+                    let mut payload = vec![0u8; max_payload];
+                    while sent < total || received < total {
+                        let mut progress = false;
+                        for &peer in &peers {
+                            let sequence = next_to_send[peer as usize];
+                            if sequence == FRAMES_PER_PEER {
+                                continue;
+                            }
+                            let length = length_of(sequence);
+                            for (index, byte) in payload[..length].iter_mut().enumerate() {
+                                *byte = payload_byte(me, sequence, index);
+                            }
+                            if path
+                                .try_send(
+                                    peer,
+                                    &frame_header(me, sequence, length),
+                                    &payload[..length],
+                                )
+                                .unwrap()
+                            {
+                                next_to_send[peer as usize] += 1;
+                                sent += 1;
+                                progress = true;
+                            }
+                        }
+                        path.flush().unwrap();
+                        let delivered = path
+                            .poll(|from, frame| {
+                                let header = FrameHeader::parse(frame).unwrap();
+                                assert_eq!(header.source, from);
+                                assert_eq!(header.seq, next_expected[from as usize]);
+                                assert_eq!(frame.len(), 64 + length_of(header.seq));
+                                for (index, byte) in frame[64..].iter().enumerate() {
+                                    assert_eq!(*byte, payload_byte(from, header.seq, index));
+                                }
+                                next_expected[from as usize] += 1;
+                                received += 1;
+                            })
+                            .unwrap();
+                        if delivered == 0 && !progress {
+                            path.wait(10_000).unwrap();
+                        }
+                    }
+                    // Keep the socket open until the others are done reading.
+                    path
+                })
+            })
+            .collect();
+        let finished: Vec<TcpPath> = workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap())
+            .collect();
+        drop(finished);
+    }
+
+    #[test]
+    fn connector_with_wrong_secret_is_dropped_and_real_peer_still_connects() {
+        let (mut acceptor, address) = TcpPath::bind(0, localhost()).unwrap();
+        acceptor.set_connect_timeout(Duration::from_secs(10));
+        let peers = vec![(0, address.clone()), (1, "127.0.0.1:1".to_string())];
+        let acceptor_thread =
+            std::thread::spawn(move || acceptor.connect_all(&peers, SECRET).map(|()| acceptor));
+        let (mut impostor, _) = TcpPath::bind(1, localhost()).unwrap();
+        let error = impostor
+            .connect_all(&[(0, address.clone())], b"not the secret")
+            .unwrap_err();
+        assert!(
+            matches!(error, PathError::Protocol(ref text) if text.contains("failed to prove")),
+            "{error}"
+        );
+        let (mut real, _) = TcpPath::bind(1, localhost()).unwrap();
+        real.connect_all(&[(0, address)], SECRET).unwrap();
+        let mut acceptor = acceptor_thread.join().unwrap().unwrap();
+        assert!(real.try_send(0, &frame_header(1, 5, 3), b"abc").unwrap());
+        real.flush().unwrap();
+        let mut frames = Vec::new();
+        while frames.is_empty() {
+            acceptor.wait(100_000).unwrap();
+            acceptor
+                .poll(|peer, frame| frames.push((peer, frame.to_vec())))
+                .unwrap();
+        }
+        assert_eq!(frames[0].0, 1);
+        assert_eq!(&frames[0].1[64..], b"abc");
+    }
+
+    #[test]
+    fn acceptor_with_wrong_secret_is_refused_by_the_connector() {
+        let (mut acceptor, address) = TcpPath::bind(0, localhost()).unwrap();
+        acceptor.set_connect_timeout(Duration::from_millis(500));
+        let peers = vec![(1, "127.0.0.1:1".to_string())];
+        let acceptor_thread =
+            std::thread::spawn(move || acceptor.connect_all(&peers, b"not the secret"));
+        let (mut connector, _) = TcpPath::bind(1, localhost()).unwrap();
+        let error = connector.connect_all(&[(0, address)], SECRET).unwrap_err();
+        assert!(
+            error.to_string().contains("failed to prove the job secret"),
+            "{error}"
+        );
+        let error = acceptor_thread.join().unwrap().unwrap_err();
+        assert!(error.to_string().contains("timed out"), "{error}");
+    }
+
+    #[test]
+    fn missing_peer_times_out_with_a_clear_error() {
+        let (mut path, _) = TcpPath::bind(0, localhost()).unwrap();
+        path.set_connect_timeout(Duration::from_millis(200));
+        let started = Instant::now();
+        let error = path
+            .connect_all(&[(3, "127.0.0.1:1".into())], SECRET)
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(
+            error.to_string().contains("waiting for ranks [3]"),
+            "{error}"
+        );
+        let (mut path, _) = TcpPath::bind(4, localhost()).unwrap();
+        path.set_connect_timeout(Duration::from_millis(200));
+        // Nothing listens on port 1: refused until the deadline.
+        let error = path
+            .connect_all(&[(3, "127.0.0.1:1".into())], SECRET)
+            .unwrap_err();
+        assert!(error.to_string().contains("timed out"), "{error}");
+    }
+
+    #[test]
+    fn closed_peer_is_reported_after_its_last_frames() {
+        let mut paths = mesh(2);
+        let closer = paths.pop().unwrap();
+        let mut survivor = paths.pop().unwrap();
+        let mut closer = closer;
+        assert!(closer.try_send(0, &frame_header(1, 0, 4), b"last").unwrap());
+        closer.flush().unwrap();
+        drop(closer);
+        let mut frames = 0;
+        let error = loop {
+            match survivor.poll(|_, frame| {
+                assert_eq!(&frame[64..], b"last");
+                frames += 1;
+            }) {
+                Ok(_) => survivor.wait(100_000).unwrap(),
+                Err(error) => break error,
+            }
+        };
+        assert_eq!(frames, 1);
+        assert!(matches!(error, PathError::PeerClosed(1)), "{error}");
+        assert!(matches!(
+            survivor.try_send(1, &frame_header(0, 0, 0), &[]),
+            Err(PathError::PeerClosed(1))
+        ));
+        // Later polls skip the closed peer instead of failing again.
+        assert_eq!(survivor.poll(|_, _| ()).unwrap(), 0);
+    }
+
+    #[test]
+    fn garbage_on_the_stream_is_a_protocol_error() {
+        let mut paths = mesh(2);
+        let mut garbage = [0u8; 64];
+        garbage[0] = 0xff;
+        (&paths[1].peers[0].as_ref().unwrap().stream)
+            .write_all(&garbage)
+            .unwrap();
+        let result = loop {
+            match paths[0].poll(|_, _| panic!("no frame expected")) {
+                Ok(0) => paths[0].wait(100_000).unwrap(),
+                other => break other,
+            }
+        };
+        assert!(
+            matches!(result, Err(PathError::Protocol(ref text)) if text.contains("bad magic")),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn full_send_buffer_pushes_back_and_flush_drains_it() {
+        let mut paths = mesh(2);
+        let payload = vec![9u8; 1 << 20];
+        let header = frame_header(0, 0, payload.len());
+        let mut accepted = 0;
+        // Nobody reads: the kernel buffers fill, then ours (8 MiB).
+        while paths[0].try_send(1, &header, &payload).unwrap() {
+            accepted += 1;
+            assert!(accepted < 200, "send buffer is not bounded");
+        }
+        assert!(paths[0].has_pending_output());
+        let mut received = 0;
+        while received < accepted || paths[0].has_pending_output() {
+            paths[0].flush().unwrap();
+            received += paths[1]
+                .poll(|_, frame| assert_eq!(frame.len(), 64 + (1 << 20)))
+                .unwrap();
+        }
+        assert_eq!(received, accepted);
+    }
 }

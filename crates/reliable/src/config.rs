@@ -84,6 +84,9 @@ mod tests {
             max_retries: 5,
             ..ReliableConfig::default()
         };
-        assert_eq!(config.unreachable_after_ns(), 100 + 200 + 400 + 800 + 1_000 + 1_000);
+        assert_eq!(
+            config.unreachable_after_ns(),
+            100 + 200 + 400 + 800 + 1_000 + 1_000
+        );
     }
 }

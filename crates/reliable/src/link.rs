@@ -96,7 +96,10 @@ impl std::fmt::Display for ReceiveError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ReceiveError::Malformed(error) => write!(f, "malformed frame: {error}"),
-            ReceiveError::LengthMismatch { expected_bytes, received_bytes } => write!(
+            ReceiveError::LengthMismatch {
+                expected_bytes,
+                received_bytes,
+            } => write!(
                 f,
                 "frame of {received_bytes} bytes, header says {expected_bytes}"
             ),
@@ -105,7 +108,10 @@ impl std::fmt::Display for ReceiveError {
             }
             ReceiveError::MissingSequence => write!(f, "data frame without a sequence number"),
             ReceiveError::SequencedAck => write!(f, "ack frame with a sequence number"),
-            ReceiveError::AckBeyondSent { ack, largest_sent_seq } => write!(
+            ReceiveError::AckBeyondSent {
+                ack,
+                largest_sent_seq,
+            } => write!(
                 f,
                 "ack {ack} beyond the largest sequence number sent ({largest_sent_seq})"
             ),
@@ -205,7 +211,11 @@ impl PeerLink {
         }
         let mut frame = frame;
         let mut header = FrameHeader::parse(&frame).expect("handle_send: malformed frame");
-        assert_ne!(header.kind, FrameKind::Ack, "handle_send: Ack frames are the link's own");
+        assert_ne!(
+            header.kind,
+            FrameKind::Ack,
+            "handle_send: Ack frames are the link's own"
+        );
         assert_eq!(
             frame.len(),
             HEADER_LEN_BYTES + header.payload_len as usize,
@@ -214,7 +224,10 @@ impl PeerLink {
         header.seq = self.send_buffer.next_seq();
         write_header(&mut frame, &header);
         let seq = self.send_buffer.push(frame);
-        self.stats.send_buffered_frames_max = self.stats.send_buffered_frames_max.max(self.send_buffer.len());
+        self.stats.send_buffered_frames_max = self
+            .stats
+            .send_buffered_frames_max
+            .max(self.send_buffer.len());
         Ok(seq)
     }
 
@@ -225,10 +238,16 @@ impl PeerLink {
         let header = FrameHeader::parse(frame).map_err(ReceiveError::Malformed)?;
         let expected_bytes = HEADER_LEN_BYTES + header.payload_len as usize;
         if frame.len() != expected_bytes {
-            return Err(ReceiveError::LengthMismatch { expected_bytes, received_bytes: frame.len() });
+            return Err(ReceiveError::LengthMismatch {
+                expected_bytes,
+                received_bytes: frame.len(),
+            });
         }
         if header.source != self.peer_rank {
-            return Err(ReceiveError::WrongSource { expected: self.peer_rank, found: header.source });
+            return Err(ReceiveError::WrongSource {
+                expected: self.peer_rank,
+                found: header.source,
+            });
         }
         let is_pure_ack = header.kind == FrameKind::Ack;
         if is_pure_ack && header.seq != 0 {
@@ -239,12 +258,16 @@ impl PeerLink {
         }
         let largest_sent_seq = self.send_buffer.largest_sent_seq();
         if header.ack > largest_sent_seq {
-            return Err(ReceiveError::AckBeyondSent { ack: header.ack, largest_sent_seq });
+            return Err(ReceiveError::AckBeyondSent {
+                ack: header.ack,
+                largest_sent_seq,
+            });
         }
 
         self.send_buffer.acknowledge_cumulative(header.ack);
         if is_pure_ack {
-            self.send_buffer.acknowledge_selective(header.ack, header.aux);
+            self.send_buffer
+                .acknowledge_selective(header.ack, header.aux);
             return Ok(());
         }
         match self.receive_buffer.insert(header.seq, frame) {
@@ -303,7 +326,10 @@ impl PeerLink {
             }
             return Some(frame);
         }
-        if self.ack_deadline_ns.is_some_and(|deadline_ns| deadline_ns <= now_ns) {
+        if self
+            .ack_deadline_ns
+            .is_some_and(|deadline_ns| deadline_ns <= now_ns)
+        {
             self.ack_deadline_ns = None;
             self.stats.acks_sent += 1;
             let mut header = FrameHeader::new(FrameKind::Ack, self.local_rank);
@@ -353,7 +379,8 @@ impl PeerLink {
         LinkStats {
             send_buffered_frames: self.send_buffer.len(),
             receive_buffered_frames: self.receive_buffer.buffered_frames(),
-            bytes_buffered: self.send_buffer.buffered_bytes() + self.receive_buffer.buffered_bytes(),
+            bytes_buffered: self.send_buffer.buffered_bytes()
+                + self.receive_buffer.buffered_bytes(),
             ..self.stats
         }
     }
@@ -364,7 +391,10 @@ impl PeerLink {
     }
 
     fn schedule_ack(&mut self, deadline_ns: u64) {
-        self.ack_deadline_ns = Some(self.ack_deadline_ns.map_or(deadline_ns, |current| current.min(deadline_ns)));
+        self.ack_deadline_ns = Some(
+            self.ack_deadline_ns
+                .map_or(deadline_ns, |current| current.min(deadline_ns)),
+        );
     }
 
     fn check_retries(&mut self, now_ns: u64) {
@@ -372,9 +402,15 @@ impl PeerLink {
             return;
         }
         let max_retries = self.config.max_retries;
-        let exhausted = self.send_buffer.exhausted(now_ns, max_retries.saturating_add(1));
+        let exhausted = self
+            .send_buffer
+            .exhausted(now_ns, max_retries.saturating_add(1));
         if let Some(seq) = exhausted {
-            self.status = Err(PeerUnreachable { peer_rank: self.peer_rank, seq, retry_count: max_retries });
+            self.status = Err(PeerUnreachable {
+                peer_rank: self.peer_rank,
+                seq,
+                retry_count: max_retries,
+            });
         }
     }
 }

@@ -44,7 +44,10 @@ pub(crate) struct ReceiveBuffer {
 
 impl ReceiveBuffer {
     pub fn new(capacity_frames: usize) -> ReceiveBuffer {
-        assert!(capacity_frames > 0, "a receive window of zero frames accepts nothing");
+        assert!(
+            capacity_frames > 0,
+            "a receive window of zero frames accepts nothing"
+        );
         ReceiveBuffer {
             largest_in_order_seq: 0,
             last_delivered_seq: 0,

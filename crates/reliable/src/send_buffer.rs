@@ -40,7 +40,10 @@ pub(crate) struct SendBuffer {
 
 impl SendBuffer {
     pub fn new(capacity_frames: usize) -> SendBuffer {
-        assert!(capacity_frames > 0, "a send window of zero frames can send nothing");
+        assert!(
+            capacity_frames > 0,
+            "a send window of zero frames can send nothing"
+        );
         SendBuffer {
             frames: VecDeque::with_capacity(capacity_frames),
             next_seq: 1,
@@ -109,7 +112,9 @@ impl SendBuffer {
     /// and that the peer has not selectively acknowledged.
     pub fn oldest_due(&mut self, now_ns: u64) -> Option<&mut SentFrame> {
         self.frames.iter_mut().find(|sent| {
-            sent.transmit_count > 0 && !sent.selectively_acked && sent.retransmit_deadline_ns <= now_ns
+            sent.transmit_count > 0
+                && !sent.selectively_acked
+                && sent.retransmit_deadline_ns <= now_ns
         })
     }
 

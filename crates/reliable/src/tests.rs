@@ -56,11 +56,13 @@ impl Pair {
     }
 
     fn send_from_a(&mut self, text: &str) -> Result<u64, WindowFull> {
-        self.a.handle_send(self.now_ns, data_frame(0, text.as_bytes()))
+        self.a
+            .handle_send(self.now_ns, data_frame(0, text.as_bytes()))
     }
 
     fn send_from_b(&mut self, text: &str) -> Result<u64, WindowFull> {
-        self.b.handle_send(self.now_ns, data_frame(1, text.as_bytes()))
+        self.b
+            .handle_send(self.now_ns, data_frame(1, text.as_bytes()))
     }
 
     /// Put everything `a` wants to send on the a->b wire.
@@ -83,10 +85,14 @@ impl Pair {
     /// Hand every in-flight frame to its receiver, then collect deliveries.
     fn receive_all(&mut self) {
         while let Some(frame) = self.a_to_b.pop_front() {
-            self.b.handle_receive(self.now_ns, &frame).expect("valid frame");
+            self.b
+                .handle_receive(self.now_ns, &frame)
+                .expect("valid frame");
         }
         while let Some(frame) = self.b_to_a.pop_front() {
-            self.a.handle_receive(self.now_ns, &frame).expect("valid frame");
+            self.a
+                .handle_receive(self.now_ns, &frame)
+                .expect("valid frame");
         }
         while let Some(frame) = self.a.poll_deliver() {
             self.delivered_at_a.push(frame);
@@ -131,7 +137,10 @@ impl Pair {
     }
 
     fn texts_at_b(&self) -> Vec<String> {
-        self.delivered_at_b.iter().map(|frame| String::from_utf8(body(frame).to_vec()).unwrap()).collect()
+        self.delivered_at_b
+            .iter()
+            .map(|frame| String::from_utf8(body(frame).to_vec()).unwrap())
+            .collect()
     }
 }
 
@@ -267,7 +276,10 @@ fn acks_piggyback_on_reverse_data_traffic() {
 
 #[test]
 fn full_send_window_applies_back_pressure_until_acked() {
-    let config = ReliableConfig { send_window_frames: 2, ..TEST_CONFIG };
+    let config = ReliableConfig {
+        send_window_frames: 2,
+        ..TEST_CONFIG
+    };
     let mut pair = Pair::new(config);
     pair.send_from_a("1").unwrap();
     pair.send_from_a("2").unwrap();
@@ -282,10 +294,20 @@ fn full_send_window_applies_back_pressure_until_acked() {
 
 #[test]
 fn frames_beyond_the_receive_window_are_dropped_and_retransmitted() {
-    let config = ReliableConfig { send_window_frames: 2, ..TEST_CONFIG };
+    let config = ReliableConfig {
+        send_window_frames: 2,
+        ..TEST_CONFIG
+    };
     let mut pair = Pair::new(config);
     // A sender with a larger window than the receiver: seq 3 lands beyond it.
-    pair.a = PeerLink::new(0, 1, ReliableConfig { send_window_frames: 3, ..TEST_CONFIG });
+    pair.a = PeerLink::new(
+        0,
+        1,
+        ReliableConfig {
+            send_window_frames: 3,
+            ..TEST_CONFIG
+        },
+    );
     for text in ["1", "2", "3"] {
         pair.send_from_a(text).unwrap();
     }
@@ -309,7 +331,9 @@ fn silent_peer_is_unreachable_after_max_retries_with_backoff() {
             transmit_times_ns.push(pair.now_ns);
         }
         pair.a_to_b.clear();
-        let Some(next_ns) = pair.a.poll_timeout() else { break };
+        let Some(next_ns) = pair.a.poll_timeout() else {
+            break;
+        };
         pair.now_ns = next_ns;
         pair.a.handle_timeout(pair.now_ns);
     }
@@ -317,7 +341,11 @@ fn silent_peer_is_unreachable_after_max_retries_with_backoff() {
     assert_eq!(transmit_times_ns, [0, 1_000, 3_000, 7_000, 15_000]);
     assert_eq!(pair.now_ns, 23_000);
     assert_eq!(pair.now_ns, TEST_CONFIG.unreachable_after_ns());
-    let expected: LinkStatus = Err(PeerUnreachable { peer_rank: 1, seq: 1, retry_count: 4 });
+    let expected: LinkStatus = Err(PeerUnreachable {
+        peer_rank: 1,
+        seq: 1,
+        retry_count: 4,
+    });
     assert_eq!(pair.a.status(), expected);
     assert_eq!(pair.a.poll_transmit(pair.now_ns), None);
     assert_eq!(pair.a.poll_timeout(), None);
@@ -326,24 +354,42 @@ fn silent_peer_is_unreachable_after_max_retries_with_backoff() {
 #[test]
 fn bad_frames_are_errors_and_change_nothing() {
     let mut link = PeerLink::new(0, 1, TEST_CONFIG);
-    assert!(matches!(link.handle_receive(0, &[0u8; 10]), Err(ReceiveError::Malformed(_))));
+    assert!(matches!(
+        link.handle_receive(0, &[0u8; 10]),
+        Err(ReceiveError::Malformed(_))
+    ));
     let mut truncated = data_frame(1, b"payload");
     truncated.pop();
-    assert!(matches!(link.handle_receive(0, &truncated), Err(ReceiveError::LengthMismatch { .. })));
+    assert!(matches!(
+        link.handle_receive(0, &truncated),
+        Err(ReceiveError::LengthMismatch { .. })
+    ));
     assert_eq!(
         link.handle_receive(0, &data_frame(2, b"")),
-        Err(ReceiveError::WrongSource { expected: 1, found: 2 })
+        Err(ReceiveError::WrongSource {
+            expected: 1,
+            found: 2
+        })
     );
-    assert_eq!(link.handle_receive(0, &data_frame(1, b"")), Err(ReceiveError::MissingSequence));
+    assert_eq!(
+        link.handle_receive(0, &data_frame(1, b"")),
+        Err(ReceiveError::MissingSequence)
+    );
     let mut ack = FrameHeader::new(FrameKind::Ack, 1);
     ack.ack = 5;
     assert_eq!(
         link.handle_receive(0, &ack.to_bytes()),
-        Err(ReceiveError::AckBeyondSent { ack: 5, largest_sent_seq: 0 })
+        Err(ReceiveError::AckBeyondSent {
+            ack: 5,
+            largest_sent_seq: 0
+        })
     );
     ack.ack = 0;
     ack.seq = 3;
-    assert_eq!(link.handle_receive(0, &ack.to_bytes()), Err(ReceiveError::SequencedAck));
+    assert_eq!(
+        link.handle_receive(0, &ack.to_bytes()),
+        Err(ReceiveError::SequencedAck)
+    );
     assert_eq!(link.stats(), crate::LinkStats::default());
     assert_eq!(link.poll_timeout(), None);
 }

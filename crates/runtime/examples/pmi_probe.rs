@@ -22,7 +22,7 @@ fn argument(arguments: &[String], index: usize) -> i64 {
         })
 }
 
-fn main() {
+pub fn main() {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let mut pmi = Pmi::from_env().unwrap_or_else(|error| {
         eprintln!("pmi_probe: {error}");

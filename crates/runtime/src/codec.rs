@@ -126,10 +126,9 @@ pub fn check_token(text: &str, is_key: bool) -> Result<(), String> {
     if is_key && text.is_empty() {
         return Err("a PMI key must not be empty".to_string());
     }
-    if let Some(bad) = text
-        .chars()
-        .find(|&character| character == ' ' || character.is_control() || (is_key && character == '='))
-    {
+    if let Some(bad) = text.chars().find(|&character| {
+        character == ' ' || character.is_control() || (is_key && character == '=')
+    }) {
         let what = if is_key { "key" } else { "value" };
         return Err(format!(
             "PMI {what} '{}' contains {bad:?}, which the PMI-1 wire format cannot carry (escape or hex-encode it)",
@@ -159,8 +158,7 @@ mod tests {
 
     #[test]
     fn parse_reads_command_and_pairs_in_order() {
-        let line =
-            PmiLine::parse("cmd=get_result rc=0 msg=success value=a=b\n").unwrap();
+        let line = PmiLine::parse("cmd=get_result rc=0 msg=success value=a=b\n").unwrap();
         assert_eq!(line.command, "get_result");
         assert_eq!(line.get("rc"), Some("0"));
         assert_eq!(line.get("value"), Some("a=b"));

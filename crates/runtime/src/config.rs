@@ -80,11 +80,7 @@ impl Config {
             config.paths = match text.trim() {
                 "auto" => PathsChoice::Auto,
                 "tcp" => PathsChoice::Tcp,
-                other => {
-                    return Err(format!(
-                        "RESMPI_PATHS='{other}' is not one of: auto, tcp"
-                    ))
-                }
+                other => return Err(format!("RESMPI_PATHS='{other}' is not one of: auto, tcp")),
             };
         }
         if let Some(text) = lookup("RESMPI_EAGER_LIMIT") {
@@ -140,7 +136,9 @@ pub fn parse_byte_count(text: &str) -> Result<usize, String> {
         .unwrap_or(text.len());
     let (digits, suffix) = text.split_at(digits_end);
     if digits.is_empty() {
-        return Err("not a byte count (expected digits with an optional K, M or G suffix)".to_string());
+        return Err(
+            "not a byte count (expected digits with an optional K, M or G suffix)".to_string(),
+        );
     }
     let multiplier: usize = match suffix.to_ascii_lowercase().as_str() {
         "" | "b" => 1,

@@ -24,7 +24,7 @@ pub fn hex_decode(text: &str) -> Option<Vec<u8>> {
         }
     }
     let characters = text.as_bytes();
-    if characters.len() % 2 != 0 {
+    if !characters.len().is_multiple_of(2) {
         return None;
     }
     characters

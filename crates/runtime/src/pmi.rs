@@ -199,7 +199,9 @@ fn number_from<T: std::str::FromStr>(
     match lookup(name) {
         None => Ok(None),
         Some(text) => text.trim().parse::<T>().map(Some).map_err(|_| {
-            PmiError::new(format!("environment variable {name}='{text}' is not a valid number"))
+            PmiError::new(format!(
+                "environment variable {name}='{text}' is not a valid number"
+            ))
         }),
     }
 }
@@ -626,8 +628,7 @@ mod tests {
             ("cmd=finalize", Some("cmd=finalize_ack\n")),
         ]);
         let server = scripted_server(server, script);
-        let mut pmi =
-            Pmi::handshake(Channel::new(Stream::Unix(client)), 1, 2, 1, 2).unwrap();
+        let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 1, 2, 1, 2).unwrap();
         assert_eq!((pmi.rank(), pmi.size()), (1, 2));
         assert_eq!((pmi.local_rank(), pmi.local_size()), (1, 2));
         assert_eq!(pmi.kvs_name(), "kvs_7");
@@ -637,7 +638,10 @@ mod tests {
         pmi.barrier().unwrap();
         assert_eq!(pmi.get("card-0").unwrap(), "xyz");
         let error = pmi.get("nothing").unwrap_err().to_string();
-        assert!(error.contains("nothing") && error.contains("rc=-1"), "{error}");
+        assert!(
+            error.contains("nothing") && error.contains("rc=-1"),
+            "{error}"
+        );
         pmi.finalize().unwrap();
         pmi.finalize().unwrap();
         assert!(pmi.put("late", "x").is_err());
@@ -648,8 +652,7 @@ mod tests {
     fn put_rejects_values_the_wire_cannot_carry_without_sending() {
         let (client, server) = UnixStream::pair().unwrap();
         let server = scripted_server(server, HANDSHAKE.to_vec());
-        let mut pmi =
-            Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 1, 0, 1).unwrap();
+        let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 1, 0, 1).unwrap();
         assert!(pmi.put("key", "has space").is_err());
         assert!(pmi.put("key", "line\nbreak").is_err());
         assert!(pmi.put("k=y", "value").is_err());
@@ -663,8 +666,7 @@ mod tests {
     fn lost_connection_is_an_error_not_a_hang() {
         let (client, server) = UnixStream::pair().unwrap();
         let server = scripted_server(server, HANDSHAKE.to_vec());
-        let mut pmi =
-            Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 2, 0, 1).unwrap();
+        let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 2, 0, 1).unwrap();
         server.join().unwrap();
         let error = pmi.barrier().unwrap_err().to_string();
         assert!(error.contains("closed"), "{error}");
@@ -676,8 +678,7 @@ mod tests {
         let mut script = HANDSHAKE.to_vec();
         script.push(("cmd=abort exitcode=3 message=out_of_memory", None));
         let server = scripted_server(server, script);
-        let mut pmi =
-            Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 2, 0, 1).unwrap();
+        let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 2, 0, 1).unwrap();
         pmi.abort(3, "out of memory");
         assert_eq!(server.join().unwrap().len(), 6);
     }

@@ -79,7 +79,9 @@ fn probe_exchanges_keys_under_mpich_hydra() {
 #[test]
 fn probe_exchanges_keys_under_mpich_hydra_pmi_port() {
     let Some(hydra) = find_in_path("mpiexec.hydra") else {
-        println!("SKIP probe_exchanges_keys_under_mpich_hydra_pmi_port: mpiexec.hydra is not in PATH");
+        println!(
+            "SKIP probe_exchanges_keys_under_mpich_hydra_pmi_port: mpiexec.hydra is not in PATH"
+        );
         return;
     };
     run_probe(&hydra, &["-pmi-port"]);

@@ -17,6 +17,24 @@
 use crate::workload::{verify, PlannedMessage, Workload};
 use resmpi_matching::{Envelope, ReceivePattern};
 
+/// One match reported by a rank's matching engine.
+#[derive(Clone, Copy, Debug)]
+pub struct ObservedMatch {
+    /// The receiving rank.
+    pub destination: u32,
+    /// The receive's token.
+    pub token: u64,
+    /// The pattern the receive was posted with.
+    pub pattern: ReceivePattern,
+    /// The envelope of the message it got.
+    pub envelope: Envelope,
+    /// The message's index on its (source, destination) pair.
+    pub index: u64,
+    /// The receive was waiting before the message arrived, so it must have
+    /// been the oldest waiting receive that fits.
+    pub was_waiting: bool,
+}
+
 /// State of the oracle for one job.
 #[derive(Debug)]
 pub struct Checker {
@@ -37,11 +55,20 @@ impl Checker {
     pub fn new(workload: &Workload) -> Checker {
         let rank_count = workload.outgoing.len() as u32;
         let incoming: Vec<Vec<Vec<PlannedMessage>>> = (0..rank_count)
-            .map(|destination| (0..rank_count).map(|source| workload.between(source, destination)).collect())
+            .map(|destination| {
+                (0..rank_count)
+                    .map(|source| workload.between(source, destination))
+                    .collect()
+            })
             .collect();
         let matched = incoming
             .iter()
-            .map(|by_source| by_source.iter().map(|messages| vec![false; messages.len()]).collect())
+            .map(|by_source| {
+                by_source
+                    .iter()
+                    .map(|messages| vec![false; messages.len()])
+                    .collect()
+            })
             .collect();
         Checker {
             delivered_count: vec![vec![0; rank_count as usize]; rank_count as usize],
@@ -55,9 +82,16 @@ impl Checker {
 
     /// The link at `destination` delivered `frame` from `source`; returns the
     /// message's index on that pair.
-    pub fn check_delivery(&mut self, destination: u32, source: u32, frame: &[u8]) -> Result<u64, String> {
+    pub fn check_delivery(
+        &mut self,
+        destination: u32,
+        source: u32,
+        frame: &[u8],
+    ) -> Result<u64, String> {
         let index = self.delivered_count[destination as usize][source as usize];
-        let Some(expected) = self.incoming[destination as usize][source as usize].get(index as usize) else {
+        let Some(expected) =
+            self.incoming[destination as usize][source as usize].get(index as usize)
+        else {
             return Err(format!(
                 "rank {destination} got a message from rank {source} beyond the {index} sent (duplicate delivery)"
             ));
@@ -84,19 +118,17 @@ impl Checker {
         &self.posted[destination as usize]
     }
 
-    /// A receive with `pattern` at `destination` got message `index` with
-    /// `envelope`. `was_waiting`: the receive was posted before the message
-    /// arrived (so it must have been the oldest waiting receive that fits).
-    pub fn check_match(
-        &mut self,
-        destination: u32,
-        token: u64,
-        pattern: ReceivePattern,
-        envelope: Envelope,
-        index: u64,
-        frame: &[u8],
-        was_waiting: bool,
-    ) -> Result<(), String> {
+    /// A receive matched a message (see [`ObservedMatch`]); `frame` is the
+    /// message as the matching engine handed it back.
+    pub fn check_match(&mut self, observed: ObservedMatch, frame: &[u8]) -> Result<(), String> {
+        let ObservedMatch {
+            destination,
+            token,
+            pattern,
+            envelope,
+            index,
+            was_waiting,
+        } = observed;
         let where_ = format!(
             "rank {destination}: receive {token} {pattern:?} matched message {index} {envelope:?}"
         );
@@ -115,7 +147,11 @@ impl Checker {
         }
         if let Some(overtaken) = messages[..index as usize].iter().find(|earlier| {
             !matched[earlier.index as usize]
-                && pattern.matches(&Envelope { source: earlier.source, context: earlier.context, tag: earlier.tag })
+                && pattern.matches(&Envelope {
+                    source: earlier.source,
+                    context: earlier.context,
+                    tag: earlier.tag,
+                })
         }) {
             return Err(format!(
                 "{where_}, overtaking message {} (tag {}) sent earlier on the same context",
@@ -128,8 +164,13 @@ impl Checker {
                 .iter()
                 .position(|&(posted_token, _)| posted_token == token)
                 .ok_or_else(|| format!("{where_}, but that receive was not waiting"))?;
-            if let Some((older_token, _)) = posted[..position].iter().find(|(_, older)| older.matches(&envelope)) {
-                return Err(format!("{where_}, but older waiting receive {older_token} also fits"));
+            if let Some((older_token, _)) = posted[..position]
+                .iter()
+                .find(|(_, older)| older.matches(&envelope))
+            {
+                return Err(format!(
+                    "{where_}, but older waiting receive {older_token} also fits"
+                ));
             }
             self.posted[destination as usize].remove(position);
         }
@@ -147,9 +188,9 @@ impl Checker {
             .enumerate()
             .flat_map(|(source, messages)| {
                 let delivered_count = self.delivered_count[destination][source] as usize;
-                messages[..delivered_count]
-                    .iter()
-                    .filter(move |message| !self.matched[destination][source][message.index as usize])
+                messages[..delivered_count].iter().filter(move |message| {
+                    !self.matched[destination][source][message.index as usize]
+                })
             })
             .copied()
             .collect()
@@ -157,7 +198,11 @@ impl Checker {
 
     /// A few messages to `destination` not yet matched (delivered or not),
     /// the oldest per source first: candidates to derive receives from.
-    pub fn unmatched_candidates(&self, destination: u32, per_source_count: usize) -> Vec<PlannedMessage> {
+    pub fn unmatched_candidates(
+        &self,
+        destination: u32,
+        per_source_count: usize,
+    ) -> Vec<PlannedMessage> {
         let destination = destination as usize;
         self.incoming[destination]
             .iter()
@@ -165,7 +210,9 @@ impl Checker {
             .flat_map(|(source, messages)| {
                 messages
                     .iter()
-                    .filter(move |message| !self.matched[destination][source][message.index as usize])
+                    .filter(move |message| {
+                        !self.matched[destination][source][message.index as usize]
+                    })
                     .take(per_source_count)
             })
             .copied()

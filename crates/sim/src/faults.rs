@@ -73,7 +73,11 @@ impl FaultModel {
         if rng.chance(self.loss_rate) || (is_pure_ack && rng.chance(self.ack_loss_rate)) {
             return Vec::new();
         }
-        let copy_count = if rng.chance(self.duplication_rate) { 2 } else { 1 };
+        let copy_count = if rng.chance(self.duplication_rate) {
+            2
+        } else {
+            1
+        };
         (0..copy_count)
             .map(|_| {
                 let mut delay_ns = self.latency_ns + rng.between(0, self.jitter_ns_max);

@@ -36,7 +36,11 @@ pub use rng::SplitMix64;
 /// Run `seed_count` random jobs (seeds `first_seed..first_seed + seed_count`,
 /// each with up to `rank_count_max` ranks and a random fault mix); returns the
 /// reports, or the first failure.
-pub fn sweep(first_seed: u64, seed_count: u64, rank_count_max: u32) -> Result<Vec<JobReport>, JobFailure> {
+pub fn sweep(
+    first_seed: u64,
+    seed_count: u64,
+    rank_count_max: u32,
+) -> Result<Vec<JobReport>, JobFailure> {
     (first_seed..first_seed + seed_count)
         .map(|seed| run_job(&JobConfig::random(seed, rank_count_max)))
         .collect()

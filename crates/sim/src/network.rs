@@ -33,32 +33,39 @@ pub struct NetworkStats {
 }
 
 /// Frames in flight between ranks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Network {
+    faults: FaultModel,
     in_flight: BinaryHeap<Reverse<InFlight>>,
     next_entry_order: u64,
     stats: NetworkStats,
 }
 
 impl Network {
-    /// An empty network.
-    pub fn new() -> Network {
-        Network::default()
+    /// An empty network that applies `faults` to every frame.
+    pub fn new(faults: FaultModel) -> Network {
+        Network {
+            faults,
+            in_flight: BinaryHeap::new(),
+            next_entry_order: 0,
+            stats: NetworkStats::default(),
+        }
     }
 
-    /// Put a frame on the wire at `now_ns`, subject to `faults`.
+    /// Put a frame on the wire at `now_ns`, subject to the fault model.
     pub fn transmit(
         &mut self,
         now_ns: u64,
         rng: &mut SplitMix64,
-        faults: &FaultModel,
         source: u32,
         destination: u32,
         frame: Vec<u8>,
         is_pure_ack: bool,
     ) {
         self.stats.frames_transmitted += 1;
-        let delays_ns = faults.arrival_delays_ns(rng, source, destination, is_pure_ack);
+        let delays_ns = self
+            .faults
+            .arrival_delays_ns(rng, source, destination, is_pure_ack);
         if delays_ns.is_empty() {
             self.stats.frames_lost += 1;
             return;
@@ -79,7 +86,9 @@ impl Network {
 
     /// When the next frame arrives, if any is in flight.
     pub fn next_arrival_ns(&self) -> Option<u64> {
-        self.in_flight.peek().map(|Reverse(in_flight)| in_flight.arrival_ns)
+        self.in_flight
+            .peek()
+            .map(|Reverse(in_flight)| in_flight.arrival_ns)
     }
 
     /// The next frame arriving at or before `now_ns`, as

@@ -45,7 +45,12 @@ pub struct Workload {
 impl Workload {
     /// `messages_per_rank` random messages for each of `rank_count` ranks,
     /// issued at random gaps of up to `issue_gap_ns_max`.
-    pub fn random(rng: &mut SplitMix64, rank_count: u32, messages_per_rank: usize, issue_gap_ns_max: u64) -> Workload {
+    pub fn random(
+        rng: &mut SplitMix64,
+        rank_count: u32,
+        messages_per_rank: usize,
+        issue_gap_ns_max: u64,
+    ) -> Workload {
         assert!(rank_count >= 2, "a job needs two ranks to send anything");
         let mut next_index = vec![vec![0u64; rank_count as usize]; rank_count as usize];
         let outgoing = (0..rank_count)
@@ -110,18 +115,24 @@ pub fn encode(message: &PlannedMessage) -> Vec<u8> {
     header.aux = message.payload_bytes as u64;
     let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + message.payload_bytes);
     frame.extend_from_slice(&header.to_bytes());
-    frame.extend(
-        (0..message.payload_bytes)
-            .map(|position| payload_byte(message.source, message.destination, message.index, position)),
-    );
+    frame.extend((0..message.payload_bytes).map(|position| {
+        payload_byte(message.source, message.destination, message.index, position)
+    }));
     frame
 }
 
 /// Check that `frame`, delivered at `destination`, is intact message
 /// `expected`; a description of the first difference otherwise.
 pub fn verify(frame: &[u8], expected: &PlannedMessage) -> Result<(), String> {
-    let header = FrameHeader::parse(frame).map_err(|error| format!("delivered frame does not parse: {error}"))?;
-    let found = (header.source, header.context, header.tag, header.message_id, header.payload_len as usize);
+    let header = FrameHeader::parse(frame)
+        .map_err(|error| format!("delivered frame does not parse: {error}"))?;
+    let found = (
+        header.source,
+        header.context,
+        header.tag,
+        header.message_id,
+        header.payload_len as usize,
+    );
     let wanted = (
         expected.source,
         expected.context,
@@ -136,11 +147,25 @@ pub fn verify(frame: &[u8], expected: &PlannedMessage) -> Result<(), String> {
     }
     let payload = &frame[HEADER_LEN_BYTES..];
     if payload.len() != expected.payload_bytes {
-        return Err(format!("{} payload bytes, expected {}", payload.len(), expected.payload_bytes));
+        return Err(format!(
+            "{} payload bytes, expected {}",
+            payload.len(),
+            expected.payload_bytes
+        ));
     }
     for (position, &byte) in payload.iter().enumerate() {
-        if byte != payload_byte(expected.source, expected.destination, expected.index, position) {
-            return Err(format!("payload byte {position} of message {} corrupted", expected.index));
+        if byte
+            != payload_byte(
+                expected.source,
+                expected.destination,
+                expected.index,
+                position,
+            )
+        {
+            return Err(format!(
+                "payload byte {position} of message {} corrupted",
+                expected.index
+            ));
         }
     }
     Ok(())

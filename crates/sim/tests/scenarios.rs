@@ -10,7 +10,10 @@ fn run(config: JobConfig) -> JobReport {
 }
 
 fn job(seed: u64, rank_count: u32, faults: FaultModel) -> JobConfig {
-    JobConfig { messages_per_rank: 60, ..JobConfig::new(seed, rank_count, faults) }
+    JobConfig {
+        messages_per_rank: 60,
+        ..JobConfig::new(seed, rank_count, faults)
+    }
 }
 
 #[test]
@@ -25,7 +28,14 @@ fn perfect_network_delivers_everything_without_retransmission() {
 #[test]
 fn loss_10_percent_delivers_everything_in_order() {
     for seed in 0..5 {
-        let report = run(job(seed, 4, FaultModel { loss_rate: 0.1, ..FaultModel::none() }));
+        let report = run(job(
+            seed,
+            4,
+            FaultModel {
+                loss_rate: 0.1,
+                ..FaultModel::none()
+            },
+        ));
         assert!(report.network.frames_lost > 0);
         assert!(report.links.frames_retransmitted > 0);
     }
@@ -34,7 +44,14 @@ fn loss_10_percent_delivers_everything_in_order() {
 #[test]
 fn loss_30_percent_still_delivers_everything_in_bounded_time() {
     for seed in 0..3 {
-        let report = run(job(seed, 3, FaultModel { loss_rate: 0.3, ..FaultModel::none() }));
+        let report = run(job(
+            seed,
+            3,
+            FaultModel {
+                loss_rate: 0.3,
+                ..FaultModel::none()
+            },
+        ));
         assert!(report.virtual_time_ns < 1_000_000_000);
     }
 }
@@ -42,7 +59,14 @@ fn loss_30_percent_still_delivers_everything_in_bounded_time() {
 #[test]
 fn duplication_20_percent_delivers_each_message_exactly_once() {
     for seed in 0..5 {
-        let report = run(job(seed, 4, FaultModel { duplication_rate: 0.2, ..FaultModel::none() }));
+        let report = run(job(
+            seed,
+            4,
+            FaultModel {
+                duplication_rate: 0.2,
+                ..FaultModel::none()
+            },
+        ));
         assert!(report.network.frames_duplicated > 0);
         assert!(report.links.duplicates_dropped > 0);
     }
@@ -67,14 +91,28 @@ fn reordering_delays_beyond_the_ack_timeout_keep_send_order() {
 #[test]
 fn ack_loss_50_percent_only_costs_retransmissions() {
     for seed in 0..5 {
-        let report = run(job(seed, 4, FaultModel { ack_loss_rate: 0.5, ..FaultModel::none() }));
+        let report = run(job(
+            seed,
+            4,
+            FaultModel {
+                ack_loss_rate: 0.5,
+                ..FaultModel::none()
+            },
+        ));
         assert!(report.links.acks_sent > 0);
     }
 }
 
 #[test]
 fn small_window_applies_back_pressure_and_bounds_sender_memory() {
-    let mut config = job(3, 4, FaultModel { loss_rate: 0.05, ..FaultModel::none() });
+    let mut config = job(
+        3,
+        4,
+        FaultModel {
+            loss_rate: 0.05,
+            ..FaultModel::none()
+        },
+    );
     config.link.send_window_frames = 2;
     config.issue_gap_ns_max = 0; // every send issued at once
     let report = run(config);
@@ -100,9 +138,15 @@ fn every_fault_at_once_delivers_everything_in_order() {
 
 #[test]
 fn cut_link_is_declared_unreachable_within_the_retry_budget() {
-    let faults = FaultModel { cut_links: vec![(0, 1)], ..FaultModel::none() };
+    let faults = FaultModel {
+        cut_links: vec![(0, 1)],
+        ..FaultModel::none()
+    };
     let report = run(job(11, 3, faults));
-    assert!(report.unreachable_links.iter().any(|&(source, destination, _)| (source, destination) == (0, 1)));
+    assert!(report
+        .unreachable_links
+        .iter()
+        .any(|&(source, destination, _)| (source, destination) == (0, 1)));
 }
 
 #[test]

@@ -4,7 +4,12 @@
 
 use resmpi_sim::{run_job, JobConfig};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+/// The seed being run, so that a panic (an assertion inside a state
+/// machine; release builds abort) still names its seed.
+static CURRENT_SEED: AtomicU64 = AtomicU64::new(0);
 
 const USAGE: &str = "usage: sim-sweep [--seeds N] [--ranks MAX] [--first-seed S]";
 
@@ -26,11 +31,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let seed = CURRENT_SEED.load(Ordering::Relaxed);
+        eprintln!("FAIL panic in seed {seed}; rerun: sim-sweep --first-seed {seed} --seeds 1");
+        default_hook(info);
+    }));
     let started = Instant::now();
     let mut message_count = 0;
     let mut retransmission_count = 0;
     let mut virtual_time_ns_max = 0;
     for seed in first_seed..first_seed + seed_count {
+        CURRENT_SEED.store(seed, Ordering::Relaxed);
         match run_job(&JobConfig::random(seed, rank_count_max)) {
             Ok(report) => {
                 message_count += report.message_count;
@@ -39,7 +51,10 @@ fn main() -> ExitCode {
             }
             Err(failure) => {
                 eprintln!("FAIL {failure}");
-                eprintln!("rerun: sim-sweep --first-seed {seed} --seeds 1 --ranks {rank_count_max}");
+                eprintln!("job: {:?}", JobConfig::random(seed, rank_count_max));
+                eprintln!(
+                    "rerun: sim-sweep --first-seed {seed} --seeds 1 --ranks {rank_count_max}"
+                );
                 return ExitCode::FAILURE;
             }
         }

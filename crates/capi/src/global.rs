@@ -1,0 +1,121 @@
+//! The process-wide library state behind one lock (MPI_THREAD_SERIALIZED:
+//! the lock makes concurrent misuse safe, not fast), and the path every
+//! entry point takes: run under the lock, then dispatch an error to the
+//! communicator's error handler with the lock released, so a user handler
+//! may call MPI.
+
+use std::sync::{Mutex, MutexGuard};
+
+use resmpi_core::{Mpi, MpiError, MpiResult};
+
+use crate::abi::*;
+use crate::handles::{comm_index, comm_handle};
+
+/// What a user error handler is.
+pub type UserErrhandler = MPI_Comm_errhandler_function;
+
+/// Everything the C layer keeps.
+pub struct Global {
+    /// The MPI library instance, between Init and Finalize.
+    pub mpi: Option<Mpi>,
+    /// Whether MPI_Init completed once.
+    pub initialized: bool,
+    /// Whether MPI_Finalize completed.
+    pub finalized: bool,
+    /// Thread level granted.
+    pub thread_level: c_int,
+    /// User error handlers, by index.
+    pub errhandlers: Vec<Option<UserErrhandler>>,
+    /// User ops, by index.
+    pub ops: Vec<Option<resmpi_core::op::Op>>,
+}
+
+// SAFETY: raw user pointers inside requests are only touched with the lock held,
+// by whichever thread holds it (MPI_THREAD_SERIALIZED semantics).
+unsafe impl Send for Global {}
+
+static GLOBAL: Mutex<Global> = Mutex::new(Global {
+    mpi: None,
+    initialized: false,
+    finalized: false,
+    thread_level: MPI_THREAD_SINGLE,
+    errhandlers: Vec::new(),
+    ops: Vec::new(),
+});
+
+/// Lock the library state.
+pub fn lock() -> MutexGuard<'static, Global> {
+    GLOBAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Run `body` with the initialised library; an error goes to `comm`'s handler.
+pub fn with_mpi<T>(name: &str, comm: MPI_Comm, body: impl FnOnce(&mut Mpi, &mut Global) -> MpiResult<T>) -> Result<T, c_int> {
+    let result = {
+        let mut guard = lock();
+        let global = &mut *guard;
+        match global.mpi.take() {
+            Some(mut mpi) => {
+                let result = body(&mut mpi, global);
+                global.mpi = Some(mpi);
+                result
+            }
+            None => {
+                let when = if global.finalized { "after MPI_Finalize" } else { "before MPI_Init" };
+                eprintln!("resmpi: {name} called {when}");
+                std::process::exit(1);
+            }
+        }
+    };
+    result.map_err(|error| raise_error(name, comm, error))
+}
+
+/// `with_mpi` for entry points that only return an error code.
+pub fn entry(name: &str, comm: MPI_Comm, body: impl FnOnce(&mut Mpi, &mut Global) -> MpiResult<()>) -> c_int {
+    match with_mpi(name, comm, body) {
+        Ok(()) => MPI_SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// Dispatch `error` raised by function `name` on `comm` to its error
+/// handler; returns the error code for ERRORS_RETURN-style handlers.
+pub fn raise_error(name: &str, comm: MPI_Comm, error: MpiError) -> c_int {
+    let code = error.class as c_int;
+    let (handler, rank) = {
+        let guard = lock();
+        let mpi = guard.mpi.as_ref();
+        let index = comm_index(comm).unwrap_or(resmpi_core::WORLD);
+        let handler = mpi
+            .and_then(|mpi| mpi.comm(index).ok().or_else(|| mpi.comm(resmpi_core::WORLD).ok()))
+            .map_or(MPI_ERRORS_ARE_FATAL, |comm| comm.errhandler);
+        (handler, mpi.map_or(0, |mpi| mpi.rank()))
+    };
+    match handler {
+        MPI_ERRORS_RETURN => code,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
+            eprintln!("resmpi: rank {rank}: {name}: {error}");
+            abort_job(1, &format!("{name}: {error}"));
+        }
+        user => {
+            let function = crate::handles::errhandler_index(user)
+                .and_then(|index| lock().errhandlers.get(index).copied().flatten())
+                .flatten();
+            if let Some(function) = function {
+                let mut comm_value = comm_index(comm).map_or(comm, comm_handle);
+                let mut code_value = code;
+                // SAFETY: a user error handler registered with MPI_Comm_create_errhandler.
+                unsafe { function(&mut comm_value, &mut code_value) };
+            }
+            code
+        }
+    }
+}
+
+/// End the whole job with `exit_code`.
+pub fn abort_job(exit_code: c_int, message: &str) -> ! {
+    let mut guard = lock();
+    match guard.mpi.as_mut() {
+        Some(mpi) => mpi.abort(exit_code, message),
+        None => std::process::exit(exit_code),
+    }
+}

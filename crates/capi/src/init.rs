@@ -1,0 +1,225 @@
+//! Start-up, shut-down and environment queries.
+
+use std::ffi::CStr;
+
+use resmpi_core::{ErrorClass, Mpi, MpiError};
+
+use crate::abi::*;
+use crate::global::{abort_job, entry, lock, raise_error, with_mpi};
+use crate::handles::comm_index;
+
+/// Version string of this library.
+pub const LIBRARY_VERSION: &str = concat!("resmpi ", env!("CARGO_PKG_VERSION"), " (MPICH ABI, MPI 3.1 subset)");
+
+fn initialize(required: c_int, provided: *mut c_int) -> c_int {
+    let mut global = lock();
+    if global.initialized {
+        drop(global);
+        let reason = "MPI_Init called twice (or after MPI_Finalize)";
+        eprintln!("resmpi: {reason}");
+        return MPI_ERR_OTHER;
+    }
+    match Mpi::init(MPI_ERRORS_ARE_FATAL) {
+        Ok(mpi) => {
+            global.mpi = Some(mpi);
+            global.initialized = true;
+            // One lock serialises every call: SERIALIZED is what we can promise.
+            global.thread_level = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+            if !provided.is_null() {
+                // SAFETY: the caller's output pointer.
+                unsafe { *provided = global.thread_level };
+            }
+            MPI_SUCCESS
+        }
+        Err(error) => {
+            drop(global);
+            eprintln!("resmpi: {error}");
+            std::process::exit(1);
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    initialize(MPI_THREAD_SINGLE, std::ptr::null_mut())
+}
+const _: fn_types::MPI_Init = PMPI_Init;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Init_thread(_argc: *mut c_int, _argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
+    initialize(required, provided)
+}
+const _: fn_types::MPI_Init_thread = PMPI_Init_thread;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Initialized(flag: *mut c_int) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: the caller's output pointer.
+        unsafe { *flag = lock().initialized as c_int };
+    }
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Initialized = PMPI_Initialized;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: the caller's output pointer.
+        unsafe { *flag = lock().finalized as c_int };
+    }
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Finalized = PMPI_Finalized;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
+    let result = entry("MPI_Finalize", MPI_COMM_WORLD, |mpi, _| mpi.finalize());
+    if result == MPI_SUCCESS {
+        let mut global = lock();
+        global.mpi = None;
+        global.finalized = true;
+    }
+    result
+}
+const _: fn_types::MPI_Finalize = PMPI_Finalize;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    let rank = lock().mpi.as_ref().map_or(0, |mpi| mpi.rank());
+    let _ = comm_index(comm);
+    eprintln!("resmpi: rank {rank} called MPI_Abort with error code {errorcode}");
+    abort_job(errorcode, &format!("rank {rank} called MPI_Abort({errorcode})"));
+}
+const _: fn_types::MPI_Abort = PMPI_Abort;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
+    if !provided.is_null() {
+        // SAFETY: the caller's output pointer.
+        unsafe { *provided = lock().thread_level };
+    }
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Query_thread = PMPI_Query_thread;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: the caller's output pointer. Only one thread may call MPI at a
+        // time under SERIALIZED; the caller is it.
+        unsafe { *flag = 1 };
+    }
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Is_thread_main = PMPI_Is_thread_main;
+
+/// Copy `text` into a C buffer of `capacity` bytes, NUL-terminated; returns the length written.
+unsafe fn copy_string(text: &str, buffer: *mut c_char, capacity: usize) -> usize {
+    if buffer.is_null() || capacity == 0 {
+        return 0;
+    }
+    let length = text.len().min(capacity - 1);
+    // SAFETY: the caller's buffer holds `capacity` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr().cast(), buffer, length);
+        *buffer.add(length) = 0;
+    }
+    length
+}
+
+/// Write a string result the MPI way (buffer + resultlen).
+pub unsafe fn write_string(text: &str, buffer: *mut c_char, capacity: usize, length: *mut c_int) {
+    // SAFETY: forwarded caller pointers.
+    let written = unsafe { copy_string(text, buffer, capacity) };
+    if !length.is_null() {
+        // SAFETY: the caller's output pointer.
+        unsafe { *length = written as c_int };
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    match with_mpi("MPI_Get_processor_name", MPI_COMM_WORLD, |mpi, _| Ok(mpi.processor_name.clone())) {
+        Ok(text) => {
+            // SAFETY: the caller's buffer holds MPI_MAX_PROCESSOR_NAME bytes.
+            unsafe { write_string(&text, name, MPI_MAX_PROCESSOR_NAME as usize, resultlen) };
+            MPI_SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+const _: fn_types::MPI_Get_processor_name = PMPI_Get_processor_name;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+    // SAFETY: the caller's output pointers.
+    unsafe {
+        if !version.is_null() {
+            *version = MPI_VERSION;
+        }
+        if !subversion.is_null() {
+            *subversion = MPI_SUBVERSION;
+        }
+    }
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Get_version = PMPI_Get_version;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) -> c_int {
+    // SAFETY: the caller's buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes.
+    unsafe { write_string(LIBRARY_VERSION, version, MPI_MAX_LIBRARY_VERSION_STRING as usize, resultlen) };
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Get_library_version = PMPI_Get_library_version;
+
+#[no_mangle]
+pub extern "C" fn PMPI_Wtime() -> f64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
+}
+const _: fn_types::MPI_Wtime = PMPI_Wtime;
+
+#[no_mangle]
+pub extern "C" fn PMPI_Wtick() -> f64 {
+    let mut resolution = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_getres writes into the timespec we own.
+    unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut resolution) };
+    (resolution.tv_sec as f64 + resolution.tv_nsec as f64 * 1e-9).max(1e-9)
+}
+const _: fn_types::MPI_Wtick = PMPI_Wtick;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let Some(class) = ErrorClass::from_i32(errorcode) else {
+        return raise_error("MPI_Error_string", MPI_COMM_WORLD, MpiError::new(ErrorClass::Arg, format!("{errorcode} is not an error code")));
+    };
+    // SAFETY: the caller's buffer holds MPI_MAX_ERROR_STRING bytes.
+    unsafe { write_string(class.description(), string, MPI_MAX_ERROR_STRING as usize, resultlen) };
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Error_string = PMPI_Error_string;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    if ErrorClass::from_i32(errorcode).is_none() {
+        return raise_error("MPI_Error_class", MPI_COMM_WORLD, MpiError::new(ErrorClass::Arg, format!("{errorcode} is not an error code")));
+    }
+    if !errorclass.is_null() {
+        // SAFETY: the caller's output pointer.
+        unsafe { *errorclass = errorcode };
+    }
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Error_class = PMPI_Error_class;
+
+/// Name printed by a NUL-terminated C string, for messages.
+pub unsafe fn c_text(text: *const c_char) -> String {
+    if text.is_null() {
+        return String::new();
+    }
+    // SAFETY: the caller's NUL-terminated string.
+    unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+}

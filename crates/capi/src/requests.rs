@@ -1,0 +1,712 @@
+//! Request completion: Wait/Test and their any/all/some forms, persistent
+//! requests, cancel, status queries.
+//!
+//! A persistent request's slot holds the template; each MPI_Start creates an
+//! ordinary inner request that the slot points to until it completes.
+
+use resmpi_core::request::{Operation, Persistent, Request};
+use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
+
+use crate::abi::*;
+use crate::datatype::{buffer_bytes, type_info};
+use crate::global::{entry, with_mpi};
+use crate::handles::{request_handle, request_index};
+use crate::p2p::comm_of;
+
+/// Status of an inactive or null request ("empty status").
+fn empty_status() -> Status {
+    Status { source: MPI_ANY_SOURCE, tag: MPI_ANY_TAG, error: 0, count_bytes: 0, cancelled: false }
+}
+
+/// Write `status` to a user MPI_Status unless it is MPI_STATUS_IGNORE/NULL.
+///
+/// # Safety
+/// `target` is NULL, MPI_STATUS_IGNORE, or a valid MPI_Status pointer.
+pub unsafe fn write_status(target: *mut MPI_Status, status: &Status) {
+    if target.is_null() || target as usize == MPI_STATUS_IGNORE {
+        return;
+    }
+    let bytes = status.count_bytes as u64;
+    let high = ((bytes >> 32) as c_int) << 1;
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        (*target).count_lo = bytes as u32 as c_int;
+        (*target).count_hi_and_cancelled = high | status.cancelled as c_int;
+        (*target).MPI_SOURCE = status.source;
+        (*target).MPI_TAG = status.tag;
+        (*target).MPI_ERROR = status.error;
+    }
+}
+
+/// Bytes recorded in a user MPI_Status.
+fn status_bytes(status: &MPI_Status) -> u64 {
+    (status.count_lo as u32 as u64) | (((status.count_hi_and_cancelled as u32 >> 1) as u64) << 32)
+}
+
+/// Slab index of a live request handle, or MPI_ERR_REQUEST.
+fn live_request(mpi: &Mpi, handle: MPI_Request) -> MpiResult<u32> {
+    request_index(handle)
+        .filter(|index| mpi.engine.state.requests.get(*index).is_some())
+        .ok_or_else(|| MpiError::new(ErrorClass::Request, format!("request handle {handle:#x} is not a live request")))
+}
+
+/// Whether the request at `index` has nothing more to do.
+fn is_complete(mpi: &Mpi, index: u32) -> bool {
+    let requests = &mpi.engine.state.requests;
+    match requests.get(index) {
+        None => true,
+        Some(request) if request.persistent.is_some() => {
+            request.inner.is_none_or(|inner| requests.get(inner).is_none_or(|inner| inner.complete))
+        }
+        Some(request) => request.complete,
+    }
+}
+
+/// Whether the request is inactive (persistent, not started).
+fn is_inactive(mpi: &Mpi, index: u32) -> bool {
+    mpi.engine.state.requests.get(index).is_some_and(|request| request.persistent.is_some() && request.inner.is_none())
+}
+
+/// Finish a completed request: write its status, release it (or make a
+/// persistent one inactive). Returns the request's own error, if any.
+/// Returns whether the handle must become MPI_REQUEST_NULL via `released`.
+fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>, bool) {
+    let requests = &mut mpi.engine.state.requests;
+    let (core_status, released) = match requests.get_mut(index) {
+        Some(request) if request.persistent.is_some() => {
+            let status = match request.inner.take() {
+                Some(inner) => requests.remove(inner).map_or(empty_status(), |inner| inner.status),
+                None => empty_status(),
+            };
+            (status, false)
+        }
+        Some(_) => (requests.remove(index).expect("live").status, true),
+        None => (empty_status(), true),
+    };
+    // SAFETY: the caller's status pointer.
+    unsafe { write_status(status, &core_status) };
+    let result = match ErrorClass::from_i32(core_status.error) {
+        Some(ErrorClass::Success) | None => Ok(()),
+        Some(class) => Err(MpiError::new(class, format!("message of more bytes than the receive buffer holds ({} bytes kept)", core_status.count_bytes))),
+    };
+    (result, released)
+}
+
+/// Finish request `index` (already complete) and release it.
+pub fn complete_and_release(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> MpiResult<()> {
+    finish(mpi, index, status).0
+}
+
+/// Wait for the request behind `index`.
+fn wait_index(mpi: &mut Mpi, index: u32) -> MpiResult<()> {
+    let target = mpi.engine.state.requests.get(index).and_then(|request| if request.persistent.is_some() { request.inner } else { Some(index) });
+    match target {
+        Some(target) => mpi.engine.wait_request(target),
+        None => Ok(()),
+    }
+}
+
+/// Slot of `requests[i]`, None for MPI_REQUEST_NULL; MPI_ERR_REQUEST for garbage.
+unsafe fn load_requests(mpi: &Mpi, count: c_int, requests: *mut MPI_Request) -> MpiResult<Vec<Option<u32>>> {
+    if count < 0 {
+        return Err(MpiError::new(ErrorClass::Count, format!("count {count} is negative")));
+    }
+    if count > 0 && requests.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "array of requests is NULL"));
+    }
+    (0..count as usize)
+        .map(|i| {
+            // SAFETY: the caller passes `count` requests.
+            let handle = unsafe { *requests.add(i) };
+            if handle == MPI_REQUEST_NULL {
+                Ok(None)
+            } else {
+                live_request(mpi, handle).map(Some)
+            }
+        })
+        .collect()
+}
+
+unsafe fn status_at(statuses: *mut MPI_Status, i: usize) -> *mut MPI_Status {
+    if statuses.is_null() || statuses as usize == MPI_STATUSES_IGNORE {
+        std::ptr::null_mut()
+    } else {
+        // SAFETY: the caller's array has an entry per request.
+        unsafe { statuses.add(i) }
+    }
+}
+
+unsafe fn finish_handle(mpi: &mut Mpi, handle: *mut MPI_Request, index: u32, status: *mut MPI_Status) -> MpiResult<()> {
+    let (result, released) = finish(mpi, index, status);
+    if released {
+        // SAFETY: the caller's request pointer.
+        unsafe { *handle = MPI_REQUEST_NULL };
+    }
+    result
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    entry("MPI_Wait", MPI_COMM_WORLD, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Request, "request pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        let handle = unsafe { *request };
+        if handle == MPI_REQUEST_NULL {
+            // SAFETY: caller's status.
+            unsafe { write_status(status, &empty_status()) };
+            return Ok(());
+        }
+        let index = live_request(mpi, handle)?;
+        wait_index(mpi, index)?;
+        // SAFETY: caller's pointers.
+        unsafe { finish_handle(mpi, request, index, status) }
+    })
+}
+const _: fn_types::MPI_Wait = PMPI_Wait;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    entry("MPI_Test", MPI_COMM_WORLD, |mpi, _| {
+        if request.is_null() || flag.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "request or flag pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        let handle = unsafe { *request };
+        if handle == MPI_REQUEST_NULL {
+            // SAFETY: caller's pointers.
+            unsafe {
+                *flag = 1;
+                write_status(status, &empty_status());
+            }
+            return Ok(());
+        }
+        let index = live_request(mpi, handle)?;
+        if !is_complete(mpi, index) {
+            mpi.engine.progress()?;
+        }
+        let done = is_complete(mpi, index);
+        // SAFETY: checked non-null.
+        unsafe { *flag = done as c_int };
+        if done {
+            // SAFETY: caller's pointers.
+            unsafe { finish_handle(mpi, request, index, status)? };
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Test = PMPI_Test;
+
+/// Finish every completed, active entry; returns whether any had an error.
+unsafe fn finish_all(mpi: &mut Mpi, slots: &[Option<u32>], requests: *mut MPI_Request, statuses: *mut MPI_Status) -> bool {
+    let mut any_error = false;
+    for (i, slot) in slots.iter().enumerate() {
+        // SAFETY: caller's arrays of `slots.len()` entries.
+        let status = unsafe { status_at(statuses, i) };
+        match slot {
+            Some(index) => {
+                // SAFETY: caller's arrays.
+                let result = unsafe { finish_handle(mpi, requests.add(i), *index, status) };
+                if result.is_err() {
+                    any_error = true;
+                }
+            }
+            // SAFETY: caller's status array.
+            None => unsafe { write_status(status, &empty_status()) },
+        }
+    }
+    any_error
+}
+
+fn in_status_error() -> MpiError {
+    MpiError::new(ErrorClass::InStatus, "one or more requests failed; see the MPI_ERROR field of their statuses")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Waitall(count: c_int, requests: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
+    entry("MPI_Waitall", MPI_COMM_WORLD, |mpi, _| {
+        // SAFETY: caller's array.
+        let slots = unsafe { load_requests(mpi, count, requests)? };
+        for index in slots.iter().flatten() {
+            wait_index(mpi, *index)?;
+        }
+        // SAFETY: caller's arrays.
+        if unsafe { finish_all(mpi, &slots, requests, statuses) } {
+            return Err(in_status_error());
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Waitall = PMPI_Waitall;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Testall(count: c_int, requests: *mut MPI_Request, flag: *mut c_int, statuses: *mut MPI_Status) -> c_int {
+    entry("MPI_Testall", MPI_COMM_WORLD, |mpi, _| {
+        // SAFETY: caller's array.
+        let slots = unsafe { load_requests(mpi, count, requests)? };
+        mpi.engine.progress()?;
+        let done = slots.iter().flatten().all(|index| is_complete(mpi, *index));
+        if !flag.is_null() {
+            // SAFETY: checked non-null.
+            unsafe { *flag = done as c_int };
+        }
+        // SAFETY: caller's arrays.
+        if done && unsafe { finish_all(mpi, &slots, requests, statuses) } {
+            return Err(in_status_error());
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Testall = PMPI_Testall;
+
+/// Index of a completed active request among `slots`, if any.
+fn find_completed(mpi: &Mpi, slots: &[Option<u32>]) -> Option<usize> {
+    slots.iter().position(|slot| slot.is_some_and(|index| !is_inactive(mpi, index) && is_complete(mpi, index)))
+}
+
+fn all_inactive(mpi: &Mpi, slots: &[Option<u32>]) -> bool {
+    slots.iter().all(|slot| slot.is_none_or(|index| is_inactive(mpi, index)))
+}
+
+unsafe fn any_entry(name: &str, count: c_int, requests: *mut MPI_Request, index_out: *mut c_int, flag: *mut c_int, status: *mut MPI_Status, blocking: bool) -> c_int {
+    entry(name, MPI_COMM_WORLD, |mpi, _| {
+        // SAFETY: caller's array.
+        let slots = unsafe { load_requests(mpi, count, requests)? };
+        if index_out.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "index pointer is NULL"));
+        }
+        let set_flag = |value: bool| {
+            if !flag.is_null() {
+                // SAFETY: checked non-null.
+                unsafe { *flag = value as c_int };
+            }
+        };
+        if all_inactive(mpi, &slots) {
+            // SAFETY: caller's pointers.
+            unsafe {
+                *index_out = MPI_UNDEFINED;
+                write_status(status, &empty_status());
+            }
+            set_flag(true);
+            return Ok(());
+        }
+        let found = if blocking {
+            let mut found = None;
+            mpi.engine.wait_until(|engine| {
+                found = slots.iter().position(|slot| {
+                    slot.is_some_and(|index| engine.state.requests.get(index).is_none_or(|request| {
+                        if request.persistent.is_some() {
+                            request.inner.is_some_and(|inner| engine.state.requests.get(inner).is_none_or(|inner| inner.complete))
+                        } else {
+                            request.complete
+                        }
+                    }))
+                });
+                found.is_some()
+            })?;
+            found
+        } else {
+            mpi.engine.progress()?;
+            find_completed(mpi, &slots)
+        };
+        match found {
+            Some(i) => {
+                set_flag(true);
+                // SAFETY: caller's pointers.
+                unsafe {
+                    *index_out = i as c_int;
+                    finish_handle(mpi, requests.add(i), slots[i].expect("active"), status)
+                }
+            }
+            None => {
+                set_flag(false);
+                // SAFETY: caller's pointer.
+                unsafe { *index_out = MPI_UNDEFINED };
+                Ok(())
+            }
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Waitany(count: c_int, requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: forwarded caller pointers.
+    unsafe { any_entry("MPI_Waitany", count, requests, index, std::ptr::null_mut(), status, true) }
+}
+const _: fn_types::MPI_Waitany = PMPI_Waitany;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Testany(count: c_int, requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: forwarded caller pointers.
+    unsafe { any_entry("MPI_Testany", count, requests, index, flag, status, false) }
+}
+const _: fn_types::MPI_Testany = PMPI_Testany;
+
+unsafe fn some_entry(name: &str, incount: c_int, requests: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status, blocking: bool) -> c_int {
+    entry(name, MPI_COMM_WORLD, |mpi, _| {
+        // SAFETY: caller's array.
+        let slots = unsafe { load_requests(mpi, incount, requests)? };
+        if outcount.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "outcount pointer is NULL"));
+        }
+        if all_inactive(mpi, &slots) {
+            // SAFETY: checked non-null.
+            unsafe { *outcount = MPI_UNDEFINED };
+            return Ok(());
+        }
+        if blocking {
+            let mut idle_rounds = 0u32;
+            while find_completed(mpi, &slots).is_none() {
+                if !mpi.engine.progress()? {
+                    idle_rounds += 1;
+                    if idle_rounds > 2_000 {
+                        mpi.engine.transports.sleep_until_traffic(200);
+                    }
+                }
+            }
+        } else {
+            mpi.engine.progress()?;
+        }
+        let mut done = 0usize;
+        let mut any_error = false;
+        for (i, slot) in slots.iter().enumerate() {
+            let Some(index) = slot else { continue };
+            if is_inactive(mpi, *index) || !is_complete(mpi, *index) {
+                continue;
+            }
+            // SAFETY: caller's arrays: indices and statuses hold incount entries.
+            unsafe {
+                if !indices.is_null() {
+                    *indices.add(done) = i as c_int;
+                }
+                if finish_handle(mpi, requests.add(i), *index, status_at(statuses, done)).is_err() {
+                    any_error = true;
+                }
+            }
+            done += 1;
+        }
+        // SAFETY: checked non-null.
+        unsafe { *outcount = done as c_int };
+        if any_error {
+            return Err(in_status_error());
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Waitsome(incount: c_int, requests: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) -> c_int {
+    // SAFETY: forwarded caller pointers.
+    unsafe { some_entry("MPI_Waitsome", incount, requests, outcount, indices, statuses, true) }
+}
+const _: fn_types::MPI_Waitsome = PMPI_Waitsome;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Testsome(incount: c_int, requests: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) -> c_int {
+    // SAFETY: forwarded caller pointers.
+    unsafe { some_entry("MPI_Testsome", incount, requests, outcount, indices, statuses, false) }
+}
+const _: fn_types::MPI_Testsome = PMPI_Testsome;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
+    entry("MPI_Request_free", MPI_COMM_WORLD, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Request, "request pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        let index = live_request(mpi, unsafe { *request })?;
+        let requests = &mut mpi.engine.state.requests;
+        let slot = requests.get(index).expect("live");
+        let target = if slot.persistent.is_some() {
+            let inner = slot.inner;
+            requests.remove(index);
+            inner
+        } else {
+            Some(index)
+        };
+        if let Some(target) = target {
+            match requests.get_mut(target) {
+                Some(request) if request.complete => {
+                    requests.remove(target);
+                }
+                Some(request) => request.free_when_complete = true,
+                None => {}
+            }
+        }
+        // SAFETY: checked non-null.
+        unsafe { *request = MPI_REQUEST_NULL };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Request_free = PMPI_Request_free;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
+    entry("MPI_Cancel", MPI_COMM_WORLD, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Request, "request pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        let index = live_request(mpi, unsafe { *request })?;
+        let target = mpi.engine.state.requests.get(index).and_then(|r| if r.persistent.is_some() { r.inner } else { Some(index) });
+        if let Some(target) = target {
+            // Receives not yet matched are withdrawn; anything else completes
+            // normally and MPI_Test_cancelled reports false (the standard allows it).
+            mpi.engine.cancel(target);
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Cancel = PMPI_Cancel;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
+    if status.is_null() || flag.is_null() {
+        return crate::global::raise_error("MPI_Test_cancelled", MPI_COMM_WORLD, MpiError::new(ErrorClass::Arg, "status or flag is NULL"));
+    }
+    // SAFETY: checked non-null; caller's pointers.
+    unsafe { *flag = (*status).count_hi_and_cancelled & 1 };
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Test_cancelled = PMPI_Test_cancelled;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    entry("MPI_Request_get_status", MPI_COMM_WORLD, |mpi, _| {
+        if flag.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "flag pointer is NULL"));
+        }
+        if request == MPI_REQUEST_NULL {
+            // SAFETY: caller's pointers.
+            unsafe {
+                *flag = 1;
+                write_status(status, &empty_status());
+            }
+            return Ok(());
+        }
+        let index = live_request(mpi, request)?;
+        if !is_complete(mpi, index) {
+            mpi.engine.progress()?;
+        }
+        let done = is_complete(mpi, index);
+        // SAFETY: checked non-null.
+        unsafe { *flag = done as c_int };
+        if done {
+            let requests = &mpi.engine.state.requests;
+            let slot = requests.get(index).expect("live");
+            let core_status = match slot.persistent {
+                Some(_) => slot.inner.and_then(|inner| requests.get(inner)).map_or(empty_status(), |inner| inner.status),
+                None => slot.status,
+            };
+            // SAFETY: caller's status.
+            unsafe { write_status(status, &core_status) };
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Request_get_status = PMPI_Request_get_status;
+
+// ----- persistent requests ---------------------------------------------------
+
+fn persistent_request(mpi: &mut Mpi, comm: usize, template: Persistent) -> MpiResult<u32> {
+    mpi.engine.insert_request(Request {
+        operation: Operation::Nothing,
+        comm,
+        complete: true,
+        status: empty_status(),
+        generation: 0,
+        persistent: Some(template),
+        active: false,
+        free_when_complete: false,
+        buffered_bytes: 0,
+        inner: None,
+    })
+}
+
+macro_rules! send_init_entry {
+    ($name:ident, $mode:expr, $label:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            entry($label, comm, |mpi, _| {
+                if request.is_null() {
+                    return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
+                }
+                let comm_index = comm_of(mpi, comm)?;
+                let (length, _) = buffer_bytes(buf, count, datatype)?;
+                // Validate rank and tag now, as MPICH does.
+                let size = mpi.comm(comm_index)?.size() as c_int;
+                if !(dest == MPI_PROC_NULL || (0..size).contains(&dest)) {
+                    return Err(MpiError::new(ErrorClass::Rank, format!("rank {dest} is out of range (communicator size {size})")));
+                }
+                if !(0..=resmpi_core::TAG_UB).contains(&tag) {
+                    return Err(MpiError::new(ErrorClass::Tag, format!("tag {tag} is invalid")));
+                }
+                let template = Persistent::Send { destination: dest, buffer: buf.cast(), length, tag, mode: $mode };
+                let index = persistent_request(mpi, comm_index, template)?;
+                // SAFETY: checked non-null.
+                unsafe { *request = request_handle(index) };
+                Ok(())
+            })
+        }
+    };
+}
+
+send_init_entry!(PMPI_Send_init, SendMode::Standard, "MPI_Send_init");
+send_init_entry!(PMPI_Rsend_init, SendMode::Standard, "MPI_Rsend_init");
+send_init_entry!(PMPI_Ssend_init, SendMode::Synchronous, "MPI_Ssend_init");
+send_init_entry!(PMPI_Bsend_init, SendMode::Buffered, "MPI_Bsend_init");
+const _: fn_types::MPI_Send_init = PMPI_Send_init;
+const _: fn_types::MPI_Rsend_init = PMPI_Rsend_init;
+const _: fn_types::MPI_Ssend_init = PMPI_Ssend_init;
+const _: fn_types::MPI_Bsend_init = PMPI_Bsend_init;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    entry("MPI_Recv_init", comm, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        let comm_index = comm_of(mpi, comm)?;
+        let (capacity, _) = buffer_bytes(buf, count, datatype)?;
+        let size = mpi.comm(comm_index)?.size() as c_int;
+        if !(source == MPI_PROC_NULL || source == MPI_ANY_SOURCE || (0..size).contains(&source)) {
+            return Err(MpiError::new(ErrorClass::Rank, format!("rank {source} is out of range (communicator size {size})")));
+        }
+        if !(tag == MPI_ANY_TAG || (0..=resmpi_core::TAG_UB).contains(&tag)) {
+            return Err(MpiError::new(ErrorClass::Tag, format!("tag {tag} is invalid")));
+        }
+        let template = Persistent::Receive { source, buffer: buf.cast(), capacity, tag };
+        let index = persistent_request(mpi, comm_index, template)?;
+        // SAFETY: checked non-null.
+        unsafe { *request = request_handle(index) };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Recv_init = PMPI_Recv_init;
+
+fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
+    let index = live_request(mpi, handle)?;
+    let slot = mpi.engine.state.requests.get(index).expect("live");
+    let Some(template) = slot.persistent else {
+        return Err(MpiError::new(ErrorClass::Request, "MPI_Start needs a persistent request"));
+    };
+    if slot.inner.is_some() {
+        return Err(MpiError::new(ErrorClass::Request, "persistent request is already active"));
+    }
+    let comm = slot.comm;
+    let inner = match template {
+        Persistent::Send { destination, buffer, length, tag, mode } => mpi.isend(comm, buffer, length, destination, tag, mode)?,
+        Persistent::Receive { source, buffer, capacity, tag } => mpi.irecv(comm, buffer, capacity, source, tag)?,
+    };
+    mpi.engine.state.requests.get_mut(index).expect("live").inner = Some(inner);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
+    entry("MPI_Start", MPI_COMM_WORLD, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Request, "request pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        start_one(mpi, unsafe { *request })
+    })
+}
+const _: fn_types::MPI_Start = PMPI_Start;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
+    entry("MPI_Startall", MPI_COMM_WORLD, |mpi, _| {
+        if count < 0 || (count > 0 && requests.is_null()) {
+            return Err(MpiError::new(ErrorClass::Arg, "invalid count or NULL request array"));
+        }
+        for i in 0..count as usize {
+            // SAFETY: the caller's array holds `count` requests.
+            start_one(mpi, unsafe { *requests.add(i) })?;
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Startall = PMPI_Startall;
+
+// ----- status queries ----------------------------------------------------------
+
+unsafe fn count_of(name: &str, status: *const MPI_Status, datatype: MPI_Datatype, elements: bool) -> Result<i64, c_int> {
+    with_mpi(name, MPI_COMM_WORLD, |_, _| {
+        if status.is_null() || status as usize == MPI_STATUS_IGNORE {
+            return Err(MpiError::new(ErrorClass::Arg, "status is NULL or MPI_STATUS_IGNORE"));
+        }
+        let info = type_info(datatype)?;
+        // SAFETY: checked; the caller's status.
+        let bytes = status_bytes(unsafe { &*status }) as usize;
+        if info.extent_bytes == 0 {
+            return Ok(0);
+        }
+        let whole = bytes / info.extent_bytes;
+        let partial = bytes % info.extent_bytes;
+        if !elements {
+            return Ok(if partial == 0 { whole as i64 } else { MPI_UNDEFINED as i64 });
+        }
+        let element_bytes = info.size_bytes / info.basic_elements;
+        let partial_elements = if element_bytes == 0 { 0 } else { partial / element_bytes };
+        Ok((whole * info.basic_elements + partial_elements) as i64)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+    // SAFETY: caller's pointers.
+    match unsafe { count_of("MPI_Get_count", status, datatype, false) } {
+        Ok(value) => {
+            if !count.is_null() {
+                // SAFETY: checked non-null.
+                unsafe { *count = i32::try_from(value).unwrap_or(MPI_UNDEFINED) };
+            }
+            MPI_SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+const _: fn_types::MPI_Get_count = PMPI_Get_count;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+    // SAFETY: caller's pointers.
+    match unsafe { count_of("MPI_Get_elements", status, datatype, true) } {
+        Ok(value) => {
+            if !count.is_null() {
+                // SAFETY: checked non-null.
+                unsafe { *count = i32::try_from(value).unwrap_or(MPI_UNDEFINED) };
+            }
+            MPI_SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+const _: fn_types::MPI_Get_elements = PMPI_Get_elements;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+    // SAFETY: caller's pointers.
+    match unsafe { count_of("MPI_Get_elements_x", status, datatype, true) } {
+        Ok(value) => {
+            if !count.is_null() {
+                // SAFETY: checked non-null.
+                unsafe { *count = value as MPI_Count };
+            }
+            MPI_SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+const _: fn_types::MPI_Get_elements_x = PMPI_Get_elements_x;

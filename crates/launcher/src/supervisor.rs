@@ -1,0 +1,436 @@
+//! The job: start every rank, watch them, decide when the job has failed,
+//! tear it down, and choose mpiexec's exit code.
+//!
+//! One loop on the main thread (the thread that forked the ranks, which
+//! `PR_SET_PDEATHSIG` is tied to) polls every [`POLL_INTERVAL_MS`]: signals
+//! to mpiexec, the timeout, abort requests from the PMI server, and exited
+//! ranks. The first failure decides the exit code and ends the job; later
+//! deaths (the ones teardown causes) are not reported.
+
+use std::io::{self, IsTerminal};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::Child;
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use resmpi_runtime::{hex_encode, random_bytes};
+
+use crate::options::Options;
+use crate::output::{self, Destination};
+use crate::pmi_server::PmiServer;
+use crate::shm_cleanup::{remove_job_segments, SHM_DIRECTORY};
+use crate::signals;
+use crate::spawn::{self, JobIdentity, StandardInput};
+
+/// How often the loop looks at the ranks.
+const POLL_INTERVAL_MS: u64 = 10;
+/// Grace between SIGTERM and SIGKILL at teardown.
+const TERMINATE_GRACE_MS: u64 = 1000;
+/// How long to wait for a dead rank's PMI connection to be read to its end,
+/// so an abort it sent just before dying is seen as an abort.
+const PMI_DRAIN_WAIT_MS: u64 = 200;
+/// How long to wait, at the end, for output of killed ranks to drain.
+const OUTPUT_DRAIN_WAIT_MS: u64 = 2000;
+
+/// Exit code when `--timeout` expires (as `timeout(1)`).
+pub const EXIT_TIMED_OUT: i32 = 124;
+/// Exit code when the program cannot be started (as a shell).
+pub const EXIT_CANNOT_RUN: i32 = 127;
+/// Exit code for an internal failure of mpiexec (no pipes, no sockets).
+pub const EXIT_LAUNCHER_FAILURE: i32 = 1;
+
+/// How a rank ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    Code(i32),
+    Signal(i32),
+}
+
+struct RankProcess {
+    pid: i32,
+    ending: Option<Ending>,
+}
+
+struct Job {
+    server: Arc<PmiServer>,
+    ranks: Vec<RankProcess>,
+    /// Set by the first failure, or by the first non-zero exit after finalize.
+    exit_code: Option<i32>,
+    output_threads: Vec<JoinHandle<()>>,
+}
+
+/// Runs the job `options` describes; returns mpiexec's exit code.
+pub fn run(options: &Options) -> i32 {
+    signals::install();
+    raise_descriptor_limit();
+    let identity = JobIdentity {
+        job_id: hex_encode(&random_bytes(8)),
+        job_secret_hex: hex_encode(&random_bytes(32)),
+        library_path: library_path(options),
+    };
+    let server = PmiServer::new(options.rank_count, format!("kvs_{}", identity.job_id));
+    let mut job = Job {
+        server,
+        ranks: Vec::new(),
+        exit_code: None,
+        output_threads: Vec::new(),
+    };
+    let started = job.start_ranks(options, &identity);
+    if started.is_ok() {
+        job.supervise(options);
+    } else {
+        job.tear_down();
+    }
+    job.finish(&identity.job_id);
+    match started {
+        Ok(()) => job.exit_code.unwrap_or(0),
+        Err(code) => code,
+    }
+}
+
+/// `LD_LIBRARY_PATH` for the ranks: our `lib` directory first, then what
+/// `-genv`/`-x` gave, else what mpiexec itself has.
+fn library_path(options: &Options) -> String {
+    let existing = options
+        .environment
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "LD_LIBRARY_PATH")
+        .map(|(_, value)| value.clone())
+        .or_else(|| std::env::var("LD_LIBRARY_PATH").ok());
+    match spawn::library_directory() {
+        Some(directory) => spawn::prepend_path(&directory, existing.as_deref()),
+        None => existing.unwrap_or_default(),
+    }
+}
+
+/// Each rank costs the launcher three descriptors; lift the soft limit to
+/// the hard one so large jobs do not fail on the default 1024.
+fn raise_descriptor_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the local `limit`.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+fn decode_wait_status(status: i32) -> Option<Ending> {
+    if libc::WIFEXITED(status) {
+        Some(Ending::Code(libc::WEXITSTATUS(status)))
+    } else if libc::WIFSIGNALED(status) {
+        Some(Ending::Signal(libc::WTERMSIG(status)))
+    } else {
+        None
+    }
+}
+
+/// Sends `signal` to the process group led by `pid` (the rank and anything it
+/// started), and to the rank itself in case it left its group.
+fn signal_rank(pid: i32, signal: i32) {
+    // SAFETY: kill has no memory effects; `pid` is a rank we started, and its
+    // process group id cannot be reused while any member lives.
+    unsafe {
+        libc::kill(-pid, signal);
+        libc::kill(pid, signal);
+    }
+}
+
+impl Job {
+    fn start_ranks(&mut self, options: &Options, identity: &JobIdentity) -> Result<(), i32> {
+        let stdin_is_terminal = io::stdin().is_terminal();
+        for rank in 0..options.rank_count {
+            let (launcher_end, rank_end) = UnixStream::pair().map_err(|error| {
+                eprintln!("mpiexec: cannot create the PMI socket for rank {rank}: {error}");
+                EXIT_LAUNCHER_FAILURE
+            })?;
+            let standard_input = match (rank, stdin_is_terminal) {
+                (0, false) => StandardInput::Inherit,
+                (0, true) => StandardInput::Pipe,
+                _ => StandardInput::Null,
+            };
+            let mut child: Child =
+                spawn::spawn_rank(options, identity, rank, &rank_end, standard_input).map_err(
+                    |error| {
+                        let reason = match error.kind() {
+                            io::ErrorKind::NotFound => "no such file or command".to_string(),
+                            io::ErrorKind::PermissionDenied => {
+                                "permission denied (is it executable?)".to_string()
+                            }
+                            _ => error.to_string(),
+                        };
+                        eprintln!("mpiexec: cannot run '{}': {reason}", options.program);
+                        EXIT_CANNOT_RUN
+                    },
+                )?;
+            drop(rank_end);
+            let prefix = if options.tag_output {
+                format!("[{rank}] ")
+            } else {
+                String::new()
+            };
+            if let Some(stdout) = child.stdout.take() {
+                let prefix = prefix.clone();
+                self.output_threads.push(thread::spawn(move || {
+                    output::forward(stdout, Destination::Stdout, &prefix)
+                }));
+            }
+            if let Some(stderr) = child.stderr.take() {
+                self.output_threads.push(thread::spawn(move || {
+                    output::forward(stderr, Destination::Stderr, &prefix)
+                }));
+            }
+            if let Some(mut rank_stdin) = child.stdin.take() {
+                // Not joined: it may sit in a read of the terminal forever.
+                thread::spawn(move || {
+                    let _ = io::copy(&mut io::stdin().lock(), &mut rank_stdin);
+                });
+            }
+            let server = self.server.clone();
+            thread::spawn(move || server.serve(rank, launcher_end));
+            self.ranks.push(RankProcess {
+                pid: child.id() as i32,
+                ending: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records the first failure: prints `message`, sets the exit code.
+    fn fail(&mut self, code: i32, message: &str) {
+        if self.exit_code.is_none_or(|existing| existing == 0) {
+            eprintln!("mpiexec: {message}");
+            self.exit_code = Some(code);
+        }
+    }
+
+    fn running_count(&self) -> usize {
+        self.ranks
+            .iter()
+            .filter(|rank| rank.ending.is_none())
+            .count()
+    }
+
+    /// Reaps every exited rank without blocking; returns (rank, ending).
+    fn reap(&mut self) -> Vec<(u32, Ending)> {
+        let mut reaped = Vec::new();
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes only to the local `status`.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid <= 0 {
+                break;
+            }
+            let Some(ending) = decode_wait_status(status) else {
+                continue;
+            };
+            if let Some(rank) = self.ranks.iter().position(|rank| rank.pid == pid) {
+                self.ranks[rank].ending = Some(ending);
+                reaped.push((rank as u32, ending));
+            }
+        }
+        reaped
+    }
+
+    /// Handles pending abort requests; true when the job must end.
+    fn handle_aborts(&mut self) -> bool {
+        let requests = std::mem::take(&mut self.server.state().abort_requests);
+        let Some(request) = requests.first() else {
+            return false;
+        };
+        let code = match request.exit_code & 0xff {
+            0 => 1,
+            code => code,
+        };
+        self.fail(
+            code,
+            &format!(
+                "rank {} called MPI_Abort with code {}",
+                request.rank, request.exit_code
+            ),
+        );
+        if let Some(message) = &request.message {
+            eprintln!("mpiexec: rank {} abort message: {message}", request.rank);
+        }
+        true
+    }
+
+    /// Waits (bounded) until the PMI connection of `rank` has been read to
+    /// its end, so anything it sent before dying has been handled.
+    fn drain_pmi_connection(&self, rank: u32) {
+        let deadline = Instant::now() + Duration::from_millis(PMI_DRAIN_WAIT_MS);
+        while !self.server.state().connection_closed[rank as usize] && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Judges one exited rank; true when the job must end.
+    fn judge_exit(&mut self, rank: u32, ending: Ending) -> bool {
+        let pid = self.ranks[rank as usize].pid;
+        let (initialized, finalized) = {
+            let state = self.server.state();
+            (
+                state.initialized[rank as usize],
+                state.finalized[rank as usize],
+            )
+        };
+        if finalized {
+            if let Ending::Code(code) = ending {
+                if code != 0 && self.exit_code.is_none() {
+                    self.exit_code = Some(code);
+                }
+                return false;
+            }
+        }
+        if ending != Ending::Code(0) {
+            self.drain_pmi_connection(rank);
+            if self.handle_aborts() {
+                return true;
+            }
+        }
+        match ending {
+            Ending::Signal(signal) => {
+                self.fail(
+                    128 + signal,
+                    &format!(
+                        "rank {rank} (pid {pid}) killed by signal {signal} ({})",
+                        signals::name(signal)
+                    ),
+                );
+                true
+            }
+            Ending::Code(0) if initialized && self.running_count() > 0 => {
+                self.fail(
+                    1,
+                    &format!("rank {rank} (pid {pid}) exited with code 0 before MPI_Finalize"),
+                );
+                true
+            }
+            // A program that never spoke PMI (hostname, a script) may end
+            // with 0 at any time; it only fails the job if others wait for
+            // it in a barrier (checked by the loop).
+            Ending::Code(0) => false,
+            Ending::Code(code) => {
+                self.fail(
+                    code,
+                    &format!("rank {rank} (pid {pid}) exited with code {code} before MPI_Finalize"),
+                );
+                true
+            }
+        }
+    }
+
+    /// A rank that left without finalize while others wait in a barrier:
+    /// the barrier can never complete.
+    fn barrier_deadlock(&mut self) -> bool {
+        let state = self.server.state();
+        if state.barrier_waiting_count() == 0 {
+            return false;
+        }
+        let gone = self
+            .ranks
+            .iter()
+            .enumerate()
+            .find(|(rank, process)| process.ending.is_some() && !state.finalized[*rank]);
+        let Some((rank, process)) = gone else {
+            return false;
+        };
+        let message = format!(
+            "rank {rank} (pid {}) exited with code 0 before MPI_Finalize while other ranks wait for it",
+            process.pid
+        );
+        drop(state);
+        self.fail(1, &message);
+        true
+    }
+
+    fn supervise(&mut self, options: &Options) {
+        let started = Instant::now();
+        let timeout = options.timeout_seconds.map(Duration::from_secs);
+        loop {
+            if let Some(signal) = signals::received() {
+                self.fail(
+                    128 + signal,
+                    &format!("received {}, killing the job", signals::name(signal)),
+                );
+                break;
+            }
+            if let (Some(timeout), Some(seconds)) = (timeout, options.timeout_seconds) {
+                if started.elapsed() >= timeout {
+                    self.fail(EXIT_TIMED_OUT, &format!("job timed out after {seconds} s"));
+                    break;
+                }
+            }
+            if self.handle_aborts() {
+                break;
+            }
+            let mut must_end = false;
+            for (rank, ending) in self.reap() {
+                if self.judge_exit(rank, ending) {
+                    must_end = true;
+                    break;
+                }
+            }
+            if must_end || self.barrier_deadlock() {
+                break;
+            }
+            if self.running_count() == 0 {
+                return;
+            }
+            thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
+        }
+        self.tear_down();
+    }
+
+    /// SIGTERM to every running rank's group, SIGKILL after the grace period.
+    fn tear_down(&mut self) {
+        self.server.shut_down();
+        for rank in self.ranks.iter().filter(|rank| rank.ending.is_none()) {
+            signal_rank(rank.pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_millis(TERMINATE_GRACE_MS);
+        while self.running_count() > 0 && Instant::now() < deadline {
+            self.reap();
+            thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
+        }
+        for rank in self.ranks.iter().filter(|rank| rank.ending.is_none()) {
+            signal_rank(rank.pid, libc::SIGKILL);
+        }
+        let deadline = Instant::now() + Duration::from_millis(TERMINATE_GRACE_MS * 5);
+        while self.running_count() > 0 && Instant::now() < deadline {
+            self.reap();
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// After the ranks: kill what they left in their process groups, let
+    /// their output drain, remove the job's shm segments.
+    fn finish(&mut self, job_id: &str) {
+        for rank in &self.ranks {
+            // SAFETY: as in `signal_rank`; only the group, the rank is reaped.
+            unsafe {
+                libc::kill(-rank.pid, libc::SIGKILL);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_millis(OUTPUT_DRAIN_WAIT_MS);
+        while self
+            .output_threads
+            .iter()
+            .any(|thread| !thread.is_finished())
+            && Instant::now() < deadline
+        {
+            thread::sleep(Duration::from_millis(1));
+        }
+        for thread in std::mem::take(&mut self.output_threads) {
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
+        }
+        remove_job_segments(Path::new(SHM_DIRECTORY), job_id);
+    }
+}

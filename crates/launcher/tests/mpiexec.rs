@@ -1,0 +1,525 @@
+//! `mpiexec` as a user meets it: real processes, real signals, real files.
+//! Each test states what must hold; every run is bounded by `timeout(1)` so
+//! a hang fails the test instead of stalling the suite.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn mpiexec() -> &'static str {
+    env!("CARGO_BIN_EXE_mpiexec")
+}
+
+/// The PMI probe example; `cargo test -p resmpi-launcher` builds it.
+fn probe() -> PathBuf {
+    let executable = std::env::current_exe().unwrap();
+    let path = executable
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("launcher_pmi_probe");
+    assert!(
+        path.is_file(),
+        "missing {}: run `cargo test -p resmpi-launcher` without --test filters (cargo builds examples only then)",
+        path.display()
+    );
+    path
+}
+
+fn command(arguments: &[&str]) -> Command {
+    let mut command = Command::new("timeout");
+    command
+        .args(["-s", "KILL", "30", mpiexec()])
+        .args(arguments)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn run(arguments: &[&str]) -> Output {
+    command(arguments).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    )
+}
+
+fn scratch_directory(name: &str) -> PathBuf {
+    let directory = std::env::temp_dir().join(format!(
+        "resmpi-launcher-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&directory);
+    std::fs::create_dir_all(&directory).unwrap();
+    directory
+}
+
+/// Whether `pid` is alive (a zombie counts as dead).
+fn is_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    condition()
+}
+
+fn read_pid(path: &PathBuf) -> i32 {
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            std::fs::read_to_string(path).is_ok_and(|text| text.trim().parse::<i32>().is_ok())
+        }),
+        "{} never appeared",
+        path.display()
+    );
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn wait_for_exit(mut child: Child) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "mpiexec did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn probe_exchanges_keys_through_our_pmi_server() {
+    let probe = probe();
+    let output = run(&["-n", "3", probe.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    for rank in 0..3 {
+        let neighbour = (rank + 1) % 3;
+        assert!(
+            stdout.contains(&format!("rank {rank} of 3 (local {rank} of 3, universe 3,"))
+                && stdout.contains(&format!(
+                    "got 'from-rank-{neighbour}:a=b' from rank {neighbour}"
+                )),
+            "{}",
+            describe(&output)
+        );
+    }
+}
+
+#[test]
+fn first_nonzero_exit_before_finalize_ends_the_job_with_its_code() {
+    let started = Instant::now();
+    let output = run(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "if [ $PMI_RANK = 1 ]; then exit 3; fi; sleep 20",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("mpiexec: rank 1 (pid "), "{stderr}");
+    assert!(
+        stderr.contains(") exited with code 3 before MPI_Finalize"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the other ranks were not killed"
+    );
+}
+
+#[test]
+fn a_rank_killed_by_a_signal_is_named_and_ends_the_job() {
+    let started = Instant::now();
+    let output = run(&[
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "if [ $PMI_RANK = 0 ]; then kill -9 $$; fi; sleep 20",
+    ]);
+    assert_eq!(output.status.code(), Some(128 + 9), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("mpiexec: rank 0 (pid "), "{stderr}");
+    assert!(
+        stderr.contains(") killed by signal 9 (SIGKILL)"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn abort_ends_the_job_with_the_abort_code() {
+    let probe = probe();
+    let output = run(&["-n", "3", probe.to_str().unwrap(), "abort", "5", "1"]);
+    assert_eq!(output.status.code(), Some(5), "{}", describe(&output));
+    assert!(text(&output.stderr).contains("mpiexec: rank 1 called MPI_Abort with code 5"));
+    let output = run(&["-n", "2", probe.to_str().unwrap(), "abort", "0", "0"]);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "abort code 0 must still fail: {}",
+        describe(&output)
+    );
+}
+
+#[test]
+fn leaving_without_finalize_while_others_wait_fails_the_job() {
+    let probe = probe();
+    let started = Instant::now();
+    let output = run(&["-n", "3", probe.to_str().unwrap(), "skip-finalize", "2"]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert!(
+        text(&output.stderr).contains("rank 2 (pid "),
+        "{}",
+        describe(&output)
+    );
+    assert!(text(&output.stderr).contains("exited with code 0 before MPI_Finalize"));
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn programs_that_never_speak_pmi_may_exit_zero() {
+    let output = run(&["-n", "2", "true"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(output.stderr.is_empty(), "{}", describe(&output));
+}
+
+#[test]
+fn timeout_kills_the_job_and_exits_124() {
+    let started = Instant::now();
+    let output = run(&["--timeout=1", "-n", "2", "sleep", "20"]);
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    assert!(text(&output.stderr).contains("mpiexec: job timed out after 1 s"));
+    assert!(started.elapsed() < Duration::from_secs(6));
+}
+
+#[test]
+fn tag_output_prefixes_lines_and_keeps_streams_apart() {
+    let output = run(&[
+        "--tag-output",
+        "-np",
+        "2",
+        "sh",
+        "-c",
+        "echo out-$PMI_RANK; echo err-$PMI_RANK >&2; printf partial-$PMI_RANK",
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    let stderr = text(&output.stderr);
+    for rank in 0..2 {
+        assert!(
+            stdout
+                .lines()
+                .any(|line| line == format!("[{rank}] out-{rank}")),
+            "{stdout}"
+        );
+        assert!(
+            stdout
+                .lines()
+                .any(|line| line == format!("[{rank}] partial-{rank}")),
+            "{stdout}"
+        );
+        assert!(
+            stderr
+                .lines()
+                .any(|line| line == format!("[{rank}] err-{rank}")),
+            "{stderr}"
+        );
+    }
+    assert!(!stdout.contains("err-"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 4, "{stdout}");
+}
+
+#[test]
+fn environment_options_and_job_variables_reach_every_rank() {
+    let output = command(&[
+        "-n",
+        "2",
+        "-x",
+        "RESMPI_TEST_PASSED",
+        "-x",
+        "RESMPI_TEST_SET=two",
+        "-genv",
+        "RESMPI_TEST_GENV",
+        "three",
+        "--paths=tcp",
+        "--eager-limit",
+        "64K",
+        "sh",
+        "-c",
+        "echo $PMI_RANK $PMI_SIZE $MPI_LOCALRANKID $MPI_LOCALNRANKS $RESMPI_TEST_PASSED $RESMPI_TEST_SET $RESMPI_TEST_GENV $RESMPI_PATHS $RESMPI_EAGER_LIMIT $RESMPI_JOB_ID $PMI_JOBID $RESMPI_JOB_SECRET $PMI_FD $LD_LIBRARY_PATH",
+    ])
+    .env("RESMPI_TEST_PASSED", "one")
+    .env("LD_LIBRARY_PATH", "/previous")
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    let mut lines: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|line| line.split(' ').collect())
+        .collect();
+    lines.sort();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let library_directory = PathBuf::from(mpiexec())
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("lib");
+    let expected_library_path = format!("{}:/previous", library_directory.display());
+    for (rank, fields) in lines.iter().enumerate() {
+        let rank = rank.to_string();
+        assert_eq!(
+            &fields[..9],
+            &[
+                rank.as_str(),
+                "2",
+                rank.as_str(),
+                "2",
+                "one",
+                "two",
+                "three",
+                "tcp",
+                "64K"
+            ],
+            "{stdout}"
+        );
+        let (job_id, pmi_job_id, secret, pmi_fd) = (fields[9], fields[10], fields[11], fields[12]);
+        assert_eq!(job_id.len(), 16, "{stdout}");
+        assert!(job_id.bytes().all(|byte| byte.is_ascii_hexdigit()));
+        assert_eq!(pmi_job_id, job_id);
+        assert_eq!(secret.len(), 64, "{stdout}");
+        assert!(secret.bytes().all(|byte| byte.is_ascii_hexdigit()));
+        assert!(pmi_fd.parse::<u32>().is_ok(), "{stdout}");
+        assert_eq!(fields[13], expected_library_path);
+    }
+    assert_eq!(
+        lines[0][9], lines[1][9],
+        "ranks of one job share the job id"
+    );
+    assert_eq!(
+        lines[0][11], lines[1][11],
+        "ranks of one job share the secret"
+    );
+}
+
+#[test]
+fn every_job_gets_its_own_id_and_secret() {
+    let first = text(&run(&["sh", "-c", "echo $RESMPI_JOB_ID $RESMPI_JOB_SECRET"]).stdout);
+    let second = text(&run(&["sh", "-c", "echo $RESMPI_JOB_ID $RESMPI_JOB_SECRET"]).stdout);
+    assert_ne!(first.trim(), "");
+    assert_ne!(first, second);
+}
+
+#[test]
+fn stdin_goes_to_rank_zero_only() {
+    let mut child = command(&[
+        "--tag-output",
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "echo got-$(cat | tr -d '\\n')",
+    ])
+    .stdin(Stdio::piped())
+    .spawn()
+    .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"hello\n").unwrap();
+    }
+    let output = wait_for_exit(child);
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.lines().any(|line| line == "[0] got-hello"),
+        "{stdout}"
+    );
+    assert!(stdout.lines().any(|line| line == "[1] got-"), "{stdout}");
+}
+
+#[test]
+fn a_program_that_cannot_run_exits_127_naming_it() {
+    let output = run(&["-n", "2", "resmpi-no-such-program"]);
+    assert_eq!(output.status.code(), Some(127), "{}", describe(&output));
+    assert!(text(&output.stderr).contains("cannot run 'resmpi-no-such-program'"));
+    let directory = scratch_directory("not-executable");
+    let file = directory.join("data.txt");
+    std::fs::write(&file, "not a program").unwrap();
+    let output = run(&[file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(127), "{}", describe(&output));
+    assert!(
+        text(&output.stderr).contains("permission denied"),
+        "{}",
+        describe(&output)
+    );
+    std::fs::remove_dir_all(directory).unwrap();
+}
+
+#[test]
+fn bad_command_lines_exit_2_with_a_reason() {
+    let output = run(&["--frobnicate", "true"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("unknown option '--frobnicate'"));
+    let output = run(&["-n", "zero", "true"]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = run(&["--help"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(text(&output.stdout).contains("usage: mpiexec"));
+    let output = run(&["--version"]);
+    assert!(text(&output.stdout).starts_with("mpiexec (resmpi)"));
+}
+
+#[test]
+fn kill_9_of_one_rank_leaves_no_process_behind() {
+    let directory = scratch_directory("orphans");
+    let script = format!(
+        "sleep 30 & echo $! > {0}/child.$PMI_RANK; echo $$ > {0}/rank.$PMI_RANK; wait",
+        directory.display()
+    );
+    let child = command(&["-n", "3", "sh", "-c", &script]).spawn().unwrap();
+    let mut pids = Vec::new();
+    for rank in 0..3 {
+        pids.push(read_pid(&directory.join(format!("rank.{rank}"))));
+        pids.push(read_pid(&directory.join(format!("child.{rank}"))));
+    }
+    // kill(1) rather than libc::kill keeps the tests free of unsafe code.
+    Command::new("kill")
+        .args(["-9", &pids[2].to_string()])
+        .status()
+        .unwrap();
+    let output = wait_for_exit(child);
+    assert_eq!(output.status.code(), Some(137), "{}", describe(&output));
+    assert!(
+        text(&output.stderr).contains("rank 1 (pid"),
+        "{}",
+        describe(&output)
+    );
+    for pid in pids {
+        assert!(
+            wait_until(Duration::from_secs(3), || !is_alive(pid)),
+            "pid {pid} survived"
+        );
+    }
+    std::fs::remove_dir_all(directory).unwrap();
+}
+
+#[test]
+fn sigterm_to_mpiexec_tears_the_job_down() {
+    let directory = scratch_directory("sigterm");
+    let script = format!(
+        "echo $$ > {}/rank.$PMI_RANK; exec sleep 30",
+        directory.display()
+    );
+    let child = Command::new(mpiexec())
+        .args(["-n", "2", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids: Vec<i32> = (0..2)
+        .map(|rank| read_pid(&directory.join(format!("rank.{rank}"))))
+        .collect();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let output = wait_for_exit(child);
+    assert_eq!(
+        output.status.code(),
+        Some(128 + 15),
+        "{}",
+        describe(&output)
+    );
+    assert!(
+        text(&output.stderr).contains("received SIGTERM"),
+        "{}",
+        describe(&output)
+    );
+    for pid in pids {
+        assert!(
+            wait_until(Duration::from_secs(3), || !is_alive(pid)),
+            "pid {pid} survived"
+        );
+    }
+    std::fs::remove_dir_all(directory).unwrap();
+}
+
+#[test]
+fn ranks_die_when_mpiexec_is_killed_with_sigkill() {
+    let directory = scratch_directory("parent-death");
+    let script = format!(
+        "echo $$ > {}/rank.$PMI_RANK; exec sleep 30",
+        directory.display()
+    );
+    let mut child = Command::new(mpiexec())
+        .args(["-n", "2", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids: Vec<i32> = (0..2)
+        .map(|rank| read_pid(&directory.join(format!("rank.{rank}"))))
+        .collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for pid in pids {
+        assert!(
+            wait_until(Duration::from_secs(3), || !is_alive(pid)),
+            "pid {pid} survived"
+        );
+    }
+    std::fs::remove_dir_all(directory).unwrap();
+}
+
+#[test]
+fn shm_segments_of_the_job_are_removed_even_after_kill_9() {
+    let directory = scratch_directory("shm");
+    for (name, ending) in [("killed", "kill -9 $$"), ("clean", "exit 0")] {
+        let script = format!(
+            "touch /dev/shm/resmpi-$RESMPI_JOB_ID-x; echo $RESMPI_JOB_ID > {}/{name}; {ending}",
+            directory.display()
+        );
+        let output = run(&["-n", "1", "sh", "-c", &script]);
+        let job_id = std::fs::read_to_string(directory.join(name)).unwrap();
+        let segment = PathBuf::from(format!("/dev/shm/resmpi-{}-x", job_id.trim()));
+        assert!(
+            !segment.exists(),
+            "{} left behind ({name}): {}",
+            segment.display(),
+            describe(&output)
+        );
+    }
+    std::fs::remove_dir_all(directory).unwrap();
+}
