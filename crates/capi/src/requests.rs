@@ -356,13 +356,12 @@ unsafe fn some_entry(name: &str, incount: c_int, requests: *mut MPI_Request, out
             return Ok(());
         }
         if blocking {
-            let mut idle_rounds = 0u32;
+            let mut idler = resmpi_core::engine::Idler::default();
             while find_completed(mpi, &slots).is_none() {
-                if !mpi.engine.progress()? {
-                    idle_rounds += 1;
-                    if idle_rounds > 2_000 {
-                        mpi.engine.transports.sleep_until_traffic(200);
-                    }
+                if mpi.engine.progress()? {
+                    idler.reset();
+                } else {
+                    idler.pause(&mpi.engine.transports);
                 }
             }
         } else {

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 
 use resmpi_ft::{Interceptor, PassThrough};
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
-use resmpi_path::Path;
+use resmpi_path::{Path, PathError};
 use resmpi_wire::{FrameHeader, FrameKind, FLAG_SYNC, HEADER_LEN_BYTES};
 
 use crate::comm::Communicator;
@@ -28,12 +28,53 @@ use crate::transport::Transports;
 
 /// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).
 const CONTROL_CREDIT: u64 = 1;
+/// Empty progress rounds spent spinning before the waiter starts yielding.
+const SPIN_ROUNDS: u32 = 200;
+/// How long an idle waiter polls with `sched_yield` before it sleeps.
+const YIELD_PHASE: std::time::Duration = std::time::Duration::from_millis(2);
+/// Longest sleep on a path's doorbell before polling again.
+const SLEEP_TIMEOUT_US: u64 = 1_000;
 /// MPI_ANY_SOURCE as the C layer passes it.
 pub const ANY_SOURCE: i32 = -2;
 /// MPI_ANY_TAG.
 pub const ANY_TAG: i32 = -1;
 /// MPI_PROC_NULL.
 pub const PROC_NULL: i32 = -1;
+
+/// How a blocked caller waits: it spins briefly, then polls with
+/// `sched_yield` (free when a core is idle, and hands the CPU to a peer
+/// when ranks outnumber cores), then sleeps on the path's doorbell so a
+/// long wait burns no CPU.
+#[derive(Debug, Default)]
+pub struct Idler {
+    rounds: u32,
+    since: Option<std::time::Instant>,
+}
+
+impl Idler {
+    /// Something happened: start over with spinning.
+    #[inline]
+    pub fn reset(&mut self) {
+        self.rounds = 0;
+        self.since = None;
+    }
+
+    /// Nothing happened in the last progress round: wait a little.
+    #[inline]
+    pub fn pause(&mut self, transports: &Transports) {
+        self.rounds = self.rounds.saturating_add(1);
+        if self.rounds < SPIN_ROUNDS {
+            std::hint::spin_loop();
+            return;
+        }
+        let since = *self.since.get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() < YIELD_PHASE {
+            std::thread::yield_now();
+        } else {
+            transports.sleep_until_traffic(SLEEP_TIMEOUT_US);
+        }
+    }
+}
 
 /// A message that arrived before any receive wanted it.
 #[derive(Debug)]
@@ -100,6 +141,8 @@ pub struct State<F: Interceptor = PassThrough> {
     pub probed_messages: Vec<Option<(Envelope, Unexpected, usize)>>,
     /// First fatal error raised inside a frame handler.
     pending_error: Option<MpiError>,
+    /// Past MPI_Finalize's barrier: peers closing connections is expected.
+    pub finalizing: bool,
     /// The fault-tolerance protocol.
     pub interceptor: F,
 }
@@ -133,6 +176,7 @@ impl<F: Interceptor> Engine<F> {
                 credit_owed: vec![0; peers],
                 probed_messages: Vec::new(),
                 pending_error: None,
+                finalizing: false,
                 interceptor,
             },
         }
@@ -321,9 +365,18 @@ impl<F: Interceptor> Engine<F> {
                 .map_err(|error| MpiError::new(ErrorClass::Other, format!("shared-memory path: {error}")))?;
         }
         if let Some(tcp) = self.transports.tcp.as_mut() {
-            frames += tcp
-                .poll(|peer, frame| state.handle_frame(peer, frame))
-                .map_err(|error| MpiError::new(ErrorClass::Other, format!("TCP path: {error}")))?;
+            match tcp.poll(|peer, frame| state.handle_frame(peer, frame)) {
+                Ok(count) => frames += count,
+                // Past the final barrier, peers leave whenever they like.
+                Err(PathError::PeerClosed(_)) if state.finalizing => {}
+                Err(PathError::PeerClosed(peer)) => {
+                    return Err(MpiError::new(
+                        ErrorClass::Other,
+                        format!("lost the TCP connection to rank {peer} (did it die?)"),
+                    ))
+                }
+                Err(error) => return Err(MpiError::new(ErrorClass::Other, format!("TCP path: {error}"))),
+            }
         }
         while let Some(frame) = self.transports.loopback.pop_front() {
             let rank = state.rank;
@@ -338,24 +391,17 @@ impl<F: Interceptor> Engine<F> {
         Ok(frames > 0 || sent || streamed)
     }
 
-    /// Progress until `done` holds, yielding the CPU when idle.
+    /// Progress until `done` holds, pausing with an [`Idler`] when nothing moves.
     pub fn wait_until(&mut self, mut done: impl FnMut(&mut Engine<F>) -> bool) -> MpiResult<()> {
-        let mut idle_rounds: u32 = 0;
+        let mut idler = Idler::default();
         loop {
             if done(self) {
                 return Ok(());
             }
             if self.progress()? {
-                idle_rounds = 0;
-                continue;
-            }
-            idle_rounds = idle_rounds.saturating_add(1);
-            if idle_rounds < 2_000 {
-                std::hint::spin_loop();
-            } else if idle_rounds < 2_200 {
-                std::thread::yield_now();
+                idler.reset();
             } else {
-                self.transports.sleep_until_traffic(1_000);
+                idler.pause(&self.transports);
             }
         }
     }

@@ -107,6 +107,9 @@ impl Mpi {
     /// MPI_Finalize: finish outgoing traffic, synchronise, leave the job.
     pub fn finalize(&mut self) -> MpiResult<()> {
         self.engine.drain()?;
+        // A peer that passed the barrier may close its connections while we
+        // still wait for others; the launcher reports a real death.
+        self.engine.state.finalizing = true;
         self.barrier(WORLD)?;
         self.engine.drain()?;
         self.pmi.finalize().map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Finalize: {error}")))
@@ -281,15 +284,12 @@ impl Mpi {
 
     /// Blocking probe.
     pub fn probe(&mut self, comm_index: usize, source: i32, tag: i32, remove: bool) -> MpiResult<(Status, Option<usize>)> {
-        let mut idle_rounds = 0u32;
+        let mut idler = engine::Idler::default();
         loop {
             if let Some(found) = self.iprobe(comm_index, source, tag, remove)? {
                 return Ok(found);
             }
-            idle_rounds += 1;
-            if idle_rounds > 2_000 {
-                self.engine.transports.sleep_until_traffic(200);
-            }
+            idler.pause(&self.engine.transports);
         }
     }
 

@@ -460,7 +460,7 @@ impl ShmPath {
                     own.mapping.ring(peer, ring_bytes),
                 )
             };
-            prefault(&own.mapping, peer, ring_bytes);
+            prefault(&own.mapping, peer, ring_bytes)?;
             outgoing[peer as usize] = Some(Outgoing {
                 producer: Producer::new(to_peer),
                 peer_control: mapping.control(),
@@ -587,9 +587,11 @@ impl ShmPath {
 }
 
 /// Ask the kernel to allocate the pages of the ring from `sender` now rather
-/// than on first touch in the hot path. Best effort: kernels before 5.14 lack
-/// MADV_POPULATE_WRITE, and then the first lap simply takes page faults.
-fn prefault(mapping: &Mapping, sender: u32, ring_bytes: usize) {
+/// than on first touch in the hot path. This also turns a full /dev/shm
+/// (tmpfs does not reserve space at ftruncate) into a clear error here,
+/// instead of a SIGBUS in the middle of a send later. Kernels before 5.14
+/// lack MADV_POPULATE_WRITE (EINVAL); then the first lap takes the faults.
+fn prefault(mapping: &Mapping, sender: u32, ring_bytes: usize) -> Result<(), PathError> {
     const MADV_POPULATE_WRITE: libc::c_int = 23;
     const PAGE_BYTES: usize = 4096;
     let start_bytes =
@@ -597,13 +599,26 @@ fn prefault(mapping: &Mapping, sender: u32, ring_bytes: usize) {
     let end_bytes = CONTROL_BYTES + (sender as usize + 1) * (RING_HEADER_BYTES + ring_bytes);
     // SAFETY: a page-aligned range inside our own live mapping; populating
     // pages does not change their contents.
-    unsafe {
+    let status = unsafe {
         libc::madvise(
             mapping.base.add(start_bytes) as *mut libc::c_void,
             end_bytes.min(mapping.length_bytes) - start_bytes,
             MADV_POPULATE_WRITE,
         )
     };
+    if status != 0 {
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINVAL) {
+            return Err(PathError::Io(std::io::Error::new(
+                error.kind(),
+                format!(
+                    "allocating the {ring_bytes}-byte shm ring from rank {sender} (is /dev/shm full? \
+                     each rank needs one ring per local peer): {error}"
+                ),
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl Path for ShmPath {
