@@ -1,7 +1,9 @@
 /* Every predefined C datatype on contiguous buffers: ring send/recv, content
  * check, Get_count, Type_size/extent.
- * usage: datatypes [pair_elements]   (pair_elements: also MPI_Get_elements on
- * the pair types, which crashes MPICH 4.0.2 with SIGFPE) */
+ * usage: datatypes [packed] [pair_elements]
+ *   packed         also MPI_PACKED (MPI_Pack/Unpack/Pack_size)
+ *   pair_elements  also MPI_Get_elements on the pair types (crashes MPICH 4.0.2
+ *                  with SIGFPE) */
 #include "common.h"
 #include <complex.h>
 #include <stdbool.h>
@@ -88,7 +90,8 @@ int main(int argc, char **argv) {
     to = (g_rank + 1) % g_size;
     from = (g_rank - 1 + g_size) % g_size;
     int tested = 0;
-    pair_elements = selected(argc, argv, "pair_elements") && argc > 1;
+    pair_elements = argc > 1 && selected(argc, argv, "pair_elements");
+    int packed = argc > 1 && selected(argc, argv, "packed");
 
     T_BYTES(char, MPI_CHAR, 1);
     T_BYTES(signed char, MPI_SIGNED_CHAR, 2);
@@ -139,7 +142,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 2 * CNT; k++) CHECK(rb[k] == from * 1000 - k, "MPI_2INT elem %d", k);
         tested++;
     }
-    {   /* MPI_PACKED: pack ints + doubles, send the packed bytes */
+    if (packed) {   /* MPI_PACKED: pack ints + doubles, send the packed bytes */
         char pbuf[4096], rbuf[4096];
         int pos = 0, ints[CNT], psz = 0;
         double dbl[CNT];

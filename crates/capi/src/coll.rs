@@ -42,7 +42,7 @@ unsafe fn bytes_mut<'a>(buffer: *mut c_void, length: usize) -> &'a mut [u8] {
 }
 
 /// Byte view of a user buffer.
-unsafe fn bytes<'a>(buffer: *const c_void, length: usize) -> &'a [u8] {
+unsafe fn bytes_of<'a>(buffer: *const c_void, length: usize) -> &'a [u8] {
     // SAFETY: forwarded promise.
     unsafe { resmpi_core::engine::slice_from(buffer.cast(), length) }
 }
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_voi
             buffer_bytes(recvbuf, count, datatype)?;
         }
         // SAFETY: spans checked above; buffers belong to the caller.
-        let input = if in_place { unsafe { bytes(recvbuf, length) }.to_vec() } else { unsafe { bytes(sendbuf, length) }.to_vec() };
+        let input = if in_place { unsafe { bytes_of(recvbuf, length) }.to_vec() } else { unsafe { bytes_of(sendbuf, length) }.to_vec() };
         let mut scratch = Vec::new();
         let result: &mut [u8] = if is_root {
             // SAFETY: recvbuf spans `length` bytes at the root.
@@ -109,7 +109,7 @@ pub unsafe extern "C" fn PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_
             buffer_bytes(sendbuf, count, datatype)?;
         }
         // SAFETY: spans checked above.
-        let input = if in_place { unsafe { bytes(recvbuf, length) }.to_vec() } else { unsafe { bytes(sendbuf, length) }.to_vec() };
+        let input = if in_place { unsafe { bytes_of(recvbuf, length) }.to_vec() } else { unsafe { bytes_of(sendbuf, length) }.to_vec() };
         // SAFETY: recvbuf spans `length` bytes.
         mpi.allreduce(index, &input, unsafe { bytes_mut(recvbuf, length) }, count as usize, reduction)
     })
@@ -123,7 +123,7 @@ pub unsafe extern "C" fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut 
         let (length, _) = buffer_bytes(inoutbuf, count, datatype)?;
         buffer_bytes(inbuf, count, datatype)?;
         // SAFETY: spans checked above.
-        unsafe { reduction.apply(bytes(inbuf, length), bytes_mut(inoutbuf, length), count as usize) }
+        unsafe { reduction.apply(bytes_of(inbuf, length), bytes_mut(inoutbuf, length), count as usize) }
     })
 }
 const _: fn_types::MPI_Reduce_local = PMPI_Reduce_local;
@@ -204,3 +204,86 @@ pub unsafe extern "C" fn PMPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut M
     })
 }
 const _: fn_types::MPI_Type_get_extent = PMPI_Type_get_extent;
+
+// ----- packing (predefined, contiguous datatypes) -----------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut c_int) -> c_int {
+    entry("MPI_Pack_size", comm, |mpi, _| {
+        comm_of(mpi, comm)?;
+        if incount < 0 {
+            return Err(MpiError::new(ErrorClass::Count, format!("count {incount} is negative")));
+        }
+        let info = type_info(datatype)?;
+        let bytes = info.extent_bytes.checked_mul(incount as usize).filter(|bytes| *bytes <= c_int::MAX as usize);
+        let bytes = bytes.ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size does not fit an int"))?;
+        if size.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "size pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        unsafe { *size = bytes as c_int };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Pack_size = PMPI_Pack_size;
+
+/// Check a pack/unpack window: `position` + `bytes` within `outsize`.
+unsafe fn pack_window(position: *mut c_int, bytes: usize, limit: c_int, what: &str) -> MpiResult<usize> {
+    if position.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "position pointer is NULL"));
+    }
+    // SAFETY: checked non-null.
+    let start = unsafe { *position };
+    if start < 0 || limit < 0 || start as usize + bytes > limit as usize {
+        return Err(MpiError::new(ErrorClass::Truncate, format!("{what}: {bytes} bytes at position {start} exceed the buffer of {limit} bytes")));
+    }
+    Ok(start as usize)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Pack", comm, |mpi, _| {
+        comm_of(mpi, comm)?;
+        let (bytes, _) = buffer_bytes(inbuf, incount, datatype)?;
+        // SAFETY: position checked inside; buffers are the caller's.
+        unsafe {
+            let start = pack_window(position, bytes, outsize, "MPI_Pack")?;
+            bytes_mut(outbuf, outsize as usize)[start..start + bytes].copy_from_slice(bytes_of(inbuf, bytes));
+            *position = (start + bytes) as c_int;
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Pack = PMPI_Pack;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Unpack", comm, |mpi, _| {
+        comm_of(mpi, comm)?;
+        let (bytes, _) = buffer_bytes(outbuf, outcount, datatype)?;
+        // SAFETY: position checked inside; buffers are the caller's.
+        unsafe {
+            let start = pack_window(position, bytes, insize, "MPI_Unpack")?;
+            bytes_mut(outbuf, bytes).copy_from_slice(&bytes_of(inbuf, insize as usize)[start..start + bytes]);
+            *position = (start + bytes) as c_int;
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Unpack = PMPI_Unpack;

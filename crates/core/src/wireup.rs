@@ -48,7 +48,7 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     let use_shm = config.paths == PathsChoice::Auto && pmi.local_size() > 1;
     let need_tcp = config.paths == PathsChoice::Tcp || pmi.local_size() < size;
     let own_segment = if use_shm {
-        Some(ShmSegment::create(&job_id, rank, size, config.shm_ring_bytes).map_err(|e| runtime_error("shared memory", e))?)
+        Some(ShmSegment::create(&job_id, rank, size, config.shm_ring_bytes.next_power_of_two()).map_err(|e| runtime_error("shared memory", e))?)
     } else {
         None
     };

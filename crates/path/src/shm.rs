@@ -372,6 +372,13 @@ struct Incoming {
     peer_control: ControlView,
 }
 
+/// What `attach` builds before it assembles a `ShmPath`.
+struct AttachedPeers {
+    outgoing: Vec<Option<Outgoing>>,
+    incoming: Vec<Incoming>,
+    peer_mappings: Vec<Mapping>,
+}
+
 /// Frames to and from the ranks on this host, through shared-memory rings.
 #[derive(Debug)]
 pub struct ShmPath {
@@ -392,13 +399,41 @@ impl ShmPath {
     /// Map every local peer's segment (they must all exist already: the
     /// caller runs a barrier between `ShmSegment::create` and this). Peers
     /// must have the same world size and ring size. `local_peers` may
-    /// contain `my_rank`; it is ignored.
+    /// contain `my_rank`; it is ignored. On error the own segment's name is
+    /// removed too (the caller no longer holds the segment to do it).
     pub fn attach(
         own: ShmSegment,
         job_id: &str,
         my_rank: u32,
         local_peers: &[u32],
     ) -> Result<ShmPath, PathError> {
+        match Self::attach_peers(&own, job_id, my_rank, local_peers) {
+            Ok(AttachedPeers {
+                outgoing,
+                incoming,
+                peer_mappings,
+            }) => Ok(ShmPath {
+                outgoing,
+                incoming,
+                poll_start: 0,
+                max_frame_bytes: ring::max_frame_bytes(own.ring_bytes),
+                my_rank,
+                peer_mappings,
+                own,
+            }),
+            Err(error) => {
+                let _ = own.unlink();
+                Err(error)
+            }
+        }
+    }
+
+    fn attach_peers(
+        own: &ShmSegment,
+        job_id: &str,
+        my_rank: u32,
+        local_peers: &[u32],
+    ) -> Result<AttachedPeers, PathError> {
         if my_rank != own.rank {
             return Err(PathError::Protocol(format!(
                 "segment of rank {} attached as rank {my_rank}",
@@ -474,14 +509,10 @@ impl ShmPath {
             });
             peer_mappings.push(mapping);
         }
-        Ok(ShmPath {
+        Ok(AttachedPeers {
             outgoing,
             incoming,
-            poll_start: 0,
-            max_frame_bytes: ring::max_frame_bytes(ring_bytes),
-            my_rank,
             peer_mappings,
-            own,
         })
     }
 
@@ -785,8 +816,13 @@ mod tests {
         assert!(paths[0]
             .try_send(1, &header, &vec![0; max_payload])
             .unwrap());
-        let missing = ShmSegment::create(&unique_job_id("missing"), 0, 2, 4096).unwrap();
-        assert!(ShmPath::attach(missing, "no-such-job", 0, &[1]).is_err());
+        let job_id = unique_job_id("missing");
+        let lonely = ShmSegment::create(&job_id, 0, 2, 4096).unwrap();
+        assert!(ShmPath::attach(lonely, &job_id, 0, &[1]).is_err());
+        assert!(
+            !std::path::Path::new(&format!("/dev/shm/resmpi-{job_id}-0")).exists(),
+            "failed attach must not leak the name"
+        );
     }
 
     #[test]
@@ -934,6 +970,159 @@ mod tests {
             "took {:?}",
             started.elapsed()
         );
+    }
+
+    /// Attach, retrying while the peer's segment is not there (or not fully
+    /// initialized) yet: stands in for the launcher's barrier.
+    fn attach_when_ready(own: ShmSegment, job_id: &str, my_rank: u32, peers: &[u32]) -> ShmPath {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut own = Some(own);
+        loop {
+            // `attach` consumes our segment, so probe the peers first.
+            let ready = peers.iter().all(|peer| {
+                let name = segment_name(job_id, *peer).unwrap();
+                Mapping::open(&name).is_ok_and(|mapping| {
+                    mapping.u64_at(MAGIC_OFFSET_BYTES).load(Ordering::Acquire) == SEGMENT_MAGIC
+                })
+            });
+            if ready {
+                return ShmPath::attach(own.take().unwrap(), job_id, my_rank, peers).unwrap();
+            }
+            assert!(Instant::now() < deadline, "peer segment never appeared");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Streams frames both ways with one process; used by the two-process
+    /// test below.
+    fn stream_both_ways(path: &mut ShmPath, peer: u32, frames: u64) {
+        let me = path.rank();
+        let max_payload = path.max_payload_bytes();
+        let mut random = 0x2545_f491_4f6c_dd1du64 ^ me as u64;
+        let (mut sent, mut received) = (0u64, 0u64);
+        let mut payload = vec![0u8; max_payload];
+        while sent < frames || received < frames {
+            let mut progress = false;
+            if sent < frames {
+                random ^= random << 13;
+                random ^= random >> 7;
+                random ^= random << 17;
+                let length = if random.is_multiple_of(8) {
+                    random as usize % (max_payload + 1)
+                } else {
+                    random as usize % 200
+                };
+                for (index, byte) in payload[..length].iter_mut().enumerate() {
+                    *byte = payload_byte(me, sent, index);
+                }
+                if path
+                    .try_send(peer, &frame_header(me, sent, length), &payload[..length])
+                    .unwrap()
+                {
+                    sent += 1;
+                    progress = true;
+                }
+            }
+            let delivered = path
+                .poll(|from, frame| {
+                    assert_eq!(from, peer);
+                    assert_eq!(check_frame(from, frame), received);
+                    received += 1;
+                })
+                .unwrap();
+            if delivered == 0 && !progress {
+                path.wait(2_000_000).unwrap();
+            }
+        }
+    }
+
+    const CHILD_JOB_VARIABLE: &str = "RESMPI_PATH_TEST_CHILD_JOB";
+
+    /// The child half of `two_processes_stream_100k_frames_each_way`; does
+    /// nothing when run on its own.
+    #[test]
+    fn two_process_child() {
+        let Ok(job_id) = std::env::var(CHILD_JOB_VARIABLE) else {
+            return;
+        };
+        let segment = ShmSegment::create(&job_id, 1, 2, 64 << 10).unwrap();
+        let mut path = attach_when_ready(segment, &job_id, 1, &[0]);
+        stream_both_ways(&mut path, 0, 100_000);
+        path.unlink_own().unwrap();
+    }
+
+    /// Two real processes (this test binary re-run as the child), so the
+    /// futex doorbell and the rings are exercised across address spaces.
+    #[test]
+    fn two_processes_stream_100k_frames_each_way() {
+        let job_id = unique_job_id("process");
+        let segment = ShmSegment::create(&job_id, 0, 2, 64 << 10).unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "shm::tests::two_process_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_JOB_VARIABLE, &job_id)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut path = attach_when_ready(segment, &job_id, 0, &[1]);
+        stream_both_ways(&mut path, 1, 100_000);
+        assert!(child.wait().unwrap().success(), "child process failed");
+        path.unlink_own().unwrap();
+        assert!(!std::path::Path::new(&format!("/dev/shm/resmpi-{job_id}-1")).exists());
+    }
+
+    /// `wait` with a long timeout returns promptly when a frame arrives, and
+    /// when a ring that refused a send gets room again.
+    #[test]
+    fn sleeper_is_woken_by_a_frame_and_by_freed_room() {
+        const LONG_TIMEOUT_US: u64 = 20_000_000;
+        let mut paths = world("wake", 2, 4096);
+        let mut other = paths.pop().unwrap();
+        let mut sleeper = paths.pop().unwrap();
+        // Woken by input.
+        let started = Instant::now();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(other.try_send(0, &frame_header(1, 0, 0), &[]).unwrap());
+            other
+        });
+        let mut frames = 0;
+        while frames == 0 {
+            sleeper.wait(LONG_TIMEOUT_US).unwrap();
+            frames += sleeper.poll(|_, _| ()).unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "input did not wake the sleeper"
+        );
+        let mut other = sender.join().unwrap();
+        // Woken by room: fill the ring towards `other`, then sleep.
+        let payload = [0u8; 900];
+        while sleeper
+            .try_send(1, &frame_header(0, 0, payload.len()), &payload)
+            .unwrap()
+        {}
+        let started = Instant::now();
+        let receiver = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(other.poll(|_, _| ()).unwrap() > 0);
+            other
+        });
+        while !sleeper
+            .try_send(1, &frame_header(0, 0, payload.len()), &payload)
+            .unwrap()
+        {
+            sleeper.wait(LONG_TIMEOUT_US).unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "freed room did not wake the sender"
+        );
+        receiver.join().unwrap();
     }
 
     /// A frame filled in place through `try_send_with` arrives as written.

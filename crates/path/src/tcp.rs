@@ -45,6 +45,10 @@ const RECEIVE_BUFFER_MAX_BYTES: usize = 2 * (HEADER_LEN_BYTES + MAX_PAYLOAD_BYTE
 const FRAMES_PER_PEER_PER_POLL: usize = 64;
 /// `recv` calls on one peer per `poll` (fairness against a flooding peer).
 const RECEIVES_PER_PEER_PER_POLL: usize = 4;
+/// Up to this many peers, `poll` simply tries a nonblocking read on each
+/// (one syscall per peer); beyond it, one poll(2) first finds the readable
+/// ones.
+const DIRECT_RECEIVE_PEER_LIMIT: usize = 4;
 /// Socket buffer size asked for, when the system allows that much.
 const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 /// Default bound on the whole of `connect_all`.
@@ -474,6 +478,9 @@ impl TcpPeer {
     fn receive<F: FnMut(u32, &[u8])>(&mut self, handler: &mut F) -> Result<usize, PathError> {
         let mut delivered = 0;
         let mut receives = 0;
+        // A read that returned less than it was offered emptied the socket;
+        // another would only cost a syscall to learn EAGAIN.
+        let mut drained = false;
         loop {
             // Deliver every whole frame already buffered.
             while self.receive_end - self.receive_start >= HEADER_LEN_BYTES {
@@ -509,10 +516,11 @@ impl TcpPeer {
             } else if self.receive_end == self.receive_buffer.len() {
                 self.make_room_for(HEADER_LEN_BYTES);
             }
-            if receives >= RECEIVES_PER_PEER_PER_POLL {
+            if drained || receives >= RECEIVES_PER_PEER_PER_POLL {
                 return Ok(delivered);
             }
             receives += 1;
+            let offered = self.receive_buffer.len() - self.receive_end;
             match self
                 .stream
                 .read(&mut self.receive_buffer[self.receive_end..])
@@ -521,7 +529,10 @@ impl TcpPeer {
                     self.closed = true;
                     return Err(PathError::PeerClosed(self.rank));
                 }
-                Ok(received) => self.receive_end += received,
+                Ok(received) => {
+                    self.receive_end += received;
+                    drained = received < offered;
+                }
                 Err(error) if error.kind() == ErrorKind::WouldBlock => return Ok(delivered),
                 Err(error) if error.kind() == ErrorKind::Interrupted => {}
                 Err(error) => return Err(self.classify(error)),
@@ -567,7 +578,8 @@ impl Path for TcpPath {
         if self.connected.is_empty() {
             return Ok(0);
         }
-        {
+        let direct = self.connected.len() <= DIRECT_RECEIVE_PEER_LIMIT;
+        if !direct {
             let mut pollfds = self.pollfds.borrow_mut();
             for (pollfd, rank) in pollfds.iter_mut().zip(&self.connected) {
                 let peer = self.peers[*rank as usize].as_ref().expect("connected");
@@ -595,12 +607,17 @@ impl Path for TcpPath {
         let mut delivered = 0;
         for index in 0..self.connected.len() {
             let rank = self.connected[index];
-            let revents = self.pollfds.borrow()[index].revents;
+            let revents = if direct {
+                0
+            } else {
+                self.pollfds.borrow()[index].revents
+            };
             let peer = self.peers[rank as usize].as_mut().expect("connected");
             if peer.closed {
                 continue;
             }
-            if peer.receive_end - peer.receive_start >= HEADER_LEN_BYTES
+            if direct
+                || peer.receive_end - peer.receive_start >= HEADER_LEN_BYTES
                 || revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
             {
                 delivered += peer.receive(&mut handler)?;

@@ -1,0 +1,28 @@
+"""Error handling: classes under ERRORS_RETURN, fatal default."""
+import re
+
+import pytest
+
+from conftest import IS_RESMPI, assert_ok, run
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3])
+def test_invalid_arguments_return_the_right_error_class_under_errors_return(build, nprocs):
+    """rank/tag/count/type/comm/request/buffer/root/op errors, truncation
+    (incl. MPI_ERR_IN_STATUS + status.MPI_ERROR), Error_string, get/set
+    errhandler; the library keeps working afterwards."""
+    assert_ok(run(nprocs, build("errors")))
+
+
+def test_use_of_a_freed_communicator_returns_err_comm(build):
+    assert_ok(run(2, build("errors"), "freed"))
+
+
+@pytest.mark.parametrize("culprit", [0, 2])
+def test_errors_are_fatal_by_default_and_abort_the_whole_job_with_a_message(build, culprit):
+    res = run(3, build("fatal"), culprit, timeout=60)
+    assert res.returncode != 0, res.describe()
+    assert "FAIL" not in res.output, res.describe()
+    assert f"rank {culprit} making an invalid call" in res.stdout, res.describe()
+    assert re.search(r"rank|Rank|invalid|Invalid", res.stderr), f"no error message\n{res.describe()}"
+    assert res.elapsed < 30, res.describe()
