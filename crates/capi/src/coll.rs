@@ -17,6 +17,11 @@ fn reduction_of(global: &Global, op: MPI_Op, datatype: MPI_Datatype) -> MpiResul
         let what = if op == MPI_OP_NULL { "MPI_OP_NULL".to_string() } else { format!("{op:#x}") };
         MpiError::new(ErrorClass::Op, format!("operation {what} is not valid"))
     })?;
+    if !matches!(op, Op::User { .. }) {
+        // Check op/type compatibility locally, before any rank communicates,
+        // so an invalid combination fails everywhere instead of hanging peers.
+        resmpi_core::op::reduce_predefined(op, &info, &[], &mut [], 0)?;
+    }
     Ok(Reduction { op, info, datatype_handle: datatype })
 }
 
