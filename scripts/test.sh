@@ -8,5 +8,7 @@ make all
 cargo fmt --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --release
+# Breadth for the reliability layer: a few thousand seeded simulated jobs.
+cargo run --release -q -p resmpi-sim --bin sim-sweep -- --seeds 3000 --ranks 4
 make check-abi
 python3 -m pytest -q tests/

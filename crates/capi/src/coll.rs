@@ -12,9 +12,14 @@ use crate::p2p::comm_of;
 
 fn reduction_of(global: &Global, op: MPI_Op, datatype: MPI_Datatype) -> MpiResult<Reduction> {
     let info = type_info(datatype)?;
-    let resolved = builtin_op(op).or_else(|| op_index(op).and_then(|index| global.ops.get(index).copied().flatten()));
+    let resolved = builtin_op(op)
+        .or_else(|| op_index(op).and_then(|index| global.ops.get(index).copied().flatten()));
     let op = resolved.ok_or_else(|| {
-        let what = if op == MPI_OP_NULL { "MPI_OP_NULL".to_string() } else { format!("{op:#x}") };
+        let what = if op == MPI_OP_NULL {
+            "MPI_OP_NULL".to_string()
+        } else {
+            format!("{op:#x}")
+        };
         MpiError::new(ErrorClass::Op, format!("operation {what} is not valid"))
     })?;
     if !matches!(op, Op::User { .. }) {
@@ -22,13 +27,20 @@ fn reduction_of(global: &Global, op: MPI_Op, datatype: MPI_Datatype) -> MpiResul
         // so an invalid combination fails everywhere instead of hanging peers.
         resmpi_core::op::reduce_predefined(op, &info, &[], &mut [], 0)?;
     }
-    Ok(Reduction { op, info, datatype_handle: datatype })
+    Ok(Reduction {
+        op,
+        info,
+        datatype_handle: datatype,
+    })
 }
 
 fn check_root(mpi: &Mpi, comm: usize, root: c_int) -> MpiResult<u32> {
     let size = mpi.comm(comm)?.size() as c_int;
     if !(0..size).contains(&root) {
-        return Err(MpiError::new(ErrorClass::Root, format!("root {root} is out of range (communicator size {size})")));
+        return Err(MpiError::new(
+            ErrorClass::Root,
+            format!("root {root} is out of range (communicator size {size})"),
+        ));
     }
     Ok(root as u32)
 }
@@ -62,7 +74,13 @@ pub unsafe extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
 const _: fn_types::MPI_Barrier = PMPI_Barrier;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
     entry("MPI_Bcast", comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
         let (length, _) = buffer_bytes(buffer, count, datatype)?;
@@ -74,7 +92,15 @@ pub unsafe extern "C" fn PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype:
 const _: fn_types::MPI_Bcast = PMPI_Bcast;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
     entry("MPI_Reduce", comm, |mpi, global| {
         let index = comm_of(mpi, comm)?;
         let root = check_root(mpi, index, root)?;
@@ -82,14 +108,21 @@ pub unsafe extern "C" fn PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_voi
         let is_root = mpi.comm(index)?.rank == root;
         let in_place = is_in_place(sendbuf);
         if in_place && !is_root {
-            return Err(MpiError::new(ErrorClass::Buffer, "MPI_IN_PLACE is only valid at the root of MPI_Reduce"));
+            return Err(MpiError::new(
+                ErrorClass::Buffer,
+                "MPI_IN_PLACE is only valid at the root of MPI_Reduce",
+            ));
         }
         let (length, _) = buffer_bytes(if in_place { recvbuf } else { sendbuf }, count, datatype)?;
         if is_root {
             buffer_bytes(recvbuf, count, datatype)?;
         }
         // SAFETY: spans checked above; buffers belong to the caller.
-        let input = if in_place { unsafe { bytes_of(recvbuf, length) }.to_vec() } else { unsafe { bytes_of(sendbuf, length) }.to_vec() };
+        let input = if in_place {
+            unsafe { bytes_of(recvbuf, length) }.to_vec()
+        } else {
+            unsafe { bytes_of(sendbuf, length) }.to_vec()
+        };
         let mut scratch = Vec::new();
         let result: &mut [u8] = if is_root {
             // SAFETY: recvbuf spans `length` bytes at the root.
@@ -104,7 +137,14 @@ pub unsafe extern "C" fn PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_voi
 const _: fn_types::MPI_Reduce = PMPI_Reduce;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
     entry("MPI_Allreduce", comm, |mpi, global| {
         let index = comm_of(mpi, comm)?;
         let reduction = reduction_of(global, op, datatype)?;
@@ -114,32 +154,64 @@ pub unsafe extern "C" fn PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_
             buffer_bytes(sendbuf, count, datatype)?;
         }
         // SAFETY: spans checked above.
-        let input = if in_place { unsafe { bytes_of(recvbuf, length) }.to_vec() } else { unsafe { bytes_of(sendbuf, length) }.to_vec() };
+        let input = if in_place {
+            unsafe { bytes_of(recvbuf, length) }.to_vec()
+        } else {
+            unsafe { bytes_of(sendbuf, length) }.to_vec()
+        };
         // SAFETY: recvbuf spans `length` bytes.
-        mpi.allreduce(index, &input, unsafe { bytes_mut(recvbuf, length) }, count as usize, reduction)
+        mpi.allreduce(
+            index,
+            &input,
+            unsafe { bytes_mut(recvbuf, length) },
+            count as usize,
+            reduction,
+        )
     })
 }
 const _: fn_types::MPI_Allreduce = PMPI_Allreduce;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+pub unsafe extern "C" fn PMPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> c_int {
     entry("MPI_Reduce_local", MPI_COMM_WORLD, |_, global| {
         let reduction = reduction_of(global, op, datatype)?;
         let (length, _) = buffer_bytes(inoutbuf, count, datatype)?;
         buffer_bytes(inbuf, count, datatype)?;
         // SAFETY: spans checked above.
-        unsafe { reduction.apply(bytes_of(inbuf, length), bytes_mut(inoutbuf, length), count as usize) }
+        unsafe {
+            reduction.apply(
+                bytes_of(inbuf, length),
+                bytes_mut(inoutbuf, length),
+                count as usize,
+            )
+        }
     })
 }
 const _: fn_types::MPI_Reduce_local = PMPI_Reduce_local;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Op_create(user_fn: MPI_User_function, commute: c_int, op: *mut MPI_Op) -> c_int {
+pub unsafe extern "C" fn PMPI_Op_create(
+    user_fn: MPI_User_function,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
     entry("MPI_Op_create", MPI_COMM_WORLD, |_, global| {
         let (Some(function), false) = (user_fn, op.is_null()) else {
-            return Err(MpiError::new(ErrorClass::Arg, "function or op pointer is NULL"));
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                "function or op pointer is NULL",
+            ));
         };
-        global.ops.push(Some(Op::User { function, commutative: commute != 0 }));
+        global.ops.push(Some(Op::User {
+            function,
+            commutative: commute != 0,
+        }));
         // SAFETY: checked non-null.
         unsafe { *op = op_handle(global.ops.len() - 1) };
         Ok(())
@@ -193,7 +265,11 @@ pub unsafe extern "C" fn PMPI_Type_size(datatype: MPI_Datatype, size: *mut c_int
 const _: fn_types::MPI_Type_size = PMPI_Type_size;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent: *mut MPI_Aint) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_get_extent(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Aint,
+    extent: *mut MPI_Aint,
+) -> c_int {
     entry("MPI_Type_get_extent", MPI_COMM_WORLD, |_, _| {
         let info = type_info(datatype)?;
         // SAFETY: the caller's output pointers, checked non-null.
@@ -213,15 +289,27 @@ const _: fn_types::MPI_Type_get_extent = PMPI_Type_get_extent;
 // ----- packing (predefined, contiguous datatypes) -----------------------------
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Pack_size(
+    incount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    size: *mut c_int,
+) -> c_int {
     entry("MPI_Pack_size", comm, |mpi, _| {
         comm_of(mpi, comm)?;
         if incount < 0 {
-            return Err(MpiError::new(ErrorClass::Count, format!("count {incount} is negative")));
+            return Err(MpiError::new(
+                ErrorClass::Count,
+                format!("count {incount} is negative"),
+            ));
         }
         let info = type_info(datatype)?;
-        let bytes = info.extent_bytes.checked_mul(incount as usize).filter(|bytes| *bytes <= c_int::MAX as usize);
-        let bytes = bytes.ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size does not fit an int"))?;
+        let bytes = info
+            .extent_bytes
+            .checked_mul(incount as usize)
+            .filter(|bytes| *bytes <= c_int::MAX as usize);
+        let bytes = bytes
+            .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size does not fit an int"))?;
         if size.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "size pointer is NULL"));
         }
@@ -233,14 +321,22 @@ pub unsafe extern "C" fn PMPI_Pack_size(incount: c_int, datatype: MPI_Datatype, 
 const _: fn_types::MPI_Pack_size = PMPI_Pack_size;
 
 /// Check a pack/unpack window: `position` + `bytes` within `outsize`.
-unsafe fn pack_window(position: *mut c_int, bytes: usize, limit: c_int, what: &str) -> MpiResult<usize> {
+unsafe fn pack_window(
+    position: *mut c_int,
+    bytes: usize,
+    limit: c_int,
+    what: &str,
+) -> MpiResult<usize> {
     if position.is_null() {
         return Err(MpiError::new(ErrorClass::Arg, "position pointer is NULL"));
     }
     // SAFETY: checked non-null.
     let start = unsafe { *position };
     if start < 0 || limit < 0 || start as usize + bytes > limit as usize {
-        return Err(MpiError::new(ErrorClass::Truncate, format!("{what}: {bytes} bytes at position {start} exceed the buffer of {limit} bytes")));
+        return Err(MpiError::new(
+            ErrorClass::Truncate,
+            format!("{what}: {bytes} bytes at position {start} exceed the buffer of {limit} bytes"),
+        ));
     }
     Ok(start as usize)
 }
@@ -261,7 +357,8 @@ pub unsafe extern "C" fn PMPI_Pack(
         // SAFETY: position checked inside; buffers are the caller's.
         unsafe {
             let start = pack_window(position, bytes, outsize, "MPI_Pack")?;
-            bytes_mut(outbuf, outsize as usize)[start..start + bytes].copy_from_slice(bytes_of(inbuf, bytes));
+            bytes_mut(outbuf, outsize as usize)[start..start + bytes]
+                .copy_from_slice(bytes_of(inbuf, bytes));
             *position = (start + bytes) as c_int;
         }
         Ok(())
@@ -285,7 +382,8 @@ pub unsafe extern "C" fn PMPI_Unpack(
         // SAFETY: position checked inside; buffers are the caller's.
         unsafe {
             let start = pack_window(position, bytes, insize, "MPI_Unpack")?;
-            bytes_mut(outbuf, bytes).copy_from_slice(&bytes_of(inbuf, insize as usize)[start..start + bytes]);
+            bytes_mut(outbuf, bytes)
+                .copy_from_slice(&bytes_of(inbuf, insize as usize)[start..start + bytes]);
             *position = (start + bytes) as c_int;
         }
         Ok(())

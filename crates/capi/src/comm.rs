@@ -55,7 +55,12 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -
 const _: fn_types::MPI_Comm_dup = PMPI_Comm_dup;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_split(
+    comm: MPI_Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
     entry("MPI_Comm_split", comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
         if newcomm.is_null() {
@@ -72,7 +77,11 @@ const _: fn_types::MPI_Comm_split = PMPI_Comm_split;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     // SAFETY: the caller's pointer (checked below).
-    let handle = if comm.is_null() { MPI_COMM_NULL } else { unsafe { *comm } };
+    let handle = if comm.is_null() {
+        MPI_COMM_NULL
+    } else {
+        unsafe { *comm }
+    };
     entry("MPI_Comm_free", handle, |mpi, _| {
         let index = comm_of(mpi, handle)?;
         mpi.free_comm(index)?;
@@ -84,7 +93,11 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
 const _: fn_types::MPI_Comm_free = PMPI_Comm_free;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_compare(
+    comm1: MPI_Comm,
+    comm2: MPI_Comm,
+    result: *mut c_int,
+) -> c_int {
     entry("MPI_Comm_compare", comm1, |mpi, _| {
         let first = mpi.comm(comm_of(mpi, comm1)?)?;
         let second = mpi.comm(comm_of(mpi, comm2)?)?;
@@ -130,8 +143,14 @@ pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_
 const _: fn_types::MPI_Comm_set_name = PMPI_Comm_set_name;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
-    match with_mpi("MPI_Comm_get_name", comm, |mpi, _| Ok(mpi.comm(comm_of(mpi, comm)?)?.name.clone())) {
+pub unsafe extern "C" fn PMPI_Comm_get_name(
+    comm: MPI_Comm,
+    comm_name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    match with_mpi("MPI_Comm_get_name", comm, |mpi, _| {
+        Ok(mpi.comm(comm_of(mpi, comm)?)?.name.clone())
+    }) {
         Ok(name) => {
             // SAFETY: the caller's buffer holds MPI_MAX_OBJECT_NAME bytes.
             unsafe { write_string(&name, comm_name, MPI_MAX_OBJECT_NAME as usize, resultlen) };
@@ -155,11 +174,19 @@ struct PredefinedAttributes {
 static ATTRIBUTES: OnceLock<PredefinedAttributes> = OnceLock::new();
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_get_attr(
+    comm: MPI_Comm,
+    comm_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
     entry("MPI_Comm_get_attr", comm, |mpi, _| {
         comm_of(mpi, comm)?;
         if flag.is_null() || attribute_val.is_null() {
-            return Err(MpiError::new(ErrorClass::Arg, "attribute or flag pointer is NULL"));
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                "attribute or flag pointer is NULL",
+            ));
         }
         let universe = mpi.universe_size() as c_int;
         let attributes = ATTRIBUTES.get_or_init(|| PredefinedAttributes {
@@ -177,8 +204,15 @@ pub unsafe extern "C" fn PMPI_Comm_get_attr(comm: MPI_Comm, comm_keyval: c_int, 
             MPI_WTIME_IS_GLOBAL => Some(&attributes.wtime_is_global),
             MPI_UNIVERSE_SIZE => Some(&attributes.universe_size),
             MPI_APPNUM => Some(&attributes.appnum),
-            MPI_KEYVAL_INVALID => return Err(MpiError::new(ErrorClass::Keyval, "MPI_KEYVAL_INVALID")),
-            _ => return Err(MpiError::new(ErrorClass::Keyval, format!("keyval {comm_keyval:#x}: user attributes arrive with issue #4"))),
+            MPI_KEYVAL_INVALID => {
+                return Err(MpiError::new(ErrorClass::Keyval, "MPI_KEYVAL_INVALID"))
+            }
+            _ => {
+                return Err(MpiError::new(
+                    ErrorClass::Keyval,
+                    format!("keyval {comm_keyval:#x}: user attributes arrive with issue #4"),
+                ))
+            }
         };
         // SAFETY: checked non-null; MPI passes the address of a `void *` variable.
         unsafe {

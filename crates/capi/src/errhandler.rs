@@ -8,13 +8,20 @@ use crate::handles::{errhandler_handle, errhandler_index, is_builtin_errhandler}
 use crate::p2p::comm_of;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_set_errhandler(
+    comm: MPI_Comm,
+    errhandler: MPI_Errhandler,
+) -> c_int {
     entry("MPI_Comm_set_errhandler", comm, |mpi, global| {
         let index = comm_of(mpi, comm)?;
         let valid = is_builtin_errhandler(errhandler)
-            || errhandler_index(errhandler).is_some_and(|user| global.errhandlers.get(user).is_some_and(Option::is_some));
+            || errhandler_index(errhandler)
+                .is_some_and(|user| global.errhandlers.get(user).is_some_and(Option::is_some));
         if !valid {
-            return Err(MpiError::new(ErrorClass::Arg, format!("error handler {errhandler:#x} is not valid")));
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                format!("error handler {errhandler:#x} is not valid"),
+            ));
         }
         mpi.comm_mut(index)?.errhandler = errhandler;
         Ok(())
@@ -23,7 +30,10 @@ pub unsafe extern "C" fn PMPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MP
 const _: fn_types::MPI_Comm_set_errhandler = PMPI_Comm_set_errhandler;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_get_errhandler(
+    comm: MPI_Comm,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
     entry("MPI_Comm_get_errhandler", comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
         if errhandler.is_null() {
@@ -37,10 +47,16 @@ pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *m
 const _: fn_types::MPI_Comm_get_errhandler = PMPI_Comm_get_errhandler;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_create_errhandler(function: MPI_Comm_errhandler_function, errhandler: *mut MPI_Errhandler) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_create_errhandler(
+    function: MPI_Comm_errhandler_function,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
     entry("MPI_Comm_create_errhandler", MPI_COMM_WORLD, |_, global| {
         if function.is_none() || errhandler.is_null() {
-            return Err(MpiError::new(ErrorClass::Arg, "function or errhandler pointer is NULL"));
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                "function or errhandler pointer is NULL",
+            ));
         }
         global.errhandlers.push(Some(function));
         // SAFETY: checked non-null.
@@ -59,7 +75,10 @@ pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -
         // SAFETY: checked non-null.
         let handle = unsafe { *errhandler };
         if !is_builtin_errhandler(handle) && errhandler_index(handle).is_none() {
-            return Err(MpiError::new(ErrorClass::Arg, format!("error handler {handle:#x} is not valid")));
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                format!("error handler {handle:#x} is not valid"),
+            ));
         }
         // User handlers stay registered while communicators may still use
         // them (MPI frees them only when no longer referenced).
@@ -73,7 +92,11 @@ const _: fn_types::MPI_Errhandler_free = PMPI_Errhandler_free;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
     let class = ErrorClass::from_i32(errorcode).unwrap_or(ErrorClass::Other);
-    raise_error("MPI_Comm_call_errhandler", comm, MpiError::new(class, "raised by MPI_Comm_call_errhandler"));
+    raise_error(
+        "MPI_Comm_call_errhandler",
+        comm,
+        MpiError::new(class, "raised by MPI_Comm_call_errhandler"),
+    );
     MPI_SUCCESS
 }
 const _: fn_types::MPI_Comm_call_errhandler = PMPI_Comm_call_errhandler;

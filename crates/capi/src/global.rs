@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 use resmpi_core::{Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
-use crate::handles::{comm_index, comm_handle};
+use crate::handles::{comm_handle, comm_index};
 
 /// What a user error handler is.
 pub type UserErrhandler = MPI_Comm_errhandler_function;
@@ -45,11 +45,17 @@ static GLOBAL: Mutex<Global> = Mutex::new(Global {
 
 /// Lock the library state.
 pub fn lock() -> MutexGuard<'static, Global> {
-    GLOBAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    GLOBAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Run `body` with the initialised library; an error goes to `comm`'s handler.
-pub fn with_mpi<T>(name: &str, comm: MPI_Comm, body: impl FnOnce(&mut Mpi, &mut Global) -> MpiResult<T>) -> Result<T, c_int> {
+pub fn with_mpi<T>(
+    name: &str,
+    comm: MPI_Comm,
+    body: impl FnOnce(&mut Mpi, &mut Global) -> MpiResult<T>,
+) -> Result<T, c_int> {
     let result = {
         let mut guard = lock();
         let global = &mut *guard;
@@ -60,7 +66,11 @@ pub fn with_mpi<T>(name: &str, comm: MPI_Comm, body: impl FnOnce(&mut Mpi, &mut 
                 result
             }
             None => {
-                let when = if global.finalized { "after MPI_Finalize" } else { "before MPI_Init" };
+                let when = if global.finalized {
+                    "after MPI_Finalize"
+                } else {
+                    "before MPI_Init"
+                };
                 eprintln!("resmpi: {name} called {when}");
                 std::process::exit(1);
             }
@@ -70,7 +80,11 @@ pub fn with_mpi<T>(name: &str, comm: MPI_Comm, body: impl FnOnce(&mut Mpi, &mut 
 }
 
 /// `with_mpi` for entry points that only return an error code.
-pub fn entry(name: &str, comm: MPI_Comm, body: impl FnOnce(&mut Mpi, &mut Global) -> MpiResult<()>) -> c_int {
+pub fn entry(
+    name: &str,
+    comm: MPI_Comm,
+    body: impl FnOnce(&mut Mpi, &mut Global) -> MpiResult<()>,
+) -> c_int {
     match with_mpi(name, comm, body) {
         Ok(()) => MPI_SUCCESS,
         Err(code) => code,
@@ -86,7 +100,11 @@ pub fn raise_error(name: &str, comm: MPI_Comm, error: MpiError) -> c_int {
         let mpi = guard.mpi.as_ref();
         let index = comm_index(comm).unwrap_or(resmpi_core::WORLD);
         let handler = mpi
-            .and_then(|mpi| mpi.comm(index).ok().or_else(|| mpi.comm(resmpi_core::WORLD).ok()))
+            .and_then(|mpi| {
+                mpi.comm(index)
+                    .ok()
+                    .or_else(|| mpi.comm(resmpi_core::WORLD).ok())
+            })
             .map_or(MPI_ERRORS_ARE_FATAL, |comm| comm.errhandler);
         (handler, mpi.map_or(0, |mpi| mpi.rank()))
     };

@@ -21,7 +21,8 @@ fn direct(class: u32, index: usize) -> c_int {
 
 fn direct_index(handle: c_int, class: u32) -> Option<usize> {
     let bits = handle as u32;
-    (bits & !INDEX_MASK == KIND_DIRECT | (class << CLASS_SHIFT)).then_some((bits & INDEX_MASK) as usize)
+    (bits & !INDEX_MASK == KIND_DIRECT | (class << CLASS_SHIFT))
+        .then_some((bits & INDEX_MASK) as usize)
 }
 
 /// Communicator table index of a handle (no liveness check).
@@ -44,7 +45,9 @@ pub fn comm_handle(index: usize) -> MPI_Comm {
 
 /// Request slab index of a request handle (not MPI_REQUEST_NULL).
 pub fn request_index(handle: MPI_Request) -> Option<u32> {
-    direct_index(handle, CLASS_REQUEST).filter(|index| *index as u32 & MESSAGE_BIT == 0).map(|index| index as u32)
+    direct_index(handle, CLASS_REQUEST)
+        .filter(|index| *index as u32 & MESSAGE_BIT == 0)
+        .map(|index| index as u32)
 }
 
 /// Handle of request slab index `index`.
@@ -54,7 +57,9 @@ pub fn request_handle(index: u32) -> MPI_Request {
 
 /// Probed-message index of an MPI_Message handle.
 pub fn message_index(handle: MPI_Message) -> Option<usize> {
-    direct_index(handle, CLASS_REQUEST).filter(|index| *index as u32 & MESSAGE_BIT != 0).map(|index| index & !(MESSAGE_BIT as usize))
+    direct_index(handle, CLASS_REQUEST)
+        .filter(|index| *index as u32 & MESSAGE_BIT != 0)
+        .map(|index| index & !(MESSAGE_BIT as usize))
 }
 
 /// Handle of probed-message index `index`.
@@ -74,7 +79,10 @@ pub fn errhandler_handle(index: usize) -> MPI_Errhandler {
 
 /// Whether a handle names a predefined error handler.
 pub fn is_builtin_errhandler(handle: MPI_Errhandler) -> bool {
-    matches!(handle, MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT)
+    matches!(
+        handle,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT
+    )
 }
 
 /// Index of a user op handle.

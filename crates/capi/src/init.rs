@@ -9,7 +9,11 @@ use crate::global::{abort_job, entry, lock, raise_error, with_mpi};
 use crate::handles::comm_index;
 
 /// Version string of this library.
-pub const LIBRARY_VERSION: &str = concat!("resmpi ", env!("CARGO_PKG_VERSION"), " (MPICH ABI, MPI 3.1 subset)");
+pub const LIBRARY_VERSION: &str = concat!(
+    "resmpi ",
+    env!("CARGO_PKG_VERSION"),
+    " (MPICH ABI, MPI 3.1 subset)"
+);
 
 fn initialize(required: c_int, provided: *mut c_int) -> c_int {
     let mut global = lock();
@@ -46,7 +50,12 @@ pub unsafe extern "C" fn PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_ch
 const _: fn_types::MPI_Init = PMPI_Init;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Init_thread(_argc: *mut c_int, _argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Init_thread(
+    _argc: *mut c_int,
+    _argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
     initialize(required, provided)
 }
 const _: fn_types::MPI_Init_thread = PMPI_Init_thread;
@@ -88,7 +97,10 @@ pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     let rank = lock().mpi.as_ref().map_or(0, |mpi| mpi.rank());
     let _ = comm_index(comm);
     eprintln!("resmpi: rank {rank} called MPI_Abort with error code {errorcode}");
-    abort_job(errorcode, &format!("rank {rank} called MPI_Abort({errorcode})"));
+    abort_job(
+        errorcode,
+        &format!("rank {rank} called MPI_Abort({errorcode})"),
+    );
 }
 const _: fn_types::MPI_Abort = PMPI_Abort;
 
@@ -138,8 +150,13 @@ pub unsafe fn write_string(text: &str, buffer: *mut c_char, capacity: usize, len
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
-    match with_mpi("MPI_Get_processor_name", MPI_COMM_WORLD, |mpi, _| Ok(mpi.processor_name.clone())) {
+pub unsafe extern "C" fn PMPI_Get_processor_name(
+    name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    match with_mpi("MPI_Get_processor_name", MPI_COMM_WORLD, |mpi, _| {
+        Ok(mpi.processor_name.clone())
+    }) {
         Ok(text) => {
             // SAFETY: the caller's buffer holds MPI_MAX_PROCESSOR_NAME bytes.
             unsafe { write_string(&text, name, MPI_MAX_PROCESSOR_NAME as usize, resultlen) };
@@ -166,16 +183,29 @@ pub unsafe extern "C" fn PMPI_Get_version(version: *mut c_int, subversion: *mut 
 const _: fn_types::MPI_Get_version = PMPI_Get_version;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Get_library_version(
+    version: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
     // SAFETY: the caller's buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes.
-    unsafe { write_string(LIBRARY_VERSION, version, MPI_MAX_LIBRARY_VERSION_STRING as usize, resultlen) };
+    unsafe {
+        write_string(
+            LIBRARY_VERSION,
+            version,
+            MPI_MAX_LIBRARY_VERSION_STRING as usize,
+            resultlen,
+        )
+    };
     MPI_SUCCESS
 }
 const _: fn_types::MPI_Get_library_version = PMPI_Get_library_version;
 
 #[no_mangle]
 pub extern "C" fn PMPI_Wtime() -> f64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes into the timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
     now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
@@ -184,7 +214,10 @@ const _: fn_types::MPI_Wtime = PMPI_Wtime;
 
 #[no_mangle]
 pub extern "C" fn PMPI_Wtick() -> f64 {
-    let mut resolution = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut resolution = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_getres writes into the timespec we own.
     unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut resolution) };
     (resolution.tv_sec as f64 + resolution.tv_nsec as f64 * 1e-9).max(1e-9)
@@ -192,12 +225,27 @@ pub extern "C" fn PMPI_Wtick() -> f64 {
 const _: fn_types::MPI_Wtick = PMPI_Wtick;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Error_string(
+    errorcode: c_int,
+    string: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
     let Some(class) = ErrorClass::from_i32(errorcode) else {
-        return raise_error("MPI_Error_string", MPI_COMM_WORLD, MpiError::new(ErrorClass::Arg, format!("{errorcode} is not an error code")));
+        return raise_error(
+            "MPI_Error_string",
+            MPI_COMM_WORLD,
+            MpiError::new(ErrorClass::Arg, format!("{errorcode} is not an error code")),
+        );
     };
     // SAFETY: the caller's buffer holds MPI_MAX_ERROR_STRING bytes.
-    unsafe { write_string(class.description(), string, MPI_MAX_ERROR_STRING as usize, resultlen) };
+    unsafe {
+        write_string(
+            class.description(),
+            string,
+            MPI_MAX_ERROR_STRING as usize,
+            resultlen,
+        )
+    };
     MPI_SUCCESS
 }
 const _: fn_types::MPI_Error_string = PMPI_Error_string;
@@ -205,7 +253,11 @@ const _: fn_types::MPI_Error_string = PMPI_Error_string;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
     if ErrorClass::from_i32(errorcode).is_none() {
-        return raise_error("MPI_Error_class", MPI_COMM_WORLD, MpiError::new(ErrorClass::Arg, format!("{errorcode} is not an error code")));
+        return raise_error(
+            "MPI_Error_class",
+            MPI_COMM_WORLD,
+            MpiError::new(ErrorClass::Arg, format!("{errorcode} is not an error code")),
+        );
     }
     if !errorclass.is_null() {
         // SAFETY: the caller's output pointer.
@@ -221,5 +273,7 @@ pub unsafe fn c_text(text: *const c_char) -> String {
         return String::new();
     }
     // SAFETY: the caller's NUL-terminated string.
-    unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned()
 }

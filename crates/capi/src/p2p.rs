@@ -12,26 +12,55 @@ use crate::requests::{complete_and_release, write_status};
 /// Communicator index of `comm`, or MPI_ERR_COMM.
 pub fn comm_of(mpi: &Mpi, comm: MPI_Comm) -> MpiResult<usize> {
     let index = comm_index(comm).ok_or_else(|| {
-        let what = if comm == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { format!("{comm:#x}") };
-        MpiError::new(ErrorClass::Comm, format!("communicator {what} is not valid"))
+        let what = if comm == MPI_COMM_NULL {
+            "MPI_COMM_NULL".to_string()
+        } else {
+            format!("{comm:#x}")
+        };
+        MpiError::new(
+            ErrorClass::Comm,
+            format!("communicator {what} is not valid"),
+        )
     })?;
     mpi.comm(index)?;
     Ok(index)
 }
 
-fn start_send(mpi: &mut Mpi, buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> MpiResult<u32> {
+fn start_send(
+    mpi: &mut Mpi,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> MpiResult<u32> {
     let index = comm_of(mpi, comm)?;
     let (bytes, _) = buffer_bytes(buf, count, datatype)?;
     mpi.isend(index, buf.cast(), bytes, dest, tag, mode)
 }
 
-fn start_recv(mpi: &mut Mpi, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<u32> {
+fn start_recv(
+    mpi: &mut Mpi,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<u32> {
     let index = comm_of(mpi, comm)?;
     let (bytes, _) = buffer_bytes(buf, count, datatype)?;
     mpi.irecv(index, buf.cast(), bytes, source, tag)
 }
 
-fn blocking(name: &str, comm: MPI_Comm, status: *mut MPI_Status, start: impl FnOnce(&mut Mpi) -> MpiResult<u32>) -> c_int {
+fn blocking(
+    name: &str,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+    start: impl FnOnce(&mut Mpi) -> MpiResult<u32>,
+) -> c_int {
     entry(name, comm, |mpi, _| {
         let request = start(mpi)?;
         mpi.engine.wait_request(request)?;
@@ -42,8 +71,17 @@ fn blocking(name: &str, comm: MPI_Comm, status: *mut MPI_Status, start: impl FnO
 macro_rules! send_entry {
     ($name:ident, $isend:ident, $mode:expr, $label:literal, $ilabel:literal) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-            blocking($label, comm, std::ptr::null_mut(), |mpi| start_send(mpi, buf, count, datatype, dest, tag, comm, $mode))
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+        ) -> c_int {
+            blocking($label, comm, std::ptr::null_mut(), |mpi| {
+                start_send(mpi, buf, count, datatype, dest, tag, comm, $mode)
+            })
         }
 
         #[no_mangle]
@@ -69,10 +107,34 @@ macro_rules! send_entry {
     };
 }
 
-send_entry!(PMPI_Send, PMPI_Isend, SendMode::Standard, "MPI_Send", "MPI_Isend");
-send_entry!(PMPI_Rsend, PMPI_Irsend, SendMode::Standard, "MPI_Rsend", "MPI_Irsend");
-send_entry!(PMPI_Ssend, PMPI_Issend, SendMode::Synchronous, "MPI_Ssend", "MPI_Issend");
-send_entry!(PMPI_Bsend, PMPI_Ibsend, SendMode::Buffered, "MPI_Bsend", "MPI_Ibsend");
+send_entry!(
+    PMPI_Send,
+    PMPI_Isend,
+    SendMode::Standard,
+    "MPI_Send",
+    "MPI_Isend"
+);
+send_entry!(
+    PMPI_Rsend,
+    PMPI_Irsend,
+    SendMode::Standard,
+    "MPI_Rsend",
+    "MPI_Irsend"
+);
+send_entry!(
+    PMPI_Ssend,
+    PMPI_Issend,
+    SendMode::Synchronous,
+    "MPI_Ssend",
+    "MPI_Issend"
+);
+send_entry!(
+    PMPI_Bsend,
+    PMPI_Ibsend,
+    SendMode::Buffered,
+    "MPI_Bsend",
+    "MPI_Ibsend"
+);
 
 const _: fn_types::MPI_Send = PMPI_Send;
 const _: fn_types::MPI_Isend = PMPI_Isend;
@@ -84,13 +146,31 @@ const _: fn_types::MPI_Bsend = PMPI_Bsend;
 const _: fn_types::MPI_Ibsend = PMPI_Ibsend;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_Recv", comm, status, |mpi| start_recv(mpi, buf, count, datatype, source, tag, comm))
+pub unsafe extern "C" fn PMPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    blocking("MPI_Recv", comm, status, |mpi| {
+        start_recv(mpi, buf, count, datatype, source, tag, comm)
+    })
 }
 const _: fn_types::MPI_Recv = PMPI_Recv;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn PMPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     entry("MPI_Irecv", comm, |mpi, _| {
         if request.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
@@ -120,7 +200,16 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
 ) -> c_int {
     entry("MPI_Sendrecv", comm, |mpi, _| {
         let receive = start_recv(mpi, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-        let send = start_send(mpi, sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard)?;
+        let send = start_send(
+            mpi,
+            sendbuf,
+            sendcount,
+            sendtype,
+            dest,
+            sendtag,
+            comm,
+            SendMode::Standard,
+        )?;
         mpi.engine.wait_request(send)?;
         mpi.engine.wait_request(receive)?;
         complete_and_release(mpi, send, std::ptr::null_mut())?;
@@ -146,7 +235,16 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
         // SAFETY: buffer_bytes checked that `buf` spans `bytes` bytes (the caller's promise).
         let copy = unsafe { resmpi_core::engine::slice_from(buf as *const u8, bytes) }.to_vec();
         let receive = start_recv(mpi, buf, count, datatype, source, recvtag, comm)?;
-        let send = start_send(mpi, copy.as_ptr().cast(), count, datatype, dest, sendtag, comm, SendMode::Standard)?;
+        let send = start_send(
+            mpi,
+            copy.as_ptr().cast(),
+            count,
+            datatype,
+            dest,
+            sendtag,
+            comm,
+            SendMode::Standard,
+        )?;
         mpi.engine.wait_request(send)?;
         mpi.engine.wait_request(receive)?;
         complete_and_release(mpi, send, std::ptr::null_mut())?;
@@ -155,7 +253,14 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
 }
 const _: fn_types::MPI_Sendrecv_replace = PMPI_Sendrecv_replace;
 
-fn probe_entry(name: &str, source: c_int, tag: c_int, comm: MPI_Comm, blocking: bool, remove: bool) -> Result<Option<(Status, Option<usize>)>, c_int> {
+fn probe_entry(
+    name: &str,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    blocking: bool,
+    remove: bool,
+) -> Result<Option<(Status, Option<usize>)>, c_int> {
     with_mpi(name, comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
         if blocking {
@@ -174,7 +279,12 @@ unsafe fn set_flag(flag: *mut c_int, value: bool) {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
     match probe_entry("MPI_Probe", source, tag, comm, true, false) {
         Ok(found) => {
             // SAFETY: status is the caller's status pointer (or IGNORE).
@@ -187,7 +297,13 @@ pub unsafe extern "C" fn PMPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, s
 const _: fn_types::MPI_Probe = PMPI_Probe;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     match probe_entry("MPI_Iprobe", source, tag, comm, false, false) {
         Ok(found) => {
             // SAFETY: caller's pointers.
@@ -212,7 +328,13 @@ unsafe fn write_message(message: *mut MPI_Message, index: Option<usize>) {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
     match probe_entry("MPI_Mprobe", source, tag, comm, true, true) {
         Ok(found) => {
             let (found_status, index) = found.expect("blocking probe found");
@@ -229,7 +351,14 @@ pub unsafe extern "C" fn PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, 
 const _: fn_types::MPI_Mprobe = PMPI_Mprobe;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
     match probe_entry("MPI_Improbe", source, tag, comm, false, true) {
         Ok(found) => {
             // SAFETY: caller's pointers.
@@ -247,7 +376,13 @@ pub unsafe extern "C" fn PMPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm,
 }
 const _: fn_types::MPI_Improbe = PMPI_Improbe;
 
-fn start_mrecv(mpi: &mut Mpi, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message) -> MpiResult<u32> {
+fn start_mrecv(
+    mpi: &mut Mpi,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+) -> MpiResult<u32> {
     if message.is_null() {
         return Err(MpiError::new(ErrorClass::Arg, "message pointer is NULL"));
     }
@@ -255,9 +390,17 @@ fn start_mrecv(mpi: &mut Mpi, buf: *mut c_void, count: c_int, datatype: MPI_Data
     let handle = unsafe { *message };
     let (bytes, _) = buffer_bytes(buf, count, datatype)?;
     let request = if handle == MPI_MESSAGE_NO_PROC {
-        mpi.engine.start_nothing(resmpi_core::WORLD, Status { source: MPI_PROC_NULL, tag: MPI_ANY_TAG, ..Status::default() })?
+        mpi.engine.start_nothing(
+            resmpi_core::WORLD,
+            Status {
+                source: MPI_PROC_NULL,
+                tag: MPI_ANY_TAG,
+                ..Status::default()
+            },
+        )?
     } else {
-        let index = message_index(handle).ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid MPI_Message handle"))?;
+        let index = message_index(handle)
+            .ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid MPI_Message handle"))?;
         mpi.imrecv(index, buf.cast(), bytes)?
     };
     // SAFETY: checked non-null.
@@ -266,13 +409,27 @@ fn start_mrecv(mpi: &mut Mpi, buf: *mut c_void, count: c_int, datatype: MPI_Data
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    blocking("MPI_Mrecv", MPI_COMM_WORLD, status, |mpi| start_mrecv(mpi, buf, count, datatype, message))
+pub unsafe extern "C" fn PMPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    blocking("MPI_Mrecv", MPI_COMM_WORLD, status, |mpi| {
+        start_mrecv(mpi, buf, count, datatype, message)
+    })
 }
 const _: fn_types::MPI_Mrecv = PMPI_Mrecv;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn PMPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    request: *mut MPI_Request,
+) -> c_int {
     entry("MPI_Imrecv", MPI_COMM_WORLD, |mpi, _| {
         if request.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
@@ -289,10 +446,16 @@ const _: fn_types::MPI_Imrecv = PMPI_Imrecv;
 pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
     entry("MPI_Buffer_attach", MPI_COMM_WORLD, |mpi, _| {
         if size < 0 {
-            return Err(MpiError::new(ErrorClass::Arg, format!("buffer size {size} is negative")));
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                format!("buffer size {size} is negative"),
+            ));
         }
         if mpi.bsend.size_bytes > 0 {
-            return Err(MpiError::new(ErrorClass::Buffer, "a buffer is already attached; detach it first"));
+            return Err(MpiError::new(
+                ErrorClass::Buffer,
+                "a buffer is already attached; detach it first",
+            ));
         }
         mpi.bsend.address = buffer as usize;
         mpi.bsend.size_bytes = size as usize;

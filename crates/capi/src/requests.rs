@@ -15,7 +15,13 @@ use crate::p2p::comm_of;
 
 /// Status of an inactive or null request ("empty status").
 fn empty_status() -> Status {
-    Status { source: MPI_ANY_SOURCE, tag: MPI_ANY_TAG, error: 0, count_bytes: 0, cancelled: false }
+    Status {
+        source: MPI_ANY_SOURCE,
+        tag: MPI_ANY_TAG,
+        error: 0,
+        count_bytes: 0,
+        cancelled: false,
+    }
 }
 
 /// Write `status` to a user MPI_Status unless it is MPI_STATUS_IGNORE/NULL.
@@ -47,7 +53,12 @@ fn status_bytes(status: &MPI_Status) -> u64 {
 fn live_request(mpi: &Mpi, handle: MPI_Request) -> MpiResult<u32> {
     request_index(handle)
         .filter(|index| mpi.engine.state.requests.get(*index).is_some())
-        .ok_or_else(|| MpiError::new(ErrorClass::Request, format!("request handle {handle:#x} is not a live request")))
+        .ok_or_else(|| {
+            MpiError::new(
+                ErrorClass::Request,
+                format!("request handle {handle:#x} is not a live request"),
+            )
+        })
 }
 
 /// Whether the request at `index` has nothing more to do.
@@ -55,16 +66,20 @@ fn is_complete(mpi: &Mpi, index: u32) -> bool {
     let requests = &mpi.engine.state.requests;
     match requests.get(index) {
         None => true,
-        Some(request) if request.persistent.is_some() => {
-            request.inner.is_none_or(|inner| requests.get(inner).is_none_or(|inner| inner.complete))
-        }
+        Some(request) if request.persistent.is_some() => request
+            .inner
+            .is_none_or(|inner| requests.get(inner).is_none_or(|inner| inner.complete)),
         Some(request) => request.complete,
     }
 }
 
 /// Whether the request is inactive (persistent, not started).
 fn is_inactive(mpi: &Mpi, index: u32) -> bool {
-    mpi.engine.state.requests.get(index).is_some_and(|request| request.persistent.is_some() && request.inner.is_none())
+    mpi.engine
+        .state
+        .requests
+        .get(index)
+        .is_some_and(|request| request.persistent.is_some() && request.inner.is_none())
 }
 
 /// Finish a completed request: write its status, release it (or make a
@@ -75,7 +90,9 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
     let (core_status, released) = match requests.get_mut(index) {
         Some(request) if request.persistent.is_some() => {
             let status = match request.inner.take() {
-                Some(inner) => requests.remove(inner).map_or(empty_status(), |inner| inner.status),
+                Some(inner) => requests
+                    .remove(inner)
+                    .map_or(empty_status(), |inner| inner.status),
                 None => empty_status(),
             };
             (status, false)
@@ -87,7 +104,13 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
     unsafe { write_status(status, &core_status) };
     let result = match ErrorClass::from_i32(core_status.error) {
         Some(ErrorClass::Success) | None => Ok(()),
-        Some(class) => Err(MpiError::new(class, format!("message of more bytes than the receive buffer holds ({} bytes kept)", core_status.count_bytes))),
+        Some(class) => Err(MpiError::new(
+            class,
+            format!(
+                "message of more bytes than the receive buffer holds ({} bytes kept)",
+                core_status.count_bytes
+            ),
+        )),
     };
     (result, released)
 }
@@ -99,7 +122,13 @@ pub fn complete_and_release(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) 
 
 /// Wait for the request behind `index`.
 fn wait_index(mpi: &mut Mpi, index: u32) -> MpiResult<()> {
-    let target = mpi.engine.state.requests.get(index).and_then(|request| if request.persistent.is_some() { request.inner } else { Some(index) });
+    let target = mpi.engine.state.requests.get(index).and_then(|request| {
+        if request.persistent.is_some() {
+            request.inner
+        } else {
+            Some(index)
+        }
+    });
     match target {
         Some(target) => mpi.engine.wait_request(target),
         None => Ok(()),
@@ -107,9 +136,16 @@ fn wait_index(mpi: &mut Mpi, index: u32) -> MpiResult<()> {
 }
 
 /// Slot of `requests[i]`, None for MPI_REQUEST_NULL; MPI_ERR_REQUEST for garbage.
-unsafe fn load_requests(mpi: &Mpi, count: c_int, requests: *mut MPI_Request) -> MpiResult<Vec<Option<u32>>> {
+unsafe fn load_requests(
+    mpi: &Mpi,
+    count: c_int,
+    requests: *mut MPI_Request,
+) -> MpiResult<Vec<Option<u32>>> {
     if count < 0 {
-        return Err(MpiError::new(ErrorClass::Count, format!("count {count} is negative")));
+        return Err(MpiError::new(
+            ErrorClass::Count,
+            format!("count {count} is negative"),
+        ));
     }
     if count > 0 && requests.is_null() {
         return Err(MpiError::new(ErrorClass::Arg, "array of requests is NULL"));
@@ -136,7 +172,12 @@ unsafe fn status_at(statuses: *mut MPI_Status, i: usize) -> *mut MPI_Status {
     }
 }
 
-unsafe fn finish_handle(mpi: &mut Mpi, handle: *mut MPI_Request, index: u32, status: *mut MPI_Status) -> MpiResult<()> {
+unsafe fn finish_handle(
+    mpi: &mut Mpi,
+    handle: *mut MPI_Request,
+    index: u32,
+    status: *mut MPI_Status,
+) -> MpiResult<()> {
     let (result, released) = finish(mpi, index, status);
     if released {
         // SAFETY: the caller's request pointer.
@@ -149,7 +190,10 @@ unsafe fn finish_handle(mpi: &mut Mpi, handle: *mut MPI_Request, index: u32, sta
 pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     entry("MPI_Wait", MPI_COMM_WORLD, |mpi, _| {
         if request.is_null() {
-            return Err(MpiError::new(ErrorClass::Request, "request pointer is NULL"));
+            return Err(MpiError::new(
+                ErrorClass::Request,
+                "request pointer is NULL",
+            ));
         }
         // SAFETY: checked non-null.
         let handle = unsafe { *request };
@@ -167,10 +211,17 @@ pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_S
 const _: fn_types::MPI_Wait = PMPI_Wait;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     entry("MPI_Test", MPI_COMM_WORLD, |mpi, _| {
         if request.is_null() || flag.is_null() {
-            return Err(MpiError::new(ErrorClass::Arg, "request or flag pointer is NULL"));
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                "request or flag pointer is NULL",
+            ));
         }
         // SAFETY: checked non-null.
         let handle = unsafe { *request };
@@ -199,7 +250,12 @@ pub unsafe extern "C" fn PMPI_Test(request: *mut MPI_Request, flag: *mut c_int, 
 const _: fn_types::MPI_Test = PMPI_Test;
 
 /// Finish every completed, active entry; returns whether any had an error.
-unsafe fn finish_all(mpi: &mut Mpi, slots: &[Option<u32>], requests: *mut MPI_Request, statuses: *mut MPI_Status) -> bool {
+unsafe fn finish_all(
+    mpi: &mut Mpi,
+    slots: &[Option<u32>],
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> bool {
     let mut any_error = false;
     for (i, slot) in slots.iter().enumerate() {
         // SAFETY: caller's arrays of `slots.len()` entries.
@@ -220,11 +276,18 @@ unsafe fn finish_all(mpi: &mut Mpi, slots: &[Option<u32>], requests: *mut MPI_Re
 }
 
 fn in_status_error() -> MpiError {
-    MpiError::new(ErrorClass::InStatus, "one or more requests failed; see the MPI_ERROR field of their statuses")
+    MpiError::new(
+        ErrorClass::InStatus,
+        "one or more requests failed; see the MPI_ERROR field of their statuses",
+    )
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Waitall(count: c_int, requests: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Waitall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> c_int {
     entry("MPI_Waitall", MPI_COMM_WORLD, |mpi, _| {
         // SAFETY: caller's array.
         let slots = unsafe { load_requests(mpi, count, requests)? };
@@ -241,7 +304,12 @@ pub unsafe extern "C" fn PMPI_Waitall(count: c_int, requests: *mut MPI_Request, 
 const _: fn_types::MPI_Waitall = PMPI_Waitall;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Testall(count: c_int, requests: *mut MPI_Request, flag: *mut c_int, statuses: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
     entry("MPI_Testall", MPI_COMM_WORLD, |mpi, _| {
         // SAFETY: caller's array.
         let slots = unsafe { load_requests(mpi, count, requests)? };
@@ -262,14 +330,26 @@ const _: fn_types::MPI_Testall = PMPI_Testall;
 
 /// Index of a completed active request among `slots`, if any.
 fn find_completed(mpi: &Mpi, slots: &[Option<u32>]) -> Option<usize> {
-    slots.iter().position(|slot| slot.is_some_and(|index| !is_inactive(mpi, index) && is_complete(mpi, index)))
+    slots.iter().position(|slot| {
+        slot.is_some_and(|index| !is_inactive(mpi, index) && is_complete(mpi, index))
+    })
 }
 
 fn all_inactive(mpi: &Mpi, slots: &[Option<u32>]) -> bool {
-    slots.iter().all(|slot| slot.is_none_or(|index| is_inactive(mpi, index)))
+    slots
+        .iter()
+        .all(|slot| slot.is_none_or(|index| is_inactive(mpi, index)))
 }
 
-unsafe fn any_entry(name: &str, count: c_int, requests: *mut MPI_Request, index_out: *mut c_int, flag: *mut c_int, status: *mut MPI_Status, blocking: bool) -> c_int {
+unsafe fn any_entry(
+    name: &str,
+    count: c_int,
+    requests: *mut MPI_Request,
+    index_out: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+    blocking: bool,
+) -> c_int {
     entry(name, MPI_COMM_WORLD, |mpi, _| {
         // SAFETY: caller's array.
         let slots = unsafe { load_requests(mpi, count, requests)? };
@@ -295,13 +375,21 @@ unsafe fn any_entry(name: &str, count: c_int, requests: *mut MPI_Request, index_
             let mut found = None;
             mpi.engine.wait_until(|engine| {
                 found = slots.iter().position(|slot| {
-                    slot.is_some_and(|index| engine.state.requests.get(index).is_none_or(|request| {
-                        if request.persistent.is_some() {
-                            request.inner.is_some_and(|inner| engine.state.requests.get(inner).is_none_or(|inner| inner.complete))
-                        } else {
-                            request.complete
-                        }
-                    }))
+                    slot.is_some_and(|index| {
+                        engine.state.requests.get(index).is_none_or(|request| {
+                            if request.persistent.is_some() {
+                                request.inner.is_some_and(|inner| {
+                                    engine
+                                        .state
+                                        .requests
+                                        .get(inner)
+                                        .is_none_or(|inner| inner.complete)
+                                })
+                            } else {
+                                request.complete
+                            }
+                        })
+                    })
                 });
                 found.is_some()
             })?;
@@ -330,20 +418,49 @@ unsafe fn any_entry(name: &str, count: c_int, requests: *mut MPI_Request, index_
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Waitany(count: c_int, requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Waitany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     // SAFETY: forwarded caller pointers.
-    unsafe { any_entry("MPI_Waitany", count, requests, index, std::ptr::null_mut(), status, true) }
+    unsafe {
+        any_entry(
+            "MPI_Waitany",
+            count,
+            requests,
+            index,
+            std::ptr::null_mut(),
+            status,
+            true,
+        )
+    }
 }
 const _: fn_types::MPI_Waitany = PMPI_Waitany;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Testany(count: c_int, requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Testany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     // SAFETY: forwarded caller pointers.
     unsafe { any_entry("MPI_Testany", count, requests, index, flag, status, false) }
 }
 const _: fn_types::MPI_Testany = PMPI_Testany;
 
-unsafe fn some_entry(name: &str, incount: c_int, requests: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status, blocking: bool) -> c_int {
+unsafe fn some_entry(
+    name: &str,
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+    blocking: bool,
+) -> c_int {
     entry(name, MPI_COMM_WORLD, |mpi, _| {
         // SAFETY: caller's array.
         let slots = unsafe { load_requests(mpi, incount, requests)? };
@@ -395,16 +512,48 @@ unsafe fn some_entry(name: &str, incount: c_int, requests: *mut MPI_Request, out
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Waitsome(incount: c_int, requests: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Waitsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
     // SAFETY: forwarded caller pointers.
-    unsafe { some_entry("MPI_Waitsome", incount, requests, outcount, indices, statuses, true) }
+    unsafe {
+        some_entry(
+            "MPI_Waitsome",
+            incount,
+            requests,
+            outcount,
+            indices,
+            statuses,
+            true,
+        )
+    }
 }
 const _: fn_types::MPI_Waitsome = PMPI_Waitsome;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Testsome(incount: c_int, requests: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Testsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
     // SAFETY: forwarded caller pointers.
-    unsafe { some_entry("MPI_Testsome", incount, requests, outcount, indices, statuses, false) }
+    unsafe {
+        some_entry(
+            "MPI_Testsome",
+            incount,
+            requests,
+            outcount,
+            indices,
+            statuses,
+            false,
+        )
+    }
 }
 const _: fn_types::MPI_Testsome = PMPI_Testsome;
 
@@ -412,7 +561,10 @@ const _: fn_types::MPI_Testsome = PMPI_Testsome;
 pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
     entry("MPI_Request_free", MPI_COMM_WORLD, |mpi, _| {
         if request.is_null() {
-            return Err(MpiError::new(ErrorClass::Request, "request pointer is NULL"));
+            return Err(MpiError::new(
+                ErrorClass::Request,
+                "request pointer is NULL",
+            ));
         }
         // SAFETY: checked non-null.
         let index = live_request(mpi, unsafe { *request })?;
@@ -445,11 +597,20 @@ const _: fn_types::MPI_Request_free = PMPI_Request_free;
 pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
     entry("MPI_Cancel", MPI_COMM_WORLD, |mpi, _| {
         if request.is_null() {
-            return Err(MpiError::new(ErrorClass::Request, "request pointer is NULL"));
+            return Err(MpiError::new(
+                ErrorClass::Request,
+                "request pointer is NULL",
+            ));
         }
         // SAFETY: checked non-null.
         let index = live_request(mpi, unsafe { *request })?;
-        let target = mpi.engine.state.requests.get(index).and_then(|r| if r.persistent.is_some() { r.inner } else { Some(index) });
+        let target = mpi.engine.state.requests.get(index).and_then(|r| {
+            if r.persistent.is_some() {
+                r.inner
+            } else {
+                Some(index)
+            }
+        });
         if let Some(target) = target {
             // Receives not yet matched are withdrawn; anything else completes
             // normally and MPI_Test_cancelled reports false (the standard allows it).
@@ -463,7 +624,11 @@ const _: fn_types::MPI_Cancel = PMPI_Cancel;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
     if status.is_null() || flag.is_null() {
-        return crate::global::raise_error("MPI_Test_cancelled", MPI_COMM_WORLD, MpiError::new(ErrorClass::Arg, "status or flag is NULL"));
+        return crate::global::raise_error(
+            "MPI_Test_cancelled",
+            MPI_COMM_WORLD,
+            MpiError::new(ErrorClass::Arg, "status or flag is NULL"),
+        );
     }
     // SAFETY: checked non-null; caller's pointers.
     unsafe { *flag = (*status).count_hi_and_cancelled & 1 };
@@ -472,7 +637,11 @@ pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MPI_Status, flag: *m
 const _: fn_types::MPI_Test_cancelled = PMPI_Test_cancelled;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     entry("MPI_Request_get_status", MPI_COMM_WORLD, |mpi, _| {
         if flag.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "flag pointer is NULL"));
@@ -496,7 +665,10 @@ pub unsafe extern "C" fn PMPI_Request_get_status(request: MPI_Request, flag: *mu
             let requests = &mpi.engine.state.requests;
             let slot = requests.get(index).expect("live");
             let core_status = match slot.persistent {
-                Some(_) => slot.inner.and_then(|inner| requests.get(inner)).map_or(empty_status(), |inner| inner.status),
+                Some(_) => slot
+                    .inner
+                    .and_then(|inner| requests.get(inner))
+                    .map_or(empty_status(), |inner| inner.status),
                 None => slot.status,
             };
             // SAFETY: caller's status.
@@ -545,12 +717,24 @@ macro_rules! send_init_entry {
                 // Validate rank and tag now, as MPICH does.
                 let size = mpi.comm(comm_index)?.size() as c_int;
                 if !(dest == MPI_PROC_NULL || (0..size).contains(&dest)) {
-                    return Err(MpiError::new(ErrorClass::Rank, format!("rank {dest} is out of range (communicator size {size})")));
+                    return Err(MpiError::new(
+                        ErrorClass::Rank,
+                        format!("rank {dest} is out of range (communicator size {size})"),
+                    ));
                 }
                 if !(0..=resmpi_core::TAG_UB).contains(&tag) {
-                    return Err(MpiError::new(ErrorClass::Tag, format!("tag {tag} is invalid")));
+                    return Err(MpiError::new(
+                        ErrorClass::Tag,
+                        format!("tag {tag} is invalid"),
+                    ));
                 }
-                let template = Persistent::Send { destination: dest, buffer: buf.cast(), length, tag, mode: $mode };
+                let template = Persistent::Send {
+                    destination: dest,
+                    buffer: buf.cast(),
+                    length,
+                    tag,
+                    mode: $mode,
+                };
                 let index = persistent_request(mpi, comm_index, template)?;
                 // SAFETY: checked non-null.
                 unsafe { *request = request_handle(index) };
@@ -570,7 +754,15 @@ const _: fn_types::MPI_Ssend_init = PMPI_Ssend_init;
 const _: fn_types::MPI_Bsend_init = PMPI_Bsend_init;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn PMPI_Recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     entry("MPI_Recv_init", comm, |mpi, _| {
         if request.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
@@ -579,12 +771,23 @@ pub unsafe extern "C" fn PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype
         let (capacity, _) = buffer_bytes(buf, count, datatype)?;
         let size = mpi.comm(comm_index)?.size() as c_int;
         if !(source == MPI_PROC_NULL || source == MPI_ANY_SOURCE || (0..size).contains(&source)) {
-            return Err(MpiError::new(ErrorClass::Rank, format!("rank {source} is out of range (communicator size {size})")));
+            return Err(MpiError::new(
+                ErrorClass::Rank,
+                format!("rank {source} is out of range (communicator size {size})"),
+            ));
         }
         if !(tag == MPI_ANY_TAG || (0..=resmpi_core::TAG_UB).contains(&tag)) {
-            return Err(MpiError::new(ErrorClass::Tag, format!("tag {tag} is invalid")));
+            return Err(MpiError::new(
+                ErrorClass::Tag,
+                format!("tag {tag} is invalid"),
+            ));
         }
-        let template = Persistent::Receive { source, buffer: buf.cast(), capacity, tag };
+        let template = Persistent::Receive {
+            source,
+            buffer: buf.cast(),
+            capacity,
+            tag,
+        };
         let index = persistent_request(mpi, comm_index, template)?;
         // SAFETY: checked non-null.
         unsafe { *request = request_handle(index) };
@@ -597,17 +800,39 @@ fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
     let index = live_request(mpi, handle)?;
     let slot = mpi.engine.state.requests.get(index).expect("live");
     let Some(template) = slot.persistent else {
-        return Err(MpiError::new(ErrorClass::Request, "MPI_Start needs a persistent request"));
+        return Err(MpiError::new(
+            ErrorClass::Request,
+            "MPI_Start needs a persistent request",
+        ));
     };
     if slot.inner.is_some() {
-        return Err(MpiError::new(ErrorClass::Request, "persistent request is already active"));
+        return Err(MpiError::new(
+            ErrorClass::Request,
+            "persistent request is already active",
+        ));
     }
     let comm = slot.comm;
     let inner = match template {
-        Persistent::Send { destination, buffer, length, tag, mode } => mpi.isend(comm, buffer, length, destination, tag, mode)?,
-        Persistent::Receive { source, buffer, capacity, tag } => mpi.irecv(comm, buffer, capacity, source, tag)?,
+        Persistent::Send {
+            destination,
+            buffer,
+            length,
+            tag,
+            mode,
+        } => mpi.isend(comm, buffer, length, destination, tag, mode)?,
+        Persistent::Receive {
+            source,
+            buffer,
+            capacity,
+            tag,
+        } => mpi.irecv(comm, buffer, capacity, source, tag)?,
     };
-    mpi.engine.state.requests.get_mut(index).expect("live").inner = Some(inner);
+    mpi.engine
+        .state
+        .requests
+        .get_mut(index)
+        .expect("live")
+        .inner = Some(inner);
     Ok(())
 }
 
@@ -615,7 +840,10 @@ fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
 pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
     entry("MPI_Start", MPI_COMM_WORLD, |mpi, _| {
         if request.is_null() {
-            return Err(MpiError::new(ErrorClass::Request, "request pointer is NULL"));
+            return Err(MpiError::new(
+                ErrorClass::Request,
+                "request pointer is NULL",
+            ));
         }
         // SAFETY: checked non-null.
         start_one(mpi, unsafe { *request })
@@ -627,7 +855,10 @@ const _: fn_types::MPI_Start = PMPI_Start;
 pub unsafe extern "C" fn PMPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
     entry("MPI_Startall", MPI_COMM_WORLD, |mpi, _| {
         if count < 0 || (count > 0 && requests.is_null()) {
-            return Err(MpiError::new(ErrorClass::Arg, "invalid count or NULL request array"));
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                "invalid count or NULL request array",
+            ));
         }
         for i in 0..count as usize {
             // SAFETY: the caller's array holds `count` requests.
@@ -640,10 +871,18 @@ const _: fn_types::MPI_Startall = PMPI_Startall;
 
 // ----- status queries ----------------------------------------------------------
 
-unsafe fn count_of(name: &str, status: *const MPI_Status, datatype: MPI_Datatype, elements: bool) -> Result<i64, c_int> {
+unsafe fn count_of(
+    name: &str,
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    elements: bool,
+) -> Result<i64, c_int> {
     with_mpi(name, MPI_COMM_WORLD, |_, _| {
         if status.is_null() || status as usize == MPI_STATUS_IGNORE {
-            return Err(MpiError::new(ErrorClass::Arg, "status is NULL or MPI_STATUS_IGNORE"));
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                "status is NULL or MPI_STATUS_IGNORE",
+            ));
         }
         let info = type_info(datatype)?;
         // SAFETY: checked; the caller's status.
@@ -654,16 +893,24 @@ unsafe fn count_of(name: &str, status: *const MPI_Status, datatype: MPI_Datatype
         let whole = bytes / info.extent_bytes;
         let partial = bytes % info.extent_bytes;
         if !elements {
-            return Ok(if partial == 0 { whole as i64 } else { MPI_UNDEFINED as i64 });
+            return Ok(if partial == 0 {
+                whole as i64
+            } else {
+                MPI_UNDEFINED as i64
+            });
         }
         let element_bytes = info.size_bytes / info.basic_elements;
-        let partial_elements = if element_bytes == 0 { 0 } else { partial / element_bytes };
+        let partial_elements = partial.checked_div(element_bytes).unwrap_or(0);
         Ok((whole * info.basic_elements + partial_elements) as i64)
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Get_count(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut c_int,
+) -> c_int {
     // SAFETY: caller's pointers.
     match unsafe { count_of("MPI_Get_count", status, datatype, false) } {
         Ok(value) => {
@@ -679,7 +926,11 @@ pub unsafe extern "C" fn PMPI_Get_count(status: *const MPI_Status, datatype: MPI
 const _: fn_types::MPI_Get_count = PMPI_Get_count;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Get_elements(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut c_int,
+) -> c_int {
     // SAFETY: caller's pointers.
     match unsafe { count_of("MPI_Get_elements", status, datatype, true) } {
         Ok(value) => {
@@ -695,7 +946,11 @@ pub unsafe extern "C" fn PMPI_Get_elements(status: *const MPI_Status, datatype: 
 const _: fn_types::MPI_Get_elements = PMPI_Get_elements;
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+pub unsafe extern "C" fn PMPI_Get_elements_x(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> c_int {
     // SAFETY: caller's pointers.
     match unsafe { count_of("MPI_Get_elements_x", status, datatype, true) } {
         Ok(value) => {

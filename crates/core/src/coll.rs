@@ -32,11 +32,20 @@ impl Reduction {
     pub fn apply(&self, input: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
         match self.op {
             Op::User { function, .. } => {
-                let mut length = i32::try_from(count).map_err(|_| crate::MpiError::new(ErrorClass::Count, "count too large for a user op"))?;
+                let mut length = i32::try_from(count).map_err(|_| {
+                    crate::MpiError::new(ErrorClass::Count, "count too large for a user op")
+                })?;
                 let mut datatype = self.datatype_handle;
                 // SAFETY: the user function reads `length` elements from input and
                 // updates `length` elements of inout; both hold `count` elements.
-                unsafe { function(input.as_ptr() as *mut _, inout.as_mut_ptr().cast(), &mut length, &mut datatype) };
+                unsafe {
+                    function(
+                        input.as_ptr() as *mut _,
+                        inout.as_mut_ptr().cast(),
+                        &mut length,
+                        &mut datatype,
+                    )
+                };
                 Ok(())
             }
             op => reduce_predefined(op, &self.info, input, inout, count),
@@ -48,13 +57,31 @@ impl Mpi {
     fn coll_isend(&mut self, comm_index: usize, destination: u32, data: &[u8]) -> MpiResult<u32> {
         let comm = self.comm(comm_index)?;
         let (peer, context) = (comm.world_rank(destination), comm.collective_context());
-        self.engine.start_send(comm_index, peer, data.as_ptr(), data.len(), COLLECTIVE_TAG, SendMode::Standard, context)
+        let destination = crate::Destination {
+            peer,
+            context,
+            tag: COLLECTIVE_TAG,
+        };
+        self.engine.start_send(
+            comm_index,
+            destination,
+            data.as_ptr(),
+            data.len(),
+            SendMode::Standard,
+        )
     }
 
     fn coll_irecv(&mut self, comm_index: usize, source: u32, buffer: &mut [u8]) -> MpiResult<u32> {
         let comm = self.comm(comm_index)?;
         let (peer, context) = (comm.world_rank(source), comm.collective_context());
-        self.engine.start_receive(comm_index, buffer.as_mut_ptr(), buffer.len(), Some(peer), Some(COLLECTIVE_TAG), context)
+        self.engine.start_receive(
+            comm_index,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            Some(peer),
+            Some(COLLECTIVE_TAG),
+            context,
+        )
     }
 
     fn coll_wait(&mut self, index: u32) -> MpiResult<()> {
@@ -85,7 +112,8 @@ impl Mpi {
         let mut distance = 1;
         while distance < size {
             let mut token = [0u8; 0];
-            let receive = self.coll_irecv(comm_index, (rank + size - distance) % size, &mut token)?;
+            let receive =
+                self.coll_irecv(comm_index, (rank + size - distance) % size, &mut token)?;
             let send = self.coll_isend(comm_index, (rank + distance) % size, &[])?;
             self.coll_wait(send)?;
             self.coll_wait(receive)?;
@@ -99,7 +127,10 @@ impl Mpi {
         let comm = self.comm(comm_index)?;
         let (size, rank) = (comm.size(), comm.rank);
         if root >= size {
-            return fail(ErrorClass::Root, format!("root {root} is out of range (communicator size {size})"));
+            return fail(
+                ErrorClass::Root,
+                format!("root {root} is out of range (communicator size {size})"),
+            );
         }
         let relative = (rank + size - root) % size;
         let mut mask = 1;
@@ -123,11 +154,22 @@ impl Mpi {
 
     /// MPI_Reduce of `count` elements: the result lands in `result` at `root`.
     /// Commutative ops use a binomial tree; others combine in rank order.
-    pub fn reduce(&mut self, comm_index: usize, input: &[u8], result: &mut [u8], count: usize, reduction: Reduction, root: u32) -> MpiResult<()> {
+    pub fn reduce(
+        &mut self,
+        comm_index: usize,
+        input: &[u8],
+        result: &mut [u8],
+        count: usize,
+        reduction: Reduction,
+        root: u32,
+    ) -> MpiResult<()> {
         let comm = self.comm(comm_index)?;
         let (size, rank) = (comm.size(), comm.rank);
         if root >= size {
-            return fail(ErrorClass::Root, format!("root {root} is out of range (communicator size {size})"));
+            return fail(
+                ErrorClass::Root,
+                format!("root {root} is out of range (communicator size {size})"),
+            );
         }
         let bytes = input.len();
         if !reduction.op.is_commutative() {
@@ -157,7 +199,15 @@ impl Mpi {
         Ok(())
     }
 
-    fn reduce_in_rank_order(&mut self, comm_index: usize, input: &[u8], result: &mut [u8], count: usize, reduction: Reduction, root: u32) -> MpiResult<()> {
+    fn reduce_in_rank_order(
+        &mut self,
+        comm_index: usize,
+        input: &[u8],
+        result: &mut [u8],
+        count: usize,
+        reduction: Reduction,
+        root: u32,
+    ) -> MpiResult<()> {
         let comm = self.comm(comm_index)?;
         let (size, rank) = (comm.size(), comm.rank);
         let bytes = input.len();
@@ -186,7 +236,14 @@ impl Mpi {
     }
 
     /// MPI_Allreduce: reduce to rank 0, then broadcast.
-    pub fn allreduce(&mut self, comm_index: usize, input: &[u8], result: &mut [u8], count: usize, reduction: Reduction) -> MpiResult<()> {
+    pub fn allreduce(
+        &mut self,
+        comm_index: usize,
+        input: &[u8],
+        result: &mut [u8],
+        count: usize,
+        reduction: Reduction,
+    ) -> MpiResult<()> {
         self.reduce(comm_index, input, result, count, reduction, 0)?;
         let bytes = input.len();
         self.bcast(comm_index, &mut result[..bytes], 0)
@@ -201,7 +258,11 @@ impl Mpi {
         if rank == 0 {
             all[..chunk].copy_from_slice(mine);
             for source in 1..size {
-                self.coll_recv(comm_index, source as u32, &mut all[source * chunk..(source + 1) * chunk])?;
+                self.coll_recv(
+                    comm_index,
+                    source as u32,
+                    &mut all[source * chunk..(source + 1) * chunk],
+                )?;
             }
         } else {
             self.coll_send(comm_index, 0, mine)?;

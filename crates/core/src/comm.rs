@@ -30,9 +30,25 @@ pub struct Communicator {
 
 impl Communicator {
     /// A communicator over `group` in which this process is `rank`.
-    pub fn new(context: u32, group: Arc<Vec<u32>>, rank: u32, errhandler: i32, name: String) -> Communicator {
-        let identity = group.iter().enumerate().all(|(index, world)| index as u32 == *world);
-        Communicator { context, group, rank, errhandler, name, identity }
+    pub fn new(
+        context: u32,
+        group: Arc<Vec<u32>>,
+        rank: u32,
+        errhandler: i32,
+        name: String,
+    ) -> Communicator {
+        let identity = group
+            .iter()
+            .enumerate()
+            .all(|(index, world)| index as u32 == *world);
+        Communicator {
+            context,
+            group,
+            rank,
+            errhandler,
+            name,
+            identity,
+        }
     }
 
     /// Number of members.
@@ -57,6 +73,9 @@ impl Communicator {
         if self.identity {
             return (world < self.size()).then_some(world);
         }
-        self.group.iter().position(|member| *member == world).map(|rank| rank as u32)
+        self.group
+            .iter()
+            .position(|member| *member == world)
+            .map(|rank| rank as u32)
     }
 }

@@ -64,7 +64,12 @@ pub struct TypeInfo {
 impl TypeInfo {
     /// A plain type whose size equals its extent.
     pub const fn basic(size_bytes: usize, kind: BasicKind) -> TypeInfo {
-        TypeInfo { size_bytes, extent_bytes: size_bytes, basic_elements: 1, kind }
+        TypeInfo {
+            size_bytes,
+            extent_bytes: size_bytes,
+            basic_elements: 1,
+            kind,
+        }
     }
 
     /// Bytes that `count` elements occupy in a contiguous buffer, or `None` on overflow.

@@ -105,6 +105,17 @@ impl Unexpected {
     }
 }
 
+/// Where a send goes: world rank, context id and tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Destination {
+    /// Destination world rank.
+    pub peer: u32,
+    /// Context id the message is matched in.
+    pub context: u32,
+    /// Message tag.
+    pub tag: i32,
+}
+
 /// Tunables of the engine.
 #[derive(Clone, Copy, Debug)]
 pub struct EngineConfig {
@@ -157,7 +168,13 @@ pub struct Engine<F: Interceptor = PassThrough> {
 
 impl<F: Interceptor> Engine<F> {
     /// An engine over already wired-up transports.
-    pub fn new(rank: u32, size: u32, config: EngineConfig, transports: Transports, interceptor: F) -> Engine<F> {
+    pub fn new(
+        rank: u32,
+        size: u32,
+        config: EngineConfig,
+        transports: Transports,
+        interceptor: F,
+    ) -> Engine<F> {
         let mut matcher = Matcher::new();
         matcher.set_record_events(interceptor.wants_match_events());
         let peers = size as usize;
@@ -189,13 +206,12 @@ impl<F: Interceptor> Engine<F> {
     pub fn start_send(
         &mut self,
         comm: usize,
-        peer: u32,
+        destination: Destination,
         buffer: *const u8,
         length: usize,
-        tag: i32,
         mode: SendMode,
-        context: u32,
     ) -> MpiResult<u32> {
+        let Destination { peer, context, tag } = destination;
         let (buffer, owned) = if mode == SendMode::Buffered {
             // SAFETY: the caller guarantees `buffer` holds `length` readable bytes.
             let copy = unsafe { slice_from(buffer, length) }.to_vec();
@@ -204,10 +220,24 @@ impl<F: Interceptor> Engine<F> {
             (buffer, None)
         };
         let request = Request {
-            operation: Operation::Send(SendState { peer, buffer, length, context, tag, stage: SendStage::Done, owned }),
+            operation: Operation::Send(SendState {
+                peer,
+                buffer,
+                length,
+                context,
+                tag,
+                stage: SendStage::Done,
+                owned,
+            }),
             comm,
             complete: false,
-            status: Status { source: -1, tag: -1, error: 0, count_bytes: length, cancelled: false },
+            status: Status {
+                source: -1,
+                tag: -1,
+                error: 0,
+                count_bytes: length,
+                cancelled: false,
+            },
             generation: 0,
             persistent: None,
             active: true,
@@ -224,17 +254,23 @@ impl<F: Interceptor> Engine<F> {
     pub fn launch_send(&mut self, index: u32, mode: SendMode) -> MpiResult<()> {
         let wire_id = self.state.requests.wire_id(index);
         let rank = self.state.rank;
-        let Some(Request { operation: Operation::Send(send), .. }) = self.state.requests.get(index) else {
+        let Some(Request {
+            operation: Operation::Send(send),
+            ..
+        }) = self.state.requests.get(index)
+        else {
             return fail(ErrorClass::Intern, "launch_send on a non-send request");
         };
-        let (peer, buffer, length, context, tag) = (send.peer, send.buffer, send.length, send.context, send.tag);
+        let (peer, buffer, length, context, tag) =
+            (send.peer, send.buffer, send.length, send.context, send.tag);
         let mut header = FrameHeader::new(FrameKind::Eager, rank);
         header.context = context;
         header.tag = tag;
         header.aux = length as u64;
         header.message_id = wire_id;
         let frame_cost = length + HEADER_LEN_BYTES;
-        let eager = length <= self.state.config.eager_limit_bytes && self.state.eager_credit[peer as usize] >= frame_cost;
+        let eager = length <= self.state.config.eager_limit_bytes
+            && self.state.eager_credit[peer as usize] >= frame_cost;
         let stage = if eager {
             self.state.eager_credit[peer as usize] -= frame_cost;
             if mode == SendMode::Synchronous {
@@ -275,9 +311,20 @@ impl<F: Interceptor> Engine<F> {
         tag: Option<i32>,
         context: u32,
     ) -> MpiResult<u32> {
-        let pattern = ReceivePattern { context, source: source_world, tag };
+        let pattern = ReceivePattern {
+            context,
+            source: source_world,
+            tag,
+        };
         let request = Request {
-            operation: Operation::Receive(ReceiveState { buffer, capacity, total: 0, received: 0, pattern, matched: false }),
+            operation: Operation::Receive(ReceiveState {
+                buffer,
+                capacity,
+                total: 0,
+                received: 0,
+                pattern,
+                matched: false,
+            }),
             comm,
             complete: false,
             status: Status::default(),
@@ -296,7 +343,11 @@ impl<F: Interceptor> Engine<F> {
     /// Hand the receive request at `index` to the matcher (or match it at once).
     pub fn post_receive(&mut self, index: u32) {
         let wire_id = self.state.requests.wire_id(index);
-        let Some(Request { operation: Operation::Receive(receive), .. }) = self.state.requests.get(index) else {
+        let Some(Request {
+            operation: Operation::Receive(receive),
+            ..
+        }) = self.state.requests.get(index)
+        else {
             return;
         };
         let pattern = receive.pattern;
@@ -339,7 +390,9 @@ impl<F: Interceptor> Engine<F> {
     /// Try to cancel request `index`: only receives not yet matched can be.
     pub fn cancel(&mut self, index: u32) {
         let wire_id = self.state.requests.wire_id(index);
-        let Some(request) = self.state.requests.get_mut(index) else { return };
+        let Some(request) = self.state.requests.get_mut(index) else {
+            return;
+        };
         if request.complete {
             return;
         }
@@ -362,7 +415,9 @@ impl<F: Interceptor> Engine<F> {
         if let Some(shm) = self.transports.shm.as_mut() {
             frames += shm
                 .poll(|peer, frame| state.handle_frame(peer, frame))
-                .map_err(|error| MpiError::new(ErrorClass::Other, format!("shared-memory path: {error}")))?;
+                .map_err(|error| {
+                    MpiError::new(ErrorClass::Other, format!("shared-memory path: {error}"))
+                })?;
         }
         if let Some(tcp) = self.transports.tcp.as_mut() {
             match tcp.poll(|peer, frame| state.handle_frame(peer, frame)) {
@@ -375,7 +430,12 @@ impl<F: Interceptor> Engine<F> {
                         format!("lost the TCP connection to rank {peer} (did it die?)"),
                     ))
                 }
-                Err(error) => return Err(MpiError::new(ErrorClass::Other, format!("TCP path: {error}"))),
+                Err(error) => {
+                    return Err(MpiError::new(
+                        ErrorClass::Other,
+                        format!("TCP path: {error}"),
+                    ))
+                }
             }
         }
         while let Some(frame) = self.transports.loopback.pop_front() {
@@ -408,7 +468,13 @@ impl<F: Interceptor> Engine<F> {
 
     /// Block until request `index` completes.
     pub fn wait_request(&mut self, index: u32) -> MpiResult<()> {
-        self.wait_until(|engine| engine.state.requests.get(index).is_none_or(|request| request.complete))
+        self.wait_until(|engine| {
+            engine
+                .state
+                .requests
+                .get(index)
+                .is_none_or(|request| request.complete)
+        })
     }
 
     // ----- sending frames -------------------------------------------------------
@@ -416,7 +482,9 @@ impl<F: Interceptor> Engine<F> {
     /// Send one frame to `peer`, queueing a copy if its path has no room.
     pub fn send_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) -> MpiResult<()> {
         let bytes = header.to_bytes();
-        if self.state.outbox[peer as usize].is_empty() && self.transports.try_send(peer, &bytes, payload)? {
+        if self.state.outbox[peer as usize].is_empty()
+            && self.transports.try_send(peer, &bytes, payload)?
+        {
             return Ok(());
         }
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
@@ -430,8 +498,12 @@ impl<F: Interceptor> Engine<F> {
         let mut any = false;
         for peer in 0..self.state.size as usize {
             while let Some(frame) = self.state.outbox[peer].front() {
-                let header: &[u8; HEADER_LEN_BYTES] = frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
-                if !self.transports.try_send(peer as u32, header, &frame[HEADER_LEN_BYTES..])? {
+                let header: &[u8; HEADER_LEN_BYTES] =
+                    frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
+                if !self
+                    .transports
+                    .try_send(peer as u32, header, &frame[HEADER_LEN_BYTES..])?
+                {
                     break;
                 }
                 self.state.outbox[peer].pop_front();
@@ -451,11 +523,19 @@ impl<F: Interceptor> Engine<F> {
                     break;
                 }
                 let max_payload = self.transports.max_payload_bytes(peer as u32);
-                let Some(Request { operation: Operation::Send(send), .. }) = self.state.requests.get_mut(index) else {
+                let Some(Request {
+                    operation: Operation::Send(send),
+                    ..
+                }) = self.state.requests.get_mut(index)
+                else {
                     self.state.streams[peer].pop_front();
                     continue;
                 };
-                let SendStage::Streaming { receiver_id, offset } = send.stage else {
+                let SendStage::Streaming {
+                    receiver_id,
+                    offset,
+                } = send.stage
+                else {
                     self.state.streams[peer].pop_front();
                     continue;
                 };
@@ -467,12 +547,18 @@ impl<F: Interceptor> Engine<F> {
                 // SAFETY: the send's buffer holds `length` bytes until the request completes.
                 let payload = unsafe { slice_from(send.buffer.add(offset), chunk) };
                 let header_bytes = header.to_bytes();
-                if !self.transports.try_send(peer as u32, &header_bytes, payload)? {
+                if !self
+                    .transports
+                    .try_send(peer as u32, &header_bytes, payload)?
+                {
                     break;
                 }
                 any = true;
                 let new_offset = offset + chunk;
-                send.stage = SendStage::Streaming { receiver_id, offset: new_offset };
+                send.stage = SendStage::Streaming {
+                    receiver_id,
+                    offset: new_offset,
+                };
                 if new_offset >= send.length {
                     send.stage = SendStage::Done;
                     self.state.streams[peer].pop_front();
@@ -486,7 +572,8 @@ impl<F: Interceptor> Engine<F> {
     /// Send everything queued and wait for every send in flight (Finalize).
     pub fn drain(&mut self) -> MpiResult<()> {
         self.wait_until(|engine| {
-            engine.state.outbox.iter().all(VecDeque::is_empty) && engine.state.streams.iter().all(VecDeque::is_empty)
+            engine.state.outbox.iter().all(VecDeque::is_empty)
+                && engine.state.streams.iter().all(VecDeque::is_empty)
         })
     }
 }
@@ -501,10 +588,13 @@ impl<F: Interceptor> State<F> {
     }
 
     fn complete_send(&mut self, index: u32) {
-        let Some(request) = self.requests.get_mut(index) else { return };
+        let Some(request) = self.requests.get_mut(index) else {
+            return;
+        };
         request.complete = true;
         if let Operation::Send(send) = &request.operation {
-            self.interceptor.on_send_complete(send.peer, send.context, send.tag, send.length);
+            self.interceptor
+                .on_send_complete(send.peer, send.context, send.tag, send.length);
         }
         if request.free_when_complete {
             self.requests.remove(index);
@@ -512,7 +602,9 @@ impl<F: Interceptor> State<F> {
     }
 
     fn complete_receive(&mut self, index: u32, envelope: Envelope) {
-        let Some(request) = self.requests.get_mut(index) else { return };
+        let Some(request) = self.requests.get_mut(index) else {
+            return;
+        };
         request.complete = true;
         let bytes = request.status.count_bytes;
         self.interceptor.on_receive_complete(&envelope, bytes);
@@ -529,7 +621,12 @@ impl<F: Interceptor> State<F> {
 
     /// Fill the status of receive `index` for a matched message; returns
     /// (buffer, capacity) to copy into.
-    fn accept_match(&mut self, index: u32, envelope: Envelope, length: usize) -> Option<(*mut u8, usize)> {
+    fn accept_match(
+        &mut self,
+        index: u32,
+        envelope: Envelope,
+        length: usize,
+    ) -> Option<(*mut u8, usize)> {
         let comm_rank = self
             .comms
             .get(self.requests.get(index)?.comm)
@@ -537,7 +634,9 @@ impl<F: Interceptor> State<F> {
             .and_then(|comm| comm.comm_rank_of(envelope.source))
             .map_or(envelope.source as i32, |rank| rank as i32);
         let request = self.requests.get_mut(index)?;
-        let Operation::Receive(receive) = &mut request.operation else { return None };
+        let Operation::Receive(receive) = &mut request.operation else {
+            return None;
+        };
         receive.matched = true;
         receive.total = length;
         request.status.source = comm_rank;
@@ -551,7 +650,9 @@ impl<F: Interceptor> State<F> {
 
     fn deliver_unexpected(&mut self, index: u32, envelope: Envelope, message: Unexpected) {
         let length = message.length();
-        let Some((buffer, capacity)) = self.accept_match(index, envelope, length) else { return };
+        let Some((buffer, capacity)) = self.accept_match(index, envelope, length) else {
+            return;
+        };
         match message {
             Unexpected::Eager { data, sync_id } => {
                 copy_into(buffer, capacity, 0, &data);
@@ -561,7 +662,9 @@ impl<F: Interceptor> State<F> {
                 }
                 self.complete_receive(index, envelope);
             }
-            Unexpected::Rendezvous { send_id, length } => self.clear_to_send(index, envelope, send_id, length),
+            Unexpected::Rendezvous { send_id, length } => {
+                self.clear_to_send(index, envelope, send_id, length)
+            }
         }
     }
 
@@ -598,26 +701,43 @@ impl<F: Interceptor> State<F> {
         let header = match FrameHeader::parse(frame) {
             Ok(header) => header,
             Err(error) => {
-                self.pending_error.get_or_insert(MpiError::new(ErrorClass::Intern, format!("bad frame from rank {peer}: {error}")));
+                self.pending_error.get_or_insert(MpiError::new(
+                    ErrorClass::Intern,
+                    format!("bad frame from rank {peer}: {error}"),
+                ));
                 return;
             }
         };
         let payload_end = HEADER_LEN_BYTES + header.payload_len as usize;
         if frame.len() < payload_end || header.source != peer {
-            self.pending_error.get_or_insert(MpiError::new(ErrorClass::Intern, format!("malformed frame from rank {peer}")));
+            self.pending_error.get_or_insert(MpiError::new(
+                ErrorClass::Intern,
+                format!("malformed frame from rank {peer}"),
+            ));
             return;
         }
         let payload = &frame[HEADER_LEN_BYTES..payload_end];
         match header.kind {
             FrameKind::Eager => {
-                let envelope = Envelope { source: peer, context: header.context, tag: header.tag };
+                let envelope = Envelope {
+                    source: peer,
+                    context: header.context,
+                    tag: header.tag,
+                };
                 let sync_id = (header.flags & FLAG_SYNC != 0).then_some(header.message_id);
                 let matched = self
                     .matcher
-                    .handle_arrival_with(envelope, || Unexpected::Eager { data: payload.to_vec(), sync_id });
+                    .handle_arrival_with(envelope, || Unexpected::Eager {
+                        data: payload.to_vec(),
+                        sync_id,
+                    });
                 if let Some(wire_id) = matched {
-                    let Some((index, _)) = self.requests.by_wire_id(wire_id) else { return };
-                    if let Some((buffer, capacity)) = self.accept_match(index, envelope, payload.len()) {
+                    let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
+                        return;
+                    };
+                    if let Some((buffer, capacity)) =
+                        self.accept_match(index, envelope, payload.len())
+                    {
                         copy_into(buffer, capacity, 0, payload);
                     }
                     self.return_credit(peer, payload.len());
@@ -629,43 +749,69 @@ impl<F: Interceptor> State<F> {
                 }
             }
             FrameKind::RequestToSend => {
-                let envelope = Envelope { source: peer, context: header.context, tag: header.tag };
+                let envelope = Envelope {
+                    source: peer,
+                    context: header.context,
+                    tag: header.tag,
+                };
                 let length = header.aux as usize;
                 let send_id = header.message_id;
                 let matched = self
                     .matcher
                     .handle_arrival_with(envelope, || Unexpected::Rendezvous { send_id, length });
                 if let Some(wire_id) = matched {
-                    let Some((index, _)) = self.requests.by_wire_id(wire_id) else { return };
+                    let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
+                        return;
+                    };
                     self.accept_match(index, envelope, length);
                     self.clear_to_send(index, envelope, send_id, length);
                     self.report_matches();
                 }
             }
             FrameKind::ClearToSend => {
-                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else { return };
+                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else {
+                    return;
+                };
                 if let Operation::Send(send) = &mut request.operation {
                     if send.length == 0 {
                         send.stage = SendStage::Done;
                         self.complete_send(index);
                     } else {
-                        send.stage = SendStage::Streaming { receiver_id: header.aux, offset: 0 };
+                        send.stage = SendStage::Streaming {
+                            receiver_id: header.aux,
+                            offset: 0,
+                        };
                         self.streams[peer as usize].push_back(index);
                     }
                 }
             }
             FrameKind::Data => {
-                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else { return };
-                let Operation::Receive(receive) = &mut request.operation else { return };
-                copy_into(receive.buffer, receive.capacity, header.aux as usize, payload);
+                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else {
+                    return;
+                };
+                let Operation::Receive(receive) = &mut request.operation else {
+                    return;
+                };
+                copy_into(
+                    receive.buffer,
+                    receive.capacity,
+                    header.aux as usize,
+                    payload,
+                );
                 receive.received += payload.len();
                 if receive.received >= receive.total {
-                    let envelope = Envelope { source: peer, context: receive.pattern.context, tag: request.status.tag };
+                    let envelope = Envelope {
+                        source: peer,
+                        context: receive.pattern.context,
+                        tag: request.status.tag,
+                    };
                     self.complete_receive(index, envelope);
                 }
             }
             FrameKind::SyncAck => {
-                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else { return };
+                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else {
+                    return;
+                };
                 if let Operation::Send(send) = &mut request.operation {
                     send.stage = SendStage::Done;
                     self.complete_send(index);

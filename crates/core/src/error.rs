@@ -93,7 +93,10 @@ impl ErrorClass {
 
     /// Class from its number, if the core knows it.
     pub fn from_i32(value: i32) -> Option<ErrorClass> {
-        ErrorClass::ALL.iter().copied().find(|class| *class as i32 == value)
+        ErrorClass::ALL
+            .iter()
+            .copied()
+            .find(|class| *class as i32 == value)
     }
 }
 
@@ -109,7 +112,10 @@ pub struct MpiError {
 impl MpiError {
     /// A new error of `class` with `message`.
     pub fn new(class: ErrorClass, message: impl Into<String>) -> MpiError {
-        MpiError { class, message: message.into() }
+        MpiError {
+            class,
+            message: message.into(),
+        }
     }
 }
 

@@ -7,6 +7,9 @@
 //! nonblocking operations outlive the call that passed them; every place
 //! that dereferences one says why it is valid.
 #![warn(missing_docs)]
+// Buffers are raw pointers by MPI's contract: the application keeps them
+// valid until the request completes, which no Rust signature can express.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod coll;
 pub mod comm;
@@ -24,7 +27,7 @@ use resmpi_ft::PassThrough;
 use resmpi_runtime::{Config, Pmi};
 
 pub use comm::Communicator;
-pub use engine::{Engine, EngineConfig, Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
+pub use engine::{Destination, Engine, EngineConfig, Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
 pub use error::{fail, ErrorClass, MpiError, MpiResult};
 pub use request::{Persistent, SendMode, Status};
 
@@ -68,16 +71,34 @@ pub struct Mpi {
 impl Mpi {
     /// MPI_Init: read the configuration, wire up, build WORLD and SELF.
     pub fn init(default_errhandler: i32) -> MpiResult<Mpi> {
-        let config = Config::from_env().map_err(|message| MpiError::new(ErrorClass::Other, format!("MPI_Init: {message}")))?;
-        let mut pmi = Pmi::from_env().map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
+        let config = Config::from_env()
+            .map_err(|message| MpiError::new(ErrorClass::Other, format!("MPI_Init: {message}")))?;
+        let mut pmi = Pmi::from_env()
+            .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
         let transports = wireup::wire_up(&mut pmi, &config)?;
         let (rank, size) = (pmi.rank(), pmi.size());
         let eager_credit_bytes = (32usize << 20) / size as usize;
-        let eager_credit_bytes = eager_credit_bytes.clamp(4 * (config.eager_limit_bytes + 64), 1 << 20);
-        let engine_config = EngineConfig { eager_limit_bytes: config.eager_limit_bytes, eager_credit_bytes };
+        let eager_credit_bytes =
+            eager_credit_bytes.clamp(4 * (config.eager_limit_bytes + 64), 1 << 20);
+        let engine_config = EngineConfig {
+            eager_limit_bytes: config.eager_limit_bytes,
+            eager_credit_bytes,
+        };
         let mut engine = Engine::new(rank, size, engine_config, transports, PassThrough);
-        let world = Communicator::new(comm::WORLD_CONTEXT, Arc::new((0..size).collect()), rank, default_errhandler, "MPI_COMM_WORLD".into());
-        let own = Communicator::new(comm::SELF_CONTEXT, Arc::new(vec![rank]), 0, default_errhandler, "MPI_COMM_SELF".into());
+        let world = Communicator::new(
+            comm::WORLD_CONTEXT,
+            Arc::new((0..size).collect()),
+            rank,
+            default_errhandler,
+            "MPI_COMM_WORLD".into(),
+        );
+        let own = Communicator::new(
+            comm::SELF_CONTEXT,
+            Arc::new(vec![rank]),
+            0,
+            default_errhandler,
+            "MPI_COMM_SELF".into(),
+        );
         engine.state.comms = vec![Some(world), Some(own)];
         Ok(Mpi {
             engine,
@@ -112,7 +133,9 @@ impl Mpi {
         self.engine.state.finalizing = true;
         self.barrier(WORLD)?;
         self.engine.drain()?;
-        self.pmi.finalize().map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Finalize: {error}")))
+        self.pmi
+            .finalize()
+            .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Finalize: {error}")))
     }
 
     /// MPI_Abort: tell the process manager, then exit.
@@ -161,11 +184,19 @@ impl Mpi {
     // ----- point to point ---------------------------------------------------
 
     fn check_rank(&self, comm: &Communicator, rank: i32, allow_any: bool) -> MpiResult<()> {
-        let valid = (rank >= 0 && (rank as u32) < comm.size()) || rank == PROC_NULL || (allow_any && rank == ANY_SOURCE);
+        let valid = (rank >= 0 && (rank as u32) < comm.size())
+            || rank == PROC_NULL
+            || (allow_any && rank == ANY_SOURCE);
         if valid {
             Ok(())
         } else {
-            fail(ErrorClass::Rank, format!("rank {rank} is out of range (communicator size {})", comm.size()))
+            fail(
+                ErrorClass::Rank,
+                format!(
+                    "rank {rank} is out of range (communicator size {})",
+                    comm.size()
+                ),
+            )
         }
     }
 
@@ -173,53 +204,111 @@ impl Mpi {
         if (0..=TAG_UB).contains(&tag) || (allow_any && tag == ANY_TAG) {
             Ok(())
         } else {
-            fail(ErrorClass::Tag, format!("tag {tag} is invalid (valid: 0..={TAG_UB})"))
+            fail(
+                ErrorClass::Tag,
+                format!("tag {tag} is invalid (valid: 0..={TAG_UB})"),
+            )
         }
     }
 
     /// Start a send of `length` bytes to comm rank `destination`.
-    pub fn isend(&mut self, comm_index: usize, buffer: *const u8, length: usize, destination: i32, tag: i32, mode: SendMode) -> MpiResult<u32> {
+    pub fn isend(
+        &mut self,
+        comm_index: usize,
+        buffer: *const u8,
+        length: usize,
+        destination: i32,
+        tag: i32,
+        mode: SendMode,
+    ) -> MpiResult<u32> {
         let comm = self.comm(comm_index)?;
         self.check_rank(comm, destination, false)?;
         Self::check_tag(tag, false)?;
         if destination == PROC_NULL {
-            return self.engine.start_nothing(comm_index, Status { source: PROC_NULL, tag: ANY_TAG, ..Status::default() });
+            return self.engine.start_nothing(
+                comm_index,
+                Status {
+                    source: PROC_NULL,
+                    tag: ANY_TAG,
+                    ..Status::default()
+                },
+            );
         }
-        let peer = comm.world_rank(destination as u32);
-        let context = comm.context;
+        let target = Destination {
+            peer: comm.world_rank(destination as u32),
+            context: comm.context,
+            tag,
+        };
         if mode == SendMode::Buffered {
-            return self.bsend(comm_index, buffer, length, peer, tag, context);
+            return self.bsend(comm_index, buffer, length, target);
         }
-        self.engine.start_send(comm_index, peer, buffer, length, tag, mode, context)
+        self.engine
+            .start_send(comm_index, target, buffer, length, mode)
     }
 
-    fn bsend(&mut self, comm_index: usize, buffer: *const u8, length: usize, peer: u32, tag: i32, context: u32) -> MpiResult<u32> {
+    fn bsend(
+        &mut self,
+        comm_index: usize,
+        buffer: *const u8,
+        length: usize,
+        target: Destination,
+    ) -> MpiResult<u32> {
         let engine = &self.engine;
-        self.bsend.in_flight.retain(|(index, _)| engine.state.requests.get(*index).is_some_and(|request| !request.complete));
+        self.bsend.in_flight.retain(|(index, _)| {
+            engine
+                .state
+                .requests
+                .get(*index)
+                .is_some_and(|request| !request.complete)
+        });
         let used: usize = self.bsend.in_flight.iter().map(|(_, bytes)| bytes).sum();
         let needed = length + BSEND_OVERHEAD_BYTES;
         if used + needed > self.bsend.size_bytes {
             return fail(
                 ErrorClass::Buffer,
-                format!("MPI_Bsend of {length} bytes needs {needed} bytes of attached buffer, {} free", self.bsend.size_bytes.saturating_sub(used)),
+                format!(
+                    "MPI_Bsend of {length} bytes needs {needed} bytes of attached buffer, {} free",
+                    self.bsend.size_bytes.saturating_sub(used)
+                ),
             );
         }
-        let index = self.engine.start_send(comm_index, peer, buffer, length, tag, SendMode::Buffered, context)?;
+        let index =
+            self.engine
+                .start_send(comm_index, target, buffer, length, SendMode::Buffered)?;
         self.bsend.in_flight.push((index, needed));
         // The application never waits for this internal request; it is
         // released as soon as the data has left.
-        let request = self.engine.state.requests.get_mut(index).expect("just created");
+        let request = self
+            .engine
+            .state
+            .requests
+            .get_mut(index)
+            .expect("just created");
         if request.complete {
             self.engine.state.requests.remove(index);
         } else {
             request.free_when_complete = true;
         }
-        self.engine.start_nothing(comm_index, Status { source: -1, tag: -1, error: 0, count_bytes: length, cancelled: false })
+        self.engine.start_nothing(
+            comm_index,
+            Status {
+                source: -1,
+                tag: -1,
+                error: 0,
+                count_bytes: length,
+                cancelled: false,
+            },
+        )
     }
 
     /// Wait until every buffered send has left (MPI_Buffer_detach).
     pub fn wait_bsends(&mut self) -> MpiResult<()> {
-        let in_flight: Vec<u32> = self.bsend.in_flight.drain(..).map(|(index, _)| index).collect();
+        let in_flight: Vec<u32> = self
+            .bsend
+            .in_flight
+            .drain(..)
+            .map(|(index, _)| index)
+            .collect();
         for index in in_flight {
             self.engine.wait_request(index)?;
         }
@@ -227,27 +316,55 @@ impl Mpi {
     }
 
     /// Post a receive from comm rank `source` (or ANY_SOURCE) with `tag` (or ANY_TAG).
-    pub fn irecv(&mut self, comm_index: usize, buffer: *mut u8, capacity: usize, source: i32, tag: i32) -> MpiResult<u32> {
+    pub fn irecv(
+        &mut self,
+        comm_index: usize,
+        buffer: *mut u8,
+        capacity: usize,
+        source: i32,
+        tag: i32,
+    ) -> MpiResult<u32> {
         let comm = self.comm(comm_index)?;
         self.check_rank(comm, source, true)?;
         Self::check_tag(tag, true)?;
         if source == PROC_NULL {
-            return self.engine.start_nothing(comm_index, Status { source: PROC_NULL, tag: ANY_TAG, ..Status::default() });
+            return self.engine.start_nothing(
+                comm_index,
+                Status {
+                    source: PROC_NULL,
+                    tag: ANY_TAG,
+                    ..Status::default()
+                },
+            );
         }
         let source_world = (source != ANY_SOURCE).then(|| comm.world_rank(source as u32));
         let tag = (tag != ANY_TAG).then_some(tag);
         let context = comm.context;
-        self.engine.start_receive(comm_index, buffer, capacity, source_world, tag, context)
+        self.engine
+            .start_receive(comm_index, buffer, capacity, source_world, tag, context)
     }
 
     /// Look for a matching message without receiving it. `remove` takes it
     /// (MPI_Mprobe) and returns its message index.
-    pub fn iprobe(&mut self, comm_index: usize, source: i32, tag: i32, remove: bool) -> MpiResult<Option<(Status, Option<usize>)>> {
+    pub fn iprobe(
+        &mut self,
+        comm_index: usize,
+        source: i32,
+        tag: i32,
+        remove: bool,
+    ) -> MpiResult<Option<(Status, Option<usize>)>> {
         let comm = self.comm(comm_index)?.clone();
         self.check_rank(&comm, source, true)?;
         Self::check_tag(tag, true)?;
         if source == PROC_NULL {
-            return Ok(Some((Status { source: PROC_NULL, tag: ANY_TAG, ..Status::default() }, None)));
+            return Ok(Some((
+                Status {
+                    source: PROC_NULL,
+                    tag: ANY_TAG,
+                    ..Status::default()
+                },
+                None,
+            )));
         }
         self.engine.progress()?;
         let pattern = resmpi_matching::ReceivePattern {
@@ -256,16 +373,25 @@ impl Mpi {
             tag: (tag != ANY_TAG).then_some(tag),
         };
         let status_of = |envelope: &resmpi_matching::Envelope, length: usize| Status {
-            source: comm.comm_rank_of(envelope.source).map_or(-1, |rank| rank as i32),
+            source: comm
+                .comm_rank_of(envelope.source)
+                .map_or(-1, |rank| rank as i32),
             tag: envelope.tag,
             error: 0,
             count_bytes: length,
             cancelled: false,
         };
         if !remove {
-            return Ok(self.engine.state.matcher.probe(&pattern).map(|(envelope, message)| (status_of(envelope, message.length()), None)));
+            return Ok(self
+                .engine
+                .state
+                .matcher
+                .probe(&pattern)
+                .map(|(envelope, message)| (status_of(envelope, message.length()), None)));
         }
-        let Some((envelope, message)) = self.engine.state.matcher.take_unexpected(&pattern) else { return Ok(None) };
+        let Some((envelope, message)) = self.engine.state.matcher.take_unexpected(&pattern) else {
+            return Ok(None);
+        };
         let status = status_of(&envelope, message.length());
         let messages = &mut self.engine.state.probed_messages;
         let entry = Some((envelope, message, comm_index));
@@ -283,7 +409,13 @@ impl Mpi {
     }
 
     /// Blocking probe.
-    pub fn probe(&mut self, comm_index: usize, source: i32, tag: i32, remove: bool) -> MpiResult<(Status, Option<usize>)> {
+    pub fn probe(
+        &mut self,
+        comm_index: usize,
+        source: i32,
+        tag: i32,
+        remove: bool,
+    ) -> MpiResult<(Status, Option<usize>)> {
         let mut idler = engine::Idler::default();
         loop {
             if let Some(found) = self.iprobe(comm_index, source, tag, remove)? {
@@ -296,9 +428,14 @@ impl Mpi {
     /// Receive a message taken by MPI_Mprobe into `buffer`.
     pub fn imrecv(&mut self, message: usize, buffer: *mut u8, capacity: usize) -> MpiResult<u32> {
         let Some(Some(_)) = self.engine.state.probed_messages.get(message) else {
-            return fail(ErrorClass::Request, "invalid or already received MPI_Message");
+            return fail(
+                ErrorClass::Request,
+                "invalid or already received MPI_Message",
+            );
         };
-        let (envelope, unexpected, comm_index) = self.engine.state.probed_messages[message].take().expect("checked");
+        let (envelope, unexpected, comm_index) = self.engine.state.probed_messages[message]
+            .take()
+            .expect("checked");
         let pattern_source = Some(envelope.source);
         let index = self.engine.insert_request(request::Request {
             operation: request::Operation::Receive(request::ReceiveState {
@@ -306,7 +443,11 @@ impl Mpi {
                 capacity,
                 total: 0,
                 received: 0,
-                pattern: resmpi_matching::ReceivePattern { context: envelope.context, source: pattern_source, tag: Some(envelope.tag) },
+                pattern: resmpi_matching::ReceivePattern {
+                    context: envelope.context,
+                    source: pattern_source,
+                    tag: Some(envelope.tag),
+                },
                 matched: false,
             }),
             comm: comm_index,
@@ -337,15 +478,30 @@ impl Mpi {
     pub fn comm_dup(&mut self, comm_index: usize) -> MpiResult<usize> {
         let parent = self.comm(comm_index)?.clone();
         let context = self.agree_context(comm_index)?;
-        let comm = Communicator::new(context, parent.group.clone(), parent.rank, parent.errhandler, String::new());
+        let comm = Communicator::new(
+            context,
+            parent.group.clone(),
+            parent.rank,
+            parent.errhandler,
+            String::new(),
+        );
         Ok(self.add_comm(comm))
     }
 
     /// MPI_Comm_split; None when `color` is MPI_UNDEFINED.
-    pub fn comm_split(&mut self, comm_index: usize, color: i32, key: i32, undefined: i32) -> MpiResult<Option<usize>> {
+    pub fn comm_split(
+        &mut self,
+        comm_index: usize,
+        color: i32,
+        key: i32,
+        undefined: i32,
+    ) -> MpiResult<Option<usize>> {
         let parent = self.comm(comm_index)?.clone();
         if color < 0 && color != undefined {
-            return fail(ErrorClass::Arg, format!("color {color} is negative and not MPI_UNDEFINED"));
+            return fail(
+                ErrorClass::Arg,
+                format!("color {color} is negative and not MPI_UNDEFINED"),
+            );
         }
         let mut mine = Vec::with_capacity(8);
         mine.extend_from_slice(&color.to_ne_bytes());
@@ -364,9 +520,21 @@ impl Mpi {
             })
             .collect();
         members.sort();
-        let group: Vec<u32> = members.iter().map(|(_, rank)| parent.world_rank(*rank)).collect();
-        let my_rank = members.iter().position(|(_, rank)| *rank == parent.rank).expect("member of own color") as u32;
-        let comm = Communicator::new(context, Arc::new(group), my_rank, parent.errhandler, String::new());
+        let group: Vec<u32> = members
+            .iter()
+            .map(|(_, rank)| parent.world_rank(*rank))
+            .collect();
+        let my_rank = members
+            .iter()
+            .position(|(_, rank)| *rank == parent.rank)
+            .expect("member of own color") as u32;
+        let comm = Communicator::new(
+            context,
+            Arc::new(group),
+            my_rank,
+            parent.errhandler,
+            String::new(),
+        );
         Ok(Some(self.add_comm(comm)))
     }
 }

@@ -32,7 +32,10 @@ pub enum Op {
     NoOp,
     /// A user op: the function, whether it commutes, and the datatype handle
     /// to pass back to it.
-    User { function: UserFunction, commutative: bool },
+    User {
+        function: UserFunction,
+        commutative: bool,
+    },
 }
 
 impl Op {
@@ -53,8 +56,12 @@ extern "C" {
         inout: *mut u8,
         count: usize,
     ) -> i32;
-    fn resmpi_long_double_int_loc(is_max: i32, input: *const u8, inout: *mut u8, count: usize)
-        -> i32;
+    fn resmpi_long_double_int_loc(
+        is_max: i32,
+        input: *const u8,
+        inout: *mut u8,
+        count: usize,
+    ) -> i32;
 }
 
 trait Element: Copy {
@@ -97,9 +104,15 @@ macro_rules! integer_op {
             Op::Min => combine::<$t>(input, inout, count, |a, b| a.min(b)),
             Op::Sum => combine::<$t>(input, inout, count, |a, b| a.wrapping_add(b)),
             Op::Prod => combine::<$t>(input, inout, count, |a, b| a.wrapping_mul(b)),
-            Op::LogicalAnd => combine::<$t>(input, inout, count, |a, b| ((a != 0) && (b != 0)) as $t),
-            Op::LogicalOr => combine::<$t>(input, inout, count, |a, b| ((a != 0) || (b != 0)) as $t),
-            Op::LogicalXor => combine::<$t>(input, inout, count, |a, b| ((a != 0) != (b != 0)) as $t),
+            Op::LogicalAnd => {
+                combine::<$t>(input, inout, count, |a, b| ((a != 0) && (b != 0)) as $t)
+            }
+            Op::LogicalOr => {
+                combine::<$t>(input, inout, count, |a, b| ((a != 0) || (b != 0)) as $t)
+            }
+            Op::LogicalXor => {
+                combine::<$t>(input, inout, count, |a, b| ((a != 0) != (b != 0)) as $t)
+            }
             Op::BitwiseAnd => combine::<$t>(input, inout, count, |a, b| a & b),
             Op::BitwiseOr => combine::<$t>(input, inout, count, |a, b| a | b),
             Op::BitwiseXor => combine::<$t>(input, inout, count, |a, b| a ^ b),
@@ -124,10 +137,15 @@ macro_rules! float_op {
 }
 
 fn unsupported<T>(op: Op) -> MpiResult<T> {
-    fail(ErrorClass::Op, format!("{op:?} is not defined on this datatype"))
+    fail(
+        ErrorClass::Op,
+        format!("{op:?} is not defined on this datatype"),
+    )
 }
 
-fn complex_op<T: Element + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T>>(
+fn complex_op<
+    T: Element + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T>,
+>(
     op: Op,
     input: &[u8],
     inout: &mut [u8],
@@ -172,7 +190,13 @@ fn pair_loc<T: Element + PartialOrd>(
 }
 
 /// Combine `count` elements of `info` from `input` into `inout` with a predefined op.
-pub fn reduce_predefined(op: Op, info: &TypeInfo, input: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
+pub fn reduce_predefined(
+    op: Op,
+    info: &TypeInfo,
+    input: &[u8],
+    inout: &mut [u8],
+    count: usize,
+) -> MpiResult<()> {
     let needed = info.extent_bytes * count;
     if input.len() < needed || inout.len() < needed {
         return fail(ErrorClass::Intern, "reduction buffers shorter than count");
@@ -183,13 +207,18 @@ pub fn reduce_predefined(op: Op, info: &TypeInfo, input: &[u8], inout: &mut [u8]
             inout[..needed].copy_from_slice(&input[..needed]);
             return Ok(());
         }
-        Op::User { .. } => return fail(ErrorClass::Intern, "user op passed to a predefined kernel"),
+        Op::User { .. } => {
+            return fail(ErrorClass::Intern, "user op passed to a predefined kernel")
+        }
         _ => {}
     }
     if matches!(op, Op::MinLoc | Op::MaxLoc) {
         let is_max = matches!(op, Op::MaxLoc);
         let BasicKind::Pair(value) = info.kind else {
-            return fail(ErrorClass::Op, "MPI_MINLOC/MPI_MAXLOC need a pair type such as MPI_DOUBLE_INT");
+            return fail(
+                ErrorClass::Op,
+                "MPI_MINLOC/MPI_MAXLOC need a pair type such as MPI_DOUBLE_INT",
+            );
         };
         let extent = info.extent_bytes;
         match value {
@@ -200,7 +229,14 @@ pub fn reduce_predefined(op: Op, info: &TypeInfo, input: &[u8], inout: &mut [u8]
             PairValue::I16 => pair_loc::<i16>(is_max, extent, input, inout, count),
             PairValue::LongDouble => {
                 // SAFETY: both buffers hold `count` 32-byte {long double, int} pairs (checked above).
-                unsafe { resmpi_long_double_int_loc(is_max as i32, input.as_ptr(), inout.as_mut_ptr(), count) };
+                unsafe {
+                    resmpi_long_double_int_loc(
+                        is_max as i32,
+                        input.as_ptr(),
+                        inout.as_mut_ptr(),
+                        count,
+                    )
+                };
             }
         }
         return Ok(());
@@ -218,7 +254,9 @@ pub fn reduce_predefined(op: Op, info: &TypeInfo, input: &[u8], inout: &mut [u8]
         BasicKind::F32 => float_op!(f32, op, input, inout, count),
         BasicKind::F64 => float_op!(f64, op, input, inout, count),
         BasicKind::Byte => match op {
-            Op::BitwiseAnd | Op::BitwiseOr | Op::BitwiseXor => integer_op!(u8, op, input, inout, needed),
+            Op::BitwiseAnd | Op::BitwiseOr | Op::BitwiseXor => {
+                integer_op!(u8, op, input, inout, needed)
+            }
             _ => unsupported(op),
         },
         BasicKind::ComplexF32 => complex_op::<f32>(op, input, inout, count),
@@ -236,7 +274,12 @@ pub fn reduce_predefined(op: Op, info: &TypeInfo, input: &[u8], inout: &mut [u8]
                 if info.kind == BasicKind::LongDouble {
                     resmpi_long_double_reduce(code, input.as_ptr(), inout.as_mut_ptr(), count)
                 } else {
-                    resmpi_long_double_complex_reduce(code, input.as_ptr(), inout.as_mut_ptr(), count)
+                    resmpi_long_double_complex_reduce(
+                        code,
+                        input.as_ptr(),
+                        inout.as_mut_ptr(),
+                        count,
+                    )
                 }
             };
             if result != 0 {
@@ -265,7 +308,14 @@ mod tests {
         assert_eq!(inout, bytes_of_i32(&[3, -2, 9]));
         reduce_predefined(Op::Max, &info, &bytes_of_i32(&[9, 0, 0]), &mut inout, 3).unwrap();
         assert_eq!(inout, bytes_of_i32(&[9, 0, 9]));
-        reduce_predefined(Op::BitwiseXor, &info, &bytes_of_i32(&[1, 1, 1]), &mut inout, 3).unwrap();
+        reduce_predefined(
+            Op::BitwiseXor,
+            &info,
+            &bytes_of_i32(&[1, 1, 1]),
+            &mut inout,
+            3,
+        )
+        .unwrap();
         assert_eq!(inout, bytes_of_i32(&[8, 1, 8]));
     }
 
@@ -279,7 +329,12 @@ mod tests {
 
     #[test]
     fn maxloc_on_double_int_prefers_lower_index_on_ties() {
-        let info = TypeInfo { size_bytes: 12, extent_bytes: 16, basic_elements: 2, kind: BasicKind::Pair(PairValue::F64) };
+        let info = TypeInfo {
+            size_bytes: 12,
+            extent_bytes: 16,
+            basic_elements: 2,
+            kind: BasicKind::Pair(PairValue::F64),
+        };
         let pair = |value: f64, index: i32| {
             let mut bytes = vec![0u8; 16];
             bytes[..8].copy_from_slice(&value.to_ne_bytes());

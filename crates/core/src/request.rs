@@ -189,12 +189,16 @@ impl RequestTable {
 
     /// The request at `index`, if live.
     pub fn get(&self, index: u32) -> Option<&Request> {
-        self.slots.get(index as usize).and_then(|slot| slot.as_ref())
+        self.slots
+            .get(index as usize)
+            .and_then(|slot| slot.as_ref())
     }
 
     /// The request at `index`, if live.
     pub fn get_mut(&mut self, index: u32) -> Option<&mut Request> {
-        self.slots.get_mut(index as usize).and_then(|slot| slot.as_mut())
+        self.slots
+            .get_mut(index as usize)
+            .and_then(|slot| slot.as_mut())
     }
 
     /// The request a wire id names, if it is still that request.

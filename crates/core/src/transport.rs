@@ -39,26 +39,41 @@ pub struct Transports {
 }
 
 fn path_error(error: impl std::fmt::Display, peer: u32) -> MpiError {
-    MpiError::new(ErrorClass::Other, format!("cannot send to rank {peer}: {error}"))
+    MpiError::new(
+        ErrorClass::Other,
+        format!("cannot send to rank {peer}: {error}"),
+    )
 }
 
 impl Transports {
     /// Only the loopback route (a single-process job).
     pub fn loopback_only() -> Transports {
-        Transports { routes: vec![Route::Loopback], shm: None, tcp: None, loopback: VecDeque::new() }
+        Transports {
+            routes: vec![Route::Loopback],
+            shm: None,
+            tcp: None,
+            loopback: VecDeque::new(),
+        }
     }
 
     /// Try to put one frame on the path to `peer`. False = no room now.
     #[inline]
-    pub fn try_send(&mut self, peer: u32, header: &[u8; HEADER_LEN_BYTES], payload: &[u8]) -> MpiResult<bool> {
+    pub fn try_send(
+        &mut self,
+        peer: u32,
+        header: &[u8; HEADER_LEN_BYTES],
+        payload: &[u8],
+    ) -> MpiResult<bool> {
         match self.routes[peer as usize] {
             Route::Shm => {
                 let shm = self.shm.as_mut().expect("shm route without shm path");
-                shm.try_send(peer, header, payload).map_err(|error| path_error(error, peer))
+                shm.try_send(peer, header, payload)
+                    .map_err(|error| path_error(error, peer))
             }
             Route::Tcp => {
                 let tcp = self.tcp.as_mut().expect("tcp route without tcp path");
-                tcp.try_send(peer, header, payload).map_err(|error| path_error(error, peer))
+                tcp.try_send(peer, header, payload)
+                    .map_err(|error| path_error(error, peer))
             }
             Route::Loopback => {
                 let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
@@ -73,7 +88,8 @@ impl Transports {
     /// Push out buffered bytes.
     pub fn flush(&mut self) -> MpiResult<()> {
         if let Some(tcp) = self.tcp.as_mut() {
-            tcp.flush().map_err(|error| MpiError::new(ErrorClass::Other, format!("TCP path: {error}")))?;
+            tcp.flush()
+                .map_err(|error| MpiError::new(ErrorClass::Other, format!("TCP path: {error}")))?;
         }
         Ok(())
     }
@@ -81,8 +97,14 @@ impl Transports {
     /// Largest payload per frame toward `peer`.
     pub fn max_payload_bytes(&self, peer: u32) -> usize {
         match self.routes[peer as usize] {
-            Route::Shm => self.shm.as_ref().map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |shm| shm.max_payload_bytes()),
-            Route::Tcp => self.tcp.as_ref().map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |tcp| tcp.max_payload_bytes()),
+            Route::Shm => self
+                .shm
+                .as_ref()
+                .map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |shm| shm.max_payload_bytes()),
+            Route::Tcp => self
+                .tcp
+                .as_ref()
+                .map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |tcp| tcp.max_payload_bytes()),
             Route::Loopback => LOOPBACK_MAX_PAYLOAD_BYTES,
         }
     }

@@ -19,7 +19,11 @@ fn runtime_error(what: &str, error: impl std::fmt::Display) -> MpiError {
 /// An identifier equal for processes on the same host (same kernel boot).
 pub fn host_key() -> String {
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    format!("{}-{}", hex_encode(processor_name().as_bytes()), boot_id.trim())
+    format!(
+        "{}-{}",
+        hex_encode(processor_name().as_bytes()),
+        boot_id.trim()
+    )
 }
 
 /// This host's name (MPI_Get_processor_name).
@@ -30,7 +34,10 @@ pub fn processor_name() -> String {
     if result != 0 {
         return "localhost".to_string();
     }
-    let end = buffer.iter().position(|byte| *byte == 0).unwrap_or(buffer.len());
+    let end = buffer
+        .iter()
+        .position(|byte| *byte == 0)
+        .unwrap_or(buffer.len());
     String::from_utf8_lossy(&buffer[..end]).into_owned()
 }
 
@@ -43,35 +50,59 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     }
     let job_id = match &config.job_id {
         Some(job_id) => job_id.clone(),
-        None => pmi.kvs_name().chars().filter(|c| c.is_ascii_alphanumeric()).take(48).collect(),
+        None => pmi
+            .kvs_name()
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .take(48)
+            .collect(),
     };
     let use_shm = config.paths == PathsChoice::Auto && pmi.local_size() > 1;
     let need_tcp = config.paths == PathsChoice::Tcp || pmi.local_size() < size;
     let own_segment = if use_shm {
-        Some(ShmSegment::create(&job_id, rank, size, config.shm_ring_bytes.next_power_of_two()).map_err(|e| runtime_error("shared memory", e))?)
+        Some(
+            ShmSegment::create(
+                &job_id,
+                rank,
+                size,
+                config.shm_ring_bytes.next_power_of_two(),
+            )
+            .map_err(|e| runtime_error("shared memory", e))?,
+        )
     } else {
         None
     };
     let mut tcp = None;
     let mut tcp_address = String::from("-");
     if need_tcp {
-        let bind_ip = if pmi.local_size() == size { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
-        let (path, address) = TcpPath::bind(rank, bind_ip).map_err(|e| runtime_error("TCP listen", e))?;
+        let bind_ip = if pmi.local_size() == size {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        } else {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        };
+        let (path, address) =
+            TcpPath::bind(rank, bind_ip).map_err(|e| runtime_error("TCP listen", e))?;
         tcp = Some(path);
         tcp_address = address;
     }
     let host = host_key();
-    pmi.put(&format!("resmpi-card-{rank}"), &format!("{host};{};{tcp_address}", use_shm as u8))
-        .map_err(|e| runtime_error("PMI put", e))?;
+    pmi.put(
+        &format!("resmpi-card-{rank}"),
+        &format!("{host};{};{tcp_address}", use_shm as u8),
+    )
+    .map_err(|e| runtime_error("PMI put", e))?;
     let needs_secret = config.job_secret.is_none() && need_tcp;
     if needs_secret && rank == 0 {
-        pmi.put("resmpi-secret", &hex_encode(&random_bytes(32))).map_err(|e| runtime_error("PMI put", e))?;
+        pmi.put("resmpi-secret", &hex_encode(&random_bytes(32)))
+            .map_err(|e| runtime_error("PMI put", e))?;
     }
     pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
     let secret = match &config.job_secret {
         Some(secret) => secret.clone(),
         None if need_tcp => {
-            let text = pmi.get("resmpi-secret").map_err(|e| runtime_error("PMI get", e))?;
+            let text = pmi
+                .get("resmpi-secret")
+                .map_err(|e| runtime_error("PMI get", e))?;
             hex_decode(&text).ok_or_else(|| runtime_error("job secret", "not hex"))?
         }
         None => Vec::new(),
@@ -84,34 +115,52 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         if peer == rank {
             continue;
         }
-        let card = pmi.get(&format!("resmpi-card-{peer}")).map_err(|e| runtime_error("PMI get", e))?;
+        let card = pmi
+            .get(&format!("resmpi-card-{peer}"))
+            .map_err(|e| runtime_error("PMI get", e))?;
         let fields: Vec<&str> = card.split(';').collect();
         if fields.len() != 3 {
-            return Err(runtime_error("business card", format!("rank {peer} published '{card}'")));
+            return Err(runtime_error(
+                "business card",
+                format!("rank {peer} published '{card}'"),
+            ));
         }
         if use_shm && fields[0] == host && fields[1] == "1" {
             routes[peer as usize] = Route::Shm;
             local_peers.push(peer);
         } else {
             if fields[2] == "-" {
-                return Err(runtime_error("wire-up", format!("rank {peer} has no TCP address")));
+                return Err(runtime_error(
+                    "wire-up",
+                    format!("rank {peer} has no TCP address"),
+                ));
             }
             tcp_peers.push((peer, fields[2].to_string()));
         }
     }
     let shm = match own_segment {
-        Some(segment) => Some(ShmPath::attach(segment, &job_id, rank, &local_peers).map_err(|e| runtime_error("shared memory attach", e))?),
+        Some(segment) => Some(
+            ShmPath::attach(segment, &job_id, rank, &local_peers)
+                .map_err(|e| runtime_error("shared memory attach", e))?,
+        ),
         None => None,
     };
     if let Some(path) = tcp.as_mut() {
-        path.connect_all(&tcp_peers, &secret).map_err(|e| runtime_error("TCP connect", e))?;
+        path.connect_all(&tcp_peers, &secret)
+            .map_err(|e| runtime_error("TCP connect", e))?;
     }
     if tcp_peers.is_empty() {
         tcp = None;
     }
     pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
     if let Some(shm) = &shm {
-        shm.unlink_own().map_err(|e| runtime_error("shared memory unlink", e))?;
+        shm.unlink_own()
+            .map_err(|e| runtime_error("shared memory unlink", e))?;
     }
-    Ok(Transports { routes, shm, tcp, loopback: Default::default() })
+    Ok(Transports {
+        routes,
+        shm,
+        tcp,
+        loopback: Default::default(),
+    })
 }

@@ -96,7 +96,10 @@ impl<M> Matcher<M> {
     /// oldest such message is removed and returned; otherwise the receive is
     /// queued under `token`.
     pub fn post_receive(&mut self, pattern: ReceivePattern, token: u64) -> Option<(Envelope, M)> {
-        let position = self.unexpected.iter().position(|(envelope, _)| pattern.matches(envelope));
+        let position = self
+            .unexpected
+            .iter()
+            .position(|(envelope, _)| pattern.matches(envelope));
         match position {
             Some(index) => {
                 let (envelope, message) = self.unexpected.remove(index)?;
@@ -114,7 +117,10 @@ impl<M> Matcher<M> {
     /// removed and its token returned together with the message; otherwise
     /// the message is queued as unexpected and `None` is returned.
     pub fn handle_arrival(&mut self, envelope: Envelope, message: M) -> Option<(u64, M)> {
-        let position = self.posted.iter().position(|(pattern, _)| pattern.matches(&envelope));
+        let position = self
+            .posted
+            .iter()
+            .position(|(pattern, _)| pattern.matches(&envelope));
         match position {
             Some(index) => {
                 let (pattern, token) = self.posted.remove(index)?;
@@ -136,7 +142,10 @@ impl<M> Matcher<M> {
         envelope: Envelope,
         make_message: impl FnOnce() -> M,
     ) -> Option<u64> {
-        let position = self.posted.iter().position(|(pattern, _)| pattern.matches(&envelope));
+        let position = self
+            .posted
+            .iter()
+            .position(|(pattern, _)| pattern.matches(&envelope));
         match position {
             Some(index) => {
                 let (pattern, token) = self.posted.remove(index)?;
@@ -161,7 +170,10 @@ impl<M> Matcher<M> {
     /// Remove and return the oldest unexpected message satisfying `pattern`
     /// (MPI_Mprobe/Improbe: the message can then only be received by Mrecv).
     pub fn take_unexpected(&mut self, pattern: &ReceivePattern) -> Option<(Envelope, M)> {
-        let index = self.unexpected.iter().position(|(envelope, _)| pattern.matches(envelope))?;
+        let index = self
+            .unexpected
+            .iter()
+            .position(|(envelope, _)| pattern.matches(envelope))?;
         self.unexpected.remove(index)
     }
 
@@ -179,7 +191,9 @@ impl<M> Matcher<M> {
     /// Mutable access to unexpected messages, oldest first (for bookkeeping
     /// such as completing a buffered message's data in place).
     pub fn unexpected_mut(&mut self) -> impl Iterator<Item = (&Envelope, &mut M)> {
-        self.unexpected.iter_mut().map(|(envelope, message)| (&*envelope, message))
+        self.unexpected
+            .iter_mut()
+            .map(|(envelope, message)| (&*envelope, message))
     }
 
     /// Number of receives waiting for a message.
@@ -199,7 +213,11 @@ impl<M> Matcher<M> {
 
     fn record(&mut self, receive_token: u64, pattern: ReceivePattern, envelope: Envelope) {
         if self.record_events {
-            self.events.push_back(MatchEvent { receive_token, pattern, envelope });
+            self.events.push_back(MatchEvent {
+                receive_token,
+                pattern,
+                envelope,
+            });
         }
     }
 }
@@ -209,11 +227,19 @@ mod tests {
     use super::*;
 
     fn envelope(source: u32, tag: i32) -> Envelope {
-        Envelope { source, context: 0, tag }
+        Envelope {
+            source,
+            context: 0,
+            tag,
+        }
     }
 
     fn pattern(source: Option<u32>, tag: Option<i32>) -> ReceivePattern {
-        ReceivePattern { context: 0, source, tag }
+        ReceivePattern {
+            context: 0,
+            source,
+            tag,
+        }
     }
 
     #[test]
@@ -242,10 +268,20 @@ mod tests {
     fn tag_and_source_and_context_must_all_agree() {
         let mut matcher = Matcher::new();
         matcher.handle_arrival(envelope(1, 7), "tag7");
-        matcher.handle_arrival(Envelope { source: 2, context: 4, tag: 9 }, "other-context");
+        matcher.handle_arrival(
+            Envelope {
+                source: 2,
+                context: 4,
+                tag: 9,
+            },
+            "other-context",
+        );
         assert!(matcher.post_receive(pattern(Some(1), Some(8)), 1).is_none());
         assert!(matcher.post_receive(pattern(Some(2), None), 2).is_none());
-        assert_eq!(matcher.post_receive(pattern(None, Some(7)), 3).map(|m| m.1), Some("tag7"));
+        assert_eq!(
+            matcher.post_receive(pattern(None, Some(7)), 3).map(|m| m.1),
+            Some("tag7")
+        );
         assert_eq!(matcher.unexpected_len(), 1);
     }
 
@@ -255,7 +291,12 @@ mod tests {
         matcher.handle_arrival(envelope(0, 1), 10);
         assert_eq!(matcher.probe(&pattern(None, None)).map(|m| *m.1), Some(10));
         assert_eq!(matcher.unexpected_len(), 1);
-        assert_eq!(matcher.take_unexpected(&pattern(Some(0), None)).map(|m| m.1), Some(10));
+        assert_eq!(
+            matcher
+                .take_unexpected(&pattern(Some(0), None))
+                .map(|m| m.1),
+            Some(10)
+        );
         assert!(matcher.probe(&pattern(None, None)).is_none());
     }
 

@@ -234,6 +234,9 @@ mod tests {
         assert_eq!(FrameHeader::parse(&bytes), Err(ParseError::BadKind(200)));
         bytes[3] = 1;
         bytes[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(matches!(FrameHeader::parse(&bytes), Err(ParseError::PayloadTooLarge(_))));
+        assert!(matches!(
+            FrameHeader::parse(&bytes),
+            Err(ParseError::PayloadTooLarge(_))
+        ));
     }
 }
