@@ -23,6 +23,12 @@ def test_nonblocking_receive_from_proc_null_reports_proc_null_any_tag_zero_count
     assert_ok(run(2, build("p2p"), "procnull_nb"))
 
 
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_get_count_and_get_elements_handle_partial_derived_type_elements(build, nprocs):
+    """7 ints received with a contiguous(2, INT) type: count UNDEFINED, 7 elements."""
+    assert_ok(run(nprocs, build("p2p"), "getelements_derived"))
+
+
 @pytest.mark.parametrize("nprocs", NPROCS)
 def test_p2p_sizes_and_content_survive_eager_and_rendezvous(build, nprocs, paths):
     """0 B .. 16 MiB around the 4/16/64 KiB boundaries, four transfer styles,
