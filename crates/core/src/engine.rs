@@ -144,6 +144,10 @@ pub struct State<F: Interceptor = PassThrough> {
     outbox: Vec<VecDeque<Vec<u8>>>,
     /// Rendezvous sends streaming data, per peer.
     streams: Vec<VecDeque<u32>>,
+    /// Frames in all outboxes (so idle progress skips the per-peer scan).
+    queued_frames: usize,
+    /// Sends in all streams.
+    streaming_sends: usize,
     /// Eager credit left toward each peer.
     eager_credit: Vec<usize>,
     /// Credit consumed here and not yet returned, per peer.
@@ -189,6 +193,8 @@ impl<F: Interceptor> Engine<F> {
                 comms: Vec::new(),
                 outbox: (0..peers).map(|_| VecDeque::new()).collect(),
                 streams: (0..peers).map(|_| VecDeque::new()).collect(),
+                queued_frames: 0,
+                streaming_sends: 0,
                 eager_credit: vec![config.eager_credit_bytes; peers],
                 credit_owed: vec![0; peers],
                 probed_messages: Vec::new(),
@@ -491,11 +497,16 @@ impl<F: Interceptor> Engine<F> {
         frame.extend_from_slice(&bytes);
         frame.extend_from_slice(payload);
         self.state.outbox[peer as usize].push_back(frame);
+        self.state.queued_frames += 1;
         Ok(())
     }
 
     fn flush_outbox(&mut self) -> MpiResult<bool> {
         let mut any = false;
+        if self.state.queued_frames == 0 {
+            self.transports.flush()?;
+            return Ok(false);
+        }
         for peer in 0..self.state.size as usize {
             while let Some(frame) = self.state.outbox[peer].front() {
                 let header: &[u8; HEADER_LEN_BYTES] =
@@ -507,6 +518,7 @@ impl<F: Interceptor> Engine<F> {
                     break;
                 }
                 self.state.outbox[peer].pop_front();
+                self.state.queued_frames -= 1;
                 any = true;
             }
         }
@@ -516,6 +528,9 @@ impl<F: Interceptor> Engine<F> {
 
     fn pump_streams(&mut self) -> MpiResult<bool> {
         let mut any = false;
+        if self.state.streaming_sends == 0 {
+            return Ok(false);
+        }
         let rank = self.state.rank;
         for peer in 0..self.state.size as usize {
             while let Some(&index) = self.state.streams[peer].front() {
@@ -529,6 +544,7 @@ impl<F: Interceptor> Engine<F> {
                 }) = self.state.requests.get_mut(index)
                 else {
                     self.state.streams[peer].pop_front();
+                    self.state.streaming_sends -= 1;
                     continue;
                 };
                 let SendStage::Streaming {
@@ -537,6 +553,7 @@ impl<F: Interceptor> Engine<F> {
                 } = send.stage
                 else {
                     self.state.streams[peer].pop_front();
+                    self.state.streaming_sends -= 1;
                     continue;
                 };
                 let chunk = (send.length - offset).min(max_payload);
@@ -562,6 +579,7 @@ impl<F: Interceptor> Engine<F> {
                 if new_offset >= send.length {
                     send.stage = SendStage::Done;
                     self.state.streams[peer].pop_front();
+                    self.state.streaming_sends -= 1;
                     self.state.complete_send(index);
                 }
             }
@@ -572,8 +590,13 @@ impl<F: Interceptor> Engine<F> {
     /// Send everything queued and wait for every send in flight (Finalize).
     pub fn drain(&mut self) -> MpiResult<()> {
         self.wait_until(|engine| {
-            engine.state.outbox.iter().all(VecDeque::is_empty)
-                && engine.state.streams.iter().all(VecDeque::is_empty)
+            engine.state.queued_frames == 0
+                && engine.state.streaming_sends == 0
+                && !engine
+                    .transports
+                    .tcp
+                    .as_ref()
+                    .is_some_and(|tcp| tcp.has_pending_output())
         })
     }
 }
@@ -585,6 +608,7 @@ impl<F: Interceptor> State<F> {
         frame.extend_from_slice(&header.to_bytes());
         frame.extend_from_slice(payload);
         self.outbox[peer as usize].push_back(frame);
+        self.queued_frames += 1;
     }
 
     fn complete_send(&mut self, index: u32) {
@@ -782,6 +806,7 @@ impl<F: Interceptor> State<F> {
                             offset: 0,
                         };
                         self.streams[peer as usize].push_back(index);
+                        self.streaming_sends += 1;
                     }
                 }
             }
