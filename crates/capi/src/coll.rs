@@ -5,13 +5,19 @@ use resmpi_core::op::Op;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
-use crate::datatype::{buffer_bytes, type_info};
+use crate::datatype::{buffer_bytes, reduction_element, type_info};
 use crate::global::{entry, Global};
 use crate::handles::{builtin_op, op_handle, op_index};
 use crate::p2p::comm_of;
 
 fn reduction_of(global: &Global, op: MPI_Op, datatype: MPI_Datatype) -> MpiResult<Reduction> {
-    let info = type_info(datatype)?;
+    let (info, repetitions) = reduction_element(datatype)?;
+    if repetitions != 1 {
+        return Err(MpiError::new(
+            ErrorClass::Type,
+            "reductions on derived datatypes arrive with issue #4",
+        ));
+    }
     let resolved = builtin_op(op)
         .or_else(|| op_index(op).and_then(|index| global.ops.get(index).copied().flatten()));
     let op = resolved.ok_or_else(|| {

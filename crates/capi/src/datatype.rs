@@ -3,7 +3,10 @@
 use resmpi_core::datatype::{BasicKind as K, PairValue, TypeInfo};
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
+use std::sync::Mutex;
+
 use crate::abi::*;
+use crate::global::entry;
 
 /// The [`TypeInfo`] of a predefined datatype handle.
 pub fn builtin_info(handle: MPI_Datatype) -> Option<TypeInfo> {
@@ -52,6 +55,68 @@ pub fn builtin_info(handle: MPI_Datatype) -> Option<TypeInfo> {
     })
 }
 
+/// A datatype made by the application. Only layouts that stay contiguous
+/// exist until the flattened representation of issue #4.
+#[derive(Clone, Copy, Debug)]
+struct DerivedType {
+    info: TypeInfo,
+    /// Basic elements per derived element (for reductions).
+    repetitions: usize,
+}
+
+/// Derived datatypes by index. Indices below `FIRST_DERIVED_INDEX` are
+/// MPICH's direct handles for the pair types (`MPI_FLOAT_INT` = 0x8c000000 ...).
+static DERIVED: Mutex<Vec<Option<DerivedType>>> = Mutex::new(Vec::new());
+const FIRST_DERIVED_INDEX: usize = 16;
+const DIRECT_DATATYPE: u32 = 0x8c00_0000;
+const INDEX_MASK: u32 = (1 << 26) - 1;
+
+fn derived(handle: MPI_Datatype) -> Option<DerivedType> {
+    let bits = handle as u32;
+    if bits & !INDEX_MASK != DIRECT_DATATYPE {
+        return None;
+    }
+    let index = (bits & INDEX_MASK) as usize;
+    let table = DERIVED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    index
+        .checked_sub(FIRST_DERIVED_INDEX)
+        .and_then(|slot| table.get(slot).copied().flatten())
+}
+
+fn register(derived_type: DerivedType) -> MPI_Datatype {
+    let mut table = DERIVED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let slot = match table.iter().position(Option::is_none) {
+        Some(slot) => slot,
+        None => {
+            table.push(None);
+            table.len() - 1
+        }
+    };
+    table[slot] = Some(derived_type);
+    (DIRECT_DATATYPE | (slot + FIRST_DERIVED_INDEX) as u32) as MPI_Datatype
+}
+
+/// For reductions: the basic element type of `handle` and how many basic
+/// elements one element of it holds.
+pub fn reduction_element(handle: MPI_Datatype) -> MpiResult<(TypeInfo, usize)> {
+    if let Some(derived_type) = derived(handle) {
+        let repetitions = derived_type.repetitions;
+        let info = derived_type.info;
+        let basic = TypeInfo {
+            size_bytes: info.size_bytes / repetitions,
+            extent_bytes: info.extent_bytes / repetitions,
+            basic_elements: info.basic_elements / repetitions,
+            kind: info.kind,
+        };
+        return Ok((basic, repetitions));
+    }
+    Ok((type_info(handle)?, 1))
+}
+
 /// The type of `handle`, or MPI_ERR_TYPE.
 pub fn type_info(handle: MPI_Datatype) -> MpiResult<TypeInfo> {
     if handle == MPI_DATATYPE_NULL {
@@ -59,6 +124,9 @@ pub fn type_info(handle: MPI_Datatype) -> MpiResult<TypeInfo> {
             ErrorClass::Type,
             "MPI_DATATYPE_NULL is not a valid datatype",
         ));
+    }
+    if let Some(derived_type) = derived(handle) {
+        return Ok(derived_type.info);
     }
     builtin_info(handle).ok_or_else(|| {
         MpiError::new(ErrorClass::Type, format!("datatype handle {handle:#x} is not a datatype resmpi knows (derived datatypes arrive with issue #4)"))
@@ -89,3 +157,85 @@ pub fn buffer_bytes(
     }
     Ok((bytes, info))
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_contiguous(
+    count: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    entry("MPI_Type_contiguous", MPI_COMM_WORLD, |_, _| {
+        if count < 0 {
+            return Err(MpiError::new(
+                ErrorClass::Count,
+                format!("count {count} is negative"),
+            ));
+        }
+        if newtype.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "newtype pointer is NULL"));
+        }
+        let (basic, repetitions) = reduction_element(oldtype)?;
+        let old = type_info(oldtype)?;
+        let count = count as usize;
+        let overflow = || MpiError::new(ErrorClass::Count, "datatype size overflows");
+        let info = TypeInfo {
+            size_bytes: old.size_bytes.checked_mul(count).ok_or_else(overflow)?,
+            extent_bytes: old.extent_bytes.checked_mul(count).ok_or_else(overflow)?,
+            basic_elements: old.basic_elements * count,
+            kind: basic.kind,
+        };
+        let handle = register(DerivedType {
+            info,
+            repetitions: (repetitions * count).max(1),
+        });
+        // SAFETY: checked non-null.
+        unsafe { *newtype = handle };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Type_contiguous = PMPI_Type_contiguous;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: forwarded caller pointer.
+    unsafe { PMPI_Type_contiguous(1, oldtype, newtype) }
+}
+const _: fn_types::MPI_Type_dup = PMPI_Type_dup;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
+    entry("MPI_Type_commit", MPI_COMM_WORLD, |_, _| {
+        if datatype.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "datatype pointer is NULL"));
+        }
+        // Layouts are contiguous, so committing has nothing to compute.
+        // SAFETY: checked non-null.
+        type_info(unsafe { *datatype }).map(|_| ())
+    })
+}
+const _: fn_types::MPI_Type_commit = PMPI_Type_commit;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    entry("MPI_Type_free", MPI_COMM_WORLD, |_, _| {
+        if datatype.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "datatype pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        let handle = unsafe { *datatype };
+        if derived(handle).is_none() {
+            return Err(MpiError::new(
+                ErrorClass::Type,
+                "only derived datatypes can be freed",
+            ));
+        }
+        let slot = (handle as u32 & INDEX_MASK) as usize - FIRST_DERIVED_INDEX;
+        DERIVED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())[slot] = None;
+        // SAFETY: checked non-null.
+        unsafe { *datatype = MPI_DATATYPE_NULL };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Type_free = PMPI_Type_free;

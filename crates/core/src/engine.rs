@@ -276,6 +276,7 @@ impl<F: Interceptor> Engine<F> {
         header.message_id = wire_id;
         let frame_cost = length + HEADER_LEN_BYTES;
         let eager = length <= self.state.config.eager_limit_bytes
+            && length <= self.transports.max_payload_bytes(peer)
             && self.state.eager_credit[peer as usize] >= frame_cost;
         let stage = if eager {
             self.state.eager_credit[peer as usize] -= frame_cost;

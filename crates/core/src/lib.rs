@@ -77,9 +77,11 @@ impl Mpi {
             .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
         let transports = wireup::wire_up(&mut pmi, &config)?;
         let (rank, size) = (pmi.rank(), pmi.size());
-        let eager_credit_bytes = (32usize << 20) / size as usize;
-        let eager_credit_bytes =
-            eager_credit_bytes.clamp(4 * (config.eager_limit_bytes + 64), 1 << 20);
+        // Enough credit for four maximal eager messages, otherwise 32 MiB of
+        // unexpected payload per receiver shared by all senders, at most 1 MiB each.
+        let eager_credit_bytes = ((32usize << 20) / size as usize)
+            .min(1 << 20)
+            .max(4 * (config.eager_limit_bytes + 64));
         let engine_config = EngineConfig {
             eager_limit_bytes: config.eager_limit_bytes,
             eager_credit_bytes,
