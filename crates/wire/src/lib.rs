@@ -240,3 +240,48 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+
+    /// SplitMix64: a tiny deterministic generator so the test needs no crate.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    #[test]
+    fn parse_never_panics_on_random_or_mutated_bytes_and_valid_headers_round_trip() {
+        let mut state = 7;
+        for round in 0..200_000 {
+            let mut bytes = [0u8; HEADER_LEN_BYTES];
+            if round % 2 == 0 {
+                bytes
+                    .iter_mut()
+                    .for_each(|byte| *byte = next(&mut state) as u8);
+            } else {
+                let mut header = FrameHeader::new(FrameKind::Eager, next(&mut state) as u32);
+                header.payload_len = (next(&mut state) % (MAX_PAYLOAD_BYTES as u64 + 2)) as u32;
+                header.seq = next(&mut state);
+                header.emit(&mut bytes);
+                let flips = next(&mut state) % 3;
+                for _ in 0..flips {
+                    let bit = next(&mut state) as usize % (HEADER_LEN_BYTES * 8);
+                    bytes[bit / 8] ^= 1 << (bit % 8);
+                }
+            }
+            let length = (next(&mut state) % (HEADER_LEN_BYTES as u64 + 1)) as usize;
+            if let Ok(header) = FrameHeader::parse(&bytes[..length]) {
+                assert_eq!(length, HEADER_LEN_BYTES);
+                assert!(header.payload_len <= MAX_PAYLOAD_BYTES);
+                let mut again = [0u8; HEADER_LEN_BYTES];
+                header.emit(&mut again);
+                assert_eq!(FrameHeader::parse(&again), Ok(header));
+            }
+        }
+    }
+}
