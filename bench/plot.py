@@ -67,7 +67,7 @@ def failure_reason(run):
 
 def collect(bench_dir):
     meta = {k: (v[0] if v else "") for k, *v in read_tsv(os.path.join(bench_dir, "meta.tsv"))}
-    for key in ("repeats", "max_bytes", "tcp_threshold", "nproc"):
+    for key in ("repeats", "max_bytes", "nproc"):
         if meta.get(key, "").isdigit():
             meta[key] = int(meta[key])
     configs = []
@@ -88,6 +88,12 @@ def collect(bench_dir):
         run = {"repeat": int(rep), "exit_code": int(rc), "seconds": float(secs),
                "tcp_segments": int(segs), "status": status,
                "stdout_file": out, "stderr_file": err, "data": parse_output(out)}
+        try:
+            min_s = float(meta.get("min_seconds", "0"))
+        except ValueError:
+            min_s = 0.0
+        msgs = sum(min_s * 1e6 / lat + 20 for _, lat, _ in run["data"] if lat > 0)
+        run["approx_messages"] = int(msgs)
         if status != "ok":
             run["reason"] = failure_reason(run)
         by_id[cid]["runs"].append(run)
@@ -223,7 +229,8 @@ def section(results, png_name, have_png):
            f"- CPU: {meta.get('cpu_model', '?')}, `nproc` = {meta.get('nproc', '?')}",
            f"- kernel: {meta.get('kernel', '?')}; OS: {meta.get('os', '?')}; compiler: {meta.get('cc', '?')}",
            f"- load average (1/5/15 min) before: {meta.get('load_before', '?')}, after: {meta.get('load_after', '?')}",
-           f"- resmpi {meta.get('resmpi', '?')}; MPICH {meta.get('mpich', '?')}; {meta.get('openmpi', 'Open MPI ?')}",
+           f"- resmpi {meta.get('resmpi', '?')}, library `{meta.get('resmpi_lib', '?')}`",
+           f"- MPICH {meta.get('mpich', '?')}; {meta.get('openmpi', 'Open MPI ?')}",
            "",
            f"**Results** (8 B latency, {human_size(bw_size)} bandwidth; \"vs MPICH\" is this "
            "implementation / MPICH on the same path: ≤ 1 is better for latency, ≥ 1 is better for bandwidth)",
@@ -261,11 +268,15 @@ def section(results, png_name, have_png):
     out += ["**How it was run** (from the repository root; `REPEATS`, `MAX_BYTES`, "
             "`MIN_SECONDS`, `RUN_TIMEOUT` are environment overrides of `bench/run.sh`)",
             "",
-            "```sh"]
+            "```sh",
+            f"REPEATS={meta.get('repeats', '?')} MAX_BYTES={meta.get('max_bytes', '?')} "
+            f"MIN_SECONDS={meta.get('min_seconds', '?')} make bench   # runs all of the below",
+            "",
+            "# build"]
     for impl in IMPL_ORDER:
         if meta.get(f"build_{impl}"):
             out.append(meta[f"build_{impl}"])
-    out.append("")
+    out += ["", f"# run (each {meta.get('repeats', '?')}x, interleaved)"]
     for c in configs:
         out.append(c["command"])
     out += ["```",
@@ -275,9 +286,12 @@ def section(results, png_name, have_png):
             "(harmless when not root); the caller's `RESMPI_*`, `UCX_*`, `MPIR_CVAR_*`, "
             "`MPICH_*`, `HYDRA_*`, `FI_*`, `OMPI_*` variables are cleared first.",
             "",
-            "**Path check.** Before measuring, each configuration runs once with sizes 1–8 B "
-            "while the host's TCP `OutSegs` counter (`/proc/net/snmp`) is sampled: shared memory "
-            f"must send fewer than {meta.get('tcp_threshold', '?')} segments, TCP at least that many.",
+            "**Path check.** Before measuring, each configuration runs once with its own command "
+            f"for sizes 1–8 B ({meta.get('check_seconds', '?')} s per size) while the host's TCP "
+            "`OutSegs` counter (`/proc/net/snmp`) is sampled; the message count is estimated from the "
+            "measured latency. TCP must send at least "
+            f"{meta.get('tcp_min_per_msg', '?')} segments per message, shared memory fewer than "
+            f"{meta.get('shm_max_per_msg', '?')} (other users' traffic only).",
             ""]
     for c in configs:
         chk = c["check"]

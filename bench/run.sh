@@ -56,7 +56,14 @@ tcp_out_segs() {
 }
 now() { date +%s.%N; }
 tsv() { local IFS=$'\t'; printf '%s\n' "$*"; }
-quote() { local s; s=$(printf '%q ' "$@"); printf '%s' "${s% }"; }
+# Shell-quote a command for the log and the docs (plain words stay plain).
+quote() {
+    local w out=() re="^[A-Za-z0-9_./=:,@%+-]+\$"
+    for w in "$@"; do
+        if [[ $w =~ $re ]]; then out+=("$w"); else out+=("'${w//\'/\'\\\'\'}'"); fi
+    done
+    local IFS=' '; printf '%s' "${out[*]}"
+}
 
 # ---------------------------------------------------------------- python ----
 PY=
@@ -111,7 +118,7 @@ done
 
 # ------------------------------------------------------- configurations ----
 # MPICH over TCP: which knob forces it depends on the ch4 netmod.
-MPICH_DEVICE=$(mpichversion 2>/dev/null | awk -F':' '/^MPICH Device/ { gsub(/[ \t]/, "", $2); print $2 }' || true)
+MPICH_DEVICE=$(mpichversion 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p' | head -n 1 || true)
 case ${MPICH_DEVICE:-} in
     *ucx*) MPICH_TCP_CANDIDATES=("-genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp") ;;
     *ofi*) MPICH_TCP_CANDIDATES=("-genv MPIR_CVAR_NOLOCAL 1 -genv FI_PROVIDER tcp"
@@ -169,10 +176,18 @@ data_lines() { grep -cE '^[0-9]+ [0-9.]+ [0-9.]+$' "$1" || true; }
 expected_lines() { local n=0 b=1; while (( b <= MAX_BYTES )); do n=$((n + 1)); b=$((b * 2)); done; echo $n; }
 EXPECTED=$(expected_lines)
 
-# Path check: a short run (1..8 bytes) with the benchmark's own command,
-# counting TCP segments. Shared memory: ~0 (launcher chatter only);
-# TCP: thousands. For MPICH/UCX the check also logs UCX's endpoint transports.
-TCP_THRESHOLD=1000
+# Path check: a short run (1..8 bytes, CHECK_SECONDS per size) with the
+# benchmark's own command, counting the host's TCP segments per message sent.
+# The message count is estimated from the measured latency (each size runs
+# about CHECK_SECONDS/latency messages after 20 warm-up ones; pingpong sizes
+# its loop from the slower warm-up, so this overestimates up to ~2x). TCP
+# sends about one segment per message (0.5-1 measured); shared memory none
+# (only the launcher's chatter and other users' traffic, spread over
+# hundreds of thousands of messages: < 0.001 measured).
+# For MPICH the check also logs UCX's endpoint transports.
+CHECK_SECONDS=0.2
+TCP_MIN_PER_MSG=0.3    # at least this many segments per message: TCP
+SHM_MAX_PER_MSG=0.05   # below this: shared memory
 : > "$OUT/configs.tsv"
 declare -A CHECK_OK=()
 check_config() {  # config -> CHECK_STATUS, CHECK_REASON, CHECK_SEGS, CHECK_NOTE
@@ -180,8 +195,12 @@ check_config() {  # config -> CHECK_STATUS, CHECK_REASON, CHECK_SEGS, CHECK_NOTE
     CHECK_NOTE=
     set_cmd "$cfg"
     if [[ $impl == mpich ]]; then CMD=(env UCX_LOG_LEVEL=info "${CMD[@]}"); fi
-    run_one "$base.out" "$base.err" 8 0.05
+    run_one "$base.out" "$base.err" 8 "$CHECK_SECONDS"
     CHECK_SEGS=$RUN_SEGS
+    local msgs per_msg
+    msgs=$(awk -v s="$CHECK_SECONDS" '/^[0-9]+ [0-9.]+ [0-9.]+$/ && $2 > 0 { n += s * 1e6 / $2 + 20 } END { printf "%d", n }' "$base.out")
+    per_msg=$(awk -v a="$CHECK_SEGS" -v m="$msgs" 'BEGIN { if (m > 0) printf "%.3f", a / m; else print "nan" }')
+    local what="$CHECK_SEGS TCP segments for ~$msgs messages = $per_msg per message"
     if [[ $impl == mpich ]]; then
         CHECK_NOTE=$(grep -oE 'ep_cfg\[[0-9]+\]: .*' "$base.err" | sort -u | head -n 3 | paste -sd ';' - || true)
         [[ -n $CHECK_NOTE ]] && log "  UCX: $CHECK_NOTE"
@@ -192,11 +211,12 @@ check_config() {  # config -> CHECK_STATUS, CHECK_REASON, CHECK_SEGS, CHECK_NOTE
         [[ $RUN_RC == 124 || $RUN_RC == 137 ]] && CHECK_REASON="timeout after ${RUN_TIMEOUT}s"
     elif [[ $(data_lines "$base.out") -lt 4 ]]; then
         CHECK_STATUS=failed; CHECK_REASON="no benchmark output"
-    elif [[ $path == tcp && $CHECK_SEGS -ge $TCP_THRESHOLD ]] || [[ $path == shm && $CHECK_SEGS -lt $TCP_THRESHOLD ]]; then
-        CHECK_STATUS=verified; CHECK_REASON="$CHECK_SEGS TCP segments in the check run"
+    elif awk -v p="$per_msg" -v path="$path" -v lo="$SHM_MAX_PER_MSG" -v hi="$TCP_MIN_PER_MSG" \
+            'BEGIN { exit !((path == "tcp" && p >= hi) || (path == "shm" && p < lo)) }'; then
+        CHECK_STATUS=verified; CHECK_REASON=$what
     else
         CHECK_STATUS=mismatch
-        CHECK_REASON="$CHECK_SEGS TCP segments in the check run: does not look like $path (threshold $TCP_THRESHOLD; other TCP traffic on the host?)"
+        CHECK_REASON="$what: does not look like $path (TCP >= $TCP_MIN_PER_MSG, shm < $SHM_MAX_PER_MSG; heavy TCP traffic from other users?)"
     fi
     CHECK_REASON=${CHECK_REASON//$'\t'/ }
     CHECK_NOTE=${CHECK_NOTE//$'\t'/ }
@@ -285,7 +305,13 @@ cpu_model=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -n
     tsv max_bytes "$MAX_BYTES"
     tsv min_seconds "$MIN_SECONDS"
     tsv run_timeout "$RUN_TIMEOUT"
-    tsv tcp_threshold "$TCP_THRESHOLD"
+    tsv check_seconds "$CHECK_SECONDS"
+    tsv tcp_min_per_msg "$TCP_MIN_PER_MSG"
+    tsv shm_max_per_msg "$SHM_MAX_PER_MSG"
+    lib=$(readlink -f build/lib/libmpi.so.12 2>/dev/null || true)
+    if [[ -f $lib ]]; then
+        tsv resmpi_lib "${lib#"$ROOT"/} sha256 $(sha256sum "$lib" | cut -c1-12), built $(date -u -r "$lib" '+%Y-%m-%d %H:%M:%S UTC')"
+    fi
     tsv load_before "$LOAD_BEFORE"
     tsv load_after "$LOAD_AFTER"
     for impl in "${IMPLS[@]}"; do

@@ -230,26 +230,33 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    entry("MPI_Sendrecv_replace", comm, |mpi, _| {
+    // Send from a private copy, receive into the buffer: the two may then
+    // proceed in any order, exactly as MPI_Sendrecv.
+    let copy = match with_mpi("MPI_Sendrecv_replace", comm, |_, _| {
         let (bytes, _) = buffer_bytes(buf, count, datatype)?;
         // SAFETY: buffer_bytes checked that `buf` spans `bytes` bytes (the caller's promise).
-        let copy = unsafe { resmpi_core::engine::slice_from(buf as *const u8, bytes) }.to_vec();
-        let receive = start_recv(mpi, buf, count, datatype, source, recvtag, comm)?;
-        let send = start_send(
-            mpi,
+        Ok(unsafe { resmpi_core::engine::slice_from(buf as *const u8, bytes) }.to_vec())
+    }) {
+        Ok(copy) => copy,
+        Err(code) => return code,
+    };
+    // SAFETY: `copy` outlives the call; the other pointers are the caller's.
+    unsafe {
+        PMPI_Sendrecv(
             copy.as_ptr().cast(),
             count,
             datatype,
             dest,
             sendtag,
+            buf,
+            count,
+            datatype,
+            source,
+            recvtag,
             comm,
-            SendMode::Standard,
-        )?;
-        mpi.engine.wait_request(send)?;
-        mpi.engine.wait_request(receive)?;
-        complete_and_release(mpi, send, std::ptr::null_mut())?;
-        complete_and_release(mpi, receive, status)
-    })
+            status,
+        )
+    }
 }
 const _: fn_types::MPI_Sendrecv_replace = PMPI_Sendrecv_replace;
 
@@ -390,14 +397,8 @@ fn start_mrecv(
     let handle = unsafe { *message };
     let (bytes, _) = buffer_bytes(buf, count, datatype)?;
     let request = if handle == MPI_MESSAGE_NO_PROC {
-        mpi.engine.start_nothing(
-            resmpi_core::WORLD,
-            Status {
-                source: MPI_PROC_NULL,
-                tag: MPI_ANY_TAG,
-                ..Status::default()
-            },
-        )?
+        mpi.engine
+            .start_nothing(resmpi_core::WORLD, Status::proc_null())?
     } else {
         let index = message_index(handle)
             .ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid MPI_Message handle"))?;

@@ -714,20 +714,7 @@ macro_rules! send_init_entry {
                 }
                 let comm_index = comm_of(mpi, comm)?;
                 let (length, _) = buffer_bytes(buf, count, datatype)?;
-                // Validate rank and tag now, as MPICH does.
-                let size = mpi.comm(comm_index)?.size() as c_int;
-                if !(dest == MPI_PROC_NULL || (0..size).contains(&dest)) {
-                    return Err(MpiError::new(
-                        ErrorClass::Rank,
-                        format!("rank {dest} is out of range (communicator size {size})"),
-                    ));
-                }
-                if !(0..=resmpi_core::TAG_UB).contains(&tag) {
-                    return Err(MpiError::new(
-                        ErrorClass::Tag,
-                        format!("tag {tag} is invalid"),
-                    ));
-                }
+                mpi.check_envelope(comm_index, dest, tag, false)?;
                 let template = Persistent::Send {
                     destination: dest,
                     buffer: buf.cast(),
@@ -769,19 +756,7 @@ pub unsafe extern "C" fn PMPI_Recv_init(
         }
         let comm_index = comm_of(mpi, comm)?;
         let (capacity, _) = buffer_bytes(buf, count, datatype)?;
-        let size = mpi.comm(comm_index)?.size() as c_int;
-        if !(source == MPI_PROC_NULL || source == MPI_ANY_SOURCE || (0..size).contains(&source)) {
-            return Err(MpiError::new(
-                ErrorClass::Rank,
-                format!("rank {source} is out of range (communicator size {size})"),
-            ));
-        }
-        if !(tag == MPI_ANY_TAG || (0..=resmpi_core::TAG_UB).contains(&tag)) {
-            return Err(MpiError::new(
-                ErrorClass::Tag,
-                format!("tag {tag} is invalid"),
-            ));
-        }
+        mpi.check_envelope(comm_index, source, tag, true)?;
         let template = Persistent::Receive {
             source,
             buffer: buf.cast(),
@@ -905,22 +880,44 @@ unsafe fn count_of(
     })
 }
 
+/// Compute a count from a status and store it through `out` as `T`.
+unsafe fn write_count<T: TryFrom<i64>>(
+    name: &str,
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    elements: bool,
+    out: *mut T,
+    too_large: T,
+) -> c_int {
+    // SAFETY: caller's pointers.
+    match unsafe { count_of(name, status, datatype, elements) } {
+        Ok(value) => {
+            if !out.is_null() {
+                // SAFETY: checked non-null; the caller's output variable.
+                unsafe { *out = T::try_from(value).unwrap_or(too_large) };
+            }
+            MPI_SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_count(
     status: *const MPI_Status,
     datatype: MPI_Datatype,
     count: *mut c_int,
 ) -> c_int {
-    // SAFETY: caller's pointers.
-    match unsafe { count_of("MPI_Get_count", status, datatype, false) } {
-        Ok(value) => {
-            if !count.is_null() {
-                // SAFETY: checked non-null.
-                unsafe { *count = i32::try_from(value).unwrap_or(MPI_UNDEFINED) };
-            }
-            MPI_SUCCESS
-        }
-        Err(code) => code,
+    // SAFETY: forwarded caller pointers.
+    unsafe {
+        write_count(
+            "MPI_Get_count",
+            status,
+            datatype,
+            false,
+            count,
+            MPI_UNDEFINED,
+        )
     }
 }
 const _: fn_types::MPI_Get_count = PMPI_Get_count;
@@ -931,16 +928,16 @@ pub unsafe extern "C" fn PMPI_Get_elements(
     datatype: MPI_Datatype,
     count: *mut c_int,
 ) -> c_int {
-    // SAFETY: caller's pointers.
-    match unsafe { count_of("MPI_Get_elements", status, datatype, true) } {
-        Ok(value) => {
-            if !count.is_null() {
-                // SAFETY: checked non-null.
-                unsafe { *count = i32::try_from(value).unwrap_or(MPI_UNDEFINED) };
-            }
-            MPI_SUCCESS
-        }
-        Err(code) => code,
+    // SAFETY: forwarded caller pointers.
+    unsafe {
+        write_count(
+            "MPI_Get_elements",
+            status,
+            datatype,
+            true,
+            count,
+            MPI_UNDEFINED,
+        )
     }
 }
 const _: fn_types::MPI_Get_elements = PMPI_Get_elements;
@@ -951,16 +948,16 @@ pub unsafe extern "C" fn PMPI_Get_elements_x(
     datatype: MPI_Datatype,
     count: *mut MPI_Count,
 ) -> c_int {
-    // SAFETY: caller's pointers.
-    match unsafe { count_of("MPI_Get_elements_x", status, datatype, true) } {
-        Ok(value) => {
-            if !count.is_null() {
-                // SAFETY: checked non-null.
-                unsafe { *count = value as MPI_Count };
-            }
-            MPI_SUCCESS
-        }
-        Err(code) => code,
+    // SAFETY: forwarded caller pointers.
+    unsafe {
+        write_count(
+            "MPI_Get_elements_x",
+            status,
+            datatype,
+            true,
+            count,
+            MPI_UNDEFINED as MPI_Count,
+        )
     }
 }
 const _: fn_types::MPI_Get_elements_x = PMPI_Get_elements_x;

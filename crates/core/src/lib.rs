@@ -185,6 +185,19 @@ impl Mpi {
 
     // ----- point to point ---------------------------------------------------
 
+    /// Check a peer rank and tag for `comm_index` (`receive` allows the
+    /// ANY_SOURCE / ANY_TAG wildcards); PROC_NULL is always valid.
+    pub fn check_envelope(
+        &self,
+        comm_index: usize,
+        rank: i32,
+        tag: i32,
+        receive: bool,
+    ) -> MpiResult<()> {
+        self.check_rank(self.comm(comm_index)?, rank, receive)?;
+        Self::check_tag(tag, receive)
+    }
+
     fn check_rank(&self, comm: &Communicator, rank: i32, allow_any: bool) -> MpiResult<()> {
         let valid = (rank >= 0 && (rank as u32) < comm.size())
             || rank == PROC_NULL
@@ -223,19 +236,11 @@ impl Mpi {
         tag: i32,
         mode: SendMode,
     ) -> MpiResult<u32> {
-        let comm = self.comm(comm_index)?;
-        self.check_rank(comm, destination, false)?;
-        Self::check_tag(tag, false)?;
+        self.check_envelope(comm_index, destination, tag, false)?;
         if destination == PROC_NULL {
-            return self.engine.start_nothing(
-                comm_index,
-                Status {
-                    source: PROC_NULL,
-                    tag: ANY_TAG,
-                    ..Status::default()
-                },
-            );
+            return self.engine.start_nothing(comm_index, Status::proc_null());
         }
+        let comm = self.comm(comm_index)?;
         let target = Destination {
             peer: comm.world_rank(destination as u32),
             context: comm.context,
@@ -326,19 +331,11 @@ impl Mpi {
         source: i32,
         tag: i32,
     ) -> MpiResult<u32> {
-        let comm = self.comm(comm_index)?;
-        self.check_rank(comm, source, true)?;
-        Self::check_tag(tag, true)?;
+        self.check_envelope(comm_index, source, tag, true)?;
         if source == PROC_NULL {
-            return self.engine.start_nothing(
-                comm_index,
-                Status {
-                    source: PROC_NULL,
-                    tag: ANY_TAG,
-                    ..Status::default()
-                },
-            );
+            return self.engine.start_nothing(comm_index, Status::proc_null());
         }
+        let comm = self.comm(comm_index)?;
         let source_world = (source != ANY_SOURCE).then(|| comm.world_rank(source as u32));
         let tag = (tag != ANY_TAG).then_some(tag);
         let context = comm.context;
@@ -355,19 +352,11 @@ impl Mpi {
         tag: i32,
         remove: bool,
     ) -> MpiResult<Option<(Status, Option<usize>)>> {
-        let comm = self.comm(comm_index)?.clone();
-        self.check_rank(&comm, source, true)?;
-        Self::check_tag(tag, true)?;
+        self.check_envelope(comm_index, source, tag, true)?;
         if source == PROC_NULL {
-            return Ok(Some((
-                Status {
-                    source: PROC_NULL,
-                    tag: ANY_TAG,
-                    ..Status::default()
-                },
-                None,
-            )));
+            return Ok(Some((Status::proc_null(), None)));
         }
+        let comm = self.comm(comm_index)?.clone();
         self.engine.progress()?;
         let pattern = resmpi_matching::ReceivePattern {
             context: comm.context,

@@ -21,6 +21,19 @@ pub struct Status {
     pub cancelled: bool,
 }
 
+impl Status {
+    /// Status of an operation on MPI_PROC_NULL: source PROC_NULL, tag ANY_TAG, no data.
+    pub fn proc_null() -> Status {
+        Status {
+            source: -1,
+            tag: -1,
+            error: 0,
+            count_bytes: 0,
+            cancelled: false,
+        }
+    }
+}
+
 /// How a send behaves (MPI's send modes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendMode {
