@@ -184,7 +184,7 @@ EXPECTED=$(expected_lines)
 # sends about one segment per message (0.5-1 measured); shared memory none
 # (only the launcher's chatter and other users' traffic, spread over
 # hundreds of thousands of messages: < 0.001 measured).
-# For MPICH the check also logs UCX's endpoint transports.
+# For MPICH the check also logs UCX's endpoint transports (UCX logs to stdout).
 CHECK_SECONDS=0.2
 TCP_MIN_PER_MSG=0.3    # at least this many segments per message: TCP
 SHM_MAX_PER_MSG=0.05   # below this: shared memory
@@ -202,7 +202,7 @@ check_config() {  # config -> CHECK_STATUS, CHECK_REASON, CHECK_SEGS, CHECK_NOTE
     per_msg=$(awk -v a="$CHECK_SEGS" -v m="$msgs" 'BEGIN { if (m > 0) printf "%.3f", a / m; else print "nan" }')
     local what="$CHECK_SEGS TCP segments for ~$msgs messages = $per_msg per message"
     if [[ $impl == mpich ]]; then
-        CHECK_NOTE=$(grep -oE 'ep_cfg\[[0-9]+\]: .*' "$base.err" | sort -u | head -n 3 | paste -sd ';' - || true)
+        CHECK_NOTE=$(cat "$base.out" "$base.err" | grep -oE 'ep_cfg\[[0-9]+\]: .*' | sort -u | head -n 3 | paste -sd ';' - || true)
         [[ -n $CHECK_NOTE ]] && log "  UCX: $CHECK_NOTE"
     fi
     if [[ $RUN_RC != 0 ]]; then
