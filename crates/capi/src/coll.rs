@@ -6,11 +6,11 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
 use crate::datatype::{buffer_bytes, reduction_element, type_info};
-use crate::global::{entry, Global};
+use crate::global::{entry, Registry};
 use crate::handles::{builtin_op, op_handle, op_index};
 use crate::p2p::comm_of;
 
-fn reduction_of(global: &Global, op: MPI_Op, datatype: MPI_Datatype) -> MpiResult<Reduction> {
+fn reduction_of(global: &Registry, op: MPI_Op, datatype: MPI_Datatype) -> MpiResult<Reduction> {
     let (info, repetitions) = reduction_element(datatype)?;
     if repetitions != 1 {
         return Err(MpiError::new(

@@ -24,6 +24,12 @@ pub struct Global {
     pub finalized: bool,
     /// Thread level granted.
     pub thread_level: c_int,
+    /// Objects the C layer owns.
+    pub registry: Registry,
+}
+
+/// User-created objects that live in the C layer.
+pub struct Registry {
     /// User error handlers, by index.
     pub errhandlers: Vec<Option<UserErrhandler>>,
     /// User ops, by index.
@@ -39,8 +45,10 @@ static GLOBAL: Mutex<Global> = Mutex::new(Global {
     initialized: false,
     finalized: false,
     thread_level: MPI_THREAD_SINGLE,
-    errhandlers: Vec::new(),
-    ops: Vec::new(),
+    registry: Registry {
+        errhandlers: Vec::new(),
+        ops: Vec::new(),
+    },
 });
 
 /// Lock the library state.
@@ -54,17 +62,13 @@ pub fn lock() -> MutexGuard<'static, Global> {
 pub fn with_mpi<T>(
     name: &str,
     comm: MPI_Comm,
-    body: impl FnOnce(&mut Mpi, &mut Global) -> MpiResult<T>,
+    body: impl FnOnce(&mut Mpi, &mut Registry) -> MpiResult<T>,
 ) -> Result<T, c_int> {
     let result = {
         let mut guard = lock();
         let global = &mut *guard;
-        match global.mpi.take() {
-            Some(mut mpi) => {
-                let result = body(&mut mpi, global);
-                global.mpi = Some(mpi);
-                result
-            }
+        match global.mpi.as_mut() {
+            Some(mpi) => body(mpi, &mut global.registry),
             None => {
                 let when = if global.finalized {
                     "after MPI_Finalize"
@@ -83,7 +87,7 @@ pub fn with_mpi<T>(
 pub fn entry(
     name: &str,
     comm: MPI_Comm,
-    body: impl FnOnce(&mut Mpi, &mut Global) -> MpiResult<()>,
+    body: impl FnOnce(&mut Mpi, &mut Registry) -> MpiResult<()>,
 ) -> c_int {
     match with_mpi(name, comm, body) {
         Ok(()) => MPI_SUCCESS,
@@ -116,7 +120,7 @@ pub fn raise_error(name: &str, comm: MPI_Comm, error: MpiError) -> c_int {
         }
         user => {
             let function = crate::handles::errhandler_index(user)
-                .and_then(|index| lock().errhandlers.get(index).copied().flatten())
+                .and_then(|index| lock().registry.errhandlers.get(index).copied().flatten())
                 .flatten();
             if let Some(function) = function {
                 let mut comm_value = comm_index(comm).map_or(comm, comm_handle);

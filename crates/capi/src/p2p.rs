@@ -79,6 +79,13 @@ macro_rules! send_entry {
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
+            if $mode == SendMode::Standard {
+                return entry($label, comm, |mpi, _| {
+                    let index = comm_of(mpi, comm)?;
+                    let (bytes, _) = buffer_bytes(buf, count, datatype)?;
+                    mpi.send(index, buf.cast(), bytes, dest, tag)
+                });
+            }
             blocking($label, comm, std::ptr::null_mut(), |mpi| {
                 start_send(mpi, buf, count, datatype, dest, tag, comm, $mode)
             })

@@ -256,6 +256,46 @@ impl<F: Interceptor> Engine<F> {
         Ok(index)
     }
 
+    /// Spend eager credit toward `peer` for a `length`-byte message, if the
+    /// message may go eagerly at all.
+    #[inline]
+    fn take_eager_credit(&mut self, peer: u32, length: usize) -> bool {
+        let frame_cost = length + HEADER_LEN_BYTES;
+        let credit = &mut self.state.eager_credit[peer as usize];
+        let eager = length <= self.state.config.eager_limit_bytes
+            && *credit >= frame_cost
+            && length <= self.transports.max_payload_bytes(peer);
+        if eager {
+            *credit -= frame_cost;
+        }
+        eager
+    }
+
+    /// MPI_Send's common case without a request: a standard-mode message
+    /// that may go eagerly is complete once its frame is on the path (or
+    /// copied to the outbox). False = the caller must use a request.
+    pub fn send_eager_without_request(
+        &mut self,
+        destination: Destination,
+        buffer: *const u8,
+        length: usize,
+    ) -> MpiResult<bool> {
+        if !self.take_eager_credit(destination.peer, length) {
+            return Ok(false);
+        }
+        let header = eager_header(self.state.rank, destination, length);
+        // SAFETY: the caller guarantees `length` readable bytes at `buffer` for this call.
+        let payload = unsafe { slice_from(buffer, length) };
+        self.send_frame(destination.peer, &header, payload)?;
+        self.state.interceptor.on_send_complete(
+            destination.peer,
+            destination.context,
+            destination.tag,
+            length,
+        );
+        Ok(true)
+    }
+
     /// (Re)start the protocol of the send request at `index`.
     pub fn launch_send(&mut self, index: u32, mode: SendMode) -> MpiResult<()> {
         let wire_id = self.state.requests.wire_id(index);
@@ -269,21 +309,12 @@ impl<F: Interceptor> Engine<F> {
         };
         let (peer, buffer, length, context, tag) =
             (send.peer, send.buffer, send.length, send.context, send.tag);
-        let mut header = FrameHeader::new(FrameKind::Eager, rank);
-        header.context = context;
-        header.tag = tag;
-        header.aux = length as u64;
+        let mut header = eager_header(rank, Destination { peer, context, tag }, length);
         header.message_id = wire_id;
-        let frame_cost = length + HEADER_LEN_BYTES;
-        let eager = length <= self.state.config.eager_limit_bytes
-            && length <= self.transports.max_payload_bytes(peer)
-            && self.state.eager_credit[peer as usize] >= frame_cost;
-        let stage = if eager {
-            self.state.eager_credit[peer as usize] -= frame_cost;
+        let stage = if self.take_eager_credit(peer, length) {
             if mode == SendMode::Synchronous {
                 header.flags |= FLAG_SYNC;
             }
-            header.payload_len = length as u32;
             // SAFETY: the caller of start_send guarantees the buffer.
             let payload = unsafe { slice_from(buffer, length) };
             self.send_frame(peer, &header, payload)?;
@@ -294,6 +325,7 @@ impl<F: Interceptor> Engine<F> {
             }
         } else {
             header.kind = FrameKind::RequestToSend;
+            header.payload_len = 0;
             self.send_frame(peer, &header, &[])?;
             SendStage::AwaitingClearToSend
         };
@@ -851,6 +883,17 @@ impl<F: Interceptor> State<F> {
             FrameKind::Ack => {}
         }
     }
+}
+
+/// Header of an eager frame carrying `length` bytes to `destination`.
+#[inline]
+fn eager_header(rank: u32, destination: Destination, length: usize) -> FrameHeader {
+    let mut header = FrameHeader::new(FrameKind::Eager, rank);
+    header.context = destination.context;
+    header.tag = destination.tag;
+    header.aux = length as u64;
+    header.payload_len = length as u32;
+    header
 }
 
 /// Copy `data` into a user buffer at `offset`, clipped to `capacity` (truncation).

@@ -253,6 +253,40 @@ impl Mpi {
             .start_send(comm_index, target, buffer, length, mode)
     }
 
+    /// Blocking standard-mode send (MPI_Send, MPI_Rsend): eager messages
+    /// skip the request table entirely.
+    pub fn send(
+        &mut self,
+        comm_index: usize,
+        buffer: *const u8,
+        length: usize,
+        destination: i32,
+        tag: i32,
+    ) -> MpiResult<()> {
+        self.check_envelope(comm_index, destination, tag, false)?;
+        if destination == PROC_NULL {
+            return Ok(());
+        }
+        let comm = self.comm(comm_index)?;
+        let target = Destination {
+            peer: comm.world_rank(destination as u32),
+            context: comm.context,
+            tag,
+        };
+        if self
+            .engine
+            .send_eager_without_request(target, buffer, length)?
+        {
+            return Ok(());
+        }
+        let index =
+            self.engine
+                .start_send(comm_index, target, buffer, length, SendMode::Standard)?;
+        self.engine.wait_request(index)?;
+        self.engine.state.requests.remove(index);
+        Ok(())
+    }
+
     fn bsend(
         &mut self,
         comm_index: usize,
