@@ -17,7 +17,14 @@ fn runtime_error(what: &str, error: impl std::fmt::Display) -> MpiError {
 }
 
 /// An identifier equal for processes on the same host (same kernel boot).
+/// `RESMPI_HOST_KEY` overrides it (launchers set it for ranks started on
+/// hosts that share a kernel, such as network namespaces).
 pub fn host_key() -> String {
+    if let Ok(key) = std::env::var("RESMPI_HOST_KEY") {
+        if !key.is_empty() {
+            return hex_encode(key.as_bytes());
+        }
+    }
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
     format!(
         "{}-{}",
@@ -39,6 +46,57 @@ pub fn processor_name() -> String {
         .position(|byte| *byte == 0)
         .unwrap_or(buffer.len());
     String::from_utf8_lossy(&buffer[..end]).into_owned()
+}
+
+/// The address this rank's TCP listener binds and publishes: `RESMPI_TCP_ADDR`
+/// if set, loopback when every rank is on this host, else the first
+/// non-loopback IPv4 address of this host.
+fn tcp_publish_address(all_local: bool) -> MpiResult<IpAddr> {
+    if let Ok(text) = std::env::var("RESMPI_TCP_ADDR") {
+        return text.parse().map_err(|_| {
+            runtime_error("RESMPI_TCP_ADDR", format!("'{text}' is not an IP address"))
+        });
+    }
+    if all_local {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    first_non_loopback_ipv4().map(IpAddr::V4).ok_or_else(|| {
+        runtime_error(
+            "TCP listen",
+            "this host has no non-loopback IPv4 address; set RESMPI_TCP_ADDR",
+        )
+    })
+}
+
+/// First IPv4 address of an interface that is up and not loopback.
+fn first_non_loopback_ipv4() -> Option<Ipv4Addr> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates the list; it is freed below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return None;
+    }
+    let mut found = None;
+    let mut entry = list;
+    while !entry.is_null() {
+        // SAFETY: a node of the list getifaddrs returned.
+        let node = unsafe { &*entry };
+        let up = node.ifa_flags & libc::IFF_UP as u32 != 0;
+        let loopback = node.ifa_flags & libc::IFF_LOOPBACK as u32 != 0;
+        if up && !loopback && !node.ifa_addr.is_null() {
+            // SAFETY: ifa_addr points to a sockaddr whose family we check first.
+            let family = unsafe { (*node.ifa_addr).sa_family } as i32;
+            if family == libc::AF_INET {
+                // SAFETY: AF_INET addresses are sockaddr_in.
+                let address = unsafe { &*(node.ifa_addr as *const libc::sockaddr_in) };
+                found = Some(Ipv4Addr::from(u32::from_be(address.sin_addr.s_addr)));
+                break;
+            }
+        }
+        entry = node.ifa_next;
+    }
+    // SAFETY: the list came from getifaddrs.
+    unsafe { libc::freeifaddrs(list) };
+    found
 }
 
 /// Connect this rank to every other and return its paths.
@@ -75,13 +133,9 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     let mut tcp = None;
     let mut tcp_address = String::from("-");
     if need_tcp {
-        let bind_ip = if pmi.local_size() == size {
-            IpAddr::V4(Ipv4Addr::LOCALHOST)
-        } else {
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-        };
+        let publish_ip = tcp_publish_address(pmi.local_size() == size)?;
         let (path, address) =
-            TcpPath::bind(rank, bind_ip).map_err(|e| runtime_error("TCP listen", e))?;
+            TcpPath::bind(rank, publish_ip).map_err(|e| runtime_error("TCP listen", e))?;
         tcp = Some(path);
         tcp_address = address;
     }
