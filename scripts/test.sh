@@ -9,6 +9,6 @@ cargo fmt --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --release
 # Breadth for the reliability layer: a few thousand seeded simulated jobs.
-cargo run --release -q -p resmpi-sim --bin sim-sweep -- --seeds 3000 --ranks 4
+cargo run --release -q -p resmpi-sim --bin sim-sweep -- --seeds 3000 --ranks 4 --rails 3
 make check-abi
 python3 -m pytest -q tests/

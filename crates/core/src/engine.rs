@@ -21,6 +21,7 @@ use resmpi_wire::{FrameHeader, FrameKind, FLAG_SYNC, HEADER_LEN_BYTES};
 
 use crate::comm::Communicator;
 use crate::error::{fail, ErrorClass, MpiError, MpiResult};
+use crate::reliability::ReliableLinks;
 use crate::request::{
     Operation, ReceiveState, Request, RequestTable, SendMode, SendStage, SendState, Status,
 };
@@ -167,6 +168,8 @@ pub struct State<F: Interceptor = PassThrough> {
 pub struct Engine<F: Interceptor = PassThrough> {
     /// Paths to peers.
     pub transports: Transports,
+    /// Reliability links for peers on network paths (none when disabled).
+    pub links: ReliableLinks,
     /// Everything else.
     pub state: State<F>,
 }
@@ -185,6 +188,7 @@ impl<F: Interceptor> Engine<F> {
         let peers = size as usize;
         Engine {
             transports,
+            links: ReliableLinks::none(size),
             state: State {
                 rank,
                 size,
@@ -460,10 +464,19 @@ impl<F: Interceptor> Engine<F> {
                 })?;
         }
         if let Some(tcp) = self.transports.tcp.as_mut() {
-            match tcp.poll(|peer, frame| state.handle_frame(peer, frame)) {
+            let links = &mut self.links;
+            let polled = tcp.poll(|peer, frame| {
+                if let Err(error) =
+                    links.receive(peer, frame, |peer, frame| state.handle_frame(peer, frame))
+                {
+                    state.fail_later(error);
+                }
+            });
+            match polled {
                 Ok(count) => frames += count,
-                // Past the final barrier, peers leave whenever they like.
-                Err(PathError::PeerClosed(_)) if state.finalizing => {}
+                // Past the final barrier, peers leave whenever they like; a
+                // peer that left has received all it needed from us.
+                Err(PathError::PeerClosed(peer)) if state.finalizing => links.forget(peer),
                 Err(PathError::PeerClosed(peer)) => {
                     return Err(MpiError::new(
                         ErrorClass::Other,
@@ -488,7 +501,8 @@ impl<F: Interceptor> Engine<F> {
         }
         let sent = self.flush_outbox()?;
         let streamed = self.pump_streams()?;
-        Ok(frames > 0 || sent || streamed)
+        let transmitted = self.links.any() && self.links.transmit(&mut self.transports)?;
+        Ok(frames > 0 || sent || streamed || transmitted)
     }
 
     /// Progress until `done` holds, pausing with an [`Idler`] when nothing moves.
@@ -519,12 +533,20 @@ impl<F: Interceptor> Engine<F> {
 
     // ----- sending frames -------------------------------------------------------
 
+    #[inline]
+    fn offer(
+        &mut self,
+        peer: u32,
+        header: &[u8; HEADER_LEN_BYTES],
+        payload: &[u8],
+    ) -> MpiResult<bool> {
+        offer_to(&mut self.links, &mut self.transports, peer, header, payload)
+    }
+
     /// Send one frame to `peer`, queueing a copy if its path has no room.
     pub fn send_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) -> MpiResult<()> {
         let bytes = header.to_bytes();
-        if self.state.outbox[peer as usize].is_empty()
-            && self.transports.try_send(peer, &bytes, payload)?
-        {
+        if self.state.outbox[peer as usize].is_empty() && self.offer(peer, &bytes, payload)? {
             return Ok(());
         }
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
@@ -545,10 +567,14 @@ impl<F: Interceptor> Engine<F> {
             while let Some(frame) = self.state.outbox[peer].front() {
                 let header: &[u8; HEADER_LEN_BYTES] =
                     frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
-                if !self
-                    .transports
-                    .try_send(peer as u32, header, &frame[HEADER_LEN_BYTES..])?
-                {
+                let payload = &frame[HEADER_LEN_BYTES..];
+                if !offer_to(
+                    &mut self.links,
+                    &mut self.transports,
+                    peer as u32,
+                    header,
+                    payload,
+                )? {
                     break;
                 }
                 self.state.outbox[peer].pop_front();
@@ -598,10 +624,13 @@ impl<F: Interceptor> Engine<F> {
                 // SAFETY: the send's buffer holds `length` bytes until the request completes.
                 let payload = unsafe { slice_from(send.buffer.add(offset), chunk) };
                 let header_bytes = header.to_bytes();
-                if !self
-                    .transports
-                    .try_send(peer as u32, &header_bytes, payload)?
-                {
+                if !offer_to(
+                    &mut self.links,
+                    &mut self.transports,
+                    peer as u32,
+                    &header_bytes,
+                    payload,
+                )? {
                     break;
                 }
                 any = true;
@@ -631,11 +660,18 @@ impl<F: Interceptor> Engine<F> {
                     .tcp
                     .as_ref()
                     .is_some_and(|tcp| tcp.has_pending_output())
+                && engine.links.all_acknowledged()
         })
     }
 }
 
 impl<F: Interceptor> State<F> {
+    /// Record an error found while a path was borrowed; the current
+    /// progress call returns it.
+    pub fn fail_later(&mut self, error: MpiError) {
+        self.pending_error.get_or_insert(error);
+    }
+
     /// Queue a frame for `peer` (used while a path is borrowed).
     fn queue_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) {
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
@@ -884,6 +920,26 @@ impl<F: Interceptor> State<F> {
             FrameKind::Ack => {}
         }
     }
+}
+
+/// Hand one frame to the channel toward `peer`: its reliability link if it
+/// has one, else its path. False = no room now.
+#[inline]
+fn offer_to(
+    links: &mut ReliableLinks,
+    transports: &mut Transports,
+    peer: u32,
+    header: &[u8; HEADER_LEN_BYTES],
+    payload: &[u8],
+) -> MpiResult<bool> {
+    if links.covers(peer) {
+        if !links.offer(peer, header, payload) {
+            return Ok(false);
+        }
+        links.transmit_to(peer, transports)?;
+        return Ok(true);
+    }
+    transports.try_send_direct(peer, header, payload)
 }
 
 /// Header of an eager frame carrying `length` bytes to `destination`.

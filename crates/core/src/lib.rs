@@ -17,6 +17,7 @@ pub mod datatype;
 pub mod engine;
 pub mod error;
 pub mod op;
+pub mod reliability;
 pub mod request;
 pub mod transport;
 pub mod wireup;
@@ -41,6 +42,32 @@ pub const SELF: usize = 1;
 
 /// Bytes of MPI_BSEND_OVERHEAD charged per buffered message (MPICH's value).
 pub const BSEND_OVERHEAD_BYTES: usize = 96;
+
+/// `RESMPI_RELIABLE=on|off` (default on): sequence numbers, acks and
+/// retransmission on network paths. Shared memory never needs it.
+fn reliability_enabled() -> MpiResult<bool> {
+    match std::env::var("RESMPI_RELIABLE").as_deref() {
+        Err(_) | Ok("") | Ok("on") | Ok("1") => Ok(true),
+        Ok("off") | Ok("0") => Ok(false),
+        Ok(other) => fail(
+            ErrorClass::Other,
+            format!("MPI_Init: RESMPI_RELIABLE must be on or off, not '{other}'"),
+        ),
+    }
+}
+
+/// `RESMPI_CHECKSUM=crc32c|none` (default crc32c): end-to-end CRC32C on
+/// every frame of a reliable link.
+fn checksums_enabled() -> MpiResult<bool> {
+    match std::env::var("RESMPI_CHECKSUM").as_deref() {
+        Err(_) | Ok("") | Ok("crc32c") => Ok(true),
+        Ok("none") => Ok(false),
+        Ok(other) => fail(
+            ErrorClass::Other,
+            format!("MPI_Init: RESMPI_CHECKSUM must be crc32c or none, not '{other}'"),
+        ),
+    }
+}
 
 /// The buffer attached with MPI_Buffer_attach.
 #[derive(Debug, Default)]
@@ -86,7 +113,18 @@ impl Mpi {
             eager_limit_bytes: config.eager_limit_bytes,
             eager_credit_bytes,
         };
+        let reliable = reliability_enabled()?;
+        let routes = transports.routes.clone();
         let mut engine = Engine::new(rank, size, engine_config, transports, PassThrough);
+        if reliable {
+            engine.links = reliability::ReliableLinks::new(
+                rank,
+                size,
+                resmpi_reliable::ReliableConfig::default(),
+                checksums_enabled()?,
+                |peer| routes[peer as usize] == transport::Route::Tcp,
+            );
+        }
         let world = Communicator::new(
             comm::WORLD_CONTEXT,
             Arc::new((0..size).collect()),

@@ -56,9 +56,10 @@ impl Transports {
         }
     }
 
-    /// Try to put one frame on the path to `peer`. False = no room now.
+    /// Try to put one frame on the path to `peer`, bypassing any
+    /// reliability link. False = no room now.
     #[inline]
-    pub fn try_send(
+    pub fn try_send_direct(
         &mut self,
         peer: u32,
         header: &[u8; HEADER_LEN_BYTES],

@@ -1,14 +1,17 @@
-//! `mpiexec` (also installed as `mpirun`): starts an MPI job on this host.
+//! `mpiexec` (also installed as `mpirun`): starts an MPI job on this host,
+//! or on several hosts through a launcher program such as `ssh`.
 //!
 //! It owns the job's life: fork/exec of N ranks, the PMI-1 server they wire
 //! up through, forwarding of their output, and a teardown that leaves no
 //! process and no shared-memory segment behind, whatever way the job ends.
 //! It knows nothing of MPI messages: ranks talk to each other directly.
 //!
-//! Layout: `options` (command line), `spawn` (one rank), `pmi_server`,
+//! Layout: `options` (command line), `hosts` (host lists, placement),
+//! `spawn` (one rank, local or remote), `pmi_server` (socketpairs and TCP),
 //! `output` (line forwarding), `supervisor` (the job loop and exit code),
 //! `signals`, `shm_cleanup`.
 
+mod hosts;
 mod options;
 mod output;
 mod pmi_server;

@@ -9,6 +9,8 @@
 
 use resmpi_runtime::parse_byte_count;
 
+use crate::hosts::{parse_host_list, parse_hostfile, HostSpec};
+
 /// Most ranks one `mpiexec` starts on this host. Each rank costs three
 /// descriptors and three threads in the launcher.
 pub const MAX_RANK_COUNT: u32 = 1024;
@@ -36,6 +38,16 @@ pub struct Options {
     pub tag_output: bool,
     /// `--timeout`: end the job after this many seconds.
     pub timeout_seconds: Option<u64>,
+    /// `--hosts` / `--hostfile`: where ranks run; `None` is this host only.
+    pub hosts: Option<Vec<HostSpec>>,
+    /// `-ppn`: ranks per host per round (overrides slots).
+    pub ranks_per_host: Option<u32>,
+    /// `--launcher-exec`: the program that starts a command on a remote host
+    /// (`PROG HOST COMMAND…`), `ssh` by default.
+    pub launcher_exec: String,
+    /// `--control-addr`: the address remote ranks reach mpiexec's PMI server
+    /// at; `None` is this host's first non-loopback IPv4 address.
+    pub control_address: Option<String>,
     /// The program to run, looked up in `PATH` like a shell would.
     pub program: String,
     /// The program's arguments.
@@ -46,7 +58,8 @@ pub struct Options {
 pub const USAGE: &str = "\
 usage: mpiexec [options] program [arguments...]
 
-Starts N copies of program on this host, connected by a PMI-1 server.
+Starts N copies of program, on this host or on the hosts given, connected by
+a PMI-1 server.
 
 options (each also as --name=value or -name value):
   -n N, -np N           number of ranks (default 1)
@@ -57,8 +70,32 @@ options (each also as --name=value or -name value):
   --timeout S           kill the job after S seconds and exit 124
   --paths auto|tcp      paths between ranks (sets RESMPI_PATHS)
   --eager-limit BYTES   largest eager message (sets RESMPI_EAGER_LIMIT)
+  --hosts H1[:S],H2...  run on these hosts (S slots each, default 1)
+  --hostfile F          hosts from F, one a line: host, host:S or host slots=S;
+                        '#' starts a comment (also -f, --machinefile)
+  -ppn N                N ranks per host per round (overrides slots)
+  --launcher-exec PROG  start remote ranks as 'PROG HOST env VAR=... program
+                        args' (default ssh)
+  --control-addr ADDR   address remote ranks use to reach mpiexec (default:
+                        this host's first non-loopback IPv4 address)
   -h, --help            print this text
   --version             print the version
+
+hosts: ranks fill each host's slots in the order given (-ppn N: N ranks
+each), wrapping round to the first host when all are full; without -n the job
+has as many ranks as slots. A host named localhost or this host's name runs
+its ranks here with fork/exec; every other host through the launcher, which
+must run the program at the same path there (a relative path is made absolute
+first). Remote ranks reach mpiexec's PMI server over TCP at the control
+address, must be able to connect to it, and are killed with their launcher
+process when the job ends (a launcher that execs the rank, like ip netns
+exec, is the rank; with ssh the remote rank is not signalled: it ends when it
+next uses its closed stdout, PMI or peer connections). A remote rank's exit
+code is its launcher's; one whose PMI connection drops before MPI_Finalize
+while its launcher lives on is declared lost after 1 s.
+Remote ranks get RESMPI_HOST_KEY=HOST, the RESMPI_* variables of mpiexec's
+environment and those of -x/-genv on the launcher's command line (the job
+secret too: use a launcher whose command line others cannot read).
 
 exit status: 0 on success; the first non-zero rank exit code (128+signal
 for a rank killed by a signal); N for MPI_Abort(N) (1 when N is 0); 124 on
@@ -75,7 +112,10 @@ enum Arity {
 fn arity_of(name: &str) -> Option<Arity> {
     match name {
         "h" | "help" | "version" | "tag-output" | "l" | "prepend-rank" => Some(Arity::Flag),
-        "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" => Some(Arity::One),
+        "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" | "hosts" | "host" | "hostfile"
+        | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr" => {
+            Some(Arity::One)
+        }
         "genv" | "env" => Some(Arity::Two),
         _ => None,
     }
@@ -100,7 +140,11 @@ pub fn parse(
     arguments: &[String],
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<Request, String> {
-    let mut rank_count = 1u32;
+    let mut rank_count = None;
+    let mut hosts = None;
+    let mut ranks_per_host = None;
+    let mut launcher_exec = "ssh".to_string();
+    let mut control_address = None;
     let mut environment = Vec::new();
     let mut tag_output = false;
     let mut timeout_seconds = None;
@@ -149,7 +193,7 @@ pub fn parse(
             "version" => return Ok(Request::Version),
             "tag-output" | "l" | "prepend-rank" => tag_output = true,
             "n" | "np" => {
-                rank_count = values[0]
+                let count = values[0]
                     .parse::<u32>()
                     .ok()
                     .filter(|count| (1..=MAX_RANK_COUNT).contains(count))
@@ -159,6 +203,7 @@ pub fn parse(
                             values[0]
                         )
                     })?;
+                rank_count = Some(count);
             }
             "x" => {
                 let (variable, value) = match values[0].split_once('=') {
@@ -201,6 +246,38 @@ pub fn parse(
                     .map_err(|problem| format!("--eager-limit '{}': {problem}", values[0]))?;
                 environment.push(("RESMPI_EAGER_LIMIT".to_string(), values[0].clone()));
             }
+            "hosts" | "host" => hosts = Some(parse_host_list(&values[0])?),
+            "hostfile" | "f" | "machinefile" => {
+                let text = std::fs::read_to_string(&values[0])
+                    .map_err(|error| format!("--hostfile '{}': {error}", values[0]))?;
+                hosts = Some(parse_hostfile(&text, &values[0])?);
+            }
+            "ppn" => {
+                ranks_per_host = Some(
+                    values[0]
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|count| (1..=MAX_RANK_COUNT).contains(count))
+                        .ok_or_else(|| {
+                            format!(
+                                "-ppn '{}': ranks per host must be 1 to {MAX_RANK_COUNT}",
+                                values[0]
+                            )
+                        })?,
+                );
+            }
+            "launcher-exec" | "bootstrap-exec" => {
+                if values[0].is_empty() {
+                    return Err(format!("-{name}: empty program name"));
+                }
+                launcher_exec = values[0].clone();
+            }
+            "control-addr" => {
+                if values[0].is_empty() || values[0].contains(char::is_whitespace) {
+                    return Err(format!("--control-addr '{}': not an address", values[0]));
+                }
+                control_address = Some(values[0].clone());
+            }
             _ => unreachable!("every name with an arity is handled"),
         }
     }
@@ -208,8 +285,30 @@ pub fn parse(
         .get(index)
         .cloned()
         .ok_or_else(|| "no program given (see mpiexec --help)".to_string())?;
+    let rank_count = match (rank_count, &hosts) {
+        (Some(count), _) => count,
+        (None, None) => 1,
+        (None, Some(hosts)) => {
+            let total: u64 = match ranks_per_host {
+                Some(per_host) => u64::from(per_host) * hosts.len() as u64,
+                None => hosts.iter().map(|host| u64::from(host.slots)).sum(),
+            };
+            u32::try_from(total)
+                .ok()
+                .filter(|&count| count <= MAX_RANK_COUNT)
+                .ok_or_else(|| {
+                    format!(
+                        "the hosts have {total} slots, more than {MAX_RANK_COUNT} ranks: give -n"
+                    )
+                })?
+        }
+    };
     Ok(Request::Run(Options {
         rank_count,
+        hosts,
+        ranks_per_host,
+        launcher_exec,
+        control_address,
         environment,
         tag_output,
         timeout_seconds,
@@ -300,7 +399,45 @@ mod tests {
     }
 
     #[test]
+    fn host_options_are_parsed_and_size_the_job() {
+        let options = run("--hosts a,b:3 p");
+        assert_eq!(options.rank_count, 4);
+        assert_eq!(options.launcher_exec, "ssh");
+        assert_eq!(options.control_address, None);
+        let hosts = options.hosts.unwrap();
+        assert_eq!((hosts[1].name.as_str(), hosts[1].slots), ("b", 3));
+        let options = run("-hosts=a,b,c -ppn 2 --launcher-exec ./nx --control-addr 10.0.0.1 p");
+        assert_eq!(options.rank_count, 6);
+        assert_eq!(options.ranks_per_host, Some(2));
+        assert_eq!(options.launcher_exec, "./nx");
+        assert_eq!(options.control_address.as_deref(), Some("10.0.0.1"));
+        assert_eq!(run("--hosts a,b -n 3 p").rank_count, 3);
+        assert_eq!(run("-n 3 --hosts a,b p").rank_count, 3);
+    }
+
+    #[test]
+    fn hostfile_is_read_and_errors_name_the_line() {
+        let directory =
+            std::env::temp_dir().join(format!("resmpi-hostfile-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let good = directory.join("good");
+        std::fs::write(&good, "# two hosts\nx:2\ny slots=3 # comment\n").unwrap();
+        let options = run(&format!("--hostfile {} p", good.display()));
+        assert_eq!(options.rank_count, 5);
+        assert_eq!(options.hosts.unwrap().len(), 2);
+        let bad = directory.join("bad");
+        std::fs::write(&bad, "x\ny cores=2\n").unwrap();
+        let message = error(&format!("-f {} p", bad.display()));
+        assert!(message.contains("bad:2"), "{message}");
+        assert!(error("--hostfile /nonexistent/hosts p").contains("/nonexistent/hosts"));
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+
+    #[test]
     fn bad_command_lines_are_clear_errors() {
+        assert!(error("-ppn 0 --hosts a p").contains("-ppn"));
+        assert!(error("--hosts a:0 p").contains("slots"));
+        assert!(error("--launcher-exec= p").contains("empty"));
         assert!(error("--frobnicate p").contains("unknown option '--frobnicate'"));
         assert!(error("").contains("no program"));
         assert!(error("-n").contains("needs a value"));

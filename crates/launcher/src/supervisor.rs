@@ -6,8 +6,14 @@
 //! to mpiexec, the timeout, abort requests from the PMI server, and exited
 //! ranks. The first failure decides the exit code and ends the job; later
 //! deaths (the ones teardown causes) are not reported.
+//!
+//! A rank on another host is watched through its launcher process (`ssh`),
+//! whose exit is judged like a local rank's, and through its TCP PMI
+//! connection: one that drops before `MPI_Finalize` while the launcher
+//! process lingers ends the job after [`CONNECTION_LOST_GRACE_MS`].
 
 use std::io::{self, IsTerminal};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::Child;
@@ -17,12 +23,13 @@ use std::time::{Duration, Instant};
 
 use resmpi_runtime::{hex_encode, random_bytes};
 
+use crate::hosts::{first_non_loopback_ipv4, is_this_host, this_host_name, Placement};
 use crate::options::Options;
 use crate::output::{self, Destination};
 use crate::pmi_server::PmiServer;
 use crate::shm_cleanup::{remove_job_segments, SHM_DIRECTORY};
 use crate::signals;
-use crate::spawn::{self, JobIdentity, StandardInput};
+use crate::spawn::{self, JobIdentity, RankSite, RemoteSite, StandardInput};
 
 /// How often the loop looks at the ranks.
 const POLL_INTERVAL_MS: u64 = 10;
@@ -33,6 +40,12 @@ const TERMINATE_GRACE_MS: u64 = 1000;
 const PMI_DRAIN_WAIT_MS: u64 = 200;
 /// How long to wait, at the end, for output of killed ranks to drain.
 const OUTPUT_DRAIN_WAIT_MS: u64 = 2000;
+/// How long a remote rank's launcher process may outlive the rank's PMI
+/// connection (closed before finalize) before the rank counts as lost; in
+/// that time a launcher usually exits with the rank's own exit code.
+const CONNECTION_LOST_GRACE_MS: u64 = 1000;
+/// How long an abort request waits for a rank death that may have caused it.
+const ABORT_SETTLE_MS: u64 = 50;
 
 /// Exit code when `--timeout` expires (as `timeout(1)`).
 pub const EXIT_TIMED_OUT: i32 = 124;
@@ -49,12 +62,20 @@ enum Ending {
 }
 
 struct RankProcess {
+    /// The rank's pid, or its launcher's for a remote rank.
     pid: i32,
     ending: Option<Ending>,
+    /// The host of a remote rank; `None` on this host.
+    host: Option<String>,
+    /// When its PMI connection was first seen closed before finalize.
+    connection_lost_at: Option<Instant>,
 }
 
 struct Job {
     server: Arc<PmiServer>,
+    placement: Placement,
+    /// `PMI_PORT` for remote ranks (`address:port`), when there are any.
+    pmi_port: Option<String>,
     ranks: Vec<RankProcess>,
     /// Set by the first failure, or by the first non-zero exit after finalize.
     exit_code: Option<i32>,
@@ -69,10 +90,37 @@ pub fn run(options: &Options) -> i32 {
         job_id: hex_encode(&random_bytes(8)),
         job_secret_hex: hex_encode(&random_bytes(32)),
         library_path: library_path(options),
+        pmi_token: hex_encode(&random_bytes(16)),
     };
-    let server = PmiServer::new(options.rank_count, format!("kvs_{}", identity.job_id));
+    let placement = match &options.hosts {
+        None => Placement::single_host(options.rank_count),
+        Some(hosts) => {
+            let host_name = this_host_name();
+            Placement::new(hosts, options.ranks_per_host, options.rank_count, |name| {
+                is_this_host(name, &host_name)
+            })
+        }
+    };
+    let server = PmiServer::new(
+        options.rank_count,
+        format!("kvs_{}", identity.job_id),
+        placement.process_mapping(),
+    );
+    let pmi_port = if placement.has_remote() {
+        match listen_for_remote_ranks(options, &server, &placement, &identity) {
+            Ok(address) => Some(address),
+            Err(message) => {
+                eprintln!("mpiexec: {message}");
+                return EXIT_LAUNCHER_FAILURE;
+            }
+        }
+    } else {
+        None
+    };
     let mut job = Job {
         server,
+        placement,
+        pmi_port,
         ranks: Vec::new(),
         exit_code: None,
         output_threads: Vec::new(),
@@ -88,6 +136,49 @@ pub fn run(options: &Options) -> i32 {
         Ok(()) => job.exit_code.unwrap_or(0),
         Err(code) => code,
     }
+}
+
+/// Opens the TCP PMI port on the control address and accepts remote ranks'
+/// connections on a thread; returns `PMI_PORT` (`address:port`).
+fn listen_for_remote_ranks(
+    options: &Options,
+    server: &Arc<PmiServer>,
+    placement: &Placement,
+    identity: &JobIdentity,
+) -> Result<String, String> {
+    let address: SocketAddr = match &options.control_address {
+        Some(text) => {
+            let with_port = match text.parse::<std::net::IpAddr>() {
+                Ok(ip) => SocketAddr::new(ip, 0).to_string(),
+                Err(_) if text.contains(':') => text.clone(),
+                Err(_) => format!("{text}:0"),
+            };
+            with_port
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut addresses| addresses.next())
+                .ok_or_else(|| format!("--control-addr '{text}': cannot resolve it"))?
+        }
+        None => SocketAddr::new(
+            first_non_loopback_ipv4()
+                .ok_or("this host has no non-loopback IPv4 address for remote ranks to reach mpiexec at; give --control-addr")?
+                .into(),
+            0,
+        ),
+    };
+    let listener = TcpListener::bind(address)
+        .map_err(|error| format!("cannot listen for remote ranks on {address}: {error}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|error| format!("cannot listen for remote ranks on {address}: {error}"))?;
+    let remote: Vec<bool> = (0..options.rank_count)
+        .map(|rank| !placement.host(rank).local)
+        .collect();
+    let accepted = Arc::new(move |rank: u32| remote.get(rank as usize) == Some(&true));
+    let server = server.clone();
+    let token = identity.pmi_token.clone();
+    thread::spawn(move || server.accept_tcp(listener, accepted, token));
+    Ok(bound.to_string())
 }
 
 /// `LD_LIBRARY_PATH` for the ranks: our `lib` directory first, then what
@@ -145,30 +236,55 @@ impl Job {
     fn start_ranks(&mut self, options: &Options, identity: &JobIdentity) -> Result<(), i32> {
         let stdin_is_terminal = io::stdin().is_terminal();
         for rank in 0..options.rank_count {
-            let (launcher_end, rank_end) = UnixStream::pair().map_err(|error| {
-                eprintln!("mpiexec: cannot create the PMI socket for rank {rank}: {error}");
-                EXIT_LAUNCHER_FAILURE
-            })?;
+            let host = self.placement.host(rank);
+            let remote = (!host.local).then(|| RemoteSite {
+                host: &host.name,
+                pmi_port: self.pmi_port.as_deref().unwrap_or(""),
+            });
+            let site = RankSite {
+                local_numbers: self.placement.local_numbers(rank),
+                remote,
+            };
+            let host_name = site.remote.as_ref().map(|remote| remote.host.to_string());
+            let sockets = if site.remote.is_none() {
+                Some(UnixStream::pair().map_err(|error| {
+                    eprintln!("mpiexec: cannot create the PMI socket for rank {rank}: {error}");
+                    EXIT_LAUNCHER_FAILURE
+                })?)
+            } else {
+                None
+            };
             let standard_input = match (rank, stdin_is_terminal) {
                 (0, false) => StandardInput::Inherit,
                 (0, true) => StandardInput::Pipe,
                 _ => StandardInput::Null,
             };
-            let mut child: Child =
-                spawn::spawn_rank(options, identity, rank, &rank_end, standard_input).map_err(
-                    |error| {
-                        let reason = match error.kind() {
-                            io::ErrorKind::NotFound => "no such file or command".to_string(),
-                            io::ErrorKind::PermissionDenied => {
-                                "permission denied (is it executable?)".to_string()
-                            }
-                            _ => error.to_string(),
-                        };
-                        eprintln!("mpiexec: cannot run '{}': {reason}", options.program);
-                        EXIT_CANNOT_RUN
-                    },
-                )?;
-            drop(rank_end);
+            let mut child: Child = spawn::spawn_rank(
+                options,
+                identity,
+                rank,
+                &site,
+                sockets.as_ref().map(|(_, rank_end)| rank_end),
+                standard_input,
+            )
+            .map_err(|error| {
+                let reason = match error.kind() {
+                    io::ErrorKind::NotFound => "no such file or command".to_string(),
+                    io::ErrorKind::PermissionDenied => {
+                        "permission denied (is it executable?)".to_string()
+                    }
+                    _ => error.to_string(),
+                };
+                match &host_name {
+                    Some(host) => eprintln!(
+                        "mpiexec: cannot run the launcher '{}' for rank {rank} on host {host}: {reason}",
+                        options.launcher_exec
+                    ),
+                    None => eprintln!("mpiexec: cannot run '{}': {reason}", options.program),
+                }
+                EXIT_CANNOT_RUN
+            })?;
+            let launcher_end = sockets.map(|(launcher_end, _)| launcher_end);
             let prefix = if options.tag_output {
                 format!("[{rank}] ")
             } else {
@@ -191,14 +307,62 @@ impl Job {
                     let _ = io::copy(&mut io::stdin().lock(), &mut rank_stdin);
                 });
             }
-            let server = self.server.clone();
-            thread::spawn(move || server.serve(rank, launcher_end));
+            if let Some(launcher_end) = launcher_end {
+                let server = self.server.clone();
+                thread::spawn(move || server.serve(rank, launcher_end));
+            }
             self.ranks.push(RankProcess {
                 pid: child.id() as i32,
                 ending: None,
+                host: host_name,
+                connection_lost_at: None,
             });
         }
         Ok(())
+    }
+
+    /// `rank R (pid P)`, or `rank R on host H (launcher pid P)`.
+    fn describe(&self, rank: u32) -> String {
+        let process = &self.ranks[rank as usize];
+        match &process.host {
+            Some(host) => format!("rank {rank} on host {host} (launcher pid {})", process.pid),
+            None => format!("rank {rank} (pid {})", process.pid),
+        }
+    }
+
+    /// A remote rank whose PMI connection closed before finalize, and whose
+    /// launcher process has not exited within the grace period: lost.
+    fn lost_connection(&mut self) -> bool {
+        let now = Instant::now();
+        let mut lost = None;
+        {
+            let state = self.server.state();
+            for (rank, process) in self.ranks.iter_mut().enumerate() {
+                if process.host.is_none()
+                    || process.ending.is_some()
+                    || !state.connection_closed[rank]
+                    || !state.initialized[rank]
+                    || state.finalized[rank]
+                {
+                    continue;
+                }
+                let since = *process.connection_lost_at.get_or_insert(now);
+                if lost.is_none()
+                    && now.duration_since(since) >= Duration::from_millis(CONNECTION_LOST_GRACE_MS)
+                {
+                    lost = Some(rank as u32);
+                }
+            }
+        }
+        let Some(rank) = lost else {
+            return false;
+        };
+        let message = format!(
+            "{} lost its PMI connection before MPI_Finalize (the rank died or its host is unreachable)",
+            self.describe(rank)
+        );
+        self.fail(1, &message);
+        true
     }
 
     /// Records the first failure: prints `message`, sets the exit code.
@@ -271,7 +435,7 @@ impl Job {
 
     /// Judges one exited rank; true when the job must end.
     fn judge_exit(&mut self, rank: u32, ending: Ending) -> bool {
-        let pid = self.ranks[rank as usize].pid;
+        let who = self.describe(rank);
         let (initialized, finalized) = {
             let state = self.server.state();
             (
@@ -289,7 +453,13 @@ impl Job {
         }
         if ending != Ending::Code(0) {
             self.drain_pmi_connection(rank);
-            if self.handle_aborts() {
+            let aborted = self
+                .server
+                .state()
+                .abort_requests
+                .iter()
+                .any(|request| request.rank == rank);
+            if aborted && self.handle_aborts() {
                 return true;
             }
         }
@@ -298,17 +468,14 @@ impl Job {
                 self.fail(
                     128 + signal,
                     &format!(
-                        "rank {rank} (pid {pid}) killed by signal {signal} ({})",
+                        "{who} killed by signal {signal} ({})",
                         signals::name(signal)
                     ),
                 );
                 true
             }
             Ending::Code(0) if initialized && self.running_count() > 0 => {
-                self.fail(
-                    1,
-                    &format!("rank {rank} (pid {pid}) exited with code 0 before MPI_Finalize"),
-                );
+                self.fail(1, &format!("{who} exited with code 0 before MPI_Finalize"));
                 true
             }
             // A program that never spoke PMI (hostname, a script) may end
@@ -318,7 +485,7 @@ impl Job {
             Ending::Code(code) => {
                 self.fail(
                     code,
-                    &format!("rank {rank} (pid {pid}) exited with code {code} before MPI_Finalize"),
+                    &format!("{who} exited with code {code} before MPI_Finalize"),
                 );
                 true
             }
@@ -336,15 +503,15 @@ impl Job {
             .ranks
             .iter()
             .enumerate()
-            .find(|(rank, process)| process.ending.is_some() && !state.finalized[*rank]);
-        let Some((rank, process)) = gone else {
+            .position(|(rank, process)| process.ending.is_some() && !state.finalized[rank]);
+        let Some(rank) = gone else {
             return false;
         };
-        let message = format!(
-            "rank {rank} (pid {}) exited with code 0 before MPI_Finalize while other ranks wait for it",
-            process.pid
-        );
         drop(state);
+        let message = format!(
+            "{} exited with code 0 before MPI_Finalize while other ranks wait for it",
+            self.describe(rank as u32)
+        );
         self.fail(1, &message);
         true
     }
@@ -366,17 +533,18 @@ impl Job {
                     break;
                 }
             }
-            if self.handle_aborts() {
-                break;
-            }
-            let mut must_end = false;
-            for (rank, ending) in self.reap() {
-                if self.judge_exit(rank, ending) {
-                    must_end = true;
+            if !self.server.state().abort_requests.is_empty() {
+                // Ranks often abort because a peer died: let that death be
+                // seen first, so the report names the cause, not the echo.
+                thread::sleep(Duration::from_millis(ABORT_SETTLE_MS));
+                if self.judge_reaped() {
                     break;
                 }
             }
-            if must_end || self.barrier_deadlock() {
+            if self.handle_aborts() {
+                break;
+            }
+            if self.judge_reaped() || self.barrier_deadlock() || self.lost_connection() {
                 break;
             }
             if self.running_count() == 0 {
@@ -385,6 +553,28 @@ impl Job {
             thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
         }
         self.tear_down();
+    }
+
+    /// Reaps exited ranks and judges each; true when the job must end.
+    fn judge_reaped(&mut self) -> bool {
+        let mut reaped = self.reap();
+        // A rank that died on its own is the cause; one that aborted (maybe
+        // because of that death) comes after it.
+        {
+            let state = self.server.state();
+            reaped.sort_by_key(|(rank, _)| {
+                state
+                    .abort_requests
+                    .iter()
+                    .any(|request| request.rank == *rank)
+            });
+        }
+        for (rank, ending) in reaped {
+            if self.judge_exit(rank, ending) {
+                return true;
+            }
+        }
+        false
     }
 
     /// SIGTERM to every running rank's group, SIGKILL after the grace period.

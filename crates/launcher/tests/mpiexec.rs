@@ -523,3 +523,129 @@ fn shm_segments_of_the_job_are_removed_even_after_kill_9() {
     }
     std::fs::remove_dir_all(directory).unwrap();
 }
+
+/// A launcher-exec for tests: `fake-launcher HOST CMD…` runs CMD here with
+/// `FAKE_HOST=HOST` (like `ssh HOST CMD…` would run it there). With
+/// `linger` it stays alive after CMD ends, as an ssh to a dead host may.
+fn fake_launcher(directory: &std::path::Path, linger: bool) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = directory.join(if linger {
+        "lingering-launcher"
+    } else {
+        "fake-launcher"
+    });
+    let body = if linger {
+        "#!/bin/sh\nhost=$1; shift\nFAKE_HOST=$host \"$@\"\nsleep 30\n"
+    } else {
+        "#!/bin/sh\nhost=$1; shift\nFAKE_HOST=$host exec \"$@\"\n"
+    };
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn remote_ranks_reach_the_pmi_server_over_tcp() {
+    let directory = scratch_directory("remote");
+    let launcher = fake_launcher(&directory, false);
+    let probe = probe();
+    let output = run(&[
+        "--hosts",
+        "far-a,far-b:2",
+        "-n",
+        "4",
+        "--launcher-exec",
+        launcher.to_str().unwrap(),
+        "--control-addr",
+        "127.0.0.1",
+        probe.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    // far-a gets rank 0 and (after wrapping) rank 3; far-b ranks 1 and 2.
+    for (rank, local, local_size) in [(0, 0, 2), (1, 0, 2), (2, 1, 2), (3, 1, 2)] {
+        let neighbour = (rank + 1) % 4;
+        assert!(
+            stdout.contains(&format!(
+                "rank {rank} of 4 (local {local} of {local_size}, universe 4,"
+            )) && stdout.contains(&format!(
+                "got 'from-rank-{neighbour}:a=b' from rank {neighbour}"
+            )),
+            "rank {rank}: {}",
+            describe(&output)
+        );
+    }
+    let output = run(&[
+        "--hosts",
+        "far-a,localhost",
+        "-n",
+        "2",
+        "--launcher-exec",
+        launcher.to_str().unwrap(),
+        "--control-addr",
+        "127.0.0.1",
+        "sh",
+        "-c",
+        "echo rank=$PMI_RANK host=${FAKE_HOST:-here} key=${RESMPI_HOST_KEY:-none} port=${PMI_PORT:-none} fd=${PMI_FD:-none}",
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("rank=0 host=far-a key=far-a port=127.0.0.1:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("rank=1 host=here key=none port=none fd="),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn a_remote_rank_that_dies_is_named_with_its_host() {
+    let directory = scratch_directory("remote-death");
+    let probe = probe();
+    for linger in [false, true] {
+        let launcher = fake_launcher(&directory, linger);
+        let started = Instant::now();
+        let output = run(&[
+            "--hosts",
+            "far-a,far-b",
+            "--launcher-exec",
+            launcher.to_str().unwrap(),
+            "--control-addr",
+            "127.0.0.1",
+            probe.to_str().unwrap(),
+            "exit",
+            "5",
+            "1",
+        ]);
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("mpiexec: rank 1 on host far-b (launcher pid "),
+            "{}",
+            describe(&output)
+        );
+        if linger {
+            // The launcher outlives the rank: the dropped PMI connection
+            // decides, after a grace period.
+            assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+            assert!(
+                stderr.contains("lost its PMI connection before MPI_Finalize"),
+                "{stderr}"
+            );
+        } else {
+            assert_eq!(output.status.code(), Some(5), "{}", describe(&output));
+            assert!(
+                stderr.contains("exited with code 5 before MPI_Finalize"),
+                "{stderr}"
+            );
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{}",
+            describe(&output)
+        );
+    }
+    std::fs::remove_dir_all(&directory).unwrap();
+}

@@ -18,6 +18,8 @@
 //! have nothing to do but wait for input.
 #![warn(missing_docs)]
 
+pub mod faulty;
+pub mod inject_spec;
 mod ring;
 pub mod shm;
 pub mod tcp;

@@ -4,6 +4,25 @@
 //! `--retries`) and the simulator can build and reason about a configuration
 //! without touching link state.
 
+/// Largest number of rails one link may have: rail state is a few words per
+/// rail, and the limit keeps every per-rail scan short.
+pub const RAIL_COUNT_MAX: u32 = 16;
+
+/// How a link with several rails spreads its frames over the live ones
+/// (`mpiexec --stripe`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StripePolicy {
+    /// Each frame goes to the next live rail in turn.
+    #[default]
+    RoundRobin,
+    /// Consecutive fragments of one message alternate rails. Every frame the
+    /// link sees is one fragment, so this is round robin per frame for now.
+    Fragments,
+    /// Everything goes to the lowest live rail; the others are standby
+    /// (heartbeated, used for failover).
+    Off,
+}
+
 /// Tunables of a [`crate::PeerLink`]. Both ends of a link are expected to use
 /// the same values: `send_window_frames` is also the receiver's reorder window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,12 +42,31 @@ pub struct ReliableConfig {
     pub ack_delay_ns: u64,
     /// Retransmissions of one frame before the peer is declared unreachable.
     pub max_retries: u32,
+    /// Paths ("rails") to the peer, `1..=RAIL_COUNT_MAX`. With one rail there
+    /// are no heartbeats and no silence detection: the link behaves exactly
+    /// as a single-path link (failure only through `max_retries` or
+    /// [`crate::PeerLink::handle_rail_error`]).
+    pub rail_count: u32,
+    /// How frames are spread over live rails.
+    pub stripe_policy: StripePolicy,
+    /// With two rails or more: a live rail whose outbound direction nothing
+    /// proved (an ack of a frame sent on it, or an answered probe) for this
+    /// long gets a heartbeat probe, which the peer answers on the same rail.
+    pub heartbeat_interval_ns: u64,
+    /// With two rails or more: a rail on which nothing was received, or whose
+    /// outbound direction nothing proved, for this long is marked down.
+    pub rail_silence_timeout_ns: u64,
+    /// Pace of the probes sent on a rail marked down, to notice that it came
+    /// back (slower than heartbeats: a dead rail should cost little).
+    pub down_rail_probe_interval_ns: u64,
 }
 
 impl Default for ReliableConfig {
     /// Cluster-scale defaults: 10 ms first timeout, 1 s cap, 256 frames in
     /// flight, 50 µs ack coalescing, 16 retries (about 11 s of silence before
-    /// a peer is declared unreachable).
+    /// a peer is declared unreachable); one rail, round robin; with more
+    /// rails, 20 ms heartbeats, a rail silent for 100 ms is down, down rails
+    /// probed every 100 ms.
     fn default() -> ReliableConfig {
         ReliableConfig {
             ack_timeout_ns: 10_000_000,
@@ -36,6 +74,11 @@ impl Default for ReliableConfig {
             send_window_frames: 256,
             ack_delay_ns: 50_000,
             max_retries: 16,
+            rail_count: 1,
+            stripe_policy: StripePolicy::RoundRobin,
+            heartbeat_interval_ns: 20_000_000,
+            rail_silence_timeout_ns: 100_000_000,
+            down_rail_probe_interval_ns: 100_000_000,
         }
     }
 }
@@ -48,6 +91,20 @@ impl ReliableConfig {
         let doublings = transmit_count.saturating_sub(1).min(63);
         let timeout_ns = self.ack_timeout_ns.saturating_mul(1u64 << doublings);
         timeout_ns.min(self.max_backoff_ns.max(self.ack_timeout_ns))
+    }
+
+    /// Whether rails are watched (heartbeats, silence detection): only when
+    /// there is more than one.
+    pub fn rails_are_watched(&self) -> bool {
+        self.rail_count > 1
+    }
+
+    /// Latest time, after a rail stops carrying anything, at which the link
+    /// marks it down: the silence timeout, plus one heartbeat interval for
+    /// the last proof to have been a heartbeat.
+    pub fn rail_down_detected_within_ns(&self) -> u64 {
+        self.rail_silence_timeout_ns
+            .saturating_add(self.heartbeat_interval_ns)
     }
 
     /// Longest silence, from the first transmission of a frame, before the

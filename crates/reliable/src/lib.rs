@@ -5,9 +5,10 @@
 //! Why sans-IO: the same state machine runs over shared memory, TCP and
 //! inside the deterministic simulator (`crates/sim`); time comes in as
 //! `now_ns`, frames and deadlines come out of `poll_*` (quinn-proto style).
-//! This crate owns sequence numbers, acknowledgements, retransmission and
-//! duplicate drop. It does not own sockets, clocks, checksums, matching or
-//! rail selection.
+//! This crate owns sequence numbers, acknowledgements, retransmission,
+//! duplicate drop, and the rails to each peer: striping, per-rail failure
+//! detection (send errors, silence), heartbeats and failover. It does not
+//! own sockets, clocks, checksums or matching.
 //!
 //! # Protocol (after LA-MPI and NewMadeleine)
 //! - **Sequence numbers**: per direction, 64-bit, starting at 1, written into
@@ -31,6 +32,29 @@
 //! - **Duplicates** (network duplicates or spurious retransmissions) are
 //!   recognised by sequence number and dropped.
 //!
+//! # Rails (after LA-MPI's paths and NewMadeleine's multirail)
+//! - A link may have `rail_count` rails; `poll_transmit_on_rail` says which
+//!   rail each frame takes ([`StripePolicy`]); retransmissions avoid the
+//!   rail the frame was last sent on when another is live.
+//! - A rail is marked down on a send error (`handle_rail_error`) or when
+//!   nothing arrived on it, or nothing proved our frames get through on it,
+//!   for `rail_silence_timeout_ns`. Heartbeat probes (pure Acks, answered at
+//!   once on the same rail by the peer's link, whatever its application
+//!   does) keep healthy rails proven. A down rail is probed slowly and comes
+//!   back up when a probe is answered on it.
+//! - On rail down, every unacked frame last sent on it is due at once on a
+//!   survivor (not counted as a retry); the receiver drops the copy that
+//!   comes second. With no rail left the peer is unreachable.
+//! - With one rail nothing is watched: no heartbeats, no silence timeout.
+//!
+//! # Busy receivers
+//! Pure Acks carry the receive limit in `message_id` and say when a frame
+//! was refused for a full window; retransmissions of refused frames while
+//! the peer is heard from do not count against the retry budget, and the
+//! receiver announces when its window opens. A peer whose application
+//! computes for a long time without consuming is never declared dead as
+//! long as its link keeps running.
+//!
 //! # Bounds
 //! - Sender: at most `send_window_frames` frames unacknowledged;
 //!   `handle_send` returns [`WindowFull`] beyond (back-pressure).
@@ -50,10 +74,16 @@
 
 mod config;
 mod link;
+#[cfg(test)]
+mod rail_tests;
+mod rails;
 mod receive_buffer;
 mod send_buffer;
 #[cfg(test)]
 mod tests;
 
-pub use config::ReliableConfig;
-pub use link::{LinkStats, LinkStatus, PeerLink, PeerUnreachable, ReceiveError, WindowFull};
+pub use config::{ReliableConfig, StripePolicy, RAIL_COUNT_MAX};
+pub use link::{
+    LinkEvent, LinkStats, LinkStatus, PeerLink, PeerUnreachable, ReceiveError, UnreachableCause,
+    WindowFull, ACK_TAG_PROBE, ACK_TAG_PROBE_ANSWER, ACK_TAG_RECEIVE_WINDOW_FULL, EVENT_QUEUE_MAX,
+};

@@ -13,13 +13,33 @@
 //! - pure Ack frames (`FrameKind::Ack`, `seq` 0) also carry in `aux` a 64-bit
 //!   selective-ack bitmap of frames held out of order above the hole;
 //! - each unacknowledged frame has its own retransmission timer with
-//!   truncated exponential backoff; after `max_retries` retransmissions the
-//!   peer is declared unreachable.
+//!   truncated exponential backoff; after `max_retries` counted
+//!   retransmissions the peer is declared unreachable;
+//! - pure Acks also carry in `message_id` the receiver's receive limit (the
+//!   largest sequence number it accepts now) and in `tag` bits: a heartbeat
+//!   probe, an answer to one, "receive window full";
+//! - with several rails, frames are striped over the live ones, rails are
+//!   watched (`rails.rs`) and a failed rail's unacked frames are resent on
+//!   the survivors at once.
 
+use crate::rails::RailSet;
 use crate::receive_buffer::{Arrival, ReceiveBuffer};
-use crate::send_buffer::SendBuffer;
+use crate::send_buffer::{SendBuffer, SentFrame};
 use crate::ReliableConfig;
 use resmpi_wire::{FrameHeader, FrameKind, ParseError, HEADER_LEN_BYTES};
+use std::collections::VecDeque;
+
+/// Pure Ack `tag` bit: a heartbeat probe; answer it on the rail it came from.
+pub const ACK_TAG_PROBE: i32 = 1;
+/// Pure Ack `tag` bit: the answer to a probe, sent on the probe's rail.
+pub const ACK_TAG_PROBE_ANSWER: i32 = 2;
+/// Pure Ack `tag` bit: a frame was dropped because it lay beyond the receive
+/// limit (the application is not consuming): it was not lost.
+pub const ACK_TAG_RECEIVE_WINDOW_FULL: i32 = 4;
+
+/// Most events kept for [`PeerLink::poll_event`]; beyond it the oldest are
+/// dropped (and counted), so an owner that never polls costs bounded memory.
+pub const EVENT_QUEUE_MAX: usize = 64;
 
 /// Back-pressure: the send window is full; retry after acks arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,25 +53,68 @@ impl std::fmt::Display for WindowFull {
 
 impl std::error::Error for WindowFull {}
 
-/// The peer acknowledged nothing for the whole retry budget of a frame.
+/// Why a peer was declared unreachable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnreachableCause {
+    /// A frame went unacknowledged for its whole retry budget.
+    RetriesExhausted,
+    /// Every rail to the peer is down (errors or silence).
+    AllRailsDown,
+}
+
+/// The peer acknowledged nothing for the whole retry budget of a frame, or
+/// every rail to it is down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerUnreachable {
     /// The peer's rank.
     pub peer_rank: u32,
-    /// The frame whose retries ran out.
+    /// The frame whose retries ran out; with `AllRailsDown`, the oldest
+    /// unacknowledged frame (0: none).
     pub seq: u64,
-    /// Retransmissions made before giving up.
+    /// Counted retransmissions of that frame before giving up.
     pub retry_count: u32,
+    /// What happened.
+    pub cause: UnreachableCause,
 }
 
 impl std::fmt::Display for PeerUnreachable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "rank {} unreachable: frame {} unacknowledged after {} retransmissions",
-            self.peer_rank, self.seq, self.retry_count
-        )
+        match self.cause {
+            UnreachableCause::RetriesExhausted => write!(
+                f,
+                "rank {} unreachable: frame {} unacknowledged after {} retransmissions",
+                self.peer_rank, self.seq, self.retry_count
+            ),
+            UnreachableCause::AllRailsDown => write!(
+                f,
+                "rank {} unreachable: every rail to it is down",
+                self.peer_rank
+            ),
+        }
     }
+}
+
+/// Something the owner of a link should know about; see
+/// [`PeerLink::poll_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// `rail` was marked down (a send error, or silence) at `at_ns`; its
+    /// unacknowledged frames were queued on the surviving rails.
+    RailDown {
+        /// The rail.
+        rail: u32,
+        /// When it was marked down.
+        at_ns: u64,
+    },
+    /// `rail` answered a probe and carries traffic again since `at_ns`.
+    RailUp {
+        /// The rail.
+        rail: u32,
+        /// When it came back.
+        at_ns: u64,
+    },
+    /// The link gave up on the peer (same value as `status()` from now on).
+    PeerUnreachable(PeerUnreachable),
 }
 
 impl std::error::Error for PeerUnreachable {}
@@ -83,6 +146,13 @@ pub enum ReceiveError {
     MissingSequence,
     /// A pure Ack frame carrying a sequence number.
     SequencedAck,
+    /// The frame arrived on a rail this link does not have.
+    UnknownRail {
+        /// The rail given.
+        rail: u32,
+        /// Rails of this link.
+        rail_count: u32,
+    },
     /// The peer acknowledged a frame never sent: a protocol violation.
     AckBeyondSent {
         /// The header's `ack`.
@@ -108,6 +178,9 @@ impl std::fmt::Display for ReceiveError {
             }
             ReceiveError::MissingSequence => write!(f, "data frame without a sequence number"),
             ReceiveError::SequencedAck => write!(f, "ack frame with a sequence number"),
+            ReceiveError::UnknownRail { rail, rail_count } => {
+                write!(f, "frame on rail {rail}, the link has {rail_count}")
+            }
             ReceiveError::AckBeyondSent {
                 ack,
                 largest_sent_seq,
@@ -147,6 +220,19 @@ pub struct LinkStats {
     pub receive_buffered_frames: usize,
     /// Bytes held now, both buffers together.
     pub bytes_buffered: usize,
+    /// Heartbeat probes and answers to the peer's probes emitted.
+    pub heartbeats_sent: u64,
+    /// Times a rail was marked down.
+    pub rails_failed: u64,
+    /// Times a down rail came back up.
+    pub rails_recovered: u64,
+    /// Sum, over rail failures with unacked frames on the rail, of the time
+    /// from marking it down to the first acknowledgement of one of its
+    /// frames resent on a surviving rail.
+    pub failover_time_ns: u64,
+    /// Events dropped because the owner let more than `EVENT_QUEUE_MAX` pile
+    /// up.
+    pub events_dropped: u64,
 }
 
 /// My end of the reliable link to one peer. See the module docs.
@@ -161,14 +247,31 @@ pub struct PeerLink {
     ack_deadline_ns: Option<u64>,
     status: LinkStatus,
     stats: LinkStats,
+    rails: RailSet,
+    events: VecDeque<LinkEvent>,
+    /// Largest receive limit the peer advertised (0: none yet).
+    peer_receive_limit_seq: u64,
+    /// Last time any valid frame arrived from the peer (proof it is alive).
+    last_heard_ns: u64,
+    /// Latest time any input told us; stamps what `poll_deliver` schedules.
+    latest_now_ns: u64,
+    /// A frame was dropped beyond the receive limit and no pure Ack said so
+    /// yet.
+    receive_window_full_unreported: bool,
+    /// The peer was told our window was full: tell it when it opens.
+    window_update_owed: bool,
+    /// A window update is pending: a data frame must not cancel the pure Ack.
+    window_update_due: bool,
 }
 
 impl PeerLink {
     /// A fresh link from `local_rank` to `peer_rank`; both ends start at
-    /// sequence number 1.
+    /// sequence number 1. Rail clocks start at the first call that passes a
+    /// time.
     ///
     /// # Panics
-    /// If `config.send_window_frames` is 0.
+    /// If `config.send_window_frames` is 0 or `config.rail_count` is outside
+    /// `1..=RAIL_COUNT_MAX`.
     pub fn new(local_rank: u32, peer_rank: u32, config: ReliableConfig) -> PeerLink {
         PeerLink {
             local_rank,
@@ -179,6 +282,14 @@ impl PeerLink {
             ack_deadline_ns: None,
             status: Ok(()),
             stats: LinkStats::default(),
+            rails: RailSet::new(&config),
+            events: VecDeque::new(),
+            peer_receive_limit_seq: 0,
+            last_heard_ns: 0,
+            latest_now_ns: 0,
+            receive_window_full_unreported: false,
+            window_update_owed: false,
+            window_update_due: false,
         }
     }
 
@@ -205,7 +316,8 @@ impl PeerLink {
     /// If `frame` is not a well-formed wire frame of a data-carrying kind;
     /// frames are built by resmpi's own layers, so that is a bug upstream.
     pub fn handle_send(&mut self, now_ns: u64, frame: Vec<u8>) -> Result<u64, WindowFull> {
-        let _ = now_ns; // Timers start at first transmission, in poll_transmit.
+        // Retransmission timers start at first transmission, in poll_transmit.
+        self.note_time(now_ns);
         if self.send_buffer.is_full() {
             return Err(WindowFull);
         }
@@ -231,10 +343,29 @@ impl PeerLink {
         Ok(seq)
     }
 
-    /// A frame arrived from the peer. Its `ack` releases acknowledged frames;
-    /// if it carries data (`seq != 0`) it is buffered for in-order delivery,
-    /// or dropped if duplicate or beyond the window; an ack is scheduled.
+    /// A frame arrived from the peer on rail 0: see
+    /// [`PeerLink::handle_receive_on_rail`]. For single-rail links.
     pub fn handle_receive(&mut self, now_ns: u64, frame: &[u8]) -> Result<(), ReceiveError> {
+        self.handle_receive_on_rail(now_ns, 0, frame)
+    }
+
+    /// A frame arrived from the peer on `rail` (after the path verified its
+    /// checksum). Its `ack` releases acknowledged frames; if it carries data
+    /// (`seq != 0`) it is buffered for in-order delivery, or dropped if
+    /// duplicate or beyond the window; an ack is scheduled. Any valid frame
+    /// is evidence that `rail` works inbound; probes are answered on `rail`.
+    pub fn handle_receive_on_rail(
+        &mut self,
+        now_ns: u64,
+        rail: u32,
+        frame: &[u8],
+    ) -> Result<(), ReceiveError> {
+        if rail >= self.rails.count() {
+            return Err(ReceiveError::UnknownRail {
+                rail,
+                rail_count: self.rails.count(),
+            });
+        }
         let header = FrameHeader::parse(frame).map_err(ReceiveError::Malformed)?;
         let expected_bytes = HEADER_LEN_BYTES + header.payload_len as usize;
         if frame.len() != expected_bytes {
@@ -264,10 +395,27 @@ impl PeerLink {
             });
         }
 
-        self.send_buffer.acknowledge_cumulative(header.ack);
+        self.note_time(now_ns);
+        self.last_heard_ns = self.last_heard_ns.max(now_ns);
+        self.rails.note_inbound(now_ns, rail);
+        let rails = &mut self.rails;
+        let stats = &mut self.stats;
+        let mut on_acked = |sent: &SentFrame| {
+            if sent.transmit_count == 1 {
+                rails.note_outbound_proof(now_ns, sent.last_rail);
+            }
+            if let Some(failed_rail) = sent.failed_over_from_rail {
+                if let Some(failover_ns) = rails.note_failover_frame_acked(now_ns, failed_rail) {
+                    stats.failover_time_ns += failover_ns;
+                }
+            }
+        };
+        self.send_buffer
+            .acknowledge_cumulative(header.ack, &mut on_acked);
         if is_pure_ack {
             self.send_buffer
-                .acknowledge_selective(header.ack, header.aux);
+                .acknowledge_selective(header.ack, header.aux, &mut on_acked);
+            self.handle_pure_ack_signals(now_ns, rail, &header);
             return Ok(());
         }
         match self.receive_buffer.insert(header.seq, frame) {
@@ -285,93 +433,240 @@ impl PeerLink {
                 self.stats.duplicates_dropped += 1;
                 self.schedule_ack(now_ns);
             }
-            Arrival::BeyondWindow => self.stats.frames_dropped_beyond_window += 1,
+            Arrival::BeyondWindow => {
+                // The application is not consuming: say so at once, so that
+                // the sender knows the frame was refused, not lost.
+                self.stats.frames_dropped_beyond_window += 1;
+                self.receive_window_full_unreported = true;
+                self.window_update_owed = true;
+                self.schedule_ack(now_ns);
+            }
         }
         Ok(())
     }
 
-    /// Next frame to put on the wire: new frames first, then due
-    /// retransmissions (oldest first), then a pure Ack if one is due and no
-    /// data frame carried it. Every frame carries the current cumulative ack.
-    /// Returns `None` for good once the peer is unreachable.
+    /// What a pure Ack says beyond acknowledgements: probes, answers, the
+    /// peer's receive limit.
+    fn handle_pure_ack_signals(&mut self, now_ns: u64, rail: u32, header: &FrameHeader) {
+        if header.tag & ACK_TAG_PROBE != 0 {
+            self.rails.note_probe_received(rail);
+        }
+        if header.tag & ACK_TAG_PROBE_ANSWER != 0 && self.rails.note_probe_answered(now_ns, rail) {
+            self.stats.rails_recovered += 1;
+            self.push_event(LinkEvent::RailUp {
+                rail,
+                at_ns: now_ns,
+            });
+        }
+        let receive_limit_seq = header.message_id;
+        if receive_limit_seq > self.peer_receive_limit_seq {
+            self.peer_receive_limit_seq = receive_limit_seq;
+            // The window opened: frames refused earlier go out again at once,
+            // without counting against their retry budget.
+            for sent in self.send_buffer.in_flight_mut() {
+                if sent.blocked_by_window && sent.seq <= receive_limit_seq {
+                    sent.blocked_by_window = false;
+                    sent.next_transmission_is_forced = true;
+                    sent.retransmit_deadline_ns = now_ns;
+                }
+            }
+        }
+        if header.tag & ACK_TAG_RECEIVE_WINDOW_FULL != 0 && receive_limit_seq != 0 {
+            for sent in self.send_buffer.in_flight_mut() {
+                if sent.seq > receive_limit_seq {
+                    sent.blocked_by_window = true;
+                }
+            }
+        }
+    }
+
+    /// Next frame to put on the wire, for single-rail links: see
+    /// [`PeerLink::poll_transmit_on_rail`] (which also says the rail).
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Vec<u8>> {
+        self.poll_transmit_on_rail(now_ns).map(|(_, frame)| frame)
+    }
+
+    /// Next frame to put on the wire, and the rail to send it on: new frames
+    /// first (striped per the policy), then due retransmissions, oldest
+    /// first (on a live rail other than the one they were last sent on,
+    /// when there is one), then answers to the peer's probes, heartbeat
+    /// probes, and a pure Ack if one is due and no data frame carried it.
+    /// Every frame carries the current cumulative ack. Returns `None` for
+    /// good once the peer is unreachable.
+    pub fn poll_transmit_on_rail(&mut self, now_ns: u64) -> Option<(u32, Vec<u8>)> {
+        self.note_time(now_ns);
+        self.check_rails(now_ns);
         self.check_retries(now_ns);
         if self.status.is_err() {
             return None;
         }
-        let ack = self.receive_buffer.largest_in_order_seq();
-        let timeout_for = |transmit_count| self.config.retransmit_timeout_ns(transmit_count);
-        let mut retransmission = false;
-        let sent = match self.send_buffer.take_unsent() {
-            Some(sent) => Some(sent),
-            None => {
-                retransmission = true;
-                self.send_buffer.oldest_due(now_ns)
-            }
-        };
-        if let Some(sent) = sent {
-            sent.transmit_count += 1;
-            sent.retransmit_deadline_ns = now_ns.saturating_add(timeout_for(sent.transmit_count));
-            set_ack(&mut sent.frame, ack);
-            let frame = sent.frame.clone();
-            if retransmission {
-                self.stats.frames_retransmitted += 1;
-            } else {
-                self.stats.frames_sent += 1;
-            }
-            // A data frame carries the cumulative ack but no selective-ack
-            // bitmap: keep a pure Ack pending while frames wait above a hole.
-            if !self.receive_buffer.has_out_of_order() {
-                self.ack_deadline_ns = None;
-            }
-            return Some(frame);
+        if let Some(transmission) = self.poll_data_frame(now_ns) {
+            return Some(transmission);
+        }
+        if let Some(rail) = self.rails.take_answer() {
+            self.stats.heartbeats_sent += 1;
+            return Some((rail, self.pure_ack(ACK_TAG_PROBE_ANSWER)));
+        }
+        if let Some(rail) = self.rails.take_due_probe(now_ns) {
+            self.stats.heartbeats_sent += 1;
+            return Some((rail, self.pure_ack(ACK_TAG_PROBE)));
         }
         if self
             .ack_deadline_ns
             .is_some_and(|deadline_ns| deadline_ns <= now_ns)
         {
-            self.ack_deadline_ns = None;
+            let rail = self.rails.choose(None)?;
             self.stats.acks_sent += 1;
-            let mut header = FrameHeader::new(FrameKind::Ack, self.local_rank);
-            header.ack = ack;
-            header.aux = self.receive_buffer.selective_ack_bitmap();
-            return Some(header.to_bytes().to_vec());
+            return Some((rail, self.pure_ack(0)));
         }
         None
+    }
+
+    fn poll_data_frame(&mut self, now_ns: u64) -> Option<(u32, Vec<u8>)> {
+        let ack = self.receive_buffer.largest_in_order_seq();
+        let config = self.config;
+        let last_heard_ns = self.last_heard_ns;
+        let retransmission;
+        let sent = match self.send_buffer.take_unsent() {
+            Some(sent) => {
+                retransmission = false;
+                sent
+            }
+            None => {
+                retransmission = true;
+                self.send_buffer.oldest_due(now_ns)?
+            }
+        };
+        let avoid = retransmission.then_some(sent.last_rail);
+        // Unreachable (checked by the caller) is the only state without one.
+        let rail = self
+            .rails
+            .choose(avoid)
+            .expect("a reachable link has a live rail");
+        // A retransmission counts against the retry budget unless it was
+        // forced (failover, reopened window) or the frame was refused by a
+        // receiver heard from since: alive, just not consuming.
+        let excused = sent.next_transmission_is_forced
+            || (sent.blocked_by_window && last_heard_ns >= sent.last_transmit_ns);
+        if !retransmission || !excused {
+            sent.counted_transmit_count += 1;
+        }
+        sent.next_transmission_is_forced = false;
+        sent.transmit_count += 1;
+        sent.retransmit_deadline_ns =
+            now_ns.saturating_add(config.retransmit_timeout_ns(sent.transmit_count));
+        sent.last_rail = rail;
+        sent.last_transmit_ns = now_ns;
+        set_ack(&mut sent.frame, ack);
+        let frame = sent.frame.clone();
+        if retransmission {
+            self.stats.frames_retransmitted += 1;
+        } else {
+            self.stats.frames_sent += 1;
+        }
+        // A data frame carries the cumulative ack but no selective-ack
+        // bitmap nor receive limit: keep a pure Ack pending while frames wait
+        // above a hole or a window update is due.
+        if !self.receive_buffer.has_out_of_order() && !self.window_update_due {
+            self.ack_deadline_ns = None;
+        }
+        Some((rail, frame))
+    }
+
+    /// A pure Ack (`tag` bits say probe / answer) with the cumulative ack,
+    /// the selective-ack bitmap and the receive limit; it settles any ack
+    /// that was due.
+    fn pure_ack(&mut self, tag: i32) -> Vec<u8> {
+        self.ack_deadline_ns = None;
+        self.window_update_due = false;
+        let mut header = FrameHeader::new(FrameKind::Ack, self.local_rank);
+        header.ack = self.receive_buffer.largest_in_order_seq();
+        header.aux = self.receive_buffer.selective_ack_bitmap();
+        header.message_id = self.receive_buffer.receive_limit_seq();
+        header.tag = tag;
+        if std::mem::take(&mut self.receive_window_full_unreported) {
+            header.tag |= ACK_TAG_RECEIVE_WINDOW_FULL;
+        }
+        header.to_bytes().to_vec()
     }
 
     /// Next data frame from the peer in sequence order, each exactly once.
     pub fn poll_deliver(&mut self) -> Option<Vec<u8>> {
         let frame = self.receive_buffer.pop_ready()?;
         self.stats.frames_delivered += 1;
+        if std::mem::take(&mut self.window_update_owed) {
+            // We refused frames for a full window; it has room again.
+            self.window_update_due = true;
+            self.schedule_ack(self.latest_now_ns);
+        }
         Some(frame)
     }
 
     /// Earliest time `handle_timeout` (then `poll_transmit`) must be called:
-    /// a retransmission or a delayed ack. `None` when nothing is pending or
-    /// the peer is unreachable.
+    /// a retransmission, a delayed ack, a heartbeat, an answer to a probe or
+    /// a rail silence check. `None` when nothing is pending or the peer is
+    /// unreachable. With several rails there is always a heartbeat pending.
     pub fn poll_timeout(&self) -> Option<u64> {
         if self.status.is_err() {
             return None;
         }
-        let retransmit_ns = self.send_buffer.earliest_retransmit_deadline_ns();
-        match (retransmit_ns, self.ack_deadline_ns) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.send_buffer.earliest_retransmit_deadline_ns(),
+            self.ack_deadline_ns,
+            self.rails.next_deadline_ns(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
-    /// Time has advanced to `now_ns`: give up on the peer if a frame's
-    /// retries ran out. Due retransmissions and acks come out of
-    /// `poll_transmit`.
+    /// Time has advanced to `now_ns`: mark silent rails down, give up on the
+    /// peer if a frame's retries ran out or no rail is left. Due
+    /// retransmissions, acks and heartbeats come out of `poll_transmit`.
     pub fn handle_timeout(&mut self, now_ns: u64) {
+        self.note_time(now_ns);
+        self.check_rails(now_ns);
         self.check_retries(now_ns);
     }
 
+    /// The path failed to send on `rail` (connection reset, send error):
+    /// mark it down now. Its unacknowledged frames go out again at once on
+    /// the surviving rails; with none left, the peer is unreachable.
+    ///
+    /// # Panics
+    /// If `rail` is not one of this link's rails (a bug in the caller).
+    pub fn handle_rail_error(&mut self, now_ns: u64, rail: u32) {
+        assert!(
+            rail < self.rails.count(),
+            "handle_rail_error: rail {rail} of {}",
+            self.rails.count()
+        );
+        self.note_time(now_ns);
+        self.mark_rail_down(now_ns, rail);
+    }
+
+    /// Next event (rail down or up, peer unreachable), oldest first.
+    pub fn poll_event(&mut self) -> Option<LinkEvent> {
+        self.events.pop_front()
+    }
+
     /// `Ok(())`, or `Err(PeerUnreachable)` once a frame exceeded
-    /// `max_retries`.
+    /// `max_retries` or every rail is down.
     pub fn status(&self) -> LinkStatus {
         self.status
+    }
+
+    /// Whether `rail` is live (not marked down).
+    ///
+    /// # Panics
+    /// If `rail` is not one of this link's rails.
+    pub fn rail_is_up(&self, rail: u32) -> bool {
+        self.rails.is_up(rail)
+    }
+
+    /// Rails not marked down.
+    pub fn live_rail_count(&self) -> u32 {
+        self.rails.live_count()
     }
 
     /// Counters and buffer occupancy.
@@ -397,20 +692,85 @@ impl PeerLink {
         );
     }
 
+    fn note_time(&mut self, now_ns: u64) {
+        self.rails.start(now_ns);
+        self.latest_now_ns = self.latest_now_ns.max(now_ns);
+    }
+
+    fn push_event(&mut self, event: LinkEvent) {
+        if self.events.len() >= EVENT_QUEUE_MAX {
+            self.events.pop_front();
+            self.stats.events_dropped += 1;
+        }
+        self.events.push_back(event);
+    }
+
+    fn declare_unreachable(&mut self, seq: u64, retry_count: u32, cause: UnreachableCause) {
+        let unreachable = PeerUnreachable {
+            peer_rank: self.peer_rank,
+            seq,
+            retry_count,
+            cause,
+        };
+        self.status = Err(unreachable);
+        self.push_event(LinkEvent::PeerUnreachable(unreachable));
+    }
+
+    fn check_rails(&mut self, now_ns: u64) {
+        if self.status.is_err() {
+            return;
+        }
+        for rail in self.rails.silent_rails(now_ns) {
+            self.mark_rail_down(now_ns, rail);
+        }
+    }
+
+    /// Mark `rail` down and move its unacknowledged frames to the survivors:
+    /// they become due now, and that retransmission does not count against
+    /// their retry budget. The receiver drops whichever copy comes second.
+    fn mark_rail_down(&mut self, now_ns: u64, rail: u32) {
+        if self.status.is_err() || !self.rails.mark_down(now_ns, rail) {
+            return;
+        }
+        self.stats.rails_failed += 1;
+        self.push_event(LinkEvent::RailDown {
+            rail,
+            at_ns: now_ns,
+        });
+        let mut moved_count = 0;
+        for sent in self.send_buffer.in_flight_mut() {
+            if sent.last_rail == rail {
+                sent.retransmit_deadline_ns = now_ns;
+                sent.next_transmission_is_forced = true;
+                sent.failed_over_from_rail = Some(rail);
+                moved_count += 1;
+            }
+        }
+        if moved_count > 0 {
+            self.rails.note_failover_started(now_ns, rail);
+        }
+        if self.rails.live_count() == 0 {
+            let (seq, retry_count) = self.send_buffer.oldest().map_or((0, 0), |sent| {
+                (sent.seq, sent.counted_transmit_count.saturating_sub(1))
+            });
+            self.declare_unreachable(seq, retry_count, UnreachableCause::AllRailsDown);
+        }
+    }
+
     fn check_retries(&mut self, now_ns: u64) {
         if self.status.is_err() {
             return;
         }
         let max_retries = self.config.max_retries;
+        let last_heard_ns = self.last_heard_ns;
         let exhausted = self
             .send_buffer
-            .exhausted(now_ns, max_retries.saturating_add(1));
+            .exhausted(now_ns, max_retries.saturating_add(1), |sent| {
+                sent.blocked_by_window && last_heard_ns >= sent.last_transmit_ns
+            })
+            .map(|sent| sent.seq);
         if let Some(seq) = exhausted {
-            self.status = Err(PeerUnreachable {
-                peer_rank: self.peer_rank,
-                seq,
-                retry_count: max_retries,
-            });
+            self.declare_unreachable(seq, max_retries, UnreachableCause::RetriesExhausted);
         }
     }
 }

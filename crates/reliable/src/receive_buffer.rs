@@ -63,6 +63,13 @@ impl ReceiveBuffer {
         self.largest_in_order_seq
     }
 
+    /// Largest sequence number `insert` accepts now; advertised to the
+    /// sender so that frames beyond it while the application does not
+    /// consume are not counted as failures.
+    pub fn receive_limit_seq(&self) -> u64 {
+        self.last_delivered_seq + self.capacity_frames as u64
+    }
+
     pub fn has_out_of_order(&self) -> bool {
         !self.out_of_order.is_empty()
     }

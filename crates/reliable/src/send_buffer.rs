@@ -23,6 +23,24 @@ pub(crate) struct SentFrame {
     /// The peer reported it holds this frame out of order (selective ack):
     /// no need to retransmit, but keep it until the cumulative ack passes.
     pub selectively_acked: bool,
+    /// Rail of the latest transmission.
+    pub last_rail: u32,
+    /// Time of the latest transmission.
+    pub last_transmit_ns: u64,
+    /// Transmissions that count against the retry budget: not those forced
+    /// by a rail failover or a reopened receive window, nor those made while
+    /// the live peer's receive window excluded the frame.
+    pub counted_transmit_count: u32,
+    /// The next transmission is forced (failover, window reopened): it does
+    /// not count against the retry budget.
+    pub next_transmission_is_forced: bool,
+    /// The peer said its receive window was full after this frame's latest
+    /// transmission and the frame lies beyond it: it was probably dropped by
+    /// a live but busy receiver, not lost.
+    pub blocked_by_window: bool,
+    /// Set when the frame was queued again because `rail` went down; its
+    /// acknowledgement ends that rail's failover.
+    pub failed_over_from_rail: Option<u32>,
 }
 
 /// Frames sent (or about to be) and not yet cumulatively acknowledged.
@@ -92,6 +110,12 @@ impl SendBuffer {
             transmit_count: 0,
             retransmit_deadline_ns: u64::MAX,
             selectively_acked: false,
+            last_rail: 0,
+            last_transmit_ns: 0,
+            counted_transmit_count: 0,
+            next_transmission_is_forced: false,
+            blocked_by_window: false,
+            failed_over_from_rail: None,
         });
         seq
     }
@@ -118,17 +142,33 @@ impl SendBuffer {
         })
     }
 
-    /// A frame transmitted `transmit_limit` times whose last timer expired
-    /// unacknowledged: the retry budget is spent.
-    pub fn exhausted(&self, now_ns: u64, transmit_limit: u32) -> Option<u64> {
+    /// A frame with `transmit_limit` counted transmissions whose last timer
+    /// expired unacknowledged, and that `is_excused` does not excuse (a live
+    /// peer's full receive window): the retry budget is spent.
+    pub fn exhausted(
+        &self,
+        now_ns: u64,
+        transmit_limit: u32,
+        is_excused: impl Fn(&SentFrame) -> bool,
+    ) -> Option<&SentFrame> {
+        self.frames.iter().find(|sent| {
+            sent.counted_transmit_count >= transmit_limit
+                && !sent.selectively_acked
+                && sent.retransmit_deadline_ns <= now_ns
+                && !is_excused(sent)
+        })
+    }
+
+    /// Frames transmitted and not yet acknowledged in any way, oldest first.
+    pub fn in_flight_mut(&mut self) -> impl Iterator<Item = &mut SentFrame> {
         self.frames
-            .iter()
-            .find(|sent| {
-                sent.transmit_count >= transmit_limit
-                    && !sent.selectively_acked
-                    && sent.retransmit_deadline_ns <= now_ns
-            })
-            .map(|sent| sent.seq)
+            .iter_mut()
+            .filter(|sent| sent.transmit_count > 0 && !sent.selectively_acked)
+    }
+
+    /// The oldest frame not yet cumulatively acknowledged.
+    pub fn oldest(&self) -> Option<&SentFrame> {
+        self.frames.front()
     }
 
     /// Earliest pending retransmission deadline.
@@ -140,12 +180,21 @@ impl SendBuffer {
             .min()
     }
 
-    /// Release every frame with `seq <= ack`; returns how many were released.
-    pub fn acknowledge_cumulative(&mut self, ack: u64) -> usize {
+    /// Release every frame with `seq <= ack`, showing each to `on_acked`
+    /// (unless it was selectively acknowledged, hence shown, before); returns
+    /// how many were released.
+    pub fn acknowledge_cumulative(
+        &mut self,
+        ack: u64,
+        mut on_acked: impl FnMut(&SentFrame),
+    ) -> usize {
         debug_assert!(ack <= self.largest_sent_seq());
         let mut released_count = 0;
         while self.frames.front().is_some_and(|sent| sent.seq <= ack) {
             let sent = self.frames.pop_front().expect("front checked");
+            if !sent.selectively_acked {
+                on_acked(&sent);
+            }
             self.buffered_bytes -= sent.frame.len();
             released_count += 1;
         }
@@ -154,7 +203,13 @@ impl SendBuffer {
 
     /// Mark frames the peer holds out of order: bit `i` of `bitmap` stands
     /// for sequence `ack + 2 + i` (`ack + 1` is the hole, by definition).
-    pub fn acknowledge_selective(&mut self, ack: u64, bitmap: u64) {
+    /// Each newly marked frame is shown to `on_acked`.
+    pub fn acknowledge_selective(
+        &mut self,
+        ack: u64,
+        bitmap: u64,
+        mut on_acked: impl FnMut(&SentFrame),
+    ) {
         let oldest_seq = self.oldest_seq();
         for bit in 0..64u64 {
             if bitmap & (1 << bit) == 0 {
@@ -164,7 +219,11 @@ impl SendBuffer {
             if seq < oldest_seq || seq > self.largest_sent_seq() {
                 continue;
             }
-            self.frames[(seq - oldest_seq) as usize].selectively_acked = true;
+            let sent = &mut self.frames[(seq - oldest_seq) as usize];
+            if !sent.selectively_acked {
+                sent.selectively_acked = true;
+                on_acked(sent);
+            }
         }
     }
 }
@@ -188,17 +247,25 @@ mod tests {
     #[test]
     fn cumulative_ack_releases_prefix_and_bytes() {
         let mut buffer = sent_buffer_with(5);
-        assert_eq!(buffer.acknowledge_cumulative(3), 3);
+        let mut shown = Vec::new();
+        assert_eq!(
+            buffer.acknowledge_cumulative(3, |sent| shown.push(sent.seq)),
+            3
+        );
+        assert_eq!(shown, [1, 2, 3]);
         assert_eq!(buffer.len(), 2);
         assert_eq!(buffer.buffered_bytes(), 20);
-        assert_eq!(buffer.acknowledge_cumulative(3), 0);
+        assert_eq!(
+            buffer.acknowledge_cumulative(3, |_| panic!("nothing left")),
+            0
+        );
     }
 
     #[test]
     fn selectively_acked_frames_are_never_due() {
         let mut buffer = sent_buffer_with(4);
         // ack 0, bitmap bits 0 and 1 => seqs 2 and 3 held by the peer.
-        buffer.acknowledge_selective(0, 0b11);
+        buffer.acknowledge_selective(0, 0b11, |_| {});
         let due: Vec<u64> = std::iter::from_fn(|| {
             let sent = buffer.oldest_due(100)?;
             sent.retransmit_deadline_ns = u64::MAX;

@@ -1,7 +1,10 @@
 //! Two `PeerLink`s driven on a virtual clock (quinn's `Pair::step()` style):
 //! faults are injected by editing the in-flight queues between steps.
 
-use crate::{LinkStatus, PeerLink, PeerUnreachable, ReceiveError, ReliableConfig, WindowFull};
+use crate::{
+    LinkStatus, PeerLink, PeerUnreachable, ReceiveError, ReliableConfig, StripePolicy,
+    UnreachableCause, WindowFull,
+};
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 use std::collections::VecDeque;
 
@@ -11,6 +14,11 @@ const TEST_CONFIG: ReliableConfig = ReliableConfig {
     send_window_frames: 8,
     ack_delay_ns: 100,
     max_retries: 4,
+    rail_count: 1,
+    stripe_policy: StripePolicy::RoundRobin,
+    heartbeat_interval_ns: 5_000,
+    rail_silence_timeout_ns: 25_000,
+    down_rail_probe_interval_ns: 10_000,
 };
 
 /// An Eager frame from `source` whose payload is `body`.
@@ -345,6 +353,7 @@ fn silent_peer_is_unreachable_after_max_retries_with_backoff() {
         peer_rank: 1,
         seq: 1,
         retry_count: 4,
+        cause: UnreachableCause::RetriesExhausted,
     });
     assert_eq!(pair.a.status(), expected);
     assert_eq!(pair.a.poll_transmit(pair.now_ns), None);

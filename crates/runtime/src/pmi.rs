@@ -75,28 +75,22 @@ impl Read for Stream {
 
 impl Write for Stream {
     fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(stream) => {
-                // A rank is usually a C program that has not ignored SIGPIPE:
-                // a write to a dead launcher must be an error, not a death.
-                // SAFETY: `send` reads at most `buffer.len()` bytes from the
-                // valid slice `buffer` and writes only to the socket that
-                // `stream` owns for the duration of the call.
-                let sent = unsafe {
-                    libc::send(
-                        stream.as_raw_fd(),
-                        buffer.as_ptr().cast(),
-                        buffer.len(),
-                        libc::MSG_NOSIGNAL,
-                    )
-                };
-                if sent < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(sent as usize)
-                }
-            }
-            Stream::Tcp(stream) => stream.write(buffer),
+        // A rank is usually a C program that has not ignored SIGPIPE: a
+        // write to a dead launcher (socketpair or TCP) must be an error, not
+        // a death.
+        let fd = match self {
+            Stream::Unix(stream) => stream.as_raw_fd(),
+            Stream::Tcp(stream) => stream.as_raw_fd(),
+        };
+        // SAFETY: `send` reads at most `buffer.len()` bytes from the valid
+        // slice `buffer` and writes only to the socket that `self` owns for
+        // the duration of the call.
+        let sent =
+            unsafe { libc::send(fd, buffer.as_ptr().cast(), buffer.len(), libc::MSG_NOSIGNAL) };
+        if sent < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(sent as usize)
         }
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -288,7 +282,14 @@ impl Pmi {
             let identity = lookup("PMI_ID")
                 .or_else(|| lookup("PMI_RANK"))
                 .unwrap_or_else(|| "0".to_string());
-            let (rank, size) = Pmi::initack(&mut channel, identity.trim())?;
+            // Our mpiexec gives remote ranks a token to prove they belong to
+            // the job; other process managers do not (and get no token=).
+            let token = lookup("RESMPI_PMI_TOKEN");
+            let (rank, size) = Pmi::initack(
+                &mut channel,
+                identity.trim(),
+                token.as_deref().map(str::trim),
+            )?;
             return Pmi::handshake(channel, rank, size, local_rank, local_size);
         }
         Ok(Pmi {
@@ -308,9 +309,18 @@ impl Pmi {
 
     /// The `PMI_PORT` preamble: `cmd=initack pmiid=ID`, answered by
     /// `cmd=initack` and `cmd=set size=`, `rank=`, `debug=` lines.
-    fn initack(channel: &mut Channel, identity: &str) -> Result<(u32, u32), PmiError> {
+    fn initack(
+        channel: &mut Channel,
+        identity: &str,
+        token: Option<&str>,
+    ) -> Result<(u32, u32), PmiError> {
         check_token(identity, false).map_err(PmiError::new)?;
-        channel.request(&PmiLine::new("initack").with("pmiid", identity), "initack")?;
+        let mut request = PmiLine::new("initack").with("pmiid", identity);
+        if let Some(token) = token.filter(|token| !token.is_empty()) {
+            check_token(token, false).map_err(PmiError::new)?;
+            request = request.with("token", token);
+        }
+        channel.request(&request, "initack")?;
         let (mut rank, mut size, mut debug_seen) = (None, None, false);
         while rank.is_none() || size.is_none() || !debug_seen {
             let line = channel.receive()?;
@@ -694,7 +704,37 @@ mod tests {
             )],
         );
         let mut channel = Channel::new(Stream::Unix(client));
-        assert_eq!(Pmi::initack(&mut channel, "5").unwrap(), (5, 8));
+        assert_eq!(Pmi::initack(&mut channel, "5", None).unwrap(), (5, 8));
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn port_mode_sends_the_job_token_and_reports_a_refusal() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let server = scripted_server(
+            server,
+            vec![(
+                "cmd=initack pmiid=1 token=abc",
+                Some("cmd=initack\ncmd=set size=2\ncmd=set rank=1\ncmd=set debug=0\n"),
+            )],
+        );
+        let mut channel = Channel::new(Stream::Unix(client));
+        assert_eq!(
+            Pmi::initack(&mut channel, "1", Some("abc")).unwrap(),
+            (1, 2)
+        );
+        server.join().unwrap();
+        let (client, server) = UnixStream::pair().unwrap();
+        let server = scripted_server(
+            server,
+            vec![(
+                "cmd=initack pmiid=1 token=bad",
+                Some("cmd=initack rc=-1 msg=bad_token\n"),
+            )],
+        );
+        let mut channel = Channel::new(Stream::Unix(client));
+        let error = Pmi::initack(&mut channel, "1", Some("bad")).unwrap_err();
+        assert!(error.to_string().contains("bad_token"), "{error}");
         server.join().unwrap();
     }
 

@@ -10,17 +10,25 @@
 
 use crate::checker::{Checker, ObservedMatch};
 use crate::faults::FaultModel;
-use crate::network::{Network, NetworkStats};
+use crate::faults::RailOutage;
+use crate::network::{Network, NetworkStats, TransmitOutcome, SIM_RAIL_COUNT_MAX};
 use crate::rng::SplitMix64;
 use crate::workload::{encode, PlannedMessage, Workload};
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
-use resmpi_reliable::{LinkStats, PeerLink, ReliableConfig};
+use resmpi_reliable::{LinkEvent, LinkStats, PeerLink, ReliableConfig, StripePolicy};
 use resmpi_wire::{FrameHeader, FrameKind};
 use std::collections::VecDeque;
 
 /// Link settings scaled to the simulated network (µs latencies): 20 µs first
 /// timeout, 640 µs cap, 8-frame window (so back-pressure happens often),
-/// 2 µs ack delay, 24 retries (about 13 ms of silence before giving up).
+/// 2 µs ack delay, 24 retries (about 13 ms of silence before giving up);
+/// one rail. With more rails: 25 µs heartbeats, a rail silent for 1 ms is
+/// down, down rails probed every 100 µs.
+///
+/// The silence timeout is 40 heartbeats because the sweep's worst mixes lose
+/// about 60 % of probe round trips (20 % loss each way plus 20 % pure-ack
+/// loss each way): 0.6^40 ≈ 1e-9 per window of a false rail-down, and a
+/// false rail-down only costs a failover.
 ///
 /// The retry budget is a probability budget: a tail frame (no later frame to
 /// carry its ack) is given up when all `max_retries + 1` transmissions fail.
@@ -35,6 +43,11 @@ pub fn simulation_link_config() -> ReliableConfig {
         send_window_frames: 8,
         ack_delay_ns: 2_000,
         max_retries: 24,
+        rail_count: 1,
+        stripe_policy: StripePolicy::RoundRobin,
+        heartbeat_interval_ns: 25_000,
+        rail_silence_timeout_ns: 1_000_000,
+        down_rail_probe_interval_ns: 100_000,
     }
 }
 
@@ -60,6 +73,24 @@ pub struct JobConfig {
     pub posted_receives_max: usize,
     /// The job must end before this virtual time.
     pub virtual_time_limit_ns: u64,
+    /// One rank's application stops consuming for a while (its link keeps
+    /// running, as a progress thread would).
+    pub consumer_stall: Option<ConsumerStall>,
+    /// The receiver checks frame checksums (CRC32C on real paths), so a
+    /// frame with a flipped bit is dropped before its link sees it. Off only
+    /// to show that the oracle would catch the corruption.
+    pub checksum_check: bool,
+}
+
+/// A rank whose application does not consume messages between two times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsumerStall {
+    /// The busy rank.
+    pub rank: u32,
+    /// When it stops consuming.
+    pub from_ns: u64,
+    /// When it consumes again.
+    pub until_ns: u64,
 }
 
 impl JobConfig {
@@ -75,6 +106,8 @@ impl JobConfig {
             receive_post_rate: 0.3,
             posted_receives_max: 4,
             virtual_time_limit_ns: 1_000_000_000,
+            consumer_stall: None,
+            checksum_check: true,
         }
     }
 
@@ -88,6 +121,99 @@ impl JobConfig {
         config.messages_per_rank = rng.between(1, 60) as usize;
         config
     }
+
+    /// [`JobConfig::random`] plus, from a second stream of the same seed (so
+    /// the rest of the job is the same): 1 to `rail_count_max` rails, a
+    /// stripe policy, bit flips (up to 5 % of frames, in two jobs of three)
+    /// and, with two rails or more, sends spread over up to a few ms in half
+    /// the jobs and up to three rail outages at random
+    /// times, some for good, some for one pair of ranks, some reported by
+    /// the sender's path. Outages on different rails are kept apart by
+    /// [`JobConfig::rail_outage_gap_ns`], so that one rail is always live.
+    pub fn random_with_rails(seed: u64, rank_count_max: u32, rail_count_max: u32) -> JobConfig {
+        let mut config = JobConfig::random(seed, rank_count_max);
+        let mut rng = SplitMix64::new(seed ^ 0x0AA1_5EED);
+        let rail_count_max = rail_count_max.clamp(1, SIM_RAIL_COUNT_MAX as u32);
+        config.link.rail_count = rng.between(1, u64::from(rail_count_max)) as u32;
+        config.link.stripe_policy = match rng.below(3) {
+            0 => StripePolicy::RoundRobin,
+            1 => StripePolicy::Fragments,
+            _ => StripePolicy::Off,
+        };
+        if rng.below(3) != 0 {
+            config.faults.bit_flip_rate = rng.uniform(0.0, 0.05);
+        }
+        if config.link.rail_count < 2 {
+            return config;
+        }
+        // Half the jobs send for longer (up to ~3 ms), so that outages hit
+        // them mid-stream and last past the detection bound.
+        if rng.chance(0.5) {
+            config.issue_gap_ns_max = rng.between(3_000, 100_000);
+        }
+        let gap_ns = config.rail_outage_gap_ns();
+        for _ in 0..rng.below(4) {
+            let down_at_ns = rng.between(0, 400_000);
+            let up_at_ns = (!rng.chance(0.2)).then(|| down_at_ns + rng.between(20_000, 3_000_000));
+            let pair = rng.chance(0.5).then(|| {
+                let first = rng.below(u64::from(config.rank_count)) as u32;
+                let second = (first + 1 + rng.below(u64::from(config.rank_count) - 1) as u32)
+                    % config.rank_count;
+                (first, second)
+            });
+            let outage = RailOutage {
+                rail: rng.below(u64::from(config.link.rail_count)) as u32,
+                down_at_ns,
+                up_at_ns,
+                pair,
+                sender_sees_errors: rng.chance(0.3),
+            };
+            let clashes = config.faults.rail_outages.iter().any(|other| {
+                other.rail != outage.rail
+                    && outage.down_at_ns < other.end_ns().saturating_add(gap_ns)
+                    && other.down_at_ns < outage.end_ns().saturating_add(gap_ns)
+            });
+            if !clashes {
+                config.faults.rail_outages.push(outage);
+            }
+        }
+        config
+    }
+
+    /// Least time between outages of two different rails for the job to keep
+    /// a live rail: the later one may be detected (silence timeout plus a
+    /// heartbeat) only after the earlier rail was probed back up, which takes
+    /// a few slow probes when probes are lost.
+    pub fn rail_outage_gap_ns(&self) -> u64 {
+        self.link.rail_down_detected_within_ns() + 20 * self.link.down_rail_probe_interval_ns
+    }
+
+    /// Whether the link from `source` to `destination` may end unreachable:
+    /// it is cut either way (a cut reverse direction loses its acks), or
+    /// every rail between the two fails for good.
+    pub fn link_may_be_lost(&self, source: u32, destination: u32) -> bool {
+        self.faults.cut_links.contains(&(source, destination))
+            || self.faults.cut_links.contains(&(destination, source))
+            || self
+                .faults
+                .all_rails_lost_at_ns(self.link.rail_count, source, destination)
+                .is_some()
+    }
+}
+
+/// A rail of a directed link marked down or up, as the link reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RailEvent {
+    /// The rank owning the link.
+    pub rank: u32,
+    /// The link's peer.
+    pub peer: u32,
+    /// The rail.
+    pub rail: u32,
+    /// True: marked down; false: back up.
+    pub down: bool,
+    /// When.
+    pub at_ns: u64,
 }
 
 /// What a successful job did.
@@ -113,6 +239,16 @@ pub struct JobReport {
     pub wildcard_receives: u64,
     /// Directed links that declared their peer unreachable, with the time.
     pub unreachable_links: Vec<(u32, u32, u64)>,
+    /// Rails per link.
+    pub rail_count: u32,
+    /// Frames with a flipped bit dropped by the receiver's checksum check.
+    pub corrupt_caught: u64,
+    /// Every rail marked down or up, in order.
+    pub rail_events: Vec<RailEvent>,
+    /// Last time a data frame was put on each rail (0: never).
+    pub last_data_frame_ns_per_rail: [u64; SIM_RAIL_COUNT_MAX],
+    /// (link, rail outage) pairs whose detection time was checked.
+    pub rail_detections_checked: u64,
 }
 
 /// A violated invariant, with the seed that reproduces it.
@@ -205,6 +341,7 @@ impl Job {
             seed: config.seed,
             rank_count: config.rank_count,
             message_count: workload.message_count(),
+            rail_count: config.link.rail_count,
             ..JobReport::default()
         };
         Job {
@@ -219,16 +356,28 @@ impl Job {
     }
 
     fn run(&mut self) -> Result<(), String> {
-        // Generous against infinite loops; real jobs take a few thousand.
-        let step_limit =
-            1_000 + 200 * self.report.message_count as u64 * u64::from(self.config.rank_count);
+        // Generous against infinite loops; real jobs take a few thousand,
+        // plus a few per heartbeat of every rail of every link.
+        let link_rail_count = u64::from(self.config.rank_count)
+            * u64::from(self.config.rank_count - 1)
+            * u64::from(self.config.link.rail_count);
         loop {
             self.report.step_count += 1;
+            let heartbeat_steps = if self.config.link.rails_are_watched() {
+                (self.now_ns / self.config.link.heartbeat_interval_ns + 1) * link_rail_count * 4
+            } else {
+                0
+            };
+            let step_limit = 1_000
+                + 200 * self.report.message_count as u64 * u64::from(self.config.rank_count)
+                + heartbeat_steps;
             if self.report.step_count > step_limit {
                 return Err(format!("no termination after {step_limit} steps"));
             }
             self.issue_sends();
             self.transmit()?;
+            self.collect_link_events();
+            self.deliver_ready()?;
             self.check_links()?;
             self.post_receives_at_random()?;
             if self.network_done() {
@@ -288,18 +437,82 @@ impl Job {
         for (rank_index, rank) in self.ranks.iter_mut().enumerate() {
             for (peer, link) in rank.links.iter_mut().enumerate() {
                 let Some(link) = link.as_mut() else { continue };
-                while let Some(frame) = link.poll_transmit(self.now_ns) {
+                while let Some((rail, frame)) = link.poll_transmit_on_rail(self.now_ns) {
                     let header = FrameHeader::parse(&frame)
                         .map_err(|error| format!("link emitted bad frame: {error}"))?;
+                    if !link.rail_is_up(rail) {
+                        // Only probes and answers may use a rail marked down.
+                        if header.kind != FrameKind::Ack {
+                            return Err(format!(
+                                "link {rank_index}->{peer} sent data on rail {rail}, which it marked down"
+                            ));
+                        }
+                    }
                     let is_pure_ack = header.kind == FrameKind::Ack;
-                    self.network.transmit(
+                    if !is_pure_ack {
+                        self.report.last_data_frame_ns_per_rail
+                            [rail as usize % SIM_RAIL_COUNT_MAX] = self.now_ns;
+                    }
+                    let outcome = self.network.transmit(
                         self.now_ns,
                         &mut self.rng,
                         rank_index as u32,
                         peer as u32,
+                        rail,
                         frame,
                         is_pure_ack,
                     );
+                    if outcome == TransmitOutcome::RailError {
+                        link.handle_rail_error(self.now_ns, rail);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Record what links report (rails down and up; unreachable peers are
+    /// read from `status()`).
+    fn collect_link_events(&mut self) {
+        for (rank_index, rank) in self.ranks.iter_mut().enumerate() {
+            for (peer, link) in rank.links.iter_mut().enumerate() {
+                let Some(link) = link.as_mut() else { continue };
+                while let Some(event) = link.poll_event() {
+                    let (rail, down, at_ns) = match event {
+                        LinkEvent::RailDown { rail, at_ns } => (rail, true, at_ns),
+                        LinkEvent::RailUp { rail, at_ns } => (rail, false, at_ns),
+                        LinkEvent::PeerUnreachable(_) => continue,
+                    };
+                    self.report.rail_events.push(RailEvent {
+                        rank: rank_index as u32,
+                        peer: peer as u32,
+                        rail,
+                        down,
+                        at_ns,
+                    });
+                }
+            }
+        }
+    }
+
+    fn is_consuming(&self, rank: u32) -> bool {
+        self.config.consumer_stall.is_none_or(|stall| {
+            stall.rank != rank || self.now_ns < stall.from_ns || self.now_ns >= stall.until_ns
+        })
+    }
+
+    /// Applications that consume take what their links delivered.
+    fn deliver_ready(&mut self) -> Result<(), String> {
+        for destination in 0..self.config.rank_count {
+            if !self.is_consuming(destination) {
+                continue;
+            }
+            for source in 0..self.config.rank_count {
+                while let Some(frame) = self.ranks[destination as usize].links[source as usize]
+                    .as_mut()
+                    .and_then(PeerLink::poll_deliver)
+                {
+                    self.deliver(destination, source, frame)?;
                 }
             }
         }
@@ -309,6 +522,18 @@ impl Job {
     /// Bounded memory, and no unexpected give-up.
     fn check_links(&mut self) -> Result<(), String> {
         let window_frames = self.config.link.send_window_frames;
+        // Frames in flight: each link sends at most a window of data frames
+        // per retransmission round plus a few acks and heartbeats per rail;
+        // a generous constant factor still catches runaway growth.
+        let link_count = (self.config.rank_count * (self.config.rank_count - 1)) as usize;
+        let in_flight_max =
+            link_count * (window_frames + 8 * self.config.link.rail_count as usize) * 8;
+        if self.network.in_flight_count() > in_flight_max {
+            return Err(format!(
+                "{} frames in flight, more than {in_flight_max}",
+                self.network.in_flight_count()
+            ));
+        }
         for (rank_index, rank) in self.ranks.iter().enumerate() {
             for (peer, link) in rank.links.iter().enumerate() {
                 let Some(link) = link else { continue };
@@ -321,6 +546,9 @@ impl Job {
                         stats.send_buffered_frames, stats.receive_buffered_frames
                     ));
                 }
+                if stats.events_dropped > 0 {
+                    return Err(format!("link {rank_index}->{peer} dropped events"));
+                }
                 let already_noted =
                     self.report
                         .unreachable_links
@@ -329,7 +557,7 @@ impl Job {
                             (source, destination) == (rank_index as u32, peer as u32)
                         });
                 if let Err(unreachable) = link.status() {
-                    if self.config.faults.cut_links.is_empty() {
+                    if !self.config.link_may_be_lost(rank_index as u32, peer as u32) {
                         return Err(format!("link {rank_index}->{peer}: {unreachable}"));
                     }
                     if !already_noted {
@@ -404,20 +632,23 @@ impl Job {
     }
 
     fn network_done(&self) -> bool {
-        self.ranks.iter().all(|rank| {
-            rank.unissued.is_empty()
-                && rank
-                    .links
-                    .iter()
-                    .zip(&rank.pending_sends)
-                    .all(|(link, pending)| match link {
-                        // Sends to a dead peer stay pending for good.
-                        Some(link) => {
-                            link.status().is_err() || (link.is_idle() && pending.is_empty())
-                        }
-                        None => pending.is_empty(),
-                    })
-        })
+        let stall_over = self
+            .config
+            .consumer_stall
+            .is_none_or(|stall| self.now_ns >= stall.until_ns);
+        stall_over
+            && self.ranks.iter().all(|rank| {
+                rank.unissued.is_empty()
+                    && rank.links.iter().zip(&rank.pending_sends).all(
+                        |(link, pending)| match link {
+                            // Sends to a dead peer stay pending for good.
+                            Some(link) => {
+                                link.status().is_err() || (link.is_idle() && pending.is_empty())
+                            }
+                            None => pending.is_empty(),
+                        },
+                    )
+            })
     }
 
     fn next_event_ns(&self) -> Option<u64> {
@@ -431,11 +662,17 @@ impl Job {
             .ranks
             .iter()
             .filter_map(|rank| rank.unissued.front().map(|message| message.issue_ns));
+        let stall_end = self
+            .config
+            .consumer_stall
+            .map(|stall| stall.until_ns)
+            .filter(|&until_ns| until_ns > self.now_ns);
         self.network
             .next_arrival_ns()
             .into_iter()
             .chain(link_timeouts)
             .chain(issues)
+            .chain(stall_end)
             .min()
     }
 
@@ -453,13 +690,27 @@ impl Job {
     }
 
     fn receive_arrivals(&mut self) -> Result<(), String> {
-        while let Some((source, destination, frame)) = self.network.pop_arrived(self.now_ns) {
+        while let Some(arrival) = self.network.pop_arrived(self.now_ns) {
+            let (source, destination) = (arrival.source, arrival.destination);
+            if arrival.corrupted && self.config.checksum_check {
+                // The checksum (CRC32C, which catches every single-bit error)
+                // fails: the path drops the frame; the sender resends it.
+                self.report.corrupt_caught += 1;
+                continue;
+            }
             let link = self.ranks[destination as usize].links[source as usize]
                 .as_mut()
                 .ok_or("frame to self")?;
-            link.handle_receive(self.now_ns, &frame).map_err(|error| {
-                format!("link {destination}<-{source} rejected a frame: {error}")
-            })?;
+            link.handle_receive_on_rail(self.now_ns, arrival.rail, &arrival.frame)
+                .map_err(|error| {
+                    format!(
+                        "link {destination}<-{source} rejected a frame on rail {}: {error}",
+                        arrival.rail
+                    )
+                })?;
+            if !self.is_consuming(destination) {
+                continue;
+            }
             while let Some(frame) = self.ranks[destination as usize].links[source as usize]
                 .as_mut()
                 .and_then(PeerLink::poll_deliver)
@@ -553,9 +804,109 @@ impl Job {
         Ok(())
     }
 
-    /// Everything sent was delivered and matched (except over cut links), and
-    /// cut links were declared unreachable in bounded time.
-    fn check_end(&self) -> Result<(), String> {
+    /// Every rail outage long enough to be noticed was noticed in time by
+    /// both ends of every link it hit: within the silence timeout plus one
+    /// heartbeat interval; and links that lost every rail for good declared
+    /// their peer unreachable within that bound of the last loss.
+    fn check_rail_detection(&mut self) -> Result<(), String> {
+        if !self.config.link.rails_are_watched() {
+            return Ok(());
+        }
+        let bound_ns = self.config.link.rail_down_detected_within_ns();
+        for outage in &self.config.faults.rail_outages {
+            let deadline_ns = outage.down_at_ns + bound_ns;
+            if outage.rail >= self.config.link.rail_count
+                || outage.end_ns() < deadline_ns
+                || self.now_ns < deadline_ns
+            {
+                continue;
+            }
+            for rank in 0..self.config.rank_count {
+                for peer in (0..self.config.rank_count).filter(|&peer| peer != rank) {
+                    if !outage.covers(rank, peer) {
+                        continue;
+                    }
+                    self.report.rail_detections_checked += 1;
+                    let unreachable_in_time = self
+                        .report
+                        .unreachable_links
+                        .iter()
+                        .any(|link| (link.0, link.1) == (rank, peer) && link.2 <= deadline_ns);
+                    if unreachable_in_time
+                        || self.rail_was_down(
+                            rank,
+                            peer,
+                            outage.rail,
+                            outage.down_at_ns,
+                            deadline_ns,
+                        )
+                    {
+                        continue;
+                    }
+                    return Err(format!(
+                        "link {rank}->{peer}: rail {} out from {} ns, not marked down by {deadline_ns} ns",
+                        outage.rail, outage.down_at_ns
+                    ));
+                }
+            }
+        }
+        for rank in 0..self.config.rank_count {
+            for peer in (0..self.config.rank_count).filter(|&peer| peer != rank) {
+                let Some(lost_at_ns) = self.config.faults.all_rails_lost_at_ns(
+                    self.config.link.rail_count,
+                    rank,
+                    peer,
+                ) else {
+                    continue;
+                };
+                let deadline_ns = lost_at_ns + bound_ns;
+                if self.now_ns < deadline_ns {
+                    continue;
+                }
+                let noted = self
+                    .report
+                    .unreachable_links
+                    .iter()
+                    .find(|link| (link.0, link.1) == (rank, peer));
+                match noted {
+                    Some(&(_, _, at_ns)) if at_ns <= deadline_ns => {}
+                    _ => {
+                        return Err(format!(
+                            "link {rank}->{peer} lost every rail at {lost_at_ns} ns, not unreachable by {deadline_ns} ns ({noted:?})"
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `rail` of link `rank`->`peer` was marked down at some time in
+    /// `from_ns..=until_ns`.
+    fn rail_was_down(&self, rank: u32, peer: u32, rail: u32, from_ns: u64, until_ns: u64) -> bool {
+        let mut down_since_ns: Option<u64> = None;
+        for event in &self.report.rail_events {
+            if (event.rank, event.peer, event.rail) != (rank, peer, rail) {
+                continue;
+            }
+            if event.down {
+                down_since_ns = Some(event.at_ns);
+            } else {
+                if down_since_ns.is_some_and(|down_ns| down_ns <= until_ns)
+                    && event.at_ns >= from_ns
+                {
+                    return true;
+                }
+                down_since_ns = None;
+            }
+        }
+        down_since_ns.is_some_and(|down_ns| down_ns <= until_ns)
+    }
+
+    /// Everything sent was delivered and matched (except over lost links),
+    /// and cut links were declared unreachable in bounded time.
+    fn check_end(&mut self) -> Result<(), String> {
+        self.check_rail_detection()?;
         for destination in 0..self.config.rank_count {
             for source in 0..self.config.rank_count {
                 let delivered_count = self.checker.delivered_count(destination, source);
@@ -596,9 +947,11 @@ impl Job {
                 _ => {}
             }
         }
-        if self.config.faults.cut_links.is_empty()
-            && self.checker.matched_count() != self.checker.message_count()
-        {
+        let any_link_lost = (0..self.config.rank_count).any(|source| {
+            (0..self.config.rank_count)
+                .any(|destination| self.config.link_may_be_lost(source, destination))
+        });
+        if !any_link_lost && self.checker.matched_count() != self.checker.message_count() {
             return Err(format!(
                 "{} of {} messages matched",
                 self.checker.matched_count(),
@@ -630,6 +983,11 @@ impl Job {
                     .receive_buffered_frames
                     .max(stats.receive_buffered_frames),
                 bytes_buffered: sum.bytes_buffered.max(stats.bytes_buffered),
+                heartbeats_sent: sum.heartbeats_sent + stats.heartbeats_sent,
+                rails_failed: sum.rails_failed + stats.rails_failed,
+                rails_recovered: sum.rails_recovered + stats.rails_recovered,
+                failover_time_ns: sum.failover_time_ns + stats.failover_time_ns,
+                events_dropped: sum.events_dropped + stats.events_dropped,
             })
     }
 }

@@ -10,7 +10,9 @@
 //! A job ([`run_job`]) has N ranks, a [`resmpi_reliable::PeerLink`] from every
 //! rank to every other and a [`resmpi_matching::Matcher`] per rank, over a
 //! [`Network`] that applies a [`FaultModel`] (loss, duplication, reordering,
-//! ack loss, cut links) on a virtual clock. The [`Checker`] is the oracle:
+//! ack loss, cut links, bit flips, rails failing and coming back) on a
+//! virtual clock. A flipped bit is caught by the receiver's checksum check,
+//! modelled here: the frame is dropped before the link sees it. The [`Checker`] is the oracle:
 //! every message delivered exactly once, intact, in send order per (source,
 //! destination); matching honours patterns (including ANY_SOURCE/ANY_TAG),
 //! non-overtaking and posted-receive order; sender and receiver buffers stay
@@ -28,20 +30,29 @@ pub mod rng;
 pub mod workload;
 
 pub use checker::Checker;
-pub use faults::FaultModel;
-pub use job::{run_job, simulation_link_config, JobConfig, JobFailure, JobReport};
-pub use network::{Network, NetworkStats};
+pub use faults::{FaultModel, RailOutage};
+pub use job::{
+    run_job, simulation_link_config, ConsumerStall, JobConfig, JobFailure, JobReport, RailEvent,
+};
+pub use network::{Arrival, Network, NetworkStats, TransmitOutcome, SIM_RAIL_COUNT_MAX};
 pub use rng::SplitMix64;
 
 /// Run `seed_count` random jobs (seeds `first_seed..first_seed + seed_count`,
-/// each with up to `rank_count_max` ranks and a random fault mix); returns the
-/// reports, or the first failure.
+/// each with up to `rank_count_max` ranks, up to `rail_count_max` rails and a
+/// random fault mix); returns the reports, or the first failure.
 pub fn sweep(
     first_seed: u64,
     seed_count: u64,
     rank_count_max: u32,
+    rail_count_max: u32,
 ) -> Result<Vec<JobReport>, JobFailure> {
     (first_seed..first_seed + seed_count)
-        .map(|seed| run_job(&JobConfig::random(seed, rank_count_max)))
+        .map(|seed| {
+            run_job(&JobConfig::random_with_rails(
+                seed,
+                rank_count_max,
+                rail_count_max,
+            ))
+        })
         .collect()
 }

@@ -1,13 +1,17 @@
 //! The simulated network: frames in flight, ordered by arrival time.
 //!
 //! Faults are applied when a frame enters the network (see
-//! [`crate::FaultModel`]); ties in arrival time are broken by entry order so
+//! [`crate::FaultModel`]), except rail outages, which also drop frames in
+//! flight when they arrive; ties in arrival time are broken by entry order so
 //! that a run depends on nothing but the seed.
 
 use crate::faults::FaultModel;
 use crate::rng::SplitMix64;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// Rails the network keeps per-rail counters for.
+pub const SIM_RAIL_COUNT_MAX: usize = 4;
 
 /// A frame on its way from `source` to `destination`.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -16,7 +20,34 @@ struct InFlight {
     entry_order: u64,
     source: u32,
     destination: u32,
+    rail: u32,
+    /// A bit was flipped on the way: the receiver's checksum fails.
+    corrupted: bool,
     frame: Vec<u8>,
+}
+
+/// A frame handed to its receiver.
+#[derive(Debug)]
+pub struct Arrival {
+    /// Sending rank.
+    pub source: u32,
+    /// Receiving rank.
+    pub destination: u32,
+    /// Rail it travelled on.
+    pub rail: u32,
+    /// Whether a bit of it was flipped (its checksum no longer matches).
+    pub corrupted: bool,
+    /// The bytes as they arrive.
+    pub frame: Vec<u8>,
+}
+
+/// What happened to a frame put on a rail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransmitOutcome {
+    /// On its way (or lost silently, as a network does).
+    Sent,
+    /// The rail is out and the sender's path noticed: report it to the link.
+    RailError,
 }
 
 /// Counters of what the network did to frames.
@@ -30,6 +61,12 @@ pub struct NetworkStats {
     pub frames_duplicated: u64,
     /// Copies handed to a receiver.
     pub frames_arrived: u64,
+    /// Frames dropped by a rail outage (at send or arrival time).
+    pub frames_lost_to_rail_outages: u64,
+    /// Copies that had one bit flipped in flight.
+    pub frames_corrupted: u64,
+    /// Frames handed to the network, per rail.
+    pub frames_transmitted_per_rail: [u64; SIM_RAIL_COUNT_MAX],
 }
 
 /// Frames in flight between ranks.
@@ -52,36 +89,57 @@ impl Network {
         }
     }
 
-    /// Put a frame on the wire at `now_ns`, subject to the fault model.
+    /// Put a frame on `rail` at `now_ns`, subject to the fault model.
+    #[allow(clippy::too_many_arguments)] // One frame's whole context.
     pub fn transmit(
         &mut self,
         now_ns: u64,
         rng: &mut SplitMix64,
         source: u32,
         destination: u32,
+        rail: u32,
         frame: Vec<u8>,
         is_pure_ack: bool,
-    ) {
+    ) -> TransmitOutcome {
         self.stats.frames_transmitted += 1;
+        self.stats.frames_transmitted_per_rail[rail as usize % SIM_RAIL_COUNT_MAX] += 1;
+        if let Some(outage) = self.faults.rail_outage(rail, source, destination, now_ns) {
+            self.stats.frames_lost_to_rail_outages += 1;
+            return if outage.sender_sees_errors {
+                TransmitOutcome::RailError
+            } else {
+                TransmitOutcome::Sent
+            };
+        }
         let delays_ns = self
             .faults
             .arrival_delays_ns(rng, source, destination, is_pure_ack);
         if delays_ns.is_empty() {
             self.stats.frames_lost += 1;
-            return;
+            return TransmitOutcome::Sent;
         }
         self.stats.frames_duplicated += delays_ns.len() as u64 - 1;
         for delay_ns in delays_ns {
             let entry_order = self.next_entry_order;
             self.next_entry_order += 1;
+            let mut frame = frame.clone();
+            let corrupted = rng.chance(self.faults.bit_flip_rate) && !frame.is_empty();
+            if corrupted {
+                let bit = rng.below(frame.len() as u64 * 8);
+                frame[(bit / 8) as usize] ^= 1 << (bit % 8);
+                self.stats.frames_corrupted += 1;
+            }
             self.in_flight.push(Reverse(InFlight {
                 arrival_ns: now_ns + delay_ns,
                 entry_order,
                 source,
                 destination,
-                frame: frame.clone(),
+                rail,
+                corrupted,
+                frame,
             }));
         }
+        TransmitOutcome::Sent
     }
 
     /// When the next frame arrives, if any is in flight.
@@ -91,15 +149,36 @@ impl Network {
             .map(|Reverse(in_flight)| in_flight.arrival_ns)
     }
 
-    /// The next frame arriving at or before `now_ns`, as
-    /// `(source, destination, frame)`.
-    pub fn pop_arrived(&mut self, now_ns: u64) -> Option<(u32, u32, Vec<u8>)> {
-        if self.next_arrival_ns()? > now_ns {
-            return None;
+    /// The next frame arriving at or before `now_ns`. Frames whose rail is
+    /// out when they arrive are dropped on the way.
+    pub fn pop_arrived(&mut self, now_ns: u64) -> Option<Arrival> {
+        loop {
+            if self.next_arrival_ns()? > now_ns {
+                return None;
+            }
+            let Reverse(in_flight) = self.in_flight.pop()?;
+            if self
+                .faults
+                .rail_outage(
+                    in_flight.rail,
+                    in_flight.source,
+                    in_flight.destination,
+                    in_flight.arrival_ns,
+                )
+                .is_some()
+            {
+                self.stats.frames_lost_to_rail_outages += 1;
+                continue;
+            }
+            self.stats.frames_arrived += 1;
+            return Some(Arrival {
+                source: in_flight.source,
+                destination: in_flight.destination,
+                rail: in_flight.rail,
+                corrupted: in_flight.corrupted,
+                frame: in_flight.frame,
+            });
         }
-        let Reverse(in_flight) = self.in_flight.pop()?;
-        self.stats.frames_arrived += 1;
-        Some((in_flight.source, in_flight.destination, in_flight.frame))
     }
 
     /// Frames in flight now.

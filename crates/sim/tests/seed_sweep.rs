@@ -1,5 +1,6 @@
-//! Random jobs over many seeds: the breadth test. `RESMPI_SIM_SEEDS=N` runs
-//! N seeds instead of the default 300; `RESMPI_SIM_FIRST_SEED=S` starts at S.
+//! Random jobs over many seeds: the breadth test, with 1 to 3 rails, rail
+//! outages and bit flips. `RESMPI_SIM_SEEDS=N` runs N seeds instead of the
+//! default 300; `RESMPI_SIM_FIRST_SEED=S` starts at S.
 //! A failure names its seed; rerun it alone with
 //! `RESMPI_SIM_FIRST_SEED=S RESMPI_SIM_SEEDS=1`.
 
@@ -31,7 +32,7 @@ fn random_fault_mixes_deliver_everything_in_order_for_every_seed() {
     let mut retransmission_count = 0;
     for seed in first_seed..first_seed + seed_count {
         CURRENT_SEED.store(seed, Ordering::Relaxed);
-        match run_job(&JobConfig::random(seed, 5)) {
+        match run_job(&JobConfig::random_with_rails(seed, 5, 3)) {
             Ok(report) => {
                 message_count += report.message_count;
                 retransmission_count += report.links.frames_retransmitted;

@@ -1,0 +1,250 @@
+//! The reliability layer on real paths: one `resmpi_reliable::PeerLink` per
+//! peer reached over a network path, between the engine's frames and the
+//! path. Frames handed to a link get a sequence number and stay buffered
+//! until acknowledged; what the link gives back to transmit (new frames,
+//! retransmissions, pure acks) goes to the path; what arrives from the path
+//! goes through the link, which drops duplicates and delivers in order.
+//!
+//! Shared memory does not use it: rings neither lose nor reorder, so the
+//! layer would only cost time there.
+
+use std::time::Instant;
+
+use resmpi_checksum::Crc32c;
+use resmpi_reliable::{PeerLink, ReliableConfig};
+use resmpi_wire::HEADER_LEN_BYTES;
+
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::transport::Transports;
+
+/// Where the frame checksum sits in the header (see `resmpi_wire`).
+const CHECKSUM_BYTES: std::ops::Range<usize> = 56..60;
+
+/// CRC32C of a frame: its payload, then its header with the checksum field
+/// zero. Payload first so the running CRC of a payload could be kept from
+/// the copy that built the frame; the header's `ack` changes at every
+/// retransmission, so the header part is always computed at send time.
+pub fn frame_checksum(frame: &[u8]) -> u32 {
+    let (header, payload) = frame.split_at(HEADER_LEN_BYTES);
+    let mut zeroed = [0u8; HEADER_LEN_BYTES];
+    zeroed.copy_from_slice(header);
+    zeroed[CHECKSUM_BYTES].fill(0);
+    Crc32c::new().update(payload).update(&zeroed).finish()
+}
+
+/// Write a frame's checksum into its header.
+pub fn seal(frame: &mut [u8]) {
+    let checksum = frame_checksum(frame);
+    frame[CHECKSUM_BYTES].copy_from_slice(&checksum.to_le_bytes());
+}
+
+/// Whether a frame's checksum matches its bytes.
+pub fn verify(frame: &[u8]) -> bool {
+    frame.len() >= HEADER_LEN_BYTES && frame[CHECKSUM_BYTES] == frame_checksum(frame).to_le_bytes()
+}
+
+/// Counters for the end-of-job report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReliabilityCounters {
+    /// Frames whose checksum did not match (dropped; the sender retransmits).
+    pub corrupt_caught: u64,
+}
+
+/// Links to the peers that need one, and frames a full path refused.
+pub struct ReliableLinks {
+    links: Vec<Option<PeerLink>>,
+    /// Whether frames carry and are checked against a CRC32C.
+    checksums: bool,
+    counters: ReliabilityCounters,
+    /// A frame the link produced that the path had no room for, per peer.
+    refused: Vec<Option<Vec<u8>>>,
+    epoch: Instant,
+}
+
+impl ReliableLinks {
+    /// Links from `rank` to each peer for which `needs_link(peer)` holds;
+    /// `checksums` seals every frame with a CRC32C and drops frames that
+    /// fail it.
+    pub fn new(
+        rank: u32,
+        size: u32,
+        config: ReliableConfig,
+        checksums: bool,
+        needs_link: impl Fn(u32) -> bool,
+    ) -> ReliableLinks {
+        ReliableLinks {
+            checksums,
+            counters: ReliabilityCounters::default(),
+            links: (0..size)
+                .map(|peer| needs_link(peer).then(|| PeerLink::new(rank, peer, config)))
+                .collect(),
+            refused: (0..size).map(|_| None).collect(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// No peer uses the layer.
+    pub fn none(size: u32) -> ReliableLinks {
+        ReliableLinks::new(0, size, ReliableConfig::default(), false, |_| false)
+    }
+
+    /// Whether frames to `peer` go through a link.
+    #[inline]
+    pub fn covers(&self, peer: u32) -> bool {
+        self.links.get(peer as usize).is_some_and(Option::is_some)
+    }
+
+    /// Whether any peer uses the layer.
+    pub fn any(&self) -> bool {
+        self.links.iter().any(Option::is_some)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Hand a frame to `peer`'s link. False = its send window is full.
+    pub fn offer(&mut self, peer: u32, header: &[u8; HEADER_LEN_BYTES], payload: &[u8]) -> bool {
+        let now_ns = self.now_ns();
+        let Some(link) = self.links[peer as usize].as_mut() else {
+            return false;
+        };
+        let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
+        frame.extend_from_slice(header);
+        frame.extend_from_slice(payload);
+        link.handle_send(now_ns, frame).is_ok()
+    }
+
+    /// A frame arrived from `peer` over its path: pass it to the link and
+    /// hand every frame now deliverable in order to `deliver`.
+    pub fn receive(
+        &mut self,
+        peer: u32,
+        frame: &[u8],
+        mut deliver: impl FnMut(u32, &[u8]),
+    ) -> MpiResult<()> {
+        let now_ns = self.now_ns();
+        let Some(link) = self.links.get_mut(peer as usize).and_then(Option::as_mut) else {
+            deliver(peer, frame);
+            return Ok(());
+        };
+        if self.checksums && !verify(frame) {
+            // Never delivered, never fatal: the sender retransmits it.
+            self.counters.corrupt_caught += 1;
+            return Ok(());
+        }
+        link.handle_receive(now_ns, frame).map_err(|error| {
+            MpiError::new(
+                ErrorClass::Intern,
+                format!("bad frame from rank {peer}: {error:?}"),
+            )
+        })?;
+        while let Some(delivered) = link.poll_deliver() {
+            deliver(peer, &delivered);
+        }
+        Ok(())
+    }
+
+    /// Run timers and push everything the links want to transmit onto the
+    /// paths. True if any frame went out.
+    pub fn transmit(&mut self, transports: &mut Transports) -> MpiResult<bool> {
+        let mut any = false;
+        for peer in 0..self.links.len() as u32 {
+            any |= self.transmit_to(peer, transports)?;
+        }
+        Ok(any)
+    }
+
+    /// Run `peer`'s timers and push what its link wants to transmit. Called
+    /// right after every `offer` too: a frame must not wait in the link for
+    /// the next MPI call, since the send it belongs to is already complete.
+    pub fn transmit_to(&mut self, peer: u32, transports: &mut Transports) -> MpiResult<bool> {
+        let now_ns = self.now_ns();
+        let peer_index = peer as usize;
+        let Some(link) = self.links[peer_index].as_mut() else {
+            return Ok(false);
+        };
+        if link.poll_timeout().is_some_and(|due| due <= now_ns) {
+            link.handle_timeout(now_ns);
+        }
+        if let Err(unreachable) = link.status() {
+            return Err(MpiError::new(
+                ErrorClass::Other,
+                format!("rank {peer} is unreachable: no acknowledgement after every retransmission ({unreachable:?})"),
+            ));
+        }
+        let mut any = false;
+        loop {
+            let frame = match self.refused[peer_index].take() {
+                Some(frame) => frame,
+                None => match link.poll_transmit(now_ns) {
+                    Some(mut frame) => {
+                        if self.checksums {
+                            seal(&mut frame);
+                        }
+                        frame
+                    }
+                    None => break,
+                },
+            };
+            let header: &[u8; HEADER_LEN_BYTES] =
+                frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
+            if !transports.try_send_direct(peer, header, &frame[HEADER_LEN_BYTES..])? {
+                self.refused[peer_index] = Some(frame);
+                break;
+            }
+            any = true;
+        }
+        Ok(any)
+    }
+
+    /// Stop using the link to `peer` (it left the job after finishing).
+    pub fn forget(&mut self, peer: u32) {
+        if let Some(slot) = self.links.get_mut(peer as usize) {
+            *slot = None;
+            self.refused[peer as usize] = None;
+        }
+    }
+
+    /// Whether every frame sent has been acknowledged.
+    pub fn all_acknowledged(&self) -> bool {
+        self.links.iter().flatten().all(PeerLink::is_idle)
+            && self.refused.iter().all(Option::is_none)
+    }
+
+    /// Counters of this layer.
+    pub fn counters(&self) -> ReliabilityCounters {
+        self.counters
+    }
+
+    /// Sum of the links' retransmission counts (for reports).
+    pub fn frames_retransmitted(&self) -> u64 {
+        self.links
+            .iter()
+            .flatten()
+            .map(|link| link.stats().frames_retransmitted)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use resmpi_wire::{FrameHeader, FrameKind};
+
+    #[test]
+    fn sealed_frame_verifies_and_any_single_bit_flip_is_caught() {
+        let mut header = FrameHeader::new(FrameKind::Eager, 3);
+        header.payload_len = 40;
+        header.seq = 9;
+        let mut frame = header.to_bytes().to_vec();
+        frame.extend((0..40u8).map(|i| i.wrapping_mul(37)));
+        seal(&mut frame);
+        assert!(verify(&frame));
+        for bit in 0..frame.len() * 8 {
+            let mut flipped = frame.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            assert!(!verify(&flipped), "flip of bit {bit} not caught");
+        }
+    }
+}
