@@ -58,6 +58,15 @@ pub fn lock() -> MutexGuard<'static, Global> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Lock the library state if nobody holds it.
+pub fn try_lock() -> Result<MutexGuard<'static, Global>, ()> {
+    match GLOBAL.try_lock() {
+        Ok(guard) => Ok(guard),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => Ok(poisoned.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => Err(()),
+    }
+}
+
 /// Run `body` with the initialised library; an error goes to `comm`'s handler.
 pub fn with_mpi<T>(
     name: &str,

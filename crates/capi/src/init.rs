@@ -25,7 +25,13 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
     }
     match Mpi::init(MPI_ERRORS_ARE_FATAL) {
         Ok(mpi) => {
+            // RESMPI_PROGRESS_THREAD=off exists for tests that show what the thread is for.
+            let background_progress = mpi.engine.links.any()
+                && std::env::var("RESMPI_PROGRESS_THREAD").as_deref() != Ok("off");
             global.mpi = Some(mpi);
+            if background_progress {
+                start_progress_thread();
+            }
             global.initialized = true;
             // One lock serialises every call: SERIALIZED is what we can promise.
             global.thread_level = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
@@ -40,6 +46,34 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
             eprintln!("resmpi: {error}");
             std::process::exit(1);
         }
+    }
+}
+
+/// How often the background thread looks for work when the application is
+/// outside MPI.
+const BACKGROUND_PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Keep reliability links alive while the application computes: acks,
+/// retransmissions and heartbeats must not wait for the next MPI call, or a
+/// busy rank would look dead to its peers (the NewMadeleine paper's point).
+/// The thread only takes the library lock when the application does not
+/// hold it, so it never competes with an MPI call in progress.
+fn start_progress_thread() {
+    let spawned = std::thread::Builder::new()
+        .name("resmpi-progress".into())
+        .spawn(|| loop {
+            std::thread::sleep(BACKGROUND_PROGRESS_INTERVAL);
+            let Ok(mut global) = crate::global::try_lock() else {
+                continue;
+            };
+            match global.mpi.as_mut() {
+                // Errors resurface in the application's next MPI call.
+                Some(mpi) => drop(mpi.engine.progress()),
+                None => return,
+            }
+        });
+    if let Err(error) = spawned {
+        eprintln!("resmpi: no background progress thread ({error}); peers may time out while this rank computes");
     }
 }
 

@@ -655,11 +655,9 @@ impl<F: Interceptor> Engine<F> {
         self.wait_until(|engine| {
             engine.state.queued_frames == 0
                 && engine.state.streaming_sends == 0
-                && !engine
-                    .transports
-                    .tcp
-                    .as_ref()
-                    .is_some_and(|tcp| tcp.has_pending_output())
+                && !engine.transports.tcp.as_ref().is_some_and(|tcp| {
+                    tcp.inner().has_pending_output() || tcp.held_frame_count() > 0
+                })
                 && engine.links.all_acknowledged()
         })
     }

@@ -56,6 +56,31 @@ fn reliability_enabled() -> MpiResult<bool> {
     }
 }
 
+/// Reliability tunables: `RESMPI_ACK_TIMEOUT_MS` (first retransmission
+/// timeout, default 10) and `RESMPI_RETRIES` (retransmissions of one frame
+/// before its peer is declared unreachable, default 16).
+fn reliable_config() -> MpiResult<resmpi_reliable::ReliableConfig> {
+    let mut config = resmpi_reliable::ReliableConfig::default();
+    let number = |name: &str| -> MpiResult<Option<u64>> {
+        match std::env::var(name) {
+            Ok(text) if !text.is_empty() => text.parse::<u64>().map(Some).map_err(|_| {
+                MpiError::new(
+                    ErrorClass::Other,
+                    format!("MPI_Init: {name} must be a whole number, not '{text}'"),
+                )
+            }),
+            _ => Ok(None),
+        }
+    };
+    if let Some(milliseconds) = number("RESMPI_ACK_TIMEOUT_MS")? {
+        config.ack_timeout_ns = milliseconds.max(1) * 1_000_000;
+    }
+    if let Some(retries) = number("RESMPI_RETRIES")? {
+        config.max_retries = retries.min(u32::MAX as u64) as u32;
+    }
+    Ok(config)
+}
+
 /// `RESMPI_CHECKSUM=crc32c|none` (default crc32c): end-to-end CRC32C on
 /// every frame of a reliable link.
 fn checksums_enabled() -> MpiResult<bool> {
@@ -120,7 +145,7 @@ impl Mpi {
             engine.links = reliability::ReliableLinks::new(
                 rank,
                 size,
-                resmpi_reliable::ReliableConfig::default(),
+                reliable_config()?,
                 checksums_enabled()?,
                 |peer| routes[peer as usize] == transport::Route::Tcp,
             );
@@ -173,9 +198,46 @@ impl Mpi {
         self.engine.state.finalizing = true;
         self.barrier(WORLD)?;
         self.engine.drain()?;
+        self.put_ft_report();
         self.pmi
             .finalize()
             .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Finalize: {error}")))
+    }
+
+    /// The fault-tolerance counters of this rank, as (name, value).
+    pub fn ft_counters(&self) -> Vec<(&'static str, u64)> {
+        let mut counters = self.engine.links.report();
+        if let Some(tcp) = &self.engine.transports.tcp {
+            let injected = tcp.stats();
+            counters.extend([
+                ("injected_dropped", injected.frames_dropped),
+                ("injected_corrupted", injected.frames_corrupted),
+                ("injected_duplicated", injected.frames_duplicated),
+                ("injected_delayed", injected.frames_delayed),
+                (
+                    "injected_swallowed_rail_down",
+                    injected.frames_swallowed_rail_down,
+                ),
+            ]);
+        }
+        counters
+    }
+
+    /// Publish this rank's counters for mpiexec's end-of-job report
+    /// (`resmpi-report-<rank>` = `name=N;...`). Best effort: a launcher
+    /// without a report just ignores the key.
+    fn put_ft_report(&mut self) {
+        let counters = self.ft_counters();
+        if counters.iter().all(|(_, value)| *value == 0) {
+            return;
+        }
+        let text: Vec<String> = counters
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        let _ = self
+            .pmi
+            .put(&format!("resmpi-report-{}", self.rank()), &text.join(";"));
     }
 
     /// MPI_Abort: tell the process manager, then exit.

@@ -217,13 +217,26 @@ impl ReliableLinks {
         self.counters
     }
 
-    /// Sum of the links' retransmission counts (for reports).
-    pub fn frames_retransmitted(&self) -> u64 {
-        self.links
-            .iter()
-            .flatten()
-            .map(|link| link.stats().frames_retransmitted)
-            .sum()
+    /// The layer's counters for the end-of-job report, as (name, value).
+    pub fn report(&self) -> Vec<(&'static str, u64)> {
+        let mut totals = [0u64; 6];
+        for stats in self.links.iter().flatten().map(PeerLink::stats) {
+            totals[0] += stats.frames_sent;
+            totals[1] += stats.frames_retransmitted;
+            totals[2] += stats.duplicates_dropped;
+            totals[3] += stats.rails_failed;
+            totals[4] += stats.rails_recovered;
+            totals[5] += stats.failover_time_ns;
+        }
+        vec![
+            ("frames_sent", totals[0]),
+            ("frames_retransmitted", totals[1]),
+            ("corrupt_caught", self.counters.corrupt_caught),
+            ("duplicates_dropped", totals[2]),
+            ("rails_failed", totals[3]),
+            ("rails_recovered", totals[4]),
+            ("failover_time_ns", totals[5]),
+        ]
     }
 }
 

@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 
+use resmpi_path::faulty::FaultyPath;
 use resmpi_path::shm::ShmPath;
 use resmpi_path::tcp::TcpPath;
 use resmpi_path::Path;
@@ -32,8 +33,9 @@ pub struct Transports {
     pub routes: Vec<Route>,
     /// Shared-memory path, when there are local peers.
     pub shm: Option<ShmPath>,
-    /// TCP path, when there are peers reached over TCP.
-    pub tcp: Option<TcpPath>,
+    /// TCP path, when there are peers reached over TCP; wrapped for
+    /// `--inject` (an empty spec forwards every frame untouched).
+    pub tcp: Option<FaultyPath<TcpPath>>,
     /// Frames this rank sent to itself.
     pub loopback: VecDeque<Vec<u8>>,
 }
@@ -118,7 +120,7 @@ impl Transports {
         // A failed wait only means we poll again sooner.
         let _ = match (&self.shm, &self.tcp) {
             (Some(shm), None) => shm.wait(timeout_us),
-            (None, Some(tcp)) => tcp.wait(timeout_us),
+            (None, Some(tcp)) => tcp.inner().wait(timeout_us),
             (Some(shm), Some(_)) => shm.wait(timeout_us.min(100)),
             (None, None) => {
                 std::thread::sleep(std::time::Duration::from_micros(timeout_us.min(100)));

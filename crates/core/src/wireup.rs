@@ -5,6 +5,8 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use resmpi_path::faulty::FaultyPath;
+use resmpi_path::inject_spec::FaultSpec;
 use resmpi_path::shm::{ShmPath, ShmSegment};
 use resmpi_path::tcp::TcpPath;
 use resmpi_runtime::{hex_decode, hex_encode, random_bytes, Config, PathsChoice, Pmi};
@@ -211,10 +213,24 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         shm.unlink_own()
             .map_err(|e| runtime_error("shared memory unlink", e))?;
     }
+    let spec = injection_spec()?;
+    let epoch = std::time::Instant::now();
+    let clock: Box<dyn Fn() -> u64 + Send> = Box::new(move || epoch.elapsed().as_nanos() as u64);
+    let tcp = tcp.map(|path| FaultyPath::new(path, spec, rank, 0, clock));
     Ok(Transports {
         routes,
         shm,
         tcp,
         loopback: Default::default(),
     })
+}
+
+/// `RESMPI_INJECT`: the faults `mpiexec --inject` asked for (none if unset).
+fn injection_spec() -> MpiResult<FaultSpec> {
+    match std::env::var("RESMPI_INJECT") {
+        Ok(text) if !text.is_empty() => text
+            .parse()
+            .map_err(|error| runtime_error("RESMPI_INJECT", error)),
+        _ => Ok(FaultSpec::default()),
+    }
 }
