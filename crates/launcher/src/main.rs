@@ -9,8 +9,10 @@
 //! Layout: `options` (command line), `hosts` (host lists, placement),
 //! `spawn` (one rank, local or remote), `pmi_server` (socketpairs and TCP),
 //! `output` (line forwarding), `supervisor` (the job loop and exit code),
-//! `signals`, `shm_cleanup`.
+//! `ft_report` (the end-of-job fault-tolerance report), `signals`,
+//! `shm_cleanup`.
 
+mod ft_report;
 mod hosts;
 mod options;
 mod output;

@@ -7,6 +7,10 @@
 //! an error (exit 2): silently passing a typo to the program as its name
 //! would start N copies of the wrong thing.
 
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use resmpi_path::inject_spec::FaultSpec;
 use resmpi_runtime::parse_byte_count;
 
 use crate::hosts::{parse_host_list, parse_hostfile, HostSpec};
@@ -32,7 +36,9 @@ pub struct Options {
     /// `-n` / `-np`: number of ranks.
     pub rank_count: u32,
     /// Variables to set in every rank, in command-line order (`-x`,
-    /// `-genv`, `--paths`, `--eager-limit`); later entries win.
+    /// `-genv`, `--paths`, `--eager-limit` and the fault-tolerance options
+    /// `--inject`, `--checksum`, `--reliable`, `--rails`, `--stripe`);
+    /// later entries win.
     pub environment: Vec<(String, String)>,
     /// `--tag-output`: prefix each line with `[rank] `.
     pub tag_output: bool,
@@ -48,6 +54,12 @@ pub struct Options {
     /// `--control-addr`: the address remote ranks reach mpiexec's PMI server
     /// at; `None` is this host's first non-loopback IPv4 address.
     pub control_address: Option<String>,
+    /// Whether a fault-tolerance option (`--inject`, `--rails`,
+    /// `--checksum`, `--reliable`) was given: the FT report is printed at
+    /// the end of the job even when every counter is zero.
+    pub ft_options_given: bool,
+    /// `--report-json`: where to write the end-of-job FT report as JSON.
+    pub report_json: Option<PathBuf>,
     /// The program to run, looked up in `PATH` like a shell would.
     pub program: String,
     /// The program's arguments.
@@ -78,6 +90,24 @@ options (each also as --name=value or -name value):
                         args' (default ssh)
   --control-addr ADDR   address remote ranks use to reach mpiexec (default:
                         this host's first non-loopback IPv4 address)
+
+fault tolerance (each sets a variable in every rank):
+  --inject SPEC         inject network faults (RESMPI_INJECT), SPEC a comma
+                        list of drop:RATE, corrupt:RATE, duplicate:RATE,
+                        delay:MS, rail-down:RAIL@TIME[+DURATION], seed:N; an
+                        item may end in @ranks=A-B (between ranks A and B)
+  --checksum none|crc32c
+                        checksum every fragment (RESMPI_CHECKSUM)
+  --reliable on|off     sequence numbers, acks, retransmission
+                        (RESMPI_RELIABLE)
+  --rails tcp:R[,tcp:R...]
+                        data rails to peers, R an interface name (eth1) or
+                        an IPv4 subnet (10.77.1.0/24) (RESMPI_RAILS)
+  --stripe round-robin|fragments|off
+                        how traffic to a peer spreads over its rails
+                        (RESMPI_STRIPE)
+  --report-json FILE    write the end-of-job FT report to FILE as JSON
+
   -h, --help            print this text
   --version             print the version
 
@@ -93,6 +123,12 @@ exec, is the rank; with ssh the remote rank is not signalled: it ends when it
 next uses its closed stdout, PMI or peer connections). A remote rank's exit
 code is its launcher's; one whose PMI connection drops before MPI_Finalize
 while its launcher lives on is declared lost after 1 s.
+FT report: in MPI_Finalize each rank reports its fault-tolerance counters
+(PMI key resmpi-report-RANK, value name=N;name=N...). At the end of the job,
+failed or not, mpiexec sums them and prints one 'mpiexec: FT report:' line to
+stderr when a counter is non-zero or an FT option was given; --report-json
+writes it as JSON (ranks_reported, counters, exit_code) in any case.
+
 Remote ranks get RESMPI_HOST_KEY=HOST, the RESMPI_* variables of mpiexec's
 environment and those of -x/-genv on the launcher's command line (the job
 secret too: use a launcher whose command line others cannot read).
@@ -113,7 +149,8 @@ fn arity_of(name: &str) -> Option<Arity> {
     match name {
         "h" | "help" | "version" | "tag-output" | "l" | "prepend-rank" => Some(Arity::Flag),
         "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" | "hosts" | "host" | "hostfile"
-        | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr" => {
+        | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
+        | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json" => {
             Some(Arity::One)
         }
         "genv" | "env" => Some(Arity::Two),
@@ -134,6 +171,70 @@ fn check_variable_name(name: &str, option: &str) -> Result<(), String> {
     }
 }
 
+/// `value` must be one of `choices`.
+fn check_choice(option: &str, value: &str, choices: &[&str]) -> Result<(), String> {
+    if choices.contains(&value) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{option} '{value}': expected {}",
+            choices.join(" or ")
+        ))
+    }
+}
+
+/// Longest network interface name Linux accepts (`IFNAMSIZ` - 1).
+const INTERFACE_NAME_MAX_BYTES: usize = 15;
+
+/// Checks `--rails`: a comma list of `tcp:IFACE` or `tcp:A.B.C.D/PREFIX`.
+fn check_rails(text: &str) -> Result<(), String> {
+    let expected = "expected tcp:IFACE or tcp:A.B.C.D/PREFIX (e.g. tcp:eth1,tcp:10.77.1.0/24)";
+    for (index, raw) in text.split(',').enumerate() {
+        let item = raw.trim();
+        let problem =
+            |reason: String| format!("--rails item {} '{item}': {reason}; {expected}", index + 1);
+        let Some(target) = item.strip_prefix("tcp:") else {
+            return Err(problem(if item.is_empty() {
+                "empty item".to_string()
+            } else {
+                "unknown kind of rail (only tcp: is supported)".to_string()
+            }));
+        };
+        if let Some((address, prefix)) = target.split_once('/') {
+            address
+                .parse::<Ipv4Addr>()
+                .map_err(|_| problem(format!("'{address}' is not an IPv4 address")))?;
+            let valid_prefix = !prefix.is_empty()
+                && prefix.len() <= 2
+                && prefix.chars().all(|c| c.is_ascii_digit())
+                && prefix.parse::<u8>().is_ok_and(|length| length <= 32);
+            if !valid_prefix {
+                return Err(problem(format!(
+                    "'{prefix}' is not a prefix length from 0 to 32"
+                )));
+            }
+        } else if target.parse::<Ipv4Addr>().is_ok() {
+            return Err(problem(format!(
+                "an address needs a prefix length ('{target}/24', say)"
+            )));
+        } else {
+            let valid_name = !target.is_empty()
+                && target.len() <= INTERFACE_NAME_MAX_BYTES
+                && target != "."
+                && target != ".."
+                && target
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.@:".contains(c));
+            if !valid_name {
+                return Err(problem(format!(
+                    "'{target}' is not an interface name (1 to {INTERFACE_NAME_MAX_BYTES} letters, digits, '-', '_', '.', '@', ':')"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parses the arguments after the program name. `lookup` reads this
 /// process's environment (for `-x VAR`).
 pub fn parse(
@@ -148,6 +249,8 @@ pub fn parse(
     let mut environment = Vec::new();
     let mut tag_output = false;
     let mut timeout_seconds = None;
+    let mut ft_options_given = false;
+    let mut report_json = None;
     let mut index = 0;
     while index < arguments.len() {
         let word = &arguments[index];
@@ -278,6 +381,36 @@ pub fn parse(
                 }
                 control_address = Some(values[0].clone());
             }
+            "inject" => {
+                let spec: FaultSpec = values[0].parse().map_err(|error| format!("{error}"))?;
+                environment.push(("RESMPI_INJECT".to_string(), spec.to_string()));
+                ft_options_given = true;
+            }
+            "checksum" => {
+                check_choice("--checksum", &values[0], &["none", "crc32c"])?;
+                environment.push(("RESMPI_CHECKSUM".to_string(), values[0].clone()));
+                ft_options_given = true;
+            }
+            "reliable" => {
+                check_choice("--reliable", &values[0], &["on", "off"])?;
+                environment.push(("RESMPI_RELIABLE".to_string(), values[0].clone()));
+                ft_options_given = true;
+            }
+            "rails" => {
+                check_rails(&values[0])?;
+                environment.push(("RESMPI_RAILS".to_string(), values[0].clone()));
+                ft_options_given = true;
+            }
+            "stripe" => {
+                check_choice("--stripe", &values[0], &["round-robin", "fragments", "off"])?;
+                environment.push(("RESMPI_STRIPE".to_string(), values[0].clone()));
+            }
+            "report-json" => {
+                if values[0].is_empty() {
+                    return Err("--report-json: empty file name".to_string());
+                }
+                report_json = Some(PathBuf::from(&values[0]));
+            }
             _ => unreachable!("every name with an arity is handled"),
         }
     }
@@ -309,6 +442,8 @@ pub fn parse(
         ranks_per_host,
         launcher_exec,
         control_address,
+        ft_options_given,
+        report_json,
         environment,
         tag_output,
         timeout_seconds,
@@ -431,6 +566,117 @@ mod tests {
         assert!(message.contains("bad:2"), "{message}");
         assert!(error("--hostfile /nonexistent/hosts p").contains("/nonexistent/hosts"));
         std::fs::remove_dir_all(&directory).unwrap();
+    }
+
+    fn variable(options: &Options, name: &str) -> Option<String> {
+        options
+            .environment
+            .iter()
+            .rev()
+            .find(|(variable, _)| variable == name)
+            .map(|(_, value)| value.clone())
+    }
+
+    #[test]
+    fn fault_tolerance_options_set_rank_variables() {
+        let options = run("--inject drop:1e-2,seed:7 --checksum=crc32c -reliable off \
+             --rails tcp:eth1,tcp:10.77.1.0/24 --stripe=fragments --report-json /tmp/r.json p");
+        let spec: FaultSpec = "drop:1e-2,seed:7".parse().unwrap();
+        assert_eq!(variable(&options, "RESMPI_INJECT"), Some(spec.to_string()));
+        assert_eq!(
+            variable(&options, "RESMPI_CHECKSUM").as_deref(),
+            Some("crc32c")
+        );
+        assert_eq!(
+            variable(&options, "RESMPI_RELIABLE").as_deref(),
+            Some("off")
+        );
+        assert_eq!(
+            variable(&options, "RESMPI_RAILS").as_deref(),
+            Some("tcp:eth1,tcp:10.77.1.0/24")
+        );
+        assert_eq!(
+            variable(&options, "RESMPI_STRIPE").as_deref(),
+            Some("fragments")
+        );
+        assert_eq!(options.report_json, Some(PathBuf::from("/tmp/r.json")));
+        assert!(options.ft_options_given);
+        assert_eq!(options.program, "p");
+    }
+
+    #[test]
+    fn inject_passes_the_canonical_spec() {
+        let options = run("--inject=seed:3,drop:0.5@ranks=1-0 p");
+        let canonical = variable(&options, "RESMPI_INJECT").unwrap();
+        let spec: FaultSpec = canonical.parse().unwrap();
+        assert_eq!(spec.to_string(), canonical);
+        assert_eq!(spec, "seed:3,drop:0.5@ranks=1-0".parse().unwrap());
+    }
+
+    #[test]
+    fn each_ft_option_but_stripe_and_report_json_asks_for_the_report() {
+        for text in [
+            "--inject drop:0 p",
+            "--checksum none p",
+            "--reliable on p",
+            "--rails tcp:lo p",
+        ] {
+            assert!(run(text).ft_options_given, "{text}");
+        }
+        for text in ["--stripe off p", "--report-json r.json p", "p"] {
+            let options = run(text);
+            assert!(!options.ft_options_given, "{text}");
+        }
+        assert_eq!(run("p").report_json, None);
+    }
+
+    #[test]
+    fn rails_accept_interfaces_and_ipv4_subnets() {
+        for rails in [
+            "tcp:eth0",
+            "tcp:veth-a1",
+            "tcp:enp0s31f6",
+            "tcp:br0.100",
+            "tcp:0.0.0.0/0",
+            "tcp:192.168.1.7/32",
+            "tcp:eth1, tcp:10.0.0.0/8",
+        ] {
+            assert!(check_rails(rails).is_ok(), "{rails}");
+        }
+        for (rails, needle) in [
+            ("", "empty item"),
+            ("tcp:eth0,", "item 2"),
+            ("udp:eth0", "only tcp:"),
+            ("eth0", "only tcp:"),
+            ("tcp:", "not an interface name"),
+            ("tcp:averyveryverylongname", "not an interface name"),
+            ("tcp:eth 0", "not an interface name"),
+            ("tcp:eth/0", "not an IPv4 address"),
+            ("tcp:10.0.0.0/33", "prefix length"),
+            ("tcp:10.0.0.0/", "prefix length"),
+            ("tcp:10.0.0.0/+8", "prefix length"),
+            ("tcp:10.0.0/24", "not an IPv4 address"),
+            ("tcp:300.0.0.0/24", "not an IPv4 address"),
+            ("tcp:10.0.0.1", "needs a prefix length"),
+        ] {
+            let message = check_rails(rails).unwrap_err();
+            assert!(message.contains(needle), "{rails}: {message}");
+            assert!(message.starts_with("--rails item"), "{message}");
+        }
+    }
+
+    #[test]
+    fn bad_ft_values_are_clear_errors() {
+        let message = error("--inject drop:2 p");
+        assert!(message.starts_with("--inject item 1 `drop:2`"), "{message}");
+        assert!(error("--inject bogus p").contains("expected one of"));
+        assert!(error("--checksum md5 p").contains("--checksum 'md5': expected none or crc32c"));
+        assert!(error("--reliable yes p").contains("--reliable 'yes': expected on or off"));
+        assert!(error("--stripe random p")
+            .contains("--stripe 'random': expected round-robin or fragments or off"));
+        assert!(error("--rails tcp:1.2.3.4 p").contains("--rails"));
+        assert!(error("--report-json= p").contains("empty file name"));
+        assert!(error("--inject").contains("needs a value"));
     }
 
     #[test]

@@ -63,6 +63,11 @@ pub struct ServerState {
 }
 
 impl ServerState {
+    /// The value ranks put under `key`, if any.
+    pub fn key_value(&self, key: &str) -> Option<&str> {
+        self.key_values.get(key).map(String::as_str)
+    }
+
     /// Ranks inside a barrier that has not completed.
     pub fn barrier_waiting_count(&self) -> u32 {
         self.barrier_arrived_count

@@ -296,6 +296,8 @@ mod tests {
             ranks_per_host: None,
             launcher_exec: launcher.to_string(),
             control_address: None,
+            ft_options_given: false,
+            report_json: None,
             program: program.to_string(),
             arguments: vec!["it's".to_string()],
         }

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use resmpi_runtime::{hex_encode, random_bytes};
 
+use crate::ft_report::FtReport;
 use crate::hosts::{first_non_loopback_ipv4, is_this_host, this_host_name, Placement};
 use crate::options::Options;
 use crate::output::{self, Destination};
@@ -111,6 +112,7 @@ pub fn run(options: &Options) -> i32 {
             Ok(address) => Some(address),
             Err(message) => {
                 eprintln!("mpiexec: {message}");
+                report_fault_tolerance(options, &server, EXIT_LAUNCHER_FAILURE);
                 return EXIT_LAUNCHER_FAILURE;
             }
         }
@@ -132,9 +134,35 @@ pub fn run(options: &Options) -> i32 {
         job.tear_down();
     }
     job.finish(&identity.job_id);
-    match started {
+    let code = match started {
         Ok(()) => job.exit_code.unwrap_or(0),
         Err(code) => code,
+    };
+    report_fault_tolerance(options, &job.server, code);
+    code
+}
+
+/// The end-of-job FT report: sums what ranks put under
+/// `resmpi-report-<rank>`, prints it when a counter is non-zero or an FT
+/// option was given, and writes `--report-json`. A report that cannot be
+/// written is named on stderr; it does not change the exit code.
+fn report_fault_tolerance(options: &Options, server: &PmiServer, exit_code: i32) {
+    let report = {
+        let state = server.state();
+        FtReport::collect(options.rank_count, |key| {
+            state.key_value(key).map(str::to_string)
+        })
+    };
+    if report.any_nonzero() || options.ft_options_given {
+        eprintln!("{}", report.line());
+    }
+    if let Some(path) = &options.report_json {
+        if let Err(error) = report.write_json(path, exit_code) {
+            eprintln!(
+                "mpiexec: --report-json: cannot write {}: {error}",
+                path.display()
+            );
+        }
     }
 }
 

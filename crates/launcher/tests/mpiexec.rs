@@ -12,6 +12,15 @@ fn mpiexec() -> &'static str {
 
 /// The PMI probe example; `cargo test -p resmpi-launcher` builds it.
 fn probe() -> PathBuf {
+    example("launcher_pmi_probe")
+}
+
+/// The FT report probe example (puts `resmpi-report-<rank>`).
+fn report_probe() -> PathBuf {
+    example("launcher_report_probe")
+}
+
+fn example(name: &str) -> PathBuf {
     let executable = std::env::current_exe().unwrap();
     let path = executable
         .parent()
@@ -19,7 +28,7 @@ fn probe() -> PathBuf {
         .parent()
         .unwrap()
         .join("examples")
-        .join("launcher_pmi_probe");
+        .join(name);
     assert!(
         path.is_file(),
         "missing {}: run `cargo test -p resmpi-launcher` without --test filters (cargo builds examples only then)",
@@ -646,6 +655,220 @@ fn a_remote_rank_that_dies_is_named_with_its_host() {
             "{}",
             describe(&output)
         );
+    }
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+/// The `mpiexec: FT report:` lines of `stderr`.
+fn report_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|line| line.starts_with("mpiexec: FT report:"))
+        .collect()
+}
+
+#[test]
+fn ft_reports_of_every_rank_are_summed_printed_and_written_as_json() {
+    let directory = scratch_directory("ft-report");
+    let json = directory.join("report.json");
+    let probe = report_probe();
+    let output = run(&[
+        "-n",
+        "3",
+        "--report-json",
+        json.to_str().unwrap(),
+        probe.to_str().unwrap(),
+        "frames_sent={rank}0;corrupt_caught=1;failover_time_ns=40000000;injected_dropped=2;future_counter=5",
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    assert_eq!(
+        report_lines(&stderr),
+        [
+            "mpiexec: FT report: 3 ranks reported; fragments sent 30, retransmitted 0, \
+          corrupt caught 3, duplicates dropped 0, rails failed 0, recovered 0, failover 0.120 s; \
+          injected: dropped 6, corrupted 0, duplicated 0, delayed 0, rail-down swallowed 0; \
+          other: future_counter 15"
+        ],
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&json).unwrap(),
+        "{\"ranks_reported\": 3, \"counters\": {\"frames_sent\": 30, \
+         \"frames_retransmitted\": 0, \"corrupt_caught\": 3, \"duplicates_dropped\": 0, \
+         \"rails_failed\": 0, \"rails_recovered\": 0, \"failover_time_ns\": 120000000, \
+         \"injected_dropped\": 6, \"injected_corrupted\": 0, \"injected_duplicated\": 0, \
+         \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \"future_counter\": 15}, \
+         \"exit_code\": 0}\n"
+    );
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn a_failed_job_still_reports_with_its_exit_code() {
+    let directory = scratch_directory("ft-report-failed");
+    let json = directory.join("report.json");
+    let probe = report_probe();
+    let output = run(&[
+        "-n",
+        "2",
+        "--checksum",
+        "crc32c",
+        "--report-json",
+        json.to_str().unwrap(),
+        probe.to_str().unwrap(),
+        "frames_sent=7;frames_retransmitted={rank}",
+        "fail",
+        "1",
+        "3",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    let lines = report_lines(&stderr);
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with(
+            "mpiexec: FT report: 2 ranks reported; fragments sent 14, retransmitted 1,"
+        ),
+        "{stderr}"
+    );
+    let written = std::fs::read_to_string(&json).unwrap();
+    assert!(written.starts_with("{\"ranks_reported\": 2, "), "{written}");
+    assert!(
+        written.contains("\"frames_sent\": 14, \"frames_retransmitted\": 1,"),
+        "{written}"
+    );
+    assert!(written.ends_with(", \"exit_code\": 3}\n"), "{written}");
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn the_ft_report_is_printed_only_for_nonzero_counters_or_ft_options() {
+    let probe = report_probe();
+    let probe = probe.to_str().unwrap();
+    // Zero counters, no FT option: silent.
+    let output = run(&["-n", "2", probe, "frames_sent=0;rails_failed=0"]);
+    assert!(output.status.success(), "{}", describe(&output));
+    assert!(
+        report_lines(&text(&output.stderr)).is_empty(),
+        "{}",
+        describe(&output)
+    );
+    // No report at all, no FT option (an ordinary job): silent.
+    let output = run(&["-n", "2", probe, "none"]);
+    assert!(output.status.success(), "{}", describe(&output));
+    assert!(text(&output.stderr).is_empty(), "{}", describe(&output));
+    // An FT option asks for the report even when nothing was reported.
+    let output = run(&["-n", "2", "--reliable=on", probe, "none"]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    assert_eq!(
+        report_lines(&stderr),
+        [
+            "mpiexec: FT report: 0 ranks reported; fragments sent 0, retransmitted 0, \
+          corrupt caught 0, duplicates dropped 0, rails failed 0, recovered 0, failover 0.000 s; \
+          injected: dropped 0, corrupted 0, duplicated 0, delayed 0, rail-down swallowed 0"
+        ],
+        "{stderr}"
+    );
+    // One non-zero counter of one rank is enough.
+    let output = run(&["-n", "3", probe, "rails_failed={rank}"]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    let lines = report_lines(&stderr);
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("3 ranks reported;") && lines[0].contains("rails failed 3,"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn ft_options_reach_every_rank_as_variables() {
+    let output = run(&[
+        "-n",
+        "2",
+        "--inject",
+        " drop:1e-2 , seed:9",
+        "--checksum=none",
+        "--reliable",
+        "off",
+        "--rails=tcp:lo,tcp:127.0.0.0/8",
+        "--stripe",
+        "round-robin",
+        "sh",
+        "-c",
+        "echo \"$PMI_RANK|$RESMPI_INJECT|$RESMPI_CHECKSUM|$RESMPI_RELIABLE|$RESMPI_RAILS|$RESMPI_STRIPE\"",
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let mut lines: Vec<String> = text(&output.stdout).lines().map(str::to_string).collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "0|seed:9,drop:0.01|none|off|tcp:lo,tcp:127.0.0.0/8|round-robin",
+            "1|seed:9,drop:0.01|none|off|tcp:lo,tcp:127.0.0.0/8|round-robin"
+        ],
+        "{}",
+        describe(&output)
+    );
+    // Programs that report nothing: the FT options still ask for the line.
+    assert_eq!(
+        report_lines(&text(&output.stderr)).len(),
+        1,
+        "{}",
+        describe(&output)
+    );
+}
+
+#[test]
+fn bad_ft_options_exit_2_before_starting_anything() {
+    let directory = scratch_directory("ft-bad-options");
+    let marker = directory.join("started");
+    let script = format!("touch {}", marker.display());
+    for (option, value, needle) in [
+        ("--inject", "drop:1.5", "--inject item 1 `drop:1.5`"),
+        ("--inject", "explode:1", "expected one of"),
+        (
+            "--checksum",
+            "sha1",
+            "--checksum 'sha1': expected none or crc32c",
+        ),
+        (
+            "--reliable",
+            "maybe",
+            "--reliable 'maybe': expected on or off",
+        ),
+        ("--rails", "tcp:10.1.2.0/40", "--rails item 1"),
+        ("--rails", "ib:mlx5_0", "only tcp:"),
+        ("--stripe", "zigzag", "--stripe 'zigzag'"),
+    ] {
+        let output = run(&[option, value, "sh", "-c", &script]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{option} {value}: {}",
+            describe(&output)
+        );
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.starts_with("mpiexec: ") && stderr.contains(needle),
+            "{option} {value}: {stderr}"
+        );
+        assert!(!marker.exists(), "{option} {value} started a rank");
+    }
+    let output = run(&["--help"]);
+    let usage = text(&output.stdout);
+    for option in [
+        "--inject SPEC",
+        "--checksum none|crc32c",
+        "--reliable on|off",
+        "--rails tcp:",
+        "--stripe round-robin|fragments|off",
+        "--report-json FILE",
+    ] {
+        assert!(usage.contains(option), "--help lacks {option}");
     }
     std::fs::remove_dir_all(&directory).unwrap();
 }
