@@ -463,12 +463,14 @@ impl<F: Interceptor> Engine<F> {
                     MpiError::new(ErrorClass::Other, format!("shared-memory path: {error}"))
                 })?;
         }
-        if let Some(tcp) = self.transports.tcp.as_mut() {
-            let links = &mut self.links;
-            let polled = tcp.poll(|peer, frame| {
-                if let Err(error) =
-                    links.receive(peer, frame, |peer, frame| state.handle_frame(peer, frame))
-                {
+        let links = &mut self.links;
+        for (rail_index, rail) in self.transports.rails.iter_mut().enumerate() {
+            let rail_index = rail_index as u32;
+            let polled = rail.poll(|peer, frame| {
+                let delivered = links.receive(peer, rail_index, frame, |peer, frame| {
+                    state.handle_frame(peer, frame)
+                });
+                if let Err(error) = delivered {
                     state.fail_later(error);
                 }
             });
@@ -477,6 +479,11 @@ impl<F: Interceptor> Engine<F> {
                 // Past the final barrier, peers leave whenever they like; a
                 // peer that left has received all it needed from us.
                 Err(PathError::PeerClosed(peer)) if state.finalizing => links.forget(peer),
+                // Another rail may carry on; the link decides when the
+                // peer is unreachable.
+                Err(PathError::PeerClosed(peer)) if links.covers(peer) => {
+                    links.rail_failed(peer, rail_index)
+                }
                 Err(PathError::PeerClosed(peer)) => {
                     return Err(MpiError::new(
                         ErrorClass::Other,
@@ -486,7 +493,7 @@ impl<F: Interceptor> Engine<F> {
                 Err(error) => {
                     return Err(MpiError::new(
                         ErrorClass::Other,
-                        format!("TCP path: {error}"),
+                        format!("TCP rail {rail_index}: {error}"),
                     ))
                 }
             }
@@ -655,9 +662,7 @@ impl<F: Interceptor> Engine<F> {
         self.wait_until(|engine| {
             engine.state.queued_frames == 0
                 && engine.state.streaming_sends == 0
-                && !engine.transports.tcp.as_ref().is_some_and(|tcp| {
-                    tcp.inner().has_pending_output() || tcp.held_frame_count() > 0
-                })
+                && !engine.transports.rails_hold_output()
                 && engine.links.all_acknowledged()
         })
     }

@@ -56,11 +56,36 @@ fn reliability_enabled() -> MpiResult<bool> {
     }
 }
 
-/// Reliability tunables: `RESMPI_ACK_TIMEOUT_MS` (first retransmission
+/// Reliability tunables: one rail per TCP path, `RESMPI_STRIPE`,
+/// `RESMPI_ACK_TIMEOUT_MS` (first retransmission
 /// timeout, default 10) and `RESMPI_RETRIES` (retransmissions of one frame
 /// before its peer is declared unreachable, default 16).
-fn reliable_config() -> MpiResult<resmpi_reliable::ReliableConfig> {
-    let mut config = resmpi_reliable::ReliableConfig::default();
+fn reliable_config(rail_count: u32) -> MpiResult<resmpi_reliable::ReliableConfig> {
+    // Real processes share cores with their peers and with the progress
+    // threads, so timers are looser than the sans-IO defaults (which the
+    // simulator uses): first retransmission after 50 ms, a rail silent for
+    // 1 s is down (heartbeats every 200 ms). See docs/user-guide.md.
+    let mut config = resmpi_reliable::ReliableConfig {
+        rail_count,
+        ack_timeout_ns: 50_000_000,
+        rail_silence_timeout_ns: 1_000_000_000,
+        heartbeat_interval_ns: 200_000_000,
+        down_rail_probe_interval_ns: 1_000_000_000,
+        ..Default::default()
+    };
+    config.stripe_policy = match std::env::var("RESMPI_STRIPE").as_deref() {
+        Err(_) | Ok("") | Ok("round-robin") => resmpi_reliable::StripePolicy::RoundRobin,
+        Ok("fragments") => resmpi_reliable::StripePolicy::Fragments,
+        Ok("off") => resmpi_reliable::StripePolicy::Off,
+        Ok(other) => {
+            return fail(
+                ErrorClass::Other,
+                format!(
+                    "MPI_Init: RESMPI_STRIPE must be round-robin, fragments or off, not '{other}'"
+                ),
+            )
+        }
+    };
     let number = |name: &str| -> MpiResult<Option<u64>> {
         match std::env::var(name) {
             Ok(text) if !text.is_empty() => text.parse::<u64>().map(Some).map_err(|_| {
@@ -74,6 +99,12 @@ fn reliable_config() -> MpiResult<resmpi_reliable::ReliableConfig> {
     };
     if let Some(milliseconds) = number("RESMPI_ACK_TIMEOUT_MS")? {
         config.ack_timeout_ns = milliseconds.max(1) * 1_000_000;
+    }
+    if let Some(milliseconds) = number("RESMPI_RAIL_TIMEOUT_MS")? {
+        // A rail silent this long is down; heartbeats go at a fifth of it.
+        config.rail_silence_timeout_ns = milliseconds.max(5) * 1_000_000;
+        config.heartbeat_interval_ns = config.rail_silence_timeout_ns / 5;
+        config.down_rail_probe_interval_ns = config.rail_silence_timeout_ns;
     }
     if let Some(retries) = number("RESMPI_RETRIES")? {
         config.max_retries = retries.min(u32::MAX as u64) as u32;
@@ -140,12 +171,13 @@ impl Mpi {
         };
         let reliable = reliability_enabled()?;
         let routes = transports.routes.clone();
+        let rail_count = transports.rails.len().max(1) as u32;
         let mut engine = Engine::new(rank, size, engine_config, transports, PassThrough);
         if reliable {
             engine.links = reliability::ReliableLinks::new(
                 rank,
                 size,
-                reliable_config()?,
+                reliable_config(rail_count)?,
                 checksums_enabled()?,
                 |peer| routes[peer as usize] == transport::Route::Tcp,
             );
@@ -207,19 +239,22 @@ impl Mpi {
     /// The fault-tolerance counters of this rank, as (name, value).
     pub fn ft_counters(&self) -> Vec<(&'static str, u64)> {
         let mut counters = self.engine.links.report();
-        if let Some(tcp) = &self.engine.transports.tcp {
-            let injected = tcp.stats();
-            counters.extend([
-                ("injected_dropped", injected.frames_dropped),
-                ("injected_corrupted", injected.frames_corrupted),
-                ("injected_duplicated", injected.frames_duplicated),
-                ("injected_delayed", injected.frames_delayed),
-                (
-                    "injected_swallowed_rail_down",
-                    injected.frames_swallowed_rail_down,
-                ),
-            ]);
+        let mut injected = [0u64; 5];
+        for rail in &self.engine.transports.rails {
+            let stats = rail.stats();
+            injected[0] += stats.frames_dropped;
+            injected[1] += stats.frames_corrupted;
+            injected[2] += stats.frames_duplicated;
+            injected[3] += stats.frames_delayed;
+            injected[4] += stats.frames_swallowed_rail_down;
         }
+        counters.extend([
+            ("injected_dropped", injected[0]),
+            ("injected_corrupted", injected[1]),
+            ("injected_duplicated", injected[2]),
+            ("injected_delayed", injected[3]),
+            ("injected_swallowed_rail_down", injected[4]),
+        ]);
         counters
     }
 

@@ -57,7 +57,7 @@ pub struct ReliableLinks {
     checksums: bool,
     counters: ReliabilityCounters,
     /// A frame the link produced that the path had no room for, per peer.
-    refused: Vec<Option<Vec<u8>>>,
+    refused: Vec<Option<(u32, Vec<u8>)>>,
     epoch: Instant,
 }
 
@@ -120,6 +120,7 @@ impl ReliableLinks {
     pub fn receive(
         &mut self,
         peer: u32,
+        rail: u32,
         frame: &[u8],
         mut deliver: impl FnMut(u32, &[u8]),
     ) -> MpiResult<()> {
@@ -133,12 +134,13 @@ impl ReliableLinks {
             self.counters.corrupt_caught += 1;
             return Ok(());
         }
-        link.handle_receive(now_ns, frame).map_err(|error| {
-            MpiError::new(
-                ErrorClass::Intern,
-                format!("bad frame from rank {peer}: {error:?}"),
-            )
-        })?;
+        link.handle_receive_on_rail(now_ns, rail, frame)
+            .map_err(|error| {
+                MpiError::new(
+                    ErrorClass::Intern,
+                    format!("bad frame from rank {peer}: {error:?}"),
+                )
+            })?;
         while let Some(delivered) = link.poll_deliver() {
             deliver(peer, &delivered);
         }
@@ -175,27 +177,52 @@ impl ReliableLinks {
         }
         let mut any = false;
         loop {
-            let frame = match self.refused[peer_index].take() {
-                Some(frame) => frame,
-                None => match link.poll_transmit(now_ns) {
-                    Some(mut frame) => {
+            let (rail, frame) = match self.refused[peer_index].take() {
+                // A frame held for a rail that has since gone down is
+                // resent on a survivor by the link itself.
+                Some((rail, _)) if !link.rail_is_up(rail) => continue,
+                Some(held) => held,
+                None => match link.poll_transmit_on_rail(now_ns) {
+                    Some((rail, mut frame)) => {
                         if self.checksums {
                             seal(&mut frame);
                         }
-                        frame
+                        (rail, frame)
                     }
                     None => break,
                 },
             };
             let header: &[u8; HEADER_LEN_BYTES] =
                 frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
-            if !transports.try_send_direct(peer, header, &frame[HEADER_LEN_BYTES..])? {
-                self.refused[peer_index] = Some(frame);
-                break;
+            match transports.try_send_on_rail(rail, peer, header, &frame[HEADER_LEN_BYTES..]) {
+                Ok(true) => any = true,
+                Ok(false) => {
+                    self.refused[peer_index] = Some((rail, frame));
+                    break;
+                }
+                // The frame stays in the link, which resends it elsewhere.
+                Err(_) => link.handle_rail_error(now_ns, rail),
             }
-            any = true;
+        }
+        while let Some(event) = link.poll_event() {
+            if std::env::var_os("RESMPI_DEBUG_RAILS").is_some() {
+                eprintln!(
+                    "resmpi: rank {} link to {peer}: {event:?} at {now_ns}",
+                    link.local_rank()
+                );
+            }
         }
         Ok(any)
+    }
+
+    /// A rail to `peer` failed (connection reset or closed).
+    pub fn rail_failed(&mut self, peer: u32, rail: u32) {
+        let now_ns = self.now_ns();
+        if let Some(link) = self.links.get_mut(peer as usize).and_then(Option::as_mut) {
+            if link.rail_is_up(rail) {
+                link.handle_rail_error(now_ns, rail);
+            }
+        }
     }
 
     /// Stop using the link to `peer` (it left the job after finishing).

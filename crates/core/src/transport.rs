@@ -1,14 +1,16 @@
 //! The set of paths one rank uses, and which path reaches which peer.
 //!
 //! Concrete types, not trait objects: the engine's hot path calls straight
-//! into the shared-memory ring or the TCP socket.
+//! into the shared-memory ring or the TCP socket. Peers reached over the
+//! network may have several TCP paths ("rails", one per NIC); which rail a
+//! frame takes is the reliability link's choice (`try_send_on_rail`).
 
 use std::collections::VecDeque;
 
 use resmpi_path::faulty::FaultyPath;
 use resmpi_path::shm::ShmPath;
 use resmpi_path::tcp::TcpPath;
-use resmpi_path::Path;
+use resmpi_path::{Path, PathError};
 use resmpi_wire::HEADER_LEN_BYTES;
 
 use crate::error::{ErrorClass, MpiError, MpiResult};
@@ -20,12 +22,16 @@ pub enum Route {
     Loopback,
     /// Shared-memory rings (same host).
     Shm,
-    /// TCP stream.
+    /// TCP streams, one per rail.
     Tcp,
 }
 
 /// Largest payload of a loopback frame.
 const LOOPBACK_MAX_PAYLOAD_BYTES: usize = 1 << 20;
+
+/// One TCP rail, wrapped for `--inject` (an empty spec forwards every frame
+/// untouched).
+pub type Rail = FaultyPath<TcpPath>;
 
 /// All paths of this rank.
 pub struct Transports {
@@ -33,18 +39,11 @@ pub struct Transports {
     pub routes: Vec<Route>,
     /// Shared-memory path, when there are local peers.
     pub shm: Option<ShmPath>,
-    /// TCP path, when there are peers reached over TCP; wrapped for
-    /// `--inject` (an empty spec forwards every frame untouched).
-    pub tcp: Option<FaultyPath<TcpPath>>,
+    /// TCP rails (empty when no peer is reached over TCP). Without the
+    /// reliability layer only rail 0 carries traffic.
+    pub rails: Vec<Rail>,
     /// Frames this rank sent to itself.
     pub loopback: VecDeque<Vec<u8>>,
-}
-
-fn path_error(error: impl std::fmt::Display, peer: u32) -> MpiError {
-    MpiError::new(
-        ErrorClass::Other,
-        format!("cannot send to rank {peer}: {error}"),
-    )
 }
 
 impl Transports {
@@ -53,13 +52,13 @@ impl Transports {
         Transports {
             routes: vec![Route::Loopback],
             shm: None,
-            tcp: None,
+            rails: Vec::new(),
             loopback: VecDeque::new(),
         }
     }
 
-    /// Try to put one frame on the path to `peer`, bypassing any
-    /// reliability link. False = no room now.
+    /// Try to put one frame on the path to `peer` (rail 0 for TCP),
+    /// bypassing any reliability link. False = no room now.
     #[inline]
     pub fn try_send_direct(
         &mut self,
@@ -71,13 +70,11 @@ impl Transports {
             Route::Shm => {
                 let shm = self.shm.as_mut().expect("shm route without shm path");
                 shm.try_send(peer, header, payload)
-                    .map_err(|error| path_error(error, peer))
+                    .map_err(|error| send_error(error, peer))
             }
-            Route::Tcp => {
-                let tcp = self.tcp.as_mut().expect("tcp route without tcp path");
-                tcp.try_send(peer, header, payload)
-                    .map_err(|error| path_error(error, peer))
-            }
+            Route::Tcp => self
+                .try_send_on_rail(0, peer, header, payload)
+                .map_err(|error| send_error(error, peer)),
             Route::Loopback => {
                 let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
                 frame.extend_from_slice(header);
@@ -88,13 +85,43 @@ impl Transports {
         }
     }
 
-    /// Push out buffered bytes.
+    /// Try to put one frame on TCP rail `rail` toward `peer`.
+    #[inline]
+    pub fn try_send_on_rail(
+        &mut self,
+        rail: u32,
+        peer: u32,
+        header: &[u8; HEADER_LEN_BYTES],
+        payload: &[u8],
+    ) -> Result<bool, PathError> {
+        match self.rails.get_mut(rail as usize) {
+            Some(path) => path.try_send(peer, header, payload),
+            None => Err(PathError::Protocol(format!("no TCP rail {rail}"))),
+        }
+    }
+
+    /// Push out buffered bytes on every rail. Errors are the rails' own:
+    /// the caller decides whether a rail failing is fatal.
     pub fn flush(&mut self) -> MpiResult<()> {
-        if let Some(tcp) = self.tcp.as_mut() {
-            tcp.flush()
-                .map_err(|error| MpiError::new(ErrorClass::Other, format!("TCP path: {error}")))?;
+        for (rail, path) in self.rails.iter_mut().enumerate() {
+            match path.flush() {
+                Ok(()) | Err(PathError::PeerClosed(_)) => {}
+                Err(error) => {
+                    return Err(MpiError::new(
+                        ErrorClass::Other,
+                        format!("TCP rail {rail}: {error}"),
+                    ))
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Whether any rail still holds bytes it has not handed to the kernel.
+    pub fn rails_hold_output(&self) -> bool {
+        self.rails
+            .iter()
+            .any(|rail| rail.inner().has_pending_output() || rail.held_frame_count() > 0)
     }
 
     /// Largest payload per frame toward `peer`.
@@ -105,9 +132,9 @@ impl Transports {
                 .as_ref()
                 .map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |shm| shm.max_payload_bytes()),
             Route::Tcp => self
-                .tcp
-                .as_ref()
-                .map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |tcp| tcp.max_payload_bytes()),
+                .rails
+                .first()
+                .map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |rail| rail.max_payload_bytes()),
             Route::Loopback => LOOPBACK_MAX_PAYLOAD_BYTES,
         }
     }
@@ -117,15 +144,28 @@ impl Transports {
         if !self.loopback.is_empty() {
             return;
         }
-        // A failed wait only means we poll again sooner.
-        let _ = match (&self.shm, &self.tcp) {
-            (Some(shm), None) => shm.wait(timeout_us),
-            (None, Some(tcp)) => tcp.inner().wait(timeout_us),
-            (Some(shm), Some(_)) => shm.wait(timeout_us.min(100)),
+        // A failed wait only means we poll again sooner. With several kinds
+        // of path, no single wait covers all of them: sleep briefly.
+        let several = self.rails.len() + self.shm.is_some() as usize > 1;
+        let timeout_us = if several {
+            timeout_us.min(100)
+        } else {
+            timeout_us
+        };
+        let _ = match (&self.shm, self.rails.first()) {
+            (Some(shm), _) => shm.wait(timeout_us),
+            (None, Some(rail)) => rail.inner().wait(timeout_us),
             (None, None) => {
                 std::thread::sleep(std::time::Duration::from_micros(timeout_us.min(100)));
                 Ok(())
             }
         };
     }
+}
+
+fn send_error(error: impl std::fmt::Display, peer: u32) -> MpiError {
+    MpiError::new(
+        ErrorClass::Other,
+        format!("cannot send to rank {peer}: {error}"),
+    )
 }

@@ -50,6 +50,64 @@ pub fn processor_name() -> String {
     String::from_utf8_lossy(&buffer[..end]).into_owned()
 }
 
+/// One IP address per TCP rail. `RESMPI_RAILS=tcp:IFACE_OR_SUBNET[,…]`
+/// names the rails (an interface name, or an IPv4 subnet such as
+/// 10.77.1.0/24 in which this host has an address); without it there is one
+/// rail on the address `tcp_publish_address` picks.
+fn rail_ips(all_local: bool) -> MpiResult<Vec<IpAddr>> {
+    let spec = std::env::var("RESMPI_RAILS").unwrap_or_default();
+    if spec.is_empty() {
+        return Ok(vec![tcp_publish_address(all_local)?]);
+    }
+    let interfaces = interface_addresses();
+    spec.split(',')
+        .map(|item| {
+            let item = item.trim();
+            let target = item.strip_prefix("tcp:").ok_or_else(|| {
+                runtime_error(
+                    "RESMPI_RAILS",
+                    format!("rail '{item}' must look like tcp:IFACE or tcp:SUBNET/BITS"),
+                )
+            })?;
+            let found = match target.split_once('/') {
+                Some((network, bits)) => {
+                    let network: Ipv4Addr = network.parse().map_err(|_| {
+                        runtime_error(
+                            "RESMPI_RAILS",
+                            format!("'{network}' is not an IPv4 address"),
+                        )
+                    })?;
+                    let bits: u32 =
+                        bits.parse()
+                            .ok()
+                            .filter(|bits| *bits <= 32)
+                            .ok_or_else(|| {
+                                runtime_error(
+                                    "RESMPI_RAILS",
+                                    format!("'{bits}' is not a prefix length"),
+                                )
+                            })?;
+                    let mask = if bits == 0 {
+                        0
+                    } else {
+                        u32::MAX << (32 - bits)
+                    };
+                    interfaces
+                        .iter()
+                        .find(|(_, ip)| u32::from(*ip) & mask == u32::from(network) & mask)
+                }
+                None => interfaces.iter().find(|(name, _)| name == target),
+            };
+            found.map(|(_, ip)| IpAddr::V4(*ip)).ok_or_else(|| {
+                runtime_error(
+                    "RESMPI_RAILS",
+                    format!("this host has no IPv4 address for rail '{item}'"),
+                )
+            })
+        })
+        .collect()
+}
+
 /// The address this rank's TCP listener binds and publishes: `RESMPI_TCP_ADDR`
 /// if set, loopback when every rank is on this host, else the first
 /// non-loopback IPv4 address of this host.
@@ -72,26 +130,40 @@ fn tcp_publish_address(all_local: bool) -> MpiResult<IpAddr> {
 
 /// First IPv4 address of an interface that is up and not loopback.
 fn first_non_loopback_ipv4() -> Option<Ipv4Addr> {
+    interface_addresses()
+        .into_iter()
+        .find(|(_, ip)| !ip.is_loopback())
+        .map(|(_, ip)| ip)
+}
+
+/// (interface name, IPv4 address) of every interface that is up.
+fn interface_addresses() -> Vec<(String, Ipv4Addr)> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs allocates the list; it is freed below.
     if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return None;
+        return Vec::new();
     }
-    let mut found = None;
+    let mut found = Vec::new();
     let mut entry = list;
     while !entry.is_null() {
         // SAFETY: a node of the list getifaddrs returned.
         let node = unsafe { &*entry };
         let up = node.ifa_flags & libc::IFF_UP as u32 != 0;
-        let loopback = node.ifa_flags & libc::IFF_LOOPBACK as u32 != 0;
-        if up && !loopback && !node.ifa_addr.is_null() {
+        if up && !node.ifa_addr.is_null() {
             // SAFETY: ifa_addr points to a sockaddr whose family we check first.
             let family = unsafe { (*node.ifa_addr).sa_family } as i32;
             if family == libc::AF_INET {
-                // SAFETY: AF_INET addresses are sockaddr_in.
-                let address = unsafe { &*(node.ifa_addr as *const libc::sockaddr_in) };
-                found = Some(Ipv4Addr::from(u32::from_be(address.sin_addr.s_addr)));
-                break;
+                // SAFETY: AF_INET addresses are sockaddr_in; ifa_name is a C string.
+                let (address, name) = unsafe {
+                    (
+                        &*(node.ifa_addr as *const libc::sockaddr_in),
+                        std::ffi::CStr::from_ptr(node.ifa_name),
+                    )
+                };
+                found.push((
+                    name.to_string_lossy().into_owned(),
+                    Ipv4Addr::from(u32::from_be(address.sin_addr.s_addr)),
+                ));
             }
         }
         entry = node.ifa_next;
@@ -132,15 +204,21 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     } else {
         None
     };
-    let mut tcp = None;
-    let mut tcp_address = String::from("-");
+    let mut rails = Vec::new();
+    let mut rail_addresses = Vec::new();
     if need_tcp {
-        let publish_ip = tcp_publish_address(pmi.local_size() == size)?;
-        let (path, address) =
-            TcpPath::bind(rank, publish_ip).map_err(|e| runtime_error("TCP listen", e))?;
-        tcp = Some(path);
-        tcp_address = address;
+        for ip in rail_ips(pmi.local_size() == size)? {
+            let (path, address) =
+                TcpPath::bind(rank, ip).map_err(|e| runtime_error("TCP listen", e))?;
+            rails.push(path);
+            rail_addresses.push(address);
+        }
     }
+    let tcp_address = if rail_addresses.is_empty() {
+        "-".to_string()
+    } else {
+        rail_addresses.join("|")
+    };
     let host = host_key();
     pmi.put(
         &format!("resmpi-card-{rank}"),
@@ -191,7 +269,14 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
                     format!("rank {peer} has no TCP address"),
                 ));
             }
-            tcp_peers.push((peer, fields[2].to_string()));
+            let addresses: Vec<String> = fields[2].split('|').map(str::to_string).collect();
+            if addresses.len() != rails.len() {
+                return Err(runtime_error(
+                    "wire-up",
+                    format!("rank {peer} has {} TCP rails and this rank has {}: give every rank the same --rails", addresses.len(), rails.len()),
+                ));
+            }
+            tcp_peers.push((peer, addresses));
         }
     }
     let shm = match own_segment {
@@ -201,12 +286,16 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         ),
         None => None,
     };
-    if let Some(path) = tcp.as_mut() {
-        path.connect_all(&tcp_peers, &secret)
-            .map_err(|e| runtime_error("TCP connect", e))?;
+    for (rail, path) in rails.iter_mut().enumerate() {
+        let peers: Vec<(u32, String)> = tcp_peers
+            .iter()
+            .map(|(peer, addresses)| (*peer, addresses[rail].clone()))
+            .collect();
+        path.connect_all(&peers, &secret)
+            .map_err(|e| runtime_error(&format!("TCP connect on rail {rail}"), e))?;
     }
     if tcp_peers.is_empty() {
-        tcp = None;
+        rails.clear();
     }
     pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
     if let Some(shm) = &shm {
@@ -214,13 +303,22 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
             .map_err(|e| runtime_error("shared memory unlink", e))?;
     }
     let spec = injection_spec()?;
+    // Every rail's clock counts from the same instant, so `rail-down:R@T`
+    // means T after wire-up on every rail.
     let epoch = std::time::Instant::now();
-    let clock: Box<dyn Fn() -> u64 + Send> = Box::new(move || epoch.elapsed().as_nanos() as u64);
-    let tcp = tcp.map(|path| FaultyPath::new(path, spec, rank, 0, clock));
+    let rails = rails
+        .into_iter()
+        .enumerate()
+        .map(|(rail, path)| {
+            let clock: Box<dyn Fn() -> u64 + Send> =
+                Box::new(move || epoch.elapsed().as_nanos() as u64);
+            FaultyPath::new(path, spec.clone(), rank, rail as u32, clock)
+        })
+        .collect();
     Ok(Transports {
         routes,
         shm,
-        tcp,
+        rails,
         loopback: Default::default(),
     })
 }
