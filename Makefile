@@ -100,6 +100,7 @@ test:
 	scripts/test.sh
 bench:
 	bench/run.sh
+bench-ft: ; bench/network_ft.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -110,3 +110,46 @@ def test_every_rail_down_ends_the_job_naming_the_unreachable_peer(build, two_hos
     assert code != 0, f"{stdout}\n{stderr}"
     assert re.search(r"rank [01] is unreachable", stderr), stderr
     assert seconds < 60, f"took {seconds:.1f} s"
+
+
+@pytest.mark.parametrize("spec", ["corrupt:1e-3,seed:21", "drop:1e-2,seed:22"])
+def test_injected_faults_between_hosts_on_two_rails_leave_results_identical(build, two_hosts, spec):
+    exe = build("stream")
+    clean = run_cmd(_stream_on_two_hosts(exe, two_hosts, 1000), timeout=90)
+    assert_ok(clean)
+    faulty = run_cmd(_stream_on_two_hosts(exe, two_hosts, 1000, "--inject", spec), timeout=90)
+    assert_ok(faulty)
+    assert digest(faulty) == digest(clean), faulty.describe()
+    assert faulty.elapsed < 60, faulty.describe()
+
+
+def test_rail_that_comes_back_is_used_again(build, two_hosts):
+    """rail1 goes down for 2.5 s (longer than the 1 s silence timeout) in the
+    middle of a stream, then comes back: the link marks it down, fails over,
+    and marks it up again once its probes are answered."""
+    exe = build("stream")
+    command = _stream_on_two_hosts(exe, two_hosts, 12000)
+
+    def flap():
+        two_hosts.link(two_hosts.b, "rail1", up=False)
+        time.sleep(2.5)
+        two_hosts.link(two_hosts.b, "rail1", up=True)
+
+    start = time.monotonic()
+    process = launch(command)
+    out, err = queue.Queue(), queue.Queue()
+    threading.Thread(target=_pump, args=(process.stdout, out), daemon=True).start()
+    threading.Thread(target=_pump, args=(process.stderr, err), daemon=True).start()
+    lines = []
+    while (line := out.get(timeout=90)) is not None:
+        lines.append(line)
+        if line.startswith("started"):
+            threading.Thread(target=flap, daemon=True).start()
+    process.wait(timeout=90)
+    errors = []
+    while (item := err.get()) is not None:
+        errors.append(item)
+    stderr = "".join(errors)
+    assert process.returncode == 0, "".join(lines) + stderr
+    assert re.search(r"rails failed [1-9]", stderr) and re.search(r"recovered [1-9]", stderr), stderr
+    assert time.monotonic() - start < 80
