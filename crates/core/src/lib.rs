@@ -112,6 +112,20 @@ fn reliable_config(rail_count: u32) -> MpiResult<resmpi_reliable::ReliableConfig
     Ok(config)
 }
 
+/// The reliability layer allocates a buffer per fragment (up to 1 MiB) and
+/// frees it when the fragment is acknowledged. With glibc's defaults such
+/// buffers are mapped and unmapped (or the heap grown and trimmed) every
+/// time, so every fragment pays page faults on both sides: measured 5-6x
+/// less TCP bandwidth. Keep allocations below 8 MiB on the heap and only
+/// give memory back to the system beyond 64 MiB free.
+fn keep_fragment_memory_mapped() {
+    // SAFETY: mallopt only changes glibc allocator tunables.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 8 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+    }
+}
+
 /// `RESMPI_CHECKSUM=crc32c|none` (default crc32c): end-to-end CRC32C on
 /// every frame of a reliable link.
 fn checksums_enabled() -> MpiResult<bool> {
@@ -172,6 +186,9 @@ impl Mpi {
         let reliable = reliability_enabled()?;
         let routes = transports.routes.clone();
         let rail_count = transports.rails.len().max(1) as u32;
+        if reliable && routes.contains(&transport::Route::Tcp) {
+            keep_fragment_memory_mapped();
+        }
         let mut engine = Engine::new(rank, size, engine_config, transports, PassThrough);
         if reliable {
             engine.links = reliability::ReliableLinks::new(
