@@ -51,7 +51,9 @@ def test_ft_report_counts_injected_faults_and_the_recovery(build, tmp_path):
     assert_ok(res)
     assert "FT report" in res.stderr, res.describe()
     import json
-    counters = json.loads(report.read_text())["counters"]
+    summary = json.loads(report.read_text())
+    assert summary["ranks_reported"] == 3, summary
+    counters = summary["counters"]
     assert counters["injected_dropped"] > 0 and counters["injected_corrupted"] > 0, counters
     assert counters["frames_retransmitted"] > 0, counters
     assert counters["corrupt_caught"] > 0, counters

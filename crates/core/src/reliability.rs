@@ -50,6 +50,16 @@ pub struct ReliabilityCounters {
     pub corrupt_caught: u64,
 }
 
+/// Add the counters the end-of-job report shows, in `report`'s order.
+fn add_stats(totals: &mut [u64; 6], stats: &resmpi_reliable::LinkStats) {
+    totals[0] += stats.frames_sent;
+    totals[1] += stats.frames_retransmitted;
+    totals[2] += stats.duplicates_dropped;
+    totals[3] += stats.rails_failed;
+    totals[4] += stats.rails_recovered;
+    totals[5] += stats.failover_time_ns;
+}
+
 /// Links to the peers that need one, and frames a full path refused.
 pub struct ReliableLinks {
     links: Vec<Option<PeerLink>>,
@@ -58,6 +68,8 @@ pub struct ReliableLinks {
     counters: ReliabilityCounters,
     /// A frame the link produced that the path had no room for, per peer.
     refused: Vec<Option<(u32, Vec<u8>)>>,
+    /// Report counters of links already forgotten (see `report`).
+    retired: [u64; 6],
     epoch: Instant,
 }
 
@@ -79,6 +91,7 @@ impl ReliableLinks {
                 .map(|peer| needs_link(peer).then(|| PeerLink::new(rank, peer, config)))
                 .collect(),
             refused: (0..size).map(|_| None).collect(),
+            retired: [0; 6],
             epoch: Instant::now(),
         }
     }
@@ -228,7 +241,10 @@ impl ReliableLinks {
     /// Stop using the link to `peer` (it left the job after finishing).
     pub fn forget(&mut self, peer: u32) {
         if let Some(slot) = self.links.get_mut(peer as usize) {
-            *slot = None;
+            // Its counters stay in the end-of-job report.
+            if let Some(link) = slot.take() {
+                add_stats(&mut self.retired, &link.stats());
+            }
             self.refused[peer as usize] = None;
         }
     }
@@ -246,14 +262,9 @@ impl ReliableLinks {
 
     /// The layer's counters for the end-of-job report, as (name, value).
     pub fn report(&self) -> Vec<(&'static str, u64)> {
-        let mut totals = [0u64; 6];
+        let mut totals = self.retired;
         for stats in self.links.iter().flatten().map(PeerLink::stats) {
-            totals[0] += stats.frames_sent;
-            totals[1] += stats.frames_retransmitted;
-            totals[2] += stats.duplicates_dropped;
-            totals[3] += stats.rails_failed;
-            totals[4] += stats.rails_recovered;
-            totals[5] += stats.failover_time_ns;
+            add_stats(&mut totals, &stats);
         }
         vec![
             ("frames_sent", totals[0]),
