@@ -47,24 +47,14 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-180}
 RESMPI_BUILD=${RESMPI_BUILD:-auto}
 DOCS_DIR=${DOCS_DIR:-docs}
 OUT=build/bench-ft
-RAW=$OUT/raw
-LOG=$OUT/raw.log
 
 for v in REPEATS MAX_BYTES STREAM_ITERATIONS SHORT_RAIL_TIMEOUT_MS RUN_TIMEOUT; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench-ft: $v must be a positive integer" >&2; exit 2; }
 done
 
-# Inherited tunables would silently change what is measured.
-while read -r var; do
-    unset "$var"
-done < <(compgen -e | grep -E '^(RESMPI_[A-Z_]*|UCX_[A-Z_]*|MPIR_CVAR_[A-Z_0-9]*|MPICH_[A-Z_]*|HYDRA_[A-Z_]*|FI_[A-Z_]*|OMPI_[A-Z_]*|PMIX_MCA_[A-Z_]*)$' || true)
-
-mkdir -p "$OUT"
-rm -rf "$RAW"
-mkdir -p "$RAW"
-: > "$LOG"
-log() { printf '%s\n' "$*" >> "$LOG"; }
-say() { printf 'bench-ft: %s\n' "$*"; log "# $*"; }
+NAME=bench-ft
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
 now() { date +%s.%N; }
 tsv() { local IFS=$'\t'; printf '%s\n' "$*"; }
 quote() {

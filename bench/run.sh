@@ -30,25 +30,14 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-180}
 RESMPI_BUILD=${RESMPI_BUILD:-auto}
 DOCS_DIR=${DOCS_DIR:-docs}
 OUT=build/bench
-RAW=$OUT/raw
-LOG=$OUT/raw.log
 
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || { echo "bench: REPEATS must be a positive integer" >&2; exit 2; }
 [[ $MAX_BYTES =~ ^[1-9][0-9]*$ ]] || { echo "bench: MAX_BYTES must be a positive integer" >&2; exit 2; }
 [[ $RUN_TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "bench: RUN_TIMEOUT must be a positive integer" >&2; exit 2; }
 
-# Tunables inherited from the caller's shell would silently change what is
-# measured (e.g. UCX_TLS, RESMPI_PATHS): start every MPI from a clean slate.
-while read -r var; do
-    unset "$var"
-done < <(compgen -e | grep -E '^(RESMPI_[A-Z_]*|UCX_[A-Z_]*|MPIR_CVAR_[A-Z_0-9]*|MPICH_[A-Z_]*|HYDRA_[A-Z_]*|FI_[A-Z_]*|OMPI_[A-Z_]*|PMIX_MCA_[A-Z_]*)$' || true)
-
-mkdir -p "$OUT"
-rm -rf "$RAW"
-mkdir -p "$RAW"
-: > "$LOG"
-log() { printf '%s\n' "$*" >> "$LOG"; }
-say() { printf 'bench: %s\n' "$*"; log "# $*"; }
+NAME=bench
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
 # TCP segments sent by this network namespace: the path check (shared memory
 # sends none between the ranks, TCP sends at least one per message).
 tcp_out_segs() {

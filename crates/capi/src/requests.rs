@@ -115,6 +115,36 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
     (result, released)
 }
 
+/// The check MPI_Test and MPI_Request_get_status share: MPI_REQUEST_NULL is
+/// complete with an empty status; otherwise progress once if needed and set
+/// `flag`. Returns the slab index of a live request that is complete.
+///
+/// # Safety
+/// `flag` is a valid pointer; `status` NULL, MPI_STATUS_IGNORE or valid.
+unsafe fn test_request(
+    mpi: &mut Mpi,
+    handle: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> MpiResult<Option<u32>> {
+    if handle == MPI_REQUEST_NULL {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            *flag = 1;
+            write_status(status, &empty_status());
+        }
+        return Ok(None);
+    }
+    let index = live_request(mpi, handle)?;
+    if !is_complete(mpi, index) {
+        mpi.engine.progress()?;
+    }
+    let done = is_complete(mpi, index);
+    // SAFETY: guaranteed by the caller.
+    unsafe { *flag = done as c_int };
+    Ok(done.then_some(index))
+}
+
 /// Finish request `index` (already complete) and release it.
 pub fn complete_and_release(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> MpiResult<()> {
     finish(mpi, index, status).0
@@ -224,26 +254,11 @@ pub unsafe extern "C" fn PMPI_Test(
             ));
         }
         // SAFETY: checked non-null.
-        let handle = unsafe { *request };
-        if handle == MPI_REQUEST_NULL {
-            // SAFETY: caller's pointers.
-            unsafe {
-                *flag = 1;
-                write_status(status, &empty_status());
-            }
+        let Some(index) = (unsafe { test_request(mpi, *request, flag, status)? }) else {
             return Ok(());
-        }
-        let index = live_request(mpi, handle)?;
-        if !is_complete(mpi, index) {
-            mpi.engine.progress()?;
-        }
-        let done = is_complete(mpi, index);
-        // SAFETY: checked non-null.
-        unsafe { *flag = done as c_int };
-        if done {
-            // SAFETY: caller's pointers.
-            unsafe { finish_handle(mpi, request, index, status)? };
-        }
+        };
+        // SAFETY: caller's pointers.
+        unsafe { finish_handle(mpi, request, index, status)? };
         Ok(())
     })
 }
@@ -646,34 +661,21 @@ pub unsafe extern "C" fn PMPI_Request_get_status(
         if flag.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "flag pointer is NULL"));
         }
-        if request == MPI_REQUEST_NULL {
-            // SAFETY: caller's pointers.
-            unsafe {
-                *flag = 1;
-                write_status(status, &empty_status());
-            }
+        // SAFETY: caller's pointers.
+        let Some(index) = (unsafe { test_request(mpi, request, flag, status)? }) else {
             return Ok(());
-        }
-        let index = live_request(mpi, request)?;
-        if !is_complete(mpi, index) {
-            mpi.engine.progress()?;
-        }
-        let done = is_complete(mpi, index);
-        // SAFETY: checked non-null.
-        unsafe { *flag = done as c_int };
-        if done {
-            let requests = &mpi.engine.state.requests;
-            let slot = requests.get(index).expect("live");
-            let core_status = match slot.persistent {
-                Some(_) => slot
-                    .inner
-                    .and_then(|inner| requests.get(inner))
-                    .map_or(empty_status(), |inner| inner.status),
-                None => slot.status,
-            };
-            // SAFETY: caller's status.
-            unsafe { write_status(status, &core_status) };
-        }
+        };
+        let requests = &mpi.engine.state.requests;
+        let slot = requests.get(index).expect("live");
+        let core_status = match slot.persistent {
+            Some(_) => slot
+                .inner
+                .and_then(|inner| requests.get(inner))
+                .map_or(empty_status(), |inner| inner.status),
+            None => slot.status,
+        };
+        // SAFETY: caller's status.
+        unsafe { write_status(status, &core_status) };
         Ok(())
     })
 }
