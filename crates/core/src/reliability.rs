@@ -147,13 +147,19 @@ impl ReliableLinks {
             self.counters.corrupt_caught += 1;
             return Ok(());
         }
-        link.handle_receive_on_rail(now_ns, rail, frame)
+        let deliver_now = link
+            .handle_receive_on_rail_direct(now_ns, rail, frame)
             .map_err(|error| {
                 MpiError::new(
                     ErrorClass::Intern,
                     format!("bad frame from rank {peer}: {error:?}"),
                 )
             })?;
+        if deliver_now {
+            // The next frame in order with nothing waiting: straight from
+            // the path's buffer, no copy into the link.
+            deliver(peer, frame);
+        }
         while let Some(delivered) = link.poll_deliver() {
             deliver(peer, &delivered);
         }

@@ -114,6 +114,21 @@ impl ReceiveBuffer {
         Arrival::InOrder
     }
 
+    /// Take frame `seq` for immediate delivery without buffering it, if it
+    /// is exactly the next one and nothing is waiting: the common in-order
+    /// case then costs no copy. False = use `insert`.
+    pub fn accept_direct(&mut self, seq: u64) -> bool {
+        let next = seq == self.largest_in_order_seq + 1
+            && self.last_delivered_seq == self.largest_in_order_seq
+            && self.ready.is_empty()
+            && self.out_of_order.is_empty();
+        if next {
+            self.largest_in_order_seq = seq;
+            self.last_delivered_seq = seq;
+        }
+        next
+    }
+
     /// Next frame in sequence order, each exactly once.
     pub fn pop_ready(&mut self) -> Option<Vec<u8>> {
         let frame = self.ready.pop_front()?;
@@ -126,6 +141,28 @@ impl ReceiveBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn direct_acceptance_only_for_the_next_frame_with_nothing_waiting() {
+        let mut buffer = ReceiveBuffer::new(8);
+        assert!(buffer.accept_direct(1));
+        assert!(
+            !buffer.accept_direct(1),
+            "a duplicate is never accepted twice"
+        );
+        assert_eq!(buffer.insert(1, b"a"), Arrival::Duplicate);
+        assert!(!buffer.accept_direct(3), "not the next frame");
+        assert_eq!(buffer.insert(3, b"c"), Arrival::OutOfOrder);
+        assert!(
+            !buffer.accept_direct(2),
+            "frames are waiting behind the hole"
+        );
+        assert_eq!(buffer.insert(2, b"b"), Arrival::InOrder);
+        assert_eq!(buffer.pop_ready(), Some(b"b".to_vec()));
+        assert_eq!(buffer.pop_ready(), Some(b"c".to_vec()));
+        assert!(buffer.accept_direct(4));
+        assert_eq!(buffer.largest_in_order_seq(), 4);
+    }
 
     #[test]
     fn hole_fill_releases_buffered_successors_in_order() {
