@@ -96,6 +96,13 @@ impl Crc32c {
         portable::copy_and_update(self, destination, source)
     }
 
+    /// Continue a checksum from a finished value: the state after the
+    /// bytes that `finished` covers, so more bytes can follow
+    /// (`resume(crc32c(a)).update(b).finish() == crc32c(a ++ b)`).
+    pub const fn resume(finished: u32) -> Crc32c {
+        Crc32c(finished ^ !0)
+    }
+
     /// The CRC of everything fed so far (final xor applied). The state is
     /// `Copy`, so feeding may go on after this.
     pub const fn finish(self) -> u32 {
@@ -150,4 +157,20 @@ pub fn hardware_accelerated() -> bool {
 #[inline]
 pub fn hardware_accelerated() -> bool {
     false
+}
+
+#[cfg(test)]
+mod resume_tests {
+    use super::*;
+
+    #[test]
+    fn resume_continues_a_finished_checksum() {
+        let (a, b) = (b"payload bytes".as_slice(), b"then a header".as_slice());
+        let joined: Vec<u8> = a.iter().chain(b).copied().collect();
+        assert_eq!(
+            Crc32c::resume(crc32c(a)).update(b).finish(),
+            crc32c(&joined)
+        );
+        assert_eq!(Crc32c::resume(crc32c(&[])).update(b).finish(), crc32c(b));
+    }
 }

@@ -32,9 +32,21 @@ pub fn frame_checksum(frame: &[u8]) -> u32 {
     Crc32c::new().update(payload).update(&zeroed).finish()
 }
 
-/// Write a frame's checksum into its header.
+/// Write a frame's checksum into its header. If the checksum field holds
+/// the payload's CRC32C (parked there by `offer`, computed during its copy),
+/// only the header is checksummed here; frames the link makes itself carry
+/// no payload, and a zero field is always recomputed in full, so either way
+/// the result equals `frame_checksum`.
 pub fn seal(frame: &mut [u8]) {
-    let checksum = frame_checksum(frame);
+    let parked = u32::from_le_bytes(frame[CHECKSUM_BYTES].try_into().expect("4 bytes"));
+    let checksum = if parked != 0 || frame.len() == HEADER_LEN_BYTES {
+        let mut zeroed = [0u8; HEADER_LEN_BYTES];
+        zeroed.copy_from_slice(&frame[..HEADER_LEN_BYTES]);
+        zeroed[CHECKSUM_BYTES].fill(0);
+        Crc32c::resume(parked).update(&zeroed).finish()
+    } else {
+        frame_checksum(frame)
+    };
     frame[CHECKSUM_BYTES].copy_from_slice(&checksum.to_le_bytes());
 }
 
@@ -122,9 +134,19 @@ impl ReliableLinks {
         let Some(link) = self.links[peer as usize].as_mut() else {
             return false;
         };
-        let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
-        frame.extend_from_slice(header);
-        frame.extend_from_slice(payload);
+        let mut frame = vec![0u8; HEADER_LEN_BYTES + payload.len()];
+        frame[..HEADER_LEN_BYTES].copy_from_slice(header);
+        if self.checksums {
+            // The payload's CRC32C is computed in the same pass as the copy
+            // and parked in the checksum field; `seal` continues it over the
+            // header at every transmission.
+            let payload_crc = Crc32c::new()
+                .copy_and_update(&mut frame[HEADER_LEN_BYTES..], payload)
+                .finish();
+            frame[CHECKSUM_BYTES].copy_from_slice(&payload_crc.to_le_bytes());
+        } else {
+            frame[HEADER_LEN_BYTES..].copy_from_slice(payload);
+        }
         link.handle_send(now_ns, frame).is_ok()
     }
 
@@ -298,6 +320,12 @@ mod tests {
         frame.extend((0..40u8).map(|i| i.wrapping_mul(37)));
         seal(&mut frame);
         assert!(verify(&frame));
+        // A payload CRC parked by `offer` gives the same seal.
+        let mut parked = frame.clone();
+        let payload_crc = resmpi_checksum::crc32c(&parked[HEADER_LEN_BYTES..]);
+        parked[CHECKSUM_BYTES].copy_from_slice(&payload_crc.to_le_bytes());
+        seal(&mut parked);
+        assert_eq!(parked, frame);
         for bit in 0..frame.len() * 8 {
             let mut flipped = frame.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
