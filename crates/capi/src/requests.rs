@@ -691,9 +691,7 @@ fn persistent_request(mpi: &mut Mpi, comm: usize, template: Persistent) -> MpiRe
         status: empty_status(),
         generation: 0,
         persistent: Some(template),
-        active: false,
         free_when_complete: false,
-        buffered_bytes: 0,
         inner: None,
     })
 }

@@ -251,9 +251,7 @@ impl<F: Interceptor> Engine<F> {
             },
             generation: 0,
             persistent: None,
-            active: true,
             free_when_complete: false,
-            buffered_bytes: 0,
             inner: None,
         };
         let index = self.insert_request(request)?;
@@ -374,9 +372,7 @@ impl<F: Interceptor> Engine<F> {
             status: Status::default(),
             generation: 0,
             persistent: None,
-            active: true,
             free_when_complete: false,
-            buffered_bytes: 0,
             inner: None,
         };
         let index = self.insert_request(request)?;
@@ -410,9 +406,7 @@ impl<F: Interceptor> Engine<F> {
             status,
             generation: 0,
             persistent: None,
-            active: true,
             free_when_complete: false,
-            buffered_bytes: 0,
             inner: None,
         };
         self.insert_request(request)

@@ -632,9 +632,7 @@ impl Mpi {
             status: Status::default(),
             generation: 0,
             persistent: None,
-            active: true,
             free_when_complete: false,
-            buffered_bytes: 0,
             inner: None,
         })?;
         self.engine.receive_probed(index, envelope, unexpected);

@@ -154,12 +154,8 @@ pub struct Request {
     pub generation: u32,
     /// Set for persistent requests.
     pub persistent: Option<Persistent>,
-    /// Persistent requests: started and not yet completed by a wait/test.
-    pub active: bool,
     /// MPI_Request_free was called: release the slot once complete.
     pub free_when_complete: bool,
-    /// Whether this send came from MPI_Bsend (accounted in the attached buffer).
-    pub buffered_bytes: usize,
     /// Persistent requests: the request of the operation started by MPI_Start.
     pub inner: Option<u32>,
 }
