@@ -150,16 +150,20 @@ pub fn complete_and_release(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) 
     finish(mpi, index, status).0
 }
 
+/// The request doing the work of slot `index`: itself, or for a persistent
+/// request the operation its last MPI_Start began (None when inactive).
+fn operation_of(mpi: &Mpi, index: u32) -> Option<u32> {
+    let request = mpi.engine.state.requests.get(index)?;
+    if request.persistent.is_some() {
+        request.inner
+    } else {
+        Some(index)
+    }
+}
+
 /// Wait for the request behind `index`.
 fn wait_index(mpi: &mut Mpi, index: u32) -> MpiResult<()> {
-    let target = mpi.engine.state.requests.get(index).and_then(|request| {
-        if request.persistent.is_some() {
-            request.inner
-        } else {
-            Some(index)
-        }
-    });
-    match target {
+    match operation_of(mpi, index) {
         Some(target) => mpi.engine.wait_request(target),
         None => Ok(()),
     }
@@ -619,14 +623,7 @@ pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
         }
         // SAFETY: checked non-null.
         let index = live_request(mpi, unsafe { *request })?;
-        let target = mpi.engine.state.requests.get(index).and_then(|r| {
-            if r.persistent.is_some() {
-                r.inner
-            } else {
-                Some(index)
-            }
-        });
-        if let Some(target) = target {
+        if let Some(target) = operation_of(mpi, index) {
             // Receives not yet matched are withdrawn; anything else completes
             // normally and MPI_Test_cancelled reports false (the standard allows it).
             mpi.engine.cancel(target);
