@@ -25,7 +25,7 @@ pub mod wireup;
 use std::sync::Arc;
 
 use resmpi_ft::PassThrough;
-use resmpi_runtime::{Config, Pmi};
+use resmpi_runtime::{Config, Pmi, StripeChoice};
 
 pub use comm::Communicator;
 pub use engine::{Destination, Engine, EngineConfig, Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
@@ -43,73 +43,25 @@ pub const SELF: usize = 1;
 /// Bytes of MPI_BSEND_OVERHEAD charged per buffered message (MPICH's value).
 pub const BSEND_OVERHEAD_BYTES: usize = 96;
 
-/// `RESMPI_RELIABLE=on|off` (default on): sequence numbers, acks and
-/// retransmission on network paths. Shared memory never needs it.
-fn reliability_enabled() -> MpiResult<bool> {
-    match std::env::var("RESMPI_RELIABLE").as_deref() {
-        Err(_) | Ok("") | Ok("on") | Ok("1") => Ok(true),
-        Ok("off") | Ok("0") => Ok(false),
-        Ok(other) => fail(
-            ErrorClass::Other,
-            format!("MPI_Init: RESMPI_RELIABLE must be on or off, not '{other}'"),
-        ),
-    }
-}
-
-/// Reliability tunables: one rail per TCP path, `RESMPI_STRIPE`,
-/// `RESMPI_ACK_TIMEOUT_MS` (first retransmission
-/// timeout, default 10) and `RESMPI_RETRIES` (retransmissions of one frame
-/// before its peer is declared unreachable, default 16).
-fn reliable_config(rail_count: u32) -> MpiResult<resmpi_reliable::ReliableConfig> {
-    // Real processes share cores with their peers and with the progress
-    // threads, so timers are looser than the sans-IO defaults (which the
-    // simulator uses): first retransmission after 50 ms, a rail silent for
-    // 1 s is down (heartbeats every 200 ms). See docs/user-guide.md.
-    let mut config = resmpi_reliable::ReliableConfig {
+/// The reliability layer's settings for a rank with `rail_count` TCP rails.
+/// Heartbeats go at a fifth of the rail silence timeout; a down rail is
+/// probed once per timeout.
+fn reliable_config(config: &Config, rail_count: u32) -> resmpi_reliable::ReliableConfig {
+    let rail_timeout_ns = config.rail_timeout_ms * 1_000_000;
+    resmpi_reliable::ReliableConfig {
         rail_count,
-        ack_timeout_ns: 50_000_000,
-        rail_silence_timeout_ns: 1_000_000_000,
-        heartbeat_interval_ns: 200_000_000,
-        down_rail_probe_interval_ns: 1_000_000_000,
+        stripe_policy: match config.stripe {
+            StripeChoice::RoundRobin => resmpi_reliable::StripePolicy::RoundRobin,
+            StripeChoice::Fragments => resmpi_reliable::StripePolicy::Fragments,
+            StripeChoice::Off => resmpi_reliable::StripePolicy::Off,
+        },
+        ack_timeout_ns: config.ack_timeout_ms * 1_000_000,
+        max_retries: config.retries,
+        rail_silence_timeout_ns: rail_timeout_ns,
+        heartbeat_interval_ns: rail_timeout_ns / 5,
+        down_rail_probe_interval_ns: rail_timeout_ns,
         ..Default::default()
-    };
-    config.stripe_policy = match std::env::var("RESMPI_STRIPE").as_deref() {
-        Err(_) | Ok("") | Ok("round-robin") => resmpi_reliable::StripePolicy::RoundRobin,
-        Ok("fragments") => resmpi_reliable::StripePolicy::Fragments,
-        Ok("off") => resmpi_reliable::StripePolicy::Off,
-        Ok(other) => {
-            return fail(
-                ErrorClass::Other,
-                format!(
-                    "MPI_Init: RESMPI_STRIPE must be round-robin, fragments or off, not '{other}'"
-                ),
-            )
-        }
-    };
-    let number = |name: &str| -> MpiResult<Option<u64>> {
-        match std::env::var(name) {
-            Ok(text) if !text.is_empty() => text.parse::<u64>().map(Some).map_err(|_| {
-                MpiError::new(
-                    ErrorClass::Other,
-                    format!("MPI_Init: {name} must be a whole number, not '{text}'"),
-                )
-            }),
-            _ => Ok(None),
-        }
-    };
-    if let Some(milliseconds) = number("RESMPI_ACK_TIMEOUT_MS")? {
-        config.ack_timeout_ns = milliseconds.max(1) * 1_000_000;
     }
-    if let Some(milliseconds) = number("RESMPI_RAIL_TIMEOUT_MS")? {
-        // A rail silent this long is down; heartbeats go at a fifth of it.
-        config.rail_silence_timeout_ns = milliseconds.max(5) * 1_000_000;
-        config.heartbeat_interval_ns = config.rail_silence_timeout_ns / 5;
-        config.down_rail_probe_interval_ns = config.rail_silence_timeout_ns;
-    }
-    if let Some(retries) = number("RESMPI_RETRIES")? {
-        config.max_retries = retries.min(u32::MAX as u64) as u32;
-    }
-    Ok(config)
 }
 
 /// The reliability layer allocates a buffer per fragment (up to 1 MiB) and
@@ -123,19 +75,6 @@ fn keep_fragment_memory_mapped() {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 8 << 20);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
-    }
-}
-
-/// `RESMPI_CHECKSUM=crc32c|none` (default crc32c): end-to-end CRC32C on
-/// every frame of a reliable link.
-fn checksums_enabled() -> MpiResult<bool> {
-    match std::env::var("RESMPI_CHECKSUM").as_deref() {
-        Err(_) | Ok("") | Ok("crc32c") => Ok(true),
-        Ok("none") => Ok(false),
-        Ok(other) => fail(
-            ErrorClass::Other,
-            format!("MPI_Init: RESMPI_CHECKSUM must be crc32c or none, not '{other}'"),
-        ),
     }
 }
 
@@ -183,7 +122,7 @@ impl Mpi {
             eager_limit_bytes: config.eager_limit_bytes,
             eager_credit_bytes,
         };
-        let reliable = reliability_enabled()?;
+        let reliable = config.reliable;
         let routes = transports.routes.clone();
         let rail_count = transports.rails.len().max(1) as u32;
         if reliable && routes.contains(&transport::Route::Tcp) {
@@ -194,8 +133,9 @@ impl Mpi {
             engine.links = reliability::ReliableLinks::new(
                 rank,
                 size,
-                reliable_config(rail_count)?,
-                checksums_enabled()?,
+                reliable_config(&config, rail_count),
+                config.checksums,
+                config.debug_rails,
                 |peer| routes[peer as usize] == transport::Route::Tcp,
             );
         }

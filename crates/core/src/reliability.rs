@@ -77,6 +77,8 @@ pub struct ReliableLinks {
     links: Vec<Option<PeerLink>>,
     /// Whether frames carry and are checked against a CRC32C.
     checksums: bool,
+    /// Print rails going down or up (`RESMPI_DEBUG_RAILS`).
+    debug_rails: bool,
     counters: ReliabilityCounters,
     /// A frame the link produced that the path had no room for, per peer.
     refused: Vec<Option<(u32, Vec<u8>)>>,
@@ -94,10 +96,12 @@ impl ReliableLinks {
         size: u32,
         config: ReliableConfig,
         checksums: bool,
+        debug_rails: bool,
         needs_link: impl Fn(u32) -> bool,
     ) -> ReliableLinks {
         ReliableLinks {
             checksums,
+            debug_rails,
             counters: ReliabilityCounters::default(),
             links: (0..size)
                 .map(|peer| needs_link(peer).then(|| PeerLink::new(rank, peer, config)))
@@ -110,7 +114,7 @@ impl ReliableLinks {
 
     /// No peer uses the layer.
     pub fn none(size: u32) -> ReliableLinks {
-        ReliableLinks::new(0, size, ReliableConfig::default(), false, |_| false)
+        ReliableLinks::new(0, size, ReliableConfig::default(), false, false, |_| false)
     }
 
     /// Whether frames to `peer` go through a link.
@@ -246,7 +250,7 @@ impl ReliableLinks {
             }
         }
         while let Some(event) = link.poll_event() {
-            if std::env::var_os("RESMPI_DEBUG_RAILS").is_some() {
+            if self.debug_rails {
                 eprintln!(
                     "resmpi: rank {} link to {peer}: {event:?} at {now_ns}",
                     link.local_rank()

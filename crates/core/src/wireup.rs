@@ -21,11 +21,9 @@ fn runtime_error(what: &str, error: impl std::fmt::Display) -> MpiError {
 /// An identifier equal for processes on the same host (same kernel boot).
 /// `RESMPI_HOST_KEY` overrides it (launchers set it for ranks started on
 /// hosts that share a kernel, such as network namespaces).
-pub fn host_key() -> String {
-    if let Ok(key) = std::env::var("RESMPI_HOST_KEY") {
-        if !key.is_empty() {
-            return hex_encode(key.as_bytes());
-        }
+pub fn host_key(config: &Config) -> String {
+    if let Some(key) = &config.host_key {
+        return hex_encode(key.as_bytes());
     }
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
     format!(
@@ -54,11 +52,11 @@ pub fn processor_name() -> String {
 /// names the rails (an interface name, or an IPv4 subnet such as
 /// 10.77.1.0/24 in which this host has an address); without it there is one
 /// rail on the address `tcp_publish_address` picks.
-fn rail_ips(all_local: bool) -> MpiResult<Vec<IpAddr>> {
-    let spec = std::env::var("RESMPI_RAILS").unwrap_or_default();
-    if spec.is_empty() {
-        return Ok(vec![tcp_publish_address(all_local)?]);
-    }
+fn rail_ips(config: &Config, all_local: bool) -> MpiResult<Vec<IpAddr>> {
+    let Some(spec) = &config.rails else {
+        return Ok(vec![tcp_publish_address(config, all_local)?]);
+    };
+
     let interfaces = interface_addresses();
     spec.split(',')
         .map(|item| {
@@ -111,11 +109,9 @@ fn rail_ips(all_local: bool) -> MpiResult<Vec<IpAddr>> {
 /// The address this rank's TCP listener binds and publishes: `RESMPI_TCP_ADDR`
 /// if set, loopback when every rank is on this host, else the first
 /// non-loopback IPv4 address of this host.
-fn tcp_publish_address(all_local: bool) -> MpiResult<IpAddr> {
-    if let Ok(text) = std::env::var("RESMPI_TCP_ADDR") {
-        return text.parse().map_err(|_| {
-            runtime_error("RESMPI_TCP_ADDR", format!("'{text}' is not an IP address"))
-        });
+fn tcp_publish_address(config: &Config, all_local: bool) -> MpiResult<IpAddr> {
+    if let Some(address) = config.tcp_address {
+        return Ok(address);
     }
     if all_local {
         return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
@@ -207,7 +203,7 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     let mut rails = Vec::new();
     let mut rail_addresses = Vec::new();
     if need_tcp {
-        for ip in rail_ips(pmi.local_size() == size)? {
+        for ip in rail_ips(config, pmi.local_size() == size)? {
             let (path, address) =
                 TcpPath::bind(rank, ip).map_err(|e| runtime_error("TCP listen", e))?;
             rails.push(path);
@@ -219,7 +215,7 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     } else {
         rail_addresses.join("|")
     };
-    let host = host_key();
+    let host = host_key(config);
     pmi.put(
         &format!("resmpi-card-{rank}"),
         &format!("{host};{};{tcp_address}", use_shm as u8),
@@ -302,7 +298,7 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         shm.unlink_own()
             .map_err(|e| runtime_error("shared memory unlink", e))?;
     }
-    let spec = injection_spec()?;
+    let spec = injection_spec(config)?;
     // Every rail's clock counts from the same instant, so `rail-down:R@T`
     // means T after wire-up on every rail.
     let epoch = std::time::Instant::now();
@@ -324,11 +320,11 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
 }
 
 /// `RESMPI_INJECT`: the faults `mpiexec --inject` asked for (none if unset).
-fn injection_spec() -> MpiResult<FaultSpec> {
-    match std::env::var("RESMPI_INJECT") {
-        Ok(text) if !text.is_empty() => text
+fn injection_spec(config: &Config) -> MpiResult<FaultSpec> {
+    match &config.inject {
+        Some(text) => text
             .parse()
             .map_err(|error| runtime_error("RESMPI_INJECT", error)),
-        _ => Ok(FaultSpec::default()),
+        None => Ok(FaultSpec::default()),
     }
 }

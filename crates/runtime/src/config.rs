@@ -13,6 +13,18 @@
 //! | `RESMPI_SHM_RING_BYTES` | size of each shared-memory ring, bytes     | 1 MiB   |
 //! | `RESMPI_JOB_ID`         | job id, names `/dev/shm/resmpi-<id>-*`     | none    |
 //! | `RESMPI_JOB_SECRET`     | job secret in hex, proven by peers on connect | none |
+//! | `RESMPI_RELIABLE`       | `on`/`off`: reliability layer on network paths | `on` |
+//! | `RESMPI_CHECKSUM`       | `crc32c`/`none` on reliable links          | `crc32c` |
+//! | `RESMPI_STRIPE`         | `round-robin`, `fragments` or `off`        | `round-robin` |
+//! | `RESMPI_RAILS`          | `tcp:IFACE_OR_SUBNET[,…]`, parsed at wire-up | one rail |
+//! | `RESMPI_INJECT`         | fault-injection spec, parsed by the path layer | none |
+//! | `RESMPI_TCP_ADDR`       | IP address the TCP listener binds and publishes | picked |
+//! | `RESMPI_HOST_KEY`       | ranks with equal keys share memory          | host+boot id |
+//! | `RESMPI_ACK_TIMEOUT_MS` | first retransmission timeout               | 50 |
+//! | `RESMPI_RETRIES`        | resends of one frame before a peer is unreachable | 16 |
+//! | `RESMPI_RAIL_TIMEOUT_MS`| silence after which a rail is down         | 1000 |
+//! | `RESMPI_PROGRESS_THREAD`| `on`/`off`: background progress for reliable links | `on` |
+//! | `RESMPI_DEBUG_RAILS`    | any value: print rails going down or up    | unset |
 
 use crate::hex::hex_decode;
 
@@ -39,6 +51,41 @@ pub struct Config {
     pub job_id: Option<String>,
     /// `RESMPI_JOB_SECRET`, decoded from hex.
     pub job_secret: Option<Vec<u8>>,
+    /// `RESMPI_RELIABLE`.
+    pub reliable: bool,
+    /// `RESMPI_CHECKSUM` is `crc32c`.
+    pub checksums: bool,
+    /// `RESMPI_STRIPE`.
+    pub stripe: StripeChoice,
+    /// `RESMPI_RAILS`, as given (interfaces are resolved at wire-up).
+    pub rails: Option<String>,
+    /// `RESMPI_INJECT`, as given (parsed by `resmpi_path::inject_spec`).
+    pub inject: Option<String>,
+    /// `RESMPI_TCP_ADDR`.
+    pub tcp_address: Option<std::net::IpAddr>,
+    /// `RESMPI_HOST_KEY`.
+    pub host_key: Option<String>,
+    /// `RESMPI_ACK_TIMEOUT_MS`.
+    pub ack_timeout_ms: u64,
+    /// `RESMPI_RETRIES`.
+    pub retries: u32,
+    /// `RESMPI_RAIL_TIMEOUT_MS`.
+    pub rail_timeout_ms: u64,
+    /// `RESMPI_PROGRESS_THREAD`.
+    pub progress_thread: bool,
+    /// `RESMPI_DEBUG_RAILS` is set.
+    pub debug_rails: bool,
+}
+
+/// How traffic to a peer spreads over its rails (`RESMPI_STRIPE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StripeChoice {
+    /// Frames take the live rails in turn.
+    RoundRobin,
+    /// Fragments of one message alternate rails.
+    Fragments,
+    /// Always the lowest live rail.
+    Off,
 }
 
 /// Default of [`Config::eager_limit_bytes`].
@@ -62,8 +109,42 @@ impl Default for Config {
             shm_ring_bytes: DEFAULT_SHM_RING_BYTES,
             job_id: None,
             job_secret: None,
+            reliable: true,
+            checksums: true,
+            stripe: StripeChoice::RoundRobin,
+            rails: None,
+            inject: None,
+            tcp_address: None,
+            host_key: None,
+            // Real processes share cores with their peers and progress
+            // threads: looser than the reliability crate's sans-IO defaults.
+            ack_timeout_ms: 50,
+            retries: 16,
+            rail_timeout_ms: 1000,
+            progress_thread: true,
+            debug_rails: false,
         }
     }
+}
+
+/// `text` as one of `choices` (name, value), or an error naming `variable`.
+fn choose<T: Copy>(variable: &str, text: &str, choices: &[(&str, T)]) -> Result<T, String> {
+    let text = text.trim();
+    choices
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, value)| *value)
+        .ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+            format!("{variable}='{text}' is not one of: {}", names.join(", "))
+        })
+}
+
+/// `text` as a whole number, or an error naming `variable`.
+fn whole_number(variable: &str, text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{variable}='{text}' is not a whole number"))
 }
 
 impl Config {
@@ -76,12 +157,19 @@ impl Config {
     /// need not touch the process environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         let mut config = Config::default();
+        if let Some(text) = lookup("RESMPI_TCP_ADDR") {
+            let address = text
+                .trim()
+                .parse()
+                .map_err(|_| format!("RESMPI_TCP_ADDR='{text}' is not an IP address"))?;
+            config.tcp_address = Some(address);
+        }
         if let Some(text) = lookup("RESMPI_PATHS") {
-            config.paths = match text.trim() {
-                "auto" => PathsChoice::Auto,
-                "tcp" => PathsChoice::Tcp,
-                other => return Err(format!("RESMPI_PATHS='{other}' is not one of: auto, tcp")),
-            };
+            config.paths = choose(
+                "RESMPI_PATHS",
+                &text,
+                &[("auto", PathsChoice::Auto), ("tcp", PathsChoice::Tcp)],
+            )?;
         }
         if let Some(text) = lookup("RESMPI_EAGER_LIMIT") {
             config.eager_limit_bytes = parse_byte_count(&text)
@@ -122,6 +210,43 @@ impl Config {
                 })?;
             config.job_secret = Some(secret);
         }
+        // For the settings below, set but empty counts as unset.
+        let lookup = |name: &str| lookup(name).filter(|text| !text.trim().is_empty());
+        let switch = [("on", true), ("1", true), ("off", false), ("0", false)];
+        if let Some(text) = lookup("RESMPI_RELIABLE") {
+            config.reliable = choose("RESMPI_RELIABLE", &text, &switch)?;
+        }
+        if let Some(text) = lookup("RESMPI_CHECKSUM") {
+            config.checksums = choose(
+                "RESMPI_CHECKSUM",
+                &text,
+                &[("crc32c", true), ("none", false)],
+            )?;
+        }
+        if let Some(text) = lookup("RESMPI_STRIPE") {
+            let stripes = [
+                ("round-robin", StripeChoice::RoundRobin),
+                ("fragments", StripeChoice::Fragments),
+                ("off", StripeChoice::Off),
+            ];
+            config.stripe = choose("RESMPI_STRIPE", &text, &stripes)?;
+        }
+        config.rails = lookup("RESMPI_RAILS");
+        config.inject = lookup("RESMPI_INJECT");
+        config.host_key = lookup("RESMPI_HOST_KEY");
+        if let Some(text) = lookup("RESMPI_ACK_TIMEOUT_MS") {
+            config.ack_timeout_ms = whole_number("RESMPI_ACK_TIMEOUT_MS", &text)?.max(1);
+        }
+        if let Some(text) = lookup("RESMPI_RETRIES") {
+            config.retries = whole_number("RESMPI_RETRIES", &text)?.min(u32::MAX as u64) as u32;
+        }
+        if let Some(text) = lookup("RESMPI_RAIL_TIMEOUT_MS") {
+            config.rail_timeout_ms = whole_number("RESMPI_RAIL_TIMEOUT_MS", &text)?.max(5);
+        }
+        if let Some(text) = lookup("RESMPI_PROGRESS_THREAD") {
+            config.progress_thread = choose("RESMPI_PROGRESS_THREAD", &text, &switch)?;
+        }
+        config.debug_rails = lookup("RESMPI_DEBUG_RAILS").is_some();
         Ok(config)
     }
 }
@@ -206,6 +331,15 @@ mod tests {
             ("RESMPI_JOB_SECRET", "abc"),
             ("RESMPI_JOB_SECRET", "zz"),
             ("RESMPI_JOB_SECRET", ""),
+            ("RESMPI_RELIABLE", "maybe"),
+            ("RESMPI_CHECKSUM", "md5"),
+            ("RESMPI_STRIPE", "random"),
+            ("RESMPI_TCP_ADDR", "not-an-ip"),
+            ("RESMPI_TCP_ADDR", ""),
+            ("RESMPI_ACK_TIMEOUT_MS", "soon"),
+            ("RESMPI_RETRIES", "-3"),
+            ("RESMPI_RAIL_TIMEOUT_MS", "1s"),
+            ("RESMPI_PROGRESS_THREAD", "yes"),
         ] {
             let error = config_of(&[(name, value)]).unwrap_err();
             assert!(error.contains(name), "{name}={value}: {error}");

@@ -19,7 +19,7 @@ mod hex;
 mod pmi;
 mod random;
 
-pub use config::{parse_byte_count, Config, PathsChoice};
+pub use config::{parse_byte_count, Config, PathsChoice, StripeChoice};
 pub use error::PmiError;
 pub use hex::{hex_decode, hex_encode};
 pub use pmi::Pmi;
