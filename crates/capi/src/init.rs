@@ -26,8 +26,7 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
     match Mpi::init(MPI_ERRORS_ARE_FATAL) {
         Ok(mpi) => {
             // RESMPI_PROGRESS_THREAD=off exists for tests that show what the thread is for.
-            let background_progress = mpi.engine.links.any()
-                && std::env::var("RESMPI_PROGRESS_THREAD").as_deref() != Ok("off");
+            let background_progress = mpi.engine.links.any() && mpi.config.progress_thread;
             global.mpi = Some(mpi);
             if background_progress {
                 start_progress_thread();

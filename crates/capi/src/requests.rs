@@ -61,6 +61,22 @@ fn live_request(mpi: &Mpi, handle: MPI_Request) -> MpiResult<u32> {
         })
 }
 
+/// Slab index of the live request `*request` points to; MPI_ERR_REQUEST
+/// for a NULL pointer or anything but a live request.
+///
+/// # Safety
+/// `request` is NULL or points to an MPI_Request.
+unsafe fn live_request_at(mpi: &Mpi, request: *const MPI_Request) -> MpiResult<u32> {
+    if request.is_null() {
+        return Err(MpiError::new(
+            ErrorClass::Request,
+            "request pointer is NULL",
+        ));
+    }
+    // SAFETY: checked non-null; the caller's pointer.
+    live_request(mpi, unsafe { *request })
+}
+
 /// Whether the request at `index` has nothing more to do.
 fn is_complete(mpi: &Mpi, index: u32) -> bool {
     let requests = &mpi.engine.state.requests;
@@ -579,23 +595,16 @@ const _: fn_types::MPI_Testsome = PMPI_Testsome;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
     entry("MPI_Request_free", MPI_COMM_WORLD, |mpi, _| {
-        if request.is_null() {
-            return Err(MpiError::new(
-                ErrorClass::Request,
-                "request pointer is NULL",
-            ));
-        }
-        // SAFETY: checked non-null.
-        let index = live_request(mpi, unsafe { *request })?;
+        // SAFETY: the caller's request pointer, checked inside.
+        let index = unsafe { live_request_at(mpi, request)? };
+        let target = operation_of(mpi, index);
         let requests = &mut mpi.engine.state.requests;
-        let slot = requests.get(index).expect("live");
-        let target = if slot.persistent.is_some() {
-            let inner = slot.inner;
+        if requests
+            .get(index)
+            .is_some_and(|slot| slot.persistent.is_some())
+        {
             requests.remove(index);
-            inner
-        } else {
-            Some(index)
-        };
+        }
         if let Some(target) = target {
             match requests.get_mut(target) {
                 Some(request) if request.complete => {
@@ -615,14 +624,8 @@ const _: fn_types::MPI_Request_free = PMPI_Request_free;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
     entry("MPI_Cancel", MPI_COMM_WORLD, |mpi, _| {
-        if request.is_null() {
-            return Err(MpiError::new(
-                ErrorClass::Request,
-                "request pointer is NULL",
-            ));
-        }
-        // SAFETY: checked non-null.
-        let index = live_request(mpi, unsafe { *request })?;
+        // SAFETY: the caller's request pointer, checked inside.
+        let index = unsafe { live_request_at(mpi, request)? };
         if let Some(target) = operation_of(mpi, index) {
             // Receives not yet matched are withdrawn; anything else completes
             // normally and MPI_Test_cancelled reports false (the standard allows it).
