@@ -13,19 +13,21 @@
 //! doorbell so oversubscribed ranks leave the CPU to their peers.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use resmpi_ft::{Interceptor, PassThrough};
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
 use resmpi_path::{Path, PathError};
-use resmpi_wire::{FrameHeader, FrameKind, FLAG_SYNC, HEADER_LEN_BYTES};
+use resmpi_wire::{FrameHeader, FrameKind, FLAG_ACK_NOW, FLAG_SYNC, HEADER_LEN_BYTES};
 
 use crate::comm::Communicator;
 use crate::error::{fail, ErrorClass, MpiError, MpiResult};
-use crate::reliability::ReliableLinks;
+use crate::reliability::{Check, Loan, ReliableLinks};
 use crate::request::{
     Operation, ReceiveState, Request, RequestTable, SendMode, SendStage, SendState, Status,
 };
 use crate::transport::Transports;
+use resmpi_checksum::{crc32c, Crc32c};
 
 /// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).
 const CONTROL_CREDIT: u64 = 1;
@@ -150,6 +152,9 @@ pub struct State<F: Interceptor = PassThrough> {
     queued_frames: usize,
     /// Sends in all streams.
     streaming_sends: usize,
+    /// Rendezvous sends waiting for the links to acknowledge their lent
+    /// fragments (`SendStage::AwaitingAcks`).
+    sends_awaiting_acks: Vec<u32>,
     /// Eager credit left toward each peer.
     eager_credit: Vec<usize>,
     /// Credit consumed here and not yet returned, per peer.
@@ -200,6 +205,7 @@ impl<F: Interceptor> Engine<F> {
                 streams: (0..peers).map(|_| VecDeque::new()).collect(),
                 queued_frames: 0,
                 streaming_sends: 0,
+                sends_awaiting_acks: Vec::new(),
                 eager_credit: vec![config.eager_credit_bytes; peers],
                 credit_owed: vec![0; peers],
                 probed_messages: Vec::new(),
@@ -239,6 +245,7 @@ impl<F: Interceptor> Engine<F> {
                 tag,
                 stage: SendStage::Done,
                 owned,
+                loan: None,
             }),
             comm,
             complete: false,
@@ -461,8 +468,8 @@ impl<F: Interceptor> Engine<F> {
         for (rail_index, rail) in self.transports.rails.iter_mut().enumerate() {
             let rail_index = rail_index as u32;
             let polled = rail.poll(|peer, frame| {
-                let delivered = links.receive(peer, rail_index, frame, |peer, frame| {
-                    state.handle_frame(peer, frame)
+                let delivered = links.receive(peer, rail_index, frame, |peer, frame, check| {
+                    state.handle_frame_checked(peer, frame, check)
                 });
                 if let Err(error) = delivered {
                     state.fail_later(error);
@@ -503,7 +510,8 @@ impl<F: Interceptor> Engine<F> {
         let sent = self.flush_outbox()?;
         let streamed = self.pump_streams()?;
         let transmitted = self.links.any() && self.links.transmit(&mut self.transports)?;
-        Ok(frames > 0 || sent || streamed || transmitted)
+        let acknowledged = self.complete_acknowledged_sends();
+        Ok(frames > 0 || sent || streamed || transmitted || acknowledged)
     }
 
     /// Progress until `done` holds, pausing with an [`Idler`] when nothing moves.
@@ -618,37 +626,104 @@ impl<F: Interceptor> Engine<F> {
                     continue;
                 };
                 let chunk = (send.length - offset).min(max_payload);
+                let new_offset = offset + chunk;
                 let mut header = FrameHeader::new(FrameKind::Data, rank);
                 header.message_id = receiver_id;
                 header.aux = offset as u64;
                 header.payload_len = chunk as u32;
-                // SAFETY: the send's buffer holds `length` bytes until the request completes.
-                let payload = unsafe { slice_from(send.buffer.add(offset), chunk) };
+                let reliable = self.links.covers(peer as u32);
+                if reliable && new_offset >= send.length {
+                    // The send completes on this fragment's ack: no delay.
+                    header.flags |= FLAG_ACK_NOW;
+                }
                 let header_bytes = header.to_bytes();
-                if !offer_to(
-                    &mut self.links,
-                    &mut self.transports,
-                    peer as u32,
-                    &header_bytes,
-                    payload,
-                )? {
+                // SAFETY (both arms): the send's buffer holds `length` bytes
+                // until the request completes, and a send with a loan
+                // completes only once the links returned it.
+                let offered = if reliable {
+                    let loan = send.loan.get_or_insert_with(Loan::default);
+                    let accepted = unsafe {
+                        self.links.offer_lent(
+                            peer as u32,
+                            &header_bytes,
+                            send.buffer.add(offset),
+                            chunk,
+                            loan,
+                        )
+                    };
+                    if accepted {
+                        self.links.transmit_to(peer as u32, &mut self.transports)?;
+                    }
+                    accepted
+                } else {
+                    let payload = unsafe { slice_from(send.buffer.add(offset), chunk) };
+                    offer_to(
+                        &mut self.links,
+                        &mut self.transports,
+                        peer as u32,
+                        &header_bytes,
+                        payload,
+                    )?
+                };
+                if !offered {
                     break;
                 }
                 any = true;
-                let new_offset = offset + chunk;
                 send.stage = SendStage::Streaming {
                     receiver_id,
                     offset: new_offset,
                 };
                 if new_offset >= send.length {
-                    send.stage = SendStage::Done;
                     self.state.streams[peer].pop_front();
                     self.state.streaming_sends -= 1;
-                    self.state.complete_send(index);
+                    if send
+                        .loan
+                        .as_ref()
+                        .is_some_and(|loan| Arc::strong_count(loan) > 1)
+                    {
+                        send.stage = SendStage::AwaitingAcks;
+                        self.state.sends_awaiting_acks.push(index);
+                    } else {
+                        send.stage = SendStage::Done;
+                        send.loan = None;
+                        self.state.complete_send(index);
+                    }
                 }
             }
         }
         Ok(any)
+    }
+
+    /// Complete the sends whose lent fragments the links have all released.
+    fn complete_acknowledged_sends(&mut self) -> bool {
+        let state = &mut self.state;
+        if state.sends_awaiting_acks.is_empty() {
+            return false;
+        }
+        let before = state.sends_awaiting_acks.len();
+        let mut awaiting = std::mem::take(&mut state.sends_awaiting_acks);
+        awaiting.retain(|&index| {
+            let Some(Request {
+                operation: Operation::Send(send),
+                ..
+            }) = state.requests.get_mut(index)
+            else {
+                return false;
+            };
+            if send
+                .loan
+                .as_ref()
+                .is_some_and(|loan| Arc::strong_count(loan) > 1)
+            {
+                return true;
+            }
+            send.loan = None;
+            send.stage = SendStage::Done;
+            state.complete_send(index);
+            false
+        });
+        state.sends_awaiting_acks = awaiting;
+        state.sends_awaiting_acks.len() < before
     }
 
     /// Send everything queued and wait for every send in flight (Finalize).
@@ -656,6 +731,7 @@ impl<F: Interceptor> Engine<F> {
         self.wait_until(|engine| {
             engine.state.queued_frames == 0
                 && engine.state.streaming_sends == 0
+                && engine.state.sends_awaiting_acks.is_empty()
                 && !engine.transports.rails_hold_output()
                 && engine.links.all_acknowledged()
         })
@@ -789,6 +865,14 @@ impl<F: Interceptor> State<F> {
 
     /// One frame from `peer` (header + payload).
     pub fn handle_frame(&mut self, peer: u32, frame: &[u8]) {
+        self.handle_frame_checked(peer, frame, None);
+    }
+
+    /// One frame from `peer`, whose payload checksum, with `check`, is still
+    /// to be verified (see [`Check`]): a rendezvous fragment is verified
+    /// during its copy into the receive buffer, anything else before it is
+    /// handled. False = the checksum failed and nothing was committed.
+    pub fn handle_frame_checked(&mut self, peer: u32, frame: &[u8], check: Check) -> bool {
         let header = match FrameHeader::parse(frame) {
             Ok(header) => header,
             Err(error) => {
@@ -796,7 +880,7 @@ impl<F: Interceptor> State<F> {
                     ErrorClass::Intern,
                     format!("bad frame from rank {peer}: {error}"),
                 ));
-                return;
+                return true;
             }
         };
         let payload_end = HEADER_LEN_BYTES + header.payload_len as usize;
@@ -805,9 +889,15 @@ impl<F: Interceptor> State<F> {
                 ErrorClass::Intern,
                 format!("malformed frame from rank {peer}"),
             ));
-            return;
+            return true;
         }
         let payload = &frame[HEADER_LEN_BYTES..payload_end];
+        if header.kind == FrameKind::Data {
+            return self.receive_data(peer, &header, payload, check);
+        }
+        if check.is_some_and(|check| !check(crc32c(payload))) {
+            return false;
+        }
         match header.kind {
             FrameKind::Eager => {
                 let envelope = Envelope {
@@ -824,7 +914,7 @@ impl<F: Interceptor> State<F> {
                     });
                 if let Some(wire_id) = matched {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
-                        return;
+                        return true;
                     };
                     if let Some((buffer, capacity)) =
                         self.accept_match(index, envelope, payload.len())
@@ -852,7 +942,7 @@ impl<F: Interceptor> State<F> {
                     .handle_arrival_with(envelope, || Unexpected::Rendezvous { send_id, length });
                 if let Some(wire_id) = matched {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
-                        return;
+                        return true;
                     };
                     self.accept_match(index, envelope, length);
                     self.clear_to_send(index, envelope, send_id, length);
@@ -861,7 +951,7 @@ impl<F: Interceptor> State<F> {
             }
             FrameKind::ClearToSend => {
                 let Some((index, request)) = self.requests.by_wire_id(header.message_id) else {
-                    return;
+                    return true;
                 };
                 if let Operation::Send(send) = &mut request.operation {
                     if send.length == 0 {
@@ -877,32 +967,10 @@ impl<F: Interceptor> State<F> {
                     }
                 }
             }
-            FrameKind::Data => {
-                let Some((index, request)) = self.requests.by_wire_id(header.message_id) else {
-                    return;
-                };
-                let Operation::Receive(receive) = &mut request.operation else {
-                    return;
-                };
-                copy_into(
-                    receive.buffer,
-                    receive.capacity,
-                    header.aux as usize,
-                    payload,
-                );
-                receive.received += payload.len();
-                if receive.received >= receive.total {
-                    let envelope = Envelope {
-                        source: peer,
-                        context: receive.pattern.context,
-                        tag: request.status.tag,
-                    };
-                    self.complete_receive(index, envelope);
-                }
-            }
+            FrameKind::Data => unreachable!("handled above"),
             FrameKind::SyncAck => {
                 let Some((index, request)) = self.requests.by_wire_id(header.message_id) else {
-                    return;
+                    return true;
                 };
                 if let Operation::Send(send) = &mut request.operation {
                     send.stage = SendStage::Done;
@@ -916,6 +984,53 @@ impl<F: Interceptor> State<F> {
             }
             FrameKind::Ack => {}
         }
+        true
+    }
+
+    /// A rendezvous fragment: copy it into its receive at its offset; with
+    /// `check`, checksum the payload in the same pass and commit nothing
+    /// unless `check` accepts it. Returns whether the fragment was taken.
+    fn receive_data(
+        &mut self,
+        peer: u32,
+        header: &FrameHeader,
+        payload: &[u8],
+        check: Check,
+    ) -> bool {
+        let target = self
+            .requests
+            .by_wire_id(header.message_id)
+            .filter(|(_, request)| matches!(request.operation, Operation::Receive(_)));
+        let Some((index, request)) = target else {
+            // No receive waits for it (a bug upstream): nothing to copy into.
+            return check.is_none_or(|check| check(crc32c(payload)));
+        };
+        let Operation::Receive(receive) = &mut request.operation else {
+            unreachable!("filtered above");
+        };
+        let offset = header.aux as usize;
+        match check {
+            None => copy_into(receive.buffer, receive.capacity, offset, payload),
+            Some(check) => {
+                let payload_crc =
+                    copy_into_checksummed(receive.buffer, receive.capacity, offset, payload);
+                if !check(payload_crc) {
+                    // What the copy wrote belongs to this fragment's range of
+                    // an incomplete receive: the retransmission rewrites it.
+                    return false;
+                }
+            }
+        }
+        receive.received += payload.len();
+        if receive.received >= receive.total {
+            let envelope = Envelope {
+                source: peer,
+                context: receive.pattern.context,
+                tag: request.status.tag,
+            };
+            self.complete_receive(index, envelope);
+        }
+        true
     }
 }
 
@@ -959,6 +1074,21 @@ fn copy_into(buffer: *mut u8, capacity: usize, offset: usize, data: &[u8]) {
     // SAFETY: the receive's owner guarantees `capacity` writable bytes at `buffer`
     // until the request completes; `offset + length <= capacity`.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buffer.add(offset), length) };
+}
+
+/// `copy_into` that also returns the CRC32C of all of `data` (the part
+/// beyond `capacity`, truncated away, is checksummed without being copied).
+fn copy_into_checksummed(buffer: *mut u8, capacity: usize, offset: usize, data: &[u8]) -> u32 {
+    let length = data.len().min(capacity.saturating_sub(offset));
+    let (copied, rest) = data.split_at(length);
+    let mut crc = Crc32c::new();
+    if length > 0 {
+        // SAFETY: as in `copy_into`: `offset + length <= capacity` writable
+        // bytes of the receive's buffer, which does not overlap `data`.
+        let destination = unsafe { std::slice::from_raw_parts_mut(buffer.add(offset), length) };
+        crc = crc.copy_and_update(destination, copied);
+    }
+    crc.update(rest).finish()
 }
 
 /// View `length` bytes at `buffer` (empty for a null or zero-length buffer).

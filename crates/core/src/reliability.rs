@@ -7,18 +7,74 @@
 //!
 //! Shared memory does not use it: rings neither lose nor reorder, so the
 //! layer would only cost time there.
+//!
+//! Copies: a small frame's payload is copied once into the link (with its
+//! CRC32C computed in the same pass); a rendezvous fragment is not copied at
+//! all: the link keeps a view of the application's buffer ([`Loan`]) and the
+//! engine completes the send only when the link has released every view,
+//! i.e. when every fragment is acknowledged. Transmitting and retransmitting
+//! lend the stored payload to the path, which writes it straight to the
+//! socket.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use resmpi_checksum::Crc32c;
-use resmpi_reliable::{PeerLink, ReliableConfig};
-use resmpi_wire::HEADER_LEN_BYTES;
+use resmpi_reliable::{PeerLink, ReliableConfig, Transmission};
+use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::transport::Transports;
 
 /// Where the frame checksum sits in the header (see `resmpi_wire`).
 const CHECKSUM_BYTES: std::ops::Range<usize> = 56..60;
+/// Where the header's own checksum sits: the wire header's reserved last
+/// word. It covers bytes `..56` and lets a receiver trust a header (where
+/// its payload goes) before the payload is checked.
+const HEADER_CHECKSUM_BYTES: std::ops::Range<usize> = 60..64;
+/// Header bytes the header checksum covers.
+const HEADER_COVERED_BYTES: std::ops::RangeTo<usize> = ..56;
+
+/// Proof that a send's buffer is lent to the links: the send holds one
+/// reference, every fragment the links keep holds another; the send may
+/// complete once it holds the only one.
+pub type Loan = Arc<()>;
+
+/// What a link keeps of a frame's payload until it is acknowledged.
+pub enum OutPayload {
+    /// A private copy (eager and control frames: small).
+    Owned(Vec<u8>),
+    /// A view of the application's send buffer (rendezvous fragments).
+    Lent(LentBytes),
+}
+
+/// `length` bytes at `start`, kept readable by the send request that holds
+/// the same [`Loan`].
+pub struct LentBytes {
+    start: *const u8,
+    length: usize,
+    _loan: Loan,
+}
+
+// SAFETY: the bytes are only read, under the library lock, while the send
+// request that lent them is incomplete (it waits for this loan to end).
+unsafe impl Send for LentBytes {}
+
+impl AsRef<[u8]> for OutPayload {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            OutPayload::Owned(bytes) => bytes,
+            // SAFETY: see `LentBytes`: the lender keeps the bytes alive and
+            // unmodified until the loan is returned.
+            OutPayload::Lent(lent) => unsafe { crate::engine::slice_from(lent.start, lent.length) },
+        }
+    }
+}
+
+/// CRC32C of a header's first 56 bytes (everything but the checksums).
+fn header_checksum(frame: &[u8]) -> u32 {
+    Crc32c::new().update(&frame[HEADER_COVERED_BYTES]).finish()
+}
 
 /// CRC32C of a frame: its payload, then its header with the checksum field
 /// zero. Payload first so the running CRC of a payload could be kept from
@@ -37,22 +93,58 @@ pub fn frame_checksum(frame: &[u8]) -> u32 {
 /// only the header is checksummed here; frames the link makes itself carry
 /// no payload, and a zero field is always recomputed in full, so either way
 /// the result equals `frame_checksum`.
-pub fn seal(frame: &mut [u8]) {
-    let parked = u32::from_le_bytes(frame[CHECKSUM_BYTES].try_into().expect("4 bytes"));
-    let checksum = if parked != 0 || frame.len() == HEADER_LEN_BYTES {
-        let mut zeroed = [0u8; HEADER_LEN_BYTES];
-        zeroed.copy_from_slice(&frame[..HEADER_LEN_BYTES]);
-        zeroed[CHECKSUM_BYTES].fill(0);
-        Crc32c::resume(parked).update(&zeroed).finish()
+pub fn seal(header: &mut [u8; HEADER_LEN_BYTES], payload: &[u8]) {
+    let own = header_checksum(header);
+    header[HEADER_CHECKSUM_BYTES].copy_from_slice(&own.to_le_bytes());
+    let parked = u32::from_le_bytes(header[CHECKSUM_BYTES].try_into().expect("4 bytes"));
+    let payload_crc = if parked != 0 || payload.is_empty() {
+        parked
     } else {
-        frame_checksum(frame)
+        Crc32c::new().update(payload).finish()
     };
-    frame[CHECKSUM_BYTES].copy_from_slice(&checksum.to_le_bytes());
+    let mut zeroed = *header;
+    zeroed[CHECKSUM_BYTES].fill(0);
+    let checksum = Crc32c::resume(payload_crc).update(&zeroed).finish();
+    header[CHECKSUM_BYTES].copy_from_slice(&checksum.to_le_bytes());
 }
 
-/// Whether a frame's checksum matches its bytes.
+/// Whether a frame's checksums match its bytes.
 pub fn verify(frame: &[u8]) -> bool {
-    frame.len() >= HEADER_LEN_BYTES && frame[CHECKSUM_BYTES] == frame_checksum(frame).to_le_bytes()
+    header_verifies(frame) && frame[CHECKSUM_BYTES] == frame_checksum(frame).to_le_bytes()
+}
+
+/// Whether a frame's header matches its own checksum.
+fn header_verifies(frame: &[u8]) -> bool {
+    frame.len() >= HEADER_LEN_BYTES
+        && frame[HEADER_CHECKSUM_BYTES] == header_checksum(frame).to_le_bytes()
+}
+
+/// Whether `payload_crc`, the CRC32C of a frame's payload computed while it
+/// was copied out, completes to the frame's checksum.
+fn payload_checksum_matches(frame: &[u8], payload_crc: u32) -> bool {
+    let mut zeroed = [0u8; HEADER_LEN_BYTES];
+    zeroed.copy_from_slice(&frame[..HEADER_LEN_BYTES]);
+    zeroed[CHECKSUM_BYTES].fill(0);
+    frame[CHECKSUM_BYTES]
+        == Crc32c::resume(payload_crc)
+            .update(&zeroed)
+            .finish()
+            .to_le_bytes()
+}
+
+/// How the link hands a frame to the engine: `check` is `None` for a frame
+/// already verified (or sent without checksums); `Some` for a data frame
+/// whose payload the engine must checksum during its copy, giving the CRC to
+/// `check` and committing nothing if it says no. Returns whether the frame
+/// was taken.
+pub type Check<'a> = Option<&'a dyn Fn(u32) -> bool>;
+
+/// A transmission the path had no room for; its payload stays in the link.
+#[derive(Clone, Copy)]
+struct Refused {
+    rail: u32,
+    header: [u8; HEADER_LEN_BYTES],
+    seq: u64,
 }
 
 /// Counters for the end-of-job report.
@@ -74,14 +166,16 @@ fn add_stats(totals: &mut [u64; 6], stats: &resmpi_reliable::LinkStats) {
 
 /// Links to the peers that need one, and frames a full path refused.
 pub struct ReliableLinks {
-    links: Vec<Option<PeerLink>>,
+    links: Vec<Option<PeerLink<OutPayload>>>,
     /// Whether frames carry and are checked against a CRC32C.
     checksums: bool,
     /// Print rails going down or up (`RESMPI_DEBUG_RAILS`).
     debug_rails: bool,
     counters: ReliabilityCounters,
-    /// A frame the link produced that the path had no room for, per peer.
-    refused: Vec<Option<(u32, Vec<u8>)>>,
+    /// A frame the link produced that the path had no room for, per peer:
+    /// its rail, header and sequence number (0 for the link's own frames,
+    /// which carry no payload).
+    refused: Vec<Option<Refused>>,
     /// Report counters of links already forgotten (see `report`).
     retired: [u64; 6],
     epoch: Instant,
@@ -132,46 +226,120 @@ impl ReliableLinks {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    /// Hand a frame to `peer`'s link. False = its send window is full.
+    /// Hand a frame to `peer`'s link, with a private copy of its payload.
+    /// False = its send window is full.
     pub fn offer(&mut self, peer: u32, header: &[u8; HEADER_LEN_BYTES], payload: &[u8]) -> bool {
-        let now_ns = self.now_ns();
-        let Some(link) = self.links[peer as usize].as_mut() else {
+        if !self.has_room(peer) {
             return false;
-        };
-        let mut frame = vec![0u8; HEADER_LEN_BYTES + payload.len()];
-        frame[..HEADER_LEN_BYTES].copy_from_slice(header);
+        }
+        let mut header = *header;
+        let mut copy = vec![0u8; payload.len()];
         if self.checksums {
             // The payload's CRC32C is computed in the same pass as the copy
             // and parked in the checksum field; `seal` continues it over the
             // header at every transmission.
-            let payload_crc = Crc32c::new()
-                .copy_and_update(&mut frame[HEADER_LEN_BYTES..], payload)
-                .finish();
-            frame[CHECKSUM_BYTES].copy_from_slice(&payload_crc.to_le_bytes());
+            let payload_crc = Crc32c::new().copy_and_update(&mut copy, payload).finish();
+            header[CHECKSUM_BYTES].copy_from_slice(&payload_crc.to_le_bytes());
         } else {
-            frame[HEADER_LEN_BYTES..].copy_from_slice(payload);
+            copy.copy_from_slice(payload);
         }
-        link.handle_send(now_ns, frame).is_ok()
+        self.push(peer, header, OutPayload::Owned(copy))
+    }
+
+    /// Hand a frame to `peer`'s link without copying its payload: the link
+    /// keeps a view of `length` bytes at `start` until the frame is
+    /// acknowledged, holding a clone of `loan` meanwhile. False = its send
+    /// window is full.
+    ///
+    /// # Safety
+    /// `start` must point to `length` readable bytes that stay alive and
+    /// unmodified while any clone of `loan` made here exists.
+    pub unsafe fn offer_lent(
+        &mut self,
+        peer: u32,
+        header: &[u8; HEADER_LEN_BYTES],
+        start: *const u8,
+        length: usize,
+        loan: &Loan,
+    ) -> bool {
+        if !self.has_room(peer) {
+            return false;
+        }
+        let mut header = *header;
+        let payload = OutPayload::Lent(LentBytes {
+            start,
+            length,
+            _loan: Arc::clone(loan),
+        });
+        if self.checksums {
+            // One read of the payload, parked like `offer`'s.
+            let payload_crc = Crc32c::new().update(payload.as_ref()).finish();
+            header[CHECKSUM_BYTES].copy_from_slice(&payload_crc.to_le_bytes());
+        }
+        self.push(peer, header, payload)
+    }
+
+    fn has_room(&self, peer: u32) -> bool {
+        self.links[peer as usize]
+            .as_ref()
+            .is_some_and(|link| !link.send_window_is_full())
+    }
+
+    fn push(&mut self, peer: u32, header: [u8; HEADER_LEN_BYTES], payload: OutPayload) -> bool {
+        let now_ns = self.now_ns();
+        let Some(link) = self.links[peer as usize].as_mut() else {
+            return false;
+        };
+        link.handle_send_parts(now_ns, header, payload).is_ok()
     }
 
     /// A frame arrived from `peer` over its path: pass it to the link and
-    /// hand every frame now deliverable in order to `deliver`.
+    /// hand every frame now deliverable in order to `deliver` (see
+    /// [`Check`]).
+    ///
+    /// With checksums, the next data frame in order is checked in the same
+    /// pass as the engine's copy of its payload into the receive buffer
+    /// (LA-MPI's "CRC during the copy"): its header, which says where the
+    /// payload goes, is checked first on its own; a payload that fails
+    /// leaves the receive incomplete and the frame unacknowledged, so the
+    /// retransmission overwrites what the copy wrote. Other frames are
+    /// checked whole before the link sees them.
     pub fn receive(
         &mut self,
         peer: u32,
         rail: u32,
         frame: &[u8],
-        mut deliver: impl FnMut(u32, &[u8]),
+        mut deliver: impl FnMut(u32, &[u8], Check) -> bool,
     ) -> MpiResult<()> {
         let now_ns = self.now_ns();
         let Some(link) = self.links.get_mut(peer as usize).and_then(Option::as_mut) else {
-            deliver(peer, frame);
+            deliver(peer, frame, None);
             return Ok(());
         };
-        if self.checksums && !verify(frame) {
-            // Never delivered, never fatal: the sender retransmits it.
-            self.counters.corrupt_caught += 1;
-            return Ok(());
+        let mut delivered_already = false;
+        if self.checksums {
+            if !header_verifies(frame) {
+                // Never delivered, never fatal: the sender retransmits it.
+                self.counters.corrupt_caught += 1;
+                return Ok(());
+            }
+            let fused = FrameHeader::parse(frame).is_ok_and(|header| {
+                header.kind == FrameKind::Data
+                    && header.payload_len > 0
+                    && frame.len() == HEADER_LEN_BYTES + header.payload_len as usize
+                    && link.is_next_in_order(header.seq)
+            });
+            if fused {
+                let check = |payload_crc| payload_checksum_matches(frame, payload_crc);
+                if !deliver(peer, frame, Some(&check)) {
+                    self.counters.corrupt_caught += 1;
+                    return Ok(());
+                }
+                delivered_already = true;
+            } else if !verify(frame) {
+                self.counters.corrupt_caught += 1;
+                return Ok(());
+            }
         }
         let deliver_now = link
             .handle_receive_on_rail_direct(now_ns, rail, frame)
@@ -181,13 +349,13 @@ impl ReliableLinks {
                     format!("bad frame from rank {peer}: {error:?}"),
                 )
             })?;
-        if deliver_now {
+        if deliver_now && !delivered_already {
             // The next frame in order with nothing waiting: straight from
             // the path's buffer, no copy into the link.
-            deliver(peer, frame);
+            deliver(peer, frame, None);
         }
         while let Some(delivered) = link.poll_deliver() {
-            deliver(peer, &delivered);
+            deliver(peer, &delivered, None);
         }
         Ok(())
     }
@@ -222,27 +390,35 @@ impl ReliableLinks {
         }
         let mut any = false;
         loop {
-            let (rail, frame) = match self.refused[peer_index].take() {
+            let (Refused { rail, header, seq }, payload) = match self.refused[peer_index].take() {
                 // A frame held for a rail that has since gone down is
                 // resent on a survivor by the link itself.
-                Some((rail, _)) if !link.rail_is_up(rail) => continue,
-                Some(held) => held,
-                None => match link.poll_transmit_on_rail(now_ns) {
-                    Some((rail, mut frame)) => {
+                Some(held) if !link.rail_is_up(held.rail) => continue,
+                Some(held) if held.seq == 0 => (held, &[][..]),
+                Some(held) => match link.payload_of(held.seq) {
+                    Some(payload) => (held, payload),
+                    // Acknowledged meanwhile (an earlier copy got through).
+                    None => continue,
+                },
+                None => match link.poll_transmission(now_ns) {
+                    Some(Transmission {
+                        rail,
+                        mut header,
+                        payload,
+                        seq,
+                    }) => {
                         if self.checksums {
-                            seal(&mut frame);
+                            seal(&mut header, payload);
                         }
-                        (rail, frame)
+                        (Refused { rail, header, seq }, payload)
                     }
                     None => break,
                 },
             };
-            let header: &[u8; HEADER_LEN_BYTES] =
-                frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
-            match transports.try_send_on_rail(rail, peer, header, &frame[HEADER_LEN_BYTES..]) {
+            match transports.try_send_on_rail(rail, peer, &header, payload) {
                 Ok(true) => any = true,
                 Ok(false) => {
-                    self.refused[peer_index] = Some((rail, frame));
+                    self.refused[peer_index] = Some(Refused { rail, header, seq });
                     break;
                 }
                 // The frame stays in the link, which resends it elsewhere.
@@ -322,18 +498,54 @@ mod tests {
         header.seq = 9;
         let mut frame = header.to_bytes().to_vec();
         frame.extend((0..40u8).map(|i| i.wrapping_mul(37)));
-        seal(&mut frame);
+        let (head, payload) = frame.split_at_mut(HEADER_LEN_BYTES);
+        let head: &mut [u8; HEADER_LEN_BYTES] = head.try_into().unwrap();
+        let mut parked = *head;
+        seal(head, payload);
         assert!(verify(&frame));
         // A payload CRC parked by `offer` gives the same seal.
-        let mut parked = frame.clone();
-        let payload_crc = resmpi_checksum::crc32c(&parked[HEADER_LEN_BYTES..]);
+        let payload_crc = resmpi_checksum::crc32c(&frame[HEADER_LEN_BYTES..]);
         parked[CHECKSUM_BYTES].copy_from_slice(&payload_crc.to_le_bytes());
-        seal(&mut parked);
-        assert_eq!(parked, frame);
+        seal(&mut parked, &frame[HEADER_LEN_BYTES..]);
+        assert_eq!(parked[..], frame[..HEADER_LEN_BYTES]);
         for bit in 0..frame.len() * 8 {
             let mut flipped = frame.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
             assert!(!verify(&flipped), "flip of bit {bit} not caught");
+        }
+    }
+
+    #[test]
+    fn fused_check_trusts_only_an_intact_header_and_catches_any_payload_flip() {
+        let mut header = FrameHeader::new(FrameKind::Data, 1);
+        header.payload_len = 48;
+        header.seq = 4;
+        header.aux = 4096;
+        let mut frame = header.to_bytes().to_vec();
+        frame.extend((0..48u8).map(|i| i.wrapping_mul(91)));
+        let (head, payload) = frame.split_at_mut(HEADER_LEN_BYTES);
+        seal(head.try_into().unwrap(), payload);
+        assert!(header_verifies(&frame));
+        let payload_crc = |frame: &[u8]| resmpi_checksum::crc32c(&frame[HEADER_LEN_BYTES..]);
+        assert!(payload_checksum_matches(&frame, payload_crc(&frame)));
+        // Where the payload goes (offset, request id, sequence) is in the
+        // header: any flip there is caught before the payload is placed.
+        for bit in 0..HEADER_LEN_BYTES * 8 {
+            let mut flipped = frame.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            let caught = !header_verifies(&flipped)
+                || !payload_checksum_matches(&flipped, payload_crc(&flipped));
+            assert!(caught, "header flip of bit {bit} not caught");
+        }
+        // A payload flip passes the header check and fails the fused one.
+        for bit in HEADER_LEN_BYTES * 8..frame.len() * 8 {
+            let mut flipped = frame.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            assert!(header_verifies(&flipped));
+            assert!(
+                !payload_checksum_matches(&flipped, payload_crc(&flipped)),
+                "payload flip of bit {bit} not caught"
+            );
         }
     }
 }

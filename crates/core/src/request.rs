@@ -59,6 +59,9 @@ pub enum SendStage {
     },
     /// Synchronous eager send waiting for the receiver's match acknowledgement.
     AwaitingSyncAck,
+    /// Rendezvous over a reliable link: every fragment is on the wire, lent
+    /// from the buffer; complete once the link released them all (acked).
+    AwaitingAcks,
     /// Nothing left to do.
     Done,
 }
@@ -80,6 +83,9 @@ pub struct SendState {
     pub stage: SendStage,
     /// Private copy of the data (MPI_Bsend).
     pub owned: Option<Vec<u8>>,
+    /// Held while reliable links keep views of `buffer` (zero-copy
+    /// retransmission): the send completes when no other reference is left.
+    pub loan: Option<crate::reliability::Loan>,
 }
 
 /// A receive in flight.

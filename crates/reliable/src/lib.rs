@@ -84,6 +84,7 @@ mod tests;
 
 pub use config::{ReliableConfig, StripePolicy, RAIL_COUNT_MAX};
 pub use link::{
-    LinkEvent, LinkStats, LinkStatus, PeerLink, PeerUnreachable, ReceiveError, UnreachableCause,
-    WindowFull, ACK_TAG_PROBE, ACK_TAG_PROBE_ANSWER, ACK_TAG_RECEIVE_WINDOW_FULL, EVENT_QUEUE_MAX,
+    LinkEvent, LinkStats, LinkStatus, PeerLink, PeerUnreachable, ReceiveError, Transmission,
+    UnreachableCause, WindowFull, ACK_TAG_PROBE, ACK_TAG_PROBE_ANSWER, ACK_TAG_RECEIVE_WINDOW_FULL,
+    EVENT_QUEUE_MAX,
 };

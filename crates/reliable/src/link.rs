@@ -26,7 +26,7 @@ use crate::rails::RailSet;
 use crate::receive_buffer::{Arrival, ReceiveBuffer};
 use crate::send_buffer::{SendBuffer, SentFrame};
 use crate::ReliableConfig;
-use resmpi_wire::{FrameHeader, FrameKind, ParseError, HEADER_LEN_BYTES};
+use resmpi_wire::{FrameHeader, FrameKind, ParseError, FLAG_ACK_NOW, HEADER_LEN_BYTES};
 use std::collections::VecDeque;
 
 /// Pure Ack `tag` bit: a heartbeat probe; answer it on the rail it came from.
@@ -235,13 +235,35 @@ pub struct LinkStats {
     pub events_dropped: u64,
 }
 
-/// My end of the reliable link to one peer. See the module docs.
+/// One frame to put on the wire, as [`PeerLink::poll_transmission`] hands it
+/// out: the header to send (with the current ack) and a view of the payload
+/// the link keeps, so transmitting copies nothing.
 #[derive(Debug)]
-pub struct PeerLink {
+pub struct Transmission<'a> {
+    /// Rail to send it on.
+    pub rail: u32,
+    /// The frame's header as it must go out now.
+    pub header: [u8; HEADER_LEN_BYTES],
+    /// The payload (empty for the link's own frames).
+    pub payload: &'a [u8],
+    /// The frame's sequence number (0 for pure Acks): what
+    /// [`PeerLink::payload_of`] takes to see the payload again if the path
+    /// had no room for it now.
+    pub seq: u64,
+}
+
+/// My end of the reliable link to one peer. See the module docs.
+///
+/// `P` is what holds a data frame's payload until it is acknowledged: an
+/// owned `Vec<u8>` by default, or any view of bytes the owner keeps alive
+/// (resmpi's engine lends the application's buffer of a large send and
+/// completes the send only when the link has released every frame of it).
+#[derive(Debug)]
+pub struct PeerLink<P = Vec<u8>> {
     local_rank: u32,
     peer_rank: u32,
     config: ReliableConfig,
-    send_buffer: SendBuffer,
+    send_buffer: SendBuffer<P>,
     receive_buffer: ReceiveBuffer,
     /// When a pure Ack must go out if no data frame carries the ack first.
     ack_deadline_ns: Option<u64>,
@@ -264,7 +286,41 @@ pub struct PeerLink {
     window_update_due: bool,
 }
 
-impl PeerLink {
+impl PeerLink<Vec<u8>> {
+    /// Accept an outgoing frame (header and payload in one buffer): see
+    /// [`PeerLink::handle_send_parts`].
+    ///
+    /// # Panics
+    /// As [`PeerLink::handle_send_parts`], or if `frame` is shorter than a
+    /// header.
+    pub fn handle_send(&mut self, now_ns: u64, mut frame: Vec<u8>) -> Result<u64, WindowFull> {
+        assert!(
+            frame.len() >= HEADER_LEN_BYTES,
+            "handle_send: frame shorter than a header"
+        );
+        let payload = frame.split_off(HEADER_LEN_BYTES);
+        let header: [u8; HEADER_LEN_BYTES] = frame[..].try_into().expect("header length");
+        self.handle_send_parts(now_ns, header, payload)
+    }
+
+    /// Next frame to put on the wire, as one buffer, and its rail: see
+    /// [`PeerLink::poll_transmission`] (which copies nothing).
+    pub fn poll_transmit_on_rail(&mut self, now_ns: u64) -> Option<(u32, Vec<u8>)> {
+        let transmission = self.poll_transmission(now_ns)?;
+        let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + transmission.payload.len());
+        frame.extend_from_slice(&transmission.header);
+        frame.extend_from_slice(transmission.payload);
+        Some((transmission.rail, frame))
+    }
+
+    /// Next frame to put on the wire, for single-rail links: see
+    /// [`PeerLink::poll_transmit_on_rail`].
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Vec<u8>> {
+        self.poll_transmit_on_rail(now_ns).map(|(_, frame)| frame)
+    }
+}
+
+impl<P: AsRef<[u8]>> PeerLink<P> {
     /// A fresh link from `local_rank` to `peer_rank`; both ends start at
     /// sequence number 1. Rail clocks start at the first call that passes a
     /// time.
@@ -272,7 +328,7 @@ impl PeerLink {
     /// # Panics
     /// If `config.send_window_frames` is 0 or `config.rail_count` is outside
     /// `1..=RAIL_COUNT_MAX`.
-    pub fn new(local_rank: u32, peer_rank: u32, config: ReliableConfig) -> PeerLink {
+    pub fn new(local_rank: u32, peer_rank: u32, config: ReliableConfig) -> PeerLink<P> {
         PeerLink {
             local_rank,
             peer_rank,
@@ -309,33 +365,40 @@ impl PeerLink {
     }
 
     /// Accept an outgoing frame: write the next sequence number (from 1) into
-    /// its header and keep it until acknowledged. `Err(WindowFull)` is
-    /// back-pressure: `send_window_frames` frames are unacknowledged.
+    /// its header and keep header and payload until acknowledged.
+    /// `Err(WindowFull)` is back-pressure: `send_window_frames` frames are
+    /// unacknowledged.
     ///
     /// # Panics
-    /// If `frame` is not a well-formed wire frame of a data-carrying kind;
-    /// frames are built by resmpi's own layers, so that is a bug upstream.
-    pub fn handle_send(&mut self, now_ns: u64, frame: Vec<u8>) -> Result<u64, WindowFull> {
+    /// If `header` is not a well-formed wire header of a data-carrying kind
+    /// whose `payload_len` is the payload's length; frames are built by
+    /// resmpi's own layers, so that is a bug upstream.
+    pub fn handle_send_parts(
+        &mut self,
+        now_ns: u64,
+        header: [u8; HEADER_LEN_BYTES],
+        payload: P,
+    ) -> Result<u64, WindowFull> {
         // Retransmission timers start at first transmission, in poll_transmit.
         self.note_time(now_ns);
         if self.send_buffer.is_full() {
             return Err(WindowFull);
         }
-        let mut frame = frame;
-        let mut header = FrameHeader::parse(&frame).expect("handle_send: malformed frame");
+        let mut header_bytes = header;
+        let mut header = FrameHeader::parse(&header_bytes).expect("handle_send: malformed frame");
         assert_ne!(
             header.kind,
             FrameKind::Ack,
             "handle_send: Ack frames are the link's own"
         );
         assert_eq!(
-            frame.len(),
-            HEADER_LEN_BYTES + header.payload_len as usize,
-            "handle_send: frame length disagrees with payload_len"
+            payload.as_ref().len(),
+            header.payload_len as usize,
+            "handle_send: payload length disagrees with payload_len"
         );
         header.seq = self.send_buffer.next_seq();
-        write_header(&mut frame, &header);
-        let seq = self.send_buffer.push(frame);
+        write_header(&mut header_bytes, &header);
+        let seq = self.send_buffer.push(header_bytes, payload);
         self.stats.send_buffered_frames_max = self
             .stats
             .send_buffered_frames_max
@@ -423,7 +486,7 @@ impl PeerLink {
         self.rails.note_inbound(now_ns, rail);
         let rails = &mut self.rails;
         let stats = &mut self.stats;
-        let mut on_acked = |sent: &SentFrame| {
+        let mut on_acked = |sent: &SentFrame<P>| {
             if sent.transmit_count == 1 {
                 rails.note_outbound_proof(now_ns, sent.last_rail);
             }
@@ -441,16 +504,22 @@ impl PeerLink {
             self.handle_pure_ack_signals(now_ns, rail, &header);
             return Ok(false);
         }
+        // The sender waits for this ack to complete a send: no coalescing.
+        let in_order_ack_ns = if header.flags & FLAG_ACK_NOW != 0 {
+            now_ns
+        } else {
+            now_ns.saturating_add(self.config.ack_delay_ns)
+        };
         if direct && self.receive_buffer.accept_direct(header.seq) {
             self.stats.frames_received += 1;
             self.stats.frames_delivered += 1;
-            self.schedule_ack(now_ns.saturating_add(self.config.ack_delay_ns));
+            self.schedule_ack(in_order_ack_ns);
             return Ok(true);
         }
         match self.receive_buffer.insert(header.seq, frame) {
             Arrival::InOrder => {
                 self.stats.frames_received += 1;
-                self.schedule_ack(now_ns.saturating_add(self.config.ack_delay_ns));
+                self.schedule_ack(in_order_ack_ns);
             }
             Arrival::OutOfOrder => {
                 // A hole: tell the sender at once which frames we hold.
@@ -509,36 +578,44 @@ impl PeerLink {
         }
     }
 
-    /// Next frame to put on the wire, for single-rail links: see
-    /// [`PeerLink::poll_transmit_on_rail`] (which also says the rail).
-    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Vec<u8>> {
-        self.poll_transmit_on_rail(now_ns).map(|(_, frame)| frame)
-    }
-
     /// Next frame to put on the wire, and the rail to send it on: new frames
     /// first (striped per the policy), then due retransmissions, oldest
     /// first (on a live rail other than the one they were last sent on,
     /// when there is one), then answers to the peer's probes, heartbeat
     /// probes, and a pure Ack if one is due and no data frame carried it.
     /// Every frame carries the current cumulative ack. Returns `None` for
-    /// good once the peer is unreachable.
-    pub fn poll_transmit_on_rail(&mut self, now_ns: u64) -> Option<(u32, Vec<u8>)> {
+    /// good once the peer is unreachable. The payload is lent, not copied.
+    pub fn poll_transmission(&mut self, now_ns: u64) -> Option<Transmission<'_>> {
         self.note_time(now_ns);
         self.check_rails(now_ns);
         self.check_retries(now_ns);
         if self.status.is_err() {
             return None;
         }
-        if let Some(transmission) = self.poll_data_frame(now_ns) {
-            return Some(transmission);
+        let control = |rail, header| {
+            Some(Transmission {
+                rail,
+                header,
+                payload: &[],
+                seq: 0,
+            })
+        };
+        if let Some((rail, seq)) = self.poll_data_frame(now_ns) {
+            let sent = self.send_buffer.get(seq).expect("frame just transmitted");
+            return Some(Transmission {
+                rail,
+                header: sent.header,
+                payload: sent.payload.as_ref(),
+                seq,
+            });
         }
         if let Some(rail) = self.rails.take_answer() {
             self.stats.heartbeats_sent += 1;
-            return Some((rail, self.pure_ack(ACK_TAG_PROBE_ANSWER)));
+            return control(rail, self.pure_ack(ACK_TAG_PROBE_ANSWER));
         }
         if let Some(rail) = self.rails.take_due_probe(now_ns) {
             self.stats.heartbeats_sent += 1;
-            return Some((rail, self.pure_ack(ACK_TAG_PROBE)));
+            return control(rail, self.pure_ack(ACK_TAG_PROBE));
         }
         if self
             .ack_deadline_ns
@@ -546,12 +623,20 @@ impl PeerLink {
         {
             let rail = self.rails.choose(None)?;
             self.stats.acks_sent += 1;
-            return Some((rail, self.pure_ack(0)));
+            return control(rail, self.pure_ack(0));
         }
         None
     }
 
-    fn poll_data_frame(&mut self, now_ns: u64) -> Option<(u32, Vec<u8>)> {
+    /// The payload of data frame `seq` while the link still holds it (not
+    /// yet acknowledged): for a transmission the path had no room for.
+    pub fn payload_of(&self, seq: u64) -> Option<&[u8]> {
+        self.send_buffer.get(seq).map(|sent| sent.payload.as_ref())
+    }
+
+    /// Pick the next data frame to transmit, update its transmission state
+    /// and header; returns its rail and sequence number.
+    fn poll_data_frame(&mut self, now_ns: u64) -> Option<(u32, u64)> {
         let ack = self.receive_buffer.largest_in_order_seq();
         let config = self.config;
         let last_heard_ns = self.last_heard_ns;
@@ -586,8 +671,8 @@ impl PeerLink {
             now_ns.saturating_add(config.retransmit_timeout_ns(sent.transmit_count));
         sent.last_rail = rail;
         sent.last_transmit_ns = now_ns;
-        set_ack(&mut sent.frame, ack);
-        let frame = sent.frame.clone();
+        set_ack(&mut sent.header, ack);
+        let seq = sent.seq;
         if retransmission {
             self.stats.frames_retransmitted += 1;
         } else {
@@ -599,13 +684,13 @@ impl PeerLink {
         if !self.receive_buffer.has_out_of_order() && !self.window_update_due {
             self.ack_deadline_ns = None;
         }
-        Some((rail, frame))
+        Some((rail, seq))
     }
 
     /// A pure Ack (`tag` bits say probe / answer) with the cumulative ack,
     /// the selective-ack bitmap and the receive limit; it settles any ack
     /// that was due.
-    fn pure_ack(&mut self, tag: i32) -> Vec<u8> {
+    fn pure_ack(&mut self, tag: i32) -> [u8; HEADER_LEN_BYTES] {
         self.ack_deadline_ns = None;
         self.window_update_due = false;
         let mut header = FrameHeader::new(FrameKind::Ack, self.local_rank);
@@ -616,7 +701,7 @@ impl PeerLink {
         if std::mem::take(&mut self.receive_window_full_unreported) {
             header.tag |= ACK_TAG_RECEIVE_WINDOW_FULL;
         }
-        header.to_bytes().to_vec()
+        header.to_bytes()
     }
 
     /// Next data frame from the peer in sequence order, each exactly once.
@@ -691,6 +776,19 @@ impl PeerLink {
     /// If `rail` is not one of this link's rails.
     pub fn rail_is_up(&self, rail: u32) -> bool {
         self.rails.is_up(rail)
+    }
+
+    /// Whether a data frame with sequence number `seq` arriving now would be
+    /// delivered at once by [`PeerLink::handle_receive_on_rail_direct`]
+    /// (`Ok(true)`): it is the next in order and nothing waits. Changes
+    /// nothing; lets the owner place the payload before handing it over.
+    pub fn is_next_in_order(&self, seq: u64) -> bool {
+        self.status.is_ok() && self.receive_buffer.would_accept_direct(seq)
+    }
+
+    /// Whether `handle_send_parts` would refuse a frame now (back-pressure).
+    pub fn send_window_is_full(&self) -> bool {
+        self.send_buffer.is_full()
     }
 
     /// Rails not marked down.

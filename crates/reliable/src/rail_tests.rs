@@ -54,8 +54,8 @@ impl RailPair {
     fn new(config: ReliableConfig) -> RailPair {
         RailPair {
             now_ns: 0,
-            a: PeerLink::new(0, 1, config),
-            b: PeerLink::new(1, 0, config),
+            a: PeerLink::<Vec<u8>>::new(0, 1, config),
+            b: PeerLink::<Vec<u8>>::new(1, 0, config),
             a_to_b: Vec::new(),
             b_to_a: Vec::new(),
             cut: vec![false; config.rail_count as usize],
@@ -269,7 +269,7 @@ fn every_rail_silent_makes_the_peer_unreachable_within_the_silence_timeout() {
 
 #[test]
 fn single_rail_error_makes_the_peer_unreachable() {
-    let mut link = PeerLink::new(0, 1, ReliableConfig::default());
+    let mut link = PeerLink::<Vec<u8>>::new(0, 1, ReliableConfig::default());
     link.handle_rail_error(5, 0);
     assert_eq!(
         link.status().map_err(|unreachable| unreachable.cause),
@@ -290,7 +290,7 @@ fn single_rail_link_sends_no_heartbeats() {
 
 #[test]
 fn probes_are_pure_acks_answered_on_their_own_rail() {
-    let mut link = PeerLink::new(1, 0, RAIL_CONFIG);
+    let mut link = PeerLink::<Vec<u8>>::new(1, 0, RAIL_CONFIG);
     let mut probe = FrameHeader::new(FrameKind::Ack, 0);
     probe.tag = ACK_TAG_PROBE;
     link.handle_receive_on_rail(0, 1, &probe.to_bytes())

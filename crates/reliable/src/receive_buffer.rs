@@ -118,15 +118,20 @@ impl ReceiveBuffer {
     /// is exactly the next one and nothing is waiting: the common in-order
     /// case then costs no copy. False = use `insert`.
     pub fn accept_direct(&mut self, seq: u64) -> bool {
-        let next = seq == self.largest_in_order_seq + 1
-            && self.last_delivered_seq == self.largest_in_order_seq
-            && self.ready.is_empty()
-            && self.out_of_order.is_empty();
+        let next = self.would_accept_direct(seq);
         if next {
             self.largest_in_order_seq = seq;
             self.last_delivered_seq = seq;
         }
         next
+    }
+
+    /// Whether `accept_direct(seq)` would accept (changes nothing).
+    pub fn would_accept_direct(&self, seq: u64) -> bool {
+        seq == self.largest_in_order_seq + 1
+            && self.last_delivered_seq == self.largest_in_order_seq
+            && self.ready.is_empty()
+            && self.out_of_order.is_empty()
     }
 
     /// Next frame in sequence order, each exactly once.

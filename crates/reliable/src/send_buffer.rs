@@ -9,13 +9,20 @@
 
 use std::collections::VecDeque;
 
-/// One frame awaiting acknowledgement.
+use resmpi_wire::HEADER_LEN_BYTES;
+
+/// One frame awaiting acknowledgement. The payload is whatever the owner
+/// handed over (`P`): an owned buffer, or a view of memory the owner keeps
+/// alive until the frame is released (zero-copy retransmission from the
+/// application's buffer).
 #[derive(Debug)]
-pub(crate) struct SentFrame {
+pub(crate) struct SentFrame<P> {
     /// Sequence number written into the frame header.
     pub seq: u64,
-    /// The whole wire frame (header + payload), kept for retransmission.
-    pub frame: Vec<u8>,
+    /// The frame's header; `ack` is rewritten at every transmission.
+    pub header: [u8; HEADER_LEN_BYTES],
+    /// The frame's payload, kept for retransmission.
+    pub payload: P,
     /// Transmissions so far; 0 = not yet on the wire.
     pub transmit_count: u32,
     /// When the frame must be retransmitted if still unacknowledged.
@@ -45,8 +52,8 @@ pub(crate) struct SentFrame {
 
 /// Frames sent (or about to be) and not yet cumulatively acknowledged.
 #[derive(Debug)]
-pub(crate) struct SendBuffer {
-    frames: VecDeque<SentFrame>,
+pub(crate) struct SendBuffer<P> {
+    frames: VecDeque<SentFrame<P>>,
     /// Sequence number the next pushed frame gets; starts at 1.
     next_seq: u64,
     /// First sequence number never transmitted; frames at or after it form
@@ -56,8 +63,8 @@ pub(crate) struct SendBuffer {
     buffered_bytes: usize,
 }
 
-impl SendBuffer {
-    pub fn new(capacity_frames: usize) -> SendBuffer {
+impl<P: AsRef<[u8]>> SendBuffer<P> {
+    pub fn new(capacity_frames: usize) -> SendBuffer<P> {
         assert!(
             capacity_frames > 0,
             "a send window of zero frames can send nothing"
@@ -99,14 +106,15 @@ impl SendBuffer {
     }
 
     /// Store a frame whose header already carries `next_seq()`.
-    pub fn push(&mut self, frame: Vec<u8>) -> u64 {
+    pub fn push(&mut self, header: [u8; HEADER_LEN_BYTES], payload: P) -> u64 {
         assert!(!self.is_full(), "push past the send window");
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.buffered_bytes += frame.len();
+        self.buffered_bytes += HEADER_LEN_BYTES + payload.as_ref().len();
         self.frames.push_back(SentFrame {
             seq,
-            frame,
+            header,
+            payload,
             transmit_count: 0,
             retransmit_deadline_ns: u64::MAX,
             selectively_acked: false,
@@ -121,7 +129,7 @@ impl SendBuffer {
     }
 
     /// The oldest frame never transmitted, marked as transmitted now.
-    pub fn take_unsent(&mut self) -> Option<&mut SentFrame> {
+    pub fn take_unsent(&mut self) -> Option<&mut SentFrame<P>> {
         if self.first_unsent_seq >= self.next_seq {
             return None;
         }
@@ -134,7 +142,7 @@ impl SendBuffer {
 
     /// The oldest transmitted frame whose retransmission timer has expired
     /// and that the peer has not selectively acknowledged.
-    pub fn oldest_due(&mut self, now_ns: u64) -> Option<&mut SentFrame> {
+    pub fn oldest_due(&mut self, now_ns: u64) -> Option<&mut SentFrame<P>> {
         self.frames.iter_mut().find(|sent| {
             sent.transmit_count > 0
                 && !sent.selectively_acked
@@ -149,8 +157,8 @@ impl SendBuffer {
         &self,
         now_ns: u64,
         transmit_limit: u32,
-        is_excused: impl Fn(&SentFrame) -> bool,
-    ) -> Option<&SentFrame> {
+        is_excused: impl Fn(&SentFrame<P>) -> bool,
+    ) -> Option<&SentFrame<P>> {
         self.frames.iter().find(|sent| {
             sent.counted_transmit_count >= transmit_limit
                 && !sent.selectively_acked
@@ -160,14 +168,20 @@ impl SendBuffer {
     }
 
     /// Frames transmitted and not yet acknowledged in any way, oldest first.
-    pub fn in_flight_mut(&mut self) -> impl Iterator<Item = &mut SentFrame> {
+    pub fn in_flight_mut(&mut self) -> impl Iterator<Item = &mut SentFrame<P>> {
         self.frames
             .iter_mut()
             .filter(|sent| sent.transmit_count > 0 && !sent.selectively_acked)
     }
 
+    /// The frame with sequence number `seq`, if still held.
+    pub fn get(&self, seq: u64) -> Option<&SentFrame<P>> {
+        let index = seq.checked_sub(self.oldest_seq())?;
+        self.frames.get(usize::try_from(index).ok()?)
+    }
+
     /// The oldest frame not yet cumulatively acknowledged.
-    pub fn oldest(&self) -> Option<&SentFrame> {
+    pub fn oldest(&self) -> Option<&SentFrame<P>> {
         self.frames.front()
     }
 
@@ -186,7 +200,7 @@ impl SendBuffer {
     pub fn acknowledge_cumulative(
         &mut self,
         ack: u64,
-        mut on_acked: impl FnMut(&SentFrame),
+        mut on_acked: impl FnMut(&SentFrame<P>),
     ) -> usize {
         debug_assert!(ack <= self.largest_sent_seq());
         let mut released_count = 0;
@@ -195,7 +209,7 @@ impl SendBuffer {
             if !sent.selectively_acked {
                 on_acked(&sent);
             }
-            self.buffered_bytes -= sent.frame.len();
+            self.buffered_bytes -= HEADER_LEN_BYTES + sent.payload.as_ref().len();
             released_count += 1;
         }
         released_count
@@ -208,7 +222,7 @@ impl SendBuffer {
         &mut self,
         ack: u64,
         bitmap: u64,
-        mut on_acked: impl FnMut(&SentFrame),
+        mut on_acked: impl FnMut(&SentFrame<P>),
     ) {
         let oldest_seq = self.oldest_seq();
         for bit in 0..64u64 {
@@ -232,10 +246,10 @@ impl SendBuffer {
 mod tests {
     use super::*;
 
-    fn sent_buffer_with(count: usize) -> SendBuffer {
+    fn sent_buffer_with(count: usize) -> SendBuffer<Vec<u8>> {
         let mut buffer = SendBuffer::new(8);
         for _ in 0..count {
-            buffer.push(vec![0; 10]);
+            buffer.push([0; HEADER_LEN_BYTES], vec![0; 10]);
         }
         while let Some(sent) = buffer.take_unsent() {
             sent.transmit_count = 1;
@@ -254,7 +268,7 @@ mod tests {
         );
         assert_eq!(shown, [1, 2, 3]);
         assert_eq!(buffer.len(), 2);
-        assert_eq!(buffer.buffered_bytes(), 20);
+        assert_eq!(buffer.buffered_bytes(), 2 * (HEADER_LEN_BYTES + 10));
         assert_eq!(
             buffer.acknowledge_cumulative(3, |_| panic!("nothing left")),
             0

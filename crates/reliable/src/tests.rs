@@ -54,8 +54,8 @@ impl Pair {
     fn new(config: ReliableConfig) -> Pair {
         Pair {
             now_ns: 0,
-            a: PeerLink::new(0, 1, config),
-            b: PeerLink::new(1, 0, config),
+            a: PeerLink::<Vec<u8>>::new(0, 1, config),
+            b: PeerLink::<Vec<u8>>::new(1, 0, config),
             a_to_b: VecDeque::new(),
             b_to_a: VecDeque::new(),
             delivered_at_a: Vec::new(),
@@ -362,7 +362,7 @@ fn silent_peer_is_unreachable_after_max_retries_with_backoff() {
 
 #[test]
 fn bad_frames_are_errors_and_change_nothing() {
-    let mut link = PeerLink::new(0, 1, TEST_CONFIG);
+    let mut link = PeerLink::<Vec<u8>>::new(0, 1, TEST_CONFIG);
     assert!(matches!(
         link.handle_receive(0, &[0u8; 10]),
         Err(ReceiveError::Malformed(_))

@@ -58,6 +58,9 @@ impl FrameKind {
 
 /// Flag: the sender wants a `SyncAck` when the message is matched (MPI_Ssend).
 pub const FLAG_SYNC: u16 = 1;
+/// Flag: acknowledge this frame at once instead of coalescing the ack: the
+/// sender completes a send only when its last frame is acknowledged.
+pub const FLAG_ACK_NOW: u16 = 2;
 
 /// The decoded 64-byte frame header.
 ///
