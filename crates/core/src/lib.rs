@@ -45,7 +45,8 @@ pub const BSEND_OVERHEAD_BYTES: usize = 96;
 
 /// The reliability layer's settings for a rank with `rail_count` TCP rails.
 /// Heartbeats go at a fifth of the rail silence timeout; a down rail is
-/// probed once per timeout.
+/// probed once per timeout; silence on every rail for the peer timeout
+/// makes the peer unreachable.
 fn reliable_config(config: &Config, rail_count: u32) -> resmpi_reliable::ReliableConfig {
     let rail_timeout_ns = config.rail_timeout_ms * 1_000_000;
     resmpi_reliable::ReliableConfig {
@@ -58,6 +59,7 @@ fn reliable_config(config: &Config, rail_count: u32) -> resmpi_reliable::Reliabl
         ack_timeout_ns: config.ack_timeout_ms * 1_000_000,
         max_retries: config.retries,
         rail_silence_timeout_ns: rail_timeout_ns,
+        peer_silence_timeout_ns: config.peer_timeout_ms * 1_000_000,
         heartbeat_interval_ns: rail_timeout_ns / 5,
         down_rail_probe_interval_ns: rail_timeout_ns,
         ..Default::default()
@@ -185,6 +187,7 @@ impl Mpi {
         // A peer that passed the barrier may close its connections while we
         // still wait for others; the launcher reports a real death.
         self.engine.state.finalizing = true;
+        self.engine.links.let_peers_leave();
         self.barrier(WORLD)?;
         self.engine.drain()?;
         self.put_ft_report();

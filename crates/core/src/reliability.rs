@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use resmpi_checksum::Crc32c;
-use resmpi_reliable::{PeerLink, ReliableConfig, Transmission};
+use resmpi_reliable::{PeerLink, ReliableConfig, Transmission, UnreachableCause};
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
 use crate::error::{ErrorClass, MpiError, MpiResult};
@@ -178,6 +178,9 @@ pub struct ReliableLinks {
     refused: Vec<Option<Refused>>,
     /// Report counters of links already forgotten (see `report`).
     retired: [u64; 6],
+    /// MPI_Finalize passed its barrier: a peer whose rails fail has left
+    /// the job after finishing (see `peers_may_leave`).
+    peers_may_leave: bool,
     epoch: Instant,
 }
 
@@ -202,6 +205,7 @@ impl ReliableLinks {
                 .collect(),
             refused: (0..size).map(|_| None).collect(),
             retired: [0; 6],
+            peers_may_leave: false,
             epoch: Instant::now(),
         }
     }
@@ -383,9 +387,20 @@ impl ReliableLinks {
             link.handle_timeout(now_ns);
         }
         if let Err(unreachable) = link.status() {
+            if self.peers_may_leave {
+                self.forget(peer);
+                return Ok(false);
+            }
+            let why = match unreachable.cause {
+                UnreachableCause::RetriesExhausted => format!(
+                    "frame {} unacknowledged after {} retransmissions",
+                    unreachable.seq, unreachable.retry_count
+                ),
+                UnreachableCause::AllRailsDown => "every rail to it is down".to_string(),
+            };
             return Err(MpiError::new(
                 ErrorClass::Other,
-                format!("rank {peer} is unreachable: no acknowledgement after every retransmission ({unreachable:?})"),
+                format!("rank {peer} is unreachable: {why}"),
             ));
         }
         let mut any = false;
@@ -434,6 +449,16 @@ impl ReliableLinks {
             }
         }
         Ok(any)
+    }
+
+    /// From now on (MPI_Finalize's barrier entered), a peer whose every
+    /// rail fails is taken to have left after finishing: every rank passed
+    /// the barrier only once all had entered it, and a peer leaves only
+    /// when all its own frames are acknowledged; a real death is the
+    /// launcher's to report. Sending an ack to a peer that already closed
+    /// its sockets must not fail this rank's MPI_Finalize.
+    pub fn let_peers_leave(&mut self) {
+        self.peers_may_leave = true;
     }
 
     /// A rail to `peer` failed (connection reset or closed).

@@ -54,8 +54,14 @@ pub struct ReliableConfig {
     /// long gets a heartbeat probe, which the peer answers on the same rail.
     pub heartbeat_interval_ns: u64,
     /// With two rails or more: a rail on which nothing was received, or whose
-    /// outbound direction nothing proved, for this long is marked down.
+    /// outbound direction nothing proved, for this long while another live
+    /// rail was heard from is marked down.
     pub rail_silence_timeout_ns: u64,
+    /// With two rails or more: when every live rail has been silent this
+    /// long, all are marked down and the peer is unreachable. Much longer
+    /// than `rail_silence_timeout_ns`: silence on every rail at once is what
+    /// a slow (descheduled) peer looks like, not a broken rail.
+    pub peer_silence_timeout_ns: u64,
     /// Pace of the probes sent on a rail marked down, to notice that it came
     /// back (slower than heartbeats: a dead rail should cost little).
     pub down_rail_probe_interval_ns: u64,
@@ -65,8 +71,9 @@ impl Default for ReliableConfig {
     /// Cluster-scale defaults: 10 ms first timeout, 1 s cap, 256 frames in
     /// flight, 50 µs ack coalescing, 16 retries (about 11 s of silence before
     /// a peer is declared unreachable); one rail, round robin; with more
-    /// rails, 20 ms heartbeats, a rail silent for 100 ms is down, down rails
-    /// probed every 100 ms.
+    /// rails, 20 ms heartbeats, a rail silent for 100 ms while another works
+    /// is down, every rail silent for 1 s makes the peer unreachable, down
+    /// rails probed every 100 ms.
     fn default() -> ReliableConfig {
         ReliableConfig {
             ack_timeout_ns: 10_000_000,
@@ -78,6 +85,7 @@ impl Default for ReliableConfig {
             stripe_policy: StripePolicy::RoundRobin,
             heartbeat_interval_ns: 20_000_000,
             rail_silence_timeout_ns: 100_000_000,
+            peer_silence_timeout_ns: 1_000_000_000,
             down_rail_probe_interval_ns: 100_000_000,
         }
     }
@@ -99,11 +107,21 @@ impl ReliableConfig {
         self.rail_count > 1
     }
 
-    /// Latest time, after a rail stops carrying anything, at which the link
-    /// marks it down: the silence timeout, plus one heartbeat interval for
-    /// the last proof to have been a heartbeat.
+    /// Latest time, after a rail stops carrying anything while another
+    /// works, at which the link marks it down: the silence timeout, plus one
+    /// heartbeat interval for the last proof to have been a heartbeat (on
+    /// either rail).
     pub fn rail_down_detected_within_ns(&self) -> u64 {
         self.rail_silence_timeout_ns
+            .saturating_add(self.heartbeat_interval_ns)
+    }
+
+    /// Latest time, after every rail stops carrying anything, at which the
+    /// link declares the peer unreachable: the peer silence timeout plus one
+    /// heartbeat interval.
+    pub fn every_rail_down_detected_within_ns(&self) -> u64 {
+        self.peer_silence_timeout_ns
+            .max(self.rail_silence_timeout_ns)
             .saturating_add(self.heartbeat_interval_ns)
     }
 

@@ -15,6 +15,7 @@ const RAIL_CONFIG: ReliableConfig = ReliableConfig {
     stripe_policy: StripePolicy::RoundRobin,
     heartbeat_interval_ns: 5_000,
     rail_silence_timeout_ns: 25_000,
+    peer_silence_timeout_ns: 100_000,
     down_rail_probe_interval_ns: 10_000,
 };
 
@@ -250,13 +251,22 @@ fn silent_rail_is_marked_down_in_time_and_comes_back_up_when_answering() {
 }
 
 #[test]
-fn every_rail_silent_makes_the_peer_unreachable_within_the_silence_timeout() {
-    let mut pair = RailPair::new(RAIL_CONFIG);
+fn every_rail_silent_makes_the_peer_unreachable_within_the_peer_silence_timeout() {
+    // Retries alone would take longer: silence is what decides here.
+    let config = ReliableConfig {
+        max_retries: 1_000,
+        ..RAIL_CONFIG
+    };
+    let mut pair = RailPair::new(config);
     pair.run_until(10_000);
     let cut_at_ns = pair.now_ns;
     pair.cut = vec![true, true];
     pair.send_from_a(2);
-    pair.run_until(cut_at_ns + RAIL_CONFIG.rail_down_detected_within_ns());
+    // Silence on every rail at once is a slow peer for a while.
+    pair.run_until(cut_at_ns + 2 * config.rail_down_detected_within_ns());
+    assert!(pair.a.status().is_ok());
+    assert_eq!(pair.a.live_rail_count(), 2);
+    pair.run_until(cut_at_ns + config.every_rail_down_detected_within_ns());
     let status = pair.a.status().expect_err("peer unreachable");
     assert_eq!(status.cause, UnreachableCause::AllRailsDown);
     assert!(matches!(
@@ -327,4 +337,26 @@ fn busy_receiver_that_keeps_acking_is_never_declared_unreachable() {
         assert!(pair.a.is_idle());
         assert_eq!(pair.a.stats().rails_failed, 0);
     }
+}
+
+#[test]
+fn peer_silent_on_every_rail_for_a_while_keeps_its_rails() {
+    // What a descheduled peer on an oversubscribed node looks like: nothing
+    // at all on any rail for several rail timeouts, then everything again.
+    let config = ReliableConfig {
+        max_retries: 1_000,
+        ..RAIL_CONFIG
+    };
+    let mut pair = RailPair::new(config);
+    pair.run_until(10_000);
+    let silent_from_ns = pair.now_ns;
+    pair.cut = vec![true, true];
+    pair.send_from_a(4);
+    pair.run_until(silent_from_ns + 3 * config.rail_down_detected_within_ns());
+    pair.cut = vec![false, false];
+    pair.run_until(pair.now_ns + 4 * config.max_backoff_ns);
+    assert!(pair.a.status().is_ok() && pair.b.status().is_ok());
+    assert_eq!(pair.a.stats().rails_failed, 0, "{:?}", pair.events_at_a);
+    assert_eq!(pair.b.stats().rails_failed, 0);
+    assert_eq!(pair.delivered_at_b, expected_texts(4));
 }

@@ -12,9 +12,19 @@
 //!
 //! A live rail whose outbound direction nothing proved for a heartbeat
 //! interval gets a probe; the peer answers probes at once on the rail they
-//! came from (from its progress thread, whatever the application does). A
-//! rail with no inbound or no outbound evidence for the silence timeout is
-//! marked down. A down rail is probed at a slower pace (sooner if traffic
+//! came from (from its progress thread, whatever the application does).
+//!
+//! Silence is judged *relative to the other rails* (issue 3: "acks stop
+//! while other rails still work"): a rail is marked down when it has been
+//! silent for the silence timeout during a period in which another live
+//! rail kept working, i.e. had no gap in its evidence longer than half the
+//! timeout. A rail dies alone; a peer that is merely slow (descheduled
+//! on an oversubscribed node, stopped in a debugger, swapping) goes quiet on
+//! every rail at once and comes back on them one after the other, and must
+//! not lose its rails for it. Only when every live rail has been silent for
+//! the much longer peer silence timeout are they all marked down (the peer
+//! is then unreachable). So the silence timeout can be short (100 ms on real
+//! processes) without false alarms under load. A down rail is probed at a slower pace (sooner if traffic
 //! arrives on it) and comes back up when a probe is answered on it: inbound
 //! traffic alone does not prove that our frames get through. With one rail
 //! nothing is watched: the link behaves as a single-path link.
@@ -41,6 +51,9 @@ struct Rail {
     /// The rail went down at this time with unacked frames on it; cleared
     /// by the first acknowledgement of one of them after failover.
     failover_started_ns: Option<u64>,
+    /// Start of the current run of evidence without a gap longer than half
+    /// the silence timeout: since when the rail has worked continuously.
+    working_since_ns: u64,
 }
 
 /// State of every rail of one link.
@@ -51,6 +64,7 @@ pub(crate) struct RailSet {
     watched: bool,
     heartbeat_interval_ns: u64,
     silence_timeout_ns: u64,
+    peer_silence_timeout_ns: u64,
     down_probe_interval_ns: u64,
     /// Evidence clocks start at the first call that tells the time.
     started: bool,
@@ -73,6 +87,7 @@ impl RailSet {
             inbound_while_down: false,
             answer_due: false,
             failover_started_ns: None,
+            working_since_ns: 0,
         };
         RailSet {
             rails: vec![rail; config.rail_count as usize],
@@ -80,6 +95,10 @@ impl RailSet {
             watched: config.rails_are_watched(),
             heartbeat_interval_ns: config.heartbeat_interval_ns.max(1),
             silence_timeout_ns: config.rail_silence_timeout_ns.max(1),
+            peer_silence_timeout_ns: config
+                .peer_silence_timeout_ns
+                .max(config.rail_silence_timeout_ns)
+                .max(1),
             down_probe_interval_ns: config.down_rail_probe_interval_ns.max(1),
             started: false,
             next_rail: 0,
@@ -96,6 +115,7 @@ impl RailSet {
         for rail in &mut self.rails {
             rail.last_inbound_ns = now_ns;
             rail.last_outbound_proof_ns = now_ns;
+            rail.working_since_ns = now_ns;
         }
     }
 
@@ -133,10 +153,20 @@ impl RailSet {
         chosen.or_else(|| avoid.filter(|&rail| self.is_up(rail)))
     }
 
+    /// Longest gap in a working rail's evidence: half the silence timeout,
+    /// room for a few heartbeats (a fifth of it on real processes) to be
+    /// lost or late.
+    fn working_gap_ns(&self) -> u64 {
+        self.silence_timeout_ns / 2
+    }
+
     /// A valid frame arrived on `rail`.
     pub fn note_inbound(&mut self, now_ns: u64, rail: u32) {
+        let gap_ns = self.working_gap_ns();
         let rail = &mut self.rails[rail as usize];
+        let before_ns = Self::evidence_ns(rail);
         rail.last_inbound_ns = rail.last_inbound_ns.max(now_ns);
+        Self::note_evidence(rail, before_ns, gap_ns);
         if !rail.up {
             rail.inbound_while_down = true;
         }
@@ -144,8 +174,21 @@ impl RailSet {
 
     /// The peer acknowledged a frame sent once, on `rail`.
     pub fn note_outbound_proof(&mut self, now_ns: u64, rail: u32) {
+        let gap_ns = self.working_gap_ns();
         let rail = &mut self.rails[rail as usize];
+        let before_ns = Self::evidence_ns(rail);
         rail.last_outbound_proof_ns = rail.last_outbound_proof_ns.max(now_ns);
+        Self::note_evidence(rail, before_ns, gap_ns);
+    }
+
+    /// The rail's evidence moved on from `before_ns`: a jump of more than
+    /// `gap_ns` means it had stopped working meanwhile, and works again
+    /// from now.
+    fn note_evidence(rail: &mut Rail, before_ns: u64, gap_ns: u64) {
+        let evidence_ns = Self::evidence_ns(rail);
+        if evidence_ns > before_ns.saturating_add(gap_ns) {
+            rail.working_since_ns = evidence_ns;
+        }
     }
 
     /// The peer probed us on `rail`: an answer is due there.
@@ -166,6 +209,7 @@ impl RailSet {
         rail.failover_started_ns = None;
         rail.last_inbound_ns = now_ns;
         rail.last_outbound_proof_ns = now_ns;
+        rail.working_since_ns = now_ns;
         true
     }
 
@@ -194,28 +238,59 @@ impl RailSet {
         Some(now_ns.saturating_sub(started_ns))
     }
 
-    /// Live rails silent for the timeout (no inbound or no outbound
-    /// evidence), lowest first. Nothing when rails are not watched.
+    /// Live rails to mark down now, lowest first: those silent for the
+    /// silence timeout while another live rail was heard from after it, or,
+    /// when every live rail is that silent, all of them once the peer
+    /// silence timeout passed. Nothing when rails are not watched.
     pub fn silent_rails(&self, now_ns: u64) -> Vec<u32> {
         if !self.watched || !self.started {
             return Vec::new();
         }
         (0..self.count())
             .filter(|&rail| {
-                self.is_up(rail)
-                    && self
-                        .silence_deadline_ns(&self.rails[rail as usize])
-                        .is_some_and(|deadline_ns| deadline_ns <= now_ns)
+                self.silence_deadline_ns(rail)
+                    .is_some_and(|deadline_ns| deadline_ns <= now_ns)
             })
             .collect()
     }
 
-    fn silence_deadline_ns(&self, rail: &Rail) -> Option<u64> {
+    /// Oldest of a rail's two kinds of evidence: when it was last known to
+    /// work both ways.
+    fn evidence_ns(rail: &Rail) -> u64 {
+        rail.last_inbound_ns.min(rail.last_outbound_proof_ns)
+    }
+
+    /// When live rail `index` is to be marked down if nothing new arrives
+    /// (new evidence on any rail re-evaluates it):
+    /// - once it has been silent for the silence timeout within a period in
+    ///   which another live rail worked: that rail worked continuously from
+    ///   before the silent stretch began (or from when the rail fell
+    ///   silent, whichever is later) and still had fresh evidence (no older
+    ///   than the working gap) when the stretch reached the timeout;
+    /// - else once it has been silent for the peer silence timeout.
+    ///
+    /// A peer that stops on every rail at once leaves no rail working during
+    /// the others' silence: when it comes back, each rail's run of evidence
+    /// starts anew, so the rail it answers on last is not singled out.
+    fn silence_deadline_ns(&self, index: u32) -> Option<u64> {
+        let rail = &self.rails[index as usize];
         if !self.watched || !self.started || !rail.up {
             return None;
         }
-        let oldest_evidence_ns = rail.last_inbound_ns.min(rail.last_outbound_proof_ns);
-        Some(oldest_evidence_ns.saturating_add(self.silence_timeout_ns))
+        let evidence_ns = Self::evidence_ns(rail);
+        let fresh_ns = self.working_gap_ns();
+        let relative_ns = (0..self.count())
+            .filter(|&other| other != index && self.is_up(other))
+            .map(|other| &self.rails[other as usize])
+            .filter_map(|other| {
+                let silent_from_ns = evidence_ns.max(other.working_since_ns);
+                let candidate_ns = silent_from_ns.saturating_add(self.silence_timeout_ns);
+                (candidate_ns < Self::evidence_ns(other).saturating_add(fresh_ns))
+                    .then_some(candidate_ns)
+            })
+            .min();
+        let absolute_ns = evidence_ns.saturating_add(self.peer_silence_timeout_ns);
+        Some(relative_ns.map_or(absolute_ns, |relative_ns| relative_ns.min(absolute_ns)))
     }
 
     fn probe_due_ns(&self, rail: &Rail) -> Option<u64> {
@@ -260,13 +335,8 @@ impl RailSet {
     pub fn next_deadline_ns(&self) -> Option<u64> {
         self.rails
             .iter()
-            .flat_map(|rail| {
-                [
-                    rail.answer_due.then_some(0),
-                    self.probe_due_ns(rail),
-                    self.silence_deadline_ns(rail),
-                ]
-            })
+            .flat_map(|rail| [rail.answer_due.then_some(0), self.probe_due_ns(rail)])
+            .chain((0..self.count()).map(|index| self.silence_deadline_ns(index)))
             .flatten()
             .min()
     }
@@ -282,6 +352,7 @@ mod tests {
             stripe_policy: policy,
             heartbeat_interval_ns: 10,
             rail_silence_timeout_ns: 50,
+            peer_silence_timeout_ns: 500,
             down_rail_probe_interval_ns: 30,
             ..ReliableConfig::default()
         });
@@ -323,10 +394,42 @@ mod tests {
         assert_eq!(set.take_due_probe(10), None);
         // Rail 0 answers and keeps receiving; rail 1 stays silent.
         set.note_probe_answered(12, 0);
+        set.note_inbound(12, 0);
+        set.note_inbound(25, 0);
+        set.note_outbound_proof(25, 0);
+        // Rail 0's evidence is too old to vouch for it working at 50.
+        assert_eq!(set.silent_rails(60), Vec::<u32>::new());
         set.note_inbound(40, 0);
         set.note_outbound_proof(40, 0);
         assert_eq!(set.silent_rails(49), Vec::<u32>::new());
         assert_eq!(set.silent_rails(50), vec![1]);
+    }
+
+    #[test]
+    fn every_rail_silent_at_once_is_a_slow_peer_until_the_peer_timeout() {
+        let mut set = rails(2, StripePolicy::RoundRobin);
+        set.note_inbound(20, 0);
+        set.note_outbound_proof(20, 0);
+        set.note_inbound(30, 1);
+        set.note_outbound_proof(30, 1);
+        // Both quiet far beyond the rail timeout: a descheduled peer.
+        assert_eq!(set.silent_rails(400), Vec::<u32>::new());
+        // The peer comes back on rail 0 first: not yet a verdict on rail 1,
+        // whose answer may be a moment behind.
+        set.note_inbound(410, 0);
+        set.note_outbound_proof(410, 0);
+        assert_eq!(set.silent_rails(412), Vec::<u32>::new());
+        // Rail 0 keeps working for a silence timeout, rail 1 does not.
+        for at_ns in [420, 430, 440, 450] {
+            set.note_inbound(at_ns, 0);
+            set.note_outbound_proof(at_ns, 0);
+        }
+        assert_eq!(set.silent_rails(459), Vec::<u32>::new());
+        assert_eq!(set.silent_rails(460), vec![1]);
+        // Nothing at all for the peer timeout: every rail goes down.
+        let quiet = rails(2, StripePolicy::RoundRobin);
+        assert_eq!(quiet.silent_rails(499), Vec::<u32>::new());
+        assert_eq!(quiet.silent_rails(500), vec![0, 1]);
     }
 
     #[test]

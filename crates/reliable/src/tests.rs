@@ -18,6 +18,7 @@ const TEST_CONFIG: ReliableConfig = ReliableConfig {
     stripe_policy: StripePolicy::RoundRobin,
     heartbeat_interval_ns: 5_000,
     rail_silence_timeout_ns: 25_000,
+    peer_silence_timeout_ns: 100_000,
     down_rail_probe_interval_ns: 10_000,
 };
 

@@ -22,7 +22,8 @@
 //! | `RESMPI_HOST_KEY`       | ranks with equal keys share memory          | host+boot id |
 //! | `RESMPI_ACK_TIMEOUT_MS` | first retransmission timeout               | 50 |
 //! | `RESMPI_RETRIES`        | resends of one frame before a peer is unreachable | 16 |
-//! | `RESMPI_RAIL_TIMEOUT_MS`| silence after which a rail is down         | 1000 |
+//! | `RESMPI_RAIL_TIMEOUT_MS`| silence after which a rail is down while another rail works | 100 |
+//! | `RESMPI_PEER_TIMEOUT_MS`| silence on every rail after which the peer is unreachable | 5000 |
 //! | `RESMPI_PROGRESS_THREAD`| `on`/`off`: background progress for reliable links | `on` |
 //! | `RESMPI_DEBUG_RAILS`    | any value: print rails going down or up    | unset |
 
@@ -71,6 +72,8 @@ pub struct Config {
     pub retries: u32,
     /// `RESMPI_RAIL_TIMEOUT_MS`.
     pub rail_timeout_ms: u64,
+    /// `RESMPI_PEER_TIMEOUT_MS`.
+    pub peer_timeout_ms: u64,
     /// `RESMPI_PROGRESS_THREAD`.
     pub progress_thread: bool,
     /// `RESMPI_DEBUG_RAILS` is set.
@@ -120,7 +123,8 @@ impl Default for Config {
             // threads: looser than the reliability crate's sans-IO defaults.
             ack_timeout_ms: 50,
             retries: 16,
-            rail_timeout_ms: 1000,
+            rail_timeout_ms: 100,
+            peer_timeout_ms: 5000,
             progress_thread: true,
             debug_rails: false,
         }
@@ -243,6 +247,9 @@ impl Config {
         if let Some(text) = lookup("RESMPI_RAIL_TIMEOUT_MS") {
             config.rail_timeout_ms = whole_number("RESMPI_RAIL_TIMEOUT_MS", &text)?.max(5);
         }
+        if let Some(text) = lookup("RESMPI_PEER_TIMEOUT_MS") {
+            config.peer_timeout_ms = whole_number("RESMPI_PEER_TIMEOUT_MS", &text)?.max(5);
+        }
         if let Some(text) = lookup("RESMPI_PROGRESS_THREAD") {
             config.progress_thread = choose("RESMPI_PROGRESS_THREAD", &text, &switch)?;
         }
@@ -339,6 +346,7 @@ mod tests {
             ("RESMPI_ACK_TIMEOUT_MS", "soon"),
             ("RESMPI_RETRIES", "-3"),
             ("RESMPI_RAIL_TIMEOUT_MS", "1s"),
+            ("RESMPI_PEER_TIMEOUT_MS", "-1"),
             ("RESMPI_PROGRESS_THREAD", "yes"),
         ] {
             let error = config_of(&[(name, value)]).unwrap_err();

@@ -47,6 +47,7 @@ pub fn simulation_link_config() -> ReliableConfig {
         stripe_policy: StripePolicy::RoundRobin,
         heartbeat_interval_ns: 25_000,
         rail_silence_timeout_ns: 1_000_000,
+        peer_silence_timeout_ns: 10_000_000,
         down_rail_probe_interval_ns: 100_000,
     }
 }
@@ -804,16 +805,19 @@ impl Job {
         Ok(())
     }
 
-    /// Every rail outage long enough to be noticed was noticed in time by
-    /// both ends of every link it hit: within the silence timeout plus one
-    /// heartbeat interval; and links that lost every rail for good declared
-    /// their peer unreachable within that bound of the last loss.
+    /// Every rail outage long enough to be noticed, while another rail of
+    /// the link kept working, was noticed in time by both ends of every link
+    /// it hit: within the silence timeout plus one heartbeat interval; and
+    /// links that lost every rail for good declared their peer unreachable
+    /// within the peer silence timeout plus a heartbeat of the last loss
+    /// (silence on every rail at once is first taken for a slow peer).
     fn check_rail_detection(&mut self) -> Result<(), String> {
         if !self.config.link.rails_are_watched() {
             return Ok(());
         }
         let bound_ns = self.config.link.rail_down_detected_within_ns();
-        for outage in &self.config.faults.rail_outages {
+        let outages = &self.config.faults.rail_outages;
+        for outage in outages {
             let deadline_ns = outage.down_at_ns + bound_ns;
             if outage.rail >= self.config.link.rail_count
                 || outage.end_ns() < deadline_ns
@@ -824,6 +828,17 @@ impl Job {
             for rank in 0..self.config.rank_count {
                 for peer in (0..self.config.rank_count).filter(|&peer| peer != rank) {
                     if !outage.covers(rank, peer) {
+                        continue;
+                    }
+                    // Another rail of this link out during the window: no
+                    // working rail to compare with; the peer bound applies.
+                    let another_rail_out = outages.iter().any(|other| {
+                        other.rail != outage.rail
+                            && other.covers(rank, peer)
+                            && other.down_at_ns <= deadline_ns
+                            && other.end_ns() >= outage.down_at_ns
+                    });
+                    if another_rail_out {
                         continue;
                     }
                     self.report.rail_detections_checked += 1;
@@ -859,7 +874,8 @@ impl Job {
                 ) else {
                     continue;
                 };
-                let deadline_ns = lost_at_ns + bound_ns;
+                let deadline_ns =
+                    lost_at_ns + self.config.link.every_rail_down_detected_within_ns();
                 if self.now_ns < deadline_ns {
                     continue;
                 }

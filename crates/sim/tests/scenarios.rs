@@ -241,7 +241,7 @@ fn both_rails_down_declares_peer_unreachable_in_bounded_time() {
         ..FaultModel::none()
     };
     let config = two_rail_job(5, 3, faults);
-    let bound_ns = 90_000 + config.link.rail_down_detected_within_ns();
+    let bound_ns = 90_000 + config.link.every_rail_down_detected_within_ns();
     let report = run(config);
     let mut lost: Vec<(u32, u32)> = report
         .unreachable_links
