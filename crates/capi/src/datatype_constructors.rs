@@ -61,8 +61,12 @@ unsafe fn array<'a, T>(pointer: *const T, count: usize, what: &str) -> MpiResult
 }
 
 fn block_length(value: c_int) -> MpiResult<usize> {
-    usize::try_from(value)
-        .map_err(|_| MpiError::new(ErrorClass::Arg, format!("block length {value} is negative")))
+    usize::try_from(value).map_err(|_| {
+        MpiError::new(
+            ErrorClass::Count,
+            format!("block length {value} is negative"),
+        )
+    })
 }
 
 fn times_extent(value: isize, layout: &Datatype) -> MpiResult<isize> {
