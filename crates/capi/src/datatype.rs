@@ -1,12 +1,19 @@
-//! Predefined datatype handles and what each one is.
+//! Datatype handles: what each predefined handle is, the table of derived
+//! types, and the views the rest of the C layer takes of a type (a
+//! [`TypeInfo`] for reductions, a raw span for collectives, a contiguous
+//! or packed [`Message`] for point-to-point).
+//!
+//! A derived type is an `Arc<TypeObject>`: the core layout plus how it was
+//! built (for MPI_Type_get_contents). MPI_Type_free only drops the handle;
+//! parents, pending requests and get_contents results keep the object
+//! alive, as the standard requires.
 
-use resmpi_core::datatype::{BasicKind as K, PairValue, TypeInfo};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use resmpi_core::datatype::{BasicKind as K, Datatype, PairValue, TypeInfo};
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
-use std::sync::Mutex;
-
 use crate::abi::*;
-use crate::global::entry;
 
 /// The [`TypeInfo`] of a predefined datatype handle.
 pub fn builtin_info(handle: MPI_Datatype) -> Option<TypeInfo> {
@@ -55,40 +62,104 @@ pub fn builtin_info(handle: MPI_Datatype) -> Option<TypeInfo> {
     })
 }
 
-/// A datatype made by the application. Only layouts that stay contiguous
-/// exist until the flattened representation of issue #4.
-#[derive(Clone, Copy, Debug)]
-struct DerivedType {
-    info: TypeInfo,
-    /// Basic elements per derived element (for reductions).
-    repetitions: usize,
+/// The layout of a predefined type (pair types have holes).
+fn builtin_layout(info: TypeInfo) -> Datatype {
+    match info.kind {
+        K::Pair(value) => {
+            let value_size_bytes = match value {
+                PairValue::F32 | PairValue::I32 => 4,
+                PairValue::F64 | PairValue::I64 => 8,
+                PairValue::I16 => 2,
+                PairValue::LongDouble => 16,
+            };
+            Datatype::pair(info, value_size_bytes)
+        }
+        K::ComplexF32 => Datatype::basic(info, 4),
+        K::ComplexF64 => Datatype::basic(info, 8),
+        kind => {
+            let alignment_bytes = match kind {
+                K::LongDouble | K::ComplexLongDouble => 16,
+                _ => info.size_bytes.clamp(1, 16),
+            };
+            Datatype::basic(info, alignment_bytes)
+        }
+    }
+}
+
+/// A type's constituent as recorded for MPI_Type_get_contents.
+#[derive(Clone, Debug)]
+pub enum TypeRef {
+    /// A predefined handle, returned as is.
+    Predefined(MPI_Datatype),
+    /// A derived type (returned as a new handle the caller must free).
+    Derived(Arc<TypeObject>),
+}
+
+/// How a derived type was made (MPI_Type_get_envelope / get_contents).
+#[derive(Clone, Debug)]
+pub struct Contents {
+    /// MPI_COMBINER_*.
+    pub combiner: c_int,
+    /// The integer arguments, in the standard's order.
+    pub integers: Vec<c_int>,
+    /// The address arguments.
+    pub addresses: Vec<MPI_Aint>,
+    /// The datatype arguments.
+    pub datatypes: Vec<TypeRef>,
+}
+
+/// A derived datatype.
+#[derive(Debug)]
+pub struct TypeObject {
+    /// Where its data lies.
+    pub layout: Arc<Datatype>,
+    /// How it was made.
+    pub contents: Contents,
+    /// Whether `count` elements sit in `count * extent` bytes from the
+    /// buffer address with no holes the old raw-span paths (collectives,
+    /// persistent requests) would overwrite.
+    pub raw_span: bool,
+}
+
+struct Entry {
+    object: Arc<TypeObject>,
+    committed: bool,
 }
 
 /// Derived datatypes by index. Indices below `FIRST_DERIVED_INDEX` are
 /// MPICH's direct handles for the pair types (`MPI_FLOAT_INT` = 0x8c000000 ...).
-static DERIVED: Mutex<Vec<Option<DerivedType>>> = Mutex::new(Vec::new());
+static DERIVED: Mutex<Vec<Option<Entry>>> = Mutex::new(Vec::new());
 const FIRST_DERIVED_INDEX: usize = 16;
 const DIRECT_DATATYPE: u32 = 0x8c00_0000;
 const INDEX_MASK: u32 = (1 << 26) - 1;
 
-fn derived(handle: MPI_Datatype) -> Option<DerivedType> {
+fn table() -> MutexGuard<'static, Vec<Option<Entry>>> {
+    DERIVED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Table slot of a derived-type handle (live or not).
+fn derived_slot(handle: MPI_Datatype) -> Option<usize> {
     let bits = handle as u32;
     if bits & !INDEX_MASK != DIRECT_DATATYPE {
         return None;
     }
-    let index = (bits & INDEX_MASK) as usize;
-    let table = DERIVED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    index
-        .checked_sub(FIRST_DERIVED_INDEX)
-        .and_then(|slot| table.get(slot).copied().flatten())
+    ((bits & INDEX_MASK) as usize).checked_sub(FIRST_DERIVED_INDEX)
 }
 
-fn register(derived_type: DerivedType) -> MPI_Datatype {
-    let mut table = DERIVED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+/// A derived type and whether it is committed.
+fn derived(handle: MPI_Datatype) -> Option<(Arc<TypeObject>, bool)> {
+    let slot = derived_slot(handle)?;
+    table()
+        .get(slot)
+        .and_then(|entry| entry.as_ref())
+        .map(|entry| (entry.object.clone(), entry.committed))
+}
+
+/// Give `object` a new handle.
+pub fn register(object: Arc<TypeObject>) -> MPI_Datatype {
+    let mut table = table();
     let slot = match table.iter().position(Option::is_none) {
         Some(slot) => slot,
         None => {
@@ -96,58 +167,133 @@ fn register(derived_type: DerivedType) -> MPI_Datatype {
             table.len() - 1
         }
     };
-    table[slot] = Some(derived_type);
+    table[slot] = Some(Entry {
+        object,
+        committed: false,
+    });
     (DIRECT_DATATYPE | (slot + FIRST_DERIVED_INDEX) as u32) as MPI_Datatype
+}
+
+fn invalid_type(handle: MPI_Datatype) -> MpiError {
+    if handle == MPI_DATATYPE_NULL {
+        return MpiError::new(
+            ErrorClass::Type,
+            "MPI_DATATYPE_NULL is not a valid datatype",
+        );
+    }
+    if derived_slot(handle).is_some() {
+        return MpiError::new(
+            ErrorClass::Type,
+            format!("datatype handle {handle:#x} was freed"),
+        );
+    }
+    MpiError::new(
+        ErrorClass::Type,
+        format!("datatype handle {handle:#x} is not a datatype"),
+    )
+}
+
+/// What a valid handle names.
+pub enum Resolved {
+    /// A predefined type.
+    Predefined(TypeInfo),
+    /// A derived type and whether it is committed.
+    Derived(Arc<TypeObject>, bool),
+}
+
+/// Decode `handle`, or MPI_ERR_TYPE (null, freed, garbage).
+pub fn resolve(handle: MPI_Datatype) -> MpiResult<Resolved> {
+    if let Some(info) = builtin_info(handle) {
+        return Ok(Resolved::Predefined(info));
+    }
+    derived(handle)
+        .map(|(object, committed)| Resolved::Derived(object, committed))
+        .ok_or_else(|| invalid_type(handle))
+}
+
+/// The layout of any valid handle.
+pub fn layout_of(handle: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
+    Ok(match resolve(handle)? {
+        Resolved::Predefined(info) => Arc::new(builtin_layout(info)),
+        Resolved::Derived(object, _) => object.layout.clone(),
+    })
+}
+
+/// As [`layout_of`], for communication: a derived type must be committed.
+pub fn committed_layout(handle: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
+    match resolve(handle)? {
+        Resolved::Predefined(info) => Ok(Arc::new(builtin_layout(info))),
+        Resolved::Derived(object, true) => Ok(object.layout.clone()),
+        Resolved::Derived(_, false) => Err(uncommitted(handle)),
+    }
+}
+
+fn uncommitted(handle: MPI_Datatype) -> MpiError {
+    MpiError::new(
+        ErrorClass::Type,
+        format!("datatype {handle:#x} is not committed (call MPI_Type_commit first)"),
+    )
+}
+
+/// The constituent reference for a handle used to build a new type.
+pub fn type_ref(handle: MPI_Datatype) -> MpiResult<(TypeRef, Arc<Datatype>, bool)> {
+    Ok(match resolve(handle)? {
+        Resolved::Predefined(info) => (
+            TypeRef::Predefined(handle),
+            Arc::new(builtin_layout(info)),
+            true,
+        ),
+        Resolved::Derived(object, _) => {
+            let layout = object.layout.clone();
+            let raw_span = object.raw_span;
+            (TypeRef::Derived(object), layout, raw_span)
+        }
+    })
 }
 
 /// For reductions: the basic element type of `handle` and how many basic
 /// elements one element of it holds.
 pub fn reduction_element(handle: MPI_Datatype) -> MpiResult<(TypeInfo, usize)> {
-    if let Some(derived_type) = derived(handle) {
-        let repetitions = derived_type.repetitions;
-        let info = derived_type.info;
-        let basic = TypeInfo {
-            size_bytes: info.size_bytes / repetitions,
-            extent_bytes: info.extent_bytes / repetitions,
-            basic_elements: info.basic_elements / repetitions,
-            kind: info.kind,
-        };
-        return Ok((basic, repetitions));
+    match resolve(handle)? {
+        Resolved::Predefined(info) => Ok((info, 1)),
+        Resolved::Derived(object, _) => match object.layout.unit {
+            Some(unit) if object.raw_span && unit.size_bytes > 0 => {
+                Ok((unit, (object.layout.size_bytes / unit.size_bytes).max(1)))
+            }
+            _ => Err(MpiError::new(
+                ErrorClass::Type,
+                "reductions need a datatype made of one predefined type laid out contiguously",
+            )),
+        },
     }
-    Ok((type_info(handle)?, 1))
 }
 
-/// The type of `handle`, or MPI_ERR_TYPE.
-pub fn type_info(handle: MPI_Datatype) -> MpiResult<TypeInfo> {
-    if handle == MPI_DATATYPE_NULL {
-        return Err(MpiError::new(
-            ErrorClass::Type,
-            "MPI_DATATYPE_NULL is not a valid datatype",
-        ));
-    }
-    if let Some(derived_type) = derived(handle) {
-        return Ok(derived_type.info);
-    }
-    builtin_info(handle).ok_or_else(|| {
-        MpiError::new(ErrorClass::Type, format!("datatype handle {handle:#x} is not a datatype resmpi knows (derived datatypes arrive with issue #4)"))
-    })
-}
-
-/// Check `count` and compute the bytes `count` elements of `datatype` span.
+/// Check `count` and compute the bytes `count` elements of `datatype` span
+/// in a buffer taken as raw bytes (collectives, persistent requests): only
+/// types without holes qualify, so nothing outside the data is written.
 pub fn buffer_bytes(
     buffer: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
 ) -> MpiResult<(usize, TypeInfo)> {
-    if count < 0 {
-        return Err(MpiError::new(
-            ErrorClass::Count,
-            format!("count {count} is negative"),
-        ));
-    }
-    let info = type_info(datatype)?;
+    let count = check_count(count)?;
+    let info = match resolve(datatype)? {
+        Resolved::Predefined(info) => info,
+        Resolved::Derived(object, committed) => {
+            if !committed {
+                return Err(uncommitted(datatype));
+            }
+            if !object.raw_span {
+                return Err(MpiError::new(
+                    ErrorClass::Type,
+                    "this operation does not take non-contiguous derived datatypes yet (point-to-point and MPI_Pack do)",
+                ));
+            }
+            object.layout.info()
+        }
+    };
     let bytes = info
-        .span_bytes(count as usize)
+        .span_bytes(count)
         .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times extent overflows"))?;
     if bytes > 0 && buffer.is_null() {
         return Err(MpiError::new(
@@ -158,84 +304,178 @@ pub fn buffer_bytes(
     Ok((bytes, info))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_contiguous(
+/// A non-negative count, or MPI_ERR_COUNT.
+pub fn check_count(count: c_int) -> MpiResult<usize> {
+    usize::try_from(count)
+        .map_err(|_| MpiError::new(ErrorClass::Count, format!("count {count} is negative")))
+}
+
+/// `count` elements of a non-contiguous type at `buffer`, moved through a
+/// packed copy.
+#[derive(Clone, Debug)]
+pub struct PackedBuffer {
+    /// The type's layout.
+    pub layout: Arc<Datatype>,
+    /// The user buffer address.
+    pub buffer: *mut u8,
+    /// Elements.
+    pub count: usize,
+    /// Packed bytes of the whole message.
+    pub length_bytes: usize,
+}
+
+impl PackedBuffer {
+    /// The packed message.
+    pub fn pack(&self) -> Vec<u8> {
+        let mut packed = vec![0u8; self.length_bytes];
+        // SAFETY: the application promises `count` elements at `buffer`.
+        unsafe { self.layout.pack(self.buffer, self.count, 0, &mut packed) };
+        packed
+    }
+
+    /// Scatter the first `packed.len()` packed bytes into the buffer.
+    pub fn unpack(&self, packed: &[u8]) {
+        // SAFETY: the application promises `count` writable elements at `buffer`.
+        unsafe { self.layout.unpack(self.buffer, self.count, 0, packed) };
+    }
+}
+
+/// A point-to-point message buffer.
+pub enum Message {
+    /// One run of memory: sent and received in place.
+    Contiguous {
+        /// Start of the run.
+        pointer: *mut u8,
+        /// Its length.
+        length_bytes: usize,
+    },
+    /// Needs packing.
+    Packed(PackedBuffer),
+}
+
+/// Check `count` elements of `datatype` at `buffer` for point-to-point and
+/// say how they move. Predefined types and contiguous derived ones take
+/// the zero-copy path.
+pub fn message_buffer(
+    buffer: *const c_void,
     count: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    entry("MPI_Type_contiguous", MPI_COMM_WORLD, |_, _| {
-        if count < 0 {
-            return Err(MpiError::new(
-                ErrorClass::Count,
-                format!("count {count} is negative"),
-            ));
+    datatype: MPI_Datatype,
+) -> MpiResult<Message> {
+    let count = check_count(count)?;
+    let layout = match resolve(datatype)? {
+        Resolved::Predefined(info) if info.size_bytes == info.extent_bytes => {
+            let length_bytes = info
+                .size_bytes
+                .checked_mul(count)
+                .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times size overflows"))?;
+            if length_bytes > 0 && buffer.is_null() {
+                return Err(MpiError::new(
+                    ErrorClass::Buffer,
+                    format!("buffer is NULL but count is {count}"),
+                ));
+            }
+            return Ok(Message::Contiguous {
+                pointer: buffer as *mut u8,
+                length_bytes,
+            });
         }
-        if newtype.is_null() {
-            return Err(MpiError::new(ErrorClass::Arg, "newtype pointer is NULL"));
+        Resolved::Predefined(info) => {
+            if count > 0 && buffer.is_null() {
+                return Err(MpiError::new(
+                    ErrorClass::Buffer,
+                    format!("buffer is NULL but count is {count}"),
+                ));
+            }
+            Arc::new(builtin_layout(info))
         }
-        let (basic, repetitions) = reduction_element(oldtype)?;
-        let old = type_info(oldtype)?;
-        let count = count as usize;
-        let overflow = || MpiError::new(ErrorClass::Count, "datatype size overflows");
-        let info = TypeInfo {
-            size_bytes: old.size_bytes.checked_mul(count).ok_or_else(overflow)?,
-            extent_bytes: old.extent_bytes.checked_mul(count).ok_or_else(overflow)?,
-            basic_elements: old.basic_elements * count,
-            kind: basic.kind,
-        };
-        let handle = register(DerivedType {
-            info,
-            repetitions: (repetitions * count).max(1),
-        });
-        // SAFETY: checked non-null.
-        unsafe { *newtype = handle };
-        Ok(())
+        Resolved::Derived(object, true) => object.layout.clone(),
+        Resolved::Derived(_, false) => return Err(uncommitted(datatype)),
+    };
+    let length_bytes = layout
+        .packed_bytes(count)
+        .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times size overflows"))?;
+    // A NULL buffer is MPI_BOTTOM for derived types (absolute addresses).
+    Ok(match layout.contiguous_span(count) {
+        Some((offset_bytes, length_bytes)) => Message::Contiguous {
+            pointer: (buffer as *mut u8).wrapping_offset(offset_bytes),
+            length_bytes,
+        },
+        None => Message::Packed(PackedBuffer {
+            layout,
+            buffer: buffer as *mut u8,
+            count,
+            length_bytes,
+        }),
     })
 }
-const _: fn_types::MPI_Type_contiguous = PMPI_Type_contiguous;
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    // SAFETY: forwarded caller pointer.
-    unsafe { PMPI_Type_contiguous(1, oldtype, newtype) }
+/// The contiguous run of a message, or MPI_ERR_TYPE for a type that would
+/// need packing (persistent requests do not pack yet).
+pub fn contiguous_message(
+    buffer: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> MpiResult<(*mut u8, usize)> {
+    match message_buffer(buffer, count, datatype)? {
+        Message::Contiguous {
+            pointer,
+            length_bytes,
+        } => Ok((pointer, length_bytes)),
+        Message::Packed(_) => Err(MpiError::new(
+            ErrorClass::Type,
+            "persistent requests do not take non-contiguous datatypes yet",
+        )),
+    }
 }
-const _: fn_types::MPI_Type_dup = PMPI_Type_dup;
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
-    entry("MPI_Type_commit", MPI_COMM_WORLD, |_, _| {
-        if datatype.is_null() {
-            return Err(MpiError::new(ErrorClass::Arg, "datatype pointer is NULL"));
-        }
-        // Layouts are contiguous, so committing has nothing to compute.
-        // SAFETY: checked non-null.
-        type_info(unsafe { *datatype }).map(|_| ())
+/// MPI_Get_count (`elements` false) or MPI_Get_elements (true) for a
+/// message of `bytes` packed bytes; MPI_UNDEFINED when not whole.
+pub fn count_from_bytes(datatype: MPI_Datatype, bytes: usize, elements: bool) -> MpiResult<i64> {
+    let layout = layout_of(datatype)?;
+    if layout.size_bytes == 0 {
+        return Ok(0);
+    }
+    if elements {
+        return Ok(layout.elements_in(bytes) as i64);
+    }
+    Ok(if bytes.is_multiple_of(layout.size_bytes) {
+        (bytes / layout.size_bytes) as i64
+    } else {
+        MPI_UNDEFINED as i64
     })
 }
-const _: fn_types::MPI_Type_commit = PMPI_Type_commit;
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
-    entry("MPI_Type_free", MPI_COMM_WORLD, |_, _| {
-        if datatype.is_null() {
-            return Err(MpiError::new(ErrorClass::Arg, "datatype pointer is NULL"));
+/// Mark `handle` committed.
+pub fn commit(handle: MPI_Datatype) -> MpiResult<()> {
+    if builtin_info(handle).is_some() {
+        return Ok(());
+    }
+    let slot = derived_slot(handle).ok_or_else(|| invalid_type(handle))?;
+    let mut table = table();
+    match table.get_mut(slot).and_then(|entry| entry.as_mut()) {
+        Some(entry) => {
+            entry.committed = true;
+            Ok(())
         }
-        // SAFETY: checked non-null.
-        let handle = unsafe { *datatype };
-        if derived(handle).is_none() {
-            return Err(MpiError::new(
-                ErrorClass::Type,
-                "only derived datatypes can be freed",
-            ));
-        }
-        let slot = (handle as u32 & INDEX_MASK) as usize - FIRST_DERIVED_INDEX;
-        DERIVED
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())[slot] = None;
-        // SAFETY: checked non-null.
-        unsafe { *datatype = MPI_DATATYPE_NULL };
-        Ok(())
-    })
+        None => Err(invalid_type(handle)),
+    }
 }
-const _: fn_types::MPI_Type_free = PMPI_Type_free;
+
+/// Drop the handle of a derived type.
+pub fn free(handle: MPI_Datatype) -> MpiResult<()> {
+    if builtin_info(handle).is_some() {
+        return Err(MpiError::new(
+            ErrorClass::Type,
+            "predefined datatypes cannot be freed",
+        ));
+    }
+    let slot = derived_slot(handle).ok_or_else(|| invalid_type(handle))?;
+    let mut table = table();
+    match table.get_mut(slot) {
+        Some(entry @ Some(_)) => {
+            *entry = None;
+            Ok(())
+        }
+        _ => Err(invalid_type(handle)),
+    }
+}

@@ -77,7 +77,11 @@ pub fn with_mpi<T>(
         let mut guard = lock();
         let global = &mut *guard;
         match global.mpi.as_mut() {
-            Some(mpi) => body(mpi, &mut global.registry),
+            Some(mpi) => {
+                let result = body(mpi, &mut global.registry);
+                crate::datatype_packing::sweep_orphaned_receives(mpi);
+                result
+            }
             None => {
                 let when = if global.finalized {
                     "after MPI_Finalize"

@@ -4,7 +4,8 @@
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
-use crate::datatype::buffer_bytes;
+use crate::datatype::{message_buffer, Message};
+use crate::datatype_packing::{start_staged_receive, start_staged_send};
 use crate::global::{entry, with_mpi};
 use crate::handles::{comm_index, message_handle, message_index, request_handle};
 use crate::requests::{complete_and_release, write_status};
@@ -37,8 +38,15 @@ fn start_send(
     mode: SendMode,
 ) -> MpiResult<u32> {
     let index = comm_of(mpi, comm)?;
-    let (bytes, _) = buffer_bytes(buf, count, datatype)?;
-    mpi.isend(index, buf.cast(), bytes, dest, tag, mode)
+    match message_buffer(buf, count, datatype)? {
+        Message::Contiguous {
+            pointer,
+            length_bytes,
+        } => mpi.isend(index, pointer, length_bytes, dest, tag, mode),
+        Message::Packed(source) => start_staged_send(mpi, &source, |mpi, pointer, length_bytes| {
+            mpi.isend(index, pointer, length_bytes, dest, tag, mode)
+        }),
+    }
 }
 
 fn start_recv(
@@ -51,8 +59,17 @@ fn start_recv(
     comm: MPI_Comm,
 ) -> MpiResult<u32> {
     let index = comm_of(mpi, comm)?;
-    let (bytes, _) = buffer_bytes(buf, count, datatype)?;
-    mpi.irecv(index, buf.cast(), bytes, source, tag)
+    match message_buffer(buf, count, datatype)? {
+        Message::Contiguous {
+            pointer,
+            length_bytes,
+        } => mpi.irecv(index, pointer, length_bytes, source, tag),
+        Message::Packed(target) => {
+            start_staged_receive(mpi, target, |mpi, pointer, length_bytes| {
+                mpi.irecv(index, pointer, length_bytes, source, tag)
+            })
+        }
+    }
 }
 
 fn blocking(
@@ -82,8 +99,16 @@ macro_rules! send_entry {
             if $mode == SendMode::Standard {
                 return entry($label, comm, |mpi, _| {
                     let index = comm_of(mpi, comm)?;
-                    let (bytes, _) = buffer_bytes(buf, count, datatype)?;
-                    mpi.send(index, buf.cast(), bytes, dest, tag)
+                    match message_buffer(buf, count, datatype)? {
+                        Message::Contiguous {
+                            pointer,
+                            length_bytes,
+                        } => mpi.send(index, pointer, length_bytes, dest, tag),
+                        Message::Packed(source) => {
+                            let packed = source.pack();
+                            mpi.send(index, packed.as_ptr(), packed.len(), dest, tag)
+                        }
+                    }
                 });
             }
             blocking($label, comm, std::ptr::null_mut(), |mpi| {
@@ -239,20 +264,39 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
 ) -> c_int {
     // Send from a private copy, receive into the buffer: the two may then
     // proceed in any order, exactly as MPI_Sendrecv.
+    // The copy is the packed message, sent as bytes; the wire carries
+    // packed data for every type, so the receiver sees the same message.
     let copy = match with_mpi("MPI_Sendrecv_replace", comm, |_, _| {
-        let (bytes, _) = buffer_bytes(buf, count, datatype)?;
-        // SAFETY: buffer_bytes checked that `buf` spans `bytes` bytes (the caller's promise).
-        Ok(unsafe { resmpi_core::engine::slice_from(buf as *const u8, bytes) }.to_vec())
+        Ok(match message_buffer(buf, count, datatype)? {
+            Message::Contiguous {
+                pointer,
+                length_bytes,
+            } => {
+                // SAFETY: `count` elements at `buf` are the caller's promise.
+                unsafe { resmpi_core::engine::slice_from(pointer, length_bytes) }.to_vec()
+            }
+            Message::Packed(source) => source.pack(),
+        })
     }) {
         Ok(copy) => copy,
         Err(code) => return code,
+    };
+    let Ok(copy_count) = c_int::try_from(copy.len()) else {
+        return crate::global::raise_error(
+            "MPI_Sendrecv_replace",
+            comm,
+            MpiError::new(
+                ErrorClass::Count,
+                "message larger than an int count of bytes",
+            ),
+        );
     };
     // SAFETY: `copy` outlives the call; the other pointers are the caller's.
     unsafe {
         PMPI_Sendrecv(
             copy.as_ptr().cast(),
-            count,
-            datatype,
+            copy_count,
+            MPI_BYTE,
             dest,
             sendtag,
             buf,
@@ -402,14 +446,24 @@ fn start_mrecv(
     }
     // SAFETY: checked non-null.
     let handle = unsafe { *message };
-    let (bytes, _) = buffer_bytes(buf, count, datatype)?;
+    let message_target = message_buffer(buf, count, datatype)?;
     let request = if handle == MPI_MESSAGE_NO_PROC {
         mpi.engine
             .start_nothing(resmpi_core::WORLD, Status::proc_null())?
     } else {
         let index = message_index(handle)
             .ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid MPI_Message handle"))?;
-        mpi.imrecv(index, buf.cast(), bytes)?
+        match message_target {
+            Message::Contiguous {
+                pointer,
+                length_bytes,
+            } => mpi.imrecv(index, pointer, length_bytes)?,
+            Message::Packed(target) => {
+                start_staged_receive(mpi, target, |mpi, pointer, length_bytes| {
+                    mpi.imrecv(index, pointer, length_bytes)
+                })?
+            }
+        }
     };
     // SAFETY: checked non-null.
     unsafe { *message = MPI_MESSAGE_NULL };

@@ -8,7 +8,8 @@ use resmpi_core::request::{Operation, Persistent, Request};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
-use crate::datatype::{buffer_bytes, type_info};
+use crate::datatype::{contiguous_message, count_from_bytes};
+use crate::datatype_packing::{finish_staged_receive, orphan_staged_receive};
 use crate::global::{entry, with_mpi};
 use crate::handles::{request_handle, request_index};
 use crate::p2p::comm_of;
@@ -113,7 +114,11 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
             };
             (status, false)
         }
-        Some(_) => (requests.remove(index).expect("live").status, true),
+        Some(_) => {
+            let request = requests.remove(index).expect("live");
+            finish_staged_receive(index, request.generation, &request.status);
+            (request.status, true)
+        }
         None => (empty_status(), true),
     };
     // SAFETY: the caller's status pointer.
@@ -608,8 +613,11 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
         if let Some(target) = target {
             match requests.get_mut(target) {
                 Some(request) if request.complete => {
-                    requests.remove(target);
+                    let request = requests.remove(target).expect("live");
+                    finish_staged_receive(target, request.generation, &request.status);
                 }
+                // A staged receive stays until it completes, to be unpacked.
+                Some(_) if orphan_staged_receive(target) => {}
                 Some(request) => request.free_when_complete = true,
                 None => {}
             }
@@ -713,11 +721,11 @@ macro_rules! send_init_entry {
                     return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
                 }
                 let comm_index = comm_of(mpi, comm)?;
-                let (length, _) = buffer_bytes(buf, count, datatype)?;
+                let (pointer, length) = contiguous_message(buf, count, datatype)?;
                 mpi.check_envelope(comm_index, dest, tag, false)?;
                 let template = Persistent::Send {
                     destination: dest,
-                    buffer: buf.cast(),
+                    buffer: pointer,
                     length,
                     tag,
                     mode: $mode,
@@ -755,11 +763,11 @@ pub unsafe extern "C" fn PMPI_Recv_init(
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
         }
         let comm_index = comm_of(mpi, comm)?;
-        let (capacity, _) = buffer_bytes(buf, count, datatype)?;
+        let (pointer, capacity) = contiguous_message(buf, count, datatype)?;
         mpi.check_envelope(comm_index, source, tag, true)?;
         let template = Persistent::Receive {
             source,
-            buffer: buf.cast(),
+            buffer: pointer,
             capacity,
             tag,
         };
@@ -859,24 +867,9 @@ unsafe fn count_of(
                 "status is NULL or MPI_STATUS_IGNORE",
             ));
         }
-        let info = type_info(datatype)?;
         // SAFETY: checked; the caller's status.
         let bytes = status_bytes(unsafe { &*status }) as usize;
-        if info.extent_bytes == 0 {
-            return Ok(0);
-        }
-        let whole = bytes / info.extent_bytes;
-        let partial = bytes % info.extent_bytes;
-        if !elements {
-            return Ok(if partial == 0 {
-                whole as i64
-            } else {
-                MPI_UNDEFINED as i64
-            });
-        }
-        let element_bytes = info.size_bytes / info.basic_elements;
-        let partial_elements = partial.checked_div(element_bytes).unwrap_or(0);
-        Ok((whole * info.basic_elements + partial_elements) as i64)
+        count_from_bytes(datatype, bytes, elements)
     })
 }
 

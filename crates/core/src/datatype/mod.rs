@@ -1,8 +1,20 @@
-//! What the core needs to know about a datatype: how many bytes an element
-//! occupies and moves, and, for reductions, what kind of number it is.
+//! What the core knows about datatypes: for reductions, the size, extent and
+//! kind of number of an element ([`TypeInfo`]); for moving data, the layout
+//! of any type, predefined or derived ([`Datatype`], in `layout`), and the
+//! constructors that build one from another (`build`).
 //!
-//! Handles are the C layer's business; it maps each handle to a [`TypeInfo`].
-//! Only contiguous layouts exist so far (derived datatypes are issue #4).
+//! Handles are the C layer's business: it maps each handle to a
+//! [`TypeInfo`] or a [`Datatype`]. Layouts are LA-MPI's flattened
+//! (offset, length) segment lists, so packing, unpacking and a future
+//! checksum fused with the copy walk one list instead of a type tree.
+
+mod build;
+mod layout;
+#[cfg(test)]
+mod tests;
+
+pub use build::{Block, DarrayDistribution, DimensionOrder};
+pub use layout::{Datatype, ElementRun, Segment};
 
 /// Element kinds the reduction kernels understand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

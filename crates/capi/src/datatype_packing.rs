@@ -1,0 +1,301 @@
+//! Packing: MPI_Pack/Unpack/Pack_size, and the staging copies that let
+//! point-to-point move non-contiguous datatypes.
+//!
+//! Point-to-point sends a non-contiguous message by packing it into a
+//! buffer the send request owns (`SendState::owned`), and receives one into
+//! a staging buffer that is unpacked when the application completes the
+//! request (Wait/Test families, MPI_Request_free of a finished receive, or
+//! the sweep after every call for receives freed while pending). That is
+//! one extra copy on each side beyond the engine's own frame copy; fusing
+//! it into the frame copy (and its checksum) is the next step.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use resmpi_core::request::Operation;
+use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, Status};
+
+use crate::abi::*;
+use crate::datatype::{builtin_info, check_count, committed_layout, layout_of, PackedBuffer};
+use crate::global::entry;
+use crate::p2p::comm_of;
+
+/// A receive of a non-contiguous type in flight.
+struct StagedReceive {
+    /// Generation of the request slot, so a recycled slot is never confused with it.
+    generation: u32,
+    /// Where the engine writes the packed message.
+    staging: Vec<u8>,
+    /// Where it is unpacked to.
+    target: PackedBuffer,
+    /// MPI_Request_free was called before completion.
+    orphaned: bool,
+}
+
+// SAFETY: the raw user pointer inside is only used under the library lock.
+unsafe impl Send for StagedReceive {}
+
+static STAGED_RECEIVES: Mutex<Option<HashMap<u32, StagedReceive>>> = Mutex::new(None);
+/// Receives freed while pending; checked without the lock on every call.
+static ORPHANED_RECEIVES: AtomicUsize = AtomicUsize::new(0);
+
+fn with_staged<T>(body: impl FnOnce(&mut HashMap<u32, StagedReceive>) -> T) -> T {
+    let mut guard = STAGED_RECEIVES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    body(guard.get_or_insert_with(HashMap::new))
+}
+
+/// Post a receive of a non-contiguous message: `start` posts the engine
+/// receive into a staging buffer; it is unpacked into `target` at completion.
+pub fn start_staged_receive(
+    mpi: &mut Mpi,
+    target: PackedBuffer,
+    start: impl FnOnce(&mut Mpi, *mut u8, usize) -> MpiResult<u32>,
+) -> MpiResult<u32> {
+    let mut staging = vec![0u8; target.length_bytes];
+    let index = start(mpi, staging.as_mut_ptr(), staging.len())?;
+    let request = mpi.engine.state.requests.get(index);
+    if let Some(request) =
+        request.filter(|request| matches!(request.operation, Operation::Receive(_)))
+    {
+        let generation = request.generation;
+        with_staged(|staged| {
+            staged.insert(
+                index,
+                StagedReceive {
+                    generation,
+                    staging,
+                    target,
+                    orphaned: false,
+                },
+            )
+        });
+    }
+    Ok(index)
+}
+
+/// Start a send of a non-contiguous message: pack it, let `start` send the
+/// packed copy, and give the copy to the send request to keep.
+pub fn start_staged_send(
+    mpi: &mut Mpi,
+    source: &PackedBuffer,
+    start: impl FnOnce(&mut Mpi, *const u8, usize) -> MpiResult<u32>,
+) -> MpiResult<u32> {
+    let packed = source.pack();
+    let index = start(mpi, packed.as_ptr(), packed.len())?;
+    if let Some(request) = mpi.engine.state.requests.get_mut(index) {
+        if let Operation::Send(send) = &mut request.operation {
+            if send.owned.is_none() {
+                // Moving the Vec keeps its heap buffer where `send.buffer` points.
+                send.owned = Some(packed);
+            }
+        }
+    }
+    Ok(index)
+}
+
+/// The receive request `index` of `generation` has been taken out of the
+/// request table with `status`: unpack what arrived.
+pub fn finish_staged_receive(index: u32, generation: u32, status: &Status) {
+    let Some(staged) = with_staged(|staged| {
+        if staged
+            .get(&index)
+            .is_some_and(|entry| entry.generation == generation)
+        {
+            staged.remove(&index)
+        } else {
+            None
+        }
+    }) else {
+        return;
+    };
+    if staged.orphaned {
+        ORPHANED_RECEIVES.fetch_sub(1, Ordering::Relaxed);
+    }
+    let received_bytes = status.count_bytes.min(staged.staging.len());
+    staged.target.unpack(&staged.staging[..received_bytes]);
+}
+
+/// MPI_Request_free on receive `index` still pending: if it is staged,
+/// keep the request until it completes (the sweep unpacks and releases
+/// it) and return true; false lets the engine release it by itself.
+pub fn orphan_staged_receive(index: u32) -> bool {
+    with_staged(|staged| match staged.get_mut(&index) {
+        Some(entry) if !entry.orphaned => {
+            entry.orphaned = true;
+            ORPHANED_RECEIVES.fetch_add(1, Ordering::Relaxed);
+            true
+        }
+        Some(_) => true,
+        None => false,
+    })
+}
+
+/// Unpack and release the freed receives that have completed. Called
+/// after every entry point; costs one atomic load when there are none.
+pub fn sweep_orphaned_receives(mpi: &mut Mpi) {
+    if ORPHANED_RECEIVES.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let finished: Vec<u32> = with_staged(|staged| {
+        staged
+            .iter()
+            .filter(|(index, entry)| {
+                entry.orphaned
+                    && mpi
+                        .engine
+                        .state
+                        .requests
+                        .get(**index)
+                        .is_none_or(|request| request.complete)
+            })
+            .map(|(index, _)| *index)
+            .collect()
+    });
+    for index in finished {
+        match mpi.engine.state.requests.remove(index) {
+            Some(request) => finish_staged_receive(index, request.generation, &request.status),
+            None => {
+                // The slot went away without us: nothing can be unpacked.
+                if with_staged(|staged| staged.remove(&index)).is_some() {
+                    ORPHANED_RECEIVES.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+// ----- MPI_Pack / MPI_Unpack -------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Pack_size(
+    incount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    size: *mut c_int,
+) -> c_int {
+    entry("MPI_Pack_size", comm, |mpi, _| {
+        comm_of(mpi, comm)?;
+        let count = check_count(incount)?;
+        let layout = layout_of(datatype)?;
+        let bytes = layout
+            .packed_bytes(count)
+            .filter(|bytes| *bytes <= c_int::MAX as usize)
+            .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size does not fit an int"))?;
+        if size.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "size pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        unsafe { *size = bytes as c_int };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Pack_size = PMPI_Pack_size;
+
+/// Check a pack/unpack window: `bytes` from `*position` within `limit`.
+unsafe fn pack_window(
+    position: *mut c_int,
+    bytes: usize,
+    limit: c_int,
+    what: &str,
+) -> MpiResult<usize> {
+    if position.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "position pointer is NULL"));
+    }
+    // SAFETY: checked non-null.
+    let start = unsafe { *position };
+    if start < 0 || limit < 0 || start as usize + bytes > limit as usize {
+        return Err(MpiError::new(
+            ErrorClass::Truncate,
+            format!("{what}: {bytes} bytes at position {start} exceed the buffer of {limit} bytes"),
+        ));
+    }
+    Ok(start as usize)
+}
+
+/// The user buffer must not be NULL for predefined types with data
+/// (derived types may address absolute memory from MPI_BOTTOM).
+fn check_user_buffer(buffer: *const c_void, count: usize, datatype: MPI_Datatype) -> MpiResult<()> {
+    if buffer.is_null()
+        && count > 0
+        && builtin_info(datatype).is_some_and(|info| info.size_bytes > 0)
+    {
+        return Err(MpiError::new(
+            ErrorClass::Buffer,
+            format!("buffer is NULL but count is {count}"),
+        ));
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Pack", comm, |mpi, _| {
+        comm_of(mpi, comm)?;
+        let count = check_count(incount)?;
+        let layout = committed_layout(datatype)?;
+        check_user_buffer(inbuf, count, datatype)?;
+        let bytes = layout
+            .packed_bytes(count)
+            .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
+        // SAFETY: position checked inside; buffers are the caller's.
+        unsafe {
+            let start = pack_window(position, bytes, outsize, "MPI_Pack")?;
+            if bytes > 0 {
+                if outbuf.is_null() {
+                    return Err(MpiError::new(ErrorClass::Buffer, "outbuf is NULL"));
+                }
+                let window = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(start), bytes);
+                layout.pack(inbuf.cast(), count, 0, window);
+            }
+            *position = (start + bytes) as c_int;
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Pack = PMPI_Pack;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Unpack", comm, |mpi, _| {
+        comm_of(mpi, comm)?;
+        let count = check_count(outcount)?;
+        let layout = committed_layout(datatype)?;
+        check_user_buffer(outbuf, count, datatype)?;
+        let bytes = layout
+            .packed_bytes(count)
+            .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
+        // SAFETY: position checked inside; buffers are the caller's.
+        unsafe {
+            let start = pack_window(position, bytes, insize, "MPI_Unpack")?;
+            if bytes > 0 {
+                if inbuf.is_null() {
+                    return Err(MpiError::new(ErrorClass::Buffer, "inbuf is NULL"));
+                }
+                let window = std::slice::from_raw_parts((inbuf as *const u8).add(start), bytes);
+                layout.unpack(outbuf.cast(), count, 0, window);
+            }
+            *position = (start + bytes) as c_int;
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Unpack = PMPI_Unpack;

@@ -1,0 +1,349 @@
+//! Datatype queries and lifetime: commit, free, size, extents, envelope and
+//! contents, and the address helpers programs use to build struct types.
+
+use resmpi_core::{ErrorClass, MpiError, MpiResult};
+
+use crate::abi::*;
+use crate::datatype::{commit, free, layout_of, resolve, Resolved};
+use crate::datatype_constructors::constituent_handles;
+use crate::global::entry;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
+    entry("MPI_Type_commit", MPI_COMM_WORLD, |_, _| {
+        if datatype.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "datatype pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        commit(unsafe { *datatype })
+    })
+}
+const _: fn_types::MPI_Type_commit = PMPI_Type_commit;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    entry("MPI_Type_free", MPI_COMM_WORLD, |_, _| {
+        if datatype.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "datatype pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        free(unsafe { *datatype })?;
+        // SAFETY: checked non-null.
+        unsafe { *datatype = MPI_DATATYPE_NULL };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Type_free = PMPI_Type_free;
+
+/// Run a query on `datatype`'s layout and write what it returns through `out`.
+fn query<T>(
+    name: &str,
+    datatype: MPI_Datatype,
+    out: *mut T,
+    value: impl FnOnce(&resmpi_core::datatype::Datatype) -> T,
+) -> c_int {
+    entry(name, MPI_COMM_WORLD, |_, _| {
+        let layout = layout_of(datatype)?;
+        if out.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "output pointer is NULL"));
+        }
+        // SAFETY: checked non-null; the caller's output variable.
+        unsafe { *out = value(&layout) };
+        Ok(())
+    })
+}
+
+/// Write two values (lb and extent) through two output pointers.
+fn query_pair<T>(
+    name: &str,
+    datatype: MPI_Datatype,
+    first: *mut T,
+    second: *mut T,
+    values: impl FnOnce(&resmpi_core::datatype::Datatype) -> (T, T),
+) -> c_int {
+    entry(name, MPI_COMM_WORLD, |_, _| {
+        let layout = layout_of(datatype)?;
+        if first.is_null() || second.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "output pointer is NULL"));
+        }
+        let (a, b) = values(&layout);
+        // SAFETY: checked non-null; the caller's output variables.
+        unsafe {
+            *first = a;
+            *second = b;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
+    query("MPI_Type_size", datatype, size, |layout| {
+        c_int::try_from(layout.size_bytes).unwrap_or(MPI_UNDEFINED)
+    })
+}
+const _: fn_types::MPI_Type_size = PMPI_Type_size;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    query("MPI_Type_size_x", datatype, size, |layout| {
+        layout.size_bytes as MPI_Count
+    })
+}
+const _: fn_types::MPI_Type_size_x = PMPI_Type_size_x;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_extent(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Aint,
+    extent: *mut MPI_Aint,
+) -> c_int {
+    query_pair("MPI_Type_get_extent", datatype, lb, extent, |layout| {
+        (
+            layout.lb_bytes as MPI_Aint,
+            layout.extent_bytes() as MPI_Aint,
+        )
+    })
+}
+const _: fn_types::MPI_Type_get_extent = PMPI_Type_get_extent;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_extent_x(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Count,
+    extent: *mut MPI_Count,
+) -> c_int {
+    query_pair("MPI_Type_get_extent_x", datatype, lb, extent, |layout| {
+        (
+            layout.lb_bytes as MPI_Count,
+            layout.extent_bytes() as MPI_Count,
+        )
+    })
+}
+const _: fn_types::MPI_Type_get_extent_x = PMPI_Type_get_extent_x;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_true_extent(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Aint,
+    true_extent: *mut MPI_Aint,
+) -> c_int {
+    query_pair(
+        "MPI_Type_get_true_extent",
+        datatype,
+        true_lb,
+        true_extent,
+        |layout| {
+            (
+                layout.true_lb_bytes as MPI_Aint,
+                layout.true_extent_bytes() as MPI_Aint,
+            )
+        },
+    )
+}
+const _: fn_types::MPI_Type_get_true_extent = PMPI_Type_get_true_extent;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Count,
+    true_extent: *mut MPI_Count,
+) -> c_int {
+    query_pair(
+        "MPI_Type_get_true_extent_x",
+        datatype,
+        true_lb,
+        true_extent,
+        |layout| {
+            (
+                layout.true_lb_bytes as MPI_Count,
+                layout.true_extent_bytes() as MPI_Count,
+            )
+        },
+    )
+}
+const _: fn_types::MPI_Type_get_true_extent_x = PMPI_Type_get_true_extent_x;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
+    query("MPI_Type_extent", datatype, extent, |layout| {
+        layout.extent_bytes() as MPI_Aint
+    })
+}
+const _: fn_types::MPI_Type_extent = PMPI_Type_extent;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_lb(
+    datatype: MPI_Datatype,
+    displacement: *mut MPI_Aint,
+) -> c_int {
+    query("MPI_Type_lb", datatype, displacement, |layout| {
+        layout.lb_bytes as MPI_Aint
+    })
+}
+const _: fn_types::MPI_Type_lb = PMPI_Type_lb;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_ub(
+    datatype: MPI_Datatype,
+    displacement: *mut MPI_Aint,
+) -> c_int {
+    query("MPI_Type_ub", datatype, displacement, |layout| {
+        layout.ub_bytes as MPI_Aint
+    })
+}
+const _: fn_types::MPI_Type_ub = PMPI_Type_ub;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_envelope(
+    datatype: MPI_Datatype,
+    num_integers: *mut c_int,
+    num_addresses: *mut c_int,
+    num_datatypes: *mut c_int,
+    combiner: *mut c_int,
+) -> c_int {
+    entry("MPI_Type_get_envelope", MPI_COMM_WORLD, |_, _| {
+        let counts = match resolve(datatype)? {
+            Resolved::Predefined(_) => (0, 0, 0, MPI_COMBINER_NAMED),
+            Resolved::Derived(object, _) => {
+                let contents = &object.contents;
+                (
+                    contents.integers.len() as c_int,
+                    contents.addresses.len() as c_int,
+                    contents.datatypes.len() as c_int,
+                    contents.combiner,
+                )
+            }
+        };
+        if num_integers.is_null()
+            || num_addresses.is_null()
+            || num_datatypes.is_null()
+            || combiner.is_null()
+        {
+            return Err(MpiError::new(ErrorClass::Arg, "output pointer is NULL"));
+        }
+        // SAFETY: checked non-null; the caller's output variables.
+        unsafe {
+            *num_integers = counts.0;
+            *num_addresses = counts.1;
+            *num_datatypes = counts.2;
+            *combiner = counts.3;
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Type_get_envelope = PMPI_Type_get_envelope;
+
+/// Copy `values` into the caller's array of `capacity` entries.
+unsafe fn fill<T: Copy>(
+    target: *mut T,
+    capacity: c_int,
+    values: &[T],
+    what: &str,
+) -> MpiResult<()> {
+    if (capacity as i64) < values.len() as i64 {
+        return Err(MpiError::new(
+            ErrorClass::Arg,
+            format!(
+                "{what}: room for {capacity}, {} needed (see MPI_Type_get_envelope)",
+                values.len()
+            ),
+        ));
+    }
+    if values.is_empty() {
+        return Ok(());
+    }
+    if target.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, format!("{what} is NULL")));
+    }
+    // SAFETY: the caller's array holds `capacity` >= values.len() entries.
+    unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), target, values.len()) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_contents(
+    datatype: MPI_Datatype,
+    max_integers: c_int,
+    max_addresses: c_int,
+    max_datatypes: c_int,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut MPI_Aint,
+    array_of_datatypes: *mut MPI_Datatype,
+) -> c_int {
+    entry("MPI_Type_get_contents", MPI_COMM_WORLD, |_, _| {
+        let Resolved::Derived(object, _) = resolve(datatype)? else {
+            return Err(MpiError::new(
+                ErrorClass::Type,
+                "MPI_Type_get_contents on a predefined datatype (combiner MPI_COMBINER_NAMED)",
+            ));
+        };
+        let contents = &object.contents;
+        if (max_datatypes as i64) < contents.datatypes.len() as i64 {
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                "array_of_datatypes is too short",
+            ));
+        }
+        // SAFETY: the caller's arrays of the given capacities.
+        unsafe {
+            fill(
+                array_of_integers,
+                max_integers,
+                &contents.integers,
+                "array_of_integers",
+            )?;
+            fill(
+                array_of_addresses,
+                max_addresses,
+                &contents.addresses,
+                "array_of_addresses",
+            )?;
+            // Only now hand out new handles, so an error above leaks none.
+            let handles = constituent_handles(&contents.datatypes);
+            fill(
+                array_of_datatypes,
+                max_datatypes,
+                &handles,
+                "array_of_datatypes",
+            )?;
+        }
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Type_get_contents = PMPI_Type_get_contents;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_address(
+    location: *const c_void,
+    address: *mut MPI_Aint,
+) -> c_int {
+    entry("MPI_Get_address", MPI_COMM_WORLD, |_, _| {
+        if address.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "address pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        unsafe { *address = location as MPI_Aint };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Get_address = PMPI_Get_address;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Address(location: *mut c_void, address: *mut MPI_Aint) -> c_int {
+    // SAFETY: forwarded caller pointers.
+    unsafe { PMPI_Get_address(location, address) }
+}
+const _: fn_types::MPI_Address = PMPI_Address;
+
+#[no_mangle]
+pub extern "C" fn PMPI_Aint_add(base: MPI_Aint, displacement: MPI_Aint) -> MPI_Aint {
+    base.wrapping_add(displacement)
+}
+const _: fn_types::MPI_Aint_add = PMPI_Aint_add;
+
+#[no_mangle]
+pub extern "C" fn PMPI_Aint_diff(address_1: MPI_Aint, address_2: MPI_Aint) -> MPI_Aint {
+    address_1.wrapping_sub(address_2)
+}
+const _: fn_types::MPI_Aint_diff = PMPI_Aint_diff;

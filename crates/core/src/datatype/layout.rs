@@ -1,0 +1,320 @@
+//! The layout of one datatype: where its bytes lie relative to the buffer
+//! address (a flattened, merged segment list in type-map order), its bounds,
+//! and the sequence of basic elements it is made of.
+//!
+//! A message on the wire is the packed form: the segments of element 0,
+//! then those of element 1 (shifted by the extent), and so on, back to
+//! back. Packing and unpacking take a byte position in that packed stream
+//! so a sender or receiver can move a message chunk by chunk.
+
+use super::TypeInfo;
+
+/// A run of bytes of one element, relative to the buffer address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Where the run starts (may be negative: lower bounds can be).
+    pub offset_bytes: isize,
+    /// How long it is (never 0 in a layout).
+    pub length_bytes: usize,
+}
+
+impl Segment {
+    /// One past the last byte.
+    pub fn end_bytes(&self) -> isize {
+        self.offset_bytes + self.length_bytes as isize
+    }
+}
+
+/// `count` consecutive basic elements of `size_bytes` each, in type-map order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElementRun {
+    /// Size of each basic element.
+    pub size_bytes: usize,
+    /// How many in a row.
+    pub count: usize,
+}
+
+/// A datatype's layout and bounds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Datatype {
+    /// Bytes of data in one element (MPI_Type_size).
+    pub size_bytes: usize,
+    /// Lower bound (MPI_Type_get_extent).
+    pub lb_bytes: isize,
+    /// Upper bound; extent = ub - lb.
+    pub ub_bytes: isize,
+    /// Lowest byte holding data (MPI_Type_get_true_extent).
+    pub true_lb_bytes: isize,
+    /// One past the highest byte holding data.
+    pub true_ub_bytes: isize,
+    /// The data of one element, in type-map order, adjacent runs merged.
+    pub segments: Vec<Segment>,
+    /// The basic elements of one element, in type-map order (MPI_Get_elements).
+    pub elements: Vec<ElementRun>,
+    /// The predefined type all data is made of, when there is exactly one
+    /// (reductions need it); None for mixed types.
+    pub unit: Option<TypeInfo>,
+    /// Largest alignment of the basic types inside (struct extent padding).
+    pub alignment_bytes: usize,
+    /// The bounds were set by MPI_Type_create_resized (or subarray/darray),
+    /// so MPI_Type_create_struct must not pad them for alignment.
+    pub explicit_bounds: bool,
+}
+
+impl Datatype {
+    /// A predefined type with no holes: `info.size_bytes` bytes of data, `info.extent_bytes` apart.
+    pub fn basic(info: TypeInfo, alignment_bytes: usize) -> Datatype {
+        let segments = if info.size_bytes == 0 {
+            Vec::new()
+        } else {
+            vec![Segment {
+                offset_bytes: 0,
+                length_bytes: info.size_bytes,
+            }]
+        };
+        let element_size = info.size_bytes / info.basic_elements.max(1);
+        Datatype {
+            size_bytes: info.size_bytes,
+            lb_bytes: 0,
+            ub_bytes: info.extent_bytes as isize,
+            true_lb_bytes: 0,
+            true_ub_bytes: info.size_bytes as isize,
+            segments,
+            elements: vec![ElementRun {
+                size_bytes: element_size,
+                count: info.basic_elements,
+            }],
+            unit: Some(info),
+            alignment_bytes,
+            explicit_bounds: false,
+        }
+    }
+
+    /// A predefined (value, index) pair type such as MPI_DOUBLE_INT: the
+    /// value at 0, the second member at the next offset aligned to its own
+    /// size (so MPI_SHORT_INT has a 2-byte hole), extent from `info`.
+    pub fn pair(info: TypeInfo, value_size_bytes: usize) -> Datatype {
+        let second_size_bytes = info.size_bytes - value_size_bytes;
+        let second_offset_bytes = value_size_bytes.next_multiple_of(second_size_bytes);
+        let mut segments = vec![Segment {
+            offset_bytes: 0,
+            length_bytes: value_size_bytes,
+        }];
+        push_merged(
+            &mut segments,
+            Segment {
+                offset_bytes: second_offset_bytes as isize,
+                length_bytes: second_size_bytes,
+            },
+        );
+        let mut elements = vec![ElementRun {
+            size_bytes: value_size_bytes,
+            count: 1,
+        }];
+        push_run(
+            &mut elements,
+            ElementRun {
+                size_bytes: second_size_bytes,
+                count: 1,
+            },
+        );
+        Datatype {
+            size_bytes: info.size_bytes,
+            lb_bytes: 0,
+            ub_bytes: info.extent_bytes as isize,
+            true_lb_bytes: 0,
+            true_ub_bytes: (second_offset_bytes + second_size_bytes) as isize,
+            segments,
+            elements,
+            unit: Some(info),
+            alignment_bytes: value_size_bytes.max(second_size_bytes).min(16),
+            explicit_bounds: false,
+        }
+    }
+
+    /// ub - lb (MPI_Type_get_extent's extent; may be negative after resizing).
+    pub fn extent_bytes(&self) -> isize {
+        self.ub_bytes - self.lb_bytes
+    }
+
+    /// true_ub - true_lb.
+    pub fn true_extent_bytes(&self) -> isize {
+        self.true_ub_bytes - self.true_lb_bytes
+    }
+
+    /// Basic elements in one element.
+    pub fn basic_elements(&self) -> usize {
+        self.elements.iter().map(|run| run.count).sum()
+    }
+
+    /// Packed bytes of `count` elements, or None on overflow.
+    pub fn packed_bytes(&self, count: usize) -> Option<usize> {
+        self.size_bytes.checked_mul(count)
+    }
+
+    /// When `count` elements occupy one run of memory: its offset from the
+    /// buffer address and its length. Such messages need no packing.
+    pub fn contiguous_span(&self, count: usize) -> Option<(isize, usize)> {
+        match self.segments.as_slice() {
+            [] => Some((0, 0)),
+            [only] if count <= 1 || only.length_bytes as isize == self.extent_bytes() => {
+                Some((only.offset_bytes, only.length_bytes * count))
+            }
+            _ => None,
+        }
+    }
+
+    /// Number of basic elements in the first `bytes` packed bytes of a
+    /// message of this type (MPI_Get_elements); a trailing partial basic
+    /// element is not counted.
+    pub fn elements_in(&self, bytes: usize) -> usize {
+        if self.size_bytes == 0 {
+            return 0;
+        }
+        let whole = bytes / self.size_bytes;
+        let mut rest_bytes = bytes % self.size_bytes;
+        let mut elements = whole * self.basic_elements();
+        for run in &self.elements {
+            if run.size_bytes == 0 {
+                continue;
+            }
+            let run_bytes = run.size_bytes * run.count;
+            if rest_bytes >= run_bytes {
+                elements += run.count;
+                rest_bytes -= run_bytes;
+            } else {
+                elements += rest_bytes / run.size_bytes;
+                break;
+            }
+        }
+        elements
+    }
+
+    /// Visit the memory pieces behind packed bytes `[start, start + length)`
+    /// of `count` elements: `visit(buffer_offset_bytes, packed_offset_bytes, length_bytes)`.
+    fn for_each_piece(
+        &self,
+        count: usize,
+        start_bytes: usize,
+        length_bytes: usize,
+        mut visit: impl FnMut(isize, usize, usize),
+    ) {
+        if self.size_bytes == 0 || length_bytes == 0 {
+            return;
+        }
+        let total_bytes = self.size_bytes * count;
+        let end_bytes = (start_bytes + length_bytes).min(total_bytes);
+        let extent_bytes = self.extent_bytes();
+        let mut element = start_bytes / self.size_bytes;
+        let mut position_bytes = start_bytes;
+        while position_bytes < end_bytes {
+            let element_offset_bytes = element as isize * extent_bytes;
+            let mut packed_bytes = element * self.size_bytes;
+            for segment in &self.segments {
+                let segment_end_bytes = packed_bytes + segment.length_bytes;
+                if segment_end_bytes > position_bytes {
+                    let piece_end_bytes = segment_end_bytes.min(end_bytes);
+                    let skip_bytes = position_bytes - packed_bytes;
+                    visit(
+                        element_offset_bytes + segment.offset_bytes + skip_bytes as isize,
+                        position_bytes,
+                        piece_end_bytes - position_bytes,
+                    );
+                    position_bytes = piece_end_bytes;
+                    if position_bytes >= end_bytes {
+                        return;
+                    }
+                }
+                packed_bytes = segment_end_bytes;
+            }
+            element += 1;
+        }
+    }
+
+    /// Copy packed bytes `[start_bytes, start_bytes + packed.len())` of
+    /// `count` elements at `buffer` into `packed` (stops at the message end).
+    ///
+    /// # Safety
+    /// `buffer` must be valid for reads at every byte the first `count`
+    /// elements of this layout cover (the application's promise to MPI).
+    pub unsafe fn pack(
+        &self,
+        buffer: *const u8,
+        count: usize,
+        start_bytes: usize,
+        packed: &mut [u8],
+    ) {
+        self.for_each_piece(count, start_bytes, packed.len(), |offset, at, length| {
+            let target = &mut packed[at - start_bytes..at - start_bytes + length];
+            // SAFETY: the caller guarantees the element bytes are readable;
+            // `target` is a distinct Rust slice, so they do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    buffer.wrapping_offset(offset),
+                    target.as_mut_ptr(),
+                    length,
+                )
+            };
+        });
+    }
+
+    /// Copy `packed`, which holds packed bytes from `start_bytes` on, into
+    /// the first `count` elements at `buffer`; bytes beyond the message end
+    /// are ignored, and memory between segments is never written.
+    ///
+    /// # Safety
+    /// `buffer` must be valid for writes at every byte the first `count`
+    /// elements of this layout cover.
+    pub unsafe fn unpack(&self, buffer: *mut u8, count: usize, start_bytes: usize, packed: &[u8]) {
+        self.for_each_piece(count, start_bytes, packed.len(), |offset, at, length| {
+            let source = &packed[at - start_bytes..at - start_bytes + length];
+            // SAFETY: as for `pack`, with writable element bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    source.as_ptr(),
+                    buffer.wrapping_offset(offset),
+                    length,
+                )
+            };
+        });
+    }
+
+    /// Size, extent and kind for reductions and raw-span collectives.
+    pub fn info(&self) -> TypeInfo {
+        let extent_bytes = self.extent_bytes().max(0) as usize;
+        TypeInfo {
+            size_bytes: self.size_bytes,
+            extent_bytes,
+            basic_elements: self.basic_elements(),
+            kind: self.unit.map_or(super::BasicKind::Byte, |unit| unit.kind),
+        }
+    }
+}
+
+/// Append `segment`, merging it into the last one when they touch.
+pub(super) fn push_merged(segments: &mut Vec<Segment>, segment: Segment) {
+    if segment.length_bytes == 0 {
+        return;
+    }
+    if let Some(last) = segments.last_mut() {
+        if last.end_bytes() == segment.offset_bytes {
+            last.length_bytes += segment.length_bytes;
+            return;
+        }
+    }
+    segments.push(segment);
+}
+
+/// Append `run`, merging it into the last one when the sizes agree.
+pub(super) fn push_run(elements: &mut Vec<ElementRun>, run: ElementRun) {
+    if run.count == 0 {
+        return;
+    }
+    if let Some(last) = elements.last_mut() {
+        if last.size_bytes == run.size_bytes {
+            last.count += run.count;
+            return;
+        }
+    }
+    elements.push(run);
+}

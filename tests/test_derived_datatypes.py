@@ -1,0 +1,32 @@
+"""Derived datatypes: constructors, queries, packing, point-to-point with
+non-contiguous types, partial receives, and error cases."""
+import pytest
+
+from conftest import assert_ok, mpich_known_bug, run
+
+
+def test_every_constructor_has_the_standard_size_bounds_contents_and_type_map(build):
+    assert_ok(run(1, build("dtype_constructors")))
+
+
+P2P_SUBTESTS = ["kinds", "nonblocking", "large", "sendrecv", "probe", "partial", "freed", "truncate"]
+
+
+@pytest.mark.parametrize("subtest", P2P_SUBTESTS)
+@pytest.mark.parametrize("nprocs", [1, 2, 3])
+def test_noncontiguous_point_to_point_delivers_exact_bytes_and_leaves_gaps(build, subtest, nprocs, paths):
+    assert_ok(run(nprocs, build("dtype_p2p"), subtest, mpiexec_opts=paths))
+
+
+def test_bad_datatype_arguments_return_their_error_class(build):
+    assert_ok(run(1, build("dtype_errors")))
+
+
+@pytest.mark.resmpi_only("MPICH does not promise to catch freed handles or pack windows too small")
+def test_freed_handles_and_short_pack_windows_are_errors_not_crashes(build):
+    assert_ok(run(1, build("dtype_errors"), "erroneous_uses"))
+
+
+@mpich_known_bug("accepts a subarray with start + subsize > size and a darray whose psizes do not multiply to size")
+def test_subarray_and_darray_shapes_that_do_not_fit_are_mpi_err_arg(build):
+    assert_ok(run(1, build("dtype_errors"), "shape_checks"))
