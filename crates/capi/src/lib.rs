@@ -12,15 +12,21 @@
 #![allow(clippy::too_many_arguments)]
 
 pub mod abi;
+mod attr;
 mod coll;
 mod comm;
 mod datatype;
 mod errhandler;
 mod global;
+mod group;
 mod handles;
+mod info;
 mod init;
+mod names;
+mod objects;
 mod p2p;
 mod requests;
+mod topo;
 
 use std::os::raw::{c_char, c_int};
 
