@@ -139,7 +139,7 @@ pub fn cart_rank(dims: &[i32], periods: &[bool], coords: &[i32]) -> MpiResult<u3
             coordinate = coordinate.rem_euclid(extent);
         } else if !(0..extent).contains(&coordinate) {
             return fail(
-                ErrorClass::Rank,
+                ErrorClass::Arg,
                 format!("coordinate {coordinate} is outside dimension {axis} (extent {extent})"),
             );
         }
