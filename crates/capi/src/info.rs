@@ -35,13 +35,15 @@ fn info_entries(registry: &Registry, world_size: u32, handle: MPI_Info) -> MpiRe
         .ok_or_else(|| invalid_info(handle))
 }
 
+/// MPI_INFO_NULL is MPI_ERR_ARG (as in MPICH), any other bad handle MPI_ERR_INFO.
 fn invalid_info(handle: MPI_Info) -> MpiError {
-    let what = if handle == MPI_INFO_NULL {
-        "MPI_INFO_NULL".to_string()
-    } else {
-        format!("{handle:#x} (freed, read-only or never created)")
-    };
-    MpiError::new(ErrorClass::Info, format!("info {what} is not valid"))
+    if handle == MPI_INFO_NULL {
+        return MpiError::new(ErrorClass::Arg, "info is MPI_INFO_NULL");
+    }
+    MpiError::new(
+        ErrorClass::Info,
+        format!("info {handle:#x} is not valid (freed, read-only or never created)"),
+    )
 }
 
 /// The entries of a user info object, for changing them.

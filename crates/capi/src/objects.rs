@@ -22,7 +22,7 @@ pub struct Keyval {
     pub delete: MPI_Comm_delete_attr_function,
     /// The application's extra state, passed back to both callbacks.
     pub extra_state: usize,
-    /// Set by MPI_Comm_free_keyval: no new use, existing attributes stay.
+    /// Set by MPI_Comm_free_keyval: freeing again is an error.
     pub freed: bool,
 }
 
@@ -64,11 +64,11 @@ impl Objects {
         self.comm_infos.remove(&index);
     }
 
-    /// The user keyval `keyval`, if valid and not freed.
+    /// The user keyval `keyval`. A freed keyval still serves the attributes
+    /// set with it, as in MPICH (only freeing it again is an error).
     pub fn keyval(&self, keyval: c_int) -> MpiResult<Keyval> {
         crate::handles::keyval_index(keyval)
             .and_then(|index| self.keyvals.get(index))
-            .filter(|entry| !entry.freed)
             .copied()
             .ok_or_else(|| {
                 MpiError::new(
