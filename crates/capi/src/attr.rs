@@ -214,7 +214,10 @@ fn free_keyval(name: &str, keyval: *mut c_int) -> c_int {
         // SAFETY: checked non-null.
         let handle = unsafe { *keyval };
         if registry.objects.keyval(handle)?.freed {
-            return Err(MpiError::new(ErrorClass::Keyval, format!("keyval {handle:#x} is already freed")));
+            return Err(MpiError::new(
+                ErrorClass::Keyval,
+                format!("keyval {handle:#x} is already freed"),
+            ));
         }
         let index = keyval_index(handle).expect("a valid user keyval");
         registry.objects.keyvals[index].freed = true;

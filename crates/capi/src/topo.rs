@@ -71,14 +71,13 @@ fn topology_of(mpi: &Mpi, comm: MPI_Comm) -> MpiResult<(std::sync::Arc<Topology>
 
 /// The Cartesian grid of `comm` (dims, periods, rank), or MPI_ERR_TOPOLOGY.
 fn cartesian_of(mpi: &Mpi, comm: MPI_Comm) -> MpiResult<(Vec<i32>, Vec<bool>, u32)> {
-    match topology_of(mpi, comm)? {
-        (topology, rank, _) => match &*topology {
-            Topology::Cartesian { dims, periods } => Ok((dims.clone(), periods.clone(), rank)),
-            _ => Err(MpiError::new(
-                ErrorClass::Topology,
-                "the communicator is not Cartesian",
-            )),
-        },
+    let (topology, rank, _) = topology_of(mpi, comm)?;
+    match &*topology {
+        Topology::Cartesian { dims, periods } => Ok((dims.clone(), periods.clone(), rank)),
+        _ => Err(MpiError::new(
+            ErrorClass::Topology,
+            "the communicator is not Cartesian",
+        )),
     }
 }
 

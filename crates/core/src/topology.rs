@@ -95,7 +95,7 @@ pub fn dims_create(node_count: i32, dims: &mut [i32]) -> MpiResult<()> {
     let mut factors = Vec::new();
     let mut divisor = 2;
     while divisor * divisor <= remaining {
-        while remaining % divisor == 0 {
+        while remaining.is_multiple_of(divisor) {
             factors.push(divisor);
             remaining /= divisor;
         }
