@@ -1,13 +1,13 @@
-//! Communicator entry points: rank/size, dup/split/free/compare, names,
-//! the predefined attributes.
+//! Communicator entry points: rank/size, dup/idup/split/split_type/
+//! create/create_group/free/compare, names, inter-communicators.
 
-use std::sync::OnceLock;
-
+use resmpi_core::group;
 use resmpi_core::{ErrorClass, MpiError};
 
 use crate::abi::*;
-use crate::global::{entry, with_mpi};
-use crate::handles::comm_handle;
+use crate::global::{entry, lock, raise_error, with_mpi};
+use crate::group::group_members;
+use crate::handles::{comm_handle, request_handle};
 use crate::init::{c_text, write_string};
 use crate::p2p::comm_of;
 
@@ -39,18 +39,44 @@ pub unsafe extern "C" fn PMPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_i
 }
 const _: fn_types::MPI_Comm_size = PMPI_Comm_size;
 
+/// MPI_Comm_dup and its variants: a new communicator, then the copy
+/// callbacks of the parent's attributes (outside the lock); a failing
+/// callback frees the new communicator and fails the call.
+fn duplicate(name: &str, comm: MPI_Comm) -> Result<usize, c_int> {
+    let (old_index, new_index) = with_mpi(name, comm, |mpi, _| {
+        let index = comm_of(mpi, comm)?;
+        Ok((index, mpi.comm_dup(index)?))
+    })?;
+    if let Err(error) = crate::attr::copy_attributes(old_index, new_index) {
+        let _ = crate::attr::delete_all_attributes(new_index);
+        let mut global = lock();
+        global.registry.objects.forget_comm(new_index);
+        if let Some(mpi) = global.mpi.as_mut() {
+            let _ = mpi.free_comm(new_index);
+        }
+        drop(global);
+        return Err(raise_error(name, comm, error));
+    }
+    Ok(new_index)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    entry("MPI_Comm_dup", comm, |mpi, _| {
-        let index = comm_of(mpi, comm)?;
-        if newcomm.is_null() {
-            return Err(MpiError::new(ErrorClass::Arg, "newcomm pointer is NULL"));
+    if newcomm.is_null() {
+        return raise_error(
+            "MPI_Comm_dup",
+            comm,
+            MpiError::new(ErrorClass::Arg, "newcomm pointer is NULL"),
+        );
+    }
+    match duplicate("MPI_Comm_dup", comm) {
+        Ok(index) => {
+            // SAFETY: checked non-null.
+            unsafe { *newcomm = comm_handle(index) };
+            MPI_SUCCESS
         }
-        let new_index = mpi.comm_dup(index)?;
-        // SAFETY: checked non-null.
-        unsafe { *newcomm = comm_handle(new_index) };
-        Ok(())
-    })
+        Err(code) => code,
+    }
 }
 const _: fn_types::MPI_Comm_dup = PMPI_Comm_dup;
 
@@ -82,9 +108,26 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     } else {
         unsafe { *comm }
     };
-    entry("MPI_Comm_free", handle, |mpi, _| {
+    let index = match with_mpi("MPI_Comm_free", handle, |mpi, _| {
         let index = comm_of(mpi, handle)?;
+        if index == resmpi_core::WORLD || index == resmpi_core::SELF {
+            return Err(MpiError::new(
+                ErrorClass::Comm,
+                "cannot free a predefined communicator",
+            ));
+        }
+        Ok(index)
+    }) {
+        Ok(index) => index,
+        Err(code) => return code,
+    };
+    // Delete callbacks run first, while the communicator still exists.
+    if let Err(error) = crate::attr::delete_all_attributes(index) {
+        return raise_error("MPI_Comm_free", handle, error);
+    }
+    entry("MPI_Comm_free", handle, |mpi, registry| {
         mpi.free_comm(index)?;
+        registry.objects.forget_comm(index);
         // SAFETY: non-null (comm_of rejected MPI_COMM_NULL).
         unsafe { *comm = MPI_COMM_NULL };
         Ok(())
@@ -104,19 +147,30 @@ pub unsafe extern "C" fn PMPI_Comm_compare(
         if result.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "result pointer is NULL"));
         }
+        // Groups compare local with local and remote with remote; an
+        // intra- and an inter-communicator are always unequal.
+        let groups = |comm: &resmpi_core::Communicator| {
+            (
+                comm.group.clone(),
+                comm.remote.as_ref().map(|remote| remote.group.clone()),
+            )
+        };
+        let ((first_local, first_remote), (second_local, second_remote)) =
+            (groups(first), groups(second));
         let answer = if comm1 == comm2 {
             MPI_IDENT
-        } else if first.group == second.group {
-            MPI_CONGRUENT
+        } else if first_remote.is_some() != second_remote.is_some() {
+            MPI_UNEQUAL
         } else {
-            let mut a: Vec<u32> = first.group.to_vec();
-            let mut b: Vec<u32> = second.group.to_vec();
-            a.sort_unstable();
-            b.sort_unstable();
-            if a == b {
-                MPI_SIMILAR
-            } else {
-                MPI_UNEQUAL
+            let local = group::compare(&first_local, &second_local);
+            let remote = match (&first_remote, &second_remote) {
+                (Some(a), Some(b)) => group::compare(a, b),
+                _ => group::Comparison::Identical,
+            };
+            match (local, remote) {
+                (group::Comparison::Identical, group::Comparison::Identical) => MPI_CONGRUENT,
+                (group::Comparison::Unequal, _) | (_, group::Comparison::Unequal) => MPI_UNEQUAL,
+                _ => MPI_SIMILAR,
             }
         };
         // SAFETY: checked non-null.
@@ -161,67 +215,210 @@ pub unsafe extern "C" fn PMPI_Comm_get_name(
 }
 const _: fn_types::MPI_Comm_get_name = PMPI_Comm_get_name;
 
-/// Storage the predefined attribute pointers point to (they must outlive the call).
-struct PredefinedAttributes {
-    tag_ub: c_int,
-    host: c_int,
-    io: c_int,
-    wtime_is_global: c_int,
-    universe_size: c_int,
-    appnum: c_int,
+/// Write communicator `index` (or MPI_COMM_NULL) to `newcomm`.
+fn store_comm(newcomm: *mut MPI_Comm, index: Option<usize>) {
+    // SAFETY: the callers check `newcomm` before any collective work.
+    unsafe { *newcomm = index.map_or(MPI_COMM_NULL, comm_handle) };
 }
 
-static ATTRIBUTES: OnceLock<PredefinedAttributes> = OnceLock::new();
+fn check_newcomm(newcomm: *mut MPI_Comm) -> resmpi_core::MpiResult<()> {
+    if newcomm.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "newcomm pointer is NULL"));
+    }
+    Ok(())
+}
 
+/// MPI_Comm_idup: the context agreement is done eagerly, so the duplicate
+/// is complete on return and the request is already complete.
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_attr(
+pub unsafe extern "C" fn PMPI_Comm_idup(
     comm: MPI_Comm,
-    comm_keyval: c_int,
-    attribute_val: *mut c_void,
-    flag: *mut c_int,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Comm_get_attr", comm, |mpi, _| {
-        comm_of(mpi, comm)?;
-        if flag.is_null() || attribute_val.is_null() {
-            return Err(MpiError::new(
-                ErrorClass::Arg,
-                "attribute or flag pointer is NULL",
-            ));
-        }
-        let universe = mpi.universe_size() as c_int;
-        let attributes = ATTRIBUTES.get_or_init(|| PredefinedAttributes {
-            tag_ub: resmpi_core::TAG_UB,
-            host: MPI_PROC_NULL,
-            io: MPI_ANY_SOURCE,
-            wtime_is_global: 0,
-            universe_size: universe,
-            appnum: 0,
-        });
-        let value: Option<&c_int> = match comm_keyval {
-            MPI_TAG_UB => Some(&attributes.tag_ub),
-            MPI_HOST => Some(&attributes.host),
-            MPI_IO => Some(&attributes.io),
-            MPI_WTIME_IS_GLOBAL => Some(&attributes.wtime_is_global),
-            MPI_UNIVERSE_SIZE => Some(&attributes.universe_size),
-            MPI_APPNUM => Some(&attributes.appnum),
-            MPI_KEYVAL_INVALID => {
-                return Err(MpiError::new(ErrorClass::Keyval, "MPI_KEYVAL_INVALID"))
-            }
-            _ => {
-                return Err(MpiError::new(
-                    ErrorClass::Keyval,
-                    format!("keyval {comm_keyval:#x}: user attributes arrive with issue #4"),
-                ))
-            }
-        };
-        // SAFETY: checked non-null; MPI passes the address of a `void *` variable.
-        unsafe {
-            *flag = value.is_some() as c_int;
-            if let Some(value) = value {
-                *(attribute_val as *mut *const c_int) = value;
-            }
-        }
+    if request.is_null() {
+        return raise_error(
+            "MPI_Comm_idup",
+            comm,
+            MpiError::new(ErrorClass::Arg, "request pointer is NULL"),
+        );
+    }
+    // SAFETY: forwarded caller pointer.
+    let code = unsafe { PMPI_Comm_dup(comm, newcomm) };
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // SAFETY: PMPI_Comm_dup succeeded, so newcomm is valid.
+    let new_handle = unsafe { *newcomm };
+    entry("MPI_Comm_idup", comm, |mpi, _| {
+        let index = comm_of(mpi, new_handle)?;
+        let slot = mpi
+            .engine
+            .start_nothing(index, resmpi_core::Status::default())?;
+        // SAFETY: checked non-null.
+        unsafe { *request = request_handle(slot) };
         Ok(())
     })
 }
-const _: fn_types::MPI_Comm_get_attr = PMPI_Comm_get_attr;
+const _: fn_types::MPI_Comm_idup = PMPI_Comm_idup;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_dup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded caller pointer.
+    let code = unsafe { PMPI_Comm_dup(comm, newcomm) };
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // SAFETY: PMPI_Comm_dup succeeded, so newcomm is valid.
+    unsafe { crate::info::PMPI_Comm_set_info(*newcomm, info) }
+}
+const _: fn_types::MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_create(
+    comm: MPI_Comm,
+    group: MPI_Group,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    entry("MPI_Comm_create", comm, |mpi, registry| {
+        let index = comm_of(mpi, comm)?;
+        check_newcomm(newcomm)?;
+        let members = group_members(registry, group)?;
+        store_comm(newcomm, mpi.comm_create(index, &members)?);
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Comm_create = PMPI_Comm_create;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_create_group(
+    comm: MPI_Comm,
+    group: MPI_Group,
+    tag: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    entry("MPI_Comm_create_group", comm, |mpi, registry| {
+        let index = comm_of(mpi, comm)?;
+        check_newcomm(newcomm)?;
+        if !(0..=resmpi_core::TAG_UB).contains(&tag) {
+            return Err(MpiError::new(
+                ErrorClass::Tag,
+                format!("tag {tag} is invalid"),
+            ));
+        }
+        let members = group_members(registry, group)?;
+        let me = mpi.rank();
+        if !members.contains(&me) {
+            // MPI: a process outside the group passes MPI_GROUP_EMPTY and gets MPI_COMM_NULL.
+            if members.is_empty() {
+                store_comm(newcomm, None);
+                return Ok(());
+            }
+            return Err(MpiError::new(
+                ErrorClass::Group,
+                "MPI_Comm_create_group called by a process outside the group",
+            ));
+        }
+        store_comm(newcomm, Some(mpi.comm_create_group(index, &members)?));
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Comm_create_group = PMPI_Comm_create_group;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_split_type(
+    comm: MPI_Comm,
+    split_type: c_int,
+    key: c_int,
+    _info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    entry("MPI_Comm_split_type", comm, |mpi, _| {
+        let index = comm_of(mpi, comm)?;
+        check_newcomm(newcomm)?;
+        let new_index = match split_type {
+            MPI_UNDEFINED => mpi.comm_split(index, MPI_UNDEFINED, key, MPI_UNDEFINED)?,
+            MPI_COMM_TYPE_SHARED => mpi.comm_split_shared(index, key)?,
+            other => {
+                return Err(MpiError::new(
+                    ErrorClass::Arg,
+                    format!("split type {other} is not supported (MPI_COMM_TYPE_SHARED is)"),
+                ))
+            }
+        };
+        store_comm(newcomm, new_index);
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Comm_split_type = PMPI_Comm_split_type;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    entry("MPI_Comm_test_inter", comm, |mpi, _| {
+        let inter = mpi.comm(comm_of(mpi, comm)?)?.is_inter();
+        if flag.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "flag pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        unsafe { *flag = inter as c_int };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Comm_test_inter = PMPI_Comm_test_inter;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    entry("MPI_Comm_remote_size", comm, |mpi, _| {
+        let Some(remote) = &mpi.comm(comm_of(mpi, comm)?)?.remote else {
+            return Err(MpiError::new(ErrorClass::Comm, "not an inter-communicator"));
+        };
+        if size.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "size pointer is NULL"));
+        }
+        // SAFETY: checked non-null.
+        unsafe { *size = remote.group.len() as c_int };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Comm_remote_size = PMPI_Comm_remote_size;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Intercomm_create(
+    local_comm: MPI_Comm,
+    local_leader: c_int,
+    peer_comm: MPI_Comm,
+    remote_leader: c_int,
+    tag: c_int,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    entry("MPI_Intercomm_create", local_comm, |mpi, _| {
+        let index = comm_of(mpi, local_comm)?;
+        check_newcomm(newintercomm)?;
+        // The peer communicator is significant only at the local leader.
+        let peer_index = comm_of(mpi, peer_comm).ok();
+        let new_index =
+            mpi.intercomm_create(index, local_leader, peer_index, remote_leader, tag)?;
+        store_comm(newintercomm, Some(new_index));
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Intercomm_create = PMPI_Intercomm_create;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Intercomm_merge(
+    intercomm: MPI_Comm,
+    high: c_int,
+    newintracomm: *mut MPI_Comm,
+) -> c_int {
+    entry("MPI_Intercomm_merge", intercomm, |mpi, _| {
+        let index = comm_of(mpi, intercomm)?;
+        check_newcomm(newintracomm)?;
+        store_comm(newintracomm, Some(mpi.intercomm_merge(index, high != 0)?));
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Intercomm_merge = PMPI_Intercomm_merge;

@@ -34,6 +34,8 @@ pub struct Registry {
     pub errhandlers: Vec<Option<UserErrhandler>>,
     /// User ops, by index.
     pub ops: Vec<Option<resmpi_core::op::Op>>,
+    /// Groups, attributes, keyvals, info objects and type names.
+    pub objects: crate::objects::Objects,
 }
 
 // SAFETY: raw user pointers inside requests are only touched with the lock held,
@@ -48,6 +50,7 @@ static GLOBAL: Mutex<Global> = Mutex::new(Global {
     registry: Registry {
         errhandlers: Vec::new(),
         ops: Vec::new(),
+        objects: crate::objects::Objects::new(),
     },
 });
 

@@ -8,6 +8,9 @@ const KIND_BUILTIN: u32 = 1 << 30;
 const KIND_DIRECT: u32 = 2 << 30;
 const CLASS_SHIFT: u32 = 26;
 const CLASS_COMM: u32 = 1;
+const CLASS_GROUP: u32 = 2;
+const CLASS_INFO: u32 = 7;
+const CLASS_KEYVAL: u32 = 9;
 const CLASS_ERRHANDLER: u32 = 5;
 const CLASS_OP: u32 = 6;
 const CLASS_REQUEST: u32 = 11;
@@ -41,6 +44,36 @@ pub fn comm_handle(index: usize) -> MPI_Comm {
         resmpi_core::SELF => MPI_COMM_SELF,
         _ => direct(CLASS_COMM, index),
     }
+}
+
+/// Group table index of a user group handle (not the predefined ones).
+pub fn group_index(handle: MPI_Group) -> Option<usize> {
+    direct_index(handle, CLASS_GROUP)
+}
+
+/// Handle of group table index `index`.
+pub fn group_handle(index: usize) -> MPI_Group {
+    direct(CLASS_GROUP, index)
+}
+
+/// Info table index of a user info handle (not MPI_INFO_ENV).
+pub fn info_index(handle: MPI_Info) -> Option<usize> {
+    direct_index(handle, CLASS_INFO)
+}
+
+/// Handle of info table index `index`.
+pub fn info_handle(index: usize) -> MPI_Info {
+    direct(CLASS_INFO, index)
+}
+
+/// Keyval table index of a user keyval (not the predefined attributes).
+pub fn keyval_index(keyval: c_int) -> Option<usize> {
+    direct_index(keyval, CLASS_KEYVAL)
+}
+
+/// User keyval of table index `index`.
+pub fn keyval_handle(index: usize) -> c_int {
+    direct(CLASS_KEYVAL, index)
 }
 
 /// Request slab index of a request handle (not MPI_REQUEST_NULL).
@@ -134,6 +167,14 @@ mod tests {
         assert_eq!(request_index(message_handle(5)), None);
         assert_eq!(message_index(message_handle(5)), Some(5));
         assert_eq!(comm_index(request_handle(3)), None);
+        assert_eq!(group_index(group_handle(4)), Some(4));
+        assert_eq!(group_index(MPI_GROUP_EMPTY), None);
+        assert_eq!(group_index(MPI_GROUP_NULL), None);
+        assert_eq!(info_index(info_handle(2)), Some(2));
+        assert_eq!(info_index(MPI_INFO_ENV), None);
+        assert_eq!(keyval_index(keyval_handle(0)), Some(0));
+        assert_eq!(keyval_index(MPI_TAG_UB), None);
+        assert_eq!(keyval_index(MPI_KEYVAL_INVALID), None);
         assert_eq!(request_index(12345), None);
         assert!(builtin_op(MPI_SUM).is_some());
         assert!(builtin_op(MPI_OP_NULL).is_none());

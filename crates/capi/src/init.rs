@@ -115,6 +115,10 @@ const _: fn_types::MPI_Finalized = PMPI_Finalized;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
+    // MPI: MPI_COMM_SELF's attributes are deleted first, while MPI still works.
+    if let Err(error) = crate::attr::delete_all_attributes(resmpi_core::SELF) {
+        return raise_error("MPI_Finalize", MPI_COMM_SELF, error);
+    }
     let result = entry("MPI_Finalize", MPI_COMM_WORLD, |mpi, _| mpi.finalize());
     if result == MPI_SUCCESS {
         let mut global = lock();

@@ -12,6 +12,7 @@
 #![allow(clippy::too_many_arguments)]
 
 pub mod abi;
+mod attr;
 mod coll;
 mod comm;
 mod datatype;
@@ -20,10 +21,15 @@ mod datatype_packing;
 mod datatype_queries;
 mod errhandler;
 mod global;
+mod group;
 mod handles;
+mod info;
 mod init;
+mod names;
+mod objects;
 mod p2p;
 mod requests;
+mod topo;
 
 use std::os::raw::{c_char, c_int};
 

@@ -29,6 +29,10 @@ pub enum ErrorClass {
     InStatus = 17,
     Pending = 18,
     Request = 19,
+    Info = 28,
+    InfoKey = 29,
+    InfoValue = 30,
+    InfoNokey = 31,
     NoMem = 34,
     Unsupported = 44,
     Keyval = 48,
@@ -36,7 +40,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 23] = [
+    pub const ALL: [ErrorClass; 27] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -57,6 +61,10 @@ impl ErrorClass {
         ErrorClass::InStatus,
         ErrorClass::Pending,
         ErrorClass::Request,
+        ErrorClass::Info,
+        ErrorClass::InfoKey,
+        ErrorClass::InfoValue,
+        ErrorClass::InfoNokey,
         ErrorClass::NoMem,
         ErrorClass::Unsupported,
         ErrorClass::Keyval,
@@ -85,6 +93,10 @@ impl ErrorClass {
             ErrorClass::InStatus => "Error code is in status",
             ErrorClass::Pending => "Pending request",
             ErrorClass::Request => "Invalid MPI_Request",
+            ErrorClass::Info => "Invalid MPI_Info",
+            ErrorClass::InfoKey => "Invalid info key",
+            ErrorClass::InfoValue => "Invalid info value",
+            ErrorClass::InfoNokey => "Info key not found",
             ErrorClass::NoMem => "Out of memory",
             ErrorClass::Unsupported => "Unsupported operation",
             ErrorClass::Keyval => "Invalid keyval",

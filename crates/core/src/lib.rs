@@ -13,12 +13,16 @@
 
 pub mod coll;
 pub mod comm;
+mod comm_create;
 pub mod datatype;
 pub mod engine;
 pub mod error;
+pub mod group;
+mod intercomm;
 pub mod op;
 pub mod reliability;
 pub mod request;
+pub mod topology;
 pub mod transport;
 pub mod wireup;
 
@@ -273,8 +277,15 @@ impl Mpi {
         if index < 2 {
             return fail(ErrorClass::Comm, "cannot free a predefined communicator");
         }
-        self.comm(index)?;
+        let hidden = self
+            .comm(index)?
+            .remote
+            .as_ref()
+            .map(|remote| remote.local_comm);
         self.engine.state.comms[index] = None;
+        if let Some(hidden) = hidden {
+            self.engine.state.comms[hidden] = None;
+        }
         Ok(())
     }
 
@@ -294,7 +305,7 @@ impl Mpi {
     }
 
     fn check_rank(&self, comm: &Communicator, rank: i32, allow_any: bool) -> MpiResult<()> {
-        let valid = (rank >= 0 && (rank as u32) < comm.size())
+        let valid = (rank >= 0 && (rank as u32) < comm.peer_count())
             || rank == PROC_NULL
             || (allow_any && rank == ANY_SOURCE);
         if valid {
@@ -304,7 +315,7 @@ impl Mpi {
                 ErrorClass::Rank,
                 format!(
                     "rank {rank} is out of range (communicator size {})",
-                    comm.size()
+                    comm.peer_count()
                 ),
             )
         }
@@ -337,7 +348,7 @@ impl Mpi {
         }
         let comm = self.comm(comm_index)?;
         let target = Destination {
-            peer: comm.world_rank(destination as u32),
+            peer: comm.peer_world_rank(destination as u32),
             context: comm.context,
             tag,
         };
@@ -364,7 +375,7 @@ impl Mpi {
         }
         let comm = self.comm(comm_index)?;
         let target = Destination {
-            peer: comm.world_rank(destination as u32),
+            peer: comm.peer_world_rank(destination as u32),
             context: comm.context,
             tag,
         };
@@ -465,7 +476,7 @@ impl Mpi {
             return self.engine.start_nothing(comm_index, Status::proc_null());
         }
         let comm = self.comm(comm_index)?;
-        let source_world = (source != ANY_SOURCE).then(|| comm.world_rank(source as u32));
+        let source_world = (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32));
         let tag = (tag != ANY_TAG).then_some(tag);
         let context = comm.context;
         self.engine
@@ -489,7 +500,7 @@ impl Mpi {
         self.engine.progress()?;
         let pattern = resmpi_matching::ReceivePattern {
             context: comm.context,
-            source: (source != ANY_SOURCE).then(|| comm.world_rank(source as u32)),
+            source: (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32)),
             tag: (tag != ANY_TAG).then_some(tag),
         };
         let status_of = |envelope: &resmpi_matching::Envelope, length: usize| Status {
@@ -592,17 +603,21 @@ impl Mpi {
         Ok(agreed)
     }
 
-    /// MPI_Comm_dup.
+    /// MPI_Comm_dup: same group(s), errhandler and topology, a new context.
     pub fn comm_dup(&mut self, comm_index: usize) -> MpiResult<usize> {
         let parent = self.comm(comm_index)?.clone();
+        if parent.is_inter() {
+            return self.intercomm_dup(&parent);
+        }
         let context = self.agree_context(comm_index)?;
-        let comm = Communicator::new(
+        let mut comm = Communicator::new(
             context,
             parent.group.clone(),
             parent.rank,
             parent.errhandler,
             String::new(),
         );
+        comm.topology = parent.topology.clone();
         Ok(self.add_comm(comm))
     }
 
@@ -615,6 +630,12 @@ impl Mpi {
         undefined: i32,
     ) -> MpiResult<Option<usize>> {
         let parent = self.comm(comm_index)?.clone();
+        if parent.is_inter() {
+            return fail(
+                ErrorClass::Comm,
+                "MPI_Comm_split on an inter-communicator is not supported by resmpi",
+            );
+        }
         if color < 0 && color != undefined {
             return fail(
                 ErrorClass::Arg,

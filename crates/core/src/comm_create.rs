@@ -1,0 +1,120 @@
+//! Communicators made from groups (MPI_Comm_create, MPI_Comm_create_group)
+//! and by host (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED).
+//!
+//! A context id must be unused by every member of the new communicator.
+//! Comm_create agrees on it over the whole parent, as MPI_Comm_dup does.
+//! Comm_create_group may only involve the group's members, so they agree
+//! over a short-lived communicator of their own whose context is the
+//! parent's with the top bit set: ordinary contexts never reach that bit,
+//! and all members create in the same order, so MPI's ordering keeps
+//! successive creations on one parent apart.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use crate::comm::Communicator;
+use crate::error::{fail, ErrorClass, MpiResult};
+use crate::Mpi;
+
+/// Marks the context of the temporary communicator of MPI_Comm_create_group.
+const GROUP_CREATION_CONTEXT_BIT: u32 = 1 << 31;
+
+impl Mpi {
+    fn check_subgroup(&self, parent: &Communicator, members: &[u32]) -> MpiResult<()> {
+        if parent.is_inter() {
+            return fail(
+                ErrorClass::Comm,
+                "creating from a group of an inter-communicator is not supported by resmpi",
+            );
+        }
+        if let Some(outsider) = members
+            .iter()
+            .find(|world| parent.local_rank_of(**world).is_none())
+        {
+            return fail(
+                ErrorClass::Group,
+                format!("process {outsider} of the group is not in the communicator"),
+            );
+        }
+        Ok(())
+    }
+
+    /// MPI_Comm_create: collective over `comm_index`; members of `members`
+    /// (world ranks, in the new rank order) get the new communicator,
+    /// others None. Disjoint groups on different processes (MPI-2.2) get
+    /// disjoint communicators sharing a context id, which is safe because
+    /// their members differ.
+    pub fn comm_create(&mut self, comm_index: usize, members: &[u32]) -> MpiResult<Option<usize>> {
+        let parent = self.comm(comm_index)?.clone();
+        if parent.is_inter() {
+            return self.check_subgroup(&parent, members).map(|_| None);
+        }
+        // Agree first, so a process with a bad group does not leave the
+        // others waiting.
+        let checked = self.check_subgroup(&parent, members);
+        let context = self.agree_context(comm_index)?;
+        checked?;
+        let me = self.rank();
+        let Some(rank) = members.iter().position(|world| *world == me) else {
+            return Ok(None);
+        };
+        let comm = Communicator::new(
+            context,
+            Arc::new(members.to_vec()),
+            rank as u32,
+            parent.errhandler,
+            String::new(),
+        );
+        Ok(Some(self.add_comm(comm)))
+    }
+
+    /// MPI_Comm_create_group: collective over the members only.
+    pub fn comm_create_group(&mut self, comm_index: usize, members: &[u32]) -> MpiResult<usize> {
+        let parent = self.comm(comm_index)?.clone();
+        self.check_subgroup(&parent, members)?;
+        let me = self.rank();
+        let Some(rank) = members.iter().position(|world| *world == me) else {
+            return fail(
+                ErrorClass::Group,
+                "MPI_Comm_create_group called by a process outside the group",
+            );
+        };
+        let temporary = self.add_comm(Communicator::new(
+            parent.context | GROUP_CREATION_CONTEXT_BIT,
+            Arc::new(members.to_vec()),
+            rank as u32,
+            parent.errhandler,
+            String::new(),
+        ));
+        let agreed = self.agree_context(temporary);
+        self.engine.state.comms[temporary] = None;
+        let comm = Communicator::new(
+            agreed?,
+            Arc::new(members.to_vec()),
+            rank as u32,
+            parent.errhandler,
+            String::new(),
+        );
+        Ok(self.add_comm(comm))
+    }
+
+    /// MPI_Comm_split_type with MPI_COMM_TYPE_SHARED: one communicator per
+    /// host, ordered by `key` then parent rank.
+    pub fn comm_split_shared(&mut self, comm_index: usize, key: i32) -> MpiResult<Option<usize>> {
+        if self.comm(comm_index)?.is_inter() {
+            return fail(
+                ErrorClass::Comm,
+                "MPI_Comm_split_type on an inter-communicator is not supported by resmpi",
+            );
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        crate::wireup::host_key(&self.config).hash(&mut hasher);
+        let host = hasher.finish();
+        let all = self.allgather_bytes(comm_index, &host.to_ne_bytes())?;
+        let color = all
+            .chunks_exact(8)
+            .position(|chunk| chunk == host.to_ne_bytes())
+            .expect("own host is in the list");
+        self.comm_split(comm_index, color as i32, key, i32::MIN)
+    }
+}

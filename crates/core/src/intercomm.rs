@@ -1,0 +1,331 @@
+//! Inter-communicators: MPI_Intercomm_create, MPI_Intercomm_merge and the
+//! duplication of an inter-communicator.
+//!
+//! Every agreement follows one pattern: each group agrees among itself over
+//! its hidden local intra-communicator (or the user's local communicator at
+//! creation), the two leaders (local rank 0 of each group) swap what their
+//! groups agreed over the inter-communicator's collective context, and each
+//! leader broadcasts the answer to its group. An inter-communicator takes
+//! four context ids: `context` for point-to-point, `context + 1` for the
+//! leaders' exchanges, and `context + 2` (+3) for the hidden local
+//! intra-communicator.
+
+use std::sync::Arc;
+
+use crate::comm::{Communicator, RemoteSide};
+use crate::engine::Destination;
+use crate::error::{fail, ErrorClass, MpiResult};
+use crate::request::SendMode;
+use crate::Mpi;
+
+/// Context ids an inter-communicator takes.
+const INTERCOMM_CONTEXT_SPAN: u32 = 4;
+/// Tag of the leaders' exchange during MPI_Intercomm_merge / dup (the
+/// collectives' own tag is 0; an inter-communicator runs none of them).
+const LEADER_EXCHANGE_TAG: i32 = 1;
+
+impl Mpi {
+    /// Send `outgoing` to and receive `incoming` from world rank `peer` on
+    /// (`context`, `tag`), both at once so two leaders cannot deadlock.
+    fn swap_with(
+        &mut self,
+        comm_index: usize,
+        peer: u32,
+        context: u32,
+        tag: i32,
+        outgoing: &[u8],
+        incoming: &mut [u8],
+    ) -> MpiResult<()> {
+        let receive = self.engine.start_receive(
+            comm_index,
+            incoming.as_mut_ptr(),
+            incoming.len(),
+            Some(peer),
+            Some(tag),
+            context,
+        )?;
+        let send = self.engine.start_send(
+            comm_index,
+            Destination { peer, context, tag },
+            outgoing.as_ptr(),
+            outgoing.len(),
+            SendMode::Standard,
+        )?;
+        self.engine.wait_request(send)?;
+        self.engine.state.requests.remove(send);
+        self.engine.wait_request(receive)?;
+        let received = self.engine.state.requests.remove(receive);
+        match received {
+            Some(request)
+                if request.status.error == 0 && request.status.count_bytes == incoming.len() =>
+            {
+                Ok(())
+            }
+            _ => fail(
+                ErrorClass::Intern,
+                "inter-communicator leaders disagree on the exchange size",
+            ),
+        }
+    }
+
+    /// Leaders swap two words over inter-communicator `inter`; every local
+    /// member gets the remote group's words.
+    fn swap_with_remote_group(
+        &mut self,
+        inter: &Communicator,
+        mine: [u32; 2],
+    ) -> MpiResult<[u32; 2]> {
+        let remote = inter.remote.as_ref().expect("an inter-communicator");
+        let mut theirs = [0u8; 8];
+        if inter.rank == 0 {
+            let outgoing: Vec<u8> = mine.iter().flat_map(|word| word.to_ne_bytes()).collect();
+            let index = remote.local_comm;
+            self.swap_with(
+                index,
+                remote.group[0],
+                inter.collective_context(),
+                LEADER_EXCHANGE_TAG,
+                &outgoing,
+                &mut theirs,
+            )?;
+        }
+        self.bcast(remote.local_comm, &mut theirs, 0)?;
+        Ok([
+            u32::from_ne_bytes(theirs[..4].try_into().expect("4 bytes")),
+            u32::from_ne_bytes(theirs[4..].try_into().expect("4 bytes")),
+        ])
+    }
+
+    /// A context id unused by every member of both groups of `inter`.
+    fn agree_inter_context(
+        &mut self,
+        inter: &Communicator,
+        span: u32,
+        extra: u32,
+    ) -> MpiResult<(u32, u32)> {
+        let local_comm = inter
+            .remote
+            .as_ref()
+            .expect("an inter-communicator")
+            .local_comm;
+        let local_max = self.allreduce_i64_max(local_comm, self.next_context as i64)? as u32;
+        let [remote_max, remote_extra] = self.swap_with_remote_group(inter, [local_max, extra])?;
+        let agreed = local_max.max(remote_max);
+        self.next_context = agreed + span;
+        Ok((agreed, remote_extra))
+    }
+
+    /// Build and store an inter-communicator and its hidden local one.
+    fn add_intercomm(
+        &mut self,
+        context: u32,
+        local: &Communicator,
+        remote_group: Arc<Vec<u32>>,
+    ) -> usize {
+        let hidden = self.add_comm(Communicator::new(
+            context + 2,
+            local.group.clone(),
+            local.rank,
+            local.errhandler,
+            String::new(),
+        ));
+        let inter = Communicator::new(
+            context,
+            local.group.clone(),
+            local.rank,
+            local.errhandler,
+            String::new(),
+        )
+        .with_remote(RemoteSide {
+            group: remote_group,
+            local_comm: hidden,
+        });
+        self.add_comm(inter)
+    }
+
+    /// MPI_Comm_dup of an inter-communicator.
+    pub(crate) fn intercomm_dup(&mut self, parent: &Communicator) -> MpiResult<usize> {
+        let (context, _) = self.agree_inter_context(parent, INTERCOMM_CONTEXT_SPAN, 0)?;
+        let remote_group = parent.remote.as_ref().expect("inter").group.clone();
+        Ok(self.add_intercomm(context, parent, remote_group))
+    }
+
+    /// MPI_Intercomm_create. `peer_comm_index` and `remote_leader` matter only
+    /// at the local leader; `tag` keeps the leaders' exchange on the peer
+    /// communicator apart from other traffic.
+    pub fn intercomm_create(
+        &mut self,
+        local_index: usize,
+        local_leader: i32,
+        peer_comm_index: Option<usize>,
+        remote_leader: i32,
+        tag: i32,
+    ) -> MpiResult<usize> {
+        let local = self.comm(local_index)?.clone();
+        if local.is_inter() {
+            return fail(
+                ErrorClass::Comm,
+                "the local communicator must be an intra-communicator",
+            );
+        }
+        if local_leader < 0 || local_leader as u32 >= local.size() {
+            return fail(
+                ErrorClass::Rank,
+                format!(
+                    "local leader {local_leader} is out of range (size {})",
+                    local.size()
+                ),
+            );
+        }
+        let local_max = self.allreduce_i64_max(local_index, self.next_context as i64)? as u32;
+        // Header broadcast by the leader: ok flag, context, remote size.
+        let mut header = [0u32; 3];
+        let mut remote_group: Vec<u32> = Vec::new();
+        let mut leader_error = None;
+        if local.rank == local_leader as u32 {
+            match self.leader_exchange(&local, local_max, peer_comm_index, remote_leader, tag) {
+                Ok((context, group)) => {
+                    header = [1, context, group.len() as u32];
+                    remote_group = group;
+                }
+                Err(error) => leader_error = Some(error),
+            }
+        }
+        let mut header_bytes: Vec<u8> = header.iter().flat_map(|word| word.to_ne_bytes()).collect();
+        self.bcast(local_index, &mut header_bytes, local_leader as u32)?;
+        let word = |at: usize| {
+            u32::from_ne_bytes(
+                header_bytes[at * 4..at * 4 + 4]
+                    .try_into()
+                    .expect("4 bytes"),
+            )
+        };
+        if word(0) == 0 {
+            return Err(leader_error.unwrap_or_else(|| {
+                crate::MpiError::new(
+                    ErrorClass::Arg,
+                    "MPI_Intercomm_create failed at the local leader",
+                )
+            }));
+        }
+        let (context, remote_size) = (word(1), word(2) as usize);
+        let mut group_bytes: Vec<u8> = remote_group
+            .iter()
+            .flat_map(|world| world.to_ne_bytes())
+            .collect();
+        group_bytes.resize(remote_size * 4, 0);
+        self.bcast(local_index, &mut group_bytes, local_leader as u32)?;
+        let remote_group: Vec<u32> = group_bytes
+            .chunks_exact(4)
+            .map(|chunk| u32::from_ne_bytes(chunk.try_into().expect("4 bytes")))
+            .collect();
+        self.next_context = self.next_context.max(context + INTERCOMM_CONTEXT_SPAN);
+        Ok(self.add_intercomm(context, &local, Arc::new(remote_group)))
+    }
+
+    /// The local leader's part of MPI_Intercomm_create: swap (context
+    /// candidate, group) with the remote leader over the peer communicator.
+    fn leader_exchange(
+        &mut self,
+        local: &Communicator,
+        local_max: u32,
+        peer_comm_index: Option<usize>,
+        remote_leader: i32,
+        tag: i32,
+    ) -> MpiResult<(u32, Vec<u32>)> {
+        let Some(peer_index) = peer_comm_index else {
+            return fail(ErrorClass::Comm, "the peer communicator is not valid");
+        };
+        self.check_envelope(peer_index, remote_leader, tag, false)?;
+        let peer = self.comm(peer_index)?;
+        if remote_leader < 0 {
+            return fail(
+                ErrorClass::Rank,
+                format!("remote leader {remote_leader} is not a rank"),
+            );
+        }
+        let (peer_world, context) = (peer.peer_world_rank(remote_leader as u32), peer.context);
+        if local.local_rank_of(peer_world).is_some() {
+            return fail(
+                ErrorClass::Arg,
+                "the remote leader belongs to the local group",
+            );
+        }
+        let header = [local_max, local.size()];
+        let outgoing: Vec<u8> = header.iter().flat_map(|word| word.to_ne_bytes()).collect();
+        let mut incoming = [0u8; 8];
+        self.swap_with(
+            peer_index,
+            peer_world,
+            context,
+            tag,
+            &outgoing,
+            &mut incoming,
+        )?;
+        let remote_max = u32::from_ne_bytes(incoming[..4].try_into().expect("4 bytes"));
+        let remote_size = u32::from_ne_bytes(incoming[4..].try_into().expect("4 bytes")) as usize;
+        let outgoing: Vec<u8> = local
+            .group
+            .iter()
+            .flat_map(|world| world.to_ne_bytes())
+            .collect();
+        let mut incoming = vec![0u8; remote_size * 4];
+        self.swap_with(
+            peer_index,
+            peer_world,
+            context,
+            tag,
+            &outgoing,
+            &mut incoming,
+        )?;
+        let group: Vec<u32> = incoming
+            .chunks_exact(4)
+            .map(|chunk| u32::from_ne_bytes(chunk.try_into().expect("4 bytes")))
+            .collect();
+        if group
+            .iter()
+            .any(|world| local.local_rank_of(*world).is_some())
+        {
+            return fail(ErrorClass::Arg, "the local and remote groups overlap");
+        }
+        Ok((local_max.max(remote_max), group))
+    }
+
+    /// MPI_Intercomm_merge: the group passing `high = false` comes first; on
+    /// a tie, the group whose leader has the lower world rank.
+    pub fn intercomm_merge(&mut self, inter_index: usize, high: bool) -> MpiResult<usize> {
+        let inter = self.comm(inter_index)?.clone();
+        let Some(remote) = inter.remote.clone() else {
+            return fail(
+                ErrorClass::Comm,
+                "MPI_Intercomm_merge needs an inter-communicator",
+            );
+        };
+        let (context, remote_high) = self.agree_inter_context(&inter, 2, high as u32)?;
+        let remote_high = remote_high != 0;
+        let local_first = if high != remote_high {
+            !high
+        } else {
+            inter.group[0] < remote.group[0]
+        };
+        let (first, second) = if local_first {
+            (&inter.group, &remote.group)
+        } else {
+            (&remote.group, &inter.group)
+        };
+        let members: Vec<u32> = first.iter().chain(second.iter()).copied().collect();
+        let me = self.rank();
+        let rank = members
+            .iter()
+            .position(|world| *world == me)
+            .expect("a member") as u32;
+        let comm = Communicator::new(
+            context,
+            Arc::new(members),
+            rank,
+            inter.errhandler,
+            String::new(),
+        );
+        Ok(self.add_comm(comm))
+    }
+}

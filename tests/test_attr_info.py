@@ -1,0 +1,14 @@
+"""Attributes and keyvals, info objects, object names."""
+import pytest
+
+from conftest import assert_ok, run
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 4])
+def test_attribute_callbacks_run_on_dup_free_delete_and_finalize(build, nprocs):
+    assert_ok(run(nprocs, build("attr"), timeout=60))
+
+
+@pytest.mark.parametrize("nprocs", [1, 3])
+def test_info_objects_keep_order_truncate_values_and_names_round_trip(build, nprocs):
+    assert_ok(run(nprocs, build("info"), timeout=60))
