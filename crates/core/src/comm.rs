@@ -24,6 +24,9 @@ pub struct Communicator {
     pub errhandler: i32,
     /// Name set with MPI_Comm_set_name.
     pub name: String,
+    /// Collectives started on this communicator so far; every member
+    /// counts the same, so it tags a collective's messages.
+    pub collective_sequence: u32,
     /// True when communicator rank == world rank for every member.
     identity: bool,
 }
@@ -47,6 +50,7 @@ impl Communicator {
             rank,
             errhandler,
             name,
+            collective_sequence: 0,
             identity,
         }
     }

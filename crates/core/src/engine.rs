@@ -172,6 +172,8 @@ pub struct Engine<F: Interceptor = PassThrough> {
     pub links: ReliableLinks,
     /// Everything else.
     pub state: State<F>,
+    /// Collectives in progress (advanced by every progress call).
+    pub schedules: crate::schedule::Schedules,
 }
 
 impl<F: Interceptor> Engine<F> {
@@ -207,6 +209,7 @@ impl<F: Interceptor> Engine<F> {
                 finalizing: false,
                 interceptor,
             },
+            schedules: Default::default(),
         }
     }
 
@@ -503,7 +506,8 @@ impl<F: Interceptor> Engine<F> {
         let sent = self.flush_outbox()?;
         let streamed = self.pump_streams()?;
         let transmitted = self.links.any() && self.links.transmit(&mut self.transports)?;
-        Ok(frames > 0 || sent || streamed || transmitted)
+        let collectives = crate::schedule::advance_all(self)?;
+        Ok(frames > 0 || sent || streamed || transmitted || collectives)
     }
 
     /// Progress until `done` holds, pausing with an [`Idler`] when nothing moves.

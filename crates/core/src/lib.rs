@@ -19,6 +19,7 @@ pub mod error;
 pub mod op;
 pub mod reliability;
 pub mod request;
+pub mod schedule;
 pub mod transport;
 pub mod wireup;
 
