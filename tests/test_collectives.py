@@ -46,3 +46,13 @@ def test_predefined_ops_on_complex_bool_byte_and_pair_types(build, nprocs):
                  "MPI_Reduce_scatter in place with 1 MiB asserts (memcpy ranges overlap)")
 def test_large_in_place_reduce_at_non_zero_root_and_reduce_scatter(build):
     assert_ok(run(3, build("coll_reduce"), "inplace_large", timeout=60))
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4, 8])
+def test_nonblocking_collectives_overlap_each_other_and_point_to_point(build, nprocs):
+    """Ibarrier is not complete before the last rank enters and completes
+    through MPI_Test alone; all 17 I-collectives outstanding at once with a
+    point-to-point ring on the same communicator, completed by Waitall,
+    Waitany or Testall; six Iallreduces waited in opposite orders; Ibcast on
+    a duplicate while blocking collectives run on WORLD."""
+    assert_ok(run(nprocs, build("coll_nb"), timeout=120))
