@@ -56,3 +56,19 @@ def test_nonblocking_collectives_overlap_each_other_and_point_to_point(build, np
     Waitany or Testall; six Iallreduces waited in opposite orders; Ibcast on
     a duplicate while blocking collectives run on WORLD."""
     assert_ok(run(nprocs, build("coll_nb"), timeout=120))
+
+
+@pytest.mark.parametrize("nprocs", [1, 3])
+def test_bad_arguments_raise_root_count_op_type_and_comm_errors(build, nprocs):
+    """Invalid root -> MPI_ERR_ROOT, negative count -> MPI_ERR_COUNT,
+    op/type combinations the standard leaves undefined and MPI_OP_NULL ->
+    MPI_ERR_OP, MPI_DATATYPE_NULL -> MPI_ERR_TYPE, MPI_COMM_NULL ->
+    MPI_ERR_COMM, blocking and nonblocking; nothing hangs and the
+    communicator still works."""
+    assert_ok(run(nprocs, build("coll_errors"), timeout=60))
+
+
+@mpich_known_bug("negative counts crash Allreduce/Scan/Iallreduce, MPI_LXOR on MPI_DOUBLE and "
+                 "MPI_DATATYPE_NULL in Allreduce are not rejected")
+def test_negative_reduction_counts_float_logical_ops_and_null_type_are_rejected(build):
+    assert_ok(run(3, build("coll_errors"), "unchecked_by_mpich", timeout=60))
