@@ -6,9 +6,9 @@
 //! [`region`] and [`block`], the one place where packing of non-contiguous
 //! datatypes will plug in.
 
+mod exchange;
 mod gather;
 mod prefix;
-mod exchange;
 
 use resmpi_core::coll::{self, Block, Reduction};
 use resmpi_core::op::Op;
@@ -90,7 +90,11 @@ fn in_place_not_allowed(what: &str) -> MpiError {
 
 /// `count` elements of `datatype` at `buffer` as a contiguous byte region
 /// (checks the count, the datatype and a NULL buffer).
-fn region(buffer: *const c_void, count: c_int, datatype: MPI_Datatype) -> MpiResult<(*mut u8, usize)> {
+fn region(
+    buffer: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> MpiResult<(*mut u8, usize)> {
     let (length_bytes, _) = buffer_bytes(buffer, count, datatype)?;
     Ok((buffer as *mut u8, length_bytes))
 }

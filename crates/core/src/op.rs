@@ -368,7 +368,11 @@ mod tests {
             let error = reduce_predefined(op, &info, &[], &mut [], 0).unwrap_err();
             assert_eq!(error.class, ErrorClass::Op, "{op:?} on {:?}", info.kind);
         }
-        for (op, info) in [(Op::Prod, complex), (Op::LogicalAnd, boolean), (Op::BitwiseXor, byte)] {
+        for (op, info) in [
+            (Op::Prod, complex),
+            (Op::LogicalAnd, boolean),
+            (Op::BitwiseXor, byte),
+        ] {
             reduce_predefined(op, &info, &[], &mut [], 0).unwrap();
         }
     }

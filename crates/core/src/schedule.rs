@@ -359,12 +359,7 @@ impl<F: Interceptor> Engine<F> {
     pub fn new_schedule(&mut self, comm_index: usize) -> MpiResult<Schedule> {
         let comm = match self.state.comms.get_mut(comm_index) {
             Some(Some(comm)) => comm,
-            _ => {
-                return Err(MpiError::new(
-                    ErrorClass::Comm,
-                    "invalid communicator",
-                ))
-            }
+            _ => return Err(MpiError::new(ErrorClass::Comm, "invalid communicator")),
         };
         let sequence = comm.collective_sequence;
         comm.collective_sequence = comm.collective_sequence.wrapping_add(1);

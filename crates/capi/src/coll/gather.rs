@@ -62,7 +62,9 @@ fn gather_body(
     let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
     let in_place = is_in_place(sendbuf);
     if in_place && !is_root {
-        return Err(in_place_not_allowed("only the root of MPI_Gather may pass it"));
+        return Err(in_place_not_allowed(
+            "only the root of MPI_Gather may pass it",
+        ));
     }
     let send = if in_place {
         None
@@ -158,7 +160,9 @@ fn gatherv_body(
     let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
     let in_place = is_in_place(sendbuf);
     if in_place && !is_root {
-        return Err(in_place_not_allowed("only the root of MPI_Gatherv may pass it"));
+        return Err(in_place_not_allowed(
+            "only the root of MPI_Gatherv may pass it",
+        ));
     }
     let own = if in_place {
         None
@@ -239,7 +243,9 @@ fn scatter_body(
     let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
     let in_place = is_in_place(recvbuf);
     if in_place && !is_root {
-        return Err(in_place_not_allowed("only the root of MPI_Scatter may pass it"));
+        return Err(in_place_not_allowed(
+            "only the root of MPI_Scatter may pass it",
+        ));
     }
     let recv = if in_place {
         None
@@ -326,7 +332,9 @@ fn scatterv_body(
     let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
     let in_place = is_in_place(recvbuf);
     if in_place && !is_root {
-        return Err(in_place_not_allowed("only the root of MPI_Scatterv may pass it"));
+        return Err(in_place_not_allowed(
+            "only the root of MPI_Scatterv may pass it",
+        ));
     }
     let own = if in_place {
         None
@@ -523,8 +531,7 @@ pub unsafe extern "C" fn PMPI_Iallgatherv(
     entry("MPI_Iallgatherv", comm, |mpi, _| {
         let request = request_out(request)?;
         allgatherv_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-            request,
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
         )
     })
 }

@@ -27,10 +27,7 @@ pub fn allgather(
         if let Some(send) = send {
             schedule.copy(send, own_slot, block_bytes);
         }
-        ring(
-            schedule,
-            &Block::uniform(recv, block_bytes, size as usize),
-        );
+        ring(schedule, &Block::uniform(recv, block_bytes, size as usize));
     }
 }
 

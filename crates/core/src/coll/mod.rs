@@ -194,7 +194,12 @@ impl Mpi {
         let size = self.comm(comm_index)?.size() as usize;
         let mut all = vec![0u8; mine.len() * size];
         let mut schedule = self.engine.new_schedule(comm_index)?;
-        allgather(&mut schedule, Some(mine.as_ptr()), mine.len(), all.as_mut_ptr());
+        allgather(
+            &mut schedule,
+            Some(mine.as_ptr()),
+            mine.len(),
+            all.as_mut_ptr(),
+        );
         self.engine.run_schedule(schedule)?;
         Ok(all)
     }

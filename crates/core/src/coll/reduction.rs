@@ -32,9 +32,7 @@ pub fn allreduce(schedule: &mut Schedule, send: *const u8, recv: *mut u8, count:
     if size == 1 {
         return;
     }
-    if reduction.op.is_commutative()
-        && bytes >= ALLREDUCE_RING_MIN_BYTES
-        && count >= size as usize
+    if reduction.op.is_commutative() && bytes >= ALLREDUCE_RING_MIN_BYTES && count >= size as usize
     {
         let chunks = split(count, size as usize);
         ring_reduce_scatter(schedule, recv, &chunks);
@@ -106,7 +104,11 @@ fn allreduce_recursive_doubling(schedule: &mut Schedule, result: *mut u8, count:
 fn ring_reduce_scatter(schedule: &mut Schedule, work: *mut u8, chunks: &[(usize, usize)]) {
     let reduction = reduction_of(schedule);
     let (size, rank) = (schedule.size(), schedule.rank);
-    let largest = chunks.iter().map(|(_, elements)| *elements).max().unwrap_or(0);
+    let largest = chunks
+        .iter()
+        .map(|(_, elements)| *elements)
+        .max()
+        .unwrap_or(0);
     let incoming = schedule.temporary(reduction.bytes(largest));
     let (left, right) = ((rank + size - 1) % size, (rank + 1) % size);
     let region = |chunk: u32| {
