@@ -5,7 +5,7 @@ classes for bad arguments. Sizes 1..8 ranks (odd sizes exercise the trees,
 Bruck and the non-power-of-two folds); messages of 0 B .. ~1 MiB."""
 import pytest
 
-from conftest import IS_RESMPI, assert_ok, mpich_known_bug, run
+from conftest import assert_ok, mpich_known_bug, run
 
 SIZES = [1, 2, 3, 4, 5, 8]
 
@@ -72,3 +72,11 @@ def test_bad_arguments_raise_root_count_op_type_and_comm_errors(build, nprocs):
                  "MPI_DATATYPE_NULL in Allreduce are not rejected")
 def test_negative_reduction_counts_float_logical_ops_and_null_type_are_rejected(build):
     assert_ok(run(3, build("coll_errors"), "unchecked_by_mpich", timeout=60))
+
+
+def test_collectives_over_each_path(build, paths):
+    """The same programs over shared memory and over forced TCP (with the
+    reliability layer under every collective message)."""
+    assert_ok(run(3, build("coll_data"), mpiexec_opts=paths, timeout=120))
+    assert_ok(run(3, build("coll_nb"), mpiexec_opts=paths, timeout=120))
+    assert_ok(run(3, build("coll_reduce"), "user", mpiexec_opts=paths, timeout=120))

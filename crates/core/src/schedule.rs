@@ -144,7 +144,7 @@ impl Schedule {
 
     /// Append a local copy; nothing when source and destination coincide.
     pub fn copy(&mut self, from: *const u8, to: *mut u8, length_bytes: usize) {
-        if length_bytes > 0 && from != to as *const u8 {
+        if length_bytes > 0 && !std::ptr::eq(from, to) {
             self.steps.push(Step::Copy {
                 from,
                 to,
