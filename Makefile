@@ -27,7 +27,7 @@ HEADERS     := $(BUILD)/include/mpi.h $(BUILD)/include/mpio.h
 LIB         := $(BUILD)/lib/$(LIBFILE)
 WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx
 
-.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench FORCE
+.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench bench-coll FORCE
 
 all: headers lib wrappers mpiexec
 
@@ -101,6 +101,7 @@ test:
 bench:
 	bench/run.sh
 bench-ft: ; bench/network_ft.sh
+bench-coll: ; bench/coll.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -47,6 +47,9 @@ pub struct Communicator {
     pub remote: Option<RemoteSide>,
     /// Cartesian, graph or distributed-graph topology, if any.
     pub topology: Option<Arc<Topology>>,
+    /// Collectives started on this communicator so far; every member
+    /// counts the same, so it tags a collective's messages.
+    pub collective_sequence: u32,
     /// True when peer rank == world rank for every peer.
     identity: bool,
 }
@@ -69,6 +72,7 @@ impl Communicator {
             name,
             remote: None,
             topology: None,
+            collective_sequence: 0,
             identity,
         }
     }

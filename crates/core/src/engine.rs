@@ -177,6 +177,8 @@ pub struct Engine<F: Interceptor = PassThrough> {
     pub links: ReliableLinks,
     /// Everything else.
     pub state: State<F>,
+    /// Collectives in progress (advanced by every progress call).
+    pub schedules: crate::schedule::Schedules,
 }
 
 impl<F: Interceptor> Engine<F> {
@@ -213,6 +215,7 @@ impl<F: Interceptor> Engine<F> {
                 finalizing: false,
                 interceptor,
             },
+            schedules: Default::default(),
         }
     }
 
@@ -511,7 +514,8 @@ impl<F: Interceptor> Engine<F> {
         let streamed = self.pump_streams()?;
         let transmitted = self.links.any() && self.links.transmit(&mut self.transports)?;
         let acknowledged = self.complete_acknowledged_sends();
-        Ok(frames > 0 || sent || streamed || transmitted || acknowledged)
+        let collectives = crate::schedule::advance_all(self)?;
+        Ok(frames > 0 || sent || streamed || transmitted || acknowledged || collectives)
     }
 
     /// Progress until `done` holds, pausing with an [`Idler`] when nothing moves.

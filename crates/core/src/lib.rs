@@ -22,6 +22,7 @@ mod intercomm;
 pub mod op;
 pub mod reliability;
 pub mod request;
+pub mod schedule;
 pub mod topology;
 pub mod transport;
 pub mod wireup;

@@ -189,6 +189,37 @@ fn pair_loc<T: Element + PartialOrd>(
     }
 }
 
+/// Which predefined ops the standard defines on each kind of type (MPI-4.0
+/// section 6.9.2): MAX/MIN on integers and floating point, SUM/PROD also on
+/// complex, the logical ops on integers and logicals, the bitwise ops on
+/// integers and bytes, MINLOC/MAXLOC on the pair types. REPLACE and NO_OP
+/// apply to anything. `char` counts as an integer, as in MPICH.
+pub fn check_op_type(op: Op, info: &TypeInfo) -> MpiResult<()> {
+    use BasicKind as K;
+    let integer = matches!(
+        info.kind,
+        K::I8 | K::U8 | K::I16 | K::U16 | K::I32 | K::U32 | K::I64 | K::U64 | K::Char
+    );
+    let floating = matches!(info.kind, K::F32 | K::F64 | K::LongDouble);
+    let complex = matches!(
+        info.kind,
+        K::ComplexF32 | K::ComplexF64 | K::ComplexLongDouble
+    );
+    let allowed = match op {
+        Op::Max | Op::Min => integer || floating,
+        Op::Sum | Op::Prod => integer || floating || complex,
+        Op::LogicalAnd | Op::LogicalOr | Op::LogicalXor => integer || info.kind == K::Bool,
+        Op::BitwiseAnd | Op::BitwiseOr | Op::BitwiseXor => integer || info.kind == K::Byte,
+        Op::MinLoc | Op::MaxLoc => matches!(info.kind, K::Pair(_)),
+        Op::Replace | Op::NoOp | Op::User { .. } => true,
+    };
+    if allowed {
+        Ok(())
+    } else {
+        unsupported(op)
+    }
+}
+
 /// Combine `count` elements of `info` from `input` into `inout` with a predefined op.
 pub fn reduce_predefined(
     op: Op,
@@ -197,6 +228,7 @@ pub fn reduce_predefined(
     inout: &mut [u8],
     count: usize,
 ) -> MpiResult<()> {
+    check_op_type(op, info)?;
     let needed = info.extent_bytes * count;
     if input.len() < needed || inout.len() < needed {
         return fail(ErrorClass::Intern, "reduction buffers shorter than count");
@@ -317,6 +349,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(inout, bytes_of_i32(&[8, 1, 8]));
+    }
+
+    #[test]
+    fn ops_outside_the_standard_table_are_op_errors_even_for_zero_elements() {
+        let complex = TypeInfo::basic(16, BasicKind::ComplexF64);
+        let boolean = TypeInfo::basic(1, BasicKind::Bool);
+        let byte = TypeInfo::basic(1, BasicKind::Byte);
+        let double = TypeInfo::basic(8, BasicKind::F64);
+        for (op, info) in [
+            (Op::Max, complex),
+            (Op::Sum, boolean),
+            (Op::BitwiseOr, boolean),
+            (Op::Sum, byte),
+            (Op::LogicalXor, double),
+            (Op::MaxLoc, double),
+        ] {
+            let error = reduce_predefined(op, &info, &[], &mut [], 0).unwrap_err();
+            assert_eq!(error.class, ErrorClass::Op, "{op:?} on {:?}", info.kind);
+        }
+        for (op, info) in [
+            (Op::Prod, complex),
+            (Op::LogicalAnd, boolean),
+            (Op::BitwiseXor, byte),
+        ] {
+            reduce_predefined(op, &info, &[], &mut [], 0).unwrap();
+        }
     }
 
     #[test]

@@ -1,0 +1,305 @@
+//! Alltoall, Alltoallv, Alltoallw, blocking and nonblocking: all three
+//! become one block per peer each way.
+
+use resmpi_core::coll::{self, Block};
+use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
+
+use super::comm_of;
+use super::{block, extent_of, int_array, is_in_place, launch, request_out};
+use crate::abi::*;
+use crate::global::entry;
+
+/// Per-peer datatypes of Alltoallw; MPI_ERR_ARG when NULL.
+///
+/// # Safety
+/// `types` is NULL or holds `size` datatypes.
+unsafe fn type_array<'a>(types: *const MPI_Datatype, size: usize) -> MpiResult<&'a [MPI_Datatype]> {
+    if types.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "datatypes array is NULL"));
+    }
+    // SAFETY: guaranteed by the caller.
+    Ok(unsafe { std::slice::from_raw_parts(types, size) })
+}
+
+/// Blocks with byte displacements and a datatype per peer.
+///
+/// # Safety
+/// The arrays are NULL or hold `size` entries.
+unsafe fn w_blocks(
+    base: *const c_void,
+    counts: *const c_int,
+    displacements_bytes: *const c_int,
+    types: *const MPI_Datatype,
+    size: usize,
+) -> MpiResult<Vec<Block>> {
+    // SAFETY: forwarded.
+    let (counts, displacements, types) = unsafe {
+        (
+            int_array(counts, size, "counts array")?,
+            int_array(displacements_bytes, size, "displacements array")?,
+            type_array(types, size)?,
+        )
+    };
+    (0..size)
+        .map(|peer| {
+            block(
+                base,
+                displacements[peer] as isize,
+                counts[peer],
+                types[peer],
+            )
+        })
+        .collect()
+}
+
+/// Blocks with displacements in extents of one datatype (Alltoallv).
+///
+/// # Safety
+/// The arrays are NULL or hold `size` entries.
+unsafe fn v_blocks(
+    base: *const c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    datatype: MPI_Datatype,
+    size: usize,
+) -> MpiResult<Vec<Block>> {
+    // SAFETY: forwarded.
+    let (counts, displs) = unsafe {
+        (
+            int_array(counts, size, "counts array")?,
+            int_array(displs, size, "displacements array")?,
+        )
+    };
+    let extent = extent_of(datatype)?;
+    (0..size)
+        .map(|peer| block(base, displs[peer] as isize * extent, counts[peer], datatype))
+        .collect()
+}
+
+/// Uniform blocks of `count` elements (Alltoall).
+fn uniform_blocks(
+    base: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    size: usize,
+) -> MpiResult<Vec<Block>> {
+    let extent = extent_of(datatype)?;
+    let stride = (count.max(0) as isize)
+        .checked_mul(extent)
+        .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times extent overflows"))?;
+    (0..size)
+        .map(|peer| block(base, peer as isize * stride, count, datatype))
+        .collect()
+}
+
+fn run(
+    mpi: &mut Mpi,
+    index: usize,
+    sends: Option<Vec<Block>>,
+    recvs: Vec<Block>,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let mut schedule = mpi.engine.new_schedule(index)?;
+    coll::alltoallw(&mut schedule, sends.as_deref(), &recvs);
+    launch(mpi, schedule, request)
+}
+
+fn alltoall_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let size = mpi.comm(index)?.size() as usize;
+    let recvs = uniform_blocks(recvbuf, recvcount, recvtype, size)?;
+    let sends = if is_in_place(sendbuf) {
+        None
+    } else {
+        Some(uniform_blocks(sendbuf, sendcount, sendtype, size)?)
+    };
+    run(mpi, index, sends, recvs, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Alltoall", comm, |mpi, _| {
+        alltoall_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
+        )
+    })
+}
+const _: fn_types::MPI_Alltoall = PMPI_Alltoall;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ialltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Ialltoall", comm, |mpi, _| {
+        let request = request_out(request)?;
+        alltoall_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    })
+}
+const _: fn_types::MPI_Ialltoall = PMPI_Ialltoall;
+
+fn alltoallv_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let size = mpi.comm(index)?.size() as usize;
+    // SAFETY: the caller's arrays hold one entry per rank.
+    let recvs = unsafe { v_blocks(recvbuf, recvcounts, rdispls, recvtype, size)? };
+    let sends = if is_in_place(sendbuf) {
+        None
+    } else {
+        // SAFETY: as above.
+        Some(unsafe { v_blocks(sendbuf, sendcounts, sdispls, sendtype, size)? })
+    };
+    run(mpi, index, sends, recvs, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Alltoallv", comm, |mpi, _| {
+        alltoallv_body(
+            mpi, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+            comm, None,
+        )
+    })
+}
+const _: fn_types::MPI_Alltoallv = PMPI_Alltoallv;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ialltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Ialltoallv", comm, |mpi, _| {
+        let request = request_out(request)?;
+        alltoallv_body(
+            mpi, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+            comm, request,
+        )
+    })
+}
+const _: fn_types::MPI_Ialltoallv = PMPI_Ialltoallv;
+
+fn alltoallw_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let size = mpi.comm(index)?.size() as usize;
+    // SAFETY: the caller's arrays hold one entry per rank.
+    let recvs = unsafe { w_blocks(recvbuf, recvcounts, rdispls, recvtypes, size)? };
+    let sends = if is_in_place(sendbuf) {
+        None
+    } else {
+        // SAFETY: as above.
+        Some(unsafe { w_blocks(sendbuf, sendcounts, sdispls, sendtypes, size)? })
+    };
+    run(mpi, index, sends, recvs, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Alltoallw", comm, |mpi, _| {
+        alltoallw_body(
+            mpi, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+            comm, None,
+        )
+    })
+}
+const _: fn_types::MPI_Alltoallw = PMPI_Alltoallw;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ialltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Ialltoallw", comm, |mpi, _| {
+        let request = request_out(request)?;
+        alltoallw_body(
+            mpi, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+            comm, request,
+        )
+    })
+}
+const _: fn_types::MPI_Ialltoallw = PMPI_Ialltoallw;

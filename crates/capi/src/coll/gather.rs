@@ -1,0 +1,538 @@
+//! Gather, Scatter, Allgather and their v forms, blocking and nonblocking.
+
+use resmpi_core::coll::{self, Block};
+use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
+
+use super::comm_of;
+use super::{
+    block, check_root, extent_of, in_place_not_allowed, int_array, is_in_place, launch, region,
+    request_out,
+};
+use crate::abi::*;
+use crate::global::entry;
+
+/// Blocks of a v-collective: `counts[i]` elements at `displs[i]` extents from `base`.
+///
+/// # Safety
+/// `counts` and `displs` are NULL or hold `size` ints.
+unsafe fn v_blocks(
+    base: *const c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    datatype: MPI_Datatype,
+    size: usize,
+) -> MpiResult<Vec<Block>> {
+    // SAFETY: forwarded.
+    let counts = unsafe { int_array(counts, size, "counts array")? };
+    // SAFETY: forwarded.
+    let displs = unsafe { int_array(displs, size, "displacements array")? };
+    let extent = extent_of(datatype)?;
+    counts
+        .iter()
+        .zip(displs)
+        .map(|(count, displ)| block(base, *displ as isize * extent, *count, datatype))
+        .collect()
+}
+
+fn same_size(send_bytes: usize, block_bytes: usize, what: &str) -> MpiResult<()> {
+    if send_bytes != block_bytes {
+        return Err(MpiError::new(
+            ErrorClass::Truncate,
+            format!("{what}: {send_bytes} bytes sent where the root's block holds {block_bytes}"),
+        ));
+    }
+    Ok(())
+}
+
+fn gather_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let root = check_root(mpi, index, root)?;
+    let comm_ref = mpi.comm(index)?;
+    let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
+    let in_place = is_in_place(sendbuf);
+    if in_place && !is_root {
+        return Err(in_place_not_allowed(
+            "only the root of MPI_Gather may pass it",
+        ));
+    }
+    let send = if in_place {
+        None
+    } else {
+        Some(region(sendbuf, sendcount, sendtype)?)
+    };
+    let (recv, block_bytes) = if is_root {
+        let block = block(recvbuf, 0, recvcount, recvtype)?;
+        block_bytes_fit(block.length_bytes, size)?;
+        if let Some((_, send_bytes)) = send {
+            same_size(send_bytes, block.length_bytes, "MPI_Gather")?;
+        }
+        (recvbuf as *mut u8, block.length_bytes)
+    } else {
+        (std::ptr::null_mut(), send.map_or(0, |(_, bytes)| bytes))
+    };
+    let mut schedule = mpi.engine.new_schedule(index)?;
+    coll::gather(
+        &mut schedule,
+        send.map(|(data, _)| data as *const u8),
+        block_bytes,
+        recv,
+        root,
+    );
+    launch(mpi, schedule, request)
+}
+
+/// `size` blocks of `block_bytes` must not overflow the address space.
+fn block_bytes_fit(block_bytes: usize, size: usize) -> MpiResult<()> {
+    block_bytes
+        .checked_mul(size)
+        .filter(|total| *total <= isize::MAX as usize)
+        .map(|_| ())
+        .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times communicator size overflows"))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Gather", comm, |mpi, _| {
+        gather_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, None,
+        )
+    })
+}
+const _: fn_types::MPI_Gather = PMPI_Gather;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Igather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Igather", comm, |mpi, _| {
+        let request = request_out(request)?;
+        gather_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    })
+}
+const _: fn_types::MPI_Igather = PMPI_Igather;
+
+fn gatherv_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let root = check_root(mpi, index, root)?;
+    let comm_ref = mpi.comm(index)?;
+    let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
+    let in_place = is_in_place(sendbuf);
+    if in_place && !is_root {
+        return Err(in_place_not_allowed(
+            "only the root of MPI_Gatherv may pass it",
+        ));
+    }
+    let own = if in_place {
+        None
+    } else {
+        let (data, length_bytes) = region(sendbuf, sendcount, sendtype)?;
+        Some(Block { data, length_bytes })
+    };
+    let blocks = if is_root {
+        // SAFETY: the caller's arrays hold one entry per rank at the root.
+        unsafe { v_blocks(recvbuf, recvcounts, displs, recvtype, size)? }
+    } else {
+        Vec::new()
+    };
+    let mut schedule = mpi.engine.new_schedule(index)?;
+    coll::gatherv(&mut schedule, own, &blocks, root);
+    launch(mpi, schedule, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Gatherv", comm, |mpi, _| {
+        gatherv_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+            None,
+        )
+    })
+}
+const _: fn_types::MPI_Gatherv = PMPI_Gatherv;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Igatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Igatherv", comm, |mpi, _| {
+        let request = request_out(request)?;
+        gatherv_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+            request,
+        )
+    })
+}
+const _: fn_types::MPI_Igatherv = PMPI_Igatherv;
+
+fn scatter_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let root = check_root(mpi, index, root)?;
+    let comm_ref = mpi.comm(index)?;
+    let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
+    let in_place = is_in_place(recvbuf);
+    if in_place && !is_root {
+        return Err(in_place_not_allowed(
+            "only the root of MPI_Scatter may pass it",
+        ));
+    }
+    let recv = if in_place {
+        None
+    } else {
+        Some(region(recvbuf, recvcount, recvtype)?)
+    };
+    let (send, block_bytes) = if is_root {
+        let block = block(sendbuf, 0, sendcount, sendtype)?;
+        block_bytes_fit(block.length_bytes, size)?;
+        if let Some((_, recv_bytes)) = recv {
+            same_size(recv_bytes, block.length_bytes, "MPI_Scatter")?;
+        }
+        (sendbuf as *const u8, block.length_bytes)
+    } else {
+        (std::ptr::null(), recv.map_or(0, |(_, bytes)| bytes))
+    };
+    let mut schedule = mpi.engine.new_schedule(index)?;
+    coll::scatter(
+        &mut schedule,
+        send,
+        block_bytes,
+        recv.map(|(data, _)| data),
+        root,
+    );
+    launch(mpi, schedule, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Scatter", comm, |mpi, _| {
+        scatter_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, None,
+        )
+    })
+}
+const _: fn_types::MPI_Scatter = PMPI_Scatter;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iscatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Iscatter", comm, |mpi, _| {
+        let request = request_out(request)?;
+        scatter_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    })
+}
+const _: fn_types::MPI_Iscatter = PMPI_Iscatter;
+
+fn scatterv_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let root = check_root(mpi, index, root)?;
+    let comm_ref = mpi.comm(index)?;
+    let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
+    let in_place = is_in_place(recvbuf);
+    if in_place && !is_root {
+        return Err(in_place_not_allowed(
+            "only the root of MPI_Scatterv may pass it",
+        ));
+    }
+    let own = if in_place {
+        None
+    } else {
+        let (data, length_bytes) = region(recvbuf, recvcount, recvtype)?;
+        Some(Block { data, length_bytes })
+    };
+    let blocks = if is_root {
+        // SAFETY: the caller's arrays hold one entry per rank at the root.
+        unsafe { v_blocks(sendbuf, sendcounts, displs, sendtype, size)? }
+    } else {
+        Vec::new()
+    };
+    let mut schedule = mpi.engine.new_schedule(index)?;
+    coll::scatterv(&mut schedule, &blocks, own, root);
+    launch(mpi, schedule, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Scatterv", comm, |mpi, _| {
+        scatterv_body(
+            mpi, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            None,
+        )
+    })
+}
+const _: fn_types::MPI_Scatterv = PMPI_Scatterv;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iscatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Iscatterv", comm, |mpi, _| {
+        let request = request_out(request)?;
+        scatterv_body(
+            mpi, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            request,
+        )
+    })
+}
+const _: fn_types::MPI_Iscatterv = PMPI_Iscatterv;
+
+fn allgather_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let size = mpi.comm(index)?.size() as usize;
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        Some(region(sendbuf, sendcount, sendtype)?)
+    };
+    let block = block(recvbuf, 0, recvcount, recvtype)?;
+    block_bytes_fit(block.length_bytes, size)?;
+    if let Some((_, send_bytes)) = send {
+        same_size(send_bytes, block.length_bytes, "MPI_Allgather")?;
+    }
+    let mut schedule = mpi.engine.new_schedule(index)?;
+    coll::allgather(
+        &mut schedule,
+        send.map(|(data, _)| data as *const u8),
+        block.length_bytes,
+        recvbuf as *mut u8,
+    );
+    launch(mpi, schedule, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Allgather", comm, |mpi, _| {
+        allgather_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
+        )
+    })
+}
+const _: fn_types::MPI_Allgather = PMPI_Allgather;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iallgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Iallgather", comm, |mpi, _| {
+        let request = request_out(request)?;
+        allgather_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    })
+}
+const _: fn_types::MPI_Iallgather = PMPI_Iallgather;
+
+fn allgatherv_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let comm_ref = mpi.comm(index)?;
+    let (rank, size) = (comm_ref.rank as usize, comm_ref.size() as usize);
+    // SAFETY: the caller's arrays hold one entry per rank.
+    let blocks = unsafe { v_blocks(recvbuf, recvcounts, displs, recvtype, size)? };
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        let (data, send_bytes) = region(sendbuf, sendcount, sendtype)?;
+        same_size(send_bytes, blocks[rank].length_bytes, "MPI_Allgatherv")?;
+        Some(data as *const u8)
+    };
+    let mut schedule = mpi.engine.new_schedule(index)?;
+    coll::allgatherv(&mut schedule, send, &blocks);
+    launch(mpi, schedule, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Allgatherv", comm, |mpi, _| {
+        allgatherv_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, None,
+        )
+    })
+}
+const _: fn_types::MPI_Allgatherv = PMPI_Allgatherv;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iallgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Iallgatherv", comm, |mpi, _| {
+        let request = request_out(request)?;
+        allgatherv_body(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+        )
+    })
+}
+const _: fn_types::MPI_Iallgatherv = PMPI_Iallgatherv;

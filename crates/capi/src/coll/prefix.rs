@@ -1,0 +1,257 @@
+//! Reduce_scatter(_block), Scan and Exscan, blocking and nonblocking.
+
+use resmpi_core::coll;
+use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
+
+use super::comm_of;
+use super::{everywhere_reduction, int_array, launch, region, request_out};
+use crate::abi::*;
+use crate::global::{entry, Registry};
+
+/// Reduce_scatter with `counts[i]` elements for rank i.
+fn reduce_scatter_common(
+    mpi: &mut Mpi,
+    global: &Registry,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: &[c_int],
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let rank = mpi.comm(index)?.rank as usize;
+    if let Some(count) = counts.iter().find(|count| **count < 0) {
+        return Err(MpiError::new(
+            ErrorClass::Count,
+            format!("count {count} is negative"),
+        ));
+    }
+    let total: i64 = counts.iter().map(|count| *count as i64).sum();
+    let total = c_int::try_from(total)
+        .map_err(|_| MpiError::new(ErrorClass::Count, "sum of the counts does not fit an int"))?;
+    // In place the whole input sits in recvbuf.
+    let recv_count = if super::is_in_place(sendbuf) {
+        total
+    } else {
+        counts[rank]
+    };
+    let (recv, _) = region(recvbuf, recv_count, datatype)?;
+    let (index, reduction, scale, send) =
+        everywhere_reduction(mpi, global, sendbuf, recv, total, datatype, op, comm)?;
+    let scaled: Vec<usize> = counts.iter().map(|count| *count as usize * scale).collect();
+    let mut schedule = mpi.engine.new_schedule(index)?;
+    schedule.reduction = Some(reduction);
+    coll::reduce_scatter(&mut schedule, send, recv, &scaled);
+    launch(mpi, schedule, request)
+}
+
+fn reduce_scatter_body(
+    mpi: &mut Mpi,
+    global: &Registry,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let size = mpi.comm(index)?.size() as usize;
+    // SAFETY: the caller's array holds one count per rank.
+    let counts = unsafe { int_array(recvcounts, size, "recvcounts array")? }.to_vec();
+    reduce_scatter_common(
+        mpi, global, sendbuf, recvbuf, &counts, datatype, op, comm, request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Reduce_scatter", comm, |mpi, global| {
+        reduce_scatter_body(
+            mpi, global, sendbuf, recvbuf, recvcounts, datatype, op, comm, None,
+        )
+    })
+}
+const _: fn_types::MPI_Reduce_scatter = PMPI_Reduce_scatter;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Ireduce_scatter", comm, |mpi, global| {
+        let request = request_out(request)?;
+        reduce_scatter_body(
+            mpi, global, sendbuf, recvbuf, recvcounts, datatype, op, comm, request,
+        )
+    })
+}
+const _: fn_types::MPI_Ireduce_scatter = PMPI_Ireduce_scatter;
+
+fn reduce_scatter_block_body(
+    mpi: &mut Mpi,
+    global: &Registry,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let index = comm_of(mpi, comm)?;
+    let counts = vec![recvcount; mpi.comm(index)?.size() as usize];
+    reduce_scatter_common(
+        mpi, global, sendbuf, recvbuf, &counts, datatype, op, comm, request,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Reduce_scatter_block", comm, |mpi, global| {
+        reduce_scatter_block_body(
+            mpi, global, sendbuf, recvbuf, recvcount, datatype, op, comm, None,
+        )
+    })
+}
+const _: fn_types::MPI_Reduce_scatter_block = PMPI_Reduce_scatter_block;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Ireduce_scatter_block", comm, |mpi, global| {
+        let request = request_out(request)?;
+        reduce_scatter_block_body(
+            mpi, global, sendbuf, recvbuf, recvcount, datatype, op, comm, request,
+        )
+    })
+}
+const _: fn_types::MPI_Ireduce_scatter_block = PMPI_Ireduce_scatter_block;
+
+fn prefix_body(
+    mpi: &mut Mpi,
+    global: &Registry,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    inclusive: bool,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    comm_of(mpi, comm)?;
+    let (recv, _) = region(recvbuf, count, datatype)?;
+    let (index, reduction, scale, send) =
+        everywhere_reduction(mpi, global, sendbuf, recv, count, datatype, op, comm)?;
+    let mut schedule = mpi.engine.new_schedule(index)?;
+    schedule.reduction = Some(reduction);
+    let elements = count as usize * scale;
+    if inclusive {
+        coll::scan(&mut schedule, send, recv, elements);
+    } else {
+        coll::exscan(&mut schedule, send, recv, elements);
+    }
+    launch(mpi, schedule, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Scan", comm, |mpi, global| {
+        prefix_body(
+            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, None,
+        )
+    })
+}
+const _: fn_types::MPI_Scan = PMPI_Scan;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Iscan", comm, |mpi, global| {
+        let request = request_out(request)?;
+        prefix_body(
+            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, request,
+        )
+    })
+}
+const _: fn_types::MPI_Iscan = PMPI_Iscan;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    entry("MPI_Exscan", comm, |mpi, global| {
+        prefix_body(
+            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, None,
+        )
+    })
+}
+const _: fn_types::MPI_Exscan = PMPI_Exscan;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iexscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Iexscan", comm, |mpi, global| {
+        let request = request_out(request)?;
+        prefix_body(
+            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, request,
+        )
+    })
+}
+const _: fn_types::MPI_Iexscan = PMPI_Iexscan;

@@ -1,0 +1,247 @@
+//! Collectives as schedules of point-to-point messages in each
+//! communicator's collective context, so every protection below
+//! (reliability, and later replication and logging) covers them with no
+//! special case.
+//!
+//! Each algorithm is a builder that appends steps to a
+//! [`Schedule`](crate::schedule::Schedule); blocking collectives run the
+//! schedule to completion, nonblocking ones hand it to a request. The
+//! algorithm is chosen from the message size and communicator size (the
+//! thresholds below); choices that change which messages flow between
+//! which ranks depend only on values every rank agrees on.
+//!
+//! Buffers are raw pointers with byte lengths: the C layer turns
+//! (buffer, count, datatype) into a contiguous region in one place, which is
+//! where packing of non-contiguous datatypes plugs in.
+
+mod allgather;
+mod alltoall;
+mod reduction;
+mod tree;
+
+pub use allgather::{allgather, allgatherv};
+pub use alltoall::alltoallw;
+pub use reduction::{allreduce, exscan, reduce_scatter, scan};
+pub use tree::{barrier, bcast, gather, gatherv, reduce, scatter, scatterv};
+
+use crate::datatype::TypeInfo;
+use crate::error::{ErrorClass, MpiResult};
+use crate::op::{reduce_predefined, Op};
+use crate::Mpi;
+
+/// Broadcasts of at least this many bytes (on 3+ ranks) scatter the data and
+/// allgather it around a ring instead of sending it whole down a tree.
+pub const BCAST_SCATTER_MIN_BYTES: usize = 64 << 10;
+/// Allreduce of at least this many bytes with a commutative op runs a ring
+/// reduce-scatter + ring allgather (bandwidth-optimal); below it recursive
+/// doubling (latency-optimal).
+pub const ALLREDUCE_RING_MIN_BYTES: usize = 32 << 10;
+/// Gathers and scatters whose whole data is at most this many bytes go
+/// through a binomial tree; larger ones go directly to/from the root.
+pub const GATHER_TREE_MAX_BYTES: usize = 64 << 10;
+/// Allgathers whose whole result is at most this many bytes use Bruck's
+/// algorithm (log2 rounds); larger ones a ring.
+pub const ALLGATHER_BRUCK_MAX_BYTES: usize = 64 << 10;
+/// Alltoalls whose data per rank is at most this many bytes post every
+/// message at once; larger ones exchange pairwise, one peer per round.
+pub const ALLTOALL_SCATTERED_MAX_BYTES: usize = 256 << 10;
+
+/// How to combine reduction data: the op, the element type and the datatype
+/// handle passed back to user functions.
+#[derive(Clone, Copy, Debug)]
+pub struct Reduction {
+    /// The operator.
+    pub op: Op,
+    /// One element as the op sees it: a basic type for predefined ops, the
+    /// application's datatype for user ops.
+    pub info: TypeInfo,
+    /// The datatype handle (for user functions).
+    pub datatype_handle: i32,
+}
+
+impl Reduction {
+    /// `inout = input op inout` over `count` elements.
+    pub fn apply(&self, input: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
+        match self.op {
+            Op::User { function, .. } => {
+                let mut length = i32::try_from(count).map_err(|_| {
+                    crate::MpiError::new(ErrorClass::Count, "count too large for a user op")
+                })?;
+                let mut datatype = self.datatype_handle;
+                // SAFETY: the user function reads `length` elements from input and
+                // updates `length` elements of inout; both hold `count` elements.
+                unsafe {
+                    function(
+                        input.as_ptr() as *mut _,
+                        inout.as_mut_ptr().cast(),
+                        &mut length,
+                        &mut datatype,
+                    )
+                };
+                Ok(())
+            }
+            op => reduce_predefined(op, &self.info, input, inout, count),
+        }
+    }
+
+    /// Bytes of `count` elements.
+    pub fn bytes(&self, count: usize) -> usize {
+        count * self.info.extent_bytes
+    }
+}
+
+/// One rank's part of a collective buffer: where it starts and how long it is.
+#[derive(Clone, Copy, Debug)]
+pub struct Block {
+    /// First byte.
+    pub data: *mut u8,
+    /// Bytes.
+    pub length_bytes: usize,
+}
+
+impl Block {
+    /// Block `index` of `length_bytes` each, laid out back to back from `base`.
+    pub fn uniform(base: *mut u8, length_bytes: usize, count: usize) -> Vec<Block> {
+        (0..count)
+            .map(|index| Block {
+                data: base.wrapping_add(index * length_bytes),
+                length_bytes,
+            })
+            .collect()
+    }
+}
+
+/// A pointer for zero-byte messages.
+fn nothing() -> *mut u8 {
+    std::ptr::NonNull::dangling().as_ptr()
+}
+
+/// Largest power of two not above `value` (value >= 1).
+fn power_of_two_floor(value: u32) -> u32 {
+    1 << (31 - value.leading_zeros())
+}
+
+/// Split `count` elements into `parts` nearly equal runs: (first element, elements) each.
+fn split(count: usize, parts: usize) -> Vec<(usize, usize)> {
+    let (base, extra) = (count / parts, count % parts);
+    let mut first = 0;
+    (0..parts)
+        .map(|part| {
+            let elements = base + usize::from(part < extra);
+            let run = (first, elements);
+            first += elements;
+            run
+        })
+        .collect()
+}
+
+impl Mpi {
+    /// MPI_Barrier.
+    pub fn barrier(&mut self, comm_index: usize) -> MpiResult<()> {
+        let mut schedule = self.engine.new_schedule(comm_index)?;
+        barrier(&mut schedule);
+        self.engine.run_schedule(schedule)
+    }
+
+    /// MPI_Bcast of `buffer` from comm rank `root`.
+    pub fn bcast(&mut self, comm_index: usize, buffer: &mut [u8], root: u32) -> MpiResult<()> {
+        self.check_root(comm_index, root)?;
+        let mut schedule = self.engine.new_schedule(comm_index)?;
+        bcast(&mut schedule, buffer.as_mut_ptr(), buffer.len(), root);
+        self.engine.run_schedule(schedule)
+    }
+
+    /// MPI_Reduce of `count` elements: the result lands in `result` at `root`.
+    pub fn reduce(
+        &mut self,
+        comm_index: usize,
+        input: &[u8],
+        result: &mut [u8],
+        count: usize,
+        reduction: Reduction,
+        root: u32,
+    ) -> MpiResult<()> {
+        self.check_root(comm_index, root)?;
+        let mut schedule = self.engine.new_schedule(comm_index)?;
+        schedule.reduction = Some(reduction);
+        reduce(
+            &mut schedule,
+            input.as_ptr(),
+            result.as_mut_ptr(),
+            count,
+            root,
+        );
+        self.engine.run_schedule(schedule)
+    }
+
+    /// MPI_Allreduce of `count` elements into `result`.
+    pub fn allreduce(
+        &mut self,
+        comm_index: usize,
+        input: &[u8],
+        result: &mut [u8],
+        count: usize,
+        reduction: Reduction,
+    ) -> MpiResult<()> {
+        let mut schedule = self.engine.new_schedule(comm_index)?;
+        schedule.reduction = Some(reduction);
+        allreduce(&mut schedule, input.as_ptr(), result.as_mut_ptr(), count);
+        self.engine.run_schedule(schedule)
+    }
+
+    /// Every rank's `mine` (all the same length), concatenated in rank order.
+    pub fn allgather_bytes(&mut self, comm_index: usize, mine: &[u8]) -> MpiResult<Vec<u8>> {
+        let size = self.comm(comm_index)?.size() as usize;
+        let mut all = vec![0u8; mine.len() * size];
+        let mut schedule = self.engine.new_schedule(comm_index)?;
+        allgather(
+            &mut schedule,
+            Some(mine.as_ptr()),
+            mine.len(),
+            all.as_mut_ptr(),
+        );
+        self.engine.run_schedule(schedule)?;
+        Ok(all)
+    }
+
+    /// Maximum of one i64 over the communicator (context agreement).
+    pub fn allreduce_i64_max(&mut self, comm_index: usize, value: i64) -> MpiResult<i64> {
+        let reduction = Reduction {
+            op: Op::Max,
+            info: TypeInfo::basic(8, crate::datatype::BasicKind::I64),
+            datatype_handle: 0,
+        };
+        let mut result = [0u8; 8];
+        self.allreduce(comm_index, &value.to_ne_bytes(), &mut result, 1, reduction)?;
+        Ok(i64::from_ne_bytes(result))
+    }
+
+    fn check_root(&self, comm_index: usize, root: u32) -> MpiResult<()> {
+        let size = self.comm(comm_index)?.size();
+        if root >= size {
+            return crate::fail(
+                ErrorClass::Root,
+                format!("root {root} is out of range (communicator size {size})"),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_spreads_the_remainder_over_the_first_parts() {
+        assert_eq!(split(10, 4), vec![(0, 3), (3, 3), (6, 2), (8, 2)]);
+        assert_eq!(split(2, 3), vec![(0, 1), (1, 1), (2, 0)]);
+    }
+
+    #[test]
+    fn power_of_two_floor_of_small_values() {
+        assert_eq!(power_of_two_floor(1), 1);
+        assert_eq!(power_of_two_floor(5), 4);
+        assert_eq!(power_of_two_floor(8), 8);
+    }
+}

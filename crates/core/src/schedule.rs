@@ -1,0 +1,430 @@
+//! Collective schedules: every collective, blocking or not, is a list of
+//! steps (sends, receives, local reductions and copies, separated by
+//! fences) that the progress engine advances whenever MPI makes progress.
+//!
+//! Why one mechanism for both: a nonblocking collective must move while the
+//! application computes and calls other MPI functions, so its state cannot
+//! live on a call stack. Running blocking collectives through the same
+//! schedules (start, then wait) keeps exactly one implementation of every
+//! algorithm (the algorithms are in `coll/`).
+//!
+//! A schedule belongs to a request in the engine's request table; the
+//! request completes when the last step has run, so MPI_Wait/Test and their
+//! any/all/some forms need nothing special. Messages of one schedule carry
+//! the communicator's collective sequence number as their tag: ranks call
+//! collectives on a communicator in the same order, so several outstanding
+//! collectives never match each other's messages, and the collective
+//! context keeps them apart from point-to-point traffic.
+
+use std::sync::Arc;
+
+use resmpi_ft::Interceptor;
+
+use crate::coll::Reduction;
+use crate::engine::{Destination, Engine};
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::request::{Operation, Request, SendMode, Status};
+
+/// Tags of collective messages: the sequence number modulo this.
+const SEQUENCE_TAG_MODULUS: u32 = 1 << 30;
+
+/// One step of a schedule. Pointers are user memory (valid until the
+/// collective completes, by MPI's rules) or temporaries the schedule owns.
+#[derive(Clone, Copy, Debug)]
+pub enum Step {
+    /// Start a send to communicator rank `peer`.
+    Send {
+        /// Destination (communicator rank).
+        peer: u32,
+        /// Data.
+        data: *const u8,
+        /// Bytes.
+        length_bytes: usize,
+    },
+    /// Start a receive from communicator rank `peer`.
+    Receive {
+        /// Source (communicator rank).
+        peer: u32,
+        /// Where the data goes.
+        data: *mut u8,
+        /// Bytes expected.
+        length_bytes: usize,
+    },
+    /// `inout = input op inout` over `count` elements with the schedule's reduction.
+    Reduce {
+        /// Left operand.
+        input: *const u8,
+        /// Right operand and result.
+        inout: *mut u8,
+        /// Elements.
+        count: usize,
+    },
+    /// Local copy (regions never overlap).
+    Copy {
+        /// Source.
+        from: *const u8,
+        /// Destination.
+        to: *mut u8,
+        /// Bytes.
+        length_bytes: usize,
+    },
+    /// Wait until every send and receive started so far has completed.
+    Fence,
+}
+
+/// A collective in progress.
+pub struct Schedule {
+    steps: Vec<Step>,
+    next_step: usize,
+    /// Engine requests of the sends and receives started since the last fence.
+    pending: Vec<u32>,
+    /// World rank of each communicator rank.
+    group: Arc<Vec<u32>>,
+    /// Communicator index (for the sub-requests).
+    comm: usize,
+    context: u32,
+    tag: i32,
+    /// This process's rank in the communicator.
+    pub rank: u32,
+    /// The reduction, for schedules with `Reduce` steps.
+    pub reduction: Option<Reduction>,
+    /// Temporaries; boxed slices never move, so steps may point into them.
+    temporaries: Vec<Box<[u8]>>,
+    /// First error seen (the schedule still runs to the end so that peers
+    /// are not left waiting for messages).
+    error: Option<MpiError>,
+}
+
+impl Schedule {
+    /// Communicator size.
+    pub fn size(&self) -> u32 {
+        self.group.len() as u32
+    }
+
+    /// A zeroed temporary of `length_bytes` owned by the schedule.
+    pub fn temporary(&mut self, length_bytes: usize) -> *mut u8 {
+        let mut buffer = vec![0u8; length_bytes].into_boxed_slice();
+        let pointer = buffer.as_mut_ptr();
+        self.temporaries.push(buffer);
+        pointer
+    }
+
+    /// Append a send (nothing for zero bytes would break matching, so
+    /// zero-byte messages are sent too).
+    pub fn send(&mut self, peer: u32, data: *const u8, length_bytes: usize) {
+        debug_assert!(peer != self.rank, "collectives never message themselves");
+        self.steps.push(Step::Send {
+            peer,
+            data,
+            length_bytes,
+        });
+    }
+
+    /// Append a receive.
+    pub fn receive(&mut self, peer: u32, data: *mut u8, length_bytes: usize) {
+        debug_assert!(peer != self.rank, "collectives never message themselves");
+        self.steps.push(Step::Receive {
+            peer,
+            data,
+            length_bytes,
+        });
+    }
+
+    /// Append `inout = input op inout` (MPI's operand order: `input` is the
+    /// left operand, from the lower ranks).
+    pub fn reduce(&mut self, input: *const u8, inout: *mut u8, count: usize) {
+        if count > 0 {
+            self.steps.push(Step::Reduce {
+                input,
+                inout,
+                count,
+            });
+        }
+    }
+
+    /// Append a local copy; nothing when source and destination coincide.
+    pub fn copy(&mut self, from: *const u8, to: *mut u8, length_bytes: usize) {
+        if length_bytes > 0 && !std::ptr::eq(from, to) {
+            self.steps.push(Step::Copy {
+                from,
+                to,
+                length_bytes,
+            });
+        }
+    }
+
+    /// Append a fence: later steps run once everything before has completed.
+    pub fn fence(&mut self) {
+        if !matches!(self.steps.last(), None | Some(Step::Fence)) {
+            self.steps.push(Step::Fence);
+        }
+    }
+
+    /// The steps, for tests.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    fn record(&mut self, error: MpiError) {
+        self.error.get_or_insert(error);
+    }
+
+    /// Whether every request started since the last fence has completed;
+    /// if so, release them (noting truncation).
+    fn reap<F: Interceptor>(&mut self, engine: &mut Engine<F>) -> bool {
+        let requests = &mut engine.state.requests;
+        let all_done = self
+            .pending
+            .iter()
+            .all(|index| requests.get(*index).is_none_or(|request| request.complete));
+        if !all_done {
+            return false;
+        }
+        for index in std::mem::take(&mut self.pending) {
+            let truncated = requests
+                .remove(index)
+                .is_some_and(|request| request.status.error == ErrorClass::Truncate as i32);
+            if truncated {
+                self.record(MpiError::new(
+                    ErrorClass::Truncate,
+                    "collective message longer than expected: are the counts and datatypes the same on every rank?",
+                ));
+            }
+        }
+        true
+    }
+
+    /// Run steps until one must wait. Returns (anything happened, finished).
+    fn advance<F: Interceptor>(&mut self, engine: &mut Engine<F>) -> MpiResult<(bool, bool)> {
+        let mut progressed = false;
+        while self.next_step < self.steps.len() {
+            match self.steps[self.next_step] {
+                Step::Send {
+                    peer,
+                    data,
+                    length_bytes,
+                } => {
+                    let destination = Destination {
+                        peer: self.group[peer as usize],
+                        context: self.context,
+                        tag: self.tag,
+                    };
+                    let index = engine.start_send(
+                        self.comm,
+                        destination,
+                        data,
+                        length_bytes,
+                        SendMode::Standard,
+                    )?;
+                    self.pending.push(index);
+                }
+                Step::Receive {
+                    peer,
+                    data,
+                    length_bytes,
+                } => {
+                    let index = engine.start_receive(
+                        self.comm,
+                        data,
+                        length_bytes,
+                        Some(self.group[peer as usize]),
+                        Some(self.tag),
+                        self.context,
+                    )?;
+                    self.pending.push(index);
+                }
+                Step::Fence => {
+                    if !self.reap(engine) {
+                        return Ok((progressed, false));
+                    }
+                }
+                Step::Reduce {
+                    input,
+                    inout,
+                    count,
+                } => {
+                    if self.error.is_none() {
+                        if let Some(reduction) = self.reduction {
+                            let length_bytes = count * reduction.info.extent_bytes;
+                            // SAFETY: the algorithm sized both regions for `count`
+                            // elements; they are temporaries or user buffers that
+                            // stay valid until the collective completes, and
+                            // never the same memory.
+                            let result = unsafe {
+                                reduction.apply(
+                                    crate::engine::slice_from(input, length_bytes),
+                                    std::slice::from_raw_parts_mut(inout, length_bytes),
+                                    count,
+                                )
+                            };
+                            if let Err(error) = result {
+                                self.record(error);
+                            }
+                        }
+                    }
+                }
+                Step::Copy {
+                    from,
+                    to,
+                    length_bytes,
+                } => {
+                    // SAFETY: as for Reduce; regions of `length_bytes` that do not overlap.
+                    unsafe { std::ptr::copy_nonoverlapping(from, to, length_bytes) };
+                }
+            }
+            self.next_step += 1;
+            progressed = true;
+        }
+        let finished = self.reap(engine);
+        Ok((progressed, finished))
+    }
+}
+
+/// The schedules in flight, with the request each one completes.
+#[derive(Default)]
+pub struct Schedules {
+    active: Vec<(u32, Schedule)>,
+    /// Errors of finished schedules, kept for a blocking caller's message.
+    errors: Vec<(u32, MpiError)>,
+}
+
+impl Schedules {
+    /// Whether nothing is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.active.is_empty()
+    }
+}
+
+/// Advance every schedule in flight; complete the requests of finished
+/// ones. True if anything happened. Called from [`Engine::progress`].
+pub fn advance_all<F: Interceptor>(engine: &mut Engine<F>) -> MpiResult<bool> {
+    if engine.schedules.active.is_empty() {
+        return Ok(false);
+    }
+    let mut active = std::mem::take(&mut engine.schedules.active);
+    let mut any = false;
+    let mut failure = None;
+    let mut position = 0;
+    while position < active.len() {
+        let (request_index, schedule) = &mut active[position];
+        let request_index = *request_index;
+        match schedule.advance(engine) {
+            Ok((progressed, finished)) => {
+                any |= progressed;
+                if finished {
+                    let (_, schedule) = active.swap_remove(position);
+                    finish(engine, request_index, schedule);
+                    any = true;
+                    continue;
+                }
+            }
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        }
+        position += 1;
+    }
+    // Schedules started while these ran (none today) come after them.
+    active.append(&mut engine.schedules.active);
+    engine.schedules.active = active;
+    match failure {
+        Some(error) => Err(error),
+        None => Ok(any),
+    }
+}
+
+fn finish<F: Interceptor>(engine: &mut Engine<F>, request_index: u32, schedule: Schedule) {
+    let Some(request) = engine.state.requests.get_mut(request_index) else {
+        return;
+    };
+    request.complete = true;
+    if let Some(error) = schedule.error {
+        request.status.error = error.class as i32;
+        if request.free_when_complete {
+            engine.state.requests.remove(request_index);
+        } else {
+            engine.schedules.errors.push((request_index, error));
+        }
+        return;
+    }
+    if request.free_when_complete {
+        engine.state.requests.remove(request_index);
+    }
+}
+
+impl<F: Interceptor> Engine<F> {
+    /// A new, empty schedule for communicator `comm_index`; takes the
+    /// communicator's next collective sequence number.
+    pub fn new_schedule(&mut self, comm_index: usize) -> MpiResult<Schedule> {
+        let comm = match self.state.comms.get_mut(comm_index) {
+            Some(Some(comm)) => comm,
+            _ => return Err(MpiError::new(ErrorClass::Comm, "invalid communicator")),
+        };
+        let sequence = comm.collective_sequence;
+        comm.collective_sequence = comm.collective_sequence.wrapping_add(1);
+        Ok(Schedule {
+            steps: Vec::new(),
+            next_step: 0,
+            pending: Vec::new(),
+            group: comm.group.clone(),
+            comm: comm_index,
+            context: comm.collective_context(),
+            tag: (sequence % SEQUENCE_TAG_MODULUS) as i32,
+            rank: comm.rank,
+            reduction: None,
+            temporaries: Vec::new(),
+            error: None,
+        })
+    }
+
+    /// Start `schedule` under a new request and run it as far as it goes
+    /// without waiting. Returns the request index.
+    pub fn start_schedule(&mut self, schedule: Schedule) -> MpiResult<u32> {
+        let index = self.insert_request(Request {
+            operation: Operation::Nothing,
+            comm: schedule.comm,
+            complete: false,
+            status: Status {
+                source: -1,
+                tag: -1,
+                error: 0,
+                count_bytes: 0,
+                cancelled: false,
+            },
+            generation: 0,
+            persistent: None,
+            free_when_complete: false,
+            inner: None,
+        })?;
+        self.schedules.active.push((index, schedule));
+        advance_all(self)?;
+        Ok(index)
+    }
+
+    /// Run `schedule` to completion (blocking collectives).
+    pub fn run_schedule(&mut self, schedule: Schedule) -> MpiResult<()> {
+        let index = self.start_schedule(schedule)?;
+        self.wait_request(index)?;
+        self.take_schedule_result(index)
+    }
+
+    /// Release the completed collective request `index` and return its
+    /// outcome (with the full error message, if any).
+    pub fn take_schedule_result(&mut self, index: u32) -> MpiResult<()> {
+        self.state.requests.remove(index);
+        let errors = &mut self.schedules.errors;
+        match errors.iter().position(|(request, _)| *request == index) {
+            Some(position) => Err(errors.swap_remove(position).1),
+            None => Ok(()),
+        }
+    }
+
+    /// Forget the error message kept for collective request `index` (the
+    /// C layer reports the class from the status).
+    pub fn forget_schedule_error(&mut self, index: u32) {
+        self.schedules
+            .errors
+            .retain(|(request, _)| *request != index);
+    }
+}
