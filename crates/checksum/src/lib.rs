@@ -21,6 +21,8 @@
 //! what happens on a mismatch belong to `resmpi-wire` and `resmpi-reliable`.
 #![warn(missing_docs)]
 
+#[cfg(target_arch = "x86_64")]
+mod folding;
 pub mod portable;
 mod tables;
 #[cfg(target_arch = "x86_64")]

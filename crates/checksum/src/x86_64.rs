@@ -39,8 +39,29 @@ static TINY_SHIFT: ShiftTable = ShiftTable::new(TINY_STRIPE_BYTES);
 /// when `COPY` is set `destination` must be valid for `length` writes and
 /// must not overlap the source. When `COPY` is clear `destination` is never
 /// used and may be null.
+///
+/// Long inputs take the folding path where the CPU has it.
 #[target_feature(enable = "sse4.2")]
 pub(crate) unsafe fn update<const COPY: bool>(
+    register: u32,
+    source: *const u8,
+    destination: *mut u8,
+    length: usize,
+) -> u32 {
+    if length >= crate::folding::MIN_BYTES && crate::folding::available() {
+        // SAFETY: the features were detected; the ranges are the caller's.
+        return unsafe { crate::folding::update::<COPY>(register, source, destination, length) };
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { update_short::<COPY>(register, source, destination, length) }
+}
+
+/// [`update`] with the `crc32` instruction only.
+///
+/// # Safety
+/// As [`update`].
+#[target_feature(enable = "sse4.2")]
+pub(crate) unsafe fn update_short<const COPY: bool>(
     register: u32,
     mut source: *const u8,
     mut destination: *mut u8,
