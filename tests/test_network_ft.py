@@ -72,3 +72,18 @@ def test_without_reliability_injected_loss_is_not_recovered(build):
     res = run(3, build("p2p_sizes"), mpiexec_opts=_inject("drop:0.02,seed:6") + ("--reliable", "off", "--timeout", "10"),
               timeout=60)
     assert res.returncode != 0, res.describe()
+
+
+@pytest.mark.parametrize("spec", ["drop:0.05,seed:11", "corrupt:0.02,seed:12"])
+def test_send_buffer_reused_at_once_is_never_read_again(build, tmp_path, spec):
+    """Large sends are retransmitted from the application's buffer (no copy):
+    a send must complete only when every fragment is acknowledged, so that
+    overwriting the buffer right after MPI_Send / MPI_Wait is safe even when
+    fragments are lost or corrupted and resent."""
+    import json
+
+    report = tmp_path / "report.json"
+    res = run(2, build("reuse"), mpiexec_opts=_inject(spec) + ("--report-json", str(report)), timeout=120)
+    assert_ok(res)
+    counters = json.loads(report.read_text())["counters"]
+    assert counters["frames_retransmitted"] > 0, counters
