@@ -116,12 +116,14 @@ def rank_main(testdir, outdir, modules):
 
             def first_line(text):
                 """The exception line, prefixed with the last MPI call in the
-                traceback (mpi4py's Cython source shows `CHKERR( MPI_X(...) )`),
-                so that "Other MPI error" says which function raised it."""
+                traceback (`CHKERR( MPI_X(...) )` where the Cython source is
+                shown, else the mpi4py method), so that "Other MPI error"
+                says which function raised it."""
                 lines = [ln for ln in text.strip().splitlines() if ln.strip()]
                 if not lines:
                     return ""
-                calls = re.findall(r"\b(P?MPI_[A-Z][A-Za-z0-9_]*)\s*\(", text)
+                calls = re.findall(r"\b(P?MPI_[A-Z][A-Za-z0-9_]*)\s*\(|in mpi4py\.(MPI\.[\w.]+)", text)
+                calls = [c or m for c, m in calls]
                 where = f"{calls[-1]}: " if calls else ""
                 return (where + lines[-1].strip())[:300]
 
@@ -188,7 +190,8 @@ def run_module(python, testdir, module, nprocs, timeout_s, prefix, scratch):
     summary["abort"] = ""
     if summary["missing_ranks"] or timed_out:
         # why a rank wrote no result: usually the module's import raised
-        calls = re.findall(r"\b(MPI_[A-Z][A-Za-z0-9_]*)\s*\(", output)
+        calls = re.findall(r"\b(MPI_[A-Z][A-Za-z0-9_]*)\s*\(|in mpi4py\.(MPI\.[\w.]+)", output)
+        calls = [c or m for c, m in calls]
         errors = [ln.strip() for ln in output.splitlines() if re.match(r"\s*[\w.]+(Error|Exception)\b", ln)]
         summary["abort"] = ((calls[-1] + ": ") if calls else "") + (errors[-1] if errors else "")
     return summary
@@ -250,7 +253,7 @@ def main():
                     help="run all the names given in one mpiexec job per rank count")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each failing test")
     ap.add_argument("--quiet-setup", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_intermixed_args()
     args.dir = args.dir.resolve()
     if args.command == "setup":
         python, testdir = setup(args.dir, PREFIX, quiet=args.quiet_setup)
