@@ -13,3 +13,7 @@ def test_init_finalize_queries_versions_and_timers_are_correct(build, nprocs, pa
 @pytest.mark.parametrize("level", ["single", "funneled", "serialized"])
 def test_init_thread_provides_at_least_the_requested_level(build, level):
     assert_ok(run(2, build("basic"), level, env={"EXPECT_SIZE": "2"}))
+
+
+def test_alloc_mem_gives_usable_memory_and_rejects_a_negative_size(build):
+    assert_ok(run(2, build("memory")))

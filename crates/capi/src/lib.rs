@@ -25,6 +25,7 @@ mod group;
 mod handles;
 mod info;
 mod init;
+mod memory;
 mod names;
 mod objects;
 mod p2p;
