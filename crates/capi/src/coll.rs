@@ -196,11 +196,7 @@ impl Staging {
 
 /// The bytes `count` elements of `datatype` occupy packed (how a block's
 /// size is compared between ranks) without staging anything.
-fn checked_region(
-    buffer: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> MpiResult<usize> {
+fn checked_region(buffer: *const c_void, count: c_int, datatype: MPI_Datatype) -> MpiResult<usize> {
     Ok(match collective_buffer(buffer, count, datatype)? {
         CollectiveBuffer::Raw { length_bytes, .. } => length_bytes,
         CollectiveBuffer::Packed(packed) => packed.length_bytes,
@@ -377,7 +373,11 @@ fn reduce_body(
     }
     let mut staging = Staging::default();
     let (recv, _) = if is_root {
-        let usage = if in_place { Usage::InOut } else { Usage::Output };
+        let usage = if in_place {
+            Usage::InOut
+        } else {
+            Usage::Output
+        };
         staging.region(recvbuf, count, datatype, usage)?
     } else {
         (std::ptr::null_mut(), 0)
@@ -450,7 +450,11 @@ fn everywhere_reduction(
     let index = comm_of(mpi, comm)?;
     let (reduction, scale) = reduction_of(global, op, datatype)?;
     let in_place = is_in_place(sendbuf);
-    let usage = if in_place { Usage::InOut } else { Usage::Output };
+    let usage = if in_place {
+        Usage::InOut
+    } else {
+        Usage::Output
+    };
     let (recv, _) = staging.region(recvbuf, recv_count, datatype, usage)?;
     let send = if in_place {
         recv as *const u8

@@ -32,7 +32,9 @@ unsafe fn v_blocks(
     counts
         .iter()
         .zip(displs)
-        .map(|(count, displ)| staging.block(base, *displ as isize * extent, *count, datatype, usage))
+        .map(|(count, displ)| {
+            staging.block(base, *displ as isize * extent, *count, datatype, usage)
+        })
         .collect()
 }
 
@@ -76,8 +78,13 @@ fn gather_body(
     };
     let (recv, block_bytes) = if is_root {
         // In place the root's own block is already in the receive buffer.
-        let usage = if in_place { Usage::InOut } else { Usage::Output };
-        let (recv, block_bytes) = all_blocks(&mut staging, recvbuf, recvcount, recvtype, size, usage)?;
+        let usage = if in_place {
+            Usage::InOut
+        } else {
+            Usage::Output
+        };
+        let (recv, block_bytes) =
+            all_blocks(&mut staging, recvbuf, recvcount, recvtype, size, usage)?;
         if let Some((_, send_bytes)) = send {
             same_size(send_bytes, block_bytes, "MPI_Gather")?;
         }
@@ -201,9 +208,23 @@ fn gatherv_body(
         Some(Block { data, length_bytes })
     };
     let blocks = if is_root {
-        let usage = if in_place { Usage::InOut } else { Usage::Output };
+        let usage = if in_place {
+            Usage::InOut
+        } else {
+            Usage::Output
+        };
         // SAFETY: the caller's arrays hold one entry per rank at the root.
-        unsafe { v_blocks(&mut staging, usage, recvbuf, recvcounts, displs, recvtype, size)? }
+        unsafe {
+            v_blocks(
+                &mut staging,
+                usage,
+                recvbuf,
+                recvcounts,
+                displs,
+                recvtype,
+                size,
+            )?
+        }
     } else {
         Vec::new()
     };
@@ -285,8 +306,14 @@ fn scatter_body(
         Some(staging.region(recvbuf, recvcount, recvtype, Usage::Output)?)
     };
     let (send, block_bytes) = if is_root {
-        let (send, block_bytes) =
-            all_blocks(&mut staging, sendbuf, sendcount, sendtype, size, Usage::Input)?;
+        let (send, block_bytes) = all_blocks(
+            &mut staging,
+            sendbuf,
+            sendcount,
+            sendtype,
+            size,
+            Usage::Input,
+        )?;
         if let Some((_, recv_bytes)) = recv {
             same_size(recv_bytes, block_bytes, "MPI_Scatter")?;
         }
@@ -460,7 +487,11 @@ fn allgather_body(
     } else {
         Some(staging.region(sendbuf, sendcount, sendtype, Usage::Input)?)
     };
-    let usage = if in_place { Usage::InOut } else { Usage::Output };
+    let usage = if in_place {
+        Usage::InOut
+    } else {
+        Usage::Output
+    };
     let (recv, block_bytes) = all_blocks(&mut staging, recvbuf, recvcount, recvtype, size, usage)?;
     if let Some((_, send_bytes)) = send {
         same_size(send_bytes, block_bytes, "MPI_Allgather")?;
@@ -530,10 +561,23 @@ fn allgatherv_body(
     let (rank, size) = (comm_ref.rank as usize, comm_ref.size() as usize);
     let mut staging = Staging::default();
     let in_place = is_in_place(sendbuf);
-    let usage = if in_place { Usage::InOut } else { Usage::Output };
+    let usage = if in_place {
+        Usage::InOut
+    } else {
+        Usage::Output
+    };
     // SAFETY: the caller's arrays hold one entry per rank.
-    let blocks =
-        unsafe { v_blocks(&mut staging, usage, recvbuf, recvcounts, displs, recvtype, size)? };
+    let blocks = unsafe {
+        v_blocks(
+            &mut staging,
+            usage,
+            recvbuf,
+            recvcounts,
+            displs,
+            recvtype,
+            size,
+        )?
+    };
     let send = if in_place {
         None
     } else {
