@@ -2,9 +2,17 @@
 //!
 //! Each collective has one body that checks the arguments and builds the
 //! schedule (`resmpi_core::coll`); the blocking entry point runs it, the
-//! `I` one starts it under a request. Buffers become byte regions in
-//! [`region`] and [`block`], the one place where packing of non-contiguous
-//! datatypes will plug in.
+//! `I` one starts it under a request.
+//!
+//! Buffers become byte regions in one place, [`Staging`]: data of
+//! non-contiguous datatypes is packed, so every algorithm works on
+//! contiguous bytes and sender and receiver need only agree on the packed
+//! bytes (type signatures may differ, as MPI allows). Inputs are packed
+//! into copies the schedule owns; outputs are received into staging
+//! buffers unpacked when the collective completes: after the run for a
+//! blocking call, by the request completion of point-to-point
+//! (`datatype_packing`) for a nonblocking one, so the application's gaps
+//! are never written and its buffers only at completion.
 
 mod exchange;
 mod gather;
@@ -16,7 +24,8 @@ use resmpi_core::schedule::Schedule;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
-use crate::datatype::{buffer_bytes, reduction_element};
+use crate::datatype::{collective_buffer, is_raw_span, reduction_element, CollectiveBuffer};
+use crate::datatype_packing::{stage_collective, StagedPart};
 use crate::global::{entry, Registry};
 use crate::handles::{builtin_op, op_handle, op_index, request_handle};
 
@@ -44,6 +53,14 @@ fn reduction_of(
 ) -> MpiResult<(Reduction, usize)> {
     let op = resolve_op(global, op)?;
     if matches!(op, Op::User { .. }) {
+        if !is_raw_span(datatype)? {
+            // The function expects the data in the type's layout; packed
+            // data would be misread.
+            return Err(MpiError::new(
+                ErrorClass::Type,
+                "user-defined ops on datatypes with holes or a non-zero lower bound are not supported by resmpi yet",
+            ));
+        }
         let info = crate::datatype::layout_of(datatype)?.info();
         let reduction = Reduction {
             op,
@@ -101,27 +118,89 @@ fn in_place_not_allowed(what: &str) -> MpiError {
     )
 }
 
-/// `count` elements of `datatype` at `buffer` as a contiguous byte region
-/// (checks the count, the datatype and a NULL buffer).
-fn region(
-    buffer: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> MpiResult<(*mut u8, usize)> {
-    let (length_bytes, _) = buffer_bytes(buffer, count, datatype)?;
-    Ok((buffer as *mut u8, length_bytes))
+/// How a collective uses one of its buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Usage {
+    /// Only read (send buffers).
+    Input,
+    /// Only written (receive buffers).
+    Output,
+    /// Read and written (MPI_IN_PLACE receive buffers).
+    InOut,
 }
 
-/// The block of `count` elements of `datatype` at `displacement_bytes` from `base`.
-fn block(
-    base: *const c_void,
-    displacement_bytes: isize,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> MpiResult<Block> {
-    let data = (base as *mut u8).wrapping_offset(displacement_bytes);
-    let (_, length_bytes) = region(data.cast(), count, datatype)?;
-    Ok(Block { data, length_bytes })
+/// The buffers of one collective call as its schedule sees them.
+#[derive(Default)]
+struct Staging {
+    /// Packed copies of non-contiguous inputs, handed to the schedule.
+    inputs: Vec<Box<[u8]>>,
+    /// Staging of non-contiguous outputs, unpacked at completion.
+    outputs: Vec<StagedPart>,
+}
+
+impl Staging {
+    /// `count` elements of `datatype` at `buffer` as a contiguous byte
+    /// region (checks the count, the datatype and a NULL buffer).
+    fn region(
+        &mut self,
+        buffer: *const c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        usage: Usage,
+    ) -> MpiResult<(*mut u8, usize)> {
+        let packed = match collective_buffer(buffer, count, datatype)? {
+            CollectiveBuffer::Raw {
+                pointer,
+                length_bytes,
+            } => return Ok((pointer, length_bytes)),
+            CollectiveBuffer::Packed(packed) => packed,
+        };
+        let length_bytes = packed.length_bytes;
+        if usage == Usage::Input {
+            let mut copy = vec![0u8; length_bytes].into_boxed_slice();
+            packed.pack_into(&mut copy);
+            let pointer = copy.as_mut_ptr();
+            self.inputs.push(copy);
+            return Ok((pointer, length_bytes));
+        }
+        let mut part = StagedPart::new(packed);
+        if usage == Usage::InOut {
+            part.target.pack_into(&mut part.staging);
+        }
+        let pointer = part.staging.as_mut_ptr();
+        self.outputs.push(part);
+        Ok((pointer, length_bytes))
+    }
+
+    /// The block of `count` elements of `datatype` at `displacement_bytes` from `base`.
+    fn block(
+        &mut self,
+        base: *const c_void,
+        displacement_bytes: isize,
+        count: c_int,
+        datatype: MPI_Datatype,
+        usage: Usage,
+    ) -> MpiResult<Block> {
+        let start = (base as *mut u8).wrapping_offset(displacement_bytes);
+        let (data, length_bytes) = self.region(start.cast(), count, datatype, usage)?;
+        Ok(Block { data, length_bytes })
+    }
+
+    /// Unpack every output (the collective has completed).
+    fn unpack_outputs(&self) {
+        for part in &self.outputs {
+            part.unpack(part.staging.len());
+        }
+    }
+}
+
+/// The bytes `count` elements of `datatype` occupy packed (how a block's
+/// size is compared between ranks) without staging anything.
+fn checked_region(buffer: *const c_void, count: c_int, datatype: MPI_Datatype) -> MpiResult<usize> {
+    Ok(match collective_buffer(buffer, count, datatype)? {
+        CollectiveBuffer::Raw { length_bytes, .. } => length_bytes,
+        CollectiveBuffer::Packed(packed) => packed.length_bytes,
+    })
 }
 
 /// The extent of `datatype` in bytes (displacements of the v-collectives
@@ -151,12 +230,44 @@ fn request_out(request: *mut MPI_Request) -> MpiResult<Option<*mut MPI_Request>>
 }
 
 /// Run a built schedule (blocking: `request` None) or start it and hand
-/// back its request.
-fn launch(mpi: &mut Mpi, schedule: Schedule, request: Option<*mut MPI_Request>) -> MpiResult<()> {
+/// back its request; `staging` holds the packed buffers its steps use.
+fn launch(
+    mpi: &mut Mpi,
+    mut schedule: Schedule,
+    staging: Staging,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let Staging { inputs, outputs } = staging;
+    for input in inputs {
+        schedule.keep(input);
+    }
     match request {
-        None => mpi.engine.run_schedule(schedule),
+        None => match mpi.engine.run_schedule(schedule) {
+            Ok(()) => {
+                Staging {
+                    inputs: Vec::new(),
+                    outputs,
+                }
+                .unpack_outputs();
+                Ok(())
+            }
+            Err(error) => {
+                // A schedule that failed may still be in the engine with
+                // steps pointing into the staging: never free it under them.
+                std::mem::forget(outputs);
+                Err(error)
+            }
+        },
         Some(request) => {
-            let index = mpi.engine.start_schedule(schedule)?;
+            let index = match mpi.engine.start_schedule(schedule) {
+                Ok(index) => index,
+                Err(error) => {
+                    // As above: the schedule may outlive this call.
+                    std::mem::forget(outputs);
+                    return Err(error);
+                }
+            };
+            stage_collective(mpi, index, outputs);
             // SAFETY: checked non-null by request_out; the caller's variable.
             unsafe { *request = request_handle(index) };
             Ok(())
@@ -168,7 +279,7 @@ fn barrier_body(mpi: &mut Mpi, comm: MPI_Comm, request: Option<*mut MPI_Request>
     let index = comm_of(mpi, comm)?;
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::barrier(&mut schedule);
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, Staging::default(), request)
 }
 
 #[no_mangle]
@@ -196,10 +307,16 @@ fn bcast_body(
 ) -> MpiResult<()> {
     let index = comm_of(mpi, comm)?;
     let root = check_root(mpi, index, root)?;
-    let (data, length_bytes) = region(buffer, count, datatype)?;
+    let usage = if mpi.comm(index)?.rank == root {
+        Usage::Input
+    } else {
+        Usage::Output
+    };
+    let mut staging = Staging::default();
+    let (data, length_bytes) = staging.region(buffer, count, datatype, usage)?;
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::bcast(&mut schedule, data, length_bytes, root);
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 #[no_mangle]
@@ -254,20 +371,26 @@ fn reduce_body(
             "only the root of MPI_Reduce may pass it",
         ));
     }
+    let mut staging = Staging::default();
     let (recv, _) = if is_root {
-        region(recvbuf, count, datatype)?
+        let usage = if in_place {
+            Usage::InOut
+        } else {
+            Usage::Output
+        };
+        staging.region(recvbuf, count, datatype, usage)?
     } else {
         (std::ptr::null_mut(), 0)
     };
     let (send, _) = if in_place {
         (recv, 0)
     } else {
-        region(sendbuf, count, datatype)?
+        staging.region(sendbuf, count, datatype, Usage::Input)?
     };
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);
     coll::reduce(&mut schedule, send, recv, count as usize * scale, root);
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 #[no_mangle]
@@ -309,26 +432,36 @@ pub unsafe extern "C" fn PMPI_Ireduce(
 const _: fn_types::MPI_Ireduce = PMPI_Ireduce;
 
 /// The common checks of the reductions whose input may be MPI_IN_PLACE on
-/// every rank: (comm index, reduction, element scale, send region).
-/// In place, the send region is `recv`.
+/// every rank: (comm index, reduction, element scale, send region, receive
+/// region). The receive buffer holds `recv_count` elements, the input
+/// `count`; in place, the send region is the receive region.
 fn everywhere_reduction(
     mpi: &Mpi,
     global: &Registry,
+    staging: &mut Staging,
     sendbuf: *const c_void,
-    recv: *mut u8,
+    recvbuf: *mut c_void,
+    recv_count: c_int,
     count: c_int,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-) -> MpiResult<(usize, Reduction, usize, *const u8)> {
+) -> MpiResult<(usize, Reduction, usize, *const u8, *mut u8)> {
     let index = comm_of(mpi, comm)?;
     let (reduction, scale) = reduction_of(global, op, datatype)?;
-    let send = if is_in_place(sendbuf) {
+    let in_place = is_in_place(sendbuf);
+    let usage = if in_place {
+        Usage::InOut
+    } else {
+        Usage::Output
+    };
+    let (recv, _) = staging.region(recvbuf, recv_count, datatype, usage)?;
+    let send = if in_place {
         recv as *const u8
     } else {
-        region(sendbuf, count, datatype)?.0
+        staging.region(sendbuf, count, datatype, Usage::Input)?.0
     };
-    Ok((index, reduction, scale, send))
+    Ok((index, reduction, scale, send, recv))
 }
 
 fn allreduce_body(
@@ -342,14 +475,23 @@ fn allreduce_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    comm_of(mpi, comm)?;
-    let (recv, _) = region(recvbuf, count, datatype)?;
-    let (index, reduction, scale, send) =
-        everywhere_reduction(mpi, global, sendbuf, recv, count, datatype, op, comm)?;
+    let mut staging = Staging::default();
+    let (index, reduction, scale, send, recv) = everywhere_reduction(
+        mpi,
+        global,
+        &mut staging,
+        sendbuf,
+        recvbuf,
+        count,
+        count,
+        datatype,
+        op,
+        comm,
+    )?;
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);
     coll::allreduce(&mut schedule, send, recv, count as usize * scale);
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 #[no_mangle]
@@ -398,19 +540,22 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
 ) -> c_int {
     entry("MPI_Reduce_local", MPI_COMM_WORLD, |_, global| {
         let (reduction, scale) = reduction_of(global, op, datatype)?;
-        let (inout, length) = region(inoutbuf, count, datatype)?;
-        let (input, _) = region(inbuf, count, datatype)?;
+        let mut staging = Staging::default();
+        let (inout, length) = staging.region(inoutbuf, count, datatype, Usage::InOut)?;
+        let (input, _) = staging.region(inbuf, count, datatype, Usage::Input)?;
         if length == 0 {
             return Ok(());
         }
-        // SAFETY: spans checked above; the caller's buffers.
+        // SAFETY: spans checked above; the caller's buffers or the staging copies.
         unsafe {
             reduction.apply(
                 std::slice::from_raw_parts(input, length),
                 std::slice::from_raw_parts_mut(inout, length),
                 count as usize * scale,
-            )
-        }
+            )?
+        };
+        staging.unpack_outputs();
+        Ok(())
     })
 }
 const _: fn_types::MPI_Reduce_local = PMPI_Reduce_local;

@@ -1,7 +1,7 @@
 //! Datatype handles: what each predefined handle is, the table of derived
 //! types, and the views the rest of the C layer takes of a type (a
-//! [`TypeInfo`] for reductions, a raw span for collectives, a contiguous
-//! or packed [`Message`] for point-to-point).
+//! [`TypeInfo`] for reductions, a raw or packed [`CollectiveBuffer`] for
+//! collectives, a contiguous or packed [`Message`] for point-to-point).
 //!
 //! A derived type is an `Arc<TypeObject>`: the core layout plus how it was
 //! built (for MPI_Type_get_contents). MPI_Type_free only drops the handle;
@@ -116,8 +116,8 @@ pub struct TypeObject {
     /// How it was made.
     pub contents: Contents,
     /// Whether `count` elements sit in `count * extent` bytes from the
-    /// buffer address with no holes the old raw-span paths (collectives,
-    /// persistent requests) would overwrite.
+    /// buffer address with no holes: collectives then take the data where
+    /// it lies (and user reduction functions can be given it).
     pub raw_span: bool,
 }
 
@@ -257,21 +257,36 @@ pub fn reduction_element(handle: MPI_Datatype) -> MpiResult<(TypeInfo, usize)> {
     match resolve(handle)? {
         Resolved::Predefined(info) => Ok((info, 1)),
         Resolved::Derived(object, _) => match object.layout.unit {
-            Some(unit) if object.raw_span && unit.size_bytes > 0 => {
+            // Packed, such a type is a run of its basic elements; a pair
+            // type with padding (MPI_DOUBLE_INT) is reduced at its extent,
+            // so it qualifies only where it is not packed.
+            Some(unit)
+                if unit.size_bytes > 0
+                    && (object.raw_span || unit.size_bytes == unit.extent_bytes) =>
+            {
                 Ok((unit, (object.layout.size_bytes / unit.size_bytes).max(1)))
             }
             _ => Err(MpiError::new(
                 ErrorClass::Type,
-                "reductions need a datatype made of one predefined type laid out contiguously",
+                "reductions with predefined ops need a datatype made of one predefined type (a padded pair type only without holes between elements)",
             )),
         },
     }
 }
 
+/// Whether collectives take `handle`'s data where it lies, as one span of
+/// `count * extent` bytes (what user reduction functions expect).
+pub fn is_raw_span(handle: MPI_Datatype) -> MpiResult<bool> {
+    Ok(match resolve(handle)? {
+        Resolved::Predefined(_) => true,
+        Resolved::Derived(object, _) => object.raw_span,
+    })
+}
+
 /// Check `count` and compute the bytes `count` elements of `datatype` span
-/// in a buffer taken as raw bytes (collectives, persistent requests): only
+/// in a buffer taken as raw bytes ([`collective_buffer`]'s raw path): only
 /// types without holes qualify, so nothing outside the data is written.
-pub fn buffer_bytes(
+fn buffer_bytes(
     buffer: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -286,7 +301,7 @@ pub fn buffer_bytes(
             if !object.raw_span {
                 return Err(MpiError::new(
                     ErrorClass::Type,
-                    "this operation does not take non-contiguous derived datatypes yet (point-to-point and MPI_Pack do)",
+                    "a datatype with holes cannot be taken as raw bytes (it must be packed)",
                 ));
             }
             object.layout.info()
@@ -302,6 +317,50 @@ pub fn buffer_bytes(
         ));
     }
     Ok((bytes, info))
+}
+
+/// How a collective moves `count` elements of a datatype.
+pub enum CollectiveBuffer {
+    /// Taken as raw bytes where they lie: predefined types and derived
+    /// types without holes (as many bytes as they span), or derived types
+    /// whose data is one run of memory.
+    Raw {
+        /// First byte.
+        pointer: *mut u8,
+        /// Bytes.
+        length_bytes: usize,
+    },
+    /// Moved through a packed copy.
+    Packed(PackedBuffer),
+}
+
+/// Check `count` elements of `datatype` at `buffer` for a collective and
+/// say how they move. Types the raw path always took keep it (so
+/// reductions on predefined pair types still see them at their extent).
+pub fn collective_buffer(
+    buffer: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> MpiResult<CollectiveBuffer> {
+    if let Resolved::Derived(object, true) = resolve(datatype)? {
+        if !object.raw_span {
+            return Ok(match message_buffer(buffer, count, datatype)? {
+                Message::Contiguous {
+                    pointer,
+                    length_bytes,
+                } => CollectiveBuffer::Raw {
+                    pointer,
+                    length_bytes,
+                },
+                Message::Packed(packed) => CollectiveBuffer::Packed(packed),
+            });
+        }
+    }
+    let (length_bytes, _) = buffer_bytes(buffer, count, datatype)?;
+    Ok(CollectiveBuffer::Raw {
+        pointer: buffer as *mut u8,
+        length_bytes,
+    })
 }
 
 /// A non-negative count, or MPI_ERR_COUNT.
@@ -328,9 +387,14 @@ impl PackedBuffer {
     /// The packed message.
     pub fn pack(&self) -> Vec<u8> {
         let mut packed = vec![0u8; self.length_bytes];
-        // SAFETY: the application promises `count` elements at `buffer`.
-        unsafe { self.layout.pack(self.buffer, self.count, 0, &mut packed) };
+        self.pack_into(&mut packed);
         packed
+    }
+
+    /// Pack the message into the first `length_bytes` of `packed`.
+    pub fn pack_into(&self, packed: &mut [u8]) {
+        // SAFETY: the application promises `count` elements at `buffer`.
+        unsafe { self.layout.pack(self.buffer, self.count, 0, packed) };
     }
 
     /// Scatter the first `packed.len()` packed bytes into the buffer.
@@ -407,25 +471,6 @@ pub fn message_buffer(
             length_bytes,
         }),
     })
-}
-
-/// The contiguous run of a message, or MPI_ERR_TYPE for a type that would
-/// need packing (persistent requests do not pack yet).
-pub fn contiguous_message(
-    buffer: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> MpiResult<(*mut u8, usize)> {
-    match message_buffer(buffer, count, datatype)? {
-        Message::Contiguous {
-            pointer,
-            length_bytes,
-        } => Ok((pointer, length_bytes)),
-        Message::Packed(_) => Err(MpiError::new(
-            ErrorClass::Type,
-            "persistent requests do not take non-contiguous datatypes yet",
-        )),
-    }
 }
 
 /// MPI_Get_count (`elements` false) or MPI_Get_elements (true) for a

@@ -8,6 +8,12 @@
 //! the sweep after every call for receives freed while pending). That is
 //! one extra copy on each side beyond the engine's own frame copy; fusing
 //! it into the frame copy (and its checksum) is the next step.
+//!
+//! Nonblocking collectives and persistent requests use the same table: a
+//! collective's request carries one staging buffer per non-contiguous
+//! output block (all unpacked whole at completion), a started persistent
+//! receive its inner request's staging. One completion path, whatever
+//! made the request.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,14 +27,38 @@ use crate::datatype::{builtin_info, check_count, committed_layout, layout_of, Pa
 use crate::global::entry;
 use crate::p2p::comm_of;
 
-/// A receive of a non-contiguous type in flight.
+/// Packed bytes waiting to be unpacked into a user buffer.
+pub struct StagedPart {
+    /// Where the engine (or a collective schedule) writes the packed data.
+    pub staging: Vec<u8>,
+    /// Where it is unpacked to.
+    pub target: PackedBuffer,
+}
+
+impl StagedPart {
+    /// A zeroed staging buffer for `target`'s packed bytes.
+    pub fn new(target: PackedBuffer) -> StagedPart {
+        StagedPart {
+            staging: vec![0u8; target.length_bytes],
+            target,
+        }
+    }
+
+    /// Unpack the first `bytes` staged bytes.
+    pub fn unpack(&self, bytes: usize) {
+        self.target
+            .unpack(&self.staging[..bytes.min(self.staging.len())]);
+    }
+}
+
+/// A request whose data must be unpacked when it completes.
 struct StagedReceive {
     /// Generation of the request slot, so a recycled slot is never confused with it.
     generation: u32,
-    /// Where the engine writes the packed message.
-    staging: Vec<u8>,
-    /// Where it is unpacked to.
-    target: PackedBuffer,
+    /// The staged data.
+    parts: Vec<StagedPart>,
+    /// Collectives fill every part; a receive only the bytes its status counts.
+    whole: bool,
     /// MPI_Request_free was called before completion.
     orphaned: bool,
 }
@@ -54,26 +84,41 @@ pub fn start_staged_receive(
     target: PackedBuffer,
     start: impl FnOnce(&mut Mpi, *mut u8, usize) -> MpiResult<u32>,
 ) -> MpiResult<u32> {
-    let mut staging = vec![0u8; target.length_bytes];
-    let index = start(mpi, staging.as_mut_ptr(), staging.len())?;
+    let mut part = StagedPart::new(target);
+    let index = start(mpi, part.staging.as_mut_ptr(), part.staging.len())?;
     let request = mpi.engine.state.requests.get(index);
     if let Some(request) =
         request.filter(|request| matches!(request.operation, Operation::Receive(_)))
     {
         let generation = request.generation;
-        with_staged(|staged| {
-            staged.insert(
-                index,
-                StagedReceive {
-                    generation,
-                    staging,
-                    target,
-                    orphaned: false,
-                },
-            )
-        });
+        insert_staged(index, generation, vec![part], false);
     }
     Ok(index)
+}
+
+fn insert_staged(index: u32, generation: u32, parts: Vec<StagedPart>, whole: bool) {
+    with_staged(|staged| {
+        staged.insert(
+            index,
+            StagedReceive {
+                generation,
+                parts,
+                whole,
+                orphaned: false,
+            },
+        )
+    });
+}
+
+/// Nonblocking collective `index` writes packed data into `parts`: keep
+/// them with the request and unpack them when it is completed.
+pub fn stage_collective(mpi: &Mpi, index: u32, parts: Vec<StagedPart>) {
+    if parts.is_empty() {
+        return;
+    }
+    if let Some(request) = mpi.engine.state.requests.get(index) {
+        insert_staged(index, request.generation, parts, true);
+    }
 }
 
 /// Start a send of a non-contiguous message: pack it, let `start` send the
@@ -96,6 +141,36 @@ pub fn start_staged_send(
     Ok(index)
 }
 
+/// The non-contiguous buffers of persistent requests, by request slot:
+/// each MPI_Start packs (send) or stages (receive) through them.
+static PERSISTENT_BUFFERS: Mutex<Option<HashMap<u32, PersistentBuffer>>> = Mutex::new(None);
+
+struct PersistentBuffer(PackedBuffer);
+
+// SAFETY: the raw user pointer inside is only used under the library lock.
+unsafe impl Send for PersistentBuffer {}
+
+fn with_persistent<T>(body: impl FnOnce(&mut HashMap<u32, PersistentBuffer>) -> T) -> T {
+    let mut guard = PERSISTENT_BUFFERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    body(guard.get_or_insert_with(HashMap::new))
+}
+
+/// Persistent request `index` moves `buffer` (None: its template's
+/// contiguous bytes, as before).
+pub fn set_persistent_buffer(index: u32, buffer: Option<PackedBuffer>) {
+    with_persistent(|table| match buffer {
+        Some(buffer) => table.insert(index, PersistentBuffer(buffer)),
+        None => table.remove(&index),
+    });
+}
+
+/// The packed buffer of persistent request `index`, if it has one.
+pub fn persistent_buffer(index: u32) -> Option<PackedBuffer> {
+    with_persistent(|table| table.get(&index).map(|buffer| buffer.0.clone()))
+}
+
 /// The receive request `index` of `generation` has been taken out of the
 /// request table with `status`: unpack what arrived.
 pub fn finish_staged_receive(index: u32, generation: u32, status: &Status) {
@@ -114,8 +189,14 @@ pub fn finish_staged_receive(index: u32, generation: u32, status: &Status) {
     if staged.orphaned {
         ORPHANED_RECEIVES.fetch_sub(1, Ordering::Relaxed);
     }
-    let received_bytes = status.count_bytes.min(staged.staging.len());
-    staged.target.unpack(&staged.staging[..received_bytes]);
+    for part in &staged.parts {
+        let bytes = if staged.whole {
+            part.staging.len()
+        } else {
+            status.count_bytes
+        };
+        part.unpack(bytes);
+    }
 }
 
 /// MPI_Request_free on receive `index` still pending: if it is staged,

@@ -22,12 +22,15 @@ const _: fn_types::MPI_Type_commit = PMPI_Type_commit;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
-    entry("MPI_Type_free", MPI_COMM_WORLD, |_, _| {
+    entry("MPI_Type_free", MPI_COMM_WORLD, |_, registry| {
         if datatype.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "datatype pointer is NULL"));
         }
         // SAFETY: checked non-null.
-        free(unsafe { *datatype })?;
+        let handle = unsafe { *datatype };
+        free(handle)?;
+        // The handle will be reused: a new type must not inherit the name.
+        registry.objects.type_names.remove(&handle);
         // SAFETY: checked non-null.
         unsafe { *datatype = MPI_DATATYPE_NULL };
         Ok(())

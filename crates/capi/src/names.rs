@@ -86,6 +86,13 @@ fn check_type(datatype: MPI_Datatype) -> Result<(), MpiError> {
             "datatype is MPI_DATATYPE_NULL",
         ));
     }
+    // A freed handle must not collect a name that its next owner would show.
+    if !PREDEFINED_TYPE_NAMES
+        .iter()
+        .any(|(handle, _)| *handle == datatype)
+    {
+        crate::datatype::resolve(datatype)?;
+    }
     Ok(())
 }
 

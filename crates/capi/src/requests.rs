@@ -2,14 +2,20 @@
 //! requests, cancel, status queries.
 //!
 //! A persistent request's slot holds the template; each MPI_Start creates an
-//! ordinary inner request that the slot points to until it completes.
+//! ordinary inner request that the slot points to until it completes. A
+//! non-contiguous buffer is packed at every MPI_Start (send) or staged and
+//! unpacked at every completion (receive), exactly as a nonblocking
+//! point-to-point call would.
 
 use resmpi_core::request::{Operation, Persistent, Request};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
-use crate::datatype::{contiguous_message, count_from_bytes};
-use crate::datatype_packing::{finish_staged_receive, orphan_staged_receive};
+use crate::datatype::{count_from_bytes, message_buffer, Message, PackedBuffer};
+use crate::datatype_packing::{
+    finish_staged_receive, orphan_staged_receive, persistent_buffer, set_persistent_buffer,
+    start_staged_receive, start_staged_send,
+};
 use crate::global::{entry, with_mpi};
 use crate::handles::{request_handle, request_index};
 use crate::p2p::comm_of;
@@ -107,9 +113,13 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
     let (core_status, released) = match requests.get_mut(index) {
         Some(request) if request.persistent.is_some() => {
             let status = match request.inner.take() {
-                Some(inner) => requests
-                    .remove(inner)
-                    .map_or(empty_status(), |inner| inner.status),
+                Some(inner) => match requests.remove(inner) {
+                    Some(request) => {
+                        finish_staged_receive(inner, request.generation, &request.status);
+                        request.status
+                    }
+                    None => empty_status(),
+                },
                 None => empty_status(),
             };
             (status, false)
@@ -609,6 +619,7 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
             .is_some_and(|slot| slot.persistent.is_some())
         {
             requests.remove(index);
+            set_persistent_buffer(index, None);
         }
         if let Some(target) = target {
             match requests.get_mut(target) {
@@ -691,7 +702,34 @@ const _: fn_types::MPI_Request_get_status = PMPI_Request_get_status;
 
 // ----- persistent requests ---------------------------------------------------
 
-fn persistent_request(mpi: &mut Mpi, comm: usize, template: Persistent) -> MpiResult<u32> {
+/// A persistent request's buffer: its contiguous bytes, or (null, packed
+/// length) and the buffer to pack or unpack at each start.
+fn persistent_message(
+    buffer: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> MpiResult<(*mut u8, usize, Option<PackedBuffer>)> {
+    Ok(match message_buffer(buffer, count, datatype)? {
+        Message::Contiguous {
+            pointer,
+            length_bytes,
+        } => (pointer, length_bytes, None),
+        Message::Packed(packed) => (std::ptr::null_mut(), packed.length_bytes, Some(packed)),
+    })
+}
+
+fn persistent_request(
+    mpi: &mut Mpi,
+    comm: usize,
+    template: Persistent,
+    packed: Option<PackedBuffer>,
+) -> MpiResult<u32> {
+    let index = persistent_slot(mpi, comm, template)?;
+    set_persistent_buffer(index, packed);
+    Ok(index)
+}
+
+fn persistent_slot(mpi: &mut Mpi, comm: usize, template: Persistent) -> MpiResult<u32> {
     mpi.engine.insert_request(Request {
         operation: Operation::Nothing,
         comm,
@@ -721,7 +759,7 @@ macro_rules! send_init_entry {
                     return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
                 }
                 let comm_index = comm_of(mpi, comm)?;
-                let (pointer, length) = contiguous_message(buf, count, datatype)?;
+                let (pointer, length, packed) = persistent_message(buf, count, datatype)?;
                 mpi.check_envelope(comm_index, dest, tag, false)?;
                 let template = Persistent::Send {
                     destination: dest,
@@ -730,7 +768,7 @@ macro_rules! send_init_entry {
                     tag,
                     mode: $mode,
                 };
-                let index = persistent_request(mpi, comm_index, template)?;
+                let index = persistent_request(mpi, comm_index, template, packed)?;
                 // SAFETY: checked non-null.
                 unsafe { *request = request_handle(index) };
                 Ok(())
@@ -763,7 +801,7 @@ pub unsafe extern "C" fn PMPI_Recv_init(
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
         }
         let comm_index = comm_of(mpi, comm)?;
-        let (pointer, capacity) = contiguous_message(buf, count, datatype)?;
+        let (pointer, capacity, packed) = persistent_message(buf, count, datatype)?;
         mpi.check_envelope(comm_index, source, tag, true)?;
         let template = Persistent::Receive {
             source,
@@ -771,7 +809,7 @@ pub unsafe extern "C" fn PMPI_Recv_init(
             capacity,
             tag,
         };
-        let index = persistent_request(mpi, comm_index, template)?;
+        let index = persistent_request(mpi, comm_index, template, packed)?;
         // SAFETY: checked non-null.
         unsafe { *request = request_handle(index) };
         Ok(())
@@ -795,20 +833,43 @@ fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
         ));
     }
     let comm = slot.comm;
-    let inner = match template {
-        Persistent::Send {
-            destination,
-            buffer,
-            length,
-            tag,
-            mode,
-        } => mpi.isend(comm, buffer, length, destination, tag, mode)?,
-        Persistent::Receive {
-            source,
-            buffer,
-            capacity,
-            tag,
-        } => mpi.irecv(comm, buffer, capacity, source, tag)?,
+    let packed = persistent_buffer(index);
+    let inner = match (template, packed) {
+        (
+            Persistent::Send {
+                destination,
+                tag,
+                mode,
+                ..
+            },
+            Some(packed),
+        ) => start_staged_send(mpi, &packed, |mpi, pointer, length| {
+            mpi.isend(comm, pointer, length, destination, tag, mode)
+        })?,
+        (
+            Persistent::Send {
+                destination,
+                buffer,
+                length,
+                tag,
+                mode,
+            },
+            None,
+        ) => mpi.isend(comm, buffer, length, destination, tag, mode)?,
+        (Persistent::Receive { source, tag, .. }, Some(packed)) => {
+            start_staged_receive(mpi, packed, |mpi, pointer, capacity| {
+                mpi.irecv(comm, pointer, capacity, source, tag)
+            })?
+        }
+        (
+            Persistent::Receive {
+                source,
+                buffer,
+                capacity,
+                tag,
+            },
+            None,
+        ) => mpi.irecv(comm, buffer, capacity, source, tag)?,
     };
     mpi.engine
         .state

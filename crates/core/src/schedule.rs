@@ -109,6 +109,12 @@ impl Schedule {
         pointer
     }
 
+    /// Keep `buffer` (a packed copy of the caller's data that steps point
+    /// into) alive until the schedule is done. A boxed slice never moves.
+    pub fn keep(&mut self, buffer: Box<[u8]>) {
+        self.temporaries.push(buffer);
+    }
+
     /// Append a send (nothing for zero bytes would break matching, so
     /// zero-byte messages are sent too).
     pub fn send(&mut self, peer: u32, data: *const u8, length_bytes: usize) {

@@ -5,7 +5,7 @@ use resmpi_core::coll::{self, Block};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use super::comm_of;
-use super::{block, extent_of, int_array, is_in_place, launch, request_out};
+use super::{extent_of, int_array, is_in_place, launch, request_out, Staging, Usage};
 use crate::abi::*;
 use crate::global::entry;
 
@@ -26,6 +26,8 @@ unsafe fn type_array<'a>(types: *const MPI_Datatype, size: usize) -> MpiResult<&
 /// # Safety
 /// The arrays are NULL or hold `size` entries.
 unsafe fn w_blocks(
+    staging: &mut Staging,
+    usage: Usage,
     base: *const c_void,
     counts: *const c_int,
     displacements_bytes: *const c_int,
@@ -42,11 +44,12 @@ unsafe fn w_blocks(
     };
     (0..size)
         .map(|peer| {
-            block(
+            staging.block(
                 base,
                 displacements[peer] as isize,
                 counts[peer],
                 types[peer],
+                usage,
             )
         })
         .collect()
@@ -57,6 +60,8 @@ unsafe fn w_blocks(
 /// # Safety
 /// The arrays are NULL or hold `size` entries.
 unsafe fn v_blocks(
+    staging: &mut Staging,
+    usage: Usage,
     base: *const c_void,
     counts: *const c_int,
     displs: *const c_int,
@@ -72,12 +77,22 @@ unsafe fn v_blocks(
     };
     let extent = extent_of(datatype)?;
     (0..size)
-        .map(|peer| block(base, displs[peer] as isize * extent, counts[peer], datatype))
+        .map(|peer| {
+            staging.block(
+                base,
+                displs[peer] as isize * extent,
+                counts[peer],
+                datatype,
+                usage,
+            )
+        })
         .collect()
 }
 
 /// Uniform blocks of `count` elements (Alltoall).
 fn uniform_blocks(
+    staging: &mut Staging,
+    usage: Usage,
     base: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -88,20 +103,30 @@ fn uniform_blocks(
         .checked_mul(extent)
         .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times extent overflows"))?;
     (0..size)
-        .map(|peer| block(base, peer as isize * stride, count, datatype))
+        .map(|peer| staging.block(base, peer as isize * stride, count, datatype, usage))
         .collect()
 }
 
 fn run(
     mpi: &mut Mpi,
     index: usize,
+    staging: Staging,
     sends: Option<Vec<Block>>,
     recvs: Vec<Block>,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::alltoallw(&mut schedule, sends.as_deref(), &recvs);
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
+}
+
+/// How the receive blocks are used: in place they are the send data too.
+fn receive_usage(sendbuf: *const c_void) -> Usage {
+    if is_in_place(sendbuf) {
+        Usage::InOut
+    } else {
+        Usage::Output
+    }
 }
 
 fn alltoall_body(
@@ -117,13 +142,22 @@ fn alltoall_body(
 ) -> MpiResult<()> {
     let index = comm_of(mpi, comm)?;
     let size = mpi.comm(index)?.size() as usize;
-    let recvs = uniform_blocks(recvbuf, recvcount, recvtype, size)?;
+    let mut staging = Staging::default();
+    let usage = receive_usage(sendbuf);
+    let recvs = uniform_blocks(&mut staging, usage, recvbuf, recvcount, recvtype, size)?;
     let sends = if is_in_place(sendbuf) {
         None
     } else {
-        Some(uniform_blocks(sendbuf, sendcount, sendtype, size)?)
+        Some(uniform_blocks(
+            &mut staging,
+            Usage::Input,
+            sendbuf,
+            sendcount,
+            sendtype,
+            size,
+        )?)
     };
-    run(mpi, index, sends, recvs, request)
+    run(mpi, index, staging, sends, recvs, request)
 }
 
 #[no_mangle]
@@ -179,15 +213,37 @@ fn alltoallv_body(
 ) -> MpiResult<()> {
     let index = comm_of(mpi, comm)?;
     let size = mpi.comm(index)?.size() as usize;
+    let mut staging = Staging::default();
+    let usage = receive_usage(sendbuf);
     // SAFETY: the caller's arrays hold one entry per rank.
-    let recvs = unsafe { v_blocks(recvbuf, recvcounts, rdispls, recvtype, size)? };
+    let recvs = unsafe {
+        v_blocks(
+            &mut staging,
+            usage,
+            recvbuf,
+            recvcounts,
+            rdispls,
+            recvtype,
+            size,
+        )?
+    };
     let sends = if is_in_place(sendbuf) {
         None
     } else {
         // SAFETY: as above.
-        Some(unsafe { v_blocks(sendbuf, sendcounts, sdispls, sendtype, size)? })
+        Some(unsafe {
+            v_blocks(
+                &mut staging,
+                Usage::Input,
+                sendbuf,
+                sendcounts,
+                sdispls,
+                sendtype,
+                size,
+            )?
+        })
     };
-    run(mpi, index, sends, recvs, request)
+    run(mpi, index, staging, sends, recvs, request)
 }
 
 #[no_mangle]
@@ -249,15 +305,37 @@ fn alltoallw_body(
 ) -> MpiResult<()> {
     let index = comm_of(mpi, comm)?;
     let size = mpi.comm(index)?.size() as usize;
+    let mut staging = Staging::default();
+    let usage = receive_usage(sendbuf);
     // SAFETY: the caller's arrays hold one entry per rank.
-    let recvs = unsafe { w_blocks(recvbuf, recvcounts, rdispls, recvtypes, size)? };
+    let recvs = unsafe {
+        w_blocks(
+            &mut staging,
+            usage,
+            recvbuf,
+            recvcounts,
+            rdispls,
+            recvtypes,
+            size,
+        )?
+    };
     let sends = if is_in_place(sendbuf) {
         None
     } else {
         // SAFETY: as above.
-        Some(unsafe { w_blocks(sendbuf, sendcounts, sdispls, sendtypes, size)? })
+        Some(unsafe {
+            w_blocks(
+                &mut staging,
+                Usage::Input,
+                sendbuf,
+                sendcounts,
+                sdispls,
+                sendtypes,
+                size,
+            )?
+        })
     };
-    run(mpi, index, sends, recvs, request)
+    run(mpi, index, staging, sends, recvs, request)
 }
 
 #[no_mangle]

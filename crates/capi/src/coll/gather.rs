@@ -5,8 +5,8 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use super::comm_of;
 use super::{
-    block, check_root, extent_of, in_place_not_allowed, int_array, is_in_place, launch, region,
-    request_out,
+    check_root, checked_region, extent_of, in_place_not_allowed, int_array, is_in_place, launch,
+    request_out, Staging, Usage,
 };
 use crate::abi::*;
 use crate::global::entry;
@@ -16,6 +16,8 @@ use crate::global::entry;
 /// # Safety
 /// `counts` and `displs` are NULL or hold `size` ints.
 unsafe fn v_blocks(
+    staging: &mut Staging,
+    usage: Usage,
     base: *const c_void,
     counts: *const c_int,
     displs: *const c_int,
@@ -30,7 +32,9 @@ unsafe fn v_blocks(
     counts
         .iter()
         .zip(displs)
-        .map(|(count, displ)| block(base, *displ as isize * extent, *count, datatype))
+        .map(|(count, displ)| {
+            staging.block(base, *displ as isize * extent, *count, datatype, usage)
+        })
         .collect()
 }
 
@@ -66,18 +70,25 @@ fn gather_body(
             "only the root of MPI_Gather may pass it",
         ));
     }
+    let mut staging = Staging::default();
     let send = if in_place {
         None
     } else {
-        Some(region(sendbuf, sendcount, sendtype)?)
+        Some(staging.region(sendbuf, sendcount, sendtype, Usage::Input)?)
     };
     let (recv, block_bytes) = if is_root {
-        let block = block(recvbuf, 0, recvcount, recvtype)?;
-        block_bytes_fit(block.length_bytes, size)?;
+        // In place the root's own block is already in the receive buffer.
+        let usage = if in_place {
+            Usage::InOut
+        } else {
+            Usage::Output
+        };
+        let (recv, block_bytes) =
+            all_blocks(&mut staging, recvbuf, recvcount, recvtype, size, usage)?;
         if let Some((_, send_bytes)) = send {
-            same_size(send_bytes, block.length_bytes, "MPI_Gather")?;
+            same_size(send_bytes, block_bytes, "MPI_Gather")?;
         }
-        (recvbuf as *mut u8, block.length_bytes)
+        (recv, block_bytes)
     } else {
         (std::ptr::null_mut(), send.map_or(0, |(_, bytes)| bytes))
     };
@@ -89,7 +100,32 @@ fn gather_body(
         recv,
         root,
     );
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
+}
+
+/// The `size` consecutive blocks of `count` elements each at `buffer`
+/// (Gather's receive buffer, Scatter's send buffer) as one region.
+fn all_blocks(
+    staging: &mut Staging,
+    buffer: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    size: usize,
+    usage: Usage,
+) -> MpiResult<(*mut u8, usize)> {
+    let block_bytes = checked_region(buffer, count, datatype)?;
+    block_bytes_fit(block_bytes, size)?;
+    let total = c_int::try_from(size)
+        .ok()
+        .and_then(|size| count.checked_mul(size))
+        .ok_or_else(|| {
+            MpiError::new(
+                ErrorClass::Count,
+                "count times communicator size does not fit an int",
+            )
+        })?;
+    let (data, _) = staging.region(buffer, total, datatype, usage)?;
+    Ok((data, block_bytes))
 }
 
 /// `size` blocks of `block_bytes` must not overflow the address space.
@@ -164,21 +200,37 @@ fn gatherv_body(
             "only the root of MPI_Gatherv may pass it",
         ));
     }
+    let mut staging = Staging::default();
     let own = if in_place {
         None
     } else {
-        let (data, length_bytes) = region(sendbuf, sendcount, sendtype)?;
+        let (data, length_bytes) = staging.region(sendbuf, sendcount, sendtype, Usage::Input)?;
         Some(Block { data, length_bytes })
     };
     let blocks = if is_root {
+        let usage = if in_place {
+            Usage::InOut
+        } else {
+            Usage::Output
+        };
         // SAFETY: the caller's arrays hold one entry per rank at the root.
-        unsafe { v_blocks(recvbuf, recvcounts, displs, recvtype, size)? }
+        unsafe {
+            v_blocks(
+                &mut staging,
+                usage,
+                recvbuf,
+                recvcounts,
+                displs,
+                recvtype,
+                size,
+            )?
+        }
     } else {
         Vec::new()
     };
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::gatherv(&mut schedule, own, &blocks, root);
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 #[no_mangle]
@@ -247,18 +299,25 @@ fn scatter_body(
             "only the root of MPI_Scatter may pass it",
         ));
     }
+    let mut staging = Staging::default();
     let recv = if in_place {
         None
     } else {
-        Some(region(recvbuf, recvcount, recvtype)?)
+        Some(staging.region(recvbuf, recvcount, recvtype, Usage::Output)?)
     };
     let (send, block_bytes) = if is_root {
-        let block = block(sendbuf, 0, sendcount, sendtype)?;
-        block_bytes_fit(block.length_bytes, size)?;
+        let (send, block_bytes) = all_blocks(
+            &mut staging,
+            sendbuf,
+            sendcount,
+            sendtype,
+            size,
+            Usage::Input,
+        )?;
         if let Some((_, recv_bytes)) = recv {
-            same_size(recv_bytes, block.length_bytes, "MPI_Scatter")?;
+            same_size(recv_bytes, block_bytes, "MPI_Scatter")?;
         }
-        (sendbuf as *const u8, block.length_bytes)
+        (send as *const u8, block_bytes)
     } else {
         (std::ptr::null(), recv.map_or(0, |(_, bytes)| bytes))
     };
@@ -270,7 +329,7 @@ fn scatter_body(
         recv.map(|(data, _)| data),
         root,
     );
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 #[no_mangle]
@@ -336,21 +395,32 @@ fn scatterv_body(
             "only the root of MPI_Scatterv may pass it",
         ));
     }
+    let mut staging = Staging::default();
     let own = if in_place {
         None
     } else {
-        let (data, length_bytes) = region(recvbuf, recvcount, recvtype)?;
+        let (data, length_bytes) = staging.region(recvbuf, recvcount, recvtype, Usage::Output)?;
         Some(Block { data, length_bytes })
     };
     let blocks = if is_root {
         // SAFETY: the caller's arrays hold one entry per rank at the root.
-        unsafe { v_blocks(sendbuf, sendcounts, displs, sendtype, size)? }
+        unsafe {
+            v_blocks(
+                &mut staging,
+                Usage::Input,
+                sendbuf,
+                sendcounts,
+                displs,
+                sendtype,
+                size,
+            )?
+        }
     } else {
         Vec::new()
     };
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::scatterv(&mut schedule, &blocks, own, root);
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 #[no_mangle]
@@ -410,24 +480,30 @@ fn allgather_body(
 ) -> MpiResult<()> {
     let index = comm_of(mpi, comm)?;
     let size = mpi.comm(index)?.size() as usize;
-    let send = if is_in_place(sendbuf) {
+    let mut staging = Staging::default();
+    let in_place = is_in_place(sendbuf);
+    let send = if in_place {
         None
     } else {
-        Some(region(sendbuf, sendcount, sendtype)?)
+        Some(staging.region(sendbuf, sendcount, sendtype, Usage::Input)?)
     };
-    let block = block(recvbuf, 0, recvcount, recvtype)?;
-    block_bytes_fit(block.length_bytes, size)?;
+    let usage = if in_place {
+        Usage::InOut
+    } else {
+        Usage::Output
+    };
+    let (recv, block_bytes) = all_blocks(&mut staging, recvbuf, recvcount, recvtype, size, usage)?;
     if let Some((_, send_bytes)) = send {
-        same_size(send_bytes, block.length_bytes, "MPI_Allgather")?;
+        same_size(send_bytes, block_bytes, "MPI_Allgather")?;
     }
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::allgather(
         &mut schedule,
         send.map(|(data, _)| data as *const u8),
-        block.length_bytes,
-        recvbuf as *mut u8,
+        block_bytes,
+        recv,
     );
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 #[no_mangle]
@@ -483,18 +559,35 @@ fn allgatherv_body(
     let index = comm_of(mpi, comm)?;
     let comm_ref = mpi.comm(index)?;
     let (rank, size) = (comm_ref.rank as usize, comm_ref.size() as usize);
+    let mut staging = Staging::default();
+    let in_place = is_in_place(sendbuf);
+    let usage = if in_place {
+        Usage::InOut
+    } else {
+        Usage::Output
+    };
     // SAFETY: the caller's arrays hold one entry per rank.
-    let blocks = unsafe { v_blocks(recvbuf, recvcounts, displs, recvtype, size)? };
-    let send = if is_in_place(sendbuf) {
+    let blocks = unsafe {
+        v_blocks(
+            &mut staging,
+            usage,
+            recvbuf,
+            recvcounts,
+            displs,
+            recvtype,
+            size,
+        )?
+    };
+    let send = if in_place {
         None
     } else {
-        let (data, send_bytes) = region(sendbuf, sendcount, sendtype)?;
+        let (data, send_bytes) = staging.region(sendbuf, sendcount, sendtype, Usage::Input)?;
         same_size(send_bytes, blocks[rank].length_bytes, "MPI_Allgatherv")?;
         Some(data as *const u8)
     };
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::allgatherv(&mut schedule, send, &blocks);
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 #[no_mangle]

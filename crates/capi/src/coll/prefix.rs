@@ -4,7 +4,7 @@ use resmpi_core::coll;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use super::comm_of;
-use super::{everywhere_reduction, int_array, launch, region, request_out};
+use super::{everywhere_reduction, int_array, launch, request_out, Staging};
 use crate::abi::*;
 use crate::global::{entry, Registry};
 
@@ -37,14 +37,24 @@ fn reduce_scatter_common(
     } else {
         counts[rank]
     };
-    let (recv, _) = region(recvbuf, recv_count, datatype)?;
-    let (index, reduction, scale, send) =
-        everywhere_reduction(mpi, global, sendbuf, recv, total, datatype, op, comm)?;
+    let mut staging = Staging::default();
+    let (index, reduction, scale, send, recv) = everywhere_reduction(
+        mpi,
+        global,
+        &mut staging,
+        sendbuf,
+        recvbuf,
+        recv_count,
+        total,
+        datatype,
+        op,
+        comm,
+    )?;
     let scaled: Vec<usize> = counts.iter().map(|count| *count as usize * scale).collect();
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);
     coll::reduce_scatter(&mut schedule, send, recv, &scaled);
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 fn reduce_scatter_body(
@@ -169,10 +179,19 @@ fn prefix_body(
     inclusive: bool,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    comm_of(mpi, comm)?;
-    let (recv, _) = region(recvbuf, count, datatype)?;
-    let (index, reduction, scale, send) =
-        everywhere_reduction(mpi, global, sendbuf, recv, count, datatype, op, comm)?;
+    let mut staging = Staging::default();
+    let (index, reduction, scale, send, recv) = everywhere_reduction(
+        mpi,
+        global,
+        &mut staging,
+        sendbuf,
+        recvbuf,
+        count,
+        count,
+        datatype,
+        op,
+        comm,
+    )?;
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);
     let elements = count as usize * scale;
@@ -181,7 +200,7 @@ fn prefix_body(
     } else {
         coll::exscan(&mut schedule, send, recv, elements);
     }
-    launch(mpi, schedule, request)
+    launch(mpi, schedule, staging, request)
 }
 
 #[no_mangle]
