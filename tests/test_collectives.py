@@ -80,3 +80,8 @@ def test_collectives_over_each_path(build, paths):
     assert_ok(run(3, build("coll_data"), mpiexec_opts=paths, timeout=120))
     assert_ok(run(3, build("coll_nb"), mpiexec_opts=paths, timeout=120))
     assert_ok(run(3, build("coll_reduce"), "user", mpiexec_opts=paths, timeout=120))
+
+
+@pytest.mark.parametrize("nprocs", [1, 3])
+def test_user_op_may_query_its_datatype_while_it_runs(build, nprocs):
+    assert_ok(run(nprocs, build("op_callback")))

@@ -6,7 +6,7 @@ use resmpi_core::{ErrorClass, MpiError, MpiResult};
 use crate::abi::*;
 use crate::datatype::{commit, free, layout_of, resolve, Resolved};
 use crate::datatype_constructors::constituent_handles;
-use crate::global::entry;
+use crate::global::{entry, local_entry};
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
@@ -45,7 +45,7 @@ fn query<T>(
     out: *mut T,
     value: impl FnOnce(&resmpi_core::datatype::Datatype) -> T,
 ) -> c_int {
-    entry(name, MPI_COMM_WORLD, |_, _| {
+    local_entry(name, || {
         let layout = layout_of(datatype)?;
         if out.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "output pointer is NULL"));
@@ -64,7 +64,7 @@ fn query_pair<T>(
     second: *mut T,
     values: impl FnOnce(&resmpi_core::datatype::Datatype) -> (T, T),
 ) -> c_int {
-    entry(name, MPI_COMM_WORLD, |_, _| {
+    local_entry(name, || {
         let layout = layout_of(datatype)?;
         if first.is_null() || second.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "output pointer is NULL"));

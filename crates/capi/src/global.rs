@@ -4,6 +4,8 @@
 //! communicator's error handler with the lock released, so a user handler
 //! may call MPI.
 
+use std::cell::Cell;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Mutex, MutexGuard};
 
 use resmpi_core::{Mpi, MpiError, MpiResult};
@@ -54,19 +56,87 @@ static GLOBAL: Mutex<Global> = Mutex::new(Global {
     },
 });
 
-/// Lock the library state.
-pub fn lock() -> MutexGuard<'static, Global> {
-    GLOBAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+thread_local! {
+    /// This thread holds the library lock: an MPI call made now comes from a
+    /// user function the library called (a reduction op), and taking the
+    /// lock again would deadlock.
+    static HOLDS_LOCK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The library state, locked; remembers which thread holds it.
+pub struct Guard(MutexGuard<'static, Global>);
+
+impl Guard {
+    fn new(guard: MutexGuard<'static, Global>) -> Guard {
+        HOLDS_LOCK.with(|holds| holds.set(true));
+        Guard(guard)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        HOLDS_LOCK.with(|holds| holds.set(false));
+    }
+}
+
+impl Deref for Guard {
+    type Target = Global;
+    fn deref(&self) -> &Global {
+        &self.0
+    }
+}
+
+impl DerefMut for Guard {
+    fn deref_mut(&mut self) -> &mut Global {
+        &mut self.0
+    }
+}
+
+/// Whether this thread is inside the library (see `HOLDS_LOCK`).
+pub fn inside_library() -> bool {
+    HOLDS_LOCK.with(Cell::get)
+}
+
+/// Lock the library state. Called again by the thread that holds it (an MPI
+/// call from inside a user reduction op that needs the library state), it
+/// ends the job with a message instead of deadlocking.
+pub fn lock() -> Guard {
+    if inside_library() {
+        eprintln!(
+            "resmpi: an MPI function that needs the library state was called from a user \
+             function the library is running (a reduction op); only local datatype queries \
+             may be called there"
+        );
+        std::process::abort();
+    }
+    Guard::new(
+        GLOBAL
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    )
 }
 
 /// Lock the library state if nobody holds it.
-pub fn try_lock() -> Result<MutexGuard<'static, Global>, ()> {
+pub fn try_lock() -> Result<Guard, ()> {
+    if inside_library() {
+        return Err(());
+    }
     match GLOBAL.try_lock() {
-        Ok(guard) => Ok(guard),
-        Err(std::sync::TryLockError::Poisoned(poisoned)) => Ok(poisoned.into_inner()),
+        Ok(guard) => Ok(Guard::new(guard)),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => Ok(Guard::new(poisoned.into_inner())),
         Err(std::sync::TryLockError::WouldBlock) => Err(()),
+    }
+}
+
+/// Run a local query that needs none of the library state (datatype
+/// queries: their table has its own lock), so that a user reduction op may
+/// call it while the library runs the op. An error goes to
+/// MPI_COMM_WORLD's handler, or, inside such an op, is only returned.
+pub fn local_entry(name: &str, body: impl FnOnce() -> MpiResult<()>) -> c_int {
+    match body() {
+        Ok(()) => MPI_SUCCESS,
+        Err(error) if inside_library() => error.class as c_int,
+        Err(error) => raise_error(name, MPI_COMM_WORLD, error),
     }
 }
 
