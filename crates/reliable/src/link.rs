@@ -284,6 +284,10 @@ pub struct PeerLink<P = Vec<u8>> {
     window_update_owed: bool,
     /// A window update is pending: a data frame must not cancel the pure Ack.
     window_update_due: bool,
+    /// Extra copies of the next pure Ack still to send: an ack the sender
+    /// waits on to complete a send (`FLAG_ACK_NOW`) goes out twice, so one
+    /// lost ack does not stall the send for a retransmission timeout.
+    ack_copies_owed: u8,
 }
 
 impl PeerLink<Vec<u8>> {
@@ -346,6 +350,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             receive_window_full_unreported: false,
             window_update_owed: false,
             window_update_due: false,
+            ack_copies_owed: 0,
         }
     }
 
@@ -504,8 +509,10 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             self.handle_pure_ack_signals(now_ns, rail, &header);
             return Ok(false);
         }
-        // The sender waits for this ack to complete a send: no coalescing.
+        // The sender waits for this ack to complete a send: no coalescing,
+        // and a second copy (see `ack_copies_owed`).
         let in_order_ack_ns = if header.flags & FLAG_ACK_NOW != 0 {
+            self.ack_copies_owed = 1;
             now_ns
         } else {
             now_ns.saturating_add(self.config.ack_delay_ns)
@@ -623,7 +630,13 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         {
             let rail = self.rails.choose(None)?;
             self.stats.acks_sent += 1;
-            return control(rail, self.pure_ack(0));
+            let ack = self.pure_ack(0);
+            if self.ack_copies_owed > 0 {
+                // Right behind it (on the next rail, with several).
+                self.ack_copies_owed -= 1;
+                self.schedule_ack(now_ns);
+            }
+            return control(rail, ack);
         }
         None
     }

@@ -403,3 +403,31 @@ fn bad_frames_are_errors_and_change_nothing() {
     assert_eq!(link.stats(), crate::LinkStats::default());
     assert_eq!(link.poll_timeout(), None);
 }
+
+#[test]
+fn a_frame_asking_for_an_ack_now_is_acked_at_once_and_twice() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, TEST_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, TEST_CONFIG);
+    let mut frame = data_frame(0, b"last fragment");
+    let mut header = FrameHeader::parse(&frame).unwrap();
+    header.flags |= resmpi_wire::FLAG_ACK_NOW;
+    frame[..HEADER_LEN_BYTES].copy_from_slice(&header.to_bytes());
+    sender.handle_send(0, frame).unwrap();
+    let wire = sender.poll_transmit(0).expect("the frame");
+    receiver.handle_receive(10, &wire).unwrap();
+    // No coalescing delay, and a second copy right behind the first.
+    for copy in 0..2 {
+        let ack = receiver.poll_transmit(10).expect("an ack copy");
+        let ack = FrameHeader::parse(&ack).unwrap();
+        assert_eq!((ack.kind, ack.ack), (FrameKind::Ack, 1), "copy {copy}");
+    }
+    assert_eq!(receiver.poll_transmit(10), None);
+    // A plain frame still waits for the coalescing delay.
+    sender.handle_send(20, data_frame(0, b"plain")).unwrap();
+    let wire = sender.poll_transmit(20).expect("the frame");
+    receiver.handle_receive(30, &wire).unwrap();
+    assert_eq!(receiver.poll_transmit(30), None);
+    assert!(receiver
+        .poll_transmit(30 + TEST_CONFIG.ack_delay_ns)
+        .is_some());
+}
