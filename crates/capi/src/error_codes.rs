@@ -3,9 +3,9 @@
 //! them. MPI_Error_class, MPI_Error_string and the MPI_LASTUSEDCODE
 //! attribute of MPI_COMM_WORLD read this table.
 //!
-//! Added classes and codes share one counter above MPI_ERR_LASTCODE, as
-//! the standard wants (MPI_LASTUSEDCODE >= MPI_ERR_LASTCODE), so the value
-//! last handed out is MPI_LASTUSEDCODE. The table is local to the process
+//! Added classes and codes share one counter above MPI_ERR_LASTCODE, so
+//! MPI_LASTUSEDCODE (the largest class) is never below MPI_ERR_LASTCODE,
+//! as the standard wants. The table is local to the process
 //! and needs no library state, so it has its own lock.
 
 use std::sync::Mutex;
@@ -55,12 +55,14 @@ pub fn describe(code: c_int) -> Option<(c_int, String)> {
     })
 }
 
-/// The MPI_LASTUSEDCODE attribute: the value last added, or MPI_ERR_LASTCODE.
+/// The MPI_LASTUSEDCODE attribute: the largest error class, added ones
+/// included (the standard's definition, and MPICH's value: added codes do
+/// not move it).
 pub fn last_used_code() -> c_int {
     with_added(|added| {
         added
-            .len()
-            .checked_sub(1)
+            .iter()
+            .rposition(|entry| entry.is_class)
             .map_or(MPI_ERR_LASTCODE, value_of)
     })
 }

@@ -210,8 +210,13 @@ impl Schedule {
                     *status = removed.as_ref().map(|request| request.status);
                 }
             }
-            let truncated = removed
-                .is_some_and(|request| request.status.error == ErrorClass::Truncate as i32);
+            // The reported request's truncation is in the status it hands on.
+            let reported = self
+                .reported
+                .is_some_and(|(reported, _)| reported == index);
+            let truncated = !reported
+                && removed
+                    .is_some_and(|request| request.status.error == ErrorClass::Truncate as i32);
             if truncated {
                 self.record(MpiError::new(
                     ErrorClass::Truncate,
@@ -455,6 +460,10 @@ impl<F: Interceptor> Engine<F> {
             free_when_complete: false,
             inner: None,
         })?;
+        // An error kept for an earlier request of this slot that nobody
+        // collected (a nonblocking collective completed by MPI_Wait) must
+        // not become this one's.
+        self.forget_schedule_error(index);
         self.schedules.active.push((index, schedule));
         advance_all(self)?;
         Ok(index)
