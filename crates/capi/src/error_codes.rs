@@ -33,7 +33,9 @@ static ADDED: Mutex<Vec<Added>> = Mutex::new(Vec::new());
 const ADDED_LIMIT_COUNT: usize = 1 << 20;
 
 fn with_added<T>(body: impl FnOnce(&mut Vec<Added>) -> T) -> T {
-    let mut guard = ADDED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = ADDED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     body(&mut guard)
 }
 
@@ -115,8 +117,9 @@ const _: fn_types::MPI_Add_error_class = PMPI_Add_error_class;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
-    let is_added_class = position_of(errorclass)
-        .is_some_and(|position| with_added(|added| added.get(position).is_some_and(|e| e.is_class)));
+    let is_added_class = position_of(errorclass).is_some_and(|position| {
+        with_added(|added| added.get(position).is_some_and(|e| e.is_class))
+    });
     let is_predefined_class = (MPI_SUCCESS..=MPI_ERR_LASTCODE).contains(&errorclass)
         && crate::init::class_description(errorclass).is_some();
     let result = if errorcode.is_null() {
@@ -148,16 +151,18 @@ pub unsafe extern "C" fn PMPI_Add_error_string(errorcode: c_int, string: *const 
             }
             text.truncate(end);
         }
-        with_added(|added| match position_of(errorcode).and_then(|p| added.get_mut(p)) {
-            Some(entry) => {
-                entry.text = text;
-                Ok(())
-            }
-            None => Err(MpiError::new(
-                ErrorClass::Arg,
-                format!("{errorcode} is not an error class or code added by the application"),
-            )),
-        })
+        with_added(
+            |added| match position_of(errorcode).and_then(|p| added.get_mut(p)) {
+                Some(entry) => {
+                    entry.text = text;
+                    Ok(())
+                }
+                None => Err(MpiError::new(
+                    ErrorClass::Arg,
+                    format!("{errorcode} is not an error class or code added by the application"),
+                )),
+            },
+        )
     };
     match result {
         Ok(()) => MPI_SUCCESS,

@@ -5,9 +5,7 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
 use crate::datatype::{message_buffer, Message};
-use crate::datatype_packing::{
-    stage_receive, start_staged_receive, start_staged_send, StagedPart,
-};
+use crate::datatype_packing::{stage_receive, start_staged_receive, start_staged_send, StagedPart};
 use crate::global::{entry, with_mpi};
 use crate::handles::{comm_index, message_handle, message_index, request_handle};
 use crate::requests::{complete_and_release, write_status};

@@ -1018,7 +1018,12 @@ const _: fn_types::MPI_Get_elements_x = PMPI_Get_elements_x;
 
 /// Store `elements` basic elements of `datatype` in a user status as the
 /// byte count MPI_Get_count/Get_elements read back; the cancelled flag stays.
-unsafe fn set_elements(name: &str, status: *mut MPI_Status, datatype: MPI_Datatype, elements: i64) -> c_int {
+unsafe fn set_elements(
+    name: &str,
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    elements: i64,
+) -> c_int {
     match with_mpi(name, MPI_COMM_WORLD, |_, _| {
         if status.is_null() || status as usize == MPI_STATUS_IGNORE {
             return Err(MpiError::new(
@@ -1065,7 +1070,7 @@ pub unsafe extern "C" fn PMPI_Status_set_elements_x(
     count: MPI_Count,
 ) -> c_int {
     // SAFETY: forwarded caller pointer.
-    unsafe { set_elements("MPI_Status_set_elements_x", status, datatype, count as i64) }
+    unsafe { set_elements("MPI_Status_set_elements_x", status, datatype, count) }
 }
 const _: fn_types::MPI_Status_set_elements_x = PMPI_Status_set_elements_x;
 

@@ -211,9 +211,7 @@ impl Schedule {
                 }
             }
             // The reported request's truncation is in the status it hands on.
-            let reported = self
-                .reported
-                .is_some_and(|(reported, _)| reported == index);
+            let reported = self.reported.is_some_and(|(reported, _)| reported == index);
             let truncated = !reported
                 && removed
                     .is_some_and(|request| request.status.error == ErrorClass::Truncate as i32);
