@@ -28,6 +28,9 @@ struct PredefinedAttributes {
     appnum: c_int,
 }
 
+/// MPI_LASTUSEDCODE's value, refreshed at every get; the attribute points here.
+static LAST_USED_CODE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
 static PREDEFINED: OnceLock<PredefinedAttributes> = OnceLock::new();
 
 fn is_predefined(keyval: c_int) -> bool {
@@ -373,6 +376,15 @@ fn get_attribute(
                 _ => None,
             }
             .map(|value| value as *const c_int as usize)
+            .or_else(|| {
+                (keyval == MPI_LASTUSEDCODE).then(|| {
+                    LAST_USED_CODE.store(
+                        crate::error_codes::last_used_code(),
+                        std::sync::atomic::Ordering::Relaxed,
+                    );
+                    LAST_USED_CODE.as_ptr() as usize
+                })
+            })
         } else {
             registry.objects.keyval(keyval)?;
             registry

@@ -262,6 +262,40 @@ pub unsafe extern "C" fn PMPI_Comm_idup(
 }
 const _: fn_types::MPI_Comm_idup = PMPI_Comm_idup;
 
+/// MPI_Comm_idup_with_info: MPI_Comm_idup, then the hints as
+/// MPI_Comm_dup_with_info sets them.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_idup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded caller pointers.
+    let code = unsafe { PMPI_Comm_idup(comm, newcomm, request) };
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // SAFETY: PMPI_Comm_idup succeeded, so newcomm is valid.
+    unsafe { crate::info::PMPI_Comm_set_info(*newcomm, info) }
+}
+const _: fn_types::MPI_Comm_idup_with_info = PMPI_Comm_idup_with_info;
+
+/// MPI_Comm_get_parent: resmpi has no MPI_Comm_spawn, so no process has a
+/// parent.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+    entry("MPI_Comm_get_parent", MPI_COMM_WORLD, |_, _| {
+        if parent.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "parent pointer is NULL"));
+        }
+        // SAFETY: checked non-null; the caller's variable.
+        unsafe { *parent = MPI_COMM_NULL };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Comm_get_parent = PMPI_Comm_get_parent;
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_dup_with_info(
     comm: MPI_Comm,

@@ -490,6 +490,27 @@ pub fn count_from_bytes(datatype: MPI_Datatype, bytes: usize, elements: bool) ->
     })
 }
 
+/// Packed bytes that hold the first `elements` basic elements of a message
+/// of `datatype`: the inverse of `count_from_bytes(.., true)`
+/// (MPI_Status_set_elements). None on overflow.
+pub fn bytes_of_elements(datatype: MPI_Datatype, elements: usize) -> MpiResult<Option<usize>> {
+    let layout = layout_of(datatype)?;
+    let per_element = layout.basic_elements();
+    if per_element == 0 {
+        return Ok(Some(0));
+    }
+    let Some(mut bytes) = (elements / per_element).checked_mul(layout.size_bytes) else {
+        return Ok(None);
+    };
+    let mut rest = elements % per_element;
+    for run in &layout.elements {
+        let taken = rest.min(run.count);
+        bytes += taken * run.size_bytes;
+        rest -= taken;
+    }
+    Ok(Some(bytes))
+}
+
 /// Mark `handle` committed.
 pub fn commit(handle: MPI_Datatype) -> MpiResult<()> {
     if builtin_info(handle).is_some() {

@@ -121,6 +121,14 @@ pub fn stage_collective(mpi: &Mpi, index: u32, parts: Vec<StagedPart>) {
     }
 }
 
+/// Request `index` (MPI_Isendrecv's) receives a non-contiguous message
+/// into `part`: unpack, at completion, the bytes its status counts.
+pub fn stage_receive(mpi: &Mpi, index: u32, part: StagedPart) {
+    if let Some(request) = mpi.engine.state.requests.get(index) {
+        insert_staged(index, request.generation, vec![part], false);
+    }
+}
+
 /// Start a send of a non-contiguous message: pack it, let `start` send the
 /// packed copy, and give the copy to the send request to keep.
 pub fn start_staged_send(

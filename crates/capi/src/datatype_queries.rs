@@ -350,3 +350,74 @@ pub extern "C" fn PMPI_Aint_diff(address_1: MPI_Aint, address_2: MPI_Aint) -> MP
     address_1.wrapping_sub(address_2)
 }
 const _: fn_types::MPI_Aint_diff = PMPI_Aint_diff;
+
+/// MPI_Type_match_size: the first predefined type of `typeclass` whose size
+/// is `size`, searched in MPICH's order (Fortran sized types, Fortran
+/// default types, then C types), so both libraries return the same handle.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_match_size(
+    typeclass: c_int,
+    size: c_int,
+    datatype: *mut MPI_Datatype,
+) -> c_int {
+    local_entry("MPI_Type_match_size", || {
+        if datatype.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "datatype pointer is NULL"));
+        }
+        let candidates: &[MPI_Datatype] = match typeclass {
+            MPI_TYPECLASS_REAL => &[
+                MPI_REAL4,
+                MPI_REAL8,
+                MPI_REAL16,
+                MPI_REAL,
+                MPI_DOUBLE_PRECISION,
+                MPI_FLOAT,
+                MPI_DOUBLE,
+                MPI_LONG_DOUBLE,
+            ],
+            MPI_TYPECLASS_INTEGER => &[
+                MPI_INTEGER1,
+                MPI_INTEGER2,
+                MPI_INTEGER4,
+                MPI_INTEGER8,
+                MPI_INTEGER16,
+                MPI_INTEGER,
+                MPI_CHAR,
+                MPI_SHORT,
+                MPI_INT,
+                MPI_LONG,
+                MPI_LONG_LONG,
+            ],
+            MPI_TYPECLASS_COMPLEX => &[
+                MPI_COMPLEX8,
+                MPI_COMPLEX16,
+                MPI_COMPLEX32,
+                MPI_COMPLEX,
+                MPI_DOUBLE_COMPLEX,
+                MPI_C_COMPLEX,
+                MPI_C_DOUBLE_COMPLEX,
+                MPI_C_LONG_DOUBLE_COMPLEX,
+            ],
+            _ => {
+                return Err(MpiError::new(
+                    ErrorClass::Arg,
+                    format!("{typeclass} is not MPI_TYPECLASS_REAL, _INTEGER or _COMPLEX"),
+                ))
+            }
+        };
+        let found = candidates.iter().copied().find(|candidate| {
+            crate::datatype::builtin_info(*candidate)
+                .is_some_and(|info| size >= 0 && info.size_bytes == size as usize)
+        });
+        let Some(found) = found else {
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                format!("no predefined type of class {typeclass} has {size} bytes"),
+            ));
+        };
+        // SAFETY: checked non-null; the caller's output variable.
+        unsafe { *datatype = found };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Type_match_size = PMPI_Type_match_size;

@@ -266,7 +266,7 @@ const _: fn_types::MPI_Wtick = PMPI_Wtick;
 /// MPI_T, sessions...). The library never raises the latter yet, but
 /// MPI_Error_class and MPI_Error_string must accept them (mpi4py's
 /// test_errorcode walks every MPI_ERR_* constant).
-fn class_description(code: c_int) -> Option<&'static str> {
+pub fn class_description(code: c_int) -> Option<&'static str> {
     if let Some(class) = ErrorClass::from_i32(code) {
         return Some(class.description());
     }
@@ -336,17 +336,23 @@ pub unsafe extern "C" fn PMPI_Error_string(
     string: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
-    let Some(description) = class_description(errorcode) else {
-        return raise_error(
-            "MPI_Error_string",
-            MPI_COMM_WORLD,
-            MpiError::new(ErrorClass::Arg, format!("{errorcode} is not an error code")),
-        );
+    let description = match class_description(errorcode) {
+        Some(description) => description.to_string(),
+        None => match crate::error_codes::describe(errorcode) {
+            Some((_, text)) => text,
+            None => {
+                return raise_error(
+                    "MPI_Error_string",
+                    MPI_COMM_WORLD,
+                    MpiError::new(ErrorClass::Arg, format!("{errorcode} is not an error code")),
+                )
+            }
+        },
     };
     // SAFETY: the caller's buffer holds MPI_MAX_ERROR_STRING bytes.
     unsafe {
         write_string(
-            description,
+            &description,
             string,
             MPI_MAX_ERROR_STRING as usize,
             resultlen,
@@ -358,16 +364,20 @@ const _: fn_types::MPI_Error_string = PMPI_Error_string;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    if class_description(errorcode).is_none() {
+    let class = if class_description(errorcode).is_some() {
+        errorcode
+    } else if let Some((class, _)) = crate::error_codes::describe(errorcode) {
+        class
+    } else {
         return raise_error(
             "MPI_Error_class",
             MPI_COMM_WORLD,
             MpiError::new(ErrorClass::Arg, format!("{errorcode} is not an error code")),
         );
-    }
+    };
     if !errorclass.is_null() {
         // SAFETY: the caller's output pointer.
-        unsafe { *errorclass = errorcode };
+        unsafe { *errorclass = class };
     }
     MPI_SUCCESS
 }

@@ -20,6 +20,7 @@ mod datatype_constructors;
 mod datatype_packing;
 mod datatype_queries;
 mod errhandler;
+mod error_codes;
 mod global;
 mod group;
 mod handles;

@@ -5,7 +5,7 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
 use crate::datatype::{message_buffer, Message};
-use crate::datatype_packing::{start_staged_receive, start_staged_send};
+use crate::datatype_packing::{stage_receive, start_staged_receive, start_staged_send, StagedPart};
 use crate::global::{entry, with_mpi};
 use crate::handles::{comm_index, message_handle, message_index, request_handle};
 use crate::requests::{complete_and_release, write_status};
@@ -310,6 +310,177 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
     }
 }
 const _: fn_types::MPI_Sendrecv_replace = PMPI_Sendrecv_replace;
+
+/// What MPI_Isendrecv sends: the caller's buffer, or (the replace
+/// variant) a packed copy of it that the request keeps until it completes.
+enum Outgoing {
+    Buffer {
+        buffer: *const c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+    },
+    Copy(Box<[u8]>),
+}
+
+/// Start MPI_Isendrecv(_replace): the receive and the send are ordinary
+/// point-to-point requests, adopted by one request group that completes
+/// when both have and reports the receive's status. Everything is checked
+/// before anything starts, so an error leaves nothing behind.
+fn start_sendrecv(
+    mpi: &mut Mpi,
+    comm: MPI_Comm,
+    outgoing: Outgoing,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+) -> MpiResult<u32> {
+    let index = comm_of(mpi, comm)?;
+    if let Outgoing::Buffer {
+        buffer,
+        count,
+        datatype,
+    } = outgoing
+    {
+        message_buffer(buffer, count, datatype)?;
+    }
+    let incoming = message_buffer(recvbuf, recvcount, recvtype)?;
+    mpi.check_envelope(index, dest, sendtag, false)?;
+    mpi.check_envelope(index, source, recvtag, true)?;
+    let mut group = mpi.engine.new_request_group(index)?;
+    let (receive, staged) = match incoming {
+        Message::Contiguous {
+            pointer,
+            length_bytes,
+        } => (
+            mpi.irecv(index, pointer, length_bytes, source, recvtag)?,
+            None,
+        ),
+        Message::Packed(target) => {
+            let mut part = StagedPart::new(target);
+            let receive = mpi.irecv(
+                index,
+                part.staging.as_mut_ptr(),
+                part.staging.len(),
+                source,
+                recvtag,
+            )?;
+            (receive, Some(part))
+        }
+    };
+    let send = match outgoing {
+        Outgoing::Buffer {
+            buffer,
+            count,
+            datatype,
+        } => start_send(
+            mpi,
+            buffer,
+            count,
+            datatype,
+            dest,
+            sendtag,
+            comm,
+            SendMode::Standard,
+        )?,
+        Outgoing::Copy(copy) => {
+            let send = mpi.isend(
+                index,
+                copy.as_ptr(),
+                copy.len(),
+                dest,
+                sendtag,
+                SendMode::Standard,
+            )?;
+            // A boxed slice never moves: the send may point into it.
+            group.keep(copy);
+            send
+        }
+    };
+    group.adopt(receive);
+    group.adopt(send);
+    group.report_status_of(receive);
+    let request = mpi.engine.start_schedule(group)?;
+    if let Some(part) = staged {
+        stage_receive(mpi, request, part);
+    }
+    Ok(request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Isendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Isendrecv", comm, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        let outgoing = Outgoing::Buffer {
+            buffer: sendbuf,
+            count: sendcount,
+            datatype: sendtype,
+        };
+        let index = start_sendrecv(
+            mpi, comm, outgoing, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
+        )?;
+        // SAFETY: checked non-null.
+        unsafe { *request = request_handle(index) };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Isendrecv = PMPI_Isendrecv;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Isendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry("MPI_Isendrecv_replace", comm, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        // Send a packed copy, receive into the buffer, as MPI_Sendrecv_replace.
+        let copy = match message_buffer(buf, count, datatype)? {
+            Message::Contiguous {
+                pointer,
+                length_bytes,
+            } => {
+                // SAFETY: `count` elements at `buf` are the caller's promise.
+                unsafe { resmpi_core::engine::slice_from(pointer, length_bytes) }.to_vec()
+            }
+            Message::Packed(source) => source.pack(),
+        };
+        let outgoing = Outgoing::Copy(copy.into_boxed_slice());
+        let index = start_sendrecv(
+            mpi, comm, outgoing, dest, sendtag, buf, count, datatype, source, recvtag,
+        )?;
+        // SAFETY: checked non-null.
+        unsafe { *request = request_handle(index) };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Isendrecv_replace = PMPI_Isendrecv_replace;
 
 fn probe_entry(
     name: &str,

@@ -11,7 +11,7 @@ use resmpi_core::request::{Operation, Persistent, Request};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
-use crate::datatype::{count_from_bytes, message_buffer, Message, PackedBuffer};
+use crate::datatype::{bytes_of_elements, count_from_bytes, message_buffer, Message, PackedBuffer};
 use crate::datatype_packing::{
     finish_staged_receive, orphan_staged_receive, persistent_buffer, set_persistent_buffer,
     start_staged_receive, start_staged_send,
@@ -1015,3 +1015,79 @@ pub unsafe extern "C" fn PMPI_Get_elements_x(
     }
 }
 const _: fn_types::MPI_Get_elements_x = PMPI_Get_elements_x;
+
+/// Store `elements` basic elements of `datatype` in a user status as the
+/// byte count MPI_Get_count/Get_elements read back; the cancelled flag stays.
+unsafe fn set_elements(
+    name: &str,
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    elements: i64,
+) -> c_int {
+    match with_mpi(name, MPI_COMM_WORLD, |_, _| {
+        if status.is_null() || status as usize == MPI_STATUS_IGNORE {
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                "status is NULL or MPI_STATUS_IGNORE",
+            ));
+        }
+        let elements = usize::try_from(elements).map_err(|_| {
+            MpiError::new(ErrorClass::Count, format!("count {elements} is negative"))
+        })?;
+        let bytes = bytes_of_elements(datatype, elements)?
+            .filter(|bytes| (*bytes as u64) < (1u64 << 62))
+            .ok_or_else(|| MpiError::new(ErrorClass::Count, "count too large for a status"))?;
+        Ok(bytes as u64)
+    }) {
+        Ok(bytes) => {
+            // SAFETY: checked above; the caller's status.
+            unsafe {
+                let cancelled = (*status).count_hi_and_cancelled & 1;
+                (*status).count_lo = bytes as u32 as c_int;
+                (*status).count_hi_and_cancelled = (((bytes >> 32) as c_int) << 1) | cancelled;
+            }
+            MPI_SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Status_set_elements(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: c_int,
+) -> c_int {
+    // SAFETY: forwarded caller pointer.
+    unsafe { set_elements("MPI_Status_set_elements", status, datatype, count as i64) }
+}
+const _: fn_types::MPI_Status_set_elements = PMPI_Status_set_elements;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Status_set_elements_x(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: MPI_Count,
+) -> c_int {
+    // SAFETY: forwarded caller pointer.
+    unsafe { set_elements("MPI_Status_set_elements_x", status, datatype, count) }
+}
+const _: fn_types::MPI_Status_set_elements_x = PMPI_Status_set_elements_x;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
+    if status.is_null() || status as usize == MPI_STATUS_IGNORE {
+        return crate::global::raise_error(
+            "MPI_Status_set_cancelled",
+            MPI_COMM_WORLD,
+            MpiError::new(ErrorClass::Arg, "status is NULL or MPI_STATUS_IGNORE"),
+        );
+    }
+    // SAFETY: checked; the caller's status.
+    unsafe {
+        (*status).count_hi_and_cancelled =
+            ((*status).count_hi_and_cancelled & !1) | (flag != 0) as c_int;
+    }
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Status_set_cancelled = PMPI_Status_set_cancelled;

@@ -93,6 +93,9 @@ pub struct Schedule {
     /// First error seen (the schedule still runs to the end so that peers
     /// are not left waiting for messages).
     error: Option<MpiError>,
+    /// The sub-request whose status the schedule's request reports
+    /// (MPI_Isendrecv: its receive), and that status once it completed.
+    reported: Option<(u32, Option<Status>)>,
 }
 
 impl Schedule {
@@ -166,6 +169,20 @@ impl Schedule {
         }
     }
 
+    /// Make request `index`, already started by the caller (point-to-point,
+    /// in any context), part of the schedule: the schedule completes only
+    /// once it has, and releases it. Adopted requests belong to the first
+    /// fence, like steps appended before it.
+    pub fn adopt(&mut self, index: u32) {
+        self.pending.push(index);
+    }
+
+    /// The schedule's request reports the status of adopted request
+    /// `index` (source, tag, count, cancelled) instead of an empty status.
+    pub fn report_status_of(&mut self, index: u32) {
+        self.reported = Some((index, None));
+    }
+
     /// The steps, for tests.
     pub fn steps(&self) -> &[Step] {
         &self.steps
@@ -187,9 +204,17 @@ impl Schedule {
             return false;
         }
         for index in std::mem::take(&mut self.pending) {
-            let truncated = requests
-                .remove(index)
-                .is_some_and(|request| request.status.error == ErrorClass::Truncate as i32);
+            let removed = requests.remove(index);
+            if let Some((reported, status)) = &mut self.reported {
+                if *reported == index {
+                    *status = removed.as_ref().map(|request| request.status);
+                }
+            }
+            // The reported request's truncation is in the status it hands on.
+            let reported = self.reported.is_some_and(|(reported, _)| reported == index);
+            let truncated = !reported
+                && removed
+                    .is_some_and(|request| request.status.error == ErrorClass::Truncate as i32);
             if truncated {
                 self.record(MpiError::new(
                     ErrorClass::Truncate,
@@ -345,6 +370,9 @@ fn finish<F: Interceptor>(engine: &mut Engine<F>, request_index: u32, schedule: 
         return;
     };
     request.complete = true;
+    if let Some((_, Some(status))) = schedule.reported {
+        request.status = status;
+    }
     if let Some(error) = schedule.error {
         request.status.error = error.class as i32;
         if request.free_when_complete {
@@ -381,6 +409,33 @@ impl<F: Interceptor> Engine<F> {
             reduction: None,
             temporaries: Vec::new(),
             error: None,
+            reported: None,
+        })
+    }
+
+    /// A schedule that only gathers point-to-point requests the caller
+    /// starts and then adopts ([`Schedule::adopt`]), so that they complete
+    /// as one request (MPI_Isendrecv). Unlike [`Engine::new_schedule`] it
+    /// takes no collective sequence number: only this process calls it.
+    /// It must have no send or receive steps of its own.
+    pub fn new_request_group(&mut self, comm_index: usize) -> MpiResult<Schedule> {
+        let comm = match self.state.comms.get(comm_index) {
+            Some(Some(comm)) => comm,
+            _ => return Err(MpiError::new(ErrorClass::Comm, "invalid communicator")),
+        };
+        Ok(Schedule {
+            steps: Vec::new(),
+            next_step: 0,
+            pending: Vec::new(),
+            group: comm.group.clone(),
+            comm: comm_index,
+            context: comm.context,
+            tag: 0,
+            rank: comm.rank,
+            reduction: None,
+            temporaries: Vec::new(),
+            error: None,
+            reported: None,
         })
     }
 
@@ -403,6 +458,10 @@ impl<F: Interceptor> Engine<F> {
             free_when_complete: false,
             inner: None,
         })?;
+        // An error kept for an earlier request of this slot that nobody
+        // collected (a nonblocking collective completed by MPI_Wait) must
+        // not become this one's.
+        self.forget_schedule_error(index);
         self.schedules.active.push((index, schedule));
         advance_all(self)?;
         Ok(index)
