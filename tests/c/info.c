@@ -92,6 +92,9 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Comm_compare(MPI_COMM_WORLD, dupi, &res));
     CHECK(res == MPI_CONGRUENT, "dup_with_info compare %d", res);
     MPI_OK(MPI_Comm_free(&dupi));
+    /* No hints at all is allowed too. */
+    MPI_OK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &dupi));
+    MPI_OK(MPI_Comm_free(&dupi));
     MPI_OK(MPI_Info_free(&info));
 
     /* names */

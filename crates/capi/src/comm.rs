@@ -273,11 +273,8 @@ pub unsafe extern "C" fn PMPI_Comm_idup_with_info(
 ) -> c_int {
     // SAFETY: forwarded caller pointers.
     let code = unsafe { PMPI_Comm_idup(comm, newcomm, request) };
-    if code != MPI_SUCCESS {
-        return code;
-    }
-    // SAFETY: PMPI_Comm_idup succeeded, so newcomm is valid.
-    unsafe { crate::info::PMPI_Comm_set_info(*newcomm, info) }
+    // SAFETY: on success `newcomm` holds the new communicator.
+    unsafe { with_hints(code, newcomm, info) }
 }
 const _: fn_types::MPI_Comm_idup_with_info = PMPI_Comm_idup_with_info;
 
@@ -304,10 +301,20 @@ pub unsafe extern "C" fn PMPI_Comm_dup_with_info(
 ) -> c_int {
     // SAFETY: forwarded caller pointer.
     let code = unsafe { PMPI_Comm_dup(comm, newcomm) };
-    if code != MPI_SUCCESS {
+    // SAFETY: on success `newcomm` holds the new communicator.
+    unsafe { with_hints(code, newcomm, info) }
+}
+
+/// After a successful dup (`code`), give the new communicator `info`'s
+/// hints; MPI_INFO_NULL means none.
+///
+/// # Safety
+/// When `code` is MPI_SUCCESS, `newcomm` points to the new communicator.
+unsafe fn with_hints(code: c_int, newcomm: *mut MPI_Comm, info: MPI_Info) -> c_int {
+    if code != MPI_SUCCESS || info == MPI_INFO_NULL {
         return code;
     }
-    // SAFETY: PMPI_Comm_dup succeeded, so newcomm is valid.
+    // SAFETY: guaranteed by the caller.
     unsafe { crate::info::PMPI_Comm_set_info(*newcomm, info) }
 }
 const _: fn_types::MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info;
