@@ -86,5 +86,5 @@ pub use config::{ReliableConfig, StripePolicy, RAIL_COUNT_MAX};
 pub use link::{
     LinkEvent, LinkStats, LinkStatus, PeerLink, PeerUnreachable, ReceiveError, Transmission,
     UnreachableCause, WindowFull, ACK_TAG_PROBE, ACK_TAG_PROBE_ANSWER, ACK_TAG_RECEIVE_WINDOW_FULL,
-    EVENT_QUEUE_MAX,
+    EVENT_QUEUE_MAX, FAST_RETRANSMIT_THRESHOLD,
 };

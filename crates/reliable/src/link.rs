@@ -37,6 +37,11 @@ pub const ACK_TAG_PROBE_ANSWER: i32 = 2;
 /// limit (the application is not consuming): it was not lost.
 pub const ACK_TAG_RECEIVE_WINDOW_FULL: i32 = 4;
 
+/// Frames the peer must report holding above a hole (selective ack) before
+/// the hole is resent at once instead of at its timeout: more than one, so
+/// frames merely overtaking each other on different rails do not trigger it.
+pub const FAST_RETRANSMIT_THRESHOLD: u32 = 2;
+
 /// Most events kept for [`PeerLink::poll_event`]; beyond it the oldest are
 /// dropped (and counted), so an owner that never polls costs bounded memory.
 pub const EVENT_QUEUE_MAX: usize = 64;
@@ -233,6 +238,9 @@ pub struct LinkStats {
     /// Events dropped because the owner let more than `EVENT_QUEUE_MAX` pile
     /// up.
     pub events_dropped: u64,
+    /// Retransmissions made early because the peer reported later frames
+    /// (included in `frames_retransmitted`).
+    pub fast_retransmits: u64,
 }
 
 /// One frame to put on the wire, as [`PeerLink::poll_transmission`] hands it
@@ -506,6 +514,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         if is_pure_ack {
             self.send_buffer
                 .acknowledge_selective(header.ack, header.aux, &mut on_acked);
+            self.fast_retransmit_hole(now_ns, header.ack, header.aux);
             self.handle_pure_ack_signals(now_ns, rail, &header);
             return Ok(false);
         }
@@ -548,6 +557,27 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             }
         }
         Ok(false)
+    }
+
+    /// The peer holds `FAST_RETRANSMIT_THRESHOLD` or more frames above the
+    /// first one it misses (`ack + 1`): that one was lost, not late. Make it
+    /// due now rather than at its timeout (TCP's fast retransmit), once.
+    fn fast_retransmit_hole(&mut self, now_ns: u64, ack: u64, bitmap: u64) {
+        if bitmap.count_ones() < FAST_RETRANSMIT_THRESHOLD {
+            return;
+        }
+        let Some(hole) = self.send_buffer.get_mut(ack.saturating_add(1)) else {
+            return;
+        };
+        if hole.transmit_count > 0
+            && !hole.selectively_acked
+            && !hole.fast_retransmitted
+            && hole.retransmit_deadline_ns > now_ns
+        {
+            hole.fast_retransmitted = true;
+            hole.retransmit_deadline_ns = now_ns;
+            self.stats.fast_retransmits += 1;
+        }
     }
 
     /// What a pure Ack says beyond acknowledgements: probes, answers, the

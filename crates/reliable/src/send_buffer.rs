@@ -48,6 +48,9 @@ pub(crate) struct SentFrame<P> {
     /// Set when the frame was queued again because `rail` went down; its
     /// acknowledgement ends that rail's failover.
     pub failed_over_from_rail: Option<u32>,
+    /// Already resent early because the peer reported frames after it
+    /// (fast retransmit happens once per frame; after that, timers).
+    pub fast_retransmitted: bool,
 }
 
 /// Frames sent (or about to be) and not yet cumulatively acknowledged.
@@ -124,6 +127,7 @@ impl<P: AsRef<[u8]>> SendBuffer<P> {
             next_transmission_is_forced: false,
             blocked_by_window: false,
             failed_over_from_rail: None,
+            fast_retransmitted: false,
         });
         seq
     }
@@ -178,6 +182,12 @@ impl<P: AsRef<[u8]>> SendBuffer<P> {
     pub fn get(&self, seq: u64) -> Option<&SentFrame<P>> {
         let index = seq.checked_sub(self.oldest_seq())?;
         self.frames.get(usize::try_from(index).ok()?)
+    }
+
+    /// The frame with sequence number `seq`, if still held, for changes.
+    pub fn get_mut(&mut self, seq: u64) -> Option<&mut SentFrame<P>> {
+        let index = seq.checked_sub(self.oldest_seq())?;
+        self.frames.get_mut(usize::try_from(index).ok()?)
     }
 
     /// The oldest frame not yet cumulatively acknowledged.

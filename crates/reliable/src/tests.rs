@@ -3,7 +3,7 @@
 
 use crate::{
     LinkStatus, PeerLink, PeerUnreachable, ReceiveError, ReliableConfig, StripePolicy,
-    UnreachableCause, WindowFull,
+    UnreachableCause, WindowFull, FAST_RETRANSMIT_THRESHOLD,
 };
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 use std::collections::VecDeque;
@@ -430,4 +430,34 @@ fn a_frame_asking_for_an_ack_now_is_acked_at_once_and_twice() {
     assert!(receiver
         .poll_transmit(30 + TEST_CONFIG.ack_delay_ns)
         .is_some());
+}
+
+#[test]
+fn a_hole_reported_below_later_frames_is_resent_before_its_timeout() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, TEST_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, TEST_CONFIG);
+    for index in 0..4u8 {
+        sender.handle_send(0, data_frame(0, &[index; 8])).unwrap();
+    }
+    let frames: Vec<Vec<u8>> = std::iter::from_fn(|| sender.poll_transmit(0)).collect();
+    assert_eq!(frames.len(), 4);
+    // Frame 1 is lost; the next ones arrive and are reported above the hole.
+    let mut fast = 0;
+    for frame in &frames[1..] {
+        receiver.handle_receive(10, frame).unwrap();
+        while let Some(ack) = receiver.poll_transmit(10) {
+            sender.handle_receive(20, &ack).unwrap();
+        }
+        if let Some(resent) = sender.poll_transmit(20) {
+            assert_eq!(header(&resent).seq, 1, "only the hole is resent");
+            fast += 1;
+        }
+    }
+    assert_eq!(
+        fast, 1,
+        "resent once, well before the {} ns timeout",
+        TEST_CONFIG.ack_timeout_ns
+    );
+    assert_eq!(sender.stats().fast_retransmits, 1);
+    assert_eq!(FAST_RETRANSMIT_THRESHOLD, 2);
 }

@@ -1003,6 +1003,7 @@ impl Job {
                 rails_failed: sum.rails_failed + stats.rails_failed,
                 rails_recovered: sum.rails_recovered + stats.rails_recovered,
                 failover_time_ns: sum.failover_time_ns + stats.failover_time_ns,
+                fast_retransmits: sum.fast_retransmits + stats.fast_retransmits,
                 events_dropped: sum.events_dropped + stats.events_dropped,
             })
     }
