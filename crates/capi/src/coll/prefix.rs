@@ -3,7 +3,7 @@
 use resmpi_core::coll;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::comm_of;
+use super::{any_comm_of, comm_of, inter};
 use super::{everywhere_reduction, int_array, launch, request_out, Staging};
 use crate::abi::*;
 use crate::global::{entry, Registry};
@@ -124,7 +124,12 @@ fn reduce_scatter_block_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        return inter::reduce_scatter_block(
+            mpi, global, index, sendbuf, recvbuf, recvcount, datatype, op, request,
+        );
+    }
     let counts = vec![recvcount; mpi.comm(index)?.size() as usize];
     reduce_scatter_common(
         mpi, global, sendbuf, recvbuf, &counts, datatype, op, comm, request,
