@@ -114,7 +114,9 @@ impl Schedule {
 
     /// Size of the remote group (0 on an intra-communicator).
     pub fn remote_size(&self) -> u32 {
-        self.remote_group.as_ref().map_or(0, |group| group.len() as u32)
+        self.remote_group
+            .as_ref()
+            .map_or(0, |group| group.len() as u32)
     }
 
     /// A zeroed temporary of `length_bytes` owned by the schedule.

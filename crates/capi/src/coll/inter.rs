@@ -49,12 +49,22 @@ fn no_in_place(buffer: *const c_void, what: &str) -> MpiResult<()> {
     Ok(())
 }
 
-fn block(staging: &mut Staging, buffer: *const c_void, count: c_int, datatype: MPI_Datatype, usage: Usage) -> MpiResult<Block> {
+fn block(
+    staging: &mut Staging,
+    buffer: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    usage: Usage,
+) -> MpiResult<Block> {
     let (data, length_bytes) = staging.region(buffer, count, datatype, usage)?;
     Ok(Block { data, length_bytes })
 }
 
-pub(super) fn barrier(mpi: &mut Mpi, index: usize, request: Option<*mut MPI_Request>) -> MpiResult<()> {
+pub(super) fn barrier(
+    mpi: &mut Mpi,
+    index: usize,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
     let mut schedule = mpi.engine.new_schedule(index)?;
     inter::barrier(&mut schedule);
     launch(mpi, schedule, Staging::default(), request)
@@ -275,7 +285,12 @@ pub(super) fn reduce_scatter_block(
     let total = c_int::try_from(local_size)
         .ok()
         .and_then(|size| recvcount.checked_mul(size))
-        .ok_or_else(|| MpiError::new(ErrorClass::Count, "recvcount times group size does not fit an int"))?;
+        .ok_or_else(|| {
+            MpiError::new(
+                ErrorClass::Count,
+                "recvcount times group size does not fit an int",
+            )
+        })?;
     let mut staging = Staging::default();
     let (recv, _) = staging.region(recvbuf, recvcount, datatype, Usage::Output)?;
     let (send, _) = staging.region(sendbuf, total, datatype, Usage::Input)?;

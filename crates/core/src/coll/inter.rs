@@ -189,7 +189,9 @@ pub fn alltoallv(schedule: &mut Schedule, sends: &[Block], recvs: &[Block]) {
 /// `count` elements per process. Both groups' vectors have the same length
 /// (MPI requires local size × recvcount to agree).
 pub fn reduce_scatter_block(schedule: &mut Schedule, send: *const u8, recv: *mut u8, count: usize) {
-    let reduction = schedule.reduction.expect("reduce_scatter needs a reduction");
+    let reduction = schedule
+        .reduction
+        .expect("reduce_scatter needs a reduction");
     let total = count * schedule.size() as usize;
     let bytes = reduction.bytes(total);
     let local_result = leader_temporary(schedule, bytes);
