@@ -217,6 +217,51 @@ static void test_reduce_scatter_block(MPI_Comm inter, int nb) {
     free(in); free(out);
 }
 
+/* Reduce_scatter with uneven counts (some zero) that add up to
+ * lsize * rsize in both groups. */
+static void test_reduce_scatter(MPI_Comm inter, int nb) {
+    int total = lsize * rsize, sum = 0, first = 0;
+    int *counts = malloc(sizeof(int) * lsize);
+    for (int i = 0; i < lsize - 1; i++) { counts[i] = i % 2 ? rsize - 1 : rsize + 1; sum += counts[i]; }
+    counts[lsize - 1] = total - sum;
+    for (int i = 0; i < me; i++) first += counts[i];
+    int *in = malloc(sizeof(int) * total), *out = malloc(sizeof(int) * (counts[me] + 1));
+    for (int e = 0; e < total; e++) in[e] = val(grp, me, e);
+    MPI_Request rq;
+    if (nb) MPI_OK(MPI_Ireduce_scatter(in, out, counts, MPI_INT, MPI_SUM, inter, &rq));
+    else MPI_OK(MPI_Reduce_scatter(in, out, counts, MPI_INT, MPI_SUM, inter));
+    wait_or(nb, &rq);
+    for (int e = 0; e < counts[me]; e++) {
+        int want = 0;
+        for (int i = 0; i < rsize; i++) want += val(1 - grp, i, first + e);
+        CHECK(out[e] == want, "reduce_scatter [%d] = %d, want %d", e, out[e], want);
+    }
+    free(counts); free(in); free(out);
+}
+
+/* Several nonblocking collectives in flight at once keep their messages
+ * apart, also across an MPI_Comm_dup of the inter-communicator. */
+static void test_overlap(MPI_Comm inter) {
+    MPI_Request rq[3];
+    MPI_Comm dup;
+    int in = val(grp, me, 0), sum = -1, *all = malloc(sizeof(int) * rsize), want = 0;
+    MPI_OK(MPI_Iallreduce(&in, &sum, 1, MPI_INT, MPI_SUM, inter, &rq[0]));
+    MPI_OK(MPI_Ibarrier(inter, &rq[1]));
+    MPI_OK(MPI_Iallgather(&in, 1, MPI_INT, all, 1, MPI_INT, inter, &rq[2]));
+    MPI_OK(MPI_Comm_dup(inter, &dup));
+    MPI_OK(MPI_Waitall(3, rq, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < rsize; i++) {
+        want += val(1 - grp, i, 0);
+        CHECK(all[i] == val(1 - grp, i, 0), "overlapped allgather [%d] = %d", i, all[i]);
+    }
+    CHECK(sum == want, "overlapped allreduce = %d, want %d", sum, want);
+    sum = -1;
+    MPI_OK(MPI_Allreduce(&in, &sum, 1, MPI_INT, MPI_SUM, dup));
+    CHECK(sum == want, "allreduce on the dup = %d, want %d", sum, want);
+    MPI_OK(MPI_Comm_free(&dup));
+    free(all);
+}
+
 /* A wildcard receive posted before collectives gets the point-to-point
  * message sent after them, not collective traffic. */
 static void test_isolation(MPI_Comm inter) {
@@ -263,10 +308,12 @@ static void run_all(MPI_Comm inter) {
             test_alltoall(inter, nb, v);
         }
         test_reduce_scatter_block(inter, nb);
+        test_reduce_scatter(inter, nb);
     }
     /* Large enough for the broadcast's scatter + ring allgather path. */
     test_bcast(inter, 0, 1, 50000);
     test_bcast(inter, 1, 0, 50000);
+    test_overlap(inter);
     test_isolation(inter);
     test_refusals(inter);
 }

@@ -268,34 +268,36 @@ pub(super) fn alltoallv(
     launch(mpi, schedule, staging, request)
 }
 
-pub(super) fn reduce_scatter_block(
+/// Reduce_scatter and Reduce_scatter_block: `counts[i]` elements for
+/// local rank i.
+pub(super) fn reduce_scatter(
     mpi: &mut Mpi,
     global: &Registry,
     index: usize,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    counts: &[c_int],
     datatype: MPI_Datatype,
     op: MPI_Op,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    no_in_place(sendbuf, "MPI_Reduce_scatter_block")?;
-    let (local_size, _) = sizes(mpi, index)?;
+    no_in_place(sendbuf, "MPI_Reduce_scatter")?;
+    let rank = mpi.comm(index)?.rank as usize;
     let (reduction, scale) = reduction_of(global, op, datatype)?;
-    let total = c_int::try_from(local_size)
-        .ok()
-        .and_then(|size| recvcount.checked_mul(size))
-        .ok_or_else(|| {
-            MpiError::new(
-                ErrorClass::Count,
-                "recvcount times group size does not fit an int",
-            )
-        })?;
+    if let Some(count) = counts.iter().find(|count| **count < 0) {
+        return Err(MpiError::new(
+            ErrorClass::Count,
+            format!("count {count} is negative"),
+        ));
+    }
+    let total = c_int::try_from(counts.iter().map(|count| *count as i64).sum::<i64>())
+        .map_err(|_| MpiError::new(ErrorClass::Count, "sum of the counts does not fit an int"))?;
     let mut staging = Staging::default();
-    let (recv, _) = staging.region(recvbuf, recvcount, datatype, Usage::Output)?;
+    let (recv, _) = staging.region(recvbuf, counts[rank], datatype, Usage::Output)?;
     let (send, _) = staging.region(sendbuf, total, datatype, Usage::Input)?;
+    let scaled: Vec<usize> = counts.iter().map(|count| *count as usize * scale).collect();
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);
-    inter::reduce_scatter_block(&mut schedule, send, recv, recvcount as usize * scale);
+    inter::reduce_scatter(&mut schedule, send, recv, &scaled);
     launch(mpi, schedule, staging, request)
 }

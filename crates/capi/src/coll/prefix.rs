@@ -68,10 +68,15 @@ fn reduce_scatter_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
     let size = mpi.comm(index)?.size() as usize;
-    // SAFETY: the caller's array holds one count per rank.
+    // SAFETY: the caller's array holds one count per (local) rank.
     let counts = unsafe { int_array(recvcounts, size, "recvcounts array")? }.to_vec();
+    if is_inter {
+        return inter::reduce_scatter(
+            mpi, global, index, sendbuf, recvbuf, &counts, datatype, op, request,
+        );
+    }
     reduce_scatter_common(
         mpi, global, sendbuf, recvbuf, &counts, datatype, op, comm, request,
     )
@@ -125,12 +130,12 @@ fn reduce_scatter_block_body(
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let (index, is_inter) = any_comm_of(mpi, comm)?;
+    let counts = vec![recvcount; mpi.comm(index)?.size() as usize];
     if is_inter {
-        return inter::reduce_scatter_block(
-            mpi, global, index, sendbuf, recvbuf, recvcount, datatype, op, request,
+        return inter::reduce_scatter(
+            mpi, global, index, sendbuf, recvbuf, &counts, datatype, op, request,
         );
     }
-    let counts = vec![recvcount; mpi.comm(index)?.size() as usize];
     reduce_scatter_common(
         mpi, global, sendbuf, recvbuf, &counts, datatype, op, comm, request,
     )

@@ -184,15 +184,15 @@ pub fn alltoallv(schedule: &mut Schedule, sends: &[Block], recvs: &[Block]) {
     schedule.fence();
 }
 
-/// Each group reduces its `size * count` elements at its leader; the
-/// leaders swap the results; each leader scatters the other group's result,
-/// `count` elements per process. Both groups' vectors have the same length
-/// (MPI requires local size × recvcount to agree).
-pub fn reduce_scatter_block(schedule: &mut Schedule, send: *const u8, recv: *mut u8, count: usize) {
+/// Each group reduces its whole vector (the sum of `counts`, elements per
+/// local rank) at its leader; the leaders swap the results; each leader
+/// scatters the other group's result, `counts[i]` elements to local rank
+/// i. MPI requires both groups' vectors to have the same length.
+pub fn reduce_scatter(schedule: &mut Schedule, send: *const u8, recv: *mut u8, counts: &[usize]) {
     let reduction = schedule
         .reduction
         .expect("reduce_scatter needs a reduction");
-    let total = count * schedule.size() as usize;
+    let total: usize = counts.iter().sum();
     let bytes = reduction.bytes(total);
     let local_result = leader_temporary(schedule, bytes);
     let remote_result = leader_temporary(schedule, bytes);
@@ -203,13 +203,22 @@ pub fn reduce_scatter_block(schedule: &mut Schedule, send: *const u8, recv: *mut
         schedule.send_remote(LEADER, local_result, bytes);
     }
     schedule.fence();
-    tree::scatter(
-        schedule,
-        remote_result,
-        reduction.bytes(count),
-        Some(recv),
-        LEADER,
-    );
+    let own = Block {
+        data: recv,
+        length_bytes: reduction.bytes(counts[schedule.rank as usize]),
+    };
+    let mut blocks = Vec::new();
+    if schedule.rank == LEADER {
+        let mut first = 0;
+        for count in counts {
+            blocks.push(Block {
+                data: remote_result.wrapping_add(reduction.bytes(first)),
+                length_bytes: reduction.bytes(*count),
+            });
+            first += count;
+        }
+    }
+    tree::scatterv(schedule, &blocks, Some(own), LEADER);
     schedule.fence();
 }
 
