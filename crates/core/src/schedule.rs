@@ -112,6 +112,30 @@ impl Schedule {
         self.group.len() as u32
     }
 
+    /// A schedule with no engine behind it, for tests of the steps an
+    /// algorithm appends: local rank `rank` of `local_size`, and a remote
+    /// group of `remote_size` (0: an intra-communicator).
+    #[cfg(test)]
+    pub(crate) fn detached(rank: u32, local_size: u32, remote_size: u32) -> Schedule {
+        let remote_group =
+            (remote_size > 0).then(|| Arc::new((local_size..local_size + remote_size).collect()));
+        Schedule {
+            steps: Vec::new(),
+            next_step: 0,
+            pending: Vec::new(),
+            group: Arc::new((0..local_size).collect()),
+            remote_group,
+            comm: 0,
+            context: 0,
+            tag: 0,
+            rank,
+            reduction: None,
+            temporaries: Vec::new(),
+            error: None,
+            reported: None,
+        }
+    }
+
     /// Size of the remote group (0 on an intra-communicator).
     pub fn remote_size(&self) -> u32 {
         self.remote_group

@@ -231,3 +231,79 @@ fn leader_temporary(schedule: &mut Schedule, length_bytes: usize) -> *mut u8 {
         nothing()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coll::Reduction;
+    use crate::datatype::{BasicKind, TypeInfo};
+    use crate::op::Op;
+    use crate::schedule::Step;
+
+    /// (peer, whether a remote rank) of one message.
+    type Peer = (u32, bool);
+
+    /// The peers of every send and receive of `schedule`.
+    fn messages(schedule: &Schedule) -> (Vec<Peer>, Vec<Peer>) {
+        let (mut sends, mut receives) = (Vec::new(), Vec::new());
+        for step in schedule.steps() {
+            match *step {
+                Step::Send { peer, remote, .. } => sends.push((peer, remote)),
+                Step::Receive { peer, remote, .. } => receives.push((peer, remote)),
+                _ => {}
+            }
+        }
+        (sends, receives)
+    }
+
+    fn sum() -> Reduction {
+        Reduction {
+            op: Op::Sum,
+            info: TypeInfo::basic(4, BasicKind::I32),
+            datatype_handle: 0,
+        }
+    }
+
+    #[test]
+    fn only_the_leaders_cross_between_the_groups_in_allreduce() {
+        for rank in 0..5 {
+            let mut schedule = Schedule::detached(rank, 5, 3);
+            schedule.reduction = Some(sum());
+            let (send, mut recv) = ([0u8; 8], [0u8; 8]);
+            allreduce(&mut schedule, send.as_ptr(), recv.as_mut_ptr(), 2);
+            let (sends, receives) = messages(&schedule);
+            let crossing = |list: &[Peer]| list.iter().filter(|(_, remote)| *remote).count();
+            let expected = usize::from(rank == LEADER);
+            assert_eq!(crossing(&sends), expected, "rank {rank}");
+            assert_eq!(crossing(&receives), expected, "rank {rank}");
+        }
+    }
+
+    #[test]
+    fn bcast_root_sends_once_and_its_group_does_nothing() {
+        let mut data = [0u8; 4];
+        let buffer = data.as_mut_ptr();
+        let mut root = Schedule::detached(2, 3, 4);
+        bcast(&mut root, buffer, 4, InterRoot::Here);
+        assert_eq!(messages(&root), (vec![(LEADER, true)], vec![]));
+        let mut beside = Schedule::detached(1, 3, 4);
+        bcast(&mut beside, buffer, 4, InterRoot::Beside);
+        assert!(beside.steps().is_empty());
+        let mut leader = Schedule::detached(0, 4, 3);
+        bcast(&mut leader, buffer, 4, InterRoot::Remote(2));
+        let (_, receives) = messages(&leader);
+        assert_eq!(receives, vec![(2, true)]);
+    }
+
+    #[test]
+    fn alltoallv_exchanges_one_block_with_every_remote_rank() {
+        let mut data = [0u8; 12];
+        let blocks = Block::uniform(data.as_mut_ptr(), 4, 3);
+        let mut schedule = Schedule::detached(1, 2, 3);
+        alltoallv(&mut schedule, &blocks, &blocks);
+        let (sends, receives) = messages(&schedule);
+        let every: Vec<Peer> = (0..3).map(|peer| (peer, true)).collect();
+        assert_eq!(sends, every);
+        assert_eq!(receives, every);
+    }
+}
