@@ -16,6 +16,7 @@
 
 mod exchange;
 mod gather;
+mod inter;
 mod prefix;
 
 use resmpi_core::coll::{self, Block, Reduction};
@@ -81,15 +82,23 @@ fn reduction_of(
     Ok((reduction, repetitions))
 }
 
-/// The communicator a collective runs on: an intra-communicator (collectives
-/// on inter-communicators are not implemented, and running one over the
-/// local group alone would silently be wrong).
+/// The communicator a collective runs on and whether it is an
+/// inter-communicator (whose collectives are in [`inter`]).
+fn any_comm_of(mpi: &Mpi, comm: MPI_Comm) -> MpiResult<(usize, bool)> {
+    let index = crate::p2p::comm_of(mpi, comm)?;
+    Ok((index, mpi.comm(index)?.is_inter()))
+}
+
+/// The communicator of a collective that has no inter-communicator form
+/// here: an intra-communicator (Scan and Exscan are not defined on
+/// inter-communicators; Reduce_scatter is not implemented on them, and
+/// running one over the local group alone would silently be wrong).
 fn comm_of(mpi: &Mpi, comm: MPI_Comm) -> MpiResult<usize> {
     let index = crate::p2p::comm_of(mpi, comm)?;
     if mpi.comm(index)?.is_inter() {
         return Err(MpiError::new(
             ErrorClass::Comm,
-            "collectives on inter-communicators are not implemented by resmpi",
+            "this collective is not defined or not implemented by resmpi on inter-communicators",
         ));
     }
     Ok(index)
@@ -276,7 +285,10 @@ fn launch(
 }
 
 fn barrier_body(mpi: &mut Mpi, comm: MPI_Comm, request: Option<*mut MPI_Request>) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        return inter::barrier(mpi, index, request);
+    }
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::barrier(&mut schedule);
     launch(mpi, schedule, Staging::default(), request)
@@ -305,7 +317,10 @@ fn bcast_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        return inter::bcast(mpi, index, buffer, count, datatype, root, request);
+    }
     let root = check_root(mpi, index, root)?;
     let usage = if mpi.comm(index)?.rank == root {
         Usage::Input
@@ -361,7 +376,12 @@ fn reduce_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        return inter::reduce(
+            mpi, global, index, sendbuf, recvbuf, count, datatype, op, root, request,
+        );
+    }
     let root = check_root(mpi, index, root)?;
     let (reduction, scale) = reduction_of(global, op, datatype)?;
     let is_root = mpi.comm(index)?.rank == root;
@@ -475,6 +495,12 @@ fn allreduce_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        return inter::allreduce(
+            mpi, global, index, sendbuf, recvbuf, count, datatype, op, request,
+        );
+    }
     let mut staging = Staging::default();
     let (index, reduction, scale, send, recv) = everywhere_reduction(
         mpi,

@@ -4,10 +4,10 @@
 //!
 //! An inter-communicator also holds the remote group: point-to-point ranks
 //! name members of the remote group, while size and rank describe the local
-//! one. Its collective context carries only the leaders' internal exchanges;
-//! work over the local group (context agreement, broadcasts) runs on a
-//! hidden intra-communicator, so the intercomm never depends on how the
-//! collectives treat it.
+//! one. Its collective context carries its collectives (`coll::inter`) and
+//! the leaders' internal exchanges of merge and dup; their work over the
+//! local group (context agreement, broadcasts) runs on a hidden
+//! intra-communicator.
 
 use std::sync::Arc;
 

@@ -20,9 +20,10 @@ use crate::Mpi;
 
 /// Context ids an inter-communicator takes.
 const INTERCOMM_CONTEXT_SPAN: u32 = 4;
-/// Tag of the leaders' exchange during MPI_Intercomm_merge / dup (the
-/// collectives' own tag is 0; an inter-communicator runs none of them).
-const LEADER_EXCHANGE_TAG: i32 = 1;
+/// Tag of the leaders' exchange during MPI_Intercomm_merge / dup: above
+/// every collective sequence tag, so that it never matches a message of a
+/// collective on the inter-communicator still in flight.
+const LEADER_EXCHANGE_TAG: i32 = crate::schedule::SEQUENCE_TAG_MODULUS as i32;
 
 impl Mpi {
     /// Send `outgoing` to and receive `incoming` from world rank `peer` on

@@ -26,7 +26,7 @@ use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::request::{Operation, Request, SendMode, Status};
 
 /// Tags of collective messages: the sequence number modulo this.
-const SEQUENCE_TAG_MODULUS: u32 = 1 << 30;
+pub const SEQUENCE_TAG_MODULUS: u32 = 1 << 30;
 
 /// One step of a schedule. Pointers are user memory (valid until the
 /// collective completes, by MPI's rules) or temporaries the schedule owns.
@@ -34,8 +34,10 @@ const SEQUENCE_TAG_MODULUS: u32 = 1 << 30;
 pub enum Step {
     /// Start a send to communicator rank `peer`.
     Send {
-        /// Destination (communicator rank).
+        /// Destination (communicator rank; remote rank when `remote`).
         peer: u32,
+        /// Whether `peer` names a member of an inter-communicator's remote group.
+        remote: bool,
         /// Data.
         data: *const u8,
         /// Bytes.
@@ -43,8 +45,10 @@ pub enum Step {
     },
     /// Start a receive from communicator rank `peer`.
     Receive {
-        /// Source (communicator rank).
+        /// Source (communicator rank; remote rank when `remote`).
         peer: u32,
+        /// Whether `peer` names a member of an inter-communicator's remote group.
+        remote: bool,
         /// Where the data goes.
         data: *mut u8,
         /// Bytes expected.
@@ -80,6 +84,10 @@ pub struct Schedule {
     pending: Vec<u32>,
     /// World rank of each communicator rank.
     group: Arc<Vec<u32>>,
+    /// World rank of each remote rank (inter-communicators only). Local and
+    /// remote groups are disjoint, so messages of both share the context
+    /// and tag without ever matching each other.
+    remote_group: Option<Arc<Vec<u32>>>,
     /// Communicator index (for the sub-requests).
     comm: usize,
     context: u32,
@@ -104,6 +112,37 @@ impl Schedule {
         self.group.len() as u32
     }
 
+    /// A schedule with no engine behind it, for tests of the steps an
+    /// algorithm appends: local rank `rank` of `local_size`, and a remote
+    /// group of `remote_size` (0: an intra-communicator).
+    #[cfg(test)]
+    pub(crate) fn detached(rank: u32, local_size: u32, remote_size: u32) -> Schedule {
+        let remote_group =
+            (remote_size > 0).then(|| Arc::new((local_size..local_size + remote_size).collect()));
+        Schedule {
+            steps: Vec::new(),
+            next_step: 0,
+            pending: Vec::new(),
+            group: Arc::new((0..local_size).collect()),
+            remote_group,
+            comm: 0,
+            context: 0,
+            tag: 0,
+            rank,
+            reduction: None,
+            temporaries: Vec::new(),
+            error: None,
+            reported: None,
+        }
+    }
+
+    /// Size of the remote group (0 on an intra-communicator).
+    pub fn remote_size(&self) -> u32 {
+        self.remote_group
+            .as_ref()
+            .map_or(0, |group| group.len() as u32)
+    }
+
     /// A zeroed temporary of `length_bytes` owned by the schedule.
     pub fn temporary(&mut self, length_bytes: usize) -> *mut u8 {
         let mut buffer = vec![0u8; length_bytes].into_boxed_slice();
@@ -124,6 +163,29 @@ impl Schedule {
         debug_assert!(peer != self.rank, "collectives never message themselves");
         self.steps.push(Step::Send {
             peer,
+            remote: false,
+            data,
+            length_bytes,
+        });
+    }
+
+    /// Append a send to remote rank `peer` of an inter-communicator.
+    pub fn send_remote(&mut self, peer: u32, data: *const u8, length_bytes: usize) {
+        debug_assert!(peer < self.remote_size(), "a remote rank");
+        self.steps.push(Step::Send {
+            peer,
+            remote: true,
+            data,
+            length_bytes,
+        });
+    }
+
+    /// Append a receive from remote rank `peer` of an inter-communicator.
+    pub fn receive_remote(&mut self, peer: u32, data: *mut u8, length_bytes: usize) {
+        debug_assert!(peer < self.remote_size(), "a remote rank");
+        self.steps.push(Step::Receive {
+            peer,
+            remote: true,
             data,
             length_bytes,
         });
@@ -134,6 +196,7 @@ impl Schedule {
         debug_assert!(peer != self.rank, "collectives never message themselves");
         self.steps.push(Step::Receive {
             peer,
+            remote: false,
             data,
             length_bytes,
         });
@@ -188,6 +251,14 @@ impl Schedule {
         &self.steps
     }
 
+    /// World rank of local (or remote) rank `peer`.
+    fn world_rank(&self, peer: u32, remote: bool) -> u32 {
+        match (&self.remote_group, remote) {
+            (Some(group), true) => group[peer as usize],
+            _ => self.group[peer as usize],
+        }
+    }
+
     fn record(&mut self, error: MpiError) {
         self.error.get_or_insert(error);
     }
@@ -232,11 +303,12 @@ impl Schedule {
             match self.steps[self.next_step] {
                 Step::Send {
                     peer,
+                    remote,
                     data,
                     length_bytes,
                 } => {
                     let destination = Destination {
-                        peer: self.group[peer as usize],
+                        peer: self.world_rank(peer, remote),
                         context: self.context,
                         tag: self.tag,
                     };
@@ -251,6 +323,7 @@ impl Schedule {
                 }
                 Step::Receive {
                     peer,
+                    remote,
                     data,
                     length_bytes,
                 } => {
@@ -258,7 +331,7 @@ impl Schedule {
                         self.comm,
                         data,
                         length_bytes,
-                        Some(self.group[peer as usize]),
+                        Some(self.world_rank(peer, remote)),
                         Some(self.tag),
                         self.context,
                     )?;
@@ -402,6 +475,7 @@ impl<F: Interceptor> Engine<F> {
             next_step: 0,
             pending: Vec::new(),
             group: comm.group.clone(),
+            remote_group: comm.remote.as_ref().map(|remote| remote.group.clone()),
             comm: comm_index,
             context: comm.collective_context(),
             tag: (sequence % SEQUENCE_TAG_MODULUS) as i32,
@@ -428,6 +502,7 @@ impl<F: Interceptor> Engine<F> {
             next_step: 0,
             pending: Vec::new(),
             group: comm.group.clone(),
+            remote_group: None,
             comm: comm_index,
             context: comm.context,
             tag: 0,

@@ -4,7 +4,7 @@
 use resmpi_core::coll::{self, Block};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::comm_of;
+use super::{any_comm_of, inter};
 use super::{extent_of, int_array, is_in_place, launch, request_out, Staging, Usage};
 use crate::abi::*;
 use crate::global::entry;
@@ -140,7 +140,15 @@ fn alltoall_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        let blocks = |staging: &mut Staging, size: usize| {
+            let sends = uniform_blocks(staging, Usage::Input, sendbuf, sendcount, sendtype, size)?;
+            let recvs = uniform_blocks(staging, Usage::Output, recvbuf, recvcount, recvtype, size)?;
+            Ok((sends, recvs))
+        };
+        return inter::alltoallv(mpi, index, sendbuf, blocks, request);
+    }
     let size = mpi.comm(index)?.size() as usize;
     let mut staging = Staging::default();
     let usage = receive_usage(sendbuf);
@@ -211,7 +219,34 @@ fn alltoallv_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        let blocks = |staging: &mut Staging, size: usize| {
+            // SAFETY: the caller's arrays hold one entry per remote rank.
+            unsafe {
+                let sends = v_blocks(
+                    staging,
+                    Usage::Input,
+                    sendbuf,
+                    sendcounts,
+                    sdispls,
+                    sendtype,
+                    size,
+                )?;
+                let recvs = v_blocks(
+                    staging,
+                    Usage::Output,
+                    recvbuf,
+                    recvcounts,
+                    rdispls,
+                    recvtype,
+                    size,
+                )?;
+                Ok((sends, recvs))
+            }
+        };
+        return inter::alltoallv(mpi, index, sendbuf, blocks, request);
+    }
     let size = mpi.comm(index)?.size() as usize;
     let mut staging = Staging::default();
     let usage = receive_usage(sendbuf);
@@ -303,7 +338,34 @@ fn alltoallw_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        let blocks = |staging: &mut Staging, size: usize| {
+            // SAFETY: the caller's arrays hold one entry per remote rank.
+            unsafe {
+                let sends = w_blocks(
+                    staging,
+                    Usage::Input,
+                    sendbuf,
+                    sendcounts,
+                    sdispls,
+                    sendtypes,
+                    size,
+                )?;
+                let recvs = w_blocks(
+                    staging,
+                    Usage::Output,
+                    recvbuf,
+                    recvcounts,
+                    rdispls,
+                    recvtypes,
+                    size,
+                )?;
+                Ok((sends, recvs))
+            }
+        };
+        return inter::alltoallv(mpi, index, sendbuf, blocks, request);
+    }
     let size = mpi.comm(index)?.size() as usize;
     let mut staging = Staging::default();
     let usage = receive_usage(sendbuf);

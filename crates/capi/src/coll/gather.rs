@@ -3,7 +3,7 @@
 use resmpi_core::coll::{self, Block};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::comm_of;
+use super::{any_comm_of, inter};
 use super::{
     check_root, checked_region, extent_of, in_place_not_allowed, int_array, is_in_place, launch,
     request_out, Staging, Usage,
@@ -60,7 +60,24 @@ fn gather_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        let receive_blocks = |staging: &mut Staging, size: usize| {
+            let (recv, block_bytes) =
+                all_blocks(staging, recvbuf, recvcount, recvtype, size, Usage::Output)?;
+            Ok(Block::uniform(recv, block_bytes, size))
+        };
+        return inter::gatherv(
+            mpi,
+            index,
+            sendbuf,
+            sendcount,
+            sendtype,
+            root,
+            receive_blocks,
+            request,
+        );
+    }
     let root = check_root(mpi, index, root)?;
     let comm_ref = mpi.comm(index)?;
     let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
@@ -105,7 +122,7 @@ fn gather_body(
 
 /// The `size` consecutive blocks of `count` elements each at `buffer`
 /// (Gather's receive buffer, Scatter's send buffer) as one region.
-fn all_blocks(
+pub(super) fn all_blocks(
     staging: &mut Staging,
     buffer: *const c_void,
     count: c_int,
@@ -190,7 +207,33 @@ fn gatherv_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        let receive_blocks = |staging: &mut Staging, size: usize| {
+            // SAFETY: the root's arrays hold one entry per remote rank.
+            unsafe {
+                v_blocks(
+                    staging,
+                    Usage::Output,
+                    recvbuf,
+                    recvcounts,
+                    displs,
+                    recvtype,
+                    size,
+                )
+            }
+        };
+        return inter::gatherv(
+            mpi,
+            index,
+            sendbuf,
+            sendcount,
+            sendtype,
+            root,
+            receive_blocks,
+            request,
+        );
+    }
     let root = check_root(mpi, index, root)?;
     let comm_ref = mpi.comm(index)?;
     let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
@@ -289,7 +332,24 @@ fn scatter_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        let send_blocks = |staging: &mut Staging, size: usize| {
+            let (send, block_bytes) =
+                all_blocks(staging, sendbuf, sendcount, sendtype, size, Usage::Input)?;
+            Ok(Block::uniform(send, block_bytes, size))
+        };
+        return inter::scatterv(
+            mpi,
+            index,
+            send_blocks,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            request,
+        );
+    }
     let root = check_root(mpi, index, root)?;
     let comm_ref = mpi.comm(index)?;
     let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
@@ -385,7 +445,33 @@ fn scatterv_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        let send_blocks = |staging: &mut Staging, size: usize| {
+            // SAFETY: the root's arrays hold one entry per remote rank.
+            unsafe {
+                v_blocks(
+                    staging,
+                    Usage::Input,
+                    sendbuf,
+                    sendcounts,
+                    displs,
+                    sendtype,
+                    size,
+                )
+            }
+        };
+        return inter::scatterv(
+            mpi,
+            index,
+            send_blocks,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            request,
+        );
+    }
     let root = check_root(mpi, index, root)?;
     let comm_ref = mpi.comm(index)?;
     let (is_root, size) = (comm_ref.rank == root, comm_ref.size() as usize);
@@ -478,7 +564,12 @@ fn allgather_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        return inter::allgather(
+            mpi, index, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, request,
+        );
+    }
     let size = mpi.comm(index)?.size() as usize;
     let mut staging = Staging::default();
     let in_place = is_in_place(sendbuf);
@@ -556,7 +647,32 @@ fn allgatherv_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
+    if is_inter {
+        let receive_blocks = |staging: &mut Staging, size: usize| {
+            // SAFETY: the caller's arrays hold one entry per remote rank.
+            unsafe {
+                v_blocks(
+                    staging,
+                    Usage::Output,
+                    recvbuf,
+                    recvcounts,
+                    displs,
+                    recvtype,
+                    size,
+                )
+            }
+        };
+        return inter::allgatherv(
+            mpi,
+            index,
+            sendbuf,
+            sendcount,
+            sendtype,
+            receive_blocks,
+            request,
+        );
+    }
     let comm_ref = mpi.comm(index)?;
     let (rank, size) = (comm_ref.rank as usize, comm_ref.size() as usize);
     let mut staging = Staging::default();

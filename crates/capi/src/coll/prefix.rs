@@ -3,7 +3,7 @@
 use resmpi_core::coll;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::comm_of;
+use super::{any_comm_of, comm_of, inter};
 use super::{everywhere_reduction, int_array, launch, request_out, Staging};
 use crate::abi::*;
 use crate::global::{entry, Registry};
@@ -68,10 +68,15 @@ fn reduce_scatter_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
     let size = mpi.comm(index)?.size() as usize;
-    // SAFETY: the caller's array holds one count per rank.
+    // SAFETY: the caller's array holds one count per (local) rank.
     let counts = unsafe { int_array(recvcounts, size, "recvcounts array")? }.to_vec();
+    if is_inter {
+        return inter::reduce_scatter(
+            mpi, global, index, sendbuf, recvbuf, &counts, datatype, op, request,
+        );
+    }
     reduce_scatter_common(
         mpi, global, sendbuf, recvbuf, &counts, datatype, op, comm, request,
     )
@@ -124,8 +129,13 @@ fn reduce_scatter_block_body(
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
-    let index = comm_of(mpi, comm)?;
+    let (index, is_inter) = any_comm_of(mpi, comm)?;
     let counts = vec![recvcount; mpi.comm(index)?.size() as usize];
+    if is_inter {
+        return inter::reduce_scatter(
+            mpi, global, index, sendbuf, recvbuf, &counts, datatype, op, request,
+        );
+    }
     reduce_scatter_common(
         mpi, global, sendbuf, recvbuf, &counts, datatype, op, comm, request,
     )

@@ -16,6 +16,7 @@
 
 mod allgather;
 mod alltoall;
+pub mod inter;
 mod reduction;
 mod tree;
 
