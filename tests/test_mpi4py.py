@@ -31,6 +31,9 @@ SUBSET = [
     # collectives, blocking and nonblocking, buffer and object forms; ops
     "test_cco_buf", "test_cco_nb_buf", "test_cco_nb_vec", "test_cco_obj", "test_cco_vec",
     "test_op",
+    # inter-communicator collectives (non-root ranks of the root's group pass
+    # MPI_PROC_NULL and no valid op or datatype), pickle-5 messaging
+    "test_cco_buf_inter", "test_cco_obj_inter", "test_cco_vec_inter", "test_util_pkl5",
     # groups and topologies
     "test_group", "test_comm_topo",
     # the package itself

@@ -104,6 +104,19 @@ pub(super) fn reduce(
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let root = root_of(mpi, index, root)?;
+    if matches!(root, InterRoot::Beside) {
+        // Every argument but the communicator and root is insignificant
+        // here (mpi4py passes MPI_BYTE with no buffer): check none of them.
+        let mut schedule = mpi.engine.new_schedule(index)?;
+        inter::reduce(
+            &mut schedule,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+            0,
+            root,
+        );
+        return launch(mpi, schedule, Staging::default(), request);
+    }
     let (reduction, scale) = reduction_of(global, op, datatype)?;
     let mut staging = Staging::default();
     let (send, recv) = match root {
@@ -111,7 +124,7 @@ pub(super) fn reduce(
             std::ptr::null(),
             staging.region(recvbuf, count, datatype, Usage::Output)?.0,
         ),
-        InterRoot::Beside => (std::ptr::null(), std::ptr::null_mut()),
+        InterRoot::Beside => unreachable!("handled above"),
         InterRoot::Remote(_) => {
             no_in_place(sendbuf, "MPI_Reduce")?;
             let (send, _) = staging.region(sendbuf, count, datatype, Usage::Input)?;

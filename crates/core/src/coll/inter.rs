@@ -67,11 +67,16 @@ pub fn reduce(
     count: usize,
     root: InterRoot,
 ) {
+    if root == InterRoot::Beside {
+        // Takes no part (and may have passed no valid op or datatype).
+        schedule.fence();
+        return;
+    }
     let reduction = schedule.reduction.expect("reduce needs a reduction");
     let bytes = reduction.bytes(count);
     match root {
         InterRoot::Here => schedule.receive_remote(LEADER, recv, bytes),
-        InterRoot::Beside => {}
+        InterRoot::Beside => unreachable!("returned above"),
         InterRoot::Remote(root) => {
             let result = leader_temporary(schedule, bytes);
             tree::reduce(schedule, send, result, count, LEADER);
