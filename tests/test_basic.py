@@ -17,3 +17,7 @@ def test_init_thread_provides_at_least_the_requested_level(build, level):
 
 def test_alloc_mem_gives_usable_memory_and_rejects_a_negative_size(build):
     assert_ok(run(2, build("memory")))
+
+
+def test_is_thread_main_is_true_only_on_the_initializing_thread(build):
+    assert_ok(run(2, build("thread_main")))

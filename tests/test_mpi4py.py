@@ -87,7 +87,10 @@ def test_mpi4py_suite_subset_passes(mpi4py_build, nprocs, tmp_path):
     assert job["failures"] == {}, f"failures at -n {nprocs}{where}"
     assert job["errors"] == {}, f"errors at -n {nprocs}{where}"
     assert job["exit"] == 0, f"mpiexec exited {job['exit']}{where}"
-    # every selected module really ran tests, not only skips
+    # every selected module really ran tests, not only skips (inter-
+    # communicator modules need two ranks and skip everything at -n 1)
     for name in SUBSET:
+        if nprocs == 1 and name.endswith("_inter"):
+            continue
         ran = [t for t in job["tests"] if t.startswith(name + ".") and t not in job["skipped"]]
         assert ran, f"{name}: no test ran at -n {nprocs} (all skipped or none found){where}"

@@ -15,7 +15,11 @@ pub const LIBRARY_VERSION: &str = concat!(
     " (MPICH ABI, MPI 3.1 subset)"
 );
 
+/// The thread that initialized MPI (MPI_Is_thread_main).
+static MAIN_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
+
 fn initialize(required: c_int, provided: *mut c_int) -> c_int {
+    let _ = MAIN_THREAD.set(std::thread::current().id());
     let mut global = lock();
     if global.initialized {
         drop(global);
@@ -154,9 +158,9 @@ const _: fn_types::MPI_Query_thread = PMPI_Query_thread;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
     if !flag.is_null() {
-        // SAFETY: the caller's output pointer. Only one thread may call MPI at a
-        // time under SERIALIZED; the caller is it.
-        unsafe { *flag = 1 };
+        let main = MAIN_THREAD.get() == Some(&std::thread::current().id());
+        // SAFETY: the caller's output pointer.
+        unsafe { *flag = main as c_int };
     }
     MPI_SUCCESS
 }
