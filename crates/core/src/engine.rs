@@ -13,7 +13,6 @@
 //! doorbell so oversubscribed ranks leave the CPU to their peers.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use resmpi_ft::{Interceptor, PassThrough};
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
@@ -680,11 +679,7 @@ impl<F: Interceptor> Engine<F> {
                 if new_offset >= send.length {
                     self.state.streams[peer].pop_front();
                     self.state.streaming_sends -= 1;
-                    if send
-                        .loan
-                        .as_ref()
-                        .is_some_and(|loan| Arc::strong_count(loan) > 1)
-                    {
+                    if send.fragments_on_loan() {
                         send.stage = SendStage::AwaitingAcks;
                         self.state.sends_awaiting_acks.push(index);
                     } else {
@@ -714,11 +709,7 @@ impl<F: Interceptor> Engine<F> {
             else {
                 return false;
             };
-            if send
-                .loan
-                .as_ref()
-                .is_some_and(|loan| Arc::strong_count(loan) > 1)
-            {
+            if send.fragments_on_loan() {
                 return true;
             }
             send.loan = None;

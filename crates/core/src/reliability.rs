@@ -81,11 +81,17 @@ fn header_checksum(frame: &[u8]) -> u32 {
 /// the copy that built the frame; the header's `ack` changes at every
 /// retransmission, so the header part is always computed at send time.
 pub fn frame_checksum(frame: &[u8]) -> u32 {
-    let (header, payload) = frame.split_at(HEADER_LEN_BYTES);
+    let payload_crc = Crc32c::new().update(&frame[HEADER_LEN_BYTES..]).finish();
+    checksum_from_payload_crc(frame, payload_crc)
+}
+
+/// The frame checksum, given the CRC32C of the payload: it continues over
+/// the header (`frame`'s first 64 bytes) with the checksum field zero.
+fn checksum_from_payload_crc(frame: &[u8], payload_crc: u32) -> u32 {
     let mut zeroed = [0u8; HEADER_LEN_BYTES];
-    zeroed.copy_from_slice(header);
+    zeroed.copy_from_slice(&frame[..HEADER_LEN_BYTES]);
     zeroed[CHECKSUM_BYTES].fill(0);
-    Crc32c::new().update(payload).update(&zeroed).finish()
+    Crc32c::resume(payload_crc).update(&zeroed).finish()
 }
 
 /// Write a frame's checksum into its header. If the checksum field holds
@@ -102,9 +108,7 @@ pub fn seal(header: &mut [u8; HEADER_LEN_BYTES], payload: &[u8]) {
     } else {
         Crc32c::new().update(payload).finish()
     };
-    let mut zeroed = *header;
-    zeroed[CHECKSUM_BYTES].fill(0);
-    let checksum = Crc32c::resume(payload_crc).update(&zeroed).finish();
+    let checksum = checksum_from_payload_crc(header, payload_crc);
     header[CHECKSUM_BYTES].copy_from_slice(&checksum.to_le_bytes());
 }
 
@@ -122,14 +126,7 @@ fn header_verifies(frame: &[u8]) -> bool {
 /// Whether `payload_crc`, the CRC32C of a frame's payload computed while it
 /// was copied out, completes to the frame's checksum.
 fn payload_checksum_matches(frame: &[u8], payload_crc: u32) -> bool {
-    let mut zeroed = [0u8; HEADER_LEN_BYTES];
-    zeroed.copy_from_slice(&frame[..HEADER_LEN_BYTES]);
-    zeroed[CHECKSUM_BYTES].fill(0);
-    frame[CHECKSUM_BYTES]
-        == Crc32c::resume(payload_crc)
-            .update(&zeroed)
-            .finish()
-            .to_le_bytes()
+    frame[CHECKSUM_BYTES] == checksum_from_payload_crc(frame, payload_crc).to_le_bytes()
 }
 
 /// How the link hands a frame to the engine: `check` is `None` for a frame

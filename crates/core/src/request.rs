@@ -88,6 +88,16 @@ pub struct SendState {
     pub loan: Option<crate::reliability::Loan>,
 }
 
+impl SendState {
+    /// Whether reliable links still hold fragments lent from this send's
+    /// buffer (unacknowledged): it may not complete yet.
+    pub fn fragments_on_loan(&self) -> bool {
+        self.loan
+            .as_ref()
+            .is_some_and(|loan| std::sync::Arc::strong_count(loan) > 1)
+    }
+}
+
 /// A receive in flight.
 #[derive(Debug)]
 pub struct ReceiveState {
