@@ -18,6 +18,12 @@ def test_noncontiguous_point_to_point_delivers_exact_bytes_and_leaves_gaps(build
     assert_ok(run(nprocs, build("dtype_p2p"), subtest, mpiexec_opts=paths))
 
 
+@pytest.mark.resmpi_only("--reliable is resmpi's")
+def test_noncontiguous_point_to_point_without_the_reliability_layer(build):
+    # Frames gathered for the socket directly, not for a reliable link.
+    assert_ok(run(3, build("dtype_p2p"), mpiexec_opts=("--paths", "tcp", "--reliable", "off")))
+
+
 def test_bad_datatype_arguments_return_their_error_class(build):
     assert_ok(run(1, build("dtype_errors")))
 

@@ -18,6 +18,9 @@ TCP = ("--paths", "tcp")
 WORKLOADS = [
     ("p2p_sizes", ()),
     ("coll", ("bcast", "reduce", "large")),
+    # Non-contiguous types are gathered into frames and scattered out of
+    # them with the checksum computed during that copy.
+    ("dtype_p2p", ("kinds", "nonblocking", "large", "partial", "truncate")),
 ]
 
 FAULTS = [

@@ -11,6 +11,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use resmpi_core::datatype::{BasicKind as K, Datatype, PairValue, TypeInfo};
+use resmpi_core::user_bytes::UserBytes;
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
@@ -384,13 +385,6 @@ pub struct PackedBuffer {
 }
 
 impl PackedBuffer {
-    /// The packed message.
-    pub fn pack(&self) -> Vec<u8> {
-        let mut packed = vec![0u8; self.length_bytes];
-        self.pack_into(&mut packed);
-        packed
-    }
-
     /// Pack the message into the first `length_bytes` of `packed`.
     pub fn pack_into(&self, packed: &mut [u8]) {
         // SAFETY: the application promises `count` elements at `buffer`.
@@ -415,6 +409,42 @@ pub enum Message {
     },
     /// Needs packing.
     Packed(PackedBuffer),
+}
+
+impl Message {
+    /// The memory the engine moves, and its packed length: a non-contiguous
+    /// message is gathered and scattered by the engine itself, fragment by
+    /// fragment, in the same pass as the frame copy and its checksum.
+    pub fn into_user_bytes(self) -> (UserBytes, usize) {
+        match self {
+            Message::Contiguous {
+                pointer,
+                length_bytes,
+            } => (UserBytes::Contiguous(pointer), length_bytes),
+            Message::Packed(packed) => (
+                UserBytes::Typed {
+                    base: packed.buffer,
+                    datatype: packed.layout,
+                    count: packed.count,
+                },
+                packed.length_bytes,
+            ),
+        }
+    }
+}
+
+/// A packed copy of `count` elements of `datatype` at `buffer` (after the
+/// checks of [`message_buffer`]).
+pub fn packed_copy(
+    buffer: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> MpiResult<Vec<u8>> {
+    let (bytes, length_bytes) = message_buffer(buffer, count, datatype)?.into_user_bytes();
+    let mut copy = vec![0u8; length_bytes];
+    // SAFETY: `count` elements at `buffer` are the caller's promise.
+    unsafe { bytes.read(0, &mut copy) };
+    Ok(copy)
 }
 
 /// Check `count` elements of `datatype` at `buffer` for point-to-point and

@@ -1,26 +1,22 @@
-//! Packing: MPI_Pack/Unpack/Pack_size, and the staging copies that let
-//! point-to-point move non-contiguous datatypes.
+//! Packing: MPI_Pack/Unpack/Pack_size, and the staging copies of
+//! non-contiguous collective buffers.
 //!
-//! Point-to-point sends a non-contiguous message by packing it into a
-//! buffer the send request owns (`SendState::owned`), and receives one into
-//! a staging buffer that is unpacked when the application completes the
-//! request (Wait/Test families, MPI_Request_free of a finished receive, or
-//! the sweep after every call for receives freed while pending). That is
-//! one extra copy on each side beyond the engine's own frame copy; fusing
-//! it into the frame copy (and its checksum) is the next step.
+//! Point-to-point needs no staging: the engine gathers a non-contiguous
+//! message straight into its frames and scatters arriving payloads straight
+//! into the application's buffer (`resmpi_core::user_bytes`), one copy
+//! with the checksum fused into it.
 //!
-//! Nonblocking collectives and persistent requests use the same table: a
-//! collective's request carries one staging buffer per non-contiguous
-//! output block (all unpacked whole at completion), a started persistent
-//! receive its inner request's staging. One completion path, whatever
-//! made the request.
+//! Collective schedules move raw byte spans, so a nonblocking collective's
+//! non-contiguous output blocks are received into staging buffers kept
+//! with its request and unpacked when the application completes the
+//! request (Wait/Test families, MPI_Request_free of a finished request, or
+//! the sweep after every call for requests freed while pending).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use resmpi_core::request::Operation;
-use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, Status};
+use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
 use crate::datatype::{builtin_info, check_count, committed_layout, layout_of, PackedBuffer};
@@ -55,10 +51,8 @@ impl StagedPart {
 struct StagedReceive {
     /// Generation of the request slot, so a recycled slot is never confused with it.
     generation: u32,
-    /// The staged data.
+    /// The staged data, every part filled by completion.
     parts: Vec<StagedPart>,
-    /// Collectives fill every part; a receive only the bytes its status counts.
-    whole: bool,
     /// MPI_Request_free was called before completion.
     orphaned: bool,
 }
@@ -77,33 +71,13 @@ fn with_staged<T>(body: impl FnOnce(&mut HashMap<u32, StagedReceive>) -> T) -> T
     body(guard.get_or_insert_with(HashMap::new))
 }
 
-/// Post a receive of a non-contiguous message: `start` posts the engine
-/// receive into a staging buffer; it is unpacked into `target` at completion.
-pub fn start_staged_receive(
-    mpi: &mut Mpi,
-    target: PackedBuffer,
-    start: impl FnOnce(&mut Mpi, *mut u8, usize) -> MpiResult<u32>,
-) -> MpiResult<u32> {
-    let mut part = StagedPart::new(target);
-    let index = start(mpi, part.staging.as_mut_ptr(), part.staging.len())?;
-    let request = mpi.engine.state.requests.get(index);
-    if let Some(request) =
-        request.filter(|request| matches!(request.operation, Operation::Receive(_)))
-    {
-        let generation = request.generation;
-        insert_staged(index, generation, vec![part], false);
-    }
-    Ok(index)
-}
-
-fn insert_staged(index: u32, generation: u32, parts: Vec<StagedPart>, whole: bool) {
+fn insert_staged(index: u32, generation: u32, parts: Vec<StagedPart>) {
     with_staged(|staged| {
         staged.insert(
             index,
             StagedReceive {
                 generation,
                 parts,
-                whole,
                 orphaned: false,
             },
         )
@@ -117,71 +91,13 @@ pub fn stage_collective(mpi: &Mpi, index: u32, parts: Vec<StagedPart>) {
         return;
     }
     if let Some(request) = mpi.engine.state.requests.get(index) {
-        insert_staged(index, request.generation, parts, true);
+        insert_staged(index, request.generation, parts);
     }
 }
 
-/// Request `index` (MPI_Isendrecv's) receives a non-contiguous message
-/// into `part`: unpack, at completion, the bytes its status counts.
-pub fn stage_receive(mpi: &Mpi, index: u32, part: StagedPart) {
-    if let Some(request) = mpi.engine.state.requests.get(index) {
-        insert_staged(index, request.generation, vec![part], false);
-    }
-}
-
-/// Start a send of a non-contiguous message: pack it, let `start` send the
-/// packed copy, and give the copy to the send request to keep.
-pub fn start_staged_send(
-    mpi: &mut Mpi,
-    source: &PackedBuffer,
-    start: impl FnOnce(&mut Mpi, *const u8, usize) -> MpiResult<u32>,
-) -> MpiResult<u32> {
-    let packed = source.pack();
-    let index = start(mpi, packed.as_ptr(), packed.len())?;
-    if let Some(request) = mpi.engine.state.requests.get_mut(index) {
-        if let Operation::Send(send) = &mut request.operation {
-            if send.owned.is_none() {
-                // Moving the Vec keeps its heap buffer where `send.buffer` points.
-                send.owned = Some(packed);
-            }
-        }
-    }
-    Ok(index)
-}
-
-/// The non-contiguous buffers of persistent requests, by request slot:
-/// each MPI_Start packs (send) or stages (receive) through them.
-static PERSISTENT_BUFFERS: Mutex<Option<HashMap<u32, PersistentBuffer>>> = Mutex::new(None);
-
-struct PersistentBuffer(PackedBuffer);
-
-// SAFETY: the raw user pointer inside is only used under the library lock.
-unsafe impl Send for PersistentBuffer {}
-
-fn with_persistent<T>(body: impl FnOnce(&mut HashMap<u32, PersistentBuffer>) -> T) -> T {
-    let mut guard = PERSISTENT_BUFFERS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    body(guard.get_or_insert_with(HashMap::new))
-}
-
-/// Persistent request `index` moves `buffer` (None: its template's
-/// contiguous bytes, as before).
-pub fn set_persistent_buffer(index: u32, buffer: Option<PackedBuffer>) {
-    with_persistent(|table| match buffer {
-        Some(buffer) => table.insert(index, PersistentBuffer(buffer)),
-        None => table.remove(&index),
-    });
-}
-
-/// The packed buffer of persistent request `index`, if it has one.
-pub fn persistent_buffer(index: u32) -> Option<PackedBuffer> {
-    with_persistent(|table| table.get(&index).map(|buffer| buffer.0.clone()))
-}
-
-/// The receive request `index` of `generation` has been taken out of the
-/// request table with `status`: unpack what arrived.
-pub fn finish_staged_receive(index: u32, generation: u32, status: &Status) {
+/// Request `index` of `generation` has been taken out of the request
+/// table: unpack what it staged.
+pub fn finish_staged_receive(index: u32, generation: u32) {
     let Some(staged) = with_staged(|staged| {
         if staged
             .get(&index)
@@ -198,12 +114,7 @@ pub fn finish_staged_receive(index: u32, generation: u32, status: &Status) {
         ORPHANED_RECEIVES.fetch_sub(1, Ordering::Relaxed);
     }
     for part in &staged.parts {
-        let bytes = if staged.whole {
-            part.staging.len()
-        } else {
-            status.count_bytes
-        };
-        part.unpack(bytes);
+        part.unpack(part.staging.len());
     }
 }
 
@@ -245,7 +156,7 @@ pub fn sweep_orphaned_receives(mpi: &mut Mpi) {
     });
     for index in finished {
         match mpi.engine.state.requests.remove(index) {
-            Some(request) => finish_staged_receive(index, request.generation, &request.status),
+            Some(request) => finish_staged_receive(index, request.generation),
             None => {
                 // The slot went away without us: nothing can be unpacked.
                 if with_staged(|staged| staged.remove(&index)).is_some() {

@@ -4,8 +4,7 @@
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
-use crate::datatype::{message_buffer, Message};
-use crate::datatype_packing::{stage_receive, start_staged_receive, start_staged_send, StagedPart};
+use crate::datatype::{message_buffer, packed_copy};
 use crate::global::{entry, with_mpi};
 use crate::handles::{comm_index, message_handle, message_index, request_handle};
 use crate::requests::{complete_and_release, write_status};
@@ -38,15 +37,8 @@ fn start_send(
     mode: SendMode,
 ) -> MpiResult<u32> {
     let index = comm_of(mpi, comm)?;
-    match message_buffer(buf, count, datatype)? {
-        Message::Contiguous {
-            pointer,
-            length_bytes,
-        } => mpi.isend(index, pointer, length_bytes, dest, tag, mode),
-        Message::Packed(source) => start_staged_send(mpi, &source, |mpi, pointer, length_bytes| {
-            mpi.isend(index, pointer, length_bytes, dest, tag, mode)
-        }),
-    }
+    let (bytes, length_bytes) = message_buffer(buf, count, datatype)?.into_user_bytes();
+    mpi.isend(index, bytes, length_bytes, dest, tag, mode)
 }
 
 fn start_recv(
@@ -59,17 +51,8 @@ fn start_recv(
     comm: MPI_Comm,
 ) -> MpiResult<u32> {
     let index = comm_of(mpi, comm)?;
-    match message_buffer(buf, count, datatype)? {
-        Message::Contiguous {
-            pointer,
-            length_bytes,
-        } => mpi.irecv(index, pointer, length_bytes, source, tag),
-        Message::Packed(target) => {
-            start_staged_receive(mpi, target, |mpi, pointer, length_bytes| {
-                mpi.irecv(index, pointer, length_bytes, source, tag)
-            })
-        }
-    }
+    let (bytes, capacity_bytes) = message_buffer(buf, count, datatype)?.into_user_bytes();
+    mpi.irecv(index, bytes, capacity_bytes, source, tag)
 }
 
 fn blocking(
@@ -99,16 +82,9 @@ macro_rules! send_entry {
             if $mode == SendMode::Standard {
                 return entry($label, comm, |mpi, _| {
                     let index = comm_of(mpi, comm)?;
-                    match message_buffer(buf, count, datatype)? {
-                        Message::Contiguous {
-                            pointer,
-                            length_bytes,
-                        } => mpi.send(index, pointer, length_bytes, dest, tag),
-                        Message::Packed(source) => {
-                            let packed = source.pack();
-                            mpi.send(index, packed.as_ptr(), packed.len(), dest, tag)
-                        }
-                    }
+                    let (bytes, length_bytes) =
+                        message_buffer(buf, count, datatype)?.into_user_bytes();
+                    mpi.send(index, bytes, length_bytes, dest, tag)
                 });
             }
             blocking($label, comm, std::ptr::null_mut(), |mpi| {
@@ -267,16 +243,7 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
     // The copy is the packed message, sent as bytes; the wire carries
     // packed data for every type, so the receiver sees the same message.
     let copy = match with_mpi("MPI_Sendrecv_replace", comm, |_, _| {
-        Ok(match message_buffer(buf, count, datatype)? {
-            Message::Contiguous {
-                pointer,
-                length_bytes,
-            } => {
-                // SAFETY: `count` elements at `buf` are the caller's promise.
-                unsafe { resmpi_core::engine::slice_from(pointer, length_bytes) }.to_vec()
-            }
-            Message::Packed(source) => source.pack(),
-        })
+        packed_copy(buf, count, datatype)
     }) {
         Ok(copy) => copy,
         Err(code) => return code,
@@ -351,26 +318,8 @@ fn start_sendrecv(
     mpi.check_envelope(index, dest, sendtag, false)?;
     mpi.check_envelope(index, source, recvtag, true)?;
     let mut group = mpi.engine.new_request_group(index)?;
-    let (receive, staged) = match incoming {
-        Message::Contiguous {
-            pointer,
-            length_bytes,
-        } => (
-            mpi.irecv(index, pointer, length_bytes, source, recvtag)?,
-            None,
-        ),
-        Message::Packed(target) => {
-            let mut part = StagedPart::new(target);
-            let receive = mpi.irecv(
-                index,
-                part.staging.as_mut_ptr(),
-                part.staging.len(),
-                source,
-                recvtag,
-            )?;
-            (receive, Some(part))
-        }
-    };
+    let (bytes, capacity_bytes) = incoming.into_user_bytes();
+    let receive = mpi.irecv(index, bytes, capacity_bytes, source, recvtag)?;
     let send = match outgoing {
         Outgoing::Buffer {
             buffer,
@@ -403,11 +352,7 @@ fn start_sendrecv(
     group.adopt(receive);
     group.adopt(send);
     group.report_status_of(receive);
-    let request = mpi.engine.start_schedule(group)?;
-    if let Some(part) = staged {
-        stage_receive(mpi, request, part);
-    }
-    Ok(request)
+    mpi.engine.start_schedule(group)
 }
 
 #[no_mangle]
@@ -461,16 +406,7 @@ pub unsafe extern "C" fn PMPI_Isendrecv_replace(
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
         }
         // Send a packed copy, receive into the buffer, as MPI_Sendrecv_replace.
-        let copy = match message_buffer(buf, count, datatype)? {
-            Message::Contiguous {
-                pointer,
-                length_bytes,
-            } => {
-                // SAFETY: `count` elements at `buf` are the caller's promise.
-                unsafe { resmpi_core::engine::slice_from(pointer, length_bytes) }.to_vec()
-            }
-            Message::Packed(source) => source.pack(),
-        };
+        let copy = packed_copy(buf, count, datatype)?;
         let outgoing = Outgoing::Copy(copy.into_boxed_slice());
         let index = start_sendrecv(
             mpi, comm, outgoing, dest, sendtag, buf, count, datatype, source, recvtag,
@@ -624,17 +560,8 @@ fn start_mrecv(
     } else {
         let index = message_index(handle)
             .ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid MPI_Message handle"))?;
-        match message_target {
-            Message::Contiguous {
-                pointer,
-                length_bytes,
-            } => mpi.imrecv(index, pointer, length_bytes)?,
-            Message::Packed(target) => {
-                start_staged_receive(mpi, target, |mpi, pointer, length_bytes| {
-                    mpi.imrecv(index, pointer, length_bytes)
-                })?
-            }
-        }
+        let (bytes, capacity_bytes) = message_target.into_user_bytes();
+        mpi.imrecv(index, bytes, capacity_bytes)?
     };
     // SAFETY: checked non-null.
     unsafe { *message = MPI_MESSAGE_NULL };

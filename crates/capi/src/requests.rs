@@ -2,20 +2,16 @@
 //! requests, cancel, status queries.
 //!
 //! A persistent request's slot holds the template; each MPI_Start creates an
-//! ordinary inner request that the slot points to until it completes. A
-//! non-contiguous buffer is packed at every MPI_Start (send) or staged and
-//! unpacked at every completion (receive), exactly as a nonblocking
-//! point-to-point call would.
+//! ordinary inner request that the slot points to until it completes,
+//! moving the template's buffer (contiguous or typed) exactly as a
+//! nonblocking point-to-point call would.
 
 use resmpi_core::request::{Operation, Persistent, Request};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
-use crate::datatype::{bytes_of_elements, count_from_bytes, message_buffer, Message, PackedBuffer};
-use crate::datatype_packing::{
-    finish_staged_receive, orphan_staged_receive, persistent_buffer, set_persistent_buffer,
-    start_staged_receive, start_staged_send,
-};
+use crate::datatype::{bytes_of_elements, count_from_bytes, message_buffer};
+use crate::datatype_packing::{finish_staged_receive, orphan_staged_receive};
 use crate::global::{entry, with_mpi};
 use crate::handles::{request_handle, request_index};
 use crate::p2p::comm_of;
@@ -115,7 +111,7 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
             let status = match request.inner.take() {
                 Some(inner) => match requests.remove(inner) {
                     Some(request) => {
-                        finish_staged_receive(inner, request.generation, &request.status);
+                        finish_staged_receive(inner, request.generation);
                         request.status
                     }
                     None => empty_status(),
@@ -126,7 +122,7 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
         }
         Some(_) => {
             let request = requests.remove(index).expect("live");
-            finish_staged_receive(index, request.generation, &request.status);
+            finish_staged_receive(index, request.generation);
             (request.status, true)
         }
         None => (empty_status(), true),
@@ -619,13 +615,12 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
             .is_some_and(|slot| slot.persistent.is_some())
         {
             requests.remove(index);
-            set_persistent_buffer(index, None);
         }
         if let Some(target) = target {
             match requests.get_mut(target) {
                 Some(request) if request.complete => {
                     let request = requests.remove(target).expect("live");
-                    finish_staged_receive(target, request.generation, &request.status);
+                    finish_staged_receive(target, request.generation);
                 }
                 // A staged receive stays until it completes, to be unpacked.
                 Some(_) if orphan_staged_receive(target) => {}
@@ -686,7 +681,7 @@ pub unsafe extern "C" fn PMPI_Request_get_status(
         };
         let requests = &mpi.engine.state.requests;
         let slot = requests.get(index).expect("live");
-        let core_status = match slot.persistent {
+        let core_status = match &slot.persistent {
             Some(_) => slot
                 .inner
                 .and_then(|inner| requests.get(inner))
@@ -702,34 +697,7 @@ const _: fn_types::MPI_Request_get_status = PMPI_Request_get_status;
 
 // ----- persistent requests ---------------------------------------------------
 
-/// A persistent request's buffer: its contiguous bytes, or (null, packed
-/// length) and the buffer to pack or unpack at each start.
-fn persistent_message(
-    buffer: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> MpiResult<(*mut u8, usize, Option<PackedBuffer>)> {
-    Ok(match message_buffer(buffer, count, datatype)? {
-        Message::Contiguous {
-            pointer,
-            length_bytes,
-        } => (pointer, length_bytes, None),
-        Message::Packed(packed) => (std::ptr::null_mut(), packed.length_bytes, Some(packed)),
-    })
-}
-
-fn persistent_request(
-    mpi: &mut Mpi,
-    comm: usize,
-    template: Persistent,
-    packed: Option<PackedBuffer>,
-) -> MpiResult<u32> {
-    let index = persistent_slot(mpi, comm, template)?;
-    set_persistent_buffer(index, packed);
-    Ok(index)
-}
-
-fn persistent_slot(mpi: &mut Mpi, comm: usize, template: Persistent) -> MpiResult<u32> {
+fn persistent_request(mpi: &mut Mpi, comm: usize, template: Persistent) -> MpiResult<u32> {
     mpi.engine.insert_request(Request {
         operation: Operation::Nothing,
         comm,
@@ -759,16 +727,16 @@ macro_rules! send_init_entry {
                     return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
                 }
                 let comm_index = comm_of(mpi, comm)?;
-                let (pointer, length, packed) = persistent_message(buf, count, datatype)?;
+                let (bytes, length) = message_buffer(buf, count, datatype)?.into_user_bytes();
                 mpi.check_envelope(comm_index, dest, tag, false)?;
                 let template = Persistent::Send {
                     destination: dest,
-                    buffer: pointer,
+                    bytes,
                     length,
                     tag,
                     mode: $mode,
                 };
-                let index = persistent_request(mpi, comm_index, template, packed)?;
+                let index = persistent_request(mpi, comm_index, template)?;
                 // SAFETY: checked non-null.
                 unsafe { *request = request_handle(index) };
                 Ok(())
@@ -801,15 +769,15 @@ pub unsafe extern "C" fn PMPI_Recv_init(
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
         }
         let comm_index = comm_of(mpi, comm)?;
-        let (pointer, capacity, packed) = persistent_message(buf, count, datatype)?;
+        let (bytes, capacity) = message_buffer(buf, count, datatype)?.into_user_bytes();
         mpi.check_envelope(comm_index, source, tag, true)?;
         let template = Persistent::Receive {
             source,
-            buffer: pointer,
+            bytes,
             capacity,
             tag,
         };
-        let index = persistent_request(mpi, comm_index, template, packed)?;
+        let index = persistent_request(mpi, comm_index, template)?;
         // SAFETY: checked non-null.
         unsafe { *request = request_handle(index) };
         Ok(())
@@ -820,7 +788,7 @@ const _: fn_types::MPI_Recv_init = PMPI_Recv_init;
 fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
     let index = live_request(mpi, handle)?;
     let slot = mpi.engine.state.requests.get(index).expect("live");
-    let Some(template) = slot.persistent else {
+    let Some(template) = slot.persistent.clone() else {
         return Err(MpiError::new(
             ErrorClass::Request,
             "MPI_Start needs a persistent request",
@@ -833,43 +801,20 @@ fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
         ));
     }
     let comm = slot.comm;
-    let packed = persistent_buffer(index);
-    let inner = match (template, packed) {
-        (
-            Persistent::Send {
-                destination,
-                tag,
-                mode,
-                ..
-            },
-            Some(packed),
-        ) => start_staged_send(mpi, &packed, |mpi, pointer, length| {
-            mpi.isend(comm, pointer, length, destination, tag, mode)
-        })?,
-        (
-            Persistent::Send {
-                destination,
-                buffer,
-                length,
-                tag,
-                mode,
-            },
-            None,
-        ) => mpi.isend(comm, buffer, length, destination, tag, mode)?,
-        (Persistent::Receive { source, tag, .. }, Some(packed)) => {
-            start_staged_receive(mpi, packed, |mpi, pointer, capacity| {
-                mpi.irecv(comm, pointer, capacity, source, tag)
-            })?
-        }
-        (
-            Persistent::Receive {
-                source,
-                buffer,
-                capacity,
-                tag,
-            },
-            None,
-        ) => mpi.irecv(comm, buffer, capacity, source, tag)?,
+    let inner = match template {
+        Persistent::Send {
+            destination,
+            bytes,
+            length,
+            tag,
+            mode,
+        } => mpi.isend(comm, bytes, length, destination, tag, mode)?,
+        Persistent::Receive {
+            source,
+            bytes,
+            capacity,
+            tag,
+        } => mpi.irecv(comm, bytes, capacity, source, tag)?,
     };
     mpi.engine
         .state

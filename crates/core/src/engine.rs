@@ -26,7 +26,8 @@ use crate::request::{
     Operation, ReceiveState, Request, RequestTable, SendMode, SendStage, SendState, Status,
 };
 use crate::transport::Transports;
-use resmpi_checksum::{crc32c, Crc32c};
+use crate::user_bytes::UserBytes;
+use resmpi_checksum::crc32c;
 
 /// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).
 const CONTROL_CREDIT: u64 = 1;
@@ -220,28 +221,30 @@ impl<F: Interceptor> Engine<F> {
 
     // ----- starting operations -------------------------------------------------
 
-    /// Start a send of `length` bytes at `buffer` to world rank `peer`.
-    /// Returns the request index.
+    /// Start a send of the `length` packed bytes of `bytes` to world rank
+    /// `peer`. Returns the request index.
     pub fn start_send(
         &mut self,
         comm: usize,
         destination: Destination,
-        buffer: *const u8,
+        bytes: impl Into<UserBytes>,
         length: usize,
         mode: SendMode,
     ) -> MpiResult<u32> {
         let Destination { peer, context, tag } = destination;
-        let (buffer, owned) = if mode == SendMode::Buffered {
-            // SAFETY: the caller guarantees `buffer` holds `length` readable bytes.
-            let copy = unsafe { slice_from(buffer, length) }.to_vec();
-            (copy.as_ptr(), Some(copy))
+        let bytes = bytes.into();
+        let (bytes, owned) = if mode == SendMode::Buffered {
+            let mut copy = vec![0u8; length];
+            // SAFETY: the caller guarantees `length` readable packed bytes.
+            unsafe { bytes.read(0, &mut copy) };
+            (UserBytes::from(copy.as_mut_ptr()), Some(copy))
         } else {
-            (buffer, None)
+            (bytes, None)
         };
         let request = Request {
             operation: Operation::Send(SendState {
                 peer,
-                buffer,
+                bytes,
                 length,
                 context,
                 tag,
@@ -289,16 +292,15 @@ impl<F: Interceptor> Engine<F> {
     pub fn send_eager_without_request(
         &mut self,
         destination: Destination,
-        buffer: *const u8,
+        bytes: impl Into<UserBytes>,
         length: usize,
     ) -> MpiResult<bool> {
         if !self.take_eager_credit(destination.peer, length) {
             return Ok(false);
         }
         let header = eager_header(self.state.rank, destination, length);
-        // SAFETY: the caller guarantees `length` readable bytes at `buffer` for this call.
-        let payload = unsafe { slice_from(buffer, length) };
-        self.send_frame(destination.peer, &header, payload)?;
+        // SAFETY: the caller guarantees `length` readable bytes for this call.
+        unsafe { self.send_frame_from(destination.peer, &header, &bytes.into(), 0, length)? };
         self.state.interceptor.on_send_complete(
             destination.peer,
             destination.context,
@@ -319,8 +321,13 @@ impl<F: Interceptor> Engine<F> {
         else {
             return fail(ErrorClass::Intern, "launch_send on a non-send request");
         };
-        let (peer, buffer, length, context, tag) =
-            (send.peer, send.buffer, send.length, send.context, send.tag);
+        let (peer, bytes, length, context, tag) = (
+            send.peer,
+            send.bytes.clone(),
+            send.length,
+            send.context,
+            send.tag,
+        );
         let mut header = eager_header(rank, Destination { peer, context, tag }, length);
         header.message_id = wire_id;
         let stage = if self.take_eager_credit(peer, length) {
@@ -328,8 +335,7 @@ impl<F: Interceptor> Engine<F> {
                 header.flags |= FLAG_SYNC;
             }
             // SAFETY: the caller of start_send guarantees the buffer.
-            let payload = unsafe { slice_from(buffer, length) };
-            self.send_frame(peer, &header, payload)?;
+            unsafe { self.send_frame_from(peer, &header, &bytes, 0, length)? };
             if mode == SendMode::Synchronous {
                 SendStage::AwaitingSyncAck
             } else {
@@ -356,7 +362,7 @@ impl<F: Interceptor> Engine<F> {
     pub fn start_receive(
         &mut self,
         comm: usize,
-        buffer: *mut u8,
+        bytes: impl Into<UserBytes>,
         capacity: usize,
         source_world: Option<u32>,
         tag: Option<i32>,
@@ -369,7 +375,7 @@ impl<F: Interceptor> Engine<F> {
         };
         let request = Request {
             operation: Operation::Receive(ReceiveState {
-                buffer,
+                bytes: bytes.into(),
                 capacity,
                 total: 0,
                 received: 0,
@@ -569,6 +575,52 @@ impl<F: Interceptor> Engine<F> {
         Ok(())
     }
 
+    /// Send one frame whose payload is packed bytes `[offset, offset +
+    /// length)` of `bytes`: contiguous bytes as `send_frame`; typed ones are
+    /// gathered straight into the link's copy or the path's slot (one copy,
+    /// checksummed in the same pass), or into a queued frame if there is no
+    /// room.
+    ///
+    /// # Safety
+    /// `bytes` must hold the message, readable, for this call.
+    unsafe fn send_frame_from(
+        &mut self,
+        peer: u32,
+        header: &FrameHeader,
+        bytes: &UserBytes,
+        offset: usize,
+        length: usize,
+    ) -> MpiResult<()> {
+        if let Some(start) = bytes.contiguous_at(offset) {
+            // SAFETY: by the caller's promise.
+            return self.send_frame(peer, header, unsafe { slice_from(start, length) });
+        }
+        let header_bytes = header.to_bytes();
+        if self.state.outbox[peer as usize].is_empty()
+            // SAFETY: by the caller's promise.
+            && unsafe {
+                offer_gathered(
+                    &mut self.links,
+                    &mut self.transports,
+                    peer,
+                    &header_bytes,
+                    bytes,
+                    offset,
+                    length,
+                )?
+            }
+        {
+            return Ok(());
+        }
+        let mut frame = vec![0u8; HEADER_LEN_BYTES + length];
+        frame[..HEADER_LEN_BYTES].copy_from_slice(&header_bytes);
+        // SAFETY: by the caller's promise.
+        unsafe { bytes.read(offset, &mut frame[HEADER_LEN_BYTES..]) };
+        self.state.outbox[peer as usize].push_back(frame);
+        self.state.queued_frames += 1;
+        Ok(())
+    }
+
     fn flush_outbox(&mut self) -> MpiResult<bool> {
         let mut any = false;
         if self.state.queued_frames == 0 {
@@ -640,33 +692,41 @@ impl<F: Interceptor> Engine<F> {
                     header.flags |= FLAG_ACK_NOW;
                 }
                 let header_bytes = header.to_bytes();
-                // SAFETY (both arms): the send's buffer holds `length` bytes
+                // SAFETY (every arm): the send's buffer holds `length` bytes
                 // until the request completes, and a send with a loan
                 // completes only once the links returned it.
-                let offered = if reliable {
-                    let loan = send.loan.get_or_insert_with(Loan::default);
-                    let accepted = unsafe {
-                        self.links.offer_lent(
-                            peer as u32,
-                            &header_bytes,
-                            send.buffer.add(offset),
-                            chunk,
-                            loan,
-                        )
-                    };
-                    if accepted {
-                        self.links.transmit_to(peer as u32, &mut self.transports)?;
+                let offered = match send.bytes.contiguous_at(offset) {
+                    Some(start) if reliable => {
+                        let loan = send.loan.get_or_insert_with(Loan::default);
+                        let accepted = unsafe {
+                            self.links
+                                .offer_lent(peer as u32, &header_bytes, start, chunk, loan)
+                        };
+                        if accepted {
+                            self.links.transmit_to(peer as u32, &mut self.transports)?;
+                        }
+                        accepted
                     }
-                    accepted
-                } else {
-                    let payload = unsafe { slice_from(send.buffer.add(offset), chunk) };
-                    offer_to(
+                    Some(start) => offer_to(
                         &mut self.links,
                         &mut self.transports,
                         peer as u32,
                         &header_bytes,
-                        payload,
-                    )?
+                        unsafe { slice_from(start, chunk) },
+                    )?,
+                    // Non-contiguous data cannot be lent: it is gathered
+                    // into the link's copy or the path's slot.
+                    None => unsafe {
+                        offer_gathered(
+                            &mut self.links,
+                            &mut self.transports,
+                            peer as u32,
+                            &header_bytes,
+                            &send.bytes,
+                            offset,
+                            chunk,
+                        )?
+                    },
                 };
                 if !offered {
                     break;
@@ -788,7 +848,7 @@ impl<F: Interceptor> State<F> {
         index: u32,
         envelope: Envelope,
         length: usize,
-    ) -> Option<(*mut u8, usize)> {
+    ) -> Option<(UserBytes, usize)> {
         let comm_rank = self
             .comms
             .get(self.requests.get(index)?.comm)
@@ -807,17 +867,19 @@ impl<F: Interceptor> State<F> {
         if length > receive.capacity {
             request.status.error = ErrorClass::Truncate as i32;
         }
-        Some((receive.buffer, receive.capacity))
+        Some((receive.bytes.clone(), receive.capacity))
     }
 
     fn deliver_unexpected(&mut self, index: u32, envelope: Envelope, message: Unexpected) {
         let length = message.length();
-        let Some((buffer, capacity)) = self.accept_match(index, envelope, length) else {
+        let Some((bytes, capacity)) = self.accept_match(index, envelope, length) else {
             return;
         };
         match message {
             Unexpected::Eager { data, sync_id } => {
-                copy_into(buffer, capacity, 0, &data);
+                // SAFETY: the receive's owner guarantees `capacity` writable
+                // packed bytes until the request completes.
+                unsafe { bytes.write(capacity, 0, &data) };
                 self.return_credit(envelope.source, data.len());
                 if let Some(sync_id) = sync_id {
                     self.send_sync_ack(envelope.source, sync_id);
@@ -911,10 +973,11 @@ impl<F: Interceptor> State<F> {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
                         return true;
                     };
-                    if let Some((buffer, capacity)) =
+                    if let Some((bytes, capacity)) =
                         self.accept_match(index, envelope, payload.len())
                     {
-                        copy_into(buffer, capacity, 0, payload);
+                        // SAFETY: as in `deliver_unexpected`.
+                        unsafe { bytes.write(capacity, 0, payload) };
                     }
                     self.return_credit(peer, payload.len());
                     if let Some(sync_id) = sync_id {
@@ -1004,11 +1067,16 @@ impl<F: Interceptor> State<F> {
             unreachable!("filtered above");
         };
         let offset = header.aux as usize;
+        // SAFETY (both arms): the receive's owner guarantees `capacity`
+        // writable packed bytes until the request completes.
         match check {
-            None => copy_into(receive.buffer, receive.capacity, offset, payload),
+            None => unsafe { receive.bytes.write(receive.capacity, offset, payload) },
             Some(check) => {
-                let payload_crc =
-                    copy_into_checksummed(receive.buffer, receive.capacity, offset, payload);
+                let payload_crc = unsafe {
+                    receive
+                        .bytes
+                        .write_checksummed(receive.capacity, offset, payload)
+                };
                 if !check(payload_crc) {
                     // What the copy wrote belongs to this fragment's range of
                     // an incomplete receive: the retransmission rewrites it.
@@ -1049,6 +1117,36 @@ fn offer_to(
     transports.try_send_direct(peer, header, payload)
 }
 
+/// Hand one frame whose payload is packed bytes `[offset, offset + length)`
+/// of non-contiguous `bytes` to the channel toward `peer`, gathering them
+/// in one pass into the link's copy (checksummed as they go) or the path's
+/// slot. False = no room now.
+///
+/// # Safety
+/// `bytes` must hold the message, readable, for this call.
+unsafe fn offer_gathered(
+    links: &mut ReliableLinks,
+    transports: &mut Transports,
+    peer: u32,
+    header: &[u8; HEADER_LEN_BYTES],
+    bytes: &UserBytes,
+    offset: usize,
+    length: usize,
+) -> MpiResult<bool> {
+    if links.covers(peer) {
+        // SAFETY: by the caller's promise.
+        if !unsafe { links.offer_gathered(peer, header, bytes, offset, length) } {
+            return Ok(false);
+        }
+        links.transmit_to(peer, transports)?;
+        return Ok(true);
+    }
+    // SAFETY: by the caller's promise.
+    transports.try_send_gathered(peer, header, length, |payload| unsafe {
+        bytes.read(offset, payload)
+    })
+}
+
 /// Header of an eager frame carrying `length` bytes to `destination`.
 #[inline]
 fn eager_header(rank: u32, destination: Destination, length: usize) -> FrameHeader {
@@ -1058,32 +1156,6 @@ fn eager_header(rank: u32, destination: Destination, length: usize) -> FrameHead
     header.aux = length as u64;
     header.payload_len = length as u32;
     header
-}
-
-/// Copy `data` into a user buffer at `offset`, clipped to `capacity` (truncation).
-fn copy_into(buffer: *mut u8, capacity: usize, offset: usize, data: &[u8]) {
-    if offset >= capacity || data.is_empty() {
-        return;
-    }
-    let length = data.len().min(capacity - offset);
-    // SAFETY: the receive's owner guarantees `capacity` writable bytes at `buffer`
-    // until the request completes; `offset + length <= capacity`.
-    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buffer.add(offset), length) };
-}
-
-/// `copy_into` that also returns the CRC32C of all of `data` (the part
-/// beyond `capacity`, truncated away, is checksummed without being copied).
-fn copy_into_checksummed(buffer: *mut u8, capacity: usize, offset: usize, data: &[u8]) -> u32 {
-    let length = data.len().min(capacity.saturating_sub(offset));
-    let (copied, rest) = data.split_at(length);
-    let mut crc = Crc32c::new();
-    if length > 0 {
-        // SAFETY: as in `copy_into`: `offset + length <= capacity` writable
-        // bytes of the receive's buffer, which does not overlap `data`.
-        let destination = unsafe { std::slice::from_raw_parts_mut(buffer.add(offset), length) };
-        crc = crc.copy_and_update(destination, copied);
-    }
-    crc.update(rest).finish()
 }
 
 /// View `length` bytes at `buffer` (empty for a null or zero-length buffer).

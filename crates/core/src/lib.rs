@@ -25,6 +25,7 @@ pub mod request;
 pub mod schedule;
 pub mod topology;
 pub mod transport;
+pub mod user_bytes;
 pub mod wireup;
 
 use std::sync::Arc;
@@ -337,7 +338,7 @@ impl Mpi {
     pub fn isend(
         &mut self,
         comm_index: usize,
-        buffer: *const u8,
+        bytes: impl Into<user_bytes::UserBytes>,
         length: usize,
         destination: i32,
         tag: i32,
@@ -354,10 +355,10 @@ impl Mpi {
             tag,
         };
         if mode == SendMode::Buffered {
-            return self.bsend(comm_index, buffer, length, target);
+            return self.bsend(comm_index, bytes, length, target);
         }
         self.engine
-            .start_send(comm_index, target, buffer, length, mode)
+            .start_send(comm_index, target, bytes, length, mode)
     }
 
     /// Blocking standard-mode send (MPI_Send, MPI_Rsend): eager messages
@@ -365,7 +366,7 @@ impl Mpi {
     pub fn send(
         &mut self,
         comm_index: usize,
-        buffer: *const u8,
+        bytes: impl Into<user_bytes::UserBytes>,
         length: usize,
         destination: i32,
         tag: i32,
@@ -380,15 +381,16 @@ impl Mpi {
             context: comm.context,
             tag,
         };
+        let bytes = bytes.into();
         if self
             .engine
-            .send_eager_without_request(target, buffer, length)?
+            .send_eager_without_request(target, bytes.clone(), length)?
         {
             return Ok(());
         }
         let index =
             self.engine
-                .start_send(comm_index, target, buffer, length, SendMode::Standard)?;
+                .start_send(comm_index, target, bytes, length, SendMode::Standard)?;
         self.engine.wait_request(index)?;
         self.engine.state.requests.remove(index);
         Ok(())
@@ -397,7 +399,7 @@ impl Mpi {
     fn bsend(
         &mut self,
         comm_index: usize,
-        buffer: *const u8,
+        bytes: impl Into<user_bytes::UserBytes>,
         length: usize,
         target: Destination,
     ) -> MpiResult<u32> {
@@ -422,7 +424,7 @@ impl Mpi {
         }
         let index =
             self.engine
-                .start_send(comm_index, target, buffer, length, SendMode::Buffered)?;
+                .start_send(comm_index, target, bytes, length, SendMode::Buffered)?;
         self.bsend.in_flight.push((index, needed));
         // The application never waits for this internal request; it is
         // released as soon as the data has left.
@@ -467,7 +469,7 @@ impl Mpi {
     pub fn irecv(
         &mut self,
         comm_index: usize,
-        buffer: *mut u8,
+        bytes: impl Into<user_bytes::UserBytes>,
         capacity: usize,
         source: i32,
         tag: i32,
@@ -481,7 +483,7 @@ impl Mpi {
         let tag = (tag != ANY_TAG).then_some(tag);
         let context = comm.context;
         self.engine
-            .start_receive(comm_index, buffer, capacity, source_world, tag, context)
+            .start_receive(comm_index, bytes, capacity, source_world, tag, context)
     }
 
     /// Look for a matching message without receiving it. `remove` takes it
@@ -558,7 +560,12 @@ impl Mpi {
     }
 
     /// Receive a message taken by MPI_Mprobe into `buffer`.
-    pub fn imrecv(&mut self, message: usize, buffer: *mut u8, capacity: usize) -> MpiResult<u32> {
+    pub fn imrecv(
+        &mut self,
+        message: usize,
+        bytes: impl Into<user_bytes::UserBytes>,
+        capacity: usize,
+    ) -> MpiResult<u32> {
         let Some(Some(_)) = self.engine.state.probed_messages.get(message) else {
             return fail(
                 ErrorClass::Request,
@@ -571,7 +578,7 @@ impl Mpi {
         let pattern_source = Some(envelope.source);
         let index = self.engine.insert_request(request::Request {
             operation: request::Operation::Receive(request::ReceiveState {
-                buffer,
+                bytes: bytes.into(),
                 capacity,
                 total: 0,
                 received: 0,

@@ -25,6 +25,7 @@ use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::transport::Transports;
+use crate::user_bytes::UserBytes;
 
 /// Where the frame checksum sits in the header (see `resmpi_wire`).
 const CHECKSUM_BYTES: std::ops::Range<usize> = 56..60;
@@ -230,19 +231,39 @@ impl ReliableLinks {
     /// Hand a frame to `peer`'s link, with a private copy of its payload.
     /// False = its send window is full.
     pub fn offer(&mut self, peer: u32, header: &[u8; HEADER_LEN_BYTES], payload: &[u8]) -> bool {
+        let bytes = UserBytes::from(payload.as_ptr());
+        // SAFETY: `payload` is a live slice of `payload.len()` bytes.
+        unsafe { self.offer_gathered(peer, header, &bytes, 0, payload.len()) }
+    }
+
+    /// Hand a frame to `peer`'s link whose payload is packed bytes
+    /// `[offset, offset + length)` of `bytes`, gathered into a private copy.
+    /// False = its send window is full.
+    ///
+    /// # Safety
+    /// `bytes` must hold those bytes, readable, for this call.
+    pub unsafe fn offer_gathered(
+        &mut self,
+        peer: u32,
+        header: &[u8; HEADER_LEN_BYTES],
+        bytes: &UserBytes,
+        offset: usize,
+        length: usize,
+    ) -> bool {
         if !self.has_room(peer) {
             return false;
         }
         let mut header = *header;
-        let mut copy = vec![0u8; payload.len()];
+        let mut copy = vec![0u8; length];
+        // SAFETY (both arms): by the caller's promise.
         if self.checksums {
             // The payload's CRC32C is computed in the same pass as the copy
             // and parked in the checksum field; `seal` continues it over the
             // header at every transmission.
-            let payload_crc = Crc32c::new().copy_and_update(&mut copy, payload).finish();
+            let payload_crc = unsafe { bytes.read_checksummed(offset, &mut copy) };
             header[CHECKSUM_BYTES].copy_from_slice(&payload_crc.to_le_bytes());
         } else {
-            copy.copy_from_slice(payload);
+            unsafe { bytes.read(offset, &mut copy) };
         }
         self.push(peer, header, OutPayload::Owned(copy))
     }

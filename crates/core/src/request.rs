@@ -71,8 +71,8 @@ pub enum SendStage {
 pub struct SendState {
     /// Destination world rank.
     pub peer: u32,
-    /// Start of the data (user memory, or `owned` for buffered sends).
-    pub buffer: *const u8,
+    /// The data (user memory, or `owned` for buffered sends).
+    pub bytes: crate::user_bytes::UserBytes,
     /// Bytes to send.
     pub length: usize,
     /// Context id the message is matched in.
@@ -101,9 +101,9 @@ impl SendState {
 /// A receive in flight.
 #[derive(Debug)]
 pub struct ReceiveState {
-    /// Start of the user buffer.
-    pub buffer: *mut u8,
-    /// Bytes the user buffer can hold.
+    /// The user buffer.
+    pub bytes: crate::user_bytes::UserBytes,
+    /// Packed bytes the user buffer can hold.
     pub capacity: usize,
     /// Total bytes of the matched message (known once matched).
     pub total: usize,
@@ -116,15 +116,15 @@ pub struct ReceiveState {
 }
 
 /// What a persistent request does at each MPI_Start.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Persistent {
     /// MPI_Send_init and friends.
     Send {
         /// Destination comm rank (or PROC_NULL as -1).
         destination: i32,
         /// User buffer.
-        buffer: *const u8,
-        /// Bytes.
+        bytes: crate::user_bytes::UserBytes,
+        /// Packed bytes.
         length: usize,
         /// Tag.
         tag: i32,
@@ -136,8 +136,8 @@ pub enum Persistent {
         /// Source comm rank, ANY_SOURCE (-2) or PROC_NULL (-1).
         source: i32,
         /// User buffer.
-        buffer: *mut u8,
-        /// Bytes.
+        bytes: crate::user_bytes::UserBytes,
+        /// Packed bytes it holds.
         capacity: usize,
         /// Tag or ANY_TAG (-1).
         tag: i32,

@@ -85,6 +85,32 @@ impl Transports {
         }
     }
 
+    /// `try_send_direct` for a payload of `length` bytes that `fill`
+    /// writes: in place in the shared-memory ring (no other copy), or into
+    /// a buffer handed to the socket. `fill` is not called when there is
+    /// no room on shared memory.
+    pub fn try_send_gathered(
+        &mut self,
+        peer: u32,
+        header: &[u8; HEADER_LEN_BYTES],
+        length: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> MpiResult<bool> {
+        if let Route::Shm = self.routes[peer as usize] {
+            let shm = self.shm.as_mut().expect("shm route without shm path");
+            return shm
+                .try_send_with(peer, HEADER_LEN_BYTES + length, |frame| {
+                    let (frame_header, payload) = frame.split_at_mut(HEADER_LEN_BYTES);
+                    frame_header.copy_from_slice(header);
+                    fill(payload);
+                })
+                .map_err(|error| send_error(error, peer));
+        }
+        let mut payload = vec![0u8; length];
+        fill(&mut payload);
+        self.try_send_direct(peer, header, &payload)
+    }
+
     /// Try to put one frame on TCP rail `rail` toward `peer`.
     #[inline]
     pub fn try_send_on_rail(

@@ -162,3 +162,68 @@ fn eager_credit_exhaustion_falls_back_to_rendezvous_instead_of_buffering() {
     }
     assert!(buffers.iter().all(|b| b == &data));
 }
+
+/// Every other 8-byte word: packed size 8, extent 16.
+fn every_other_word() -> std::sync::Arc<resmpi_core::datatype::Datatype> {
+    use resmpi_core::datatype::{BasicKind, Datatype, TypeInfo};
+    let word = Datatype::basic(TypeInfo::basic(8, BasicKind::Byte), 8);
+    std::sync::Arc::new(Datatype::resized(&word, 0, 16).unwrap())
+}
+
+#[test]
+fn typed_messages_are_gathered_into_frames_and_scattered_out_of_them() {
+    use resmpi_core::user_bytes::UserBytes;
+    for elements in [10usize, 200_000] {
+        // 80 B goes eagerly; 1.6 MB by rendezvous in many fragments.
+        let mut engine = engine();
+        let source: Vec<u8> = (0..elements * 16).map(|i| (i * 13 % 251) as u8).collect();
+        let mut target = vec![0xEEu8; elements * 16];
+        let typed = |base: *mut u8| UserBytes::Typed {
+            base,
+            datatype: every_other_word(),
+            count: elements,
+        };
+        let destination = Destination {
+            peer: 0,
+            context: CONTEXT,
+            tag: 5,
+        };
+        let length = elements * 8;
+        let receive = engine
+            .start_receive(
+                0,
+                typed(target.as_mut_ptr()),
+                length,
+                None,
+                Some(5),
+                CONTEXT,
+            )
+            .unwrap();
+        let send = engine
+            .start_send(
+                0,
+                destination,
+                typed(source.as_ptr() as *mut u8),
+                length,
+                SendMode::Standard,
+            )
+            .unwrap();
+        for request in [receive, send] {
+            engine.wait_request(request).unwrap();
+        }
+        assert_eq!(
+            engine
+                .state
+                .requests
+                .get(receive)
+                .unwrap()
+                .status
+                .count_bytes,
+            length
+        );
+        for (position, (got, sent)) in target.iter().zip(&source).enumerate() {
+            let wanted = if position % 16 < 8 { *sent } else { 0xEE };
+            assert_eq!(*got, wanted, "{elements} elements, byte {position}");
+        }
+    }
+}

@@ -192,7 +192,7 @@ impl Datatype {
 
     /// Visit the memory pieces behind packed bytes `[start, start + length)`
     /// of `count` elements: `visit(buffer_offset_bytes, packed_offset_bytes, length_bytes)`.
-    fn for_each_piece(
+    pub(crate) fn for_each_piece(
         &self,
         count: usize,
         start_bytes: usize,
