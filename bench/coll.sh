@@ -33,34 +33,7 @@ NAME=bench-coll
 # shellcheck source=bench/common.sh
 source "$(dirname "$0")/common.sh"
 
-if [[ ! -x build/bin/mpicc || ! -x build/bin/mpiexec ]]; then
-    say "building resmpi (make all)"
-    make all >> "$LOG" 2>&1 || say "WARNING: make all failed (see $LOG)"
-fi
-
-IMPLS=(resmpi mpich openmpi)
-declare -A CC=([resmpi]=build/bin/mpicc [mpich]=mpicc.mpich [openmpi]=mpicc.openmpi)
-declare -A OK=()
-for impl in "${IMPLS[@]}"; do
-    exe=$OUT/coll-$impl
-    log "\$ ${CC[$impl]} -O2 -o $exe bench/coll.c"
-    if command -v "${CC[$impl]}" >/dev/null 2>&1 && "${CC[$impl]}" -O2 -o "$exe" bench/coll.c >> "$LOG" 2>&1; then
-        OK[$impl]=1
-    else
-        OK[$impl]=0
-        say "$impl: build failed or ${CC[$impl]} missing; not measured"
-    fi
-done
-
-OMPI_ENV=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
-set_cmd() {  # impl ranks -> CMD
-    case $1 in
-        resmpi)  CMD=(build/bin/mpiexec -n "$2" "$OUT/coll-resmpi") ;;
-        mpich)   CMD=(mpiexec.mpich -n "$2" "$OUT/coll-mpich") ;;
-        openmpi) CMD=(env "${OMPI_ENV[@]}" mpiexec.openmpi --allow-run-as-root --oversubscribe -n "$2"
-                      "$OUT/coll-openmpi") ;;
-    esac
-}
+build_each coll
 
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 : > "$OUT/runs.tsv"
@@ -69,7 +42,7 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
         for ((i = 0; i < ${#IMPLS[@]}; i++)); do
             impl=${IMPLS[$(( (i + rep - 1) % ${#IMPLS[@]} ))]}
             [[ ${OK[$impl]} == 1 ]] || continue
-            set_cmd "$impl" "$ranks"
+            launch_cmd "$impl" "$ranks" "$OUT/coll-$impl"
             so=$RAW/$impl-n$ranks-r$rep.out
             log "\$ timeout -k 10 $RUN_TIMEOUT ${CMD[*]} $MAX_BYTES $MIN_SECONDS"
             rc=0

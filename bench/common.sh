@@ -15,3 +15,40 @@ mkdir -p "$RAW"
 : > "$LOG"
 log() { printf '%s\n' "$*" >> "$LOG"; }
 say() { printf '%s: %s\n' "$NAME" "$*"; log "# $*"; }
+
+# The three MPIs compared, their compiler wrappers, and Open MPI's root knobs.
+IMPLS=(resmpi mpich openmpi)
+declare -A CC=([resmpi]=build/bin/mpicc [mpich]=mpicc.mpich [openmpi]=mpicc.openmpi)
+declare -A OK=()
+OMPI_ENV=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+
+# build_each SOURCE: compile bench/SOURCE.c with every MPI's wrapper into
+# $OUT/SOURCE-<impl>; OK[impl] says which built (resmpi is built first if needed).
+build_each() {
+    if [[ ! -x build/bin/mpicc || ! -x build/bin/mpiexec ]]; then
+        say "building resmpi (make all)"
+        make all >> "$LOG" 2>&1 || say "WARNING: make all failed (see $LOG)"
+    fi
+    local impl exe
+    for impl in "${IMPLS[@]}"; do
+        exe=$OUT/$1-$impl
+        log "\$ ${CC[$impl]} -O2 -o $exe bench/$1.c"
+        if command -v "${CC[$impl]}" >/dev/null 2>&1 && "${CC[$impl]}" -O2 -o "$exe" "bench/$1.c" >> "$LOG" 2>&1; then
+            OK[$impl]=1
+        else
+            OK[$impl]=0
+            say "$impl: build failed or ${CC[$impl]} missing; not measured"
+        fi
+    done
+}
+
+# launch_cmd IMPL RANKS EXE [resmpi options...] -> CMD: the launcher line.
+launch_cmd() {
+    local impl=$1 ranks=$2 exe=$3
+    shift 3
+    case $impl in
+        resmpi)  CMD=(build/bin/mpiexec -n "$ranks" "$@" "$exe") ;;
+        mpich)   CMD=(mpiexec.mpich -n "$ranks" "$exe") ;;
+        openmpi) CMD=(env "${OMPI_ENV[@]}" mpiexec.openmpi --allow-run-as-root --oversubscribe -n "$ranks" "$exe") ;;
+    esac
+}

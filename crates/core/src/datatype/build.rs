@@ -115,6 +115,7 @@ impl Datatype {
             unit: if mixed { None } else { unit },
             alignment_bytes,
             explicit_bounds,
+            packed_starts: Default::default(),
         })
     }
 
@@ -182,6 +183,7 @@ impl Datatype {
             lb_bytes,
             ub_bytes,
             explicit_bounds: true,
+            packed_starts: Default::default(),
             ..child.clone()
         })
     }

@@ -59,7 +59,25 @@ pub struct Datatype {
     /// The bounds were set by MPI_Type_create_resized (or subarray/darray),
     /// so MPI_Type_create_struct must not pad them for alignment.
     pub explicit_bounds: bool,
+    /// Where each segment starts in one element's packed bytes (computed on
+    /// first use), so a fragment at any packed offset finds its first
+    /// segment by binary search instead of a walk from the element's start.
+    pub packed_starts: PackedStarts,
 }
+
+/// A cache of [`Datatype::segments`]' packed start offsets; never part of
+/// a type's identity (two types with equal layouts are equal whether or not
+/// either has computed it).
+#[derive(Clone, Debug, Default)]
+pub struct PackedStarts(std::sync::OnceLock<Vec<usize>>);
+
+impl PartialEq for PackedStarts {
+    fn eq(&self, _: &PackedStarts) -> bool {
+        true
+    }
+}
+
+impl Eq for PackedStarts {}
 
 impl Datatype {
     /// A predefined type with no holes: `info.size_bytes` bytes of data, `info.extent_bytes` apart.
@@ -87,6 +105,7 @@ impl Datatype {
             unit: Some(info),
             alignment_bytes,
             explicit_bounds: false,
+            packed_starts: PackedStarts::default(),
         }
     }
 
@@ -129,6 +148,7 @@ impl Datatype {
             unit: Some(info),
             alignment_bytes: value_size_bytes.max(second_size_bytes).min(16),
             explicit_bounds: false,
+            packed_starts: PackedStarts::default(),
         }
     }
 
@@ -190,8 +210,24 @@ impl Datatype {
         elements
     }
 
+    /// The packed offset at which each segment of one element starts.
+    fn segment_starts(&self) -> &[usize] {
+        self.packed_starts.0.get_or_init(|| {
+            let mut start_bytes = 0;
+            self.segments
+                .iter()
+                .map(|segment| {
+                    let this = start_bytes;
+                    start_bytes += segment.length_bytes;
+                    this
+                })
+                .collect()
+        })
+    }
+
     /// Visit the memory pieces behind packed bytes `[start, start + length)`
-    /// of `count` elements: `visit(buffer_offset_bytes, packed_offset_bytes, length_bytes)`.
+    /// of `count` elements, in packed order:
+    /// `visit(buffer_offset_bytes, packed_offset_bytes, length_bytes)`.
     pub(crate) fn for_each_piece(
         &self,
         count: usize,
@@ -202,31 +238,33 @@ impl Datatype {
         if self.size_bytes == 0 || length_bytes == 0 {
             return;
         }
-        let total_bytes = self.size_bytes * count;
-        let end_bytes = (start_bytes + length_bytes).min(total_bytes);
+        let end_bytes = (start_bytes + length_bytes).min(self.size_bytes * count);
         let extent_bytes = self.extent_bytes();
+        let starts = self.segment_starts();
         let mut element = start_bytes / self.size_bytes;
         let mut position_bytes = start_bytes;
+        // The segment holding the first byte: the last one starting at or
+        // before it (segment 0 starts at 0, so there always is one).
+        let within_bytes = start_bytes - element * self.size_bytes;
+        let mut segment = starts.partition_point(|start| *start <= within_bytes) - 1;
         while position_bytes < end_bytes {
             let element_offset_bytes = element as isize * extent_bytes;
-            let mut packed_bytes = element * self.size_bytes;
-            for segment in &self.segments {
-                let segment_end_bytes = packed_bytes + segment.length_bytes;
-                if segment_end_bytes > position_bytes {
-                    let piece_end_bytes = segment_end_bytes.min(end_bytes);
-                    let skip_bytes = position_bytes - packed_bytes;
-                    visit(
-                        element_offset_bytes + segment.offset_bytes + skip_bytes as isize,
-                        position_bytes,
-                        piece_end_bytes - position_bytes,
-                    );
-                    position_bytes = piece_end_bytes;
-                    if position_bytes >= end_bytes {
-                        return;
-                    }
+            let element_packed_bytes = element * self.size_bytes;
+            for (run, start) in self.segments[segment..].iter().zip(&starts[segment..]) {
+                let run_packed_bytes = element_packed_bytes + start;
+                let piece_end_bytes = (run_packed_bytes + run.length_bytes).min(end_bytes);
+                let skip_bytes = position_bytes - run_packed_bytes;
+                visit(
+                    element_offset_bytes + run.offset_bytes + skip_bytes as isize,
+                    position_bytes,
+                    piece_end_bytes - position_bytes,
+                );
+                position_bytes = piece_end_bytes;
+                if position_bytes >= end_bytes {
+                    return;
                 }
-                packed_bytes = segment_end_bytes;
             }
+            segment = 0;
             element += 1;
         }
     }
