@@ -108,6 +108,9 @@ int main(int argc, char **argv) {
     CHECK(!strcmp(name, "MPI_INT") && len == 7, "MPI_INT name '%s'", name);
     MPI_OK(MPI_Type_get_name(MPI_DOUBLE, name, &len));
     CHECK(!strcmp(name, "MPI_DOUBLE"), "MPI_DOUBLE name '%s'", name);
+    /* One handle under MPICH's ABI, named as MPICH names it. */
+    MPI_OK(MPI_Type_get_name(MPI_C_FLOAT_COMPLEX, name, &len));
+    CHECK(!strcmp(name, "MPI_C_COMPLEX"), "MPI_C_FLOAT_COMPLEX name '%s'", name);
     MPI_Datatype pair;
     MPI_OK(MPI_Type_contiguous(2, MPI_INT, &pair));
     MPI_OK(MPI_Type_get_name(pair, name, &len));
