@@ -24,6 +24,20 @@ def test_noncontiguous_point_to_point_without_the_reliability_layer(build):
     assert_ok(run(3, build("dtype_p2p"), mpiexec_opts=("--paths", "tcp", "--reliable", "off")))
 
 
+def test_pack_external_writes_big_endian_elements_without_gaps_and_round_trips(build):
+    assert_ok(run(1, build("pack_external"), "predefined", "derived"))
+
+
+@pytest.mark.resmpi_only("MPICH ignores the datarep argument")
+def test_pack_external_rejects_unknown_representations_short_buffers_and_bad_counts(build):
+    assert_ok(run(1, build("pack_external"), "errors"))
+
+
+@mpich_known_bug("MPI_Pack_external_size gives 0 for MPI_DOUBLE_INT and Pack_external asserts")
+def test_pack_external_of_pair_types(build):
+    assert_ok(run(1, build("pack_external"), "pairs"))
+
+
 def test_bad_datatype_arguments_return_their_error_class(build):
     assert_ok(run(1, build("dtype_errors")))
 

@@ -194,19 +194,21 @@ pub unsafe extern "C" fn PMPI_Pack_size(
 }
 const _: fn_types::MPI_Pack_size = PMPI_Pack_size;
 
-/// Check a pack/unpack window: `bytes` from `*position` within `limit`.
-unsafe fn pack_window(
-    position: *mut c_int,
+/// Check a pack/unpack window: `bytes` from `*position` within `limit`
+/// (positions are `int` for MPI_Pack, `MPI_Aint` for the external forms).
+pub(crate) unsafe fn pack_window<T: Copy + Into<i64>>(
+    position: *mut T,
     bytes: usize,
-    limit: c_int,
+    limit: T,
     what: &str,
 ) -> MpiResult<usize> {
     if position.is_null() {
         return Err(MpiError::new(ErrorClass::Arg, "position pointer is NULL"));
     }
     // SAFETY: checked non-null.
-    let start = unsafe { *position };
-    if start < 0 || limit < 0 || start as usize + bytes > limit as usize {
+    let start: i64 = unsafe { *position }.into();
+    let limit: i64 = limit.into();
+    if start < 0 || limit < 0 || start as u64 + bytes as u64 > limit as u64 {
         return Err(MpiError::new(
             ErrorClass::Truncate,
             format!("{what}: {bytes} bytes at position {start} exceed the buffer of {limit} bytes"),
@@ -217,7 +219,11 @@ unsafe fn pack_window(
 
 /// The user buffer must not be NULL for predefined types with data
 /// (derived types may address absolute memory from MPI_BOTTOM).
-fn check_user_buffer(buffer: *const c_void, count: usize, datatype: MPI_Datatype) -> MpiResult<()> {
+pub(crate) fn check_user_buffer(
+    buffer: *const c_void,
+    count: usize,
+    datatype: MPI_Datatype,
+) -> MpiResult<()> {
     if buffer.is_null()
         && count > 0
         && builtin_info(datatype).is_some_and(|info| info.size_bytes > 0)

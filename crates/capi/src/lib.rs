@@ -21,6 +21,7 @@ mod datatype_packing;
 mod datatype_queries;
 mod errhandler;
 mod error_codes;
+mod external32;
 mod global;
 mod group;
 mod handles;
