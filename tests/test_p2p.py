@@ -57,3 +57,14 @@ def test_eager_limit_option_does_not_change_results(build, limit, paths):
     res = run(3, build("p2p_sizes"), mpiexec_opts=[*paths, "--eager-limit", limit], timeout=120)
     assert_ok(res)
     assert_ok(run(2, build("p2p"), *SEMANTICS, mpiexec_opts=[*paths, "--eager-limit", limit], timeout=90))
+
+
+@pytest.mark.resmpi_only("MPICH 4.0.2's ch4 never cancels a send (the standard allows that)")
+@pytest.mark.parametrize("nprocs", [1, 2, 3])
+def test_a_send_no_receive_has_matched_is_cancelled_and_never_arrives(build, nprocs, paths):
+    assert_ok(run(nprocs, build("cancel_send"), "unmatched", mpiexec_opts=paths))
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_a_send_already_received_is_not_cancelled(build, nprocs, paths):
+    assert_ok(run(nprocs, build("cancel_send"), "received", mpiexec_opts=paths))

@@ -641,9 +641,11 @@ pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
         // SAFETY: the caller's request pointer, checked inside.
         let index = unsafe { live_request_at(mpi, request)? };
         if let Some(target) = operation_of(mpi, index) {
-            // Receives not yet matched are withdrawn; anything else completes
-            // normally and MPI_Test_cancelled reports false (the standard allows it).
-            mpi.engine.cancel(target);
+            // Receives not yet matched are withdrawn, and sends whose
+            // message no receive has matched yet; anything else completes
+            // normally and MPI_Test_cancelled reports false (the standard
+            // allows it).
+            mpi.engine.cancel(target)?;
         }
         Ok(())
     })

@@ -31,6 +31,12 @@ use resmpi_checksum::crc32c;
 
 /// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).
 const CONTROL_CREDIT: u64 = 1;
+/// Control-frame subtype: the sender cancelled its send `aux` (a wire
+/// request id); withdraw the message if no receive has matched it yet.
+const CONTROL_CANCEL_SEND: u64 = 2;
+/// Control-frame subtype: the answer to `CONTROL_CANCEL_SEND` for send
+/// `aux`; `tag` 1 = withdrawn (cancelled), 0 = already matched.
+const CONTROL_CANCEL_ANSWER: u64 = 3;
 /// Empty progress rounds spent spinning before the waiter starts yielding.
 const SPIN_ROUNDS: u32 = 200;
 /// How long an idle waiter polls with `sched_yield` before it sleeps.
@@ -89,6 +95,9 @@ pub enum Unexpected {
         data: Vec<u8>,
         /// Sender's request id when it asked for a SyncAck.
         sync_id: Option<u64>,
+        /// Sender's request id (0 for a send without a request, which can
+        /// never be cancelled).
+        send_id: u64,
     },
     /// Rendezvous announcement; the payload is still at the sender.
     Rendezvous {
@@ -251,6 +260,7 @@ impl<F: Interceptor> Engine<F> {
                 stage: SendStage::Done,
                 owned,
                 loan: None,
+                cancel_requested: false,
             }),
             comm,
             complete: false,
@@ -440,23 +450,51 @@ impl<F: Interceptor> Engine<F> {
         self.state.deliver_unexpected(index, envelope, message);
     }
 
-    /// Try to cancel request `index`: only receives not yet matched can be.
-    pub fn cancel(&mut self, index: u32) {
+    /// Try to cancel request `index` (MPI_Cancel). A receive not yet
+    /// matched is withdrawn at once. A send whose message may still wait
+    /// unmatched at the receiver (an eager message, or a rendezvous
+    /// announcement not yet cleared) asks the receiver to withdraw it and
+    /// stays incomplete until it answers: cancelled if it was withdrawn,
+    /// completed normally if a receive had matched it. A send already
+    /// streaming its data cannot be cancelled.
+    pub fn cancel(&mut self, index: u32) -> MpiResult<()> {
         let wire_id = self.state.requests.wire_id(index);
+        let rank = self.state.rank;
         let Some(request) = self.state.requests.get_mut(index) else {
-            return;
+            return Ok(());
         };
-        if request.complete {
-            return;
-        }
-        if let Operation::Receive(receive) = &request.operation {
-            if !receive.matched && self.state.matcher.cancel_receive(wire_id) {
+        match &mut request.operation {
+            Operation::Receive(receive)
+                if !request.complete
+                    && !receive.matched
+                    && self.state.matcher.cancel_receive(wire_id) =>
+            {
                 request.status.cancelled = true;
                 request.status.source = -1;
                 request.status.tag = -1;
                 request.complete = true;
             }
+            Operation::Send(send) => {
+                let withdrawable = matches!(
+                    send.stage,
+                    SendStage::Done | SendStage::AwaitingSyncAck | SendStage::AwaitingClearToSend
+                ) && send.owned.is_none()
+                    && !send.cancel_requested
+                    && !request.status.cancelled;
+                if !withdrawable {
+                    return Ok(());
+                }
+                send.cancel_requested = true;
+                request.complete = false;
+                let peer = send.peer;
+                let mut header = FrameHeader::new(FrameKind::Control, rank);
+                header.message_id = CONTROL_CANCEL_SEND;
+                header.aux = wire_id;
+                self.send_frame(peer, &header, &[])?;
+            }
+            _ => {}
         }
+        Ok(())
     }
 
     // ----- progress ------------------------------------------------------------
@@ -876,7 +914,7 @@ impl<F: Interceptor> State<F> {
             return;
         };
         match message {
-            Unexpected::Eager { data, sync_id } => {
+            Unexpected::Eager { data, sync_id, .. } => {
                 // SAFETY: the receive's owner guarantees `capacity` writable
                 // packed bytes until the request completes.
                 unsafe { bytes.write(capacity, 0, &data) };
@@ -900,6 +938,55 @@ impl<F: Interceptor> State<F> {
         header.message_id = send_id;
         header.aux = self.requests.wire_id(index);
         self.queue_frame(envelope.source, &header, &[]);
+    }
+
+    /// `peer` cancelled its send `send_id`: withdraw the message if it is
+    /// still unexpected here, and answer either way.
+    fn withdraw_cancelled_send(&mut self, peer: u32, send_id: u64) {
+        let withdrawn = self.matcher.withdraw_unexpected(|envelope, message| {
+            envelope.source == peer
+                && send_id != 0
+                && match message {
+                    Unexpected::Eager { send_id: id, .. } => *id == send_id,
+                    Unexpected::Rendezvous { send_id: id, .. } => *id == send_id,
+                }
+        });
+        if let Some((_, Unexpected::Eager { data, .. })) = &withdrawn {
+            self.return_credit(peer, data.len());
+        }
+        let mut header = FrameHeader::new(FrameKind::Control, self.rank);
+        header.message_id = CONTROL_CANCEL_ANSWER;
+        header.aux = send_id;
+        header.tag = i32::from(withdrawn.is_some());
+        self.queue_frame(peer, &header, &[]);
+    }
+
+    /// The receiver answered the cancel of send `send_id`.
+    fn finish_send_cancel(&mut self, send_id: u64, withdrawn: bool) {
+        let Some((index, request)) = self.requests.by_wire_id(send_id) else {
+            return;
+        };
+        let Operation::Send(send) = &mut request.operation else {
+            return;
+        };
+        if !send.cancel_requested {
+            return;
+        }
+        send.cancel_requested = false;
+        if withdrawn {
+            send.stage = SendStage::Done;
+            request.status.cancelled = true;
+            request.complete = true;
+            if request.free_when_complete {
+                self.requests.remove(index);
+            }
+        } else if send.stage == SendStage::Done {
+            // It had completed before the cancel; it stays complete.
+            request.complete = true;
+            if request.free_when_complete {
+                self.requests.remove(index);
+            }
+        }
     }
 
     fn send_sync_ack(&mut self, peer: u32, sync_id: u64) {
@@ -968,6 +1055,7 @@ impl<F: Interceptor> State<F> {
                     .handle_arrival_with(envelope, || Unexpected::Eager {
                         data: payload.to_vec(),
                         sync_id,
+                        send_id: header.message_id,
                     });
                 if let Some(wire_id) = matched {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
@@ -1035,11 +1123,12 @@ impl<F: Interceptor> State<F> {
                     self.complete_send(index);
                 }
             }
-            FrameKind::Control => {
-                if header.message_id == CONTROL_CREDIT {
-                    self.eager_credit[peer as usize] += header.aux as usize;
-                }
-            }
+            FrameKind::Control => match header.message_id {
+                CONTROL_CREDIT => self.eager_credit[peer as usize] += header.aux as usize,
+                CONTROL_CANCEL_SEND => self.withdraw_cancelled_send(peer, header.aux),
+                CONTROL_CANCEL_ANSWER => self.finish_send_cancel(header.aux, header.tag == 1),
+                _ => {}
+            },
             FrameKind::Ack => {}
         }
         true

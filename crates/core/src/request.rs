@@ -86,6 +86,9 @@ pub struct SendState {
     /// Held while reliable links keep views of `buffer` (zero-copy
     /// retransmission): the send completes when no other reference is left.
     pub loan: Option<crate::reliability::Loan>,
+    /// MPI_Cancel asked the receiver to withdraw the message; the request
+    /// stays incomplete until it answers.
+    pub cancel_requested: bool,
 }
 
 impl SendState {

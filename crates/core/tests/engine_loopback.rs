@@ -111,7 +111,7 @@ fn unmatched_receive_can_be_cancelled_and_never_matches_later() {
     let mut engine = engine();
     let mut buffer = [0u8; 4];
     let request = receive(&mut engine, &mut buffer, Some(4));
-    engine.cancel(request);
+    engine.cancel(request).unwrap();
     let cancelled = engine.state.requests.get(request).unwrap();
     assert!(cancelled.complete && cancelled.status.cancelled);
     assert!(matches!(cancelled.operation, Operation::Receive(_)));
@@ -226,4 +226,52 @@ fn typed_messages_are_gathered_into_frames_and_scattered_out_of_them() {
             assert_eq!(*got, wanted, "{elements} elements, byte {position}");
         }
     }
+}
+
+#[test]
+fn a_send_no_receive_matched_is_withdrawn_and_a_later_one_is_received_instead() {
+    for length in [100usize, 5000] {
+        // 100 B goes eagerly, 5000 B by rendezvous (eager limit 1024).
+        let mut engine = engine();
+        let doomed = vec![1u8; length];
+        let survivor = vec![2u8; 10];
+        let cancelled = send(&mut engine, &doomed, 4, SendMode::Standard);
+        engine.cancel(cancelled).unwrap();
+        engine.wait_request(cancelled).unwrap();
+        assert!(
+            engine
+                .state
+                .requests
+                .get(cancelled)
+                .unwrap()
+                .status
+                .cancelled
+        );
+        let later = send(&mut engine, &survivor, 4, SendMode::Standard);
+        let mut received = vec![0u8; length];
+        let receive = receive(&mut engine, &mut received, Some(4));
+        engine.wait_request(receive).unwrap();
+        engine.wait_request(later).unwrap();
+        let status = engine.state.requests.get(receive).unwrap().status;
+        assert_eq!(
+            status.count_bytes, 10,
+            "{length}-byte message was not withdrawn"
+        );
+        assert_eq!(&received[..10], &survivor[..]);
+        assert!(!engine.state.requests.get(later).unwrap().status.cancelled);
+    }
+}
+
+#[test]
+fn a_send_already_matched_is_not_cancelled() {
+    let mut engine = engine();
+    let data = vec![3u8; 100];
+    let mut received = vec![0u8; 100];
+    let receive = receive(&mut engine, &mut received, Some(6));
+    let sent = send(&mut engine, &data, 6, SendMode::Standard);
+    engine.wait_request(receive).unwrap();
+    engine.cancel(sent).unwrap();
+    engine.wait_request(sent).unwrap();
+    assert!(!engine.state.requests.get(sent).unwrap().status.cancelled);
+    assert_eq!(received, data);
 }

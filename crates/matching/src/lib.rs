@@ -188,6 +188,20 @@ impl<M> Matcher<M> {
         }
     }
 
+    /// Remove and return the oldest unexpected message for which `chosen`
+    /// holds (a sender withdrawing a message it cancelled), or None if no
+    /// such message waits any more (it was matched).
+    pub fn withdraw_unexpected(
+        &mut self,
+        chosen: impl Fn(&Envelope, &M) -> bool,
+    ) -> Option<(Envelope, M)> {
+        let index = self
+            .unexpected
+            .iter()
+            .position(|(envelope, message)| chosen(envelope, message))?;
+        self.unexpected.remove(index)
+    }
+
     /// Mutable access to unexpected messages, oldest first (for bookkeeping
     /// such as completing a buffered message's data in place).
     pub fn unexpected_mut(&mut self) -> impl Iterator<Item = (&Envelope, &mut M)> {
@@ -250,6 +264,28 @@ mod tests {
         assert_eq!(matcher.handle_arrival(envelope(3, 5), "a"), Some((1, "a")));
         assert_eq!(matcher.handle_arrival(envelope(3, 5), "b"), Some((2, "b")));
         assert_eq!(matcher.posted_len(), 0);
+    }
+
+    #[test]
+    fn a_withdrawn_message_is_gone_and_the_others_keep_their_order() {
+        let mut matcher = Matcher::new();
+        for index in 0..4 {
+            assert!(matcher.handle_arrival(envelope(1, 7), index).is_none());
+        }
+        assert_eq!(
+            matcher.withdraw_unexpected(|_, message| *message == 2),
+            Some((envelope(1, 7), 2))
+        );
+        assert_eq!(
+            matcher.withdraw_unexpected(|_, message| *message == 2),
+            None
+        );
+        for index in [0, 1, 3] {
+            let (_, message) = matcher.post_receive(pattern(Some(1), Some(7)), 0).unwrap();
+            assert_eq!(message, index);
+        }
+        // Matched messages cannot be withdrawn.
+        assert_eq!(matcher.withdraw_unexpected(|_, _| true), None);
     }
 
     #[test]
