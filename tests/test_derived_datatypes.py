@@ -38,6 +38,11 @@ def test_pack_external_of_pair_types(build):
     assert_ok(run(1, build("pack_external"), "pairs"))
 
 
+@pytest.mark.parametrize("nprocs", [1, 3])
+def test_fortran_90_parameterized_types_pick_the_smallest_kind_and_communicate(build, nprocs):
+    assert_ok(run(nprocs, build("dtype_f90")))
+
+
 def test_bad_datatype_arguments_return_their_error_class(build):
     assert_ok(run(1, build("dtype_errors")))
 

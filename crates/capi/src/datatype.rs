@@ -64,7 +64,7 @@ pub fn builtin_info(handle: MPI_Datatype) -> Option<TypeInfo> {
 }
 
 /// The layout of a predefined type (pair types have holes).
-fn builtin_layout(info: TypeInfo) -> Datatype {
+pub fn builtin_layout(info: TypeInfo) -> Datatype {
     match info.kind {
         K::Pair(value) => {
             let value_size_bytes = match value {
@@ -568,6 +568,14 @@ pub fn free(handle: MPI_Datatype) -> MpiResult<()> {
     let slot = derived_slot(handle).ok_or_else(|| invalid_type(handle))?;
     let mut table = table();
     match table.get_mut(slot) {
+        Some(Some(entry))
+            if crate::datatype_f90::is_parameterized(entry.object.contents.combiner) =>
+        {
+            Err(MpiError::new(
+                ErrorClass::Type,
+                "a type from MPI_Type_create_f90_* is predefined and cannot be freed",
+            ))
+        }
         Some(entry @ Some(_)) => {
             *entry = None;
             Ok(())

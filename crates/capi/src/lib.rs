@@ -17,6 +17,7 @@ mod coll;
 mod comm;
 mod datatype;
 mod datatype_constructors;
+mod datatype_f90;
 mod datatype_packing;
 mod datatype_queries;
 mod errhandler;
