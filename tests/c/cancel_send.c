@@ -55,6 +55,26 @@ static void cancel_unmatched(const char *what, int bytes, int synchronous, int p
     free(buffer);
 }
 
+/* A cancelled send to this rank itself is decided inside MPI_Cancel:
+ * MPI_Request_get_status reports it complete and cancelled at once (as
+ * mpi4py's test_p2p_obj expects). */
+static void cancel_to_self(int bytes) {
+    char *buffer = malloc(bytes);
+    MPI_Request request;
+    MPI_OK(MPI_Issend(buffer, bytes, MPI_CHAR, g_rank, 79, MPI_COMM_WORLD, &request));
+    MPI_OK(MPI_Cancel(&request));
+    int flag = 0, cancelled = 0;
+    MPI_Status status;
+    MPI_OK(MPI_Request_get_status(request, &flag, &status));
+    CHECK(flag, "a cancelled %d-byte send to self is not complete at once", bytes);
+    MPI_OK(MPI_Test_cancelled(&status, &cancelled));
+    CHECK(cancelled, "a %d-byte send to self was not cancelled", bytes);
+    MPI_OK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Iprobe(g_rank, 79, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+    CHECK(!flag, "the cancelled send to self still arrived");
+    free(buffer);
+}
+
 /* A send the receiver has already received cannot be cancelled. */
 static void cancel_after_receipt(int bytes) {
     char *buffer = malloc(bytes);
@@ -96,6 +116,7 @@ int main(int argc, char **argv) {
         cancel_unmatched("MPI_Isend", sizes[i], 0, 0);
         cancel_unmatched("MPI_Issend", sizes[i], 1, 0);
         cancel_unmatched("persistent MPI_Send_init", sizes[i], 0, 1);
+        cancel_to_self(sizes[i]);
     }
     if (g_size > 1 && selected(argc, argv, "received")) {
         cancel_after_receipt(8);

@@ -487,6 +487,18 @@ impl<F: Interceptor> Engine<F> {
                 send.cancel_requested = true;
                 request.complete = false;
                 let peer = send.peer;
+                if peer == rank {
+                    // A message to this rank: deliver what is still queued
+                    // to itself, then decide at once (no answer to wait for).
+                    while !self.transports.loopback.is_empty()
+                        || !self.state.outbox[rank as usize].is_empty()
+                    {
+                        self.progress()?;
+                    }
+                    let withdrawn = self.state.withdraw_message(rank, wire_id);
+                    self.state.finish_send_cancel(wire_id, withdrawn);
+                    return Ok(());
+                }
                 let mut header = FrameHeader::new(FrameKind::Control, rank);
                 header.message_id = CONTROL_CANCEL_SEND;
                 header.aux = wire_id;
@@ -943,6 +955,17 @@ impl<F: Interceptor> State<F> {
     /// `peer` cancelled its send `send_id`: withdraw the message if it is
     /// still unexpected here, and answer either way.
     fn withdraw_cancelled_send(&mut self, peer: u32, send_id: u64) {
+        let withdrawn = self.withdraw_message(peer, send_id);
+        let mut header = FrameHeader::new(FrameKind::Control, self.rank);
+        header.message_id = CONTROL_CANCEL_ANSWER;
+        header.aux = send_id;
+        header.tag = i32::from(withdrawn);
+        self.queue_frame(peer, &header, &[]);
+    }
+
+    /// Withdraw the message of `peer`'s send `send_id` if no receive has
+    /// matched it yet; whether it was withdrawn.
+    fn withdraw_message(&mut self, peer: u32, send_id: u64) -> bool {
         let withdrawn = self.matcher.withdraw_unexpected(|envelope, message| {
             envelope.source == peer
                 && send_id != 0
@@ -954,11 +977,7 @@ impl<F: Interceptor> State<F> {
         if let Some((_, Unexpected::Eager { data, .. })) = &withdrawn {
             self.return_credit(peer, data.len());
         }
-        let mut header = FrameHeader::new(FrameKind::Control, self.rank);
-        header.message_id = CONTROL_CANCEL_ANSWER;
-        header.aux = send_id;
-        header.tag = i32::from(withdrawn.is_some());
-        self.queue_frame(peer, &header, &[]);
+        withdrawn.is_some()
     }
 
     /// The receiver answered the cancel of send `send_id`.
