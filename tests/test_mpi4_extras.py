@@ -32,9 +32,10 @@ def test_isendrecv_with_proc_null_moves_nothing(build, nprocs):
 
 
 @pytest.mark.parametrize("nprocs", [1, 2])
-def test_status_setters_error_classes_match_size_parent_and_idup_with_info(build, nprocs):
+def test_status_setters_error_classes_match_size_parent_idup_with_info_and_conversions(build, nprocs):
     assert_ok(
-        run(nprocs, build("extras_local"), "status", "errorclass", "matchsize", "comm", timeout=60)
+        run(nprocs, build("extras_local"), "status", "errorclass", "matchsize", "comm", "conversions",
+            timeout=60)
     )
 
 

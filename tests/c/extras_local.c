@@ -2,7 +2,8 @@
  * MPI_Status_set_cancelled read back by Get_count/Get_elements/
  * Test_cancelled; MPI_Add_error_class/code/string with Error_class,
  * Error_string and the MPI_LASTUSEDCODE attribute; MPI_Type_match_size;
- * MPI_Comm_get_parent; MPI_Comm_idup_with_info. Errors included. */
+ * MPI_Comm_get_parent; MPI_Comm_idup_with_info; MPI_Status_c2f/f2c,
+ * MPI_Info_create_env and MPIX_C_FLOAT16. Errors included. */
 #include "expect.h"
 
 static void status_setters(void) {
@@ -178,12 +179,48 @@ static void communicators(void) {
                  MPI_ERR_COMM);
 }
 
+static void conversions(int argc, char **argv) {
+    MPI_Status status, back;
+    memset(&status, 0, sizeof status);
+    memset(&back, 0xff, sizeof back);
+    status.MPI_SOURCE = 3;
+    status.MPI_TAG = 42;
+    status.MPI_ERROR = MPI_ERR_TRUNCATE;
+    MPI_OK(MPI_Status_set_elements(&status, MPI_INT, 7));
+    MPI_OK(MPI_Status_set_cancelled(&status, 1));
+    MPI_Fint fortran[MPI_F_STATUS_SIZE];
+    MPI_OK(MPI_Status_c2f(&status, fortran));
+    MPI_OK(MPI_Status_f2c(fortran, &back));
+    int count = -1, cancelled = -1;
+    MPI_OK(MPI_Get_count(&back, MPI_INT, &count));
+    MPI_OK(MPI_Test_cancelled(&back, &cancelled));
+    CHECK(back.MPI_SOURCE == 3 && back.MPI_TAG == 42 && back.MPI_ERROR == MPI_ERR_TRUNCATE &&
+              count == 7 && cancelled == 1,
+          "round trip gave source %d tag %d error %d count %d cancelled %d", back.MPI_SOURCE,
+          back.MPI_TAG, back.MPI_ERROR, count, cancelled);
+
+    int size = -1;
+    MPI_OK(MPI_Type_size(MPIX_C_FLOAT16, &size));
+    CHECK(size == 2, "MPIX_C_FLOAT16 has size %d", size);
+
+    MPI_Info env;
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+    MPI_OK(MPI_Info_create_env(argc, argv, &env));
+    /* Which keys it has is the implementation's choice (MPICH's is empty);
+     * a "command" it has is the program's. */
+    MPI_OK(MPI_Info_get(env, "command", MPI_MAX_INFO_VAL, value, &flag));
+    CHECK(!flag || !strcmp(value, argv[0]), "command '%s', expected '%s'", value, argv[0]);
+    MPI_OK(MPI_Info_free(&env));
+}
+
 int main(int argc, char **argv) {
     test_init(&argc, &argv);
     if (selected(argc, argv, "status")) status_setters();
     if (selected(argc, argv, "status_derived")) status_derived();
     if (selected(argc, argv, "errorclass")) error_classes();
     if (selected(argc, argv, "matchsize")) match_size();
+    if (selected(argc, argv, "conversions")) conversions(argc, argv);
     if (selected(argc, argv, "comm")) communicators();
     return test_finish();
 }

@@ -30,6 +30,8 @@ pub fn builtin_info(handle: MPI_Datatype) -> Option<TypeInfo> {
         MPI_SIGNED_CHAR | MPI_INT8_T | MPI_INTEGER1 => basic(1, K::I8),
         MPI_UNSIGNED_CHAR | MPI_UINT8_T => basic(1, K::U8),
         MPI_BYTE | MPI_PACKED => basic(1, K::Byte),
+        // Half precision moves as bytes; arithmetic reductions refuse it.
+        MPIX_C_FLOAT16 => basic(2, K::Byte),
         MPI_C_BOOL | MPI_CXX_BOOL => basic(1, K::Bool),
         MPI_SHORT | MPI_INT16_T | MPI_INTEGER2 => basic(2, K::I16),
         MPI_UNSIGNED_SHORT | MPI_UINT16_T => basic(2, K::U16),

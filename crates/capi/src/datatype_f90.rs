@@ -17,13 +17,12 @@ use crate::datatype::{builtin_info, builtin_layout, commit, register, Contents, 
 use crate::global::entry;
 
 /// (decimal exponent range, decimal precision, type) of each kind, smallest
-/// first (gfortran's kinds on x86-64; REAL16 is IEEE quad precision).
-const INTEGER_KINDS: [(c_int, c_int, MPI_Datatype); 5] = [
+/// first (gfortran's kinds on x86-64; INTEGER16 is not a resmpi type).
+const INTEGER_KINDS: [(c_int, c_int, MPI_Datatype); 4] = [
     (2, 0, MPI_INTEGER1),
     (4, 0, MPI_INTEGER2),
     (9, 0, MPI_INTEGER4),
     (18, 0, MPI_INTEGER8),
-    (38, 0, MPI_INTEGER16),
 ];
 const REAL_KINDS: [(c_int, c_int, MPI_Datatype); 3] = [
     (37, 6, MPI_REAL4),
@@ -75,7 +74,12 @@ fn parameterized(
     if let Some(handle) = made.get(&(combiner, precision, range)) {
         return Ok(*handle);
     }
-    let info = builtin_info(base).expect("Fortran kinds are predefined");
+    let info = builtin_info(base).ok_or_else(|| {
+        MpiError::new(
+            ErrorClass::Intern,
+            format!("Fortran kind {base:#x} is not a predefined type"),
+        )
+    })?;
     let integers = if combiner == MPI_COMBINER_F90_INTEGER {
         vec![range]
     } else {

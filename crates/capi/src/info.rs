@@ -339,3 +339,40 @@ pub unsafe extern "C" fn PMPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_
     })
 }
 const _: fn_types::MPI_Comm_get_info = PMPI_Comm_get_info;
+
+/// MPI_Info_create_env: a new info with MPI_INFO_ENV's keys, `command` and
+/// `argv` taken from the arguments given (when there are any).
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Info_create_env(
+    argc: c_int,
+    argv: *mut *mut c_char,
+    info: *mut MPI_Info,
+) -> c_int {
+    entry("MPI_Info_create_env", MPI_COMM_WORLD, |mpi, registry| {
+        out_pointer(info, "info")?;
+        let mut entries = environment_info(mpi.size());
+        if argc > 0 && !argv.is_null() {
+            // SAFETY: the caller passes `argc` C strings, as main() got them.
+            let arguments: Vec<String> = (0..argc as usize)
+                .map(|index| unsafe { *argv.add(index) })
+                .take_while(|argument| !argument.is_null())
+                .map(|argument| {
+                    unsafe { std::ffi::CStr::from_ptr(argument) }
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            entries.retain(|(key, _)| key != "command");
+            if let Some((command, rest)) = arguments.split_first() {
+                entries.insert(0, ("command".to_string(), command.clone()));
+                if !rest.is_empty() {
+                    entries.insert(1, ("argv".to_string(), rest.join(" ")));
+                }
+            }
+        }
+        // SAFETY: checked non-null.
+        unsafe { *info = new_info(registry, entries) };
+        Ok(())
+    })
+}
+const _: fn_types::MPI_Info_create_env = PMPI_Info_create_env;

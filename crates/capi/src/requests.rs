@@ -1038,3 +1038,69 @@ pub unsafe extern "C" fn PMPI_Status_set_cancelled(status: *mut MPI_Status, flag
     MPI_SUCCESS
 }
 const _: fn_types::MPI_Status_set_cancelled = PMPI_Status_set_cancelled;
+
+/// Check a status-conversion pair: neither pointer may be NULL or one of
+/// the MPI_STATUS(ES)_IGNORE sentinels.
+fn check_status_pair(name: &str, c_status: usize, f_status: usize) -> Result<(), c_int> {
+    let bad = |address: usize| {
+        address == 0 || address == MPI_STATUS_IGNORE || address == MPI_STATUSES_IGNORE
+    };
+    if bad(c_status) || bad(f_status) {
+        return Err(crate::global::raise_error(
+            name,
+            MPI_COMM_WORLD,
+            MpiError::new(
+                ErrorClass::Arg,
+                "status is NULL or MPI_STATUS_IGNORE (there is nothing to convert)",
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The C status and the Fortran one (`MPI_F_STATUS_SIZE` integers) hold
+/// the same five fields in the same order under MPICH's ABI.
+const _: () = assert!(
+    std::mem::size_of::<MPI_Status>()
+        == MPI_F_STATUS_SIZE as usize * std::mem::size_of::<MPI_Fint>()
+);
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Status_c2f(
+    c_status: *const MPI_Status,
+    f_status: *mut MPI_Fint,
+) -> c_int {
+    if let Err(code) = check_status_pair("MPI_Status_c2f", c_status as usize, f_status as usize) {
+        return code;
+    }
+    // SAFETY: both checked non-null; the caller's objects, same size.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            c_status.cast::<MPI_Fint>(),
+            f_status,
+            MPI_F_STATUS_SIZE as usize,
+        )
+    };
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Status_c2f = PMPI_Status_c2f;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Status_f2c(
+    f_status: *const MPI_Fint,
+    c_status: *mut MPI_Status,
+) -> c_int {
+    if let Err(code) = check_status_pair("MPI_Status_f2c", c_status as usize, f_status as usize) {
+        return code;
+    }
+    // SAFETY: both checked non-null; the caller's objects, same size.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            f_status,
+            c_status.cast::<MPI_Fint>(),
+            MPI_F_STATUS_SIZE as usize,
+        )
+    };
+    MPI_SUCCESS
+}
+const _: fn_types::MPI_Status_f2c = PMPI_Status_f2c;
