@@ -44,7 +44,6 @@ def test_user_ops_on_types_without_holes_see_the_applications_layout(build, npro
     assert_ok(run(nprocs, build("dtype_coll"), "userop"))
 
 
-@pytest.mark.resmpi_only("resmpi does not yet give user ops data of types with holes (MPICH does)")
-@pytest.mark.parametrize("nprocs", [1, 2])
-def test_user_ops_on_types_with_holes_are_mpi_err_type_on_every_rank(build, nprocs):
-    assert_ok(run(nprocs, build("dtype_coll"), "userop_refused"))
+@pytest.mark.parametrize("nprocs", [1, 2, 3])
+def test_user_ops_on_types_with_holes_see_the_applications_layout_and_gaps_stay(build, nprocs):
+    assert_ok(run(nprocs, build("dtype_coll"), "userop_holes"))

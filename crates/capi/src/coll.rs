@@ -20,6 +20,7 @@ mod inter;
 mod prefix;
 
 use resmpi_core::coll::{self, Block, Reduction};
+use resmpi_core::datatype::TypeInfo;
 use resmpi_core::op::Op;
 use resmpi_core::schedule::Schedule;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
@@ -54,19 +55,29 @@ fn reduction_of(
 ) -> MpiResult<(Reduction, usize)> {
     let op = resolve_op(global, op)?;
     if matches!(op, Op::User { .. }) {
-        if !is_raw_span(datatype)? {
-            // The function expects the data in the type's layout; packed
-            // data would be misread.
-            return Err(MpiError::new(
-                ErrorClass::Type,
-                "user-defined ops on datatypes with holes or a non-zero lower bound are not supported by resmpi yet",
-            ));
+        let layout = crate::datatype::layout_of(datatype)?;
+        if is_raw_span(datatype)? {
+            let reduction = Reduction {
+                op,
+                info: layout.info(),
+                datatype_handle: datatype,
+                layout: None,
+            };
+            return Ok((reduction, 1));
         }
-        let info = crate::datatype::layout_of(datatype)?.info();
+        // The collective moves packed elements; the function gets them
+        // unpacked into the type's layout (see `Reduction::layout`).
+        let info = TypeInfo {
+            size_bytes: layout.size_bytes,
+            extent_bytes: layout.size_bytes,
+            basic_elements: layout.basic_elements(),
+            kind: layout.info().kind,
+        };
         let reduction = Reduction {
             op,
             info,
             datatype_handle: datatype,
+            layout: Some(layout),
         };
         return Ok((reduction, 1));
     }
@@ -78,6 +89,7 @@ fn reduction_of(
         op,
         info,
         datatype_handle: datatype,
+        layout: None,
     };
     Ok((reduction, repetitions))
 }

@@ -348,7 +348,7 @@ impl Schedule {
                     count,
                 } => {
                     if self.error.is_none() {
-                        if let Some(reduction) = self.reduction {
+                        if let Some(reduction) = &self.reduction {
                             let length_bytes = count * reduction.info.extent_bytes;
                             // SAFETY: the algorithm sized both regions for `count`
                             // elements; they are temporaries or user buffers that

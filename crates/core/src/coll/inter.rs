@@ -72,7 +72,10 @@ pub fn reduce(
         schedule.fence();
         return;
     }
-    let reduction = schedule.reduction.expect("reduce needs a reduction");
+    let reduction = schedule
+        .reduction
+        .clone()
+        .expect("reduce needs a reduction");
     let bytes = reduction.bytes(count);
     match root {
         InterRoot::Here => schedule.receive_remote(LEADER, recv, bytes),
@@ -92,7 +95,10 @@ pub fn reduce(
 /// Each group reduces to its leader; the leaders swap their results; each
 /// leader broadcasts the other group's result to its group.
 pub fn allreduce(schedule: &mut Schedule, send: *const u8, recv: *mut u8, count: usize) {
-    let reduction = schedule.reduction.expect("allreduce needs a reduction");
+    let reduction = schedule
+        .reduction
+        .clone()
+        .expect("allreduce needs a reduction");
     let bytes = reduction.bytes(count);
     let local_result = leader_temporary(schedule, bytes);
     tree::reduce(schedule, send, local_result, count, LEADER);
@@ -196,6 +202,7 @@ pub fn alltoallv(schedule: &mut Schedule, sends: &[Block], recvs: &[Block]) {
 pub fn reduce_scatter(schedule: &mut Schedule, send: *const u8, recv: *mut u8, counts: &[usize]) {
     let reduction = schedule
         .reduction
+        .clone()
         .expect("reduce_scatter needs a reduction");
     let total: usize = counts.iter().sum();
     let bytes = reduction.bytes(total);
@@ -266,6 +273,7 @@ mod tests {
             op: Op::Sum,
             info: TypeInfo::basic(4, BasicKind::I32),
             datatype_handle: 0,
+            layout: None,
         }
     }
 

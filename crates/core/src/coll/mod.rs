@@ -49,40 +49,95 @@ pub const ALLTOALL_SCATTERED_MAX_BYTES: usize = 256 << 10;
 
 /// How to combine reduction data: the op, the element type and the datatype
 /// handle passed back to user functions.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Reduction {
     /// The operator.
     pub op: Op,
     /// One element as the op sees it: a basic type for predefined ops, the
-    /// application's datatype for user ops.
+    /// application's datatype for user ops (its packed form when `layout`
+    /// is set).
     pub info: TypeInfo,
     /// The datatype handle (for user functions).
     pub datatype_handle: i32,
+    /// For a user op on a type with holes (or a non-zero lower bound): the
+    /// collective moves packed elements, and `apply` unpacks both operands
+    /// into the type's layout for the user function, then packs the result.
+    pub layout: Option<std::sync::Arc<crate::datatype::Datatype>>,
 }
 
 impl Reduction {
     /// `inout = input op inout` over `count` elements.
     pub fn apply(&self, input: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
         match self.op {
-            Op::User { function, .. } => {
-                let mut length = i32::try_from(count).map_err(|_| {
-                    crate::MpiError::new(ErrorClass::Count, "count too large for a user op")
-                })?;
-                let mut datatype = self.datatype_handle;
-                // SAFETY: the user function reads `length` elements from input and
-                // updates `length` elements of inout; both hold `count` elements.
-                unsafe {
-                    function(
-                        input.as_ptr() as *mut _,
-                        inout.as_mut_ptr().cast(),
-                        &mut length,
-                        &mut datatype,
-                    )
-                };
-                Ok(())
-            }
+            Op::User { function, .. } => match &self.layout {
+                // SAFETY: both hold `count` elements in the type's layout.
+                None => unsafe { self.call(function, input.as_ptr(), inout.as_mut_ptr(), count) },
+                Some(layout) => self.apply_in_layout(function, layout, input, inout, count),
+            },
             op => reduce_predefined(op, &self.info, input, inout, count),
         }
+    }
+
+    /// Call a user function on `count` elements at `input` and `inout`.
+    ///
+    /// # Safety
+    /// Both must hold `count` elements laid out as the datatype says.
+    unsafe fn call(
+        &self,
+        function: crate::op::UserFunction,
+        input: *const u8,
+        inout: *mut u8,
+        count: usize,
+    ) -> MpiResult<()> {
+        let mut length = i32::try_from(count).map_err(|_| {
+            crate::MpiError::new(ErrorClass::Count, "count too large for a user op")
+        })?;
+        let mut datatype = self.datatype_handle;
+        // SAFETY: by the caller's promise.
+        unsafe { function(input as *mut _, inout.cast(), &mut length, &mut datatype) };
+        Ok(())
+    }
+
+    /// A user op on packed operands of a type with holes: unpack both into
+    /// scratch memory laid out as the type, apply, pack the result back.
+    fn apply_in_layout(
+        &self,
+        function: crate::op::UserFunction,
+        layout: &crate::datatype::Datatype,
+        input: &[u8],
+        inout: &mut [u8],
+        count: usize,
+    ) -> MpiResult<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let extent_bytes = layout.extent_bytes();
+        if extent_bytes <= 0 && count > 1 {
+            return Err(crate::MpiError::new(
+                ErrorClass::Type,
+                "user-defined ops on datatypes with a non-positive extent are not supported",
+            ));
+        }
+        // Element i's data lies in [i * extent + true_lb, i * extent + true_ub).
+        let low_bytes = layout.true_lb_bytes;
+        let high_bytes = (count as isize - 1) * extent_bytes.max(0) + layout.true_ub_bytes;
+        let span_bytes = (high_bytes - low_bytes).max(0) as usize;
+        let mut first = vec![0u8; span_bytes];
+        let mut second = vec![0u8; span_bytes];
+        // The address the type's offsets are relative to (may lie before the
+        // scratch memory when the lower bound is positive; only offsets
+        // inside it are touched).
+        let input_base = first.as_mut_ptr().wrapping_offset(-low_bytes);
+        let inout_base = second.as_mut_ptr().wrapping_offset(-low_bytes);
+        // SAFETY: the scratch buffers cover every byte `count` elements of
+        // the layout touch from these bases.
+        unsafe {
+            layout.unpack(input_base, count, 0, input);
+            layout.unpack(inout_base, count, 0, inout);
+            self.call(function, input_base, inout_base, count)?;
+            layout.pack(inout_base, count, 0, inout);
+        }
+        Ok(())
     }
 
     /// Bytes of `count` elements.
@@ -211,6 +266,7 @@ impl Mpi {
             op: Op::Max,
             info: TypeInfo::basic(8, crate::datatype::BasicKind::I64),
             datatype_handle: 0,
+            layout: None,
         };
         let mut result = [0u8; 8];
         self.allreduce(comm_index, &value.to_ne_bytes(), &mut result, 1, reduction)?;

@@ -16,6 +16,7 @@ use crate::schedule::Schedule;
 fn reduction_of(schedule: &Schedule) -> Reduction {
     schedule
         .reduction
+        .clone()
         .expect("reduction collectives carry a reduction")
 }
 

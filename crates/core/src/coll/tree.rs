@@ -121,7 +121,10 @@ fn bcast_scatter_ring(schedule: &mut Schedule, buffer: *mut u8, length_bytes: us
 /// binomial tree toward rank 0 that keeps rank order, then one message to
 /// the root.
 pub fn reduce(schedule: &mut Schedule, send: *const u8, recv: *mut u8, count: usize, root: u32) {
-    let reduction = schedule.reduction.expect("reduce needs a reduction");
+    let reduction = schedule
+        .reduction
+        .clone()
+        .expect("reduce needs a reduction");
     let (size, rank) = (schedule.size(), schedule.rank);
     let bytes = reduction.bytes(count);
     if count == 0 {
