@@ -12,3 +12,8 @@ def test_attribute_callbacks_run_on_dup_free_delete_and_finalize(build, nprocs):
 @pytest.mark.parametrize("nprocs", [1, 3])
 def test_info_objects_keep_order_truncate_values_and_names_round_trip(build, nprocs):
     assert_ok(run(nprocs, build("info"), timeout=60))
+
+
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_info_functions_work_before_init_and_after_finalize(build, nprocs):
+    assert_ok(run(nprocs, build("info_preinit")))

@@ -169,6 +169,35 @@ pub fn with_mpi<T>(
     result.map_err(|error| raise_error(name, comm, error))
 }
 
+/// Run `body` on the C layer's objects whether or not MPI is initialised
+/// (MPI-4 allows the Info functions before MPI_Init and after
+/// MPI_Finalize); it gets the world size (from the launcher's `PMI_SIZE`
+/// before MPI_Init, 1 in a singleton). An error goes to MPI_COMM_WORLD's
+/// handler, fatal when MPI is not initialised.
+pub fn registry_entry(
+    name: &str,
+    body: impl FnOnce(u32, &mut Registry) -> MpiResult<()>,
+) -> c_int {
+    let result = {
+        let mut guard = lock();
+        let global = &mut *guard;
+        let world_size = global.mpi.as_ref().map_or_else(
+            || {
+                std::env::var("PMI_SIZE")
+                    .ok()
+                    .and_then(|size| size.parse().ok())
+                    .unwrap_or(1)
+            },
+            Mpi::size,
+        );
+        body(world_size, &mut global.registry)
+    };
+    match result {
+        Ok(()) => MPI_SUCCESS,
+        Err(error) => raise_error(name, MPI_COMM_WORLD, error),
+    }
+}
+
 /// `with_mpi` for entry points that only return an error code.
 pub fn entry(
     name: &str,

@@ -1,12 +1,13 @@
 //! Info objects (ordered key/value strings), the hints of a communicator
 //! (MPI_Comm_set_info / get_info: kept and handed back, none changes
 //! behaviour yet), and MPI_INFO_ENV, a read-only info describing how the
-//! job was started. Errors go to MPI_COMM_WORLD's handler.
+//! job was started. Errors go to MPI_COMM_WORLD's handler. The Info
+//! functions work before MPI_Init and after MPI_Finalize too (MPI-4).
 
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
-use crate::global::{entry, Registry};
+use crate::global::{entry, registry_entry, Registry};
 use crate::handles::{info_handle, info_index};
 use crate::init::{c_text, write_string};
 use crate::objects::{insert_reusing, InfoEntries};
@@ -89,7 +90,7 @@ fn out_pointer<T>(pointer: *mut T, what: &str) -> MpiResult<()> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
-    entry("MPI_Info_create", MPI_COMM_WORLD, |_, registry| {
+    registry_entry("MPI_Info_create", |_, registry| {
         out_pointer(info, "info")?;
         // SAFETY: checked non-null.
         unsafe { *info = new_info(registry, Vec::new()) };
@@ -100,7 +101,7 @@ const _: fn_types::MPI_Info_create = PMPI_Info_create;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_free(info: *mut MPI_Info) -> c_int {
-    entry("MPI_Info_free", MPI_COMM_WORLD, |_, registry| {
+    registry_entry("MPI_Info_free", |_, registry| {
         out_pointer(info, "info")?;
         // SAFETY: checked non-null.
         let handle = unsafe { *info };
@@ -115,8 +116,8 @@ const _: fn_types::MPI_Info_free = PMPI_Info_free;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
-    entry("MPI_Info_dup", MPI_COMM_WORLD, |mpi, registry| {
-        let entries = info_entries(registry, mpi.size(), info)?;
+    registry_entry("MPI_Info_dup", |world_size, registry| {
+        let entries = info_entries(registry, world_size, info)?;
         out_pointer(newinfo, "newinfo")?;
         // SAFETY: checked non-null.
         unsafe { *newinfo = new_info(registry, entries) };
@@ -131,7 +132,7 @@ pub unsafe extern "C" fn PMPI_Info_set(
     key: *const c_char,
     value: *const c_char,
 ) -> c_int {
-    entry("MPI_Info_set", MPI_COMM_WORLD, |_, registry| {
+    registry_entry("MPI_Info_set", |_, registry| {
         let entries = info_entries_mut(registry, info)?;
         // SAFETY: the caller's C string.
         let key = unsafe { info_key(key) }?;
@@ -160,7 +161,7 @@ const _: fn_types::MPI_Info_set = PMPI_Info_set;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
-    entry("MPI_Info_delete", MPI_COMM_WORLD, |_, registry| {
+    registry_entry("MPI_Info_delete", |_, registry| {
         let entries = info_entries_mut(registry, info)?;
         // SAFETY: the caller's C string.
         let key = unsafe { info_key(key) }?;
@@ -183,8 +184,8 @@ fn lookup(
     key: *const c_char,
     body: impl FnOnce(Option<&str>) -> MpiResult<()>,
 ) -> c_int {
-    entry(name, MPI_COMM_WORLD, |mpi, registry| {
-        let entries = info_entries(registry, mpi.size(), info)?;
+    registry_entry(name, |world_size, registry| {
+        let entries = info_entries(registry, world_size, info)?;
         // SAFETY: the caller's C string.
         let key = unsafe { info_key(key) }?;
         let value = entries
@@ -276,8 +277,8 @@ const _: fn_types::MPI_Info_get_string = PMPI_Info_get_string;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
-    entry("MPI_Info_get_nkeys", MPI_COMM_WORLD, |mpi, registry| {
-        let entries = info_entries(registry, mpi.size(), info)?;
+    registry_entry("MPI_Info_get_nkeys", |world_size, registry| {
+        let entries = info_entries(registry, world_size, info)?;
         out_pointer(nkeys, "nkeys")?;
         // SAFETY: checked non-null.
         unsafe { *nkeys = entries.len() as c_int };
@@ -288,8 +289,8 @@ const _: fn_types::MPI_Info_get_nkeys = PMPI_Info_get_nkeys;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
-    entry("MPI_Info_get_nthkey", MPI_COMM_WORLD, |mpi, registry| {
-        let entries = info_entries(registry, mpi.size(), info)?;
+    registry_entry("MPI_Info_get_nthkey", |world_size, registry| {
+        let entries = info_entries(registry, world_size, info)?;
         let Some((text, _)) = usize::try_from(n).ok().and_then(|n| entries.get(n)) else {
             return Err(MpiError::new(
                 ErrorClass::Arg,
@@ -348,9 +349,9 @@ pub unsafe extern "C" fn PMPI_Info_create_env(
     argv: *mut *mut c_char,
     info: *mut MPI_Info,
 ) -> c_int {
-    entry("MPI_Info_create_env", MPI_COMM_WORLD, |mpi, registry| {
+    registry_entry("MPI_Info_create_env", |world_size, registry| {
         out_pointer(info, "info")?;
-        let mut entries = environment_info(mpi.size());
+        let mut entries = environment_info(world_size);
         if argc > 0 && !argv.is_null() {
             // SAFETY: the caller passes `argc` C strings, as main() got them.
             let arguments: Vec<String> = (0..argc as usize)
