@@ -174,10 +174,7 @@ pub fn with_mpi<T>(
 /// MPI_Finalize); it gets the world size (from the launcher's `PMI_SIZE`
 /// before MPI_Init, 1 in a singleton). An error goes to MPI_COMM_WORLD's
 /// handler, fatal when MPI is not initialised.
-pub fn registry_entry(
-    name: &str,
-    body: impl FnOnce(u32, &mut Registry) -> MpiResult<()>,
-) -> c_int {
+pub fn registry_entry(name: &str, body: impl FnOnce(u32, &mut Registry) -> MpiResult<()>) -> c_int {
     let result = {
         let mut guard = lock();
         let global = &mut *guard;
