@@ -42,6 +42,15 @@ static int self_delete(MPI_Comm c, int key, void *value, void *extra) {
     return MPI_SUCCESS;
 }
 
+/* Order in which MPI_Finalize deletes COMM_SELF attributes 0, 1, 2. */
+static int exit_order[3], exit_calls;
+static int record_exit(MPI_Comm c, int key, void *value, void *extra) {
+    (void)c; (void)key; (void)extra;
+    if (exit_calls < 3) exit_order[exit_calls] = (int)(intptr_t)value;
+    exit_calls++;
+    return MPI_SUCCESS;
+}
+
 static int get_int_attr(MPI_Comm c, int key, int *flag) {
     void *v = NULL;
     MPI_OK(MPI_Comm_get_attr(c, key, &v, flag));
@@ -137,6 +146,13 @@ int main(int argc, char **argv) {
     int k_self;
     MPI_OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &k_self, NULL));
     MPI_OK(MPI_Comm_set_attr(MPI_COMM_SELF, k_self, NULL));
+    /* ... last set first (MPI-2.2: LIFO, like exit handlers). */
+    int k_exit[3];
+    for (int i = 0; i < 3; i++) {
+        MPI_OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, record_exit, &k_exit[i], NULL));
+        MPI_OK(MPI_Comm_set_attr(MPI_COMM_SELF, k_exit[i], (void *)(intptr_t)i));
+        MPI_OK(MPI_Comm_free_keyval(&k_exit[i]));
+    }
 
     /* errors */
     EXPECT_CLASS(MPI_Comm_set_attr(MPI_COMM_WORLD, MPI_KEYVAL_INVALID, NULL), MPI_ERR_KEYVAL);
@@ -152,6 +168,9 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     MPI_OK(MPI_Finalize());
     CHECK(self_deletes == 1, "COMM_SELF delete callback ran %d times in Finalize", self_deletes);
+    CHECK(exit_calls == 3 && exit_order[0] == 2 && exit_order[1] == 1 && exit_order[2] == 0,
+          "COMM_SELF attributes deleted %d times, in order %d %d %d (want 2 1 0)", exit_calls,
+          exit_order[0], exit_order[1], exit_order[2]);
     if (g_rank == 0) printf("OK\n");
     return 0;
 }

@@ -131,8 +131,9 @@ pub fn copy_attributes(old_index: usize, new_index: usize) -> MpiResult<()> {
 }
 
 /// Delete every attribute of communicator `comm_index`, running the delete
-/// callbacks in the order the attributes were set. On a failing callback
-/// the attributes not yet deleted stay attached.
+/// callbacks last set first (MPI-2.2 requires that order for MPI_COMM_SELF
+/// at MPI_Finalize, so attributes can act as LIFO exit handlers). On a
+/// failing callback the attributes not yet deleted stay attached.
 pub fn delete_all_attributes(comm_index: usize) -> MpiResult<()> {
     loop {
         let next = lock()
@@ -140,7 +141,7 @@ pub fn delete_all_attributes(comm_index: usize) -> MpiResult<()> {
             .objects
             .comm_attributes
             .get(&comm_index)
-            .and_then(|attributes| attributes.first().copied());
+            .and_then(|attributes| attributes.last().copied());
         let Some((keyval, value)) = next else {
             return Ok(());
         };
