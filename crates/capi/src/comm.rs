@@ -375,19 +375,45 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
     comm: MPI_Comm,
     split_type: c_int,
     key: c_int,
-    _info: MPI_Info,
+    info: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    entry("MPI_Comm_split_type", comm, |mpi, _| {
+    entry("MPI_Comm_split_type", comm, |mpi, registry| {
         let index = comm_of(mpi, comm)?;
         check_newcomm(newcomm)?;
         let new_index = match split_type {
             MPI_UNDEFINED => mpi.comm_split(index, MPI_UNDEFINED, key, MPI_UNDEFINED)?,
             MPI_COMM_TYPE_SHARED => mpi.comm_split_shared(index, key)?,
+            // The one hardware resource resmpi knows is the node (shared
+            // memory); any other resource, or no hint, gives MPI_COMM_NULL.
+            MPI_COMM_TYPE_HW_GUIDED => {
+                match crate::info::hint(registry, info, HW_RESOURCE_KEY)?.as_deref() {
+                    Some(NODE_RESOURCE | "machine") => mpi.comm_split_shared(index, key)?,
+                    _ => None,
+                }
+            }
+            // A resource strictly smaller than the parent: the node, if
+            // the parent spans more than one; named back in `info`.
+            MPI_COMM_TYPE_HW_UNGUIDED => {
+                let parent_size = mpi.comm(index)?.size();
+                match mpi.comm_split_shared(index, key)? {
+                    Some(node) if mpi.comm(node)?.size() < parent_size => {
+                        if info != MPI_INFO_NULL {
+                            crate::info::set_hint(registry, info, HW_RESOURCE_KEY, NODE_RESOURCE)?;
+                        }
+                        Some(node)
+                    }
+                    Some(node) => {
+                        mpi.free_comm(node)?;
+                        None
+                    }
+                    None => None,
+                }
+            }
             other => {
                 return Err(MpiError::new(
                     ErrorClass::Arg,
-                    format!("split type {other} is not supported (MPI_COMM_TYPE_SHARED is)"),
+                    format!("split type {other} is not an MPI_COMM_TYPE_* value"),
                 ))
             }
         };
@@ -395,6 +421,11 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
         Ok(())
     })
 }
+
+/// The info key naming the hardware resource of MPI_COMM_TYPE_HW_GUIDED.
+const HW_RESOURCE_KEY: &str = "mpi_hw_resource_type";
+/// The standard's name for the shared-memory domain (a node here).
+const NODE_RESOURCE: &str = "mpi_shared_memory";
 const _: fn_types::MPI_Comm_split_type = PMPI_Comm_split_type;
 
 #[no_mangle]

@@ -74,6 +74,38 @@ unsafe fn info_key(key: *const c_char) -> MpiResult<String> {
     Ok(text)
 }
 
+/// The value of `key` in user info `handle` (None for MPI_INFO_NULL or a
+/// missing key), for hints read by other entry points.
+pub(crate) fn hint(registry: &Registry, handle: MPI_Info, key: &str) -> MpiResult<Option<String>> {
+    if handle == MPI_INFO_NULL {
+        return Ok(None);
+    }
+    let entries = info_index(handle)
+        .and_then(|index| registry.objects.infos.get(index))
+        .and_then(Option::as_ref)
+        .ok_or_else(|| invalid_info(handle))?;
+    Ok(entries
+        .iter()
+        .find(|(other, _)| other == key)
+        .map(|(_, value)| value.clone()))
+}
+
+/// Set `key` to `value` in user info `handle` (an info argument the call
+/// writes back, as MPI_Comm_split_type's with MPI_COMM_TYPE_HW_UNGUIDED).
+pub(crate) fn set_hint(
+    registry: &mut Registry,
+    handle: MPI_Info,
+    key: &str,
+    value: &str,
+) -> MpiResult<()> {
+    let entries = info_entries_mut(registry, handle)?;
+    match entries.iter_mut().find(|(other, _)| other == key) {
+        Some(entry) => entry.1 = value.to_string(),
+        None => entries.push((key.to_string(), value.to_string())),
+    }
+    Ok(())
+}
+
 fn new_info(registry: &mut Registry, entries: InfoEntries) -> MPI_Info {
     info_handle(insert_reusing(&mut registry.objects.infos, entries))
 }
