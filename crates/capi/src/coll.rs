@@ -14,10 +14,10 @@
 //! (`datatype_packing`) for a nonblocking one, so the application's gaps
 //! are never written and its buffers only at completion.
 
-mod exchange;
-mod gather;
+pub(crate) mod exchange;
+pub(crate) mod gather;
 mod inter;
-mod prefix;
+pub(crate) mod prefix;
 
 use resmpi_core::coll::{self, Block, Reduction};
 use resmpi_core::datatype::TypeInfo;

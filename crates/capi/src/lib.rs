@@ -32,6 +32,7 @@ mod memory;
 mod names;
 mod objects;
 mod p2p;
+mod persistent_coll;
 mod requests;
 mod topo;
 

@@ -615,6 +615,7 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
             .is_some_and(|slot| slot.persistent.is_some())
         {
             requests.remove(index);
+            crate::persistent_coll::forget(index);
         }
         if let Some(target) = target {
             match requests.get_mut(target) {
@@ -699,7 +700,11 @@ const _: fn_types::MPI_Request_get_status = PMPI_Request_get_status;
 
 // ----- persistent requests ---------------------------------------------------
 
-fn persistent_request(mpi: &mut Mpi, comm: usize, template: Persistent) -> MpiResult<u32> {
+pub(crate) fn persistent_request(
+    mpi: &mut Mpi,
+    comm: usize,
+    template: Persistent,
+) -> MpiResult<u32> {
     mpi.engine.insert_request(Request {
         operation: Operation::Nothing,
         comm,
@@ -817,6 +822,12 @@ fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
             capacity,
             tag,
         } => mpi.irecv(comm, bytes, capacity, source, tag)?,
+        Persistent::Collective => {
+            return Err(MpiError::new(
+                ErrorClass::Intern,
+                "a persistent collective is started by persistent_coll::start",
+            ))
+        }
     };
     mpi.engine
         .state
@@ -827,36 +838,48 @@ fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
     Ok(())
 }
 
+/// MPI_Start of one handle: a persistent collective starts its
+/// nonblocking collective outside the lock (see `persistent_coll`); any
+/// other persistent request under it.
+unsafe fn start_handle(name: &str, handle: MPI_Request) -> c_int {
+    // SAFETY: forwarded handle.
+    if let Some(code) = unsafe { crate::persistent_coll::start(name, handle) } {
+        return code;
+    }
+    entry(name, MPI_COMM_WORLD, |mpi, _| start_one(mpi, handle))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
-    entry("MPI_Start", MPI_COMM_WORLD, |mpi, _| {
-        if request.is_null() {
-            return Err(MpiError::new(
-                ErrorClass::Request,
-                "request pointer is NULL",
-            ));
-        }
-        // SAFETY: checked non-null.
-        start_one(mpi, unsafe { *request })
-    })
+    if request.is_null() {
+        return crate::global::raise_error(
+            "MPI_Start",
+            MPI_COMM_WORLD,
+            MpiError::new(ErrorClass::Request, "request pointer is NULL"),
+        );
+    }
+    // SAFETY: checked non-null.
+    unsafe { start_handle("MPI_Start", *request) }
 }
 const _: fn_types::MPI_Start = PMPI_Start;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
-    entry("MPI_Startall", MPI_COMM_WORLD, |mpi, _| {
-        if count < 0 || (count > 0 && requests.is_null()) {
-            return Err(MpiError::new(
-                ErrorClass::Arg,
-                "invalid count or NULL request array",
-            ));
+    if count < 0 || (count > 0 && requests.is_null()) {
+        return crate::global::raise_error(
+            "MPI_Startall",
+            MPI_COMM_WORLD,
+            MpiError::new(ErrorClass::Arg, "invalid count or NULL request array"),
+        );
+    }
+    for i in 0..count as usize {
+        // SAFETY: the caller's array holds `count` requests.
+        let code = unsafe { start_handle("MPI_Startall", *requests.add(i)) };
+        if code != MPI_SUCCESS {
+            return code;
         }
-        for i in 0..count as usize {
-            // SAFETY: the caller's array holds `count` requests.
-            start_one(mpi, unsafe { *requests.add(i) })?;
-        }
-        Ok(())
-    })
+    }
+    MPI_SUCCESS
 }
 const _: fn_types::MPI_Startall = PMPI_Startall;
 

@@ -145,6 +145,10 @@ pub enum Persistent {
         /// Tag or ANY_TAG (-1).
         tag: i32,
     },
+    /// MPI_Allreduce_init and the other persistent collectives: each
+    /// MPI_Start starts the nonblocking collective (the C layer keeps its
+    /// arguments).
+    Collective,
 }
 
 /// The operation a request stands for.

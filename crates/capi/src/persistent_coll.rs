@@ -1,0 +1,197 @@
+//! Persistent collectives (MPI-4: MPI_Allreduce_init and friends).
+//!
+//! A persistent collective is its nonblocking collective, started again at
+//! every MPI_Start with the arguments given at init: the init call keeps a
+//! *starter* (a closure over those arguments that calls the `PMPI_I…`
+//! entry point) with a persistent request slot, and MPI_Start runs it and
+//! makes the collective's request the slot's active operation, exactly as
+//! for persistent point-to-point. The starter runs outside the library lock
+//! (the entry point takes it), so argument errors surface at MPI_Start
+//! through the communicator's error handler, as the nonblocking call
+//! raises them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use resmpi_core::request::Persistent;
+use resmpi_core::{ErrorClass, MpiError};
+
+use crate::abi::*;
+use crate::coll::exchange::{PMPI_Ialltoall, PMPI_Ialltoallv, PMPI_Ialltoallw};
+use crate::coll::gather::{
+    PMPI_Iallgather, PMPI_Iallgatherv, PMPI_Igather, PMPI_Igatherv, PMPI_Iscatter, PMPI_Iscatterv,
+};
+use crate::coll::prefix::{
+    PMPI_Iexscan, PMPI_Ireduce_scatter, PMPI_Ireduce_scatter_block, PMPI_Iscan,
+};
+use crate::coll::{PMPI_Iallreduce, PMPI_Ibarrier, PMPI_Ibcast, PMPI_Ireduce};
+use crate::global::entry;
+use crate::handles::{request_handle, request_index};
+use crate::p2p::comm_of;
+use crate::requests::persistent_request;
+
+/// Starts one instance of a persistent collective; writes its request.
+type Starter = Arc<dyn Fn(*mut MPI_Request) -> c_int + Send + Sync>;
+
+/// Starters by persistent request slot (removed when the request is freed).
+static STARTERS: Mutex<Option<HashMap<u32, Starter>>> = Mutex::new(None);
+
+fn with_starters<T>(body: impl FnOnce(&mut HashMap<u32, Starter>) -> T) -> T {
+    let mut guard = STARTERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    body(guard.get_or_insert_with(HashMap::new))
+}
+
+/// The arguments of an init call, kept for every MPI_Start.
+#[derive(Clone, Copy)]
+struct Captured<T: Copy>(T);
+
+// SAFETY: the raw pointers inside are the application's buffers, which MPI
+// lets the library use until the persistent request is freed; they are
+// only handed to entry points, under the library lock.
+unsafe impl<T: Copy> Send for Captured<T> {}
+// SAFETY: as for Send; the value is only copied out.
+unsafe impl<T: Copy> Sync for Captured<T> {}
+
+impl<T: Copy> Captured<T> {
+    fn get(&self) -> T {
+        self.0
+    }
+}
+
+/// Make the persistent request for `starter` on `comm`.
+fn register(name: &str, comm: MPI_Comm, request: *mut MPI_Request, starter: Starter) -> c_int {
+    entry(name, comm, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        let comm_index = comm_of(mpi, comm)?;
+        let index = persistent_request(mpi, comm_index, Persistent::Collective)?;
+        with_starters(|starters| starters.insert(index, starter));
+        // SAFETY: checked non-null.
+        unsafe { *request = request_handle(index) };
+        Ok(())
+    })
+}
+
+/// MPI_Start of `handle` if it is a persistent collective (None: it is not,
+/// start it as any other persistent request).
+///
+/// # Safety
+/// `handle` is the application's request handle.
+pub unsafe fn start(name: &str, handle: MPI_Request) -> Option<c_int> {
+    let index = request_index(handle)?;
+    let starter = with_starters(|starters| starters.get(&index).cloned())?;
+    let ready = entry(name, MPI_COMM_WORLD, |mpi, _| {
+        match mpi.engine.state.requests.get(index) {
+            Some(slot) if slot.inner.is_some() => Err(MpiError::new(
+                ErrorClass::Request,
+                "persistent request is already active",
+            )),
+            Some(_) => Ok(()),
+            None => Err(MpiError::new(ErrorClass::Request, "request was freed")),
+        }
+    });
+    if ready != MPI_SUCCESS {
+        return Some(ready);
+    }
+    let mut inner = MPI_REQUEST_NULL;
+    let code = starter(&mut inner);
+    if code != MPI_SUCCESS {
+        return Some(code);
+    }
+    Some(entry(name, MPI_COMM_WORLD, |mpi, _| {
+        let inner = request_index(inner)
+            .ok_or_else(|| MpiError::new(ErrorClass::Intern, "collective gave no request"))?;
+        if let Some(slot) = mpi.engine.state.requests.get_mut(index) {
+            slot.inner = Some(inner);
+        }
+        Ok(())
+    }))
+}
+
+/// The persistent request at `index` was freed.
+pub fn forget(index: u32) {
+    with_starters(|starters| starters.remove(&index));
+}
+
+/// `$init` (type `$signature`) keeps its arguments and starts `$start`
+/// with them at every MPI_Start; `$comm` names the communicator argument.
+macro_rules! persistent_collective {
+    ($init:ident, $signature:ident, $label:literal, $start:ident, $comm:ident, ($($argument:ident: $type:ty),*)) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $init(
+            $($argument: $type,)*
+            _info: MPI_Info,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            let arguments = Captured(($($argument,)*));
+            let starter: Starter = Arc::new(move |inner: *mut MPI_Request| {
+                let ($($argument,)*) = arguments.get();
+                // SAFETY: the arguments the application gave at init, valid
+                // until it frees the persistent request.
+                unsafe { $start($($argument,)* inner) }
+            });
+            register($label, $comm, request, starter)
+        }
+        const _: fn_types::$signature = $init;
+    };
+}
+
+persistent_collective!(PMPI_Barrier_init, MPI_Barrier_init, "MPI_Barrier_init", PMPI_Ibarrier, comm,
+    (comm: MPI_Comm));
+persistent_collective!(PMPI_Bcast_init, MPI_Bcast_init, "MPI_Bcast_init", PMPI_Ibcast, comm,
+    (buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm));
+persistent_collective!(PMPI_Reduce_init, MPI_Reduce_init, "MPI_Reduce_init", PMPI_Ireduce, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+     op: MPI_Op, root: c_int, comm: MPI_Comm));
+persistent_collective!(PMPI_Allreduce_init, MPI_Allreduce_init, "MPI_Allreduce_init", PMPI_Iallreduce,
+    comm, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm));
+persistent_collective!(PMPI_Reduce_scatter_init, MPI_Reduce_scatter_init, "MPI_Reduce_scatter_init",
+    PMPI_Ireduce_scatter, comm, (sendbuf: *const c_void, recvbuf: *mut c_void,
+     recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
+persistent_collective!(PMPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init,
+    "MPI_Reduce_scatter_block_init", PMPI_Ireduce_scatter_block, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm));
+persistent_collective!(PMPI_Scan_init, MPI_Scan_init, "MPI_Scan_init", PMPI_Iscan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm));
+persistent_collective!(PMPI_Exscan_init, MPI_Exscan_init, "MPI_Exscan_init", PMPI_Iexscan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm));
+persistent_collective!(PMPI_Gather_init, MPI_Gather_init, "MPI_Gather_init", PMPI_Igather, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
+persistent_collective!(PMPI_Gatherv_init, MPI_Gatherv_init, "MPI_Gatherv_init", PMPI_Igatherv, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int,
+     comm: MPI_Comm));
+persistent_collective!(PMPI_Scatter_init, MPI_Scatter_init, "MPI_Scatter_init", PMPI_Iscatter, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
+persistent_collective!(PMPI_Scatterv_init, MPI_Scatterv_init, "MPI_Scatterv_init", PMPI_Iscatterv,
+    comm, (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
+     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+     root: c_int, comm: MPI_Comm));
+persistent_collective!(PMPI_Allgather_init, MPI_Allgather_init, "MPI_Allgather_init",
+    PMPI_Iallgather, comm, (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+persistent_collective!(PMPI_Allgatherv_init, MPI_Allgatherv_init, "MPI_Allgatherv_init",
+    PMPI_Iallgatherv, comm, (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+     recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+     recvtype: MPI_Datatype, comm: MPI_Comm));
+persistent_collective!(PMPI_Alltoall_init, MPI_Alltoall_init, "MPI_Alltoall_init", PMPI_Ialltoall,
+    comm, (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+persistent_collective!(PMPI_Alltoallv_init, MPI_Alltoallv_init, "MPI_Alltoallv_init",
+    PMPI_Ialltoallv, comm, (sendbuf: *const c_void, sendcounts: *const c_int,
+     sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+persistent_collective!(PMPI_Alltoallw_init, MPI_Alltoallw_init, "MPI_Alltoallw_init",
+    PMPI_Ialltoallw, comm, (sendbuf: *const c_void, sendcounts: *const c_int,
+     sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void,
+     recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype,
+     comm: MPI_Comm));
