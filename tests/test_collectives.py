@@ -92,3 +92,9 @@ def test_user_op_may_query_its_datatype_while_it_runs(build, nprocs):
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_persistent_collectives_restart_with_new_data_and_free(build, nprocs):
     assert_ok(run(nprocs, build("coll_persistent")))
+
+
+@pytest.mark.resmpi_only("MPICH reads the count arrays at each MPI_Start; MPI leaves freeing them undefined")
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_persistent_collectives_keep_their_count_arrays_after_init(build, nprocs):
+    assert_ok(run(nprocs, build("coll_persistent"), "freed_arrays"))

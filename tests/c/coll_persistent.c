@@ -4,6 +4,7 @@
  * MPI_IN_PLACE; the communicator's other traffic is not disturbed. */
 #include "expect.h"
 #include <stdlib.h>
+#include <string.h>
 
 #define N 4 /* elements per rank */
 
@@ -41,7 +42,17 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Scatter_init(send, N, MPI_INT, sc, N, MPI_INT, 0, c, i0, &r[SCATTER]));
     MPI_OK(MPI_Scatterv_init(send, counts, displs, MPI_INT, scv, N, MPI_INT, 0, c, i0, &r[SCATTERV]));
     MPI_OK(MPI_Allgather_init(send, N, MPI_INT, ag, N, MPI_INT, c, i0, &r[ALLGATHER]));
-    MPI_OK(MPI_Allgatherv_init(send, N, MPI_INT, agv, counts, displs, MPI_INT, c, i0, &r[ALLGATHERV]));
+    /* With "freed_arrays": the arrays are scribbled over and freed after
+     * init (mpi4py frees its own); resmpi keeps what it was given. */
+    int scribble = argc > 1 && !strcmp(argv[1], "freed_arrays");
+    int *scratch_counts = malloc(sizeof(int) * p), *scratch_displs = malloc(sizeof(int) * p);
+    for (int q = 0; q < p; q++) scratch_counts[q] = N, scratch_displs[q] = N * q;
+    MPI_OK(MPI_Allgatherv_init(send, N, MPI_INT, agv, scratch_counts, scratch_displs, MPI_INT, c, i0,
+                               &r[ALLGATHERV]));
+    if (scribble) {
+        for (int q = 0; q < p; q++) scratch_counts[q] = -1, scratch_displs[q] = -1;
+        free(scratch_counts), free(scratch_displs);
+    }
     MPI_OK(MPI_Alltoall_init(send, N, MPI_INT, a2a, N, MPI_INT, c, i0, &r[ALLTOALL]));
     MPI_OK(MPI_Alltoallv_init(send, counts, displs, MPI_INT, a2av, counts, displs, MPI_INT, c, i0,
                               &r[ALLTOALLV]));
@@ -113,5 +124,6 @@ int main(int argc, char **argv) {
     }
     free(send), free(recv), free(counts), free(displs), free(types), free(bytes_displs);
     free(ag), free(agv), free(a2a), free(a2av), free(a2aw), free(g), free(gv);
+    if (!scribble) free(scratch_counts), free(scratch_displs);
     return test_finish();
 }

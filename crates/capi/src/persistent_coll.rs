@@ -8,7 +8,9 @@
 //! for persistent point-to-point. The starter runs outside the library lock
 //! (the entry point takes it), so argument errors surface at MPI_Start
 //! through the communicator's error handler, as the nonblocking call
-//! raises them.
+//! raises them. The count, displacement and type arrays of the v- and
+//! w-forms are copied at init where they are significant (clients such as
+//! mpi4py free theirs once the init call returns).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -149,9 +151,6 @@ persistent_collective!(PMPI_Reduce_init, MPI_Reduce_init, "MPI_Reduce_init", PMP
 persistent_collective!(PMPI_Allreduce_init, MPI_Allreduce_init, "MPI_Allreduce_init", PMPI_Iallreduce,
     comm, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
      op: MPI_Op, comm: MPI_Comm));
-persistent_collective!(PMPI_Reduce_scatter_init, MPI_Reduce_scatter_init, "MPI_Reduce_scatter_init",
-    PMPI_Ireduce_scatter, comm, (sendbuf: *const c_void, recvbuf: *mut c_void,
-     recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
 persistent_collective!(PMPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init,
     "MPI_Reduce_scatter_block_init", PMPI_Ireduce_scatter_block, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype,
@@ -165,33 +164,355 @@ persistent_collective!(PMPI_Exscan_init, MPI_Exscan_init, "MPI_Exscan_init", PMP
 persistent_collective!(PMPI_Gather_init, MPI_Gather_init, "MPI_Gather_init", PMPI_Igather, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
-persistent_collective!(PMPI_Gatherv_init, MPI_Gatherv_init, "MPI_Gatherv_init", PMPI_Igatherv, comm,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int,
-     comm: MPI_Comm));
 persistent_collective!(PMPI_Scatter_init, MPI_Scatter_init, "MPI_Scatter_init", PMPI_Iscatter, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
-persistent_collective!(PMPI_Scatterv_init, MPI_Scatterv_init, "MPI_Scatterv_init", PMPI_Iscatterv,
-    comm, (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
-     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-     root: c_int, comm: MPI_Comm));
 persistent_collective!(PMPI_Allgather_init, MPI_Allgather_init, "MPI_Allgather_init",
     PMPI_Iallgather, comm, (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
      recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
-persistent_collective!(PMPI_Allgatherv_init, MPI_Allgatherv_init, "MPI_Allgatherv_init",
-    PMPI_Iallgatherv, comm, (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-     recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
-     recvtype: MPI_Datatype, comm: MPI_Comm));
 persistent_collective!(PMPI_Alltoall_init, MPI_Alltoall_init, "MPI_Alltoall_init", PMPI_Ialltoall,
     comm, (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
-persistent_collective!(PMPI_Alltoallv_init, MPI_Alltoallv_init, "MPI_Alltoallv_init",
-    PMPI_Ialltoallv, comm, (sendbuf: *const c_void, sendcounts: *const c_int,
-     sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
-persistent_collective!(PMPI_Alltoallw_init, MPI_Alltoallw_init, "MPI_Alltoallw_init",
-    PMPI_Ialltoallw, comm, (sendbuf: *const c_void, sendcounts: *const c_int,
-     sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void,
-     recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype,
-     comm: MPI_Comm));
+
+/// What the array arguments of an init call are copied by: how many
+/// entries they have (one per process of the group they describe: the
+/// remote group of an inter-communicator, or the local one) and whether
+/// this process is the root.
+struct Shape {
+    entries: usize,
+    local_entries: usize,
+    is_root: bool,
+}
+
+/// The shape of `comm` for arrays indexed by rank, with `root` (None for
+/// rootless collectives); Err is the error code already raised.
+fn shape(name: &str, comm: MPI_Comm, root: Option<c_int>) -> Result<Shape, c_int> {
+    let mut found = None;
+    let code = entry(name, comm, |mpi, _| {
+        let index = comm_of(mpi, comm)?;
+        let communicator = mpi.comm(index)?;
+        let local_entries = communicator.size() as usize;
+        let entries = communicator
+            .remote
+            .as_ref()
+            .map_or(local_entries, |remote| remote.group.len());
+        let is_root = match root {
+            Some(root) if communicator.is_inter() => root == MPI_ROOT,
+            Some(root) => root == communicator.rank as c_int,
+            None => true,
+        };
+        found = Some(Shape {
+            entries,
+            local_entries,
+            is_root,
+        });
+        Ok(())
+    });
+    found.ok_or(code)
+}
+
+/// A copy of `entries` values at `pointer` if `wanted` and not NULL (NULL
+/// or an empty copy otherwise; the collective reports a bad NULL itself).
+///
+/// # Safety
+/// When wanted and non-null, `pointer` holds `entries` values.
+unsafe fn copied<T: Copy>(pointer: *const T, entries: usize, wanted: bool) -> Option<Vec<T>> {
+    if !wanted || pointer.is_null() {
+        return None;
+    }
+    // SAFETY: by the caller's promise.
+    Some(unsafe { std::slice::from_raw_parts(pointer, entries) }.to_vec())
+}
+
+/// The address to pass for a copied array: the copy, or NULL.
+fn address<T>(copy: &Option<Vec<T>>) -> *const T {
+    copy.as_ref().map_or(std::ptr::null(), |copy| copy.as_ptr())
+}
+
+/// Register `starter` after `shape` succeeded; the shape's error otherwise.
+macro_rules! with_shape {
+    ($name:literal, $comm:expr, $root:expr, |$shape:ident| $body:expr) => {
+        match shape($name, $comm, $root) {
+            Ok($shape) => $body,
+            Err(code) => code,
+        }
+    };
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    with_shape!("MPI_Reduce_scatter_init", comm, None, |shape| {
+        // SAFETY: one count per process of the local group.
+        let counts = unsafe { copied(recvcounts, shape.local_entries, true) };
+        let arguments = Captured((sendbuf, recvbuf, datatype, op, comm));
+        let starter: Starter = Arc::new(move |inner| {
+            let (sendbuf, recvbuf, datatype, op, comm) = arguments.get();
+            // SAFETY: as in `persistent_collective!`; the copy lives in the closure.
+            unsafe {
+                PMPI_Ireduce_scatter(
+                    sendbuf,
+                    recvbuf,
+                    address(&counts),
+                    datatype,
+                    op,
+                    comm,
+                    inner,
+                )
+            }
+        });
+        register("MPI_Reduce_scatter_init", comm, request, starter)
+    })
+}
+const _: fn_types::MPI_Reduce_scatter_init = PMPI_Reduce_scatter_init;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gatherv_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    with_shape!("MPI_Gatherv_init", comm, Some(root), |shape| {
+        // SAFETY: significant (and so valid) at the root only.
+        let (counts, displacements) = unsafe {
+            (
+                copied(recvcounts, shape.entries, shape.is_root),
+                copied(displs, shape.entries, shape.is_root),
+            )
+        };
+        let arguments = Captured((sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm));
+        let starter: Starter = Arc::new(move |inner| {
+            let (sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm) = arguments.get();
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                PMPI_Igatherv(
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    address(&counts),
+                    address(&displacements),
+                    recvtype,
+                    root,
+                    comm,
+                    inner,
+                )
+            }
+        });
+        register("MPI_Gatherv_init", comm, request, starter)
+    })
+}
+const _: fn_types::MPI_Gatherv_init = PMPI_Gatherv_init;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatterv_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    with_shape!("MPI_Scatterv_init", comm, Some(root), |shape| {
+        // SAFETY: significant (and so valid) at the root only.
+        let (counts, displacements) = unsafe {
+            (
+                copied(sendcounts, shape.entries, shape.is_root),
+                copied(displs, shape.entries, shape.is_root),
+            )
+        };
+        let arguments = Captured((sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm));
+        let starter: Starter = Arc::new(move |inner| {
+            let (sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm) = arguments.get();
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                PMPI_Iscatterv(
+                    sendbuf,
+                    address(&counts),
+                    address(&displacements),
+                    sendtype,
+                    recvbuf,
+                    recvcount,
+                    recvtype,
+                    root,
+                    comm,
+                    inner,
+                )
+            }
+        });
+        register("MPI_Scatterv_init", comm, request, starter)
+    })
+}
+const _: fn_types::MPI_Scatterv_init = PMPI_Scatterv_init;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgatherv_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    with_shape!("MPI_Allgatherv_init", comm, None, |shape| {
+        // SAFETY: one entry per process of the group received from.
+        let (counts, displacements) = unsafe {
+            (
+                copied(recvcounts, shape.entries, true),
+                copied(displs, shape.entries, true),
+            )
+        };
+        let arguments = Captured((sendbuf, sendcount, sendtype, recvbuf, recvtype, comm));
+        let starter: Starter = Arc::new(move |inner| {
+            let (sendbuf, sendcount, sendtype, recvbuf, recvtype, comm) = arguments.get();
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                PMPI_Iallgatherv(
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    address(&counts),
+                    address(&displacements),
+                    recvtype,
+                    comm,
+                    inner,
+                )
+            }
+        });
+        register("MPI_Allgatherv_init", comm, request, starter)
+    })
+}
+const _: fn_types::MPI_Allgatherv_init = PMPI_Allgatherv_init;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallv_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    with_shape!("MPI_Alltoallv_init", comm, None, |shape| {
+        let entries = shape.entries;
+        // SAFETY: one entry per process of the group exchanged with.
+        let arrays = unsafe {
+            [
+                copied(sendcounts, entries, true),
+                copied(sdispls, entries, true),
+                copied(recvcounts, entries, true),
+                copied(rdispls, entries, true),
+            ]
+        };
+        let arguments = Captured((sendbuf, sendtype, recvbuf, recvtype, comm));
+        let starter: Starter = Arc::new(move |inner| {
+            let (sendbuf, sendtype, recvbuf, recvtype, comm) = arguments.get();
+            let [sendcounts, sdispls, recvcounts, rdispls] = &arrays;
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                PMPI_Ialltoallv(
+                    sendbuf,
+                    address(sendcounts),
+                    address(sdispls),
+                    sendtype,
+                    recvbuf,
+                    address(recvcounts),
+                    address(rdispls),
+                    recvtype,
+                    comm,
+                    inner,
+                )
+            }
+        });
+        register("MPI_Alltoallv_init", comm, request, starter)
+    })
+}
+const _: fn_types::MPI_Alltoallv_init = PMPI_Alltoallv_init;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallw_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    with_shape!("MPI_Alltoallw_init", comm, None, |shape| {
+        let entries = shape.entries;
+        // SAFETY: one entry per process of the group exchanged with.
+        let (arrays, types) = unsafe {
+            (
+                [
+                    copied(sendcounts, entries, true),
+                    copied(sdispls, entries, true),
+                    copied(recvcounts, entries, true),
+                    copied(rdispls, entries, true),
+                ],
+                [
+                    copied(sendtypes, entries, true),
+                    copied(recvtypes, entries, true),
+                ],
+            )
+        };
+        let arguments = Captured((sendbuf, recvbuf, comm));
+        let starter: Starter = Arc::new(move |inner| {
+            let (sendbuf, recvbuf, comm) = arguments.get();
+            let [sendcounts, sdispls, recvcounts, rdispls] = &arrays;
+            let [sendtypes, recvtypes] = &types;
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                PMPI_Ialltoallw(
+                    sendbuf,
+                    address(sendcounts),
+                    address(sdispls),
+                    address(sendtypes),
+                    recvbuf,
+                    address(recvcounts),
+                    address(rdispls),
+                    address(recvtypes),
+                    comm,
+                    inner,
+                )
+            }
+        });
+        register("MPI_Alltoallw_init", comm, request, starter)
+    })
+}
+const _: fn_types::MPI_Alltoallw_init = PMPI_Alltoallw_init;
