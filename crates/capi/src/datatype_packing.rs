@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use resmpi_core::datatype::Datatype;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
@@ -196,7 +197,7 @@ const _: fn_types::MPI_Pack_size = PMPI_Pack_size;
 
 /// Check a pack/unpack window: `bytes` from `*position` within `limit`
 /// (positions are `int` for MPI_Pack, `MPI_Aint` for the external forms).
-pub(crate) unsafe fn pack_window<T: Copy + Into<i64>>(
+unsafe fn pack_window<T: Copy + Into<i64>>(
     position: *mut T,
     bytes: usize,
     limit: T,
@@ -236,6 +237,105 @@ pub(crate) fn check_user_buffer(
     Ok(())
 }
 
+/// A position argument: `int` for MPI_Pack, `MPI_Aint` for the external forms.
+pub(crate) trait Position: Copy + Into<i64> {
+    /// The position after `bytes` more (fits: the window check passed).
+    fn from_bytes(bytes: usize) -> Self;
+}
+
+impl Position for c_int {
+    fn from_bytes(bytes: usize) -> c_int {
+        bytes as c_int
+    }
+}
+
+impl Position for MPI_Aint {
+    fn from_bytes(bytes: usize) -> MPI_Aint {
+        bytes as MPI_Aint
+    }
+}
+
+/// MPI_Pack's work, shared with MPI_Pack_external: pack `incount`
+/// elements of `datatype` at `inbuf` into `outbuf` at `*position`, let
+/// `convert` rewrite the packed bytes in place, advance `*position`.
+///
+/// # Safety
+/// The caller's buffers and position pointer, as MPI_Pack takes them.
+pub(crate) unsafe fn pack_message<P: Position>(
+    name: &str,
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: P,
+    position: *mut P,
+    convert: impl FnOnce(&Datatype, &mut [u8]),
+) -> MpiResult<()> {
+    let count = check_count(incount)?;
+    let layout = committed_layout(datatype)?;
+    check_user_buffer(inbuf, count, datatype)?;
+    let bytes = layout
+        .packed_bytes(count)
+        .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
+    // SAFETY: position checked inside; buffers are the caller's.
+    unsafe {
+        let start = pack_window(position, bytes, outsize, name)?;
+        if bytes > 0 {
+            if outbuf.is_null() {
+                return Err(MpiError::new(ErrorClass::Buffer, "outbuf is NULL"));
+            }
+            let window = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(start), bytes);
+            layout.pack(inbuf.cast(), count, 0, window);
+            convert(&layout, window);
+        }
+        *position = P::from_bytes(start + bytes);
+    }
+    Ok(())
+}
+
+/// MPI_Unpack's work, shared with MPI_Unpack_external: `convert` turns a
+/// copy of the packed bytes into native ones first (None: used as they are).
+///
+/// # Safety
+/// The caller's buffers and position pointer, as MPI_Unpack takes them.
+pub(crate) unsafe fn unpack_message<P: Position>(
+    name: &str,
+    inbuf: *const c_void,
+    insize: P,
+    position: *mut P,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+    convert: Option<fn(&Datatype, &mut [u8])>,
+) -> MpiResult<()> {
+    let count = check_count(outcount)?;
+    let layout = committed_layout(datatype)?;
+    check_user_buffer(outbuf, count, datatype)?;
+    let bytes = layout
+        .packed_bytes(count)
+        .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
+    // SAFETY: position checked inside; buffers are the caller's.
+    unsafe {
+        let start = pack_window(position, bytes, insize, name)?;
+        if bytes > 0 {
+            if inbuf.is_null() {
+                return Err(MpiError::new(ErrorClass::Buffer, "inbuf is NULL"));
+            }
+            let window = std::slice::from_raw_parts((inbuf as *const u8).add(start), bytes);
+            match convert {
+                None => layout.unpack(outbuf.cast(), count, 0, window),
+                Some(convert) => {
+                    let mut native = window.to_vec();
+                    convert(&layout, &mut native);
+                    layout.unpack(outbuf.cast(), count, 0, &native);
+                }
+            }
+        }
+        *position = P::from_bytes(start + bytes);
+    }
+    Ok(())
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pack(
     inbuf: *const c_void,
@@ -248,25 +348,19 @@ pub unsafe extern "C" fn PMPI_Pack(
 ) -> c_int {
     entry("MPI_Pack", comm, |mpi, _| {
         comm_of(mpi, comm)?;
-        let count = check_count(incount)?;
-        let layout = committed_layout(datatype)?;
-        check_user_buffer(inbuf, count, datatype)?;
-        let bytes = layout
-            .packed_bytes(count)
-            .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
-        // SAFETY: position checked inside; buffers are the caller's.
+        // SAFETY: the caller's arguments, checked inside.
         unsafe {
-            let start = pack_window(position, bytes, outsize, "MPI_Pack")?;
-            if bytes > 0 {
-                if outbuf.is_null() {
-                    return Err(MpiError::new(ErrorClass::Buffer, "outbuf is NULL"));
-                }
-                let window = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(start), bytes);
-                layout.pack(inbuf.cast(), count, 0, window);
-            }
-            *position = (start + bytes) as c_int;
+            pack_message(
+                "MPI_Pack",
+                inbuf,
+                incount,
+                datatype,
+                outbuf,
+                outsize,
+                position,
+                |_, _| {},
+            )
         }
-        Ok(())
     })
 }
 const _: fn_types::MPI_Pack = PMPI_Pack;
@@ -283,25 +377,19 @@ pub unsafe extern "C" fn PMPI_Unpack(
 ) -> c_int {
     entry("MPI_Unpack", comm, |mpi, _| {
         comm_of(mpi, comm)?;
-        let count = check_count(outcount)?;
-        let layout = committed_layout(datatype)?;
-        check_user_buffer(outbuf, count, datatype)?;
-        let bytes = layout
-            .packed_bytes(count)
-            .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
-        // SAFETY: position checked inside; buffers are the caller's.
+        // SAFETY: the caller's arguments, checked inside.
         unsafe {
-            let start = pack_window(position, bytes, insize, "MPI_Unpack")?;
-            if bytes > 0 {
-                if inbuf.is_null() {
-                    return Err(MpiError::new(ErrorClass::Buffer, "inbuf is NULL"));
-                }
-                let window = std::slice::from_raw_parts((inbuf as *const u8).add(start), bytes);
-                layout.unpack(outbuf.cast(), count, 0, window);
-            }
-            *position = (start + bytes) as c_int;
+            unpack_message(
+                "MPI_Unpack",
+                inbuf,
+                insize,
+                position,
+                outbuf,
+                outcount,
+                datatype,
+                None,
+            )
         }
-        Ok(())
     })
 }
 const _: fn_types::MPI_Unpack = PMPI_Unpack;

@@ -13,8 +13,8 @@ use resmpi_core::datatype::{BasicKind, Datatype};
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
-use crate::datatype::{check_count, committed_layout, layout_of};
-use crate::datatype_packing::{check_user_buffer, pack_window};
+use crate::datatype::{check_count, layout_of};
+use crate::datatype_packing::{pack_message, unpack_message};
 use crate::global::entry;
 
 /// Check the data representation name: only "external32" exists.
@@ -110,26 +110,20 @@ pub unsafe extern "C" fn PMPI_Pack_external(
     position: *mut MPI_Aint,
 ) -> c_int {
     entry("MPI_Pack_external", MPI_COMM_WORLD, |_, _| {
-        // SAFETY: the caller's string.
-        unsafe { check_datarep(datarep)? };
-        let count = check_count(incount)?;
-        let layout = committed_layout(datatype)?;
-        check_user_buffer(inbuf, count, datatype)?;
-        let bytes = external_bytes(&layout, count)?;
-        // SAFETY: position checked inside; buffers are the caller's.
+        // SAFETY: the caller's arguments, checked inside.
         unsafe {
-            let start = pack_window(position, bytes, outsize, "MPI_Pack_external")?;
-            if bytes > 0 {
-                if outbuf.is_null() {
-                    return Err(MpiError::new(ErrorClass::Buffer, "outbuf is NULL"));
-                }
-                let window = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(start), bytes);
-                layout.pack(inbuf.cast(), count, 0, window);
-                reverse_elements(&layout, window);
-            }
-            *position = (start + bytes) as MPI_Aint;
+            check_datarep(datarep)?;
+            pack_message(
+                "MPI_Pack_external",
+                inbuf,
+                incount,
+                datatype,
+                outbuf,
+                outsize,
+                position,
+                reverse_elements,
+            )
         }
-        Ok(())
     })
 }
 const _: fn_types::MPI_Pack_external = PMPI_Pack_external;
@@ -145,27 +139,20 @@ pub unsafe extern "C" fn PMPI_Unpack_external(
     datatype: MPI_Datatype,
 ) -> c_int {
     entry("MPI_Unpack_external", MPI_COMM_WORLD, |_, _| {
-        // SAFETY: the caller's string.
-        unsafe { check_datarep(datarep)? };
-        let count = check_count(outcount)?;
-        let layout = committed_layout(datatype)?;
-        check_user_buffer(outbuf, count, datatype)?;
-        let bytes = external_bytes(&layout, count)?;
-        // SAFETY: position checked inside; buffers are the caller's.
+        // SAFETY: the caller's arguments, checked inside.
         unsafe {
-            let start = pack_window(position, bytes, insize, "MPI_Unpack_external")?;
-            if bytes > 0 {
-                if inbuf.is_null() {
-                    return Err(MpiError::new(ErrorClass::Buffer, "inbuf is NULL"));
-                }
-                let mut native =
-                    std::slice::from_raw_parts((inbuf as *const u8).add(start), bytes).to_vec();
-                reverse_elements(&layout, &mut native);
-                layout.unpack(outbuf.cast(), count, 0, &native);
-            }
-            *position = (start + bytes) as MPI_Aint;
+            check_datarep(datarep)?;
+            unpack_message(
+                "MPI_Unpack_external",
+                inbuf,
+                insize,
+                position,
+                outbuf,
+                outcount,
+                datatype,
+                Some(reverse_elements),
+            )
         }
-        Ok(())
     })
 }
 const _: fn_types::MPI_Unpack_external = PMPI_Unpack_external;
