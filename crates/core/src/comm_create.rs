@@ -24,7 +24,7 @@ impl Mpi {
         if parent.is_inter() {
             return fail(
                 ErrorClass::Comm,
-                "creating from a group of an inter-communicator is not supported by resmpi",
+                "MPI_Comm_create_group needs an intra-communicator",
             );
         }
         if let Some(outsider) = members
@@ -47,7 +47,7 @@ impl Mpi {
     pub fn comm_create(&mut self, comm_index: usize, members: &[u32]) -> MpiResult<Option<usize>> {
         let parent = self.comm(comm_index)?.clone();
         if parent.is_inter() {
-            return self.check_subgroup(&parent, members).map(|_| None);
+            return self.intercomm_create_from_group(comm_index, members);
         }
         // Agree first, so a process with a bad group does not leave the
         // others waiting.

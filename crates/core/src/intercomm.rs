@@ -1,5 +1,6 @@
-//! Inter-communicators: MPI_Intercomm_create, MPI_Intercomm_merge and the
-//! duplication of an inter-communicator.
+//! Inter-communicators: MPI_Intercomm_create, MPI_Intercomm_merge, and
+//! MPI_Comm_dup, MPI_Comm_split and MPI_Comm_create of an
+//! inter-communicator.
 //!
 //! Every agreement follows one pattern: each group agrees among itself over
 //! its hidden local intra-communicator (or the user's local communicator at
@@ -95,6 +96,154 @@ impl Mpi {
             u32::from_ne_bytes(theirs[..4].try_into().expect("4 bytes")),
             u32::from_ne_bytes(theirs[4..].try_into().expect("4 bytes")),
         ])
+    }
+
+    /// Leaders swap `mine` (any length; every local member passes the
+    /// same) over inter-communicator `inter`; every local member gets what
+    /// the remote group's leader sent.
+    fn exchange_with_remote_group(
+        &mut self,
+        inter: &Communicator,
+        mine: &[u8],
+    ) -> MpiResult<Vec<u8>> {
+        let remote = inter.remote.as_ref().expect("an inter-communicator");
+        let mut length = [0u8; 8];
+        let mut theirs = Vec::new();
+        if inter.rank == 0 {
+            let (local_comm, leader) = (remote.local_comm, remote.group[0]);
+            let context = inter.collective_context();
+            let my_length = (mine.len() as u64).to_ne_bytes();
+            self.swap_with(
+                local_comm,
+                leader,
+                context,
+                LEADER_EXCHANGE_TAG,
+                &my_length,
+                &mut length,
+            )?;
+            theirs = vec![0u8; u64::from_ne_bytes(length) as usize];
+            self.swap_with(
+                local_comm,
+                leader,
+                context,
+                LEADER_EXCHANGE_TAG,
+                mine,
+                &mut theirs,
+            )?;
+        }
+        self.bcast(remote.local_comm, &mut length, 0)?;
+        theirs.resize(u64::from_ne_bytes(length) as usize, 0);
+        self.bcast(remote.local_comm, &mut theirs, 0)?;
+        Ok(theirs)
+    }
+
+    /// MPI_Comm_split of inter-communicator `inter_index`: each group splits
+    /// by (color, key) on its own, and color c's local part is paired with
+    /// the remote group's color c part. None for MPI_UNDEFINED, or when the
+    /// remote group has no process of this color.
+    pub(crate) fn intercomm_split(
+        &mut self,
+        inter_index: usize,
+        color: i32,
+        key: i32,
+        undefined: i32,
+    ) -> MpiResult<Option<usize>> {
+        let inter = self.comm(inter_index)?.clone();
+        let remote = inter.remote.clone().expect("an inter-communicator");
+        let mut mine = Vec::with_capacity(8);
+        mine.extend_from_slice(&color.to_ne_bytes());
+        mine.extend_from_slice(&key.to_ne_bytes());
+        let local_table = self.allgather_bytes(remote.local_comm, &mine)?;
+        let remote_table = self.exchange_with_remote_group(&inter, &local_table)?;
+        let (context, _) = self.agree_inter_context(&inter, INTERCOMM_CONTEXT_SPAN, 0)?;
+        if remote_table.len() != remote.group.len() * 8 {
+            return fail(
+                ErrorClass::Intern,
+                "the remote group sent a split table of the wrong size",
+            );
+        }
+        if color == undefined {
+            return Ok(None);
+        }
+        let local_members = members_of_color(&local_table, &inter.group, color);
+        let remote_members = members_of_color(&remote_table, &remote.group, color);
+        if remote_members.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(self.add_subgroup_intercomm(
+            context,
+            &inter,
+            local_members,
+            remote_members,
+        )))
+    }
+
+    /// MPI_Comm_create of inter-communicator `inter_index`: `members` (world
+    /// ranks, in order) is a subgroup of the local group, given alike by
+    /// every local process; the result pairs it with the remote group's
+    /// subgroup. None outside `members`, or when either subgroup is empty.
+    pub(crate) fn intercomm_create_from_group(
+        &mut self,
+        inter_index: usize,
+        members: &[u32],
+    ) -> MpiResult<Option<usize>> {
+        let inter = self.comm(inter_index)?.clone();
+        // Check after the collective part, so a bad group on one process
+        // does not leave the others waiting.
+        let checked = match members
+            .iter()
+            .find(|world| inter.local_rank_of(**world).is_none())
+        {
+            Some(outsider) => fail(
+                ErrorClass::Group,
+                format!("process {outsider} of the group is not in the local group"),
+            ),
+            None => Ok(()),
+        };
+        let mine: Vec<u8> = members
+            .iter()
+            .flat_map(|world| world.to_ne_bytes())
+            .collect();
+        let theirs = self.exchange_with_remote_group(&inter, &mine)?;
+        let (context, _) = self.agree_inter_context(&inter, INTERCOMM_CONTEXT_SPAN, 0)?;
+        checked?;
+        let remote_members: Vec<u32> = theirs
+            .chunks_exact(4)
+            .map(|chunk| u32::from_ne_bytes(chunk.try_into().expect("4 bytes")))
+            .collect();
+        if members.is_empty() || remote_members.is_empty() || !members.contains(&self.rank()) {
+            return Ok(None);
+        }
+        Ok(Some(self.add_subgroup_intercomm(
+            context,
+            &inter,
+            members.to_vec(),
+            remote_members,
+        )))
+    }
+
+    /// Store an inter-communicator between `local_members` (which holds
+    /// this process) and `remote_members`, with `parent`'s error handler.
+    fn add_subgroup_intercomm(
+        &mut self,
+        context: u32,
+        parent: &Communicator,
+        local_members: Vec<u32>,
+        remote_members: Vec<u32>,
+    ) -> usize {
+        let me = self.rank();
+        let rank = local_members
+            .iter()
+            .position(|world| *world == me)
+            .expect("a member of its own subgroup") as u32;
+        let local = Communicator::new(
+            context,
+            Arc::new(local_members),
+            rank,
+            parent.errhandler,
+            String::new(),
+        );
+        self.add_intercomm(context, &local, Arc::new(remote_members))
     }
 
     /// A context id unused by every member of both groups of `inter`.
@@ -329,4 +478,20 @@ impl Mpi {
         );
         Ok(self.add_comm(comm))
     }
+}
+
+/// The world ranks of `group` whose entry in `table` ((color, key) per
+/// rank) has `color`, ordered by key, then rank.
+fn members_of_color(table: &[u8], group: &[u32], color: i32) -> Vec<u32> {
+    let mut members: Vec<(i32, usize)> = table
+        .chunks_exact(8)
+        .enumerate()
+        .filter_map(|(rank, entry)| {
+            let their_color = i32::from_ne_bytes(entry[..4].try_into().expect("4 bytes"));
+            let their_key = i32::from_ne_bytes(entry[4..].try_into().expect("4 bytes"));
+            (their_color == color).then_some((their_key, rank))
+        })
+        .collect();
+    members.sort();
+    members.iter().map(|(_, rank)| group[*rank]).collect()
 }

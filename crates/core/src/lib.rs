@@ -638,17 +638,14 @@ impl Mpi {
         undefined: i32,
     ) -> MpiResult<Option<usize>> {
         let parent = self.comm(comm_index)?.clone();
-        if parent.is_inter() {
-            return fail(
-                ErrorClass::Comm,
-                "MPI_Comm_split on an inter-communicator is not supported by resmpi",
-            );
-        }
         if color < 0 && color != undefined {
             return fail(
                 ErrorClass::Arg,
                 format!("color {color} is negative and not MPI_UNDEFINED"),
             );
+        }
+        if parent.is_inter() {
+            return self.intercomm_split(comm_index, color, key, undefined);
         }
         let mut mine = Vec::with_capacity(8);
         mine.extend_from_slice(&color.to_ne_bytes());
