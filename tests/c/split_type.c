@@ -46,6 +46,21 @@ int main(int argc, char **argv) {
     }
     MPI_OK(MPI_Info_free(&info));
 
+    /* MPI_UNDEFINED mixed with a split type in one call. */
+    for (int root = 0; root < world_size; root++) {
+        MPI_Comm mine;
+        int type = g_rank == root ? MPI_COMM_TYPE_SHARED : MPI_UNDEFINED, size = -1;
+        MPI_OK(MPI_Comm_split_type(MPI_COMM_WORLD, type, 0, MPI_INFO_NULL, &mine));
+        if (g_rank == root) {
+            CHECK(mine != MPI_COMM_NULL, "the only joining process got MPI_COMM_NULL");
+            MPI_OK(MPI_Comm_size(mine, &size));
+            CHECK(size == 1, "the only joining process got %d processes", size);
+            MPI_OK(MPI_Comm_free(&mine));
+        } else {
+            CHECK(mine == MPI_COMM_NULL, "MPI_UNDEFINED gave a communicator");
+        }
+    }
+
     errors_return();
     CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, 12345, 0, MPI_INFO_NULL, &none) != MPI_SUCCESS,
           "split type 12345 accepted");

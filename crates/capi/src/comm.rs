@@ -381,22 +381,25 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
     entry("MPI_Comm_split_type", comm, |mpi, registry| {
         let index = comm_of(mpi, comm)?;
         check_newcomm(newcomm)?;
+        // Every process runs the same collective (the shared-memory split),
+        // joining it or not, so MPI_UNDEFINED may be mixed with a type.
         let new_index = match split_type {
-            MPI_UNDEFINED => mpi.comm_split(index, MPI_UNDEFINED, key, MPI_UNDEFINED)?,
-            MPI_COMM_TYPE_SHARED => mpi.comm_split_shared(index, key)?,
+            MPI_UNDEFINED => mpi.comm_split_shared(index, false, key)?,
+            MPI_COMM_TYPE_SHARED => mpi.comm_split_shared(index, true, key)?,
             // The one hardware resource resmpi knows is the node (shared
             // memory); any other resource, or no hint, gives MPI_COMM_NULL.
             MPI_COMM_TYPE_HW_GUIDED => {
-                match crate::info::hint(registry, info, HW_RESOURCE_KEY)?.as_deref() {
-                    Some(NODE_RESOURCE | "machine") => mpi.comm_split_shared(index, key)?,
-                    _ => None,
-                }
+                let joins = matches!(
+                    crate::info::hint(registry, info, HW_RESOURCE_KEY)?.as_deref(),
+                    Some(NODE_RESOURCE | "machine")
+                );
+                mpi.comm_split_shared(index, joins, key)?
             }
             // A resource strictly smaller than the parent: the node, if
             // the parent spans more than one; named back in `info`.
             MPI_COMM_TYPE_HW_UNGUIDED => {
                 let parent_size = mpi.comm(index)?.size();
-                match mpi.comm_split_shared(index, key)? {
+                match mpi.comm_split_shared(index, true, key)? {
                     Some(node) if mpi.comm(node)?.size() < parent_size => {
                         if info != MPI_INFO_NULL {
                             crate::info::set_hint(registry, info, HW_RESOURCE_KEY, NODE_RESOURCE)?;

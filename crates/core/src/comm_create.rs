@@ -99,22 +99,35 @@ impl Mpi {
     }
 
     /// MPI_Comm_split_type with MPI_COMM_TYPE_SHARED: one communicator per
-    /// host, ordered by `key` then parent rank.
-    pub fn comm_split_shared(&mut self, comm_index: usize, key: i32) -> MpiResult<Option<usize>> {
-        if self.comm(comm_index)?.is_inter() {
-            return fail(
-                ErrorClass::Comm,
-                "MPI_Comm_split_type on an inter-communicator is not supported by resmpi",
-            );
-        }
+    /// host, ordered by `key` then parent rank; a process passing
+    /// MPI_UNDEFINED (`joins` false) takes part and gets None. On an
+    /// inter-communicator each host's part of one group is paired with the
+    /// same host's part of the other (the color is the host's, the same in
+    /// both groups).
+    pub fn comm_split_shared(
+        &mut self,
+        comm_index: usize,
+        joins: bool,
+        key: i32,
+    ) -> MpiResult<Option<usize>> {
+        const UNDEFINED: i32 = i32::MIN;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         crate::wireup::host_key(&self.config).hash(&mut hasher);
         let host = hasher.finish();
+        if self.comm(comm_index)?.is_inter() {
+            let color = if joins {
+                (host & 0x7fff_ffff) as i32
+            } else {
+                UNDEFINED
+            };
+            return self.comm_split(comm_index, color, key, UNDEFINED);
+        }
         let all = self.allgather_bytes(comm_index, &host.to_ne_bytes())?;
         let color = all
             .chunks_exact(8)
             .position(|chunk| chunk == host.to_ne_bytes())
             .expect("own host is in the list");
-        self.comm_split(comm_index, color as i32, key, i32::MIN)
+        let color = if joins { color as i32 } else { UNDEFINED };
+        self.comm_split(comm_index, color, key, UNDEFINED)
     }
 }
