@@ -22,3 +22,8 @@ def test_split_and_create_of_an_inter_communicator_pair_the_groups_parts(build, 
 @pytest.mark.resmpi_only("MPICH does not check the color of MPI_Comm_split on an inter-communicator")
 def test_split_of_an_inter_communicator_rejects_a_negative_color(build):
     assert_ok(run(3, build("comm_inter_split"), "strict", timeout=60))
+
+
+@pytest.mark.parametrize("nprocs", [2, 3, 4])
+def test_communicators_from_groups_without_a_parent(build, nprocs):
+    assert_ok(run(nprocs, build("from_group"), timeout=60))

@@ -497,3 +497,110 @@ pub unsafe extern "C" fn PMPI_Intercomm_merge(
     })
 }
 const _: fn_types::MPI_Intercomm_merge = PMPI_Intercomm_merge;
+
+/// The string tag of the MPI-4 `*_from_group(s)` calls.
+unsafe fn string_tag(stringtag: *const c_char) -> resmpi_core::MpiResult<String> {
+    if stringtag.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "stringtag is NULL"));
+    }
+    // SAFETY: checked non-null; a C string.
+    Ok(unsafe { c_text(stringtag) })
+}
+
+/// The error handler a `*_from_group(s)` call gives its result
+/// (MPI_ERRHANDLER_NULL: errors are fatal, as on MPI_COMM_WORLD by default).
+fn errhandler_or_fatal(errhandler: MPI_Errhandler) -> MPI_Errhandler {
+    if errhandler == MPI_ERRHANDLER_NULL {
+        MPI_ERRORS_ARE_FATAL
+    } else {
+        errhandler
+    }
+}
+
+/// MPI_Comm_create_from_group (MPI-4): a communicator of `group`'s
+/// processes (taken from MPI_COMM_WORLD's), collective over them only.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_create_from_group(
+    group: MPI_Group,
+    stringtag: *const c_char,
+    _info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    entry(
+        "MPI_Comm_create_from_group",
+        MPI_COMM_WORLD,
+        |mpi, registry| {
+            check_newcomm(newcomm)?;
+            // SAFETY: the caller's C string.
+            let tag = unsafe { string_tag(stringtag) }?;
+            let members = group_members(registry, group)?;
+            if members.is_empty() {
+                store_comm(newcomm, None);
+                return Ok(());
+            }
+            let index =
+                mpi.comm_create_from_group(&members, &tag, errhandler_or_fatal(errhandler))?;
+            store_comm(newcomm, Some(index));
+            Ok(())
+        },
+    )
+}
+const _: fn_types::MPI_Comm_create_from_group = PMPI_Comm_create_from_group;
+
+/// MPI_Intercomm_create_from_groups (MPI-4): the local group becomes a
+/// communicator (as MPI_Comm_create_from_group does), and the leaders meet
+/// over MPI_COMM_WORLD as in MPI_Intercomm_create, on a tag derived from
+/// the string tag.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
+    local_group: MPI_Group,
+    local_leader: c_int,
+    remote_group: MPI_Group,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    _info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    entry(
+        "MPI_Intercomm_create_from_groups",
+        MPI_COMM_WORLD,
+        |mpi, registry| {
+            check_newcomm(newintercomm)?;
+            // SAFETY: the caller's C string.
+            let tag = unsafe { string_tag(stringtag) }?;
+            let local = group_members(registry, local_group)?;
+            let remote = group_members(registry, remote_group)?;
+            let Some(&remote_leader_world) = usize::try_from(remote_leader)
+                .ok()
+                .and_then(|leader| remote.get(leader))
+            else {
+                return Err(MpiError::new(
+                    ErrorClass::Rank,
+                    format!("remote leader {remote_leader} is not a rank of the remote group"),
+                ));
+            };
+            let errhandler = errhandler_or_fatal(errhandler);
+            let local_index =
+                mpi.comm_create_from_group(&local, &format!("{tag}\0local"), errhandler)?;
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&tag, &mut hasher);
+            let leader_tag =
+                (std::hash::Hasher::finish(&hasher) % resmpi_core::TAG_UB as u64) as c_int;
+            let created = mpi.intercomm_create(
+                local_index,
+                local_leader,
+                Some(resmpi_core::WORLD),
+                remote_leader_world as c_int,
+                leader_tag,
+            );
+            mpi.free_comm(local_index)?;
+            let inter = created?;
+            mpi.comm_mut(inter)?.errhandler = errhandler;
+            store_comm(newintercomm, Some(inter));
+            Ok(())
+        },
+    )
+}
+const _: fn_types::MPI_Intercomm_create_from_groups = PMPI_Intercomm_create_from_groups;

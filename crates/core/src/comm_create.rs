@@ -7,7 +7,8 @@
 //! over a short-lived communicator of their own whose context is the
 //! parent's with the top bit set: ordinary contexts never reach that bit,
 //! and all members create in the same order, so MPI's ordering keeps
-//! successive creations on one parent apart.
+//! successive creations on one parent apart. MPI_Comm_create_from_group has
+//! no parent: its string tag stands in for the parent's context.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -18,6 +19,9 @@ use crate::Mpi;
 
 /// Marks the context of the temporary communicator of MPI_Comm_create_group.
 const GROUP_CREATION_CONTEXT_BIT: u32 = 1 << 31;
+/// With the bit above: a temporary of MPI_Comm_create_from_group, whose
+/// other bits come from its string tag (ordinary contexts stay far below).
+const FROM_GROUP_CONTEXT_BIT: u32 = 1 << 30;
 
 impl Mpi {
     fn check_subgroup(&self, parent: &Communicator, members: &[u32]) -> MpiResult<()> {
@@ -72,18 +76,60 @@ impl Mpi {
     pub fn comm_create_group(&mut self, comm_index: usize, members: &[u32]) -> MpiResult<usize> {
         let parent = self.comm(comm_index)?.clone();
         self.check_subgroup(&parent, members)?;
+        self.create_among(
+            members,
+            parent.context | GROUP_CREATION_CONTEXT_BIT,
+            parent.errhandler,
+        )
+    }
+
+    /// MPI_Comm_create_from_group (MPI-4, world model): like
+    /// Comm_create_group with no parent; `tag` (the string tag) keeps
+    /// creations by overlapping groups apart, as the parent's context does
+    /// for Comm_create_group.
+    pub fn comm_create_from_group(
+        &mut self,
+        members: &[u32],
+        tag: &str,
+        errhandler: i32,
+    ) -> MpiResult<usize> {
+        if let Some(outsider) = members.iter().find(|world| **world >= self.size()) {
+            return fail(
+                ErrorClass::Group,
+                format!("process {outsider} of the group is not in MPI_COMM_WORLD"),
+            );
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        tag.hash(&mut hasher);
+        let tag_context =
+            (hasher.finish() as u32) & !(GROUP_CREATION_CONTEXT_BIT | FROM_GROUP_CONTEXT_BIT);
+        self.create_among(
+            members,
+            GROUP_CREATION_CONTEXT_BIT | FROM_GROUP_CONTEXT_BIT | tag_context,
+            errhandler,
+        )
+    }
+
+    /// A communicator of `members` (this process among them), its context
+    /// agreed over a temporary communicator with context `temporary_context`.
+    fn create_among(
+        &mut self,
+        members: &[u32],
+        temporary_context: u32,
+        errhandler: i32,
+    ) -> MpiResult<usize> {
         let me = self.rank();
         let Some(rank) = members.iter().position(|world| *world == me) else {
             return fail(
                 ErrorClass::Group,
-                "MPI_Comm_create_group called by a process outside the group",
+                "a communicator is being created from a group by a process outside it",
             );
         };
         let temporary = self.add_comm(Communicator::new(
-            parent.context | GROUP_CREATION_CONTEXT_BIT,
+            temporary_context,
             Arc::new(members.to_vec()),
             rank as u32,
-            parent.errhandler,
+            errhandler,
             String::new(),
         ));
         let agreed = self.agree_context(temporary);
@@ -92,7 +138,7 @@ impl Mpi {
             agreed?,
             Arc::new(members.to_vec()),
             rank as u32,
-            parent.errhandler,
+            errhandler,
             String::new(),
         );
         Ok(self.add_comm(comm))
