@@ -38,8 +38,9 @@ SUBSET = [
     # inter-communicator collectives (non-root ranks of the root's group pass
     # MPI_PROC_NULL and no valid op or datatype), pickle-5 messaging
     "test_cco_buf_inter", "test_cco_obj_inter", "test_cco_vec_inter", "test_util_pkl5",
-    # groups and topologies
-    "test_group", "test_comm_topo",
+    # groups, communicators (split/create of inter-communicators, from
+    # groups), topologies
+    "test_group", "test_comm", "test_comm_inter", "test_comm_topo",
     # the package itself
     "test_package", "test_pickle", "test_threads", "test_toplevel", "test_ctypes",
     "test_doc", "test_mpiabi", "test_win", "test_status",
