@@ -27,3 +27,8 @@ def test_split_of_an_inter_communicator_rejects_a_negative_color(build):
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_communicators_from_groups_without_a_parent(build, nprocs):
     assert_ok(run(nprocs, build("from_group"), timeout=60))
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_comm_idup_does_not_block_and_overlapping_idups_complete(build, nprocs):
+    assert_ok(run(nprocs, build("comm_idup"), timeout=60))

@@ -27,6 +27,7 @@ WORK = REPO / "build" / "mpi4py"
 SUBSET = [
     # point-to-point, requests, messages
     "test_p2p_obj", "test_p2p_obj_matched", "test_p2p_buf", "test_p2p_buf_matched", "test_request",
+    "test_grequest",
     "test_msgzero", "test_buffer", "test_address", "test_mpimem",
     # collectives, blocking and nonblocking, buffer and object forms; ops
     "test_cco_buf", "test_cco_nb_buf", "test_cco_nb_vec", "test_cco_obj", "test_cco_vec",

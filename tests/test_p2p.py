@@ -68,3 +68,13 @@ def test_a_send_no_receive_has_matched_is_cancelled_and_never_arrives(build, npr
 @pytest.mark.parametrize("nprocs", [2, 3])
 def test_a_send_already_received_is_not_cancelled(build, nprocs, paths):
     assert_ok(run(nprocs, build("cancel_send"), "received", mpiexec_opts=paths))
+
+
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_generalized_requests_run_their_callbacks(build, nprocs):
+    assert_ok(run(nprocs, build("grequest")))
+
+
+@pytest.mark.resmpi_only("MPICH waits forever for a generalized request nobody completes")
+def test_waiting_for_a_generalized_request_nobody_completes_is_an_error(build):
+    assert_ok(run(1, build("grequest"), "stuck"))

@@ -43,9 +43,19 @@ const _: fn_types::MPI_Comm_size = PMPI_Comm_size;
 /// callbacks of the parent's attributes (outside the lock); a failing
 /// callback frees the new communicator and fails the call.
 fn duplicate(name: &str, comm: MPI_Comm) -> Result<usize, c_int> {
-    let (old_index, new_index) = with_mpi(name, comm, |mpi, _| {
+    duplicate_with(name, comm, |mpi, index| Ok((mpi.comm_dup(index)?, ()))).map(|(index, ())| index)
+}
+
+/// A duplicate of `comm` made by `make` (which returns the new index and
+/// anything else), with the attributes copied as MPI_Comm_dup copies them.
+fn duplicate_with<T>(
+    name: &str,
+    comm: MPI_Comm,
+    make: impl FnOnce(&mut resmpi_core::Mpi, usize) -> resmpi_core::MpiResult<(usize, T)>,
+) -> Result<(usize, T), c_int> {
+    let (old_index, (new_index, extra)) = with_mpi(name, comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
-        Ok((index, mpi.comm_dup(index)?))
+        Ok((index, make(mpi, index)?))
     })?;
     if let Err(error) = crate::attr::copy_attributes(old_index, new_index) {
         let _ = crate::attr::delete_all_attributes(new_index);
@@ -57,7 +67,7 @@ fn duplicate(name: &str, comm: MPI_Comm) -> Result<usize, c_int> {
         drop(global);
         return Err(raise_error(name, comm, error));
     }
-    Ok(new_index)
+    Ok((new_index, extra))
 }
 
 #[no_mangle]
@@ -228,37 +238,71 @@ fn check_newcomm(newcomm: *mut MPI_Comm) -> resmpi_core::MpiResult<()> {
     Ok(())
 }
 
-/// MPI_Comm_idup: the context agreement is done eagerly, so the duplicate
-/// is complete on return and the request is already complete.
+/// MPI_Comm_idup: the duplicate's handle is written at once, its context
+/// arrives with the request (see `Mpi::comm_idup_start`) and is installed
+/// when the request completes ([`install_idup_context`]).
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_idup(
     comm: MPI_Comm,
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    if request.is_null() {
+    if request.is_null() || newcomm.is_null() {
         return raise_error(
             "MPI_Comm_idup",
             comm,
-            MpiError::new(ErrorClass::Arg, "request pointer is NULL"),
+            MpiError::new(ErrorClass::Arg, "newcomm or request pointer is NULL"),
         );
     }
-    // SAFETY: forwarded caller pointer.
-    let code = unsafe { PMPI_Comm_dup(comm, newcomm) };
-    if code != MPI_SUCCESS {
-        return code;
-    }
-    // SAFETY: PMPI_Comm_dup succeeded, so newcomm is valid.
-    let new_handle = unsafe { *newcomm };
-    entry("MPI_Comm_idup", comm, |mpi, _| {
-        let index = comm_of(mpi, new_handle)?;
-        let slot = mpi
+    let made = duplicate_with("MPI_Comm_idup", comm, |mpi, index| {
+        let (new_index, slot, cell) = mpi.comm_idup_start(index)?;
+        let generation = mpi
             .engine
-            .start_nothing(index, resmpi_core::Status::default())?;
-        // SAFETY: checked non-null.
-        unsafe { *request = request_handle(slot) };
-        Ok(())
-    })
+            .state
+            .requests
+            .get(slot)
+            .map_or(0, |request| request.generation);
+        Ok((new_index, (slot, generation, cell)))
+    });
+    match made {
+        Ok((new_index, (slot, generation, cell))) => {
+            with_pending_idups(|pending| pending.insert(slot, (generation, new_index, cell)));
+            // SAFETY: both checked non-null.
+            unsafe {
+                *newcomm = comm_handle(new_index);
+                *request = request_handle(slot);
+            }
+            MPI_SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// Idup requests in flight: request slot -> (generation, new communicator,
+/// the cell its context arrives in).
+type PendingIdups = std::collections::HashMap<u32, (u32, usize, Box<[u8]>)>;
+
+static PENDING_IDUPS: std::sync::Mutex<Option<PendingIdups>> = std::sync::Mutex::new(None);
+
+fn with_pending_idups<T>(body: impl FnOnce(&mut PendingIdups) -> T) -> T {
+    let mut guard = PENDING_IDUPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    body(guard.get_or_insert_with(Default::default))
+}
+
+/// Request `slot` of `generation` has completed and been released: if it
+/// was an MPI_Comm_idup, the duplicate gets its context now.
+pub fn install_idup_context(mpi: &mut resmpi_core::Mpi, slot: u32, generation: u32) {
+    let Some((expected, comm_index, cell)) = with_pending_idups(|pending| pending.remove(&slot))
+    else {
+        return;
+    };
+    if expected == generation {
+        let context = u32::from_ne_bytes(cell[..4].try_into().expect("4 bytes"));
+        // The communicator may already be freed (erroneous, but harmless).
+        let _ = mpi.set_comm_context(comm_index, context);
+    }
 }
 const _: fn_types::MPI_Comm_idup = PMPI_Comm_idup;
 

@@ -44,6 +44,13 @@ pub struct Registry {
 // by whichever thread holds it (MPI_THREAD_SERIALIZED semantics).
 unsafe impl Send for Global {}
 
+/// `Global::initialized` and `finalized`, readable without the lock:
+/// MPI_Initialized and MPI_Finalized may be called from anywhere, including
+/// user callbacks the library runs (mpi4py's do).
+pub static INITIALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// See [`INITIALIZED`].
+pub static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 static GLOBAL: Mutex<Global> = Mutex::new(Global {
     mpi: None,
     initialized: false,
@@ -104,7 +111,8 @@ pub fn lock() -> Guard {
     if inside_library() {
         eprintln!(
             "resmpi: an MPI function that needs the library state was called from a user \
-             function the library is running (a reduction op); only local datatype queries \
+             function the library is running (a reduction op or a generalized request's \
+             callback); only local queries (datatypes, status setters, MPI_Initialized) \
              may be called there"
         );
         std::process::abort();

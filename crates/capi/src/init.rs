@@ -36,6 +36,7 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
                 start_progress_thread();
             }
             global.initialized = true;
+            crate::global::INITIALIZED.store(true, std::sync::atomic::Ordering::SeqCst);
             // One lock serialises every call: SERIALIZED is what we can promise.
             global.thread_level = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
             if !provided.is_null() {
@@ -101,7 +102,9 @@ const _: fn_types::MPI_Init_thread = PMPI_Init_thread;
 pub unsafe extern "C" fn PMPI_Initialized(flag: *mut c_int) -> c_int {
     if !flag.is_null() {
         // SAFETY: the caller's output pointer.
-        unsafe { *flag = lock().initialized as c_int };
+        unsafe {
+            *flag = crate::global::INITIALIZED.load(std::sync::atomic::Ordering::SeqCst) as c_int
+        };
     }
     MPI_SUCCESS
 }
@@ -111,7 +114,9 @@ const _: fn_types::MPI_Initialized = PMPI_Initialized;
 pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
     if !flag.is_null() {
         // SAFETY: the caller's output pointer.
-        unsafe { *flag = lock().finalized as c_int };
+        unsafe {
+            *flag = crate::global::FINALIZED.load(std::sync::atomic::Ordering::SeqCst) as c_int
+        };
     }
     MPI_SUCCESS
 }
@@ -128,6 +133,7 @@ pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
         let mut global = lock();
         global.mpi = None;
         global.finalized = true;
+        crate::global::FINALIZED.store(true, std::sync::atomic::Ordering::SeqCst);
     }
     result
 }

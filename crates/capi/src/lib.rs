@@ -24,6 +24,7 @@ mod errhandler;
 mod error_codes;
 mod external32;
 mod global;
+mod grequest;
 mod group;
 mod handles;
 mod info;

@@ -17,7 +17,7 @@ use crate::handles::{request_handle, request_index};
 use crate::p2p::comm_of;
 
 /// Status of an inactive or null request ("empty status").
-fn empty_status() -> Status {
+pub(crate) fn empty_status() -> Status {
     Status {
         source: MPI_ANY_SOURCE,
         tag: MPI_ANY_TAG,
@@ -120,9 +120,19 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
             };
             (status, false)
         }
+        Some(request) if matches!(request.operation, Operation::Generalized) => {
+            requests.remove(index);
+            // The query function writes the status; then the request is freed.
+            // SAFETY: the caller's status pointer.
+            return (
+                unsafe { crate::grequest::finish(index, status, true) },
+                true,
+            );
+        }
         Some(_) => {
             let request = requests.remove(index).expect("live");
             finish_staged_receive(index, request.generation);
+            crate::comm::install_idup_context(mpi, index, request.generation);
             (request.status, true)
         }
         None => (empty_status(), true),
@@ -191,7 +201,10 @@ fn operation_of(mpi: &Mpi, index: u32) -> Option<u32> {
 /// Wait for the request behind `index`.
 fn wait_index(mpi: &mut Mpi, index: u32) -> MpiResult<()> {
     match operation_of(mpi, index) {
-        Some(target) => mpi.engine.wait_request(target),
+        Some(target) => {
+            crate::grequest::check_waitable(mpi, target)?;
+            mpi.engine.wait_request(target)
+        }
         None => Ok(()),
     }
 }
@@ -418,6 +431,7 @@ unsafe fn any_entry(
             return Ok(());
         }
         let found = if blocking {
+            crate::grequest::check_any_waitable(mpi, &slots)?;
             let mut found = None;
             mpi.engine.wait_until(|engine| {
                 found = slots.iter().position(|slot| {
@@ -519,6 +533,7 @@ unsafe fn some_entry(
             return Ok(());
         }
         if blocking {
+            crate::grequest::check_any_waitable(mpi, &slots)?;
             let mut idler = resmpi_core::engine::Idler::default();
             while find_completed(mpi, &slots).is_none() {
                 if mpi.engine.progress()? {
@@ -619,6 +634,19 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
         }
         if let Some(target) = target {
             match requests.get_mut(target) {
+                Some(request) if matches!(request.operation, Operation::Generalized) => {
+                    if request.complete {
+                        requests.remove(target);
+                        // SAFETY: no status is written (NULL).
+                        unsafe { crate::grequest::finish(target, std::ptr::null_mut(), false)? };
+                    } else {
+                        // The free function runs now (as MPICH runs it);
+                        // MPI_Grequest_complete then releases the slot.
+                        request.free_when_complete = true;
+                        // SAFETY: no status is written (NULL).
+                        unsafe { crate::grequest::finish(target, std::ptr::null_mut(), false)? };
+                    }
+                }
                 Some(request) if request.complete => {
                     let request = requests.remove(target).expect("live");
                     finish_staged_receive(target, request.generation);
@@ -642,6 +670,14 @@ pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
         // SAFETY: the caller's request pointer, checked inside.
         let index = unsafe { live_request_at(mpi, request)? };
         if let Some(target) = operation_of(mpi, index) {
+            if let Some(Request {
+                operation: Operation::Generalized,
+                complete,
+                ..
+            }) = mpi.engine.state.requests.get(target)
+            {
+                return crate::grequest::cancel(target, *complete);
+            }
             // Receives not yet matched are withdrawn, and sends whose
             // message no receive has matched yet; anything else completes
             // normally and MPI_Test_cancelled reports false (the standard
@@ -684,6 +720,10 @@ pub unsafe extern "C" fn PMPI_Request_get_status(
         };
         let requests = &mpi.engine.state.requests;
         let slot = requests.get(index).expect("live");
+        if matches!(slot.operation, Operation::Generalized) {
+            // SAFETY: the caller's status; the request stays.
+            return unsafe { crate::grequest::query(index, status) };
+        }
         let core_status = match &slot.persistent {
             Some(_) => slot
                 .inner
@@ -994,7 +1034,10 @@ unsafe fn set_elements(
     datatype: MPI_Datatype,
     elements: i64,
 ) -> c_int {
-    match with_mpi(name, MPI_COMM_WORLD, |_, _| {
+    // Local (no library lock): generalized-request query functions call
+    // it while the library runs them.
+    let mut computed = 0u64;
+    let code = crate::global::local_entry(name, || {
         if status.is_null() || status as usize == MPI_STATUS_IGNORE {
             return Err(MpiError::new(
                 ErrorClass::Arg,
@@ -1007,19 +1050,20 @@ unsafe fn set_elements(
         let bytes = bytes_of_elements(datatype, elements)?
             .filter(|bytes| (*bytes as u64) < (1u64 << 62))
             .ok_or_else(|| MpiError::new(ErrorClass::Count, "count too large for a status"))?;
-        Ok(bytes as u64)
-    }) {
-        Ok(bytes) => {
-            // SAFETY: checked above; the caller's status.
-            unsafe {
-                let cancelled = (*status).count_hi_and_cancelled & 1;
-                (*status).count_lo = bytes as u32 as c_int;
-                (*status).count_hi_and_cancelled = (((bytes >> 32) as c_int) << 1) | cancelled;
-            }
-            MPI_SUCCESS
-        }
-        Err(code) => code,
+        computed = bytes as u64;
+        Ok(())
+    });
+    if code != MPI_SUCCESS {
+        return code;
     }
+    let bytes = computed;
+    // SAFETY: checked above; the caller's status.
+    unsafe {
+        let cancelled = (*status).count_hi_and_cancelled & 1;
+        (*status).count_lo = bytes as u32 as c_int;
+        (*status).count_hi_and_cancelled = (((bytes >> 32) as c_int) << 1) | cancelled;
+    }
+    MPI_SUCCESS
 }
 
 #[no_mangle]

@@ -41,6 +41,16 @@ pub use request::{Persistent, SendMode, Status};
 /// Largest tag an application may use (MPI_TAG_UB).
 pub const TAG_UB: i32 = (1 << 30) - 1;
 
+/// Contexts of MPI_Comm_idup: bit 29, the leader's world rank, its count
+/// (agreed contexts stay far below bit 29; bits 30-31 mark temporaries).
+const IDUP_CONTEXT_BIT: u32 = 1 << 29;
+/// World ranks a leader may have (12 bits).
+const IDUP_LEADER_BITS: u32 = 12;
+/// Idups one leader may hand out (16 bits; each context takes two ids).
+const IDUP_COUNT_BITS: u32 = 16;
+/// The context of a duplicate whose MPI_Comm_idup has not completed.
+const UNSET_CONTEXT: u32 = u32::MAX;
+
 /// Index of MPI_COMM_WORLD in the communicator table.
 pub const WORLD: usize = 0;
 /// Index of MPI_COMM_SELF.
@@ -104,6 +114,8 @@ pub struct Mpi {
     pmi: Pmi,
     /// Next context id this process has not used.
     next_context: u32,
+    /// MPI_Comm_idup contexts this process has handed out as a leader.
+    idups_led: u32,
     /// MPI_Buffer_attach state.
     pub bsend: BsendBuffer,
     /// MPI_Get_processor_name.
@@ -166,6 +178,7 @@ impl Mpi {
             engine,
             pmi,
             next_context: comm::FIRST_FREE_CONTEXT,
+            idups_led: 0,
             bsend: BsendBuffer::default(),
             processor_name: wireup::processor_name(),
             config,
@@ -609,6 +622,65 @@ impl Mpi {
         let agreed = self.allreduce_i64_max(comm_index, mine)? as u32;
         self.next_context = agreed + 2;
         Ok(agreed)
+    }
+
+    /// MPI_Comm_idup without blocking: the duplicate is stored at once with
+    /// no usable context, and the returned request broadcasts one from the
+    /// parent's rank 0 into the returned cell; when the request completes
+    /// the caller installs it ([`Mpi::set_comm_context`]).
+    ///
+    /// No agreement is needed, so any number of idups may be in flight on
+    /// overlapping communicators: the leader takes the context from a
+    /// space only it allocates from (`IDUP_CONTEXT_BIT`, its world rank,
+    /// its own count of idups led), so no two communicators anywhere get
+    /// the same one. Inter-communicators, and jobs too large for the space,
+    /// duplicate eagerly (blocking) and return a completed request.
+    pub fn comm_idup_start(&mut self, comm_index: usize) -> MpiResult<(usize, u32, Box<[u8]>)> {
+        let parent = self.comm(comm_index)?.clone();
+        if parent.is_inter() || self.size() > 1 << IDUP_LEADER_BITS {
+            let new_index = self.comm_dup(comm_index)?;
+            let context = self.comm(new_index)?.context;
+            let request = self.engine.start_nothing(new_index, Status::default())?;
+            return Ok((
+                new_index,
+                request,
+                context.to_ne_bytes().to_vec().into_boxed_slice(),
+            ));
+        }
+        let mut cell = vec![0u8; 4].into_boxed_slice();
+        if parent.rank == 0 {
+            if self.idups_led >= 1 << IDUP_COUNT_BITS {
+                return fail(
+                    ErrorClass::Intern,
+                    format!(
+                        "this process led {} MPI_Comm_idup calls, the most resmpi can",
+                        self.idups_led
+                    ),
+                );
+            }
+            let context =
+                IDUP_CONTEXT_BIT | (self.rank() << (IDUP_COUNT_BITS + 1)) | (self.idups_led << 1);
+            self.idups_led += 1;
+            cell.copy_from_slice(&context.to_ne_bytes());
+        }
+        let mut schedule = self.engine.new_schedule(comm_index)?;
+        coll::bcast(&mut schedule, cell.as_mut_ptr(), cell.len(), 0);
+        let request = self.engine.start_schedule(schedule)?;
+        let mut comm = Communicator::new(
+            UNSET_CONTEXT,
+            parent.group.clone(),
+            parent.rank,
+            parent.errhandler,
+            String::new(),
+        );
+        comm.topology = parent.topology.clone();
+        Ok((self.add_comm(comm), request, cell))
+    }
+
+    /// Install the context an MPI_Comm_idup request delivered.
+    pub fn set_comm_context(&mut self, comm_index: usize, context: u32) -> MpiResult<()> {
+        self.comm_mut(comm_index)?.context = context;
+        Ok(())
     }
 
     /// MPI_Comm_dup: same group(s), errhandler and topology, a new context.

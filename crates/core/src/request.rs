@@ -160,6 +160,10 @@ pub enum Operation {
     Receive(ReceiveState),
     /// Completes at once (PROC_NULL, inactive persistent request).
     Nothing,
+    /// A generalized request (MPI_Grequest_start): the application
+    /// completes it with MPI_Grequest_complete; the C layer keeps its
+    /// callbacks.
+    Generalized,
 }
 
 /// One request slot.
