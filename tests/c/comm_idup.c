@@ -92,8 +92,32 @@ int main(int argc, char **argv) {
         MPI_Comm half, inter, inter_dup;
         MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &half));
         MPI_OK(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - g_rank % 2, 3, &inter));
-        MPI_OK(MPI_Comm_idup(inter, &inter_dup, &request));
+        /* World rank 1 (the odd group's leader) joins last, after a message
+         * from every other process sent once its idup is posted. */
+        if (g_rank == 1) {
+            for (int r = 0; r < g_size; r++) {
+                if (r == 1) continue;
+                int value = -1;
+                MPI_OK(MPI_Recv(&value, 1, MPI_INT, r, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            }
+            MPI_OK(MPI_Comm_idup(inter, &inter_dup, &request));
+        } else {
+            MPI_OK(MPI_Comm_idup(inter, &inter_dup, &request));
+            MPI_OK(MPI_Send(&g_rank, 1, MPI_INT, 1, 9, MPI_COMM_WORLD));
+        }
         MPI_OK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+        int remote_size = -1, expected_remote = g_rank % 2 ? (g_size + 1) / 2 : g_size / 2;
+        MPI_OK(MPI_Comm_remote_size(inter_dup, &remote_size));
+        CHECK(remote_size == expected_remote, "inter duplicate remote size %d", remote_size);
+        int root_value = g_rank % 2 == 0 ? 0 : -1, local_rank;
+        MPI_OK(MPI_Comm_rank(inter_dup, &local_rank));
+        if (g_rank % 2 == 0) {
+            root_value = 31;
+            MPI_OK(MPI_Bcast(&root_value, 1, MPI_INT, local_rank == 0 ? MPI_ROOT : MPI_PROC_NULL, inter_dup));
+        } else {
+            MPI_OK(MPI_Bcast(&root_value, 1, MPI_INT, 0, inter_dup));
+            CHECK(root_value == 31, "broadcast over the inter duplicate gave %d", root_value);
+        }
         MPI_OK(MPI_Barrier(inter_dup));
         MPI_OK(MPI_Comm_free(&inter_dup));
         MPI_OK(MPI_Comm_free(&inter));

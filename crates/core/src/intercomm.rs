@@ -266,7 +266,7 @@ impl Mpi {
     }
 
     /// Build and store an inter-communicator and its hidden local one.
-    fn add_intercomm(
+    pub(crate) fn add_intercomm(
         &mut self,
         context: u32,
         local: &Communicator,

@@ -48,8 +48,9 @@ const IDUP_CONTEXT_BIT: u32 = 1 << 29;
 const IDUP_LEADER_BITS: u32 = 12;
 /// Idups one leader may hand out (16 bits; each context takes two ids).
 const IDUP_COUNT_BITS: u32 = 16;
-/// The context of a duplicate whose MPI_Comm_idup has not completed.
-const UNSET_CONTEXT: u32 = u32::MAX;
+/// The context of a duplicate whose MPI_Comm_idup has not completed (room
+/// above it for an inter-communicator's four ids).
+const UNSET_CONTEXT: u32 = u32::MAX - 3;
 
 /// Index of MPI_COMM_WORLD in the communicator table.
 pub const WORLD: usize = 0;
@@ -633,11 +634,13 @@ impl Mpi {
     /// overlapping communicators: the leader takes the context from a
     /// space only it allocates from (`IDUP_CONTEXT_BIT`, its world rank,
     /// its own count of idups led), so no two communicators anywhere get
-    /// the same one. Inter-communicators, and jobs too large for the space,
-    /// duplicate eagerly (blocking) and return a completed request.
+    /// the same one (an inter-communicator's leader is that of the group
+    /// whose leader has the lower world rank). Jobs too large for the space
+    /// (over 4096 ranks) duplicate eagerly (blocking) and return a
+    /// completed request.
     pub fn comm_idup_start(&mut self, comm_index: usize) -> MpiResult<(usize, u32, Box<[u8]>)> {
         let parent = self.comm(comm_index)?.clone();
-        if parent.is_inter() || self.size() > 1 << IDUP_LEADER_BITS {
+        if self.size() > 1 << IDUP_LEADER_BITS {
             let new_index = self.comm_dup(comm_index)?;
             let context = self.comm(new_index)?.context;
             let request = self.engine.start_nothing(new_index, Status::default())?;
@@ -647,9 +650,17 @@ impl Mpi {
                 context.to_ne_bytes().to_vec().into_boxed_slice(),
             ));
         }
+        // An inter-communicator's context comes from the leader of the
+        // group whose leader has the lower world rank, and takes two
+        // allocations (four ids: point-to-point, leaders, hidden local pair).
+        let leads = match &parent.remote {
+            Some(remote) => parent.group[0] < remote.group[0],
+            None => true,
+        };
+        let allocations = if parent.is_inter() { 2 } else { 1 };
         let mut cell = vec![0u8; 4].into_boxed_slice();
-        if parent.rank == 0 {
-            if self.idups_led >= 1 << IDUP_COUNT_BITS {
+        if leads && parent.rank == 0 {
+            if self.idups_led + allocations > 1 << IDUP_COUNT_BITS {
                 return fail(
                     ErrorClass::Intern,
                     format!(
@@ -660,26 +671,41 @@ impl Mpi {
             }
             let context =
                 IDUP_CONTEXT_BIT | (self.rank() << (IDUP_COUNT_BITS + 1)) | (self.idups_led << 1);
-            self.idups_led += 1;
+            self.idups_led += allocations;
             cell.copy_from_slice(&context.to_ne_bytes());
         }
         let mut schedule = self.engine.new_schedule(comm_index)?;
-        coll::bcast(&mut schedule, cell.as_mut_ptr(), cell.len(), 0);
+        if parent.is_inter() {
+            coll::inter::spread_from_leader(&mut schedule, cell.as_mut_ptr(), cell.len(), leads);
+        } else {
+            coll::bcast(&mut schedule, cell.as_mut_ptr(), cell.len(), 0);
+        }
         let request = self.engine.start_schedule(schedule)?;
-        let mut comm = Communicator::new(
-            UNSET_CONTEXT,
-            parent.group.clone(),
-            parent.rank,
-            parent.errhandler,
-            String::new(),
-        );
-        comm.topology = parent.topology.clone();
-        Ok((self.add_comm(comm), request, cell))
+        let new_index = match &parent.remote {
+            Some(remote) => self.add_intercomm(UNSET_CONTEXT, &parent, remote.group.clone()),
+            None => {
+                let mut comm = Communicator::new(
+                    UNSET_CONTEXT,
+                    parent.group.clone(),
+                    parent.rank,
+                    parent.errhandler,
+                    String::new(),
+                );
+                comm.topology = parent.topology.clone();
+                self.add_comm(comm)
+            }
+        };
+        Ok((new_index, request, cell))
     }
 
-    /// Install the context an MPI_Comm_idup request delivered.
+    /// Install the context an MPI_Comm_idup request delivered (and its
+    /// hidden local communicator's, for an inter-communicator).
     pub fn set_comm_context(&mut self, comm_index: usize, context: u32) -> MpiResult<()> {
-        self.comm_mut(comm_index)?.context = context;
+        let comm = self.comm_mut(comm_index)?;
+        comm.context = context;
+        if let Some(local) = comm.remote.as_ref().map(|remote| remote.local_comm) {
+            self.comm_mut(local)?.context = context + 2;
+        }
         Ok(())
     }
 

@@ -59,6 +59,31 @@ pub fn bcast(schedule: &mut Schedule, buffer: *mut u8, length_bytes: usize, root
     schedule.fence();
 }
 
+/// Spread `length_bytes` that local rank 0 of the *leading* group holds to
+/// every process of both groups: the leading group broadcasts it, then its
+/// leader sends it to the other group's leader, which broadcasts it there
+/// (MPI_Comm_idup of an inter-communicator).
+pub fn spread_from_leader(
+    schedule: &mut Schedule,
+    buffer: *mut u8,
+    length_bytes: usize,
+    leads: bool,
+) {
+    if leads {
+        tree::bcast(schedule, buffer, length_bytes, LEADER);
+        if schedule.rank == LEADER {
+            schedule.send_remote(LEADER, buffer, length_bytes);
+        }
+    } else {
+        if schedule.rank == LEADER {
+            schedule.receive_remote(LEADER, buffer, length_bytes);
+            schedule.fence();
+        }
+        tree::bcast(schedule, buffer, length_bytes, LEADER);
+    }
+    schedule.fence();
+}
+
 /// The other group reduces to its leader, which sends the result to the root.
 pub fn reduce(
     schedule: &mut Schedule,
