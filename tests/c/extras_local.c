@@ -24,6 +24,11 @@ static void status_setters(void) {
     CHECK(big_back == big, "elements_x %lld", (long long)big_back);
     MPI_OK(MPI_Get_count(&status, MPI_INT, &count));
     CHECK(count == MPI_UNDEFINED, "count %d", count);
+    /* A status holds 63 bits of count (MPICH's big_count_status). */
+    MPI_Count huge = 0x7654321ff1234567LL, huge_back = -1;
+    MPI_OK(MPI_Status_set_elements_x(&status, MPI_BYTE, huge));
+    MPI_OK(MPI_Get_elements_x(&status, MPI_BYTE, &huge_back));
+    CHECK(huge_back == huge, "63-bit count came back as %llx", (long long)huge_back);
 
     /* The cancelled flag and the count are independent. */
     MPI_OK(MPI_Status_set_elements(&status, MPI_INT, 2));
@@ -198,6 +203,12 @@ static void conversions(int argc, char **argv) {
               count == 7 && cancelled == 1,
           "round trip gave source %d tag %d error %d count %d cancelled %d", back.MPI_SOURCE,
           back.MPI_TAG, back.MPI_ERROR, count, cancelled);
+
+    /* A single-completion call leaves MPI_ERROR alone (MPI 3.2.5). */
+    int ping = 5, pong = 0;
+    back.MPI_ERROR = -777;
+    MPI_OK(MPI_Sendrecv(&ping, 1, MPI_INT, g_rank, 1, &pong, 1, MPI_INT, g_rank, 1, MPI_COMM_WORLD, &back));
+    CHECK(pong == 5 && back.MPI_ERROR == -777, "Sendrecv wrote MPI_ERROR %d", back.MPI_ERROR);
 
     int size = -1;
     MPI_OK(MPI_Type_size(MPIX_C_FLOAT16, &size));

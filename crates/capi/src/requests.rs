@@ -28,6 +28,8 @@ pub(crate) fn empty_status() -> Status {
 }
 
 /// Write `status` to a user MPI_Status unless it is MPI_STATUS_IGNORE/NULL.
+/// The MPI_ERROR field is left alone: only the multiple-completion calls
+/// set it ([`set_status_error`]), as MPI says.
 ///
 /// # Safety
 /// `target` is NULL, MPI_STATUS_IGNORE, or a valid MPI_Status pointer.
@@ -43,7 +45,24 @@ pub unsafe fn write_status(target: *mut MPI_Status, status: &Status) {
         (*target).count_hi_and_cancelled = high | status.cancelled as c_int;
         (*target).MPI_SOURCE = status.source;
         (*target).MPI_TAG = status.tag;
-        (*target).MPI_ERROR = status.error;
+    }
+}
+
+/// Set the MPI_ERROR field of a user status (Waitall/Testall/Waitsome/
+/// Testsome): the request's error class, or MPI_SUCCESS.
+///
+/// # Safety
+/// `target` is NULL, MPI_STATUS_IGNORE, or a valid MPI_Status pointer.
+unsafe fn set_status_error(target: *mut MPI_Status, result: &MpiResult<()>) {
+    if target.is_null() || target as usize == MPI_STATUS_IGNORE {
+        return;
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        (*target).MPI_ERROR = match result {
+            Ok(()) => MPI_SUCCESS,
+            Err(error) => error.class as c_int,
+        };
     }
 }
 
@@ -323,6 +342,8 @@ unsafe fn finish_all(
             Some(index) => {
                 // SAFETY: caller's arrays.
                 let result = unsafe { finish_handle(mpi, requests.add(i), *index, status) };
+                // SAFETY: as above.
+                unsafe { set_status_error(status, &result) };
                 if result.is_err() {
                     any_error = true;
                 }
@@ -557,7 +578,10 @@ unsafe fn some_entry(
                 if !indices.is_null() {
                     *indices.add(done) = i as c_int;
                 }
-                if finish_handle(mpi, requests.add(i), *index, status_at(statuses, done)).is_err() {
+                let target = status_at(statuses, done);
+                let result = finish_handle(mpi, requests.add(i), *index, target);
+                set_status_error(target, &result);
+                if result.is_err() {
                     any_error = true;
                 }
             }
@@ -1048,7 +1072,7 @@ unsafe fn set_elements(
             MpiError::new(ErrorClass::Count, format!("count {elements} is negative"))
         })?;
         let bytes = bytes_of_elements(datatype, elements)?
-            .filter(|bytes| (*bytes as u64) < (1u64 << 62))
+            .filter(|bytes| (*bytes as u64) < (1u64 << 63))
             .ok_or_else(|| MpiError::new(ErrorClass::Count, "count too large for a status"))?;
         computed = bytes as u64;
         Ok(())
