@@ -481,8 +481,9 @@ impl Mpi {
 }
 
 /// The world ranks of `group` whose entry in `table` ((color, key) per
-/// rank) has `color`, ordered by key, then rank.
-fn members_of_color(table: &[u8], group: &[u32], color: i32) -> Vec<u32> {
+/// rank) has `color`, ordered by key, then rank (MPI_Comm_split's order,
+/// for intra- and inter-communicators alike).
+pub(crate) fn members_of_color(table: &[u8], group: &[u32], color: i32) -> Vec<u32> {
     let mut members: Vec<(i32, usize)> = table
         .chunks_exact(8)
         .enumerate()

@@ -753,22 +753,11 @@ impl Mpi {
         if color == undefined {
             return Ok(None);
         }
-        let mut members: Vec<(i32, u32)> = (0..parent.size())
-            .filter_map(|rank| {
-                let at = rank as usize * 8;
-                let their_color = i32::from_ne_bytes(all[at..at + 4].try_into().unwrap());
-                let their_key = i32::from_ne_bytes(all[at + 4..at + 8].try_into().unwrap());
-                (their_color == color).then_some((their_key, rank))
-            })
-            .collect();
-        members.sort();
-        let group: Vec<u32> = members
+        let group = intercomm::members_of_color(&all, &parent.group, color);
+        let me = self.rank();
+        let my_rank = group
             .iter()
-            .map(|(_, rank)| parent.world_rank(*rank))
-            .collect();
-        let my_rank = members
-            .iter()
-            .position(|(_, rank)| *rank == parent.rank)
+            .position(|world| *world == me)
             .expect("member of own color") as u32;
         let comm = Communicator::new(
             context,
