@@ -32,6 +32,8 @@ SUBSET = [
     # collectives, blocking and nonblocking, buffer and object forms; ops
     "test_cco_buf", "test_cco_nb_buf", "test_cco_nb_vec", "test_cco_obj", "test_cco_vec",
     "test_op", "test_cco_pr_buf", "test_cco_pr_vec",
+    # neighbourhood collectives, blocking, nonblocking and persistent
+    "test_cco_ngh_buf", "test_cco_ngh_obj", "test_cco_pr_ngh_buf",
     # datatypes (Fortran 90 kinds, envelopes, pickling), Pack_external
     "test_datatype", "test_pack", "test_util_dtlib",
     # handles (Status_c2f/f2c), info objects (Info_create_env)

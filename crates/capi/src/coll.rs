@@ -17,6 +17,7 @@
 pub(crate) mod exchange;
 pub(crate) mod gather;
 mod inter;
+pub(crate) mod neighbor;
 pub(crate) mod prefix;
 
 use resmpi_core::coll::{self, Block, Reduction};

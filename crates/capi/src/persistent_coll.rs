@@ -23,6 +23,10 @@ use crate::coll::exchange::{PMPI_Ialltoall, PMPI_Ialltoallv, PMPI_Ialltoallw};
 use crate::coll::gather::{
     PMPI_Iallgather, PMPI_Iallgatherv, PMPI_Igather, PMPI_Igatherv, PMPI_Iscatter, PMPI_Iscatterv,
 };
+use crate::coll::neighbor::{
+    PMPI_Ineighbor_allgather, PMPI_Ineighbor_allgatherv, PMPI_Ineighbor_alltoall,
+    PMPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallw,
+};
 use crate::coll::prefix::{
     PMPI_Iexscan, PMPI_Ireduce_scatter, PMPI_Ireduce_scatter_block, PMPI_Iscan,
 };
@@ -516,3 +520,191 @@ pub unsafe extern "C" fn PMPI_Alltoallw_init(
     })
 }
 const _: fn_types::MPI_Alltoallw_init = PMPI_Alltoallw_init;
+
+persistent_collective!(PMPI_Neighbor_allgather_init, MPI_Neighbor_allgather_init,
+    "MPI_Neighbor_allgather_init", PMPI_Ineighbor_allgather, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+persistent_collective!(PMPI_Neighbor_alltoall_init, MPI_Neighbor_alltoall_init,
+    "MPI_Neighbor_alltoall_init", PMPI_Ineighbor_alltoall, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+
+/// Register a persistent neighbourhood v/w collective after its degrees are
+/// known; `make` builds the starter from (in-degree, out-degree).
+fn neighbour_init(
+    name: &str,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    make: impl FnOnce(usize, usize) -> Starter,
+) -> c_int {
+    match crate::coll::neighbor::degrees(name, comm) {
+        Ok((in_degree, out_degree)) => register(name, comm, request, make(in_degree, out_degree)),
+        Err(code) => code,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbour_init(
+        "MPI_Neighbor_allgatherv_init",
+        comm,
+        request,
+        |in_degree, _| {
+            // SAFETY: one entry per incoming neighbour.
+            let arrays = unsafe {
+                [
+                    copied(recvcounts, in_degree, true),
+                    copied(displs, in_degree, true),
+                ]
+            };
+            let arguments = Captured((sendbuf, sendcount, sendtype, recvbuf, recvtype, comm));
+            Arc::new(move |inner| {
+                let (sendbuf, sendcount, sendtype, recvbuf, recvtype, comm) = arguments.get();
+                let [counts, displacements] = &arrays;
+                // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+                unsafe {
+                    PMPI_Ineighbor_allgatherv(
+                        sendbuf,
+                        sendcount,
+                        sendtype,
+                        recvbuf,
+                        address(counts),
+                        address(displacements),
+                        recvtype,
+                        comm,
+                        inner,
+                    )
+                }
+            })
+        },
+    )
+}
+const _: fn_types::MPI_Neighbor_allgatherv_init = PMPI_Neighbor_allgatherv_init;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbour_init(
+        "MPI_Neighbor_alltoallv_init",
+        comm,
+        request,
+        |in_degree, out_degree| {
+            // SAFETY: one entry per outgoing / incoming neighbour.
+            let arrays = unsafe {
+                [
+                    copied(sendcounts, out_degree, true),
+                    copied(sdispls, out_degree, true),
+                    copied(recvcounts, in_degree, true),
+                    copied(rdispls, in_degree, true),
+                ]
+            };
+            let arguments = Captured((sendbuf, sendtype, recvbuf, recvtype, comm));
+            Arc::new(move |inner| {
+                let (sendbuf, sendtype, recvbuf, recvtype, comm) = arguments.get();
+                let [sendcounts, sdispls, recvcounts, rdispls] = &arrays;
+                // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+                unsafe {
+                    PMPI_Ineighbor_alltoallv(
+                        sendbuf,
+                        address(sendcounts),
+                        address(sdispls),
+                        sendtype,
+                        recvbuf,
+                        address(recvcounts),
+                        address(rdispls),
+                        recvtype,
+                        comm,
+                        inner,
+                    )
+                }
+            })
+        },
+    )
+}
+const _: fn_types::MPI_Neighbor_alltoallv_init = PMPI_Neighbor_alltoallv_init;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    neighbour_init(
+        "MPI_Neighbor_alltoallw_init",
+        comm,
+        request,
+        |in_degree, out_degree| {
+            // SAFETY: one entry per outgoing / incoming neighbour.
+            let (counts, displacements, types) = unsafe {
+                (
+                    [
+                        copied(sendcounts, out_degree, true),
+                        copied(recvcounts, in_degree, true),
+                    ],
+                    [
+                        copied(sdispls, out_degree, true),
+                        copied(rdispls, in_degree, true),
+                    ],
+                    [
+                        copied(sendtypes, out_degree, true),
+                        copied(recvtypes, in_degree, true),
+                    ],
+                )
+            };
+            let arguments = Captured((sendbuf, recvbuf, comm));
+            Arc::new(move |inner| {
+                let (sendbuf, recvbuf, comm) = arguments.get();
+                let [sendcounts, recvcounts] = &counts;
+                let [sdispls, rdispls] = &displacements;
+                let [sendtypes, recvtypes] = &types;
+                // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+                unsafe {
+                    PMPI_Ineighbor_alltoallw(
+                        sendbuf,
+                        address(sendcounts),
+                        address(sdispls),
+                        address(sendtypes),
+                        recvbuf,
+                        address(recvcounts),
+                        address(rdispls),
+                        address(recvtypes),
+                        comm,
+                        inner,
+                    )
+                }
+            })
+        },
+    )
+}
+const _: fn_types::MPI_Neighbor_alltoallw_init = PMPI_Neighbor_alltoallw_init;

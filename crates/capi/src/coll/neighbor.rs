@@ -1,0 +1,440 @@
+//! Neighbourhood collectives (MPI_Neighbor_allgather/alltoall and their v-
+//! and w-forms, blocking and nonblocking) on Cartesian, graph and
+//! distributed-graph communicators: one schedule of a send per outgoing
+//! and a receive per incoming neighbour, all posted at once.
+//!
+//! Order: a Cartesian process's neighbours are, per dimension, the one in
+//! the negative direction then the positive one (MPI_PROC_NULL off a
+//! non-periodic edge: nothing moves). With a periodic dimension of extent
+//! 1 or 2 both are the same process, so two messages travel between the
+//! pair; the receives are posted positive side first so that the block a
+//! neighbour sends downwards lands in the slot of the side it came from.
+//! Messages to oneself are local copies, paired the same way.
+//!
+//! Buffers must be contiguous (predefined or dense derived types); others
+//! get MPI_ERR_TYPE saying so.
+
+use resmpi_core::topology::{self, Topology};
+use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
+
+use super::{launch, request_out, Staging};
+use crate::abi::*;
+use crate::datatype::{check_count, is_raw_span, layout_of};
+use crate::global::entry;
+use crate::p2p::comm_of;
+
+/// This process's neighbourhood: incoming and outgoing neighbours in MPI
+/// order (None for MPI_PROC_NULL) and the order to post receives in.
+struct Neighbours {
+    sources: Vec<Option<u32>>,
+    destinations: Vec<Option<u32>>,
+    receive_order: Vec<usize>,
+}
+
+fn neighbours(mpi: &Mpi, comm_index: usize) -> MpiResult<Neighbours> {
+    let comm = mpi.comm(comm_index)?;
+    let rank = comm.rank;
+    let topology = comm.topology.clone().ok_or_else(|| {
+        MpiError::new(
+            ErrorClass::Topology,
+            "neighbourhood collectives need a Cartesian, graph or distributed-graph communicator",
+        )
+    })?;
+    let ranks = |list: &[i32]| -> Vec<Option<u32>> {
+        list.iter().map(|rank| u32::try_from(*rank).ok()).collect()
+    };
+    Ok(match &*topology {
+        Topology::Cartesian { dims, periods } => {
+            let mut sides = Vec::with_capacity(2 * dims.len());
+            for direction in 0..dims.len() {
+                let (negative, positive) = topology::cart_shift(dims, periods, rank, direction, 1);
+                sides.push(negative);
+                sides.push(positive);
+            }
+            Neighbours {
+                sources: sides.clone(),
+                destinations: sides,
+                receive_order: (0..dims.len()).flat_map(|d| [2 * d + 1, 2 * d]).collect(),
+            }
+        }
+        Topology::Graph { index, edges } => {
+            let list = ranks(topology::graph_neighbors(index, edges, rank));
+            Neighbours {
+                receive_order: (0..list.len()).collect(),
+                sources: list.clone(),
+                destinations: list,
+            }
+        }
+        Topology::DistGraph {
+            sources,
+            destinations,
+            ..
+        } => Neighbours {
+            receive_order: (0..sources.len()).collect(),
+            sources: ranks(sources),
+            destinations: ranks(destinations),
+        },
+    })
+}
+
+/// Bytes of one element of a contiguous `datatype`, or MPI_ERR_TYPE.
+fn element_bytes(datatype: MPI_Datatype) -> MpiResult<usize> {
+    if !is_raw_span(datatype)? {
+        return Err(MpiError::new(
+            ErrorClass::Type,
+            "neighbourhood collectives take contiguous datatypes only in resmpi",
+        ));
+    }
+    Ok(layout_of(datatype)?.size_bytes)
+}
+
+/// One block: where it starts and how many bytes it has.
+type Block = (*mut u8, usize);
+
+/// Build and launch the schedule: `sends[j]` goes to outgoing neighbour
+/// j, incoming neighbour i's message lands in `receives[i]`.
+fn exchange(
+    mpi: &mut Mpi,
+    comm_index: usize,
+    neighbours: &Neighbours,
+    sends: &[Block],
+    receives: &[Block],
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let me = mpi.comm(comm_index)?.rank;
+    let mut schedule = mpi.engine.new_schedule(comm_index)?;
+    let mut to_self = Vec::new();
+    for (destination, (data, length)) in neighbours.destinations.iter().zip(sends) {
+        match destination {
+            Some(peer) if *peer == me => to_self.push((*data, *length)),
+            Some(peer) => schedule.send(*peer, *data, *length),
+            None => {}
+        }
+    }
+    let mut from_self = Vec::new();
+    for &slot in &neighbours.receive_order {
+        let (data, length) = receives[slot];
+        match neighbours.sources[slot] {
+            Some(peer) if peer == me => from_self.push((data, length)),
+            Some(peer) => schedule.receive(peer, data, length),
+            None => {}
+        }
+    }
+    for ((from, sent), (to, room)) in to_self.into_iter().zip(from_self) {
+        if sent > room {
+            return Err(MpiError::new(
+                ErrorClass::Truncate,
+                format!("a {sent}-byte block sent to itself does not fit {room} bytes"),
+            ));
+        }
+        schedule.copy(from, to, sent);
+    }
+    schedule.fence();
+    launch(mpi, schedule, Staging::default(), request)
+}
+
+/// `entries` consecutive blocks of `count` elements of `bytes` each from
+/// `base` (the fixed-size forms).
+fn even_blocks(base: *const c_void, entries: usize, count: usize, bytes: usize) -> Vec<Block> {
+    (0..entries)
+        .map(|i| {
+            (
+                (base as *mut u8).wrapping_add(i * count * bytes),
+                count * bytes,
+            )
+        })
+        .collect()
+}
+
+/// Blocks at `displacements[i] * unit` bytes of `counts[i] * bytes`.
+///
+/// # Safety
+/// `counts` and `displacements` hold `entries` ints (checked for NULL).
+unsafe fn displaced_blocks(
+    base: *const c_void,
+    entries: usize,
+    counts: *const c_int,
+    displacements: *const c_int,
+    bytes: usize,
+    unit: usize,
+) -> MpiResult<Vec<Block>> {
+    if entries > 0 && (counts.is_null() || displacements.is_null()) {
+        return Err(MpiError::new(
+            ErrorClass::Arg,
+            "a count or displacement array is NULL",
+        ));
+    }
+    (0..entries)
+        .map(|i| {
+            // SAFETY: by the caller's promise.
+            let (count, displacement) = unsafe { (*counts.add(i), *displacements.add(i)) };
+            let count = check_count(count)?;
+            let offset = (displacement as isize) * unit as isize;
+            Ok(((base as *mut u8).wrapping_offset(offset), count * bytes))
+        })
+        .collect()
+}
+
+/// Shared argument work: the communicator and its neighbourhood.
+fn prepare(mpi: &Mpi, comm: MPI_Comm) -> MpiResult<(usize, Neighbours)> {
+    let index = comm_of(mpi, comm)?;
+    let neighbours = neighbours(mpi, index)?;
+    Ok((index, neighbours))
+}
+
+macro_rules! blocking_and_nonblocking {
+    ($blocking:ident, $nonblocking:ident, $label:literal, $ilabel:literal, $body:ident, $comm:ident,
+     ($($argument:ident: $type:ty),*)) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $blocking($($argument: $type),*) -> c_int {
+            entry($label, $comm, |mpi, _| {
+                // SAFETY: the caller's arguments.
+                unsafe { $body(mpi, $($argument,)* None) }
+            })
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $nonblocking($($argument: $type,)* request: *mut MPI_Request) -> c_int {
+            entry($ilabel, $comm, |mpi, _| {
+                let request = request_out(request)?;
+                // SAFETY: the caller's arguments.
+                unsafe { $body(mpi, $($argument,)* request) }
+            })
+        }
+    };
+}
+
+unsafe fn allgather_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let (index, neighbours) = prepare(mpi, comm)?;
+    let send_bytes = check_count(sendcount)? * element_bytes(sendtype)?;
+    let sends = vec![(sendbuf as *mut u8, send_bytes); neighbours.destinations.len()];
+    let receives = even_blocks(
+        recvbuf,
+        neighbours.sources.len(),
+        check_count(recvcount)?,
+        element_bytes(recvtype)?,
+    );
+    exchange(mpi, index, &neighbours, &sends, &receives, request)
+}
+
+unsafe fn alltoall_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let (index, neighbours) = prepare(mpi, comm)?;
+    let sends = even_blocks(
+        sendbuf,
+        neighbours.destinations.len(),
+        check_count(sendcount)?,
+        element_bytes(sendtype)?,
+    );
+    let receives = even_blocks(
+        recvbuf,
+        neighbours.sources.len(),
+        check_count(recvcount)?,
+        element_bytes(recvtype)?,
+    );
+    exchange(mpi, index, &neighbours, &sends, &receives, request)
+}
+
+unsafe fn allgatherv_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let (index, neighbours) = prepare(mpi, comm)?;
+    let send_bytes = check_count(sendcount)? * element_bytes(sendtype)?;
+    let sends = vec![(sendbuf as *mut u8, send_bytes); neighbours.destinations.len()];
+    let bytes = element_bytes(recvtype)?;
+    let extent = layout_of(recvtype)?.extent_bytes().max(0) as usize;
+    // SAFETY: the caller's arrays hold one entry per incoming neighbour.
+    let receives = unsafe {
+        displaced_blocks(
+            recvbuf,
+            neighbours.sources.len(),
+            recvcounts,
+            displs,
+            bytes,
+            extent,
+        )?
+    };
+    exchange(mpi, index, &neighbours, &sends, &receives, request)
+}
+
+unsafe fn alltoallv_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let (index, neighbours) = prepare(mpi, comm)?;
+    let (send_bytes, recv_bytes) = (element_bytes(sendtype)?, element_bytes(recvtype)?);
+    let send_extent = layout_of(sendtype)?.extent_bytes().max(0) as usize;
+    let recv_extent = layout_of(recvtype)?.extent_bytes().max(0) as usize;
+    // SAFETY: the caller's arrays hold one entry per neighbour.
+    let (sends, receives) = unsafe {
+        (
+            displaced_blocks(
+                sendbuf,
+                neighbours.destinations.len(),
+                sendcounts,
+                sdispls,
+                send_bytes,
+                send_extent,
+            )?,
+            displaced_blocks(
+                recvbuf,
+                neighbours.sources.len(),
+                recvcounts,
+                rdispls,
+                recv_bytes,
+                recv_extent,
+            )?,
+        )
+    };
+    exchange(mpi, index, &neighbours, &sends, &receives, request)
+}
+
+/// The w-form's blocks: per-neighbour types, byte displacements.
+///
+/// # Safety
+/// The arrays hold `entries` values (checked for NULL).
+unsafe fn typed_blocks(
+    base: *const c_void,
+    entries: usize,
+    counts: *const c_int,
+    displacements: *const MPI_Aint,
+    types: *const MPI_Datatype,
+) -> MpiResult<Vec<Block>> {
+    if entries > 0 && (counts.is_null() || displacements.is_null() || types.is_null()) {
+        return Err(MpiError::new(
+            ErrorClass::Arg,
+            "a count, displacement or type array is NULL",
+        ));
+    }
+    (0..entries)
+        .map(|i| {
+            // SAFETY: by the caller's promise.
+            let (count, displacement, datatype) =
+                unsafe { (*counts.add(i), *displacements.add(i), *types.add(i)) };
+            let bytes = check_count(count)? * element_bytes(datatype)?;
+            Ok((
+                (base as *mut u8).wrapping_offset(displacement as isize),
+                bytes,
+            ))
+        })
+        .collect()
+}
+
+unsafe fn alltoallw_body(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<()> {
+    let (index, neighbours) = prepare(mpi, comm)?;
+    // SAFETY: the caller's arrays hold one entry per neighbour.
+    let (sends, receives) = unsafe {
+        (
+            typed_blocks(
+                sendbuf,
+                neighbours.destinations.len(),
+                sendcounts,
+                sdispls,
+                sendtypes,
+            )?,
+            typed_blocks(
+                recvbuf,
+                neighbours.sources.len(),
+                recvcounts,
+                rdispls,
+                recvtypes,
+            )?,
+        )
+    };
+    exchange(mpi, index, &neighbours, &sends, &receives, request)
+}
+
+blocking_and_nonblocking!(PMPI_Neighbor_allgather, PMPI_Ineighbor_allgather,
+    "MPI_Neighbor_allgather", "MPI_Ineighbor_allgather", allgather_body, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+blocking_and_nonblocking!(PMPI_Neighbor_alltoall, PMPI_Ineighbor_alltoall,
+    "MPI_Neighbor_alltoall", "MPI_Ineighbor_alltoall", alltoall_body, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+blocking_and_nonblocking!(PMPI_Neighbor_allgatherv, PMPI_Ineighbor_allgatherv,
+    "MPI_Neighbor_allgatherv", "MPI_Ineighbor_allgatherv", allgatherv_body, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+blocking_and_nonblocking!(PMPI_Neighbor_alltoallv, PMPI_Ineighbor_alltoallv,
+    "MPI_Neighbor_alltoallv", "MPI_Ineighbor_alltoallv", alltoallv_body, comm,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+     rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+blocking_and_nonblocking!(PMPI_Neighbor_alltoallw, PMPI_Ineighbor_alltoallw,
+    "MPI_Neighbor_alltoallw", "MPI_Ineighbor_alltoallw", alltoallw_body, comm,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint,
+     sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+     rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm));
+
+const _: fn_types::MPI_Neighbor_allgather = PMPI_Neighbor_allgather;
+const _: fn_types::MPI_Ineighbor_allgather = PMPI_Ineighbor_allgather;
+const _: fn_types::MPI_Neighbor_alltoall = PMPI_Neighbor_alltoall;
+const _: fn_types::MPI_Ineighbor_alltoall = PMPI_Ineighbor_alltoall;
+const _: fn_types::MPI_Neighbor_allgatherv = PMPI_Neighbor_allgatherv;
+const _: fn_types::MPI_Ineighbor_allgatherv = PMPI_Ineighbor_allgatherv;
+const _: fn_types::MPI_Neighbor_alltoallv = PMPI_Neighbor_alltoallv;
+const _: fn_types::MPI_Ineighbor_alltoallv = PMPI_Ineighbor_alltoallv;
+const _: fn_types::MPI_Neighbor_alltoallw = PMPI_Neighbor_alltoallw;
+const _: fn_types::MPI_Ineighbor_alltoallw = PMPI_Ineighbor_alltoallw;
+
+/// (in-degree, out-degree) of `comm` for copying the arrays of the
+/// persistent v- and w-forms; Err is the error code already raised.
+pub(crate) fn degrees(name: &str, comm: MPI_Comm) -> Result<(usize, usize), c_int> {
+    let mut found = None;
+    let code = entry(name, comm, |mpi, _| {
+        let (_, neighbours) = prepare(mpi, comm)?;
+        found = Some((neighbours.sources.len(), neighbours.destinations.len()));
+        Ok(())
+    });
+    found.ok_or(code)
+}
