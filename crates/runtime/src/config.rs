@@ -26,6 +26,7 @@
 //! | `RESMPI_PEER_TIMEOUT_MS`| silence on every rail after which the peer is unreachable | 5000 |
 //! | `RESMPI_PROGRESS_THREAD`| `on`/`off`: background progress for reliable links | `on` |
 //! | `RESMPI_DEBUG_RAILS`    | any value: print rails going down or up    | unset |
+//! | `RESMPI_FAILURE_POLICY` | `abort`/`continue`: a dead peer ends the job, or is an event the survivors see (set by our `mpiexec`; unset under other launchers) | unset |
 
 use crate::hex::hex_decode;
 
@@ -78,6 +79,20 @@ pub struct Config {
     pub progress_thread: bool,
     /// `RESMPI_DEBUG_RAILS` is set.
     pub debug_rails: bool,
+    /// `RESMPI_FAILURE_POLICY`; `None` when no resmpi launcher set it (then
+    /// nobody sends failure notices and a dead peer ends the job).
+    pub failure_policy: Option<FailurePolicy>,
+}
+
+/// What the job does when a process dies (`RESMPI_FAILURE_POLICY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// The launcher tears the job down; a rank that sees the death first
+    /// reports it as a fatal error.
+    Abort,
+    /// The job goes on: survivors mark the process failed, end only the
+    /// operations that need it, and keep talking to each other.
+    Continue,
 }
 
 /// How traffic to a peer spreads over its rails (`RESMPI_STRIPE`).
@@ -127,6 +142,7 @@ impl Default for Config {
             peer_timeout_ms: 5000,
             progress_thread: true,
             debug_rails: false,
+            failure_policy: None,
         }
     }
 }
@@ -217,6 +233,16 @@ impl Config {
         // For the settings below, set but empty counts as unset.
         let lookup = |name: &str| lookup(name).filter(|text| !text.trim().is_empty());
         let switch = [("on", true), ("1", true), ("off", false), ("0", false)];
+        if let Some(text) = lookup("RESMPI_FAILURE_POLICY") {
+            config.failure_policy = Some(choose(
+                "RESMPI_FAILURE_POLICY",
+                &text,
+                &[
+                    ("abort", FailurePolicy::Abort),
+                    ("continue", FailurePolicy::Continue),
+                ],
+            )?);
+        }
         if let Some(text) = lookup("RESMPI_RELIABLE") {
             config.reliable = choose("RESMPI_RELIABLE", &text, &switch)?;
         }

@@ -16,10 +16,12 @@ pub mod codec;
 mod config;
 mod error;
 mod hex;
+pub mod notices;
 mod pmi;
 mod random;
 
-pub use config::{parse_byte_count, Config, PathsChoice, StripeChoice};
+pub use config::{parse_byte_count, Config, FailurePolicy, PathsChoice, StripeChoice};
+pub use notices::FailureNotices;
 pub use error::PmiError;
 pub use hex::{hex_decode, hex_encode};
 pub use pmi::Pmi;

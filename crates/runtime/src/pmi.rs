@@ -18,9 +18,11 @@ use std::net::TcpStream;
 use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use crate::codec::{check_token, PmiLine, MAX_LINE_BYTES};
+use crate::notices::FailureNotices;
 use crate::PmiError;
 
 /// How long `abort` may block writing its line before giving up.
@@ -56,6 +58,13 @@ enum Stream {
 }
 
 impl Stream {
+    fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(stream) => Stream::Unix(stream.try_clone()?),
+            Stream::Tcp(stream) => Stream::Tcp(stream.try_clone()?),
+        })
+    }
+
     fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Unix(stream) => stream.set_write_timeout(timeout),
@@ -105,6 +114,9 @@ impl Write for Stream {
 struct Channel {
     stream: Stream,
     pending: Vec<u8>,
+    /// Once failure notices are watched, a thread owns the reading side and
+    /// hands every line that is not a notice (the replies) here.
+    replies: Option<mpsc::Receiver<Result<PmiLine, PmiError>>>,
 }
 
 impl Channel {
@@ -112,6 +124,7 @@ impl Channel {
         Channel {
             stream,
             pending: Vec::new(),
+            replies: None,
         }
     }
 
@@ -131,6 +144,13 @@ impl Channel {
     }
 
     fn receive(&mut self) -> Result<PmiLine, PmiError> {
+        if let Some(replies) = &self.replies {
+            return replies.recv().unwrap_or_else(|_| {
+                Err(PmiError::new(
+                    "the process manager closed the PMI connection (did mpiexec die?)",
+                ))
+            });
+        }
         loop {
             if let Some(end) = self.pending.iter().position(|&byte| byte == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=end).collect();
@@ -556,6 +576,39 @@ impl Pmi {
         }
     }
 
+    /// Subscribes to failure notices: sends `cmd=resmpi_watch_failures`,
+    /// expects `cmd=resmpi_watch_failures_ok`, then hands the reading side
+    /// of the connection to a thread that records every
+    /// `cmd=resmpi_failure rank=R` line in `notices` (deaths before the
+    /// subscription come first) and passes every other line on as the reply
+    /// to this client's next request. Only resmpi's `mpiexec` speaks this;
+    /// call it only when it started the job. A singleton has nobody to die.
+    pub fn watch_failures(&mut self, notices: Arc<FailureNotices>) -> Result<(), PmiError> {
+        let Transport::Connected(channel) = &mut self.transport else {
+            return Ok(());
+        };
+        if channel.replies.is_some() {
+            return Ok(());
+        }
+        channel.request(
+            &PmiLine::new("resmpi_watch_failures"),
+            "resmpi_watch_failures_ok",
+        )?;
+        let stream = channel
+            .stream
+            .try_clone()
+            .map_err(|error| PmiError::new(format!("cannot watch failure notices: {error}")))?;
+        let mut reader = Channel::new(stream);
+        reader.pending = std::mem::take(&mut channel.pending);
+        let (sender, receiver) = mpsc::channel();
+        channel.replies = Some(receiver);
+        std::thread::Builder::new()
+            .name("resmpi-notices".into())
+            .spawn(move || read_notices(reader, &notices, &sender))
+            .map_err(|error| PmiError::new(format!("cannot start the notice thread: {error}")))?;
+        Ok(())
+    }
+
     /// Tells the process manager this rank is done (`cmd=finalize`) and waits
     /// for `finalize_ack`. A second call does nothing.
     pub fn finalize(&mut self) -> Result<(), PmiError> {
@@ -568,6 +621,38 @@ impl Pmi {
             Transport::Connected(channel) => channel
                 .request(&PmiLine::new("finalize"), "finalize_ack")
                 .map(|_| ()),
+        }
+    }
+}
+
+/// The notice thread: failure notices go to `notices`, other lines (replies
+/// to this rank's requests) to `replies`, until the connection closes.
+fn read_notices(
+    mut reader: Channel,
+    notices: &FailureNotices,
+    replies: &mpsc::Sender<Result<PmiLine, PmiError>>,
+) {
+    loop {
+        match reader.receive() {
+            Ok(line) if line.command == "resmpi_failure" => {
+                match line.get("rank").and_then(|rank| rank.parse::<u32>().ok()) {
+                    Some(rank) => notices.note(rank),
+                    None => eprintln!(
+                        "resmpi: ignoring a failure notice without a valid rank: '{}'",
+                        line.encode().trim_end()
+                    ),
+                }
+            }
+            Ok(line) => {
+                if replies.send(Ok(line)).is_err() {
+                    return;
+                }
+            }
+            Err(error) => {
+                notices.note_launcher_lost();
+                let _ = replies.send(Err(error));
+                return;
+            }
         }
     }
 }
@@ -656,6 +741,42 @@ mod tests {
         pmi.finalize().unwrap();
         assert!(pmi.put("late", "x").is_err());
         assert_eq!(server.join().unwrap().len(), 10);
+    }
+
+    #[test]
+    fn failure_notices_arrive_between_replies_and_replies_still_reach_requests() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut script = HANDSHAKE.to_vec();
+        script.extend([
+            (
+                "cmd=resmpi_watch_failures",
+                // A backlog notice right behind the answer, in one write.
+                Some("cmd=resmpi_watch_failures_ok\ncmd=resmpi_failure rank=2 incarnation=0\n"),
+            ),
+            (
+                "cmd=get kvsname=kvs_7 key=k",
+                // A notice between a request and its reply.
+                Some("cmd=resmpi_failure rank=0 incarnation=0\ncmd=get_result rc=0 msg=success value=v\n"),
+            ),
+            ("cmd=finalize", Some("cmd=finalize_ack\n")),
+        ]);
+        let server = scripted_server(server, script);
+        let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 1, 3, 1, 3).unwrap();
+        let notices = Arc::new(FailureNotices::new());
+        pmi.watch_failures(notices.clone()).unwrap();
+        assert_eq!(pmi.get("k").unwrap(), "v");
+        pmi.finalize().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while notices.count() < 2 && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(notices.since(0), vec![2, 0]);
+        assert_eq!(server.join().unwrap().len(), 8);
+        // The server hung up: the thread says no notice can come any more.
+        while !notices.launcher_lost() && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(notices.launcher_lost());
     }
 
     #[test]
