@@ -48,6 +48,19 @@ pub unsafe fn write_status(target: *mut MPI_Status, status: &Status) {
     }
 }
 
+/// Write the standard's empty status (MPI_ANY_SOURCE, MPI_ANY_TAG, count 0,
+/// MPI_ERROR = MPI_SUCCESS), as for MPI_REQUEST_NULL and inactive requests.
+///
+/// # Safety
+/// `target` is NULL, MPI_STATUS_IGNORE, or a valid MPI_Status pointer.
+pub unsafe fn write_empty_status(target: *mut MPI_Status) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        write_status(target, &empty_status());
+        set_status_error(target, &Ok(()));
+    }
+}
+
 /// Set the MPI_ERROR field of a user status (Waitall/Testall/Waitsome/
 /// Testsome): the request's error class, or MPI_SUCCESS.
 ///
@@ -160,6 +173,10 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
     unsafe { write_status(status, &core_status) };
     let result = match ErrorClass::from_i32(core_status.error) {
         Some(ErrorClass::Success) | None => Ok(()),
+        Some(ErrorClass::ProcFailed) => Err(MpiError::new(
+            ErrorClass::ProcFailed,
+            "a process this operation needs has failed",
+        )),
         Some(class) => Err(MpiError::new(
             class,
             format!(
@@ -187,7 +204,7 @@ unsafe fn test_request(
         // SAFETY: guaranteed by the caller.
         unsafe {
             *flag = 1;
-            write_status(status, &empty_status());
+            write_empty_status(status);
         }
         return Ok(None);
     }
@@ -292,7 +309,7 @@ pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_S
         let handle = unsafe { *request };
         if handle == MPI_REQUEST_NULL {
             // SAFETY: caller's status.
-            unsafe { write_status(status, &empty_status()) };
+            unsafe { write_empty_status(status) };
             return Ok(());
         }
         let index = live_request(mpi, handle)?;
@@ -349,7 +366,7 @@ unsafe fn finish_all(
                 }
             }
             // SAFETY: caller's status array.
-            None => unsafe { write_status(status, &empty_status()) },
+            None => unsafe { write_empty_status(status) },
         }
     }
     any_error
@@ -446,7 +463,7 @@ unsafe fn any_entry(
             // SAFETY: caller's pointers.
             unsafe {
                 *index_out = MPI_UNDEFINED;
-                write_status(status, &empty_status());
+                write_empty_status(status);
             }
             set_flag(true);
             return Ok(());

@@ -11,8 +11,21 @@
 //! Every operation is driven by [`Engine::progress`], called from MPI calls;
 //! blocked callers spin briefly, then yield, then sleep on the path's
 //! doorbell so oversubscribed ranks leave the CPU to their peers.
+//!
+//! A dead peer is an event, not an error that poisons the library
+//! ([`Engine::handle_peer_failure`]): the engine marks it failed, ends with
+//! `MPIX_ERR_PROC_FAILED` exactly the requests that need it (sends to it,
+//! receives from it, wildcard receives pending on a communicator that holds
+//! it), drops what was queued for it and everything it still sends, and
+//! every later operation on it fails at once. Everything else goes on, so a
+//! collective's schedule runs to its end on every survivor and no call
+//! waits for ever on a dead peer. The death arrives from the launcher's
+//! notice ([`resmpi_runtime::FailureNotices`], checked with one atomic load
+//! per progress call) or from the network layer (a connection closed, a
+//! peer unreachable on every rail), and both end in the same call.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use resmpi_ft::{Interceptor, PassThrough};
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
@@ -28,6 +41,7 @@ use crate::request::{
 use crate::transport::Transports;
 use crate::user_bytes::UserBytes;
 use resmpi_checksum::crc32c;
+use resmpi_runtime::FailureNotices;
 
 /// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).
 const CONTROL_CREDIT: u64 = 1;
@@ -174,6 +188,13 @@ pub struct State<F: Interceptor = PassThrough> {
     pending_error: Option<MpiError>,
     /// Past MPI_Finalize's barrier: peers closing connections is expected.
     pub finalizing: bool,
+    /// Per world rank: the process has failed.
+    failed: Vec<bool>,
+    /// Number of failed peers; 0 keeps every hot-path check to one compare.
+    pub failed_count: u32,
+    /// `--inject kill:RANK@sends=N`: sends left before this process kills
+    /// itself (0: never).
+    pub sends_until_kill: u64,
     /// The fault-tolerance protocol.
     pub interceptor: F,
 }
@@ -188,6 +209,13 @@ pub struct Engine<F: Interceptor = PassThrough> {
     pub state: State<F>,
     /// Collectives in progress (advanced by every progress call).
     pub schedules: crate::schedule::Schedules,
+    /// Failure notices from the launcher (None when nobody sends them).
+    pub notices: Option<Arc<FailureNotices>>,
+    /// Notices already handled.
+    notices_seen: u64,
+    /// A peer the network loses (connection closed, every rail silent) is
+    /// a failure event (failure policy `continue`) rather than a fatal error.
+    pub failures_are_events: bool,
 }
 
 impl<F: Interceptor> Engine<F> {
@@ -222,9 +250,15 @@ impl<F: Interceptor> Engine<F> {
                 probed_messages: Vec::new(),
                 pending_error: None,
                 finalizing: false,
+                failed: vec![false; peers],
+                failed_count: 0,
+                sends_until_kill: 0,
                 interceptor,
             },
             schedules: Default::default(),
+            notices: None,
+            notices_seen: 0,
+            failures_are_events: false,
         }
     }
 
@@ -305,9 +339,13 @@ impl<F: Interceptor> Engine<F> {
         bytes: impl Into<UserBytes>,
         length: usize,
     ) -> MpiResult<bool> {
+        if self.state.failed_count > 0 && self.state.is_failed(destination.peer) {
+            return Err(peer_failed_error(destination.peer));
+        }
         if !self.take_eager_credit(destination.peer, length) {
             return Ok(false);
         }
+        self.count_send_for_kill();
         let header = eager_header(self.state.rank, destination, length);
         // SAFETY: the caller guarantees `length` readable bytes for this call.
         unsafe { self.send_frame_from(destination.peer, &header, &bytes.into(), 0, length)? };
@@ -338,6 +376,11 @@ impl<F: Interceptor> Engine<F> {
             send.context,
             send.tag,
         );
+        if self.state.failed_count > 0 && self.state.is_failed(peer) {
+            self.state.fail_request(index);
+            return Ok(());
+        }
+        self.count_send_for_kill();
         let mut header = eager_header(rank, Destination { peer, context, tag }, length);
         header.message_id = wire_id;
         let stage = if self.take_eager_credit(peer, length) {
@@ -391,6 +434,7 @@ impl<F: Interceptor> Engine<F> {
                 received: 0,
                 pattern,
                 matched: false,
+                sender: None,
             }),
             comm,
             complete: false,
@@ -418,6 +462,14 @@ impl<F: Interceptor> Engine<F> {
         let pattern = receive.pattern;
         if let Some((envelope, message)) = self.state.matcher.post_receive(pattern, wire_id) {
             self.state.deliver_unexpected(index, envelope, message);
+        } else if self.state.failed_count > 0
+            && pattern
+                .source
+                .is_some_and(|source| self.state.is_failed(source))
+        {
+            // Nothing from it arrived before it died, and nothing will.
+            self.state.matcher.cancel_receive(wire_id);
+            self.state.fail_request(index);
         }
         self.state.report_matches();
     }
@@ -513,8 +565,20 @@ impl<F: Interceptor> Engine<F> {
 
     /// Make progress on every path once. True if anything happened.
     pub fn progress(&mut self) -> MpiResult<bool> {
-        let state = &mut self.state;
         let mut frames = 0;
+        if let Some(notices) = &self.notices {
+            if notices.count() != self.notices_seen {
+                let fresh = notices.since(self.notices_seen);
+                self.notices_seen += fresh.len() as u64;
+                for peer in fresh {
+                    self.handle_peer_failure(peer);
+                }
+                frames += 1;
+            }
+        }
+        let mut lost_peers: Vec<u32> = Vec::new();
+        let failures_are_events = self.failures_are_events;
+        let state = &mut self.state;
         if let Some(shm) = self.transports.shm.as_mut() {
             frames += shm
                 .poll(|peer, frame| state.handle_frame(peer, frame))
@@ -535,6 +599,8 @@ impl<F: Interceptor> Engine<F> {
             });
             match polled {
                 Ok(count) => frames += count,
+                // Its death is known: the closed connection says nothing new.
+                Err(PathError::PeerClosed(peer)) if state.is_failed(peer) => {}
                 // Past the final barrier, peers leave whenever they like; a
                 // peer that left has received all it needed from us.
                 Err(PathError::PeerClosed(peer)) if state.finalizing => links.forget(peer),
@@ -543,6 +609,8 @@ impl<F: Interceptor> Engine<F> {
                 Err(PathError::PeerClosed(peer)) if links.covers(peer) => {
                     links.rail_failed(peer, rail_index)
                 }
+                // The network saw the death first: the same event as a notice.
+                Err(PathError::PeerClosed(peer)) if failures_are_events => lost_peers.push(peer),
                 Err(PathError::PeerClosed(peer)) => {
                     return Err(MpiError::new(
                         ErrorClass::Other,
@@ -564,6 +632,11 @@ impl<F: Interceptor> Engine<F> {
         }
         if let Some(error) = state.pending_error.take() {
             return Err(error);
+        }
+        lost_peers.extend(self.links.take_unreachable());
+        for peer in lost_peers {
+            self.handle_peer_failure(peer);
+            frames += 1;
         }
         let sent = self.flush_outbox()?;
         let streamed = self.pump_streams()?;
@@ -831,6 +904,59 @@ impl<F: Interceptor> Engine<F> {
         state.sends_awaiting_acks.len() < before
     }
 
+    /// Process `peer` (a world rank) has died: mark it failed, forget its
+    /// link and everything queued for it, end with `MPIX_ERR_PROC_FAILED`
+    /// every request that needs it, and tell the protocol. Every other
+    /// operation goes on. Idempotent; this process itself and ranks out of
+    /// range are ignored.
+    pub fn handle_peer_failure(&mut self, peer: u32) {
+        let state = &mut self.state;
+        if peer >= state.size || peer == state.rank || state.is_failed(peer) {
+            return;
+        }
+        let slot = peer as usize;
+        state.failed[slot] = true;
+        state.failed_count += 1;
+        self.links.forget(peer);
+        state.queued_frames -= state.outbox[slot].len();
+        state.outbox[slot].clear();
+        state.streaming_sends -= state.streams[slot].len();
+        state.streams[slot].clear();
+        // An announced rendezvous can never deliver its data now.
+        while state
+            .matcher
+            .withdraw_unexpected(|envelope, message| {
+                envelope.source == peer && matches!(message, Unexpected::Rendezvous { .. })
+            })
+            .is_some()
+        {}
+        state.fail_requests_involving(peer);
+        // Until a protocol can act on it (replication, logging), the event
+        // is only reported: the policy was applied by the launcher.
+        let _ = state.interceptor.on_peer_failure(peer);
+    }
+
+    /// Whether world rank `peer` is known to have failed.
+    #[inline]
+    pub fn peer_failed(&self, peer: u32) -> bool {
+        self.state.failed_count > 0 && self.state.is_failed(peer)
+    }
+
+    /// `--inject kill:RANK@sends=N`: count one send, and die after the N-th.
+    #[inline]
+    fn count_send_for_kill(&mut self) {
+        if self.state.sends_until_kill == 0 {
+            return;
+        }
+        self.state.sends_until_kill -= 1;
+        if self.state.sends_until_kill == 0 {
+            // Push out what this send queued, so the kill lands after it.
+            let _ = self.flush_outbox();
+            // SAFETY: raising a signal on this process has no memory effects.
+            unsafe { libc::raise(libc::SIGKILL) };
+        }
+    }
+
     /// Send everything queued and wait for every send in flight (Finalize).
     pub fn drain(&mut self) -> MpiResult<()> {
         self.wait_until(|engine| {
@@ -843,15 +969,99 @@ impl<F: Interceptor> Engine<F> {
     }
 }
 
+/// The error of an operation that needs failed world rank `peer`.
+pub fn peer_failed_error(peer: u32) -> MpiError {
+    MpiError::new(
+        ErrorClass::ProcFailed,
+        format!("process {peer} (MPI_COMM_WORLD rank) has failed"),
+    )
+}
+
 impl<F: Interceptor> State<F> {
+    /// Whether world rank `peer` has failed (false for ranks out of range).
+    #[inline]
+    pub fn is_failed(&self, peer: u32) -> bool {
+        self.failed.get(peer as usize).copied().unwrap_or(false)
+    }
+
+    /// World ranks known to have failed, lowest first.
+    pub fn failed_peers(&self) -> Vec<u32> {
+        (0..self.size)
+            .filter(|&peer| self.is_failed(peer))
+            .collect()
+    }
+
+    /// Complete request `index` with `MPIX_ERR_PROC_FAILED`, without the
+    /// completion hooks (nothing was delivered or sent).
+    fn fail_request(&mut self, index: u32) {
+        let Some(request) = self.requests.get_mut(index) else {
+            return;
+        };
+        request.status.error = ErrorClass::ProcFailed as i32;
+        request.complete = true;
+        if let Operation::Send(send) = &mut request.operation {
+            send.stage = SendStage::Done;
+            send.loan = None;
+            send.cancel_requested = false;
+        }
+        if request.free_when_complete {
+            self.requests.remove(index);
+        }
+    }
+
+    /// End every incomplete request that needs `peer`: sends to it,
+    /// receives matched to it or posted for it, and wildcard receives still
+    /// pending on a communicator that holds it (they might have waited for
+    /// it; MPI's fault-tolerance chapter fails them too).
+    fn fail_requests_involving(&mut self, peer: u32) {
+        for index in self.requests.live_indices() {
+            let wire_id = self.requests.wire_id(index);
+            let Some(request) = self.requests.get(index) else {
+                continue;
+            };
+            if request.complete {
+                continue;
+            }
+            let involved = match &request.operation {
+                Operation::Send(send) => send.peer == peer,
+                Operation::Receive(receive) if receive.matched => receive.sender == Some(peer),
+                Operation::Receive(receive) => match receive.pattern.source {
+                    Some(source) => source == peer,
+                    None => self
+                        .comms
+                        .get(request.comm)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|comm| comm_holds(comm, peer)),
+                },
+                Operation::Nothing | Operation::Generalized => false,
+            };
+            if !involved {
+                continue;
+            }
+            if let Operation::Receive(receive) = &request.operation {
+                if !receive.matched {
+                    self.matcher.cancel_receive(wire_id);
+                }
+            }
+            self.fail_request(index);
+        }
+        let requests = &self.requests;
+        self.sends_awaiting_acks
+            .retain(|&index| requests.get(index).is_some_and(|request| !request.complete));
+    }
+
     /// Record an error found while a path was borrowed; the current
     /// progress call returns it.
     pub fn fail_later(&mut self, error: MpiError) {
         self.pending_error.get_or_insert(error);
     }
 
-    /// Queue a frame for `peer` (used while a path is borrowed).
+    /// Queue a frame for `peer` (used while a path is borrowed). Nothing
+    /// goes to a failed peer.
     fn queue_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) {
+        if self.failed_count > 0 && self.is_failed(peer) {
+            return;
+        }
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
         frame.extend_from_slice(&header.to_bytes());
         frame.extend_from_slice(payload);
@@ -910,6 +1120,7 @@ impl<F: Interceptor> State<F> {
             return None;
         };
         receive.matched = true;
+        receive.sender = Some(envelope.source);
         receive.total = length;
         request.status.source = comm_rank;
         request.status.tag = envelope.tag;
@@ -943,6 +1154,11 @@ impl<F: Interceptor> State<F> {
     }
 
     fn clear_to_send(&mut self, index: u32, envelope: Envelope, send_id: u64, length: usize) {
+        if self.failed_count > 0 && self.is_failed(envelope.source) {
+            // An announcement the dead sender can no longer follow with data.
+            self.fail_request(index);
+            return;
+        }
         if length == 0 {
             self.complete_receive(index, envelope);
         }
@@ -1036,6 +1252,10 @@ impl<F: Interceptor> State<F> {
     /// during its copy into the receive buffer, anything else before it is
     /// handled. False = the checksum failed and nothing was committed.
     pub fn handle_frame_checked(&mut self, peer: u32, frame: &[u8], check: Check) -> bool {
+        if self.failed_count > 0 && self.is_failed(peer) {
+            // Nothing from a process is delivered once its death is known.
+            return true;
+        }
         let header = match FrameHeader::parse(frame) {
             Ok(header) => header,
             Err(error) => {
@@ -1203,6 +1423,16 @@ impl<F: Interceptor> State<F> {
         }
         true
     }
+}
+
+/// Whether world rank `peer` belongs to `comm` (either group of an
+/// inter-communicator).
+fn comm_holds(comm: &Communicator, peer: u32) -> bool {
+    comm.group.contains(&peer)
+        || comm
+            .remote
+            .as_ref()
+            .is_some_and(|remote| remote.group.contains(&peer))
 }
 
 /// Hand one frame to the channel toward `peer`: its reliability link if it

@@ -36,11 +36,13 @@ pub enum ErrorClass {
     NoMem = 34,
     Unsupported = 44,
     Keyval = 48,
+    /// MPIX_ERR_PROC_FAILED (MPICH's value): a process the operation needs has failed.
+    ProcFailed = 101,
 }
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 27] = [
+    pub const ALL: [ErrorClass; 28] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -68,6 +70,7 @@ impl ErrorClass {
         ErrorClass::NoMem,
         ErrorClass::Unsupported,
         ErrorClass::Keyval,
+        ErrorClass::ProcFailed,
     ];
 
     /// The standard's short description of the class.
@@ -100,6 +103,7 @@ impl ErrorClass {
             ErrorClass::NoMem => "Out of memory",
             ErrorClass::Unsupported => "Unsupported operation",
             ErrorClass::Keyval => "Invalid keyval",
+            ErrorClass::ProcFailed => "Process failed",
         }
     }
 

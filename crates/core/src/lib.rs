@@ -31,7 +31,7 @@ pub mod wireup;
 use std::sync::Arc;
 
 use resmpi_ft::PassThrough;
-use resmpi_runtime::{Config, Pmi, StripeChoice};
+use resmpi_runtime::{Config, FailureNotices, FailurePolicy, Pmi, StripeChoice};
 
 pub use comm::Communicator;
 pub use engine::{Destination, Engine, EngineConfig, Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
@@ -175,6 +175,16 @@ impl Mpi {
             "MPI_COMM_SELF".into(),
         );
         engine.state.comms = vec![Some(world), Some(own)];
+        if config.failure_policy == Some(FailurePolicy::Continue) {
+            // The job outlives a death: learn of it from the launcher, and
+            // take a peer the network loses for the same event.
+            let notices = Arc::new(FailureNotices::new());
+            pmi.watch_failures(notices.clone())
+                .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
+            engine.notices = Some(notices);
+            engine.failures_are_events = true;
+            engine.links.unreachable_is_failure = true;
+        }
         Ok(Mpi {
             engine,
             pmi,
@@ -208,7 +218,13 @@ impl Mpi {
         // still wait for others; the launcher reports a real death.
         self.engine.state.finalizing = true;
         self.engine.links.let_peers_leave();
-        self.barrier(WORLD)?;
+        match self.barrier(WORLD) {
+            // A dead process cannot join the barrier; the survivors still
+            // leave together (each waited for every live peer's message).
+            Err(error)
+                if error.class == ErrorClass::ProcFailed && self.engine.state.failed_count > 0 => {}
+            other => other?,
+        }
         self.engine.drain()?;
         self.put_ft_report();
         self.pmi
@@ -602,6 +618,7 @@ impl Mpi {
                     tag: Some(envelope.tag),
                 },
                 matched: false,
+                sender: None,
             }),
             comm: comm_index,
             complete: false,

@@ -179,6 +179,11 @@ pub struct ReliableLinks {
     /// MPI_Finalize passed its barrier: a peer whose rails fail has left
     /// the job after finishing (see `peers_may_leave`).
     peers_may_leave: bool,
+    /// A peer unreachable on every rail is a process failure for the
+    /// engine to handle (failure policy `continue`), not a fatal error.
+    pub unreachable_is_failure: bool,
+    /// Peers found unreachable since the engine last asked.
+    unreachable: Vec<u32>,
     epoch: Instant,
 }
 
@@ -204,6 +209,8 @@ impl ReliableLinks {
             refused: (0..size).map(|_| None).collect(),
             retired: [0; 6],
             peers_may_leave: false,
+            unreachable_is_failure: false,
+            unreachable: Vec::new(),
             epoch: Instant::now(),
         }
     }
@@ -409,6 +416,11 @@ impl ReliableLinks {
                 self.forget(peer);
                 return Ok(false);
             }
+            if self.unreachable_is_failure {
+                self.forget(peer);
+                self.unreachable.push(peer);
+                return Ok(false);
+            }
             let why = match unreachable.cause {
                 UnreachableCause::RetriesExhausted => format!(
                     "frame {} unacknowledged after {} retransmissions",
@@ -477,6 +489,12 @@ impl ReliableLinks {
     /// its sockets must not fail this rank's MPI_Finalize.
     pub fn let_peers_leave(&mut self) {
         self.peers_may_leave = true;
+    }
+
+    /// Peers found unreachable since the last call (with
+    /// `unreachable_is_failure`): the engine turns each into a failure event.
+    pub fn take_unreachable(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.unreachable)
     }
 
     /// A rail to `peer` failed (connection reset or closed).

@@ -116,6 +116,8 @@ pub struct ReceiveState {
     pub pattern: ReceivePattern,
     /// Whether a message has matched.
     pub matched: bool,
+    /// World rank of the matched message's sender.
+    pub sender: Option<u32>,
 }
 
 /// What a persistent request does at each MPI_Start.
@@ -258,6 +260,13 @@ impl RequestTable {
         let request = self.slots.get_mut(index as usize)?.take()?;
         self.free.push(index);
         Some(request)
+    }
+
+    /// Indices of the live requests (failure handling walks them all).
+    pub fn live_indices(&self) -> Vec<u32> {
+        (0..self.slots.len() as u32)
+            .filter(|&index| self.slots[index as usize].is_some())
+            .collect()
     }
 
     /// Number of live requests.

@@ -285,12 +285,26 @@ impl Schedule {
             let reported = self.reported.is_some_and(|(reported, _)| reported == index);
             let truncated = !reported
                 && removed
+                    .as_ref()
                     .is_some_and(|request| request.status.error == ErrorClass::Truncate as i32);
+            let failed_peer = removed
+                .as_ref()
+                .filter(|request| request.status.error == ErrorClass::ProcFailed as i32)
+                .and_then(|request| match &request.operation {
+                    Operation::Send(send) => Some(send.peer),
+                    Operation::Receive(receive) => receive.sender.or(receive.pattern.source),
+                    _ => None,
+                });
             if truncated {
                 self.record(MpiError::new(
                     ErrorClass::Truncate,
                     "collective message longer than expected: are the counts and datatypes the same on every rank?",
                 ));
+            }
+            // A step with a failed peer ended at once; the schedule runs on
+            // (its messages to live peers still go) and reports the failure.
+            if let Some(failed) = failed_peer {
+                self.record(crate::engine::peer_failed_error(failed));
             }
         }
         true

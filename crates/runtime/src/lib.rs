@@ -21,8 +21,8 @@ mod pmi;
 mod random;
 
 pub use config::{parse_byte_count, Config, FailurePolicy, PathsChoice, StripeChoice};
-pub use notices::FailureNotices;
 pub use error::PmiError;
 pub use hex::{hex_decode, hex_encode};
+pub use notices::FailureNotices;
 pub use pmi::Pmi;
 pub use random::random_bytes;

@@ -31,7 +31,10 @@ impl FailureNotices {
 
     /// Record that world rank `rank` died; a rank reported twice counts once.
     pub fn note(&self, rank: u32) {
-        let mut failed = self.failed.lock().unwrap_or_else(|poison| poison.into_inner());
+        let mut failed = self
+            .failed
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
         if failed.contains(&rank) {
             return;
         }
@@ -47,7 +50,10 @@ impl FailureNotices {
 
     /// The deaths after the first `seen`, in report order.
     pub fn since(&self, seen: u64) -> Vec<u32> {
-        let failed = self.failed.lock().unwrap_or_else(|poison| poison.into_inner());
+        let failed = self
+            .failed
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
         failed.iter().skip(seen as usize).copied().collect()
     }
 

@@ -1,0 +1,140 @@
+/* Survivors of a dead process go on (mpiexec --failure-policy continue).
+ *
+ * The victim (the last rank) streams numbered messages to rank 0, eager and
+ * rendezvous sizes mixed, until it is killed (`--inject kill:V@...`). Then
+ * every survivor must see, in bounded time:
+ *   - rank 0: every message it received is whole and in order (message i
+ *     carries i), then its receive from the victim fails with
+ *     MPIX_ERR_PROC_FAILED;
+ *   - rank 1: a wildcard receive pending on MPI_COMM_WORLD fails the same way;
+ *     other ranks: a receive from the victim fails the same way;
+ *   - a send to the victim fails, a barrier and an allreduce on
+ *     MPI_COMM_WORLD (which holds the victim) return MPIX_ERR_PROC_FAILED;
+ *   - point-to-point among survivors still works: a ring of 50 rounds gives
+ *     the same number as in a fault-free job;
+ *   - MPI_Finalize returns.
+ * Each survivor prints one line; the output is the same whatever the
+ * moment of the kill, except rank 0's count of messages received.
+ *
+ * Argument "noisy": survivors print nothing and the victim is not expected
+ * to die (a fault-free reference run of the ring prints "ring R = X").
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LARGE_BYTES (64 * 1024)
+
+static const char *class_name(int code) {
+    int class_code;
+    if (code == MPI_SUCCESS) return "success";
+    MPI_Error_class(code, &class_code);
+    if (class_code == MPIX_ERR_PROC_FAILED) return "proc_failed";
+    static char other[64];
+    snprintf(other, sizeof other, "class_%d", class_code);
+    return other;
+}
+
+/* Point-to-point ring among ranks 0..survivors-1: each round every rank
+ * adds its rank and round to the token it received. */
+static long survivor_ring(int rank, int survivors) {
+    long token = 0;
+    int next = (rank + 1) % survivors, previous = (rank + survivors - 1) % survivors;
+    if (survivors == 1) return 0;
+    for (int round = 0; round < 50; round++) {
+        if (rank == 0) {
+            token += round;
+            MPI_Send(&token, 1, MPI_LONG, next, 100 + round, MPI_COMM_WORLD);
+            MPI_Recv(&token, 1, MPI_LONG, previous, 100 + round, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(&token, 1, MPI_LONG, previous, 100 + round, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            token += rank * round;
+            MPI_Send(&token, 1, MPI_LONG, next, 100 + round, MPI_COMM_WORLD);
+        }
+    }
+    return token;
+}
+
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int victim = size - 1;
+    if (size < 2) {
+        fprintf(stderr, "proc_failure needs at least 2 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (argc > 1 && strcmp(argv[1], "reference") == 0) {
+        /* Fault-free: the ring among the first size-1 ranks. */
+        if (rank < victim) {
+            long token = survivor_ring(rank, victim);
+            printf("rank %d: ring %ld\n", rank, token);
+        }
+        MPI_Finalize();
+        return 0;
+    }
+    char *buffer = calloc(LARGE_BYTES, 1);
+    if (rank == victim) {
+        for (long sent = 0;; sent++) {
+            int bytes = (sent % 5 == 4) ? LARGE_BYTES : (int)sizeof(long);
+            memcpy(buffer, &sent, sizeof sent);
+            memcpy(buffer + bytes - sizeof sent, &sent, sizeof sent);
+            if (MPI_Send(buffer, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD) != MPI_SUCCESS) break;
+        }
+        fprintf(stderr, "victim: a send failed instead of the process being killed\n");
+        return 3;
+    }
+    int failed_how;
+    long in_order = 0;
+    int bad = 0;
+    if (rank == 0) {
+        for (;;) {
+            MPI_Status status;
+            int code = MPI_Recv(buffer, LARGE_BYTES, MPI_BYTE, victim, 1, MPI_COMM_WORLD, &status);
+            if (code != MPI_SUCCESS) {
+                failed_how = code;
+                break;
+            }
+            int bytes;
+            MPI_Get_count(&status, MPI_BYTE, &bytes);
+            long first, last;
+            memcpy(&first, buffer, sizeof first);
+            memcpy(&last, buffer + bytes - sizeof last, sizeof last);
+            int expected_bytes = (in_order % 5 == 4) ? LARGE_BYTES : (int)sizeof(long);
+            if (first != in_order || last != in_order || bytes != expected_bytes) {
+                fprintf(stderr, "rank 0: message %ld arrived as %ld/%ld (%d bytes)\n", in_order, first, last, bytes);
+                bad = 1;
+                break;
+            }
+            in_order++;
+        }
+    } else if (rank == 1) {
+        MPI_Request request;
+        MPI_Irecv(buffer, 1, MPI_LONG, MPI_ANY_SOURCE, 2, MPI_COMM_WORLD, &request);
+        failed_how = MPI_Wait(&request, MPI_STATUS_IGNORE);
+    } else {
+        failed_how = MPI_Recv(buffer, 1, MPI_LONG, victim, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    long one = 1;
+    int send_code = MPI_Send(&one, 1, MPI_LONG, victim, 3, MPI_COMM_WORLD);
+    long token = survivor_ring(rank, victim);
+    int barrier_code = MPI_Barrier(MPI_COMM_WORLD);
+    long sum = 0;
+    int allreduce_code = MPI_Allreduce(&one, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    printf("rank %d: %s, ring %ld, send %s, barrier %s, allreduce %s\n", rank,
+           rank == 0 ? "receive from victim" : rank == 1 ? "wildcard receive" : "receive from victim",
+           token, class_name(send_code), class_name(barrier_code), class_name(allreduce_code));
+    printf("rank %d: waiting ended with %s\n", rank, class_name(failed_how));
+    if (rank == 0) fprintf(stderr, "rank 0: %ld messages from the victim, in order\n", in_order);
+    fflush(stdout);
+    free(buffer);
+    int finalize_code = MPI_Finalize();
+    if (finalize_code != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: MPI_Finalize returned %d\n", rank, finalize_code);
+        return 4;
+    }
+    return bad ? 5 : 0;
+}
