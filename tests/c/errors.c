@@ -146,5 +146,33 @@ int main(int argc, char **argv) {
     CHECK(eh == MPI_ERRORS_RETURN, "dup did not inherit ERRORS_RETURN");
     expect(MPI_Send(buf, 1, MPI_INT, g_size, 0, d), MPI_ERR_RANK, "Send bad rank on dup");
     MPI_OK(MPI_Comm_free(&d));
+
+    /* the returned code's string says what was wrong, not only the class */
+    {
+        int code = MPI_Send(buf, 1, MPI_INT, g_size + 5, 0, MPI_COMM_WORLD), cls = -1;
+        char detail[MPI_MAX_ERROR_STRING], class_text[MPI_MAX_ERROR_STRING];
+        int detail_length = 0, class_length = 0;
+        MPI_OK(MPI_Error_class(code, &cls));
+        CHECK(cls == MPI_ERR_RANK, "bad rank gave class %d", cls);
+        MPI_OK(MPI_Error_string(code, detail, &detail_length));
+        MPI_OK(MPI_Error_string(cls, class_text, &class_length));
+        CHECK(strstr(detail, "MPI_Send") != NULL && detail_length > class_length,
+              "Error_string of the returned code lost the detail: '%s' (class: '%s')", detail, class_text);
+    }
+
+    /* MPI_Request_get_status of MPI_REQUEST_NULL: the empty status, MPI_ERROR included */
+    {
+        MPI_Status empty;
+        memset(&empty, 0x5a, sizeof empty);
+        flag = 0;
+        MPI_OK(MPI_Request_get_status(MPI_REQUEST_NULL, &flag, &empty));
+        CHECK(flag && empty.MPI_SOURCE == MPI_ANY_SOURCE && empty.MPI_TAG == MPI_ANY_TAG &&
+                  empty.MPI_ERROR == MPI_SUCCESS,
+              "Request_get_status(REQUEST_NULL): flag %d source %d tag %d error %d", flag,
+              empty.MPI_SOURCE, empty.MPI_TAG, empty.MPI_ERROR);
+        int count = -1;
+        MPI_OK(MPI_Get_count(&empty, MPI_INT, &count));
+        CHECK(count == 0, "empty status count %d", count);
+    }
     return test_finish();
 }

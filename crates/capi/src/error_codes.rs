@@ -7,6 +7,12 @@
 //! MPI_LASTUSEDCODE (the largest class) is never below MPI_ERR_LASTCODE,
 //! as the standard wants. The table is local to the process
 //! and needs no library state, so it has its own lock.
+//!
+//! Errors the library returns (under MPI_ERRORS_RETURN or to a user
+//! handler) are *detailed codes*, as MPICH's are: the class in the low
+//! seven bits and a slot of a ring of recent messages above them, so
+//! MPI_Error_string gives the sentence that says what was wrong (the one
+//! the fatal handler prints), and MPI_Error_class the class.
 
 use std::sync::Mutex;
 
@@ -45,6 +51,62 @@ fn value_of(position: usize) -> c_int {
 
 fn position_of(value: c_int) -> Option<usize> {
     usize::try_from(value.checked_sub(MPI_ERR_LASTCODE + 1)?).ok()
+}
+
+/// Bits of a detailed code that hold its class (MPICH's ERROR_CLASS_MASK).
+const CLASS_MASK: c_int = 0x7f;
+/// Slots of the ring of recent error messages.
+const DETAIL_SLOT_COUNT: usize = 4096;
+
+/// The ring of recent error messages: each slot holds the code it was
+/// given out as, so a stale code finds its slot taken and falls back to
+/// its class's text.
+struct Details {
+    slots: Vec<Option<(c_int, String)>>,
+    next: usize,
+}
+
+static DETAILS: Mutex<Details> = Mutex::new(Details {
+    slots: Vec::new(),
+    next: 0,
+});
+
+/// A code for an error of `class` (a predefined class, below 128) that
+/// carries `text`. Falls back to the class itself for other classes.
+pub fn detailed_code(class: c_int, text: String) -> c_int {
+    if !(1..=CLASS_MASK).contains(&class) {
+        return class;
+    }
+    let mut details = DETAILS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if details.slots.is_empty() {
+        details.slots.resize(DETAIL_SLOT_COUNT, None);
+    }
+    let slot = details.next % DETAIL_SLOT_COUNT;
+    details.next = details.next.wrapping_add(1);
+    let code = class + (CLASS_MASK + 1) * (slot as c_int + 1);
+    details.slots[slot] = Some((code, text));
+    code
+}
+
+/// Class and text of a detailed code (the text empty once its slot was
+/// reused); None for values that are not detailed codes.
+pub fn detail_of(code: c_int) -> Option<(c_int, String)> {
+    let slot = usize::try_from(code / (CLASS_MASK + 1) - 1).ok()?;
+    if code <= CLASS_MASK || slot >= DETAIL_SLOT_COUNT {
+        return None;
+    }
+    let class = code & CLASS_MASK;
+    crate::init::class_description(class)?;
+    let details = DETAILS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let text = match details.slots.get(slot) {
+        Some(Some((stored, text))) if *stored == code => text.clone(),
+        _ => String::new(),
+    };
+    Some((class, text))
 }
 
 /// The class and string of an added code or class.

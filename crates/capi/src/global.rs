@@ -218,7 +218,7 @@ pub fn entry(
 /// Dispatch `error` raised by function `name` on `comm` to its error
 /// handler; returns the error code for ERRORS_RETURN-style handlers.
 pub fn raise_error(name: &str, comm: MPI_Comm, error: MpiError) -> c_int {
-    let code = error.class as c_int;
+    let code = crate::error_codes::detailed_code(error.class as c_int, format!("{name}: {error}"));
     let (handler, rank) = {
         let guard = lock();
         let mpi = guard.mpi.as_ref();

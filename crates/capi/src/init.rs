@@ -348,7 +348,12 @@ pub unsafe extern "C" fn PMPI_Error_string(
 ) -> c_int {
     let description = match class_description(errorcode) {
         Some(description) => description.to_string(),
-        None => match crate::error_codes::describe(errorcode) {
+        None => match crate::error_codes::describe(errorcode)
+            .or_else(|| crate::error_codes::detail_of(errorcode))
+        {
+            Some((class, text)) if text.is_empty() => {
+                class_description(class).unwrap_or_default().to_string()
+            }
             Some((_, text)) => text,
             None => {
                 return raise_error(
@@ -376,7 +381,9 @@ const _: fn_types::MPI_Error_string = PMPI_Error_string;
 pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
     let class = if class_description(errorcode).is_some() {
         errorcode
-    } else if let Some((class, _)) = crate::error_codes::describe(errorcode) {
+    } else if let Some((class, _)) =
+        crate::error_codes::describe(errorcode).or_else(|| crate::error_codes::detail_of(errorcode))
+    {
         class
     } else {
         return raise_error(
