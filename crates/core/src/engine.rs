@@ -190,6 +190,13 @@ pub struct State<F: Interceptor = PassThrough> {
     pub finalizing: bool,
     /// Per world rank: the process has failed.
     failed: Vec<bool>,
+    /// Per peer: logical number of the last message sent to it (eager or
+    /// request-to-send frames carry the next one in `logical_seq`).
+    message_seq_out: Vec<u64>,
+    /// Per peer: logical number of the last message taken from it.
+    message_seq_in: Vec<u64>,
+    /// Messages dropped because their logical number was already taken.
+    pub duplicate_messages_dropped: u64,
     /// Number of failed peers; 0 keeps every hot-path check to one compare.
     pub failed_count: u32,
     /// `--inject kill:RANK@sends=N`: sends left before this process kills
@@ -251,6 +258,9 @@ impl<F: Interceptor> Engine<F> {
                 pending_error: None,
                 finalizing: false,
                 failed: vec![false; peers],
+                message_seq_out: vec![0; peers],
+                message_seq_in: vec![0; peers],
+                duplicate_messages_dropped: 0,
                 failed_count: 0,
                 sends_until_kill: 0,
                 interceptor,
@@ -346,7 +356,8 @@ impl<F: Interceptor> Engine<F> {
             return Ok(false);
         }
         self.count_send_for_kill();
-        let header = eager_header(self.state.rank, destination, length);
+        let mut header = eager_header(self.state.rank, destination, length);
+        header.logical_seq = self.state.next_message_seq(destination.peer);
         // SAFETY: the caller guarantees `length` readable bytes for this call.
         unsafe { self.send_frame_from(destination.peer, &header, &bytes.into(), 0, length)? };
         self.state.interceptor.on_send_complete(
@@ -383,6 +394,7 @@ impl<F: Interceptor> Engine<F> {
         self.count_send_for_kill();
         let mut header = eager_header(rank, Destination { peer, context, tag }, length);
         header.message_id = wire_id;
+        header.logical_seq = self.state.next_message_seq(peer);
         let stage = if self.take_eager_credit(peer, length) {
             if mode == SendMode::Synchronous {
                 header.flags |= FLAG_SYNC;
@@ -978,6 +990,39 @@ pub fn peer_failed_error(peer: u32) -> MpiError {
 }
 
 impl<F: Interceptor> State<F> {
+    /// The logical number of the next message to `peer`.
+    #[inline]
+    fn next_message_seq(&mut self, peer: u32) -> u64 {
+        let seq = &mut self.message_seq_out[peer as usize];
+        *seq += 1;
+        *seq
+    }
+
+    /// Whether a message frame from `peer` numbered `logical_seq` is the
+    /// next one, to be taken. A number already taken is a duplicate (a
+    /// re-sent or replayed message): dropped and counted. A gap means a
+    /// message was lost below the engine, which no path may do: an error.
+    #[inline]
+    fn take_message_seq(&mut self, peer: u32, logical_seq: u64) -> bool {
+        let last = &mut self.message_seq_in[peer as usize];
+        if logical_seq == *last + 1 {
+            *last = logical_seq;
+            return true;
+        }
+        if logical_seq <= *last {
+            self.duplicate_messages_dropped += 1;
+        } else {
+            self.pending_error.get_or_insert(MpiError::new(
+                ErrorClass::Intern,
+                format!(
+                    "message {} from rank {peer} arrived after message {last}: messages in between were lost",
+                    logical_seq
+                ),
+            ));
+        }
+        false
+    }
+
     /// Whether world rank `peer` has failed (false for ranks out of range).
     #[inline]
     pub fn is_failed(&self, peer: u32) -> bool {
@@ -1267,6 +1312,17 @@ impl<F: Interceptor> State<F> {
             }
         };
         let payload_end = HEADER_LEN_BYTES + header.payload_len as usize;
+        if header.extension_len != 0 {
+            // Piggybacks belong to FT protocols; none that adds them runs here.
+            self.pending_error.get_or_insert(MpiError::new(
+                ErrorClass::Intern,
+                format!(
+                    "frame from rank {peer} carries a {}-byte protocol extension, but no fault-tolerance protocol that uses one is active (do all processes run with the same options?)",
+                    header.extension_len
+                ),
+            ));
+            return true;
+        }
         if frame.len() < payload_end || header.source != peer {
             self.pending_error.get_or_insert(MpiError::new(
                 ErrorClass::Intern,
@@ -1280,6 +1336,11 @@ impl<F: Interceptor> State<F> {
         }
         if check.is_some_and(|check| !check(crc32c(payload))) {
             return false;
+        }
+        if matches!(header.kind, FrameKind::Eager | FrameKind::RequestToSend)
+            && !self.take_message_seq(peer, header.logical_seq)
+        {
+            return true;
         }
         match header.kind {
             FrameKind::Eager => {

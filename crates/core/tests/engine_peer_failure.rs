@@ -141,6 +141,7 @@ fn nothing_the_dead_peer_sent_is_delivered_after_its_death_is_known() {
     header.tag = 0;
     header.aux = 4;
     header.payload_len = 4;
+    header.logical_seq = 1;
     let mut frame = header.to_bytes().to_vec();
     frame.extend_from_slice(&[1, 2, 3, 4]);
     engine.state.handle_frame(1, &frame);
@@ -155,11 +156,17 @@ fn nothing_the_dead_peer_sent_is_delivered_after_its_death_is_known() {
     header.context = WORLD_CONTEXT;
     header.aux = 4;
     header.payload_len = 4;
+    header.logical_seq = 1;
     let mut frame = header.to_bytes().to_vec();
     frame.extend_from_slice(&[5, 6, 7, 8]);
     engine.state.handle_frame(2, &frame);
     assert_eq!(outcome(&engine, any_world), (true, 0));
     assert_eq!(buffer, [5, 6, 7, 8]);
+    // The same message again (a re-send) is recognised by its number.
+    let again = receive(&mut engine, WORLD, &mut buffer, Some(2));
+    engine.state.handle_frame(2, &frame);
+    assert_eq!(outcome(&engine, again), (false, 0), "duplicate delivered");
+    assert_eq!(engine.state.duplicate_messages_dropped, 1);
     // Messages to itself still flow.
     let mut own = [0u8; 3];
     let receive_own = receive(&mut engine, WORLD, &mut own, Some(0));

@@ -30,7 +30,12 @@ fn pin_to_cpu(cpu: usize) {
     }
 }
 
-fn send_spinning(path: &mut ShmPath, peer: u32, header: &[u8; 64], payload: &[u8]) {
+fn send_spinning(
+    path: &mut ShmPath,
+    peer: u32,
+    header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
+    payload: &[u8],
+) {
     while !path.try_send(peer, header, payload).expect("send") {
         std::hint::spin_loop();
     }
@@ -40,7 +45,7 @@ fn send_spinning(path: &mut ShmPath, peer: u32, header: &[u8; 64], payload: &[u8
 fn receive_one(path: &mut ShmPath) -> usize {
     let mut length = 0;
     while path
-        .poll(|_, frame| length = frame.len() - 64)
+        .poll(|_, frame| length = frame.len() - resmpi_wire::HEADER_LEN_BYTES)
         .expect("poll")
         == 0
     {
@@ -102,9 +107,10 @@ fn bandwidth(path: &mut ShmPath, me: u32, fragment_bytes: usize) -> Vec<f64> {
                     let frame_header = header.to_bytes();
                     // Copy straight from the user buffer into the ring.
                     while !path
-                        .try_send_with(peer, 64 + length, |frame| {
-                            frame[..64].copy_from_slice(&frame_header);
-                            frame[64..].copy_from_slice(&source[offset..offset + length]);
+                        .try_send_with(peer, resmpi_wire::HEADER_LEN_BYTES + length, |frame| {
+                            frame[..resmpi_wire::HEADER_LEN_BYTES].copy_from_slice(&frame_header);
+                            frame[resmpi_wire::HEADER_LEN_BYTES..]
+                                .copy_from_slice(&source[offset..offset + length]);
                         })
                         .expect("send")
                     {
@@ -120,7 +126,7 @@ fn bandwidth(path: &mut ShmPath, me: u32, fragment_bytes: usize) -> Vec<f64> {
             while received < total {
                 path.poll(|_, frame| {
                     let offset = u64::from_le_bytes(frame[48..56].try_into().unwrap()) as usize;
-                    let payload = &frame[64..];
+                    let payload = &frame[resmpi_wire::HEADER_LEN_BYTES..];
                     destination[offset..offset + payload.len()].copy_from_slice(payload);
                     received += payload.len();
                 })

@@ -16,7 +16,12 @@ const MESSAGE_BYTES: usize = 4 << 20;
 const WINDOW_COUNT: usize = 16;
 const WINDOWS_MEASURED_COUNT: usize = 10;
 
-fn send(path: &mut TcpPath, peer: u32, header: &[u8; 64], payload: &[u8]) {
+fn send(
+    path: &mut TcpPath,
+    peer: u32,
+    header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
+    payload: &[u8],
+) {
     while !path.try_send(peer, header, payload).expect("send") {
         path.flush().expect("flush");
     }
@@ -27,7 +32,7 @@ fn receive(path: &mut TcpPath, count: usize) -> usize {
     let (mut frames, mut bytes) = (0, 0);
     while frames < count {
         frames += path
-            .poll(|_, frame| bytes += frame.len() - 64)
+            .poll(|_, frame| bytes += frame.len() - resmpi_wire::HEADER_LEN_BYTES)
             .expect("poll");
         path.flush().expect("flush");
     }

@@ -64,7 +64,7 @@ pub const HELD_FRAME_COUNT_MAX: usize = 4096;
 /// Most bytes (headers and payloads) held at once, all peers together.
 pub const HELD_BYTES_MAX: usize = 64 << 20;
 
-const HEADER_BYTES: usize = 64;
+const HEADER_BYTES: usize = resmpi_wire::HEADER_LEN_BYTES;
 /// Header bytes corruption may flip: everything but magic, version, kind
 /// (0..4) and payload_len (20..24). See the module docs for why.
 const CORRUPTIBLE_HEADER_RANGES: [std::ops::Range<usize>; 2] = [4..20, 24..HEADER_BYTES];
@@ -320,7 +320,7 @@ impl<P: Path, C: Fn() -> u64> Path for FaultyPath<P, C> {
     fn try_send(
         &mut self,
         peer: u32,
-        header: &[u8; 64],
+        header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
         payload: &[u8],
     ) -> Result<bool, PathError> {
         if self.spec.is_empty() {

@@ -1,6 +1,6 @@
 //! Paths: the transports a rank uses to move whole wire frames to its peers.
 //!
-//! A path moves frames (a 64-byte `resmpi_wire` header followed by
+//! A path moves frames (a fixed-size `resmpi_wire` header followed by
 //! `payload_len` bytes of payload) between ranks and nothing else: it does not
 //! fragment messages, retransmit, match, or look at frame kinds. Those belong
 //! to `crates/reliable` and `crates/matching`, which drive paths through the
@@ -92,15 +92,19 @@ pub(crate) fn fill_random(bytes: &mut [u8]) -> std::io::Result<()> {
 
 /// What every path offers.
 ///
-/// Frames are wire frames: a 64-byte header (`resmpi_wire`) followed by the
+/// Frames are wire frames: a fixed-size header (`resmpi_wire`) followed by the
 /// payload; the header's `payload_len` says the payload length. Frames
 /// between one (sender, receiver) pair on one path arrive in the order sent.
 pub trait Path {
     /// Try to queue or send one frame made of `header` then `payload` to
     /// `peer`. `Ok(false)` means there is no room right now (back-pressure:
     /// the caller retries after `poll`/`flush`). Never blocks.
-    fn try_send(&mut self, peer: u32, header: &[u8; 64], payload: &[u8])
-        -> Result<bool, PathError>;
+    fn try_send(
+        &mut self,
+        peer: u32,
+        header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
+        payload: &[u8],
+    ) -> Result<bool, PathError>;
 
     /// Deliver every frame that has arrived (up to a fairness bound per
     /// peer), calling `handler(peer, frame_bytes)` for each. `frame_bytes` is

@@ -657,7 +657,7 @@ impl Path for ShmPath {
     fn try_send(
         &mut self,
         peer: u32,
-        header: &[u8; 64],
+        header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
         payload: &[u8],
     ) -> Result<bool, PathError> {
         self.try_send_with(peer, HEADER_BYTES + payload.len(), |frame| {
@@ -750,7 +750,11 @@ mod tests {
             .wrapping_add(source as usize * 7) as u8
     }
 
-    fn frame_header(source: u32, sequence: u64, payload_bytes: usize) -> [u8; 64] {
+    fn frame_header(
+        source: u32,
+        sequence: u64,
+        payload_bytes: usize,
+    ) -> [u8; resmpi_wire::HEADER_LEN_BYTES] {
         let mut header = FrameHeader::new(FrameKind::Eager, source);
         header.seq = sequence;
         header.payload_len = payload_bytes as u32;
@@ -761,8 +765,11 @@ mod tests {
     fn check_frame(peer: u32, frame: &[u8]) -> u64 {
         let header = FrameHeader::parse(frame).unwrap();
         assert_eq!(header.source, peer);
-        assert_eq!(frame.len(), 64 + header.payload_len as usize);
-        for (index, byte) in frame[64..].iter().enumerate() {
+        assert_eq!(
+            frame.len(),
+            resmpi_wire::HEADER_LEN_BYTES + header.payload_len as usize
+        );
+        for (index, byte) in frame[resmpi_wire::HEADER_LEN_BYTES..].iter().enumerate() {
             assert_eq!(
                 *byte,
                 payload_byte(peer, header.seq, index),
@@ -799,7 +806,7 @@ mod tests {
         assert!(ShmSegment::create("job", 0, 2, 5000).is_err());
         let mut paths = world("errors", 2, 4096);
         let max_payload = paths[0].max_payload_bytes();
-        assert_eq!(max_payload, 1024 - 64);
+        assert_eq!(max_payload, 1024 - resmpi_wire::HEADER_LEN_BYTES);
         let header = frame_header(0, 0, 0);
         assert!(matches!(
             paths[0].try_send(5, &header, &[]),
@@ -828,7 +835,7 @@ mod tests {
     #[test]
     fn full_ring_pushes_back_and_frees_after_poll() {
         let mut paths = world("full", 2, 4096);
-        let payload = [7u8; 960];
+        let payload = [7u8; 1024 - resmpi_wire::HEADER_LEN_BYTES];
         let header = frame_header(0, 0, payload.len());
         let mut sent = 0;
         while paths[0].try_send(1, &header, &payload).unwrap() {
@@ -1131,9 +1138,16 @@ mod tests {
         let mut paths = world("in-place", 2, 8192);
         let payload_bytes = 100;
         assert!(paths[1]
-            .try_send_with(0, 64 + payload_bytes, |frame| {
-                frame[..64].copy_from_slice(&frame_header(1, 42, payload_bytes));
-                for (index, byte) in frame[64..].iter_mut().enumerate() {
+            .try_send_with(0, resmpi_wire::HEADER_LEN_BYTES + payload_bytes, |frame| {
+                frame[..resmpi_wire::HEADER_LEN_BYTES].copy_from_slice(&frame_header(
+                    1,
+                    42,
+                    payload_bytes,
+                ));
+                for (index, byte) in frame[resmpi_wire::HEADER_LEN_BYTES..]
+                    .iter_mut()
+                    .enumerate()
+                {
                     *byte = payload_byte(1, 42, index);
                 }
             })

@@ -452,7 +452,11 @@ impl TcpPeer {
         }
     }
 
-    fn try_send(&mut self, header: &[u8; 64], payload: &[u8]) -> Result<bool, PathError> {
+    fn try_send(
+        &mut self,
+        header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
+        payload: &[u8],
+    ) -> Result<bool, PathError> {
         let frame_bytes = HEADER_LEN_BYTES + payload.len();
         if self.pending_send_bytes() > 0 {
             self.flush()?;
@@ -562,7 +566,7 @@ impl Path for TcpPath {
     fn try_send(
         &mut self,
         peer: u32,
-        header: &[u8; 64],
+        header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
         payload: &[u8],
     ) -> Result<bool, PathError> {
         if payload.len() > MAX_PAYLOAD_BYTES {
@@ -896,7 +900,11 @@ mod tests {
             .wrapping_add(source as usize * 7) as u8
     }
 
-    fn frame_header(source: u32, sequence: u64, payload_bytes: usize) -> [u8; 64] {
+    fn frame_header(
+        source: u32,
+        sequence: u64,
+        payload_bytes: usize,
+    ) -> [u8; resmpi_wire::HEADER_LEN_BYTES] {
         let mut header = FrameHeader::new(FrameKind::Data, source);
         header.seq = sequence;
         header.payload_len = payload_bytes as u32;
@@ -963,8 +971,13 @@ mod tests {
                                 let header = FrameHeader::parse(frame).unwrap();
                                 assert_eq!(header.source, from);
                                 assert_eq!(header.seq, next_expected[from as usize]);
-                                assert_eq!(frame.len(), 64 + length_of(header.seq));
-                                for (index, byte) in frame[64..].iter().enumerate() {
+                                assert_eq!(
+                                    frame.len(),
+                                    resmpi_wire::HEADER_LEN_BYTES + length_of(header.seq)
+                                );
+                                for (index, byte) in
+                                    frame[resmpi_wire::HEADER_LEN_BYTES..].iter().enumerate()
+                                {
                                     assert_eq!(*byte, payload_byte(from, header.seq, index));
                                 }
                                 next_expected[from as usize] += 1;
@@ -1015,7 +1028,7 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(frames[0].0, 1);
-        assert_eq!(&frames[0].1[64..], b"abc");
+        assert_eq!(&frames[0].1[resmpi_wire::HEADER_LEN_BYTES..], b"abc");
     }
 
     #[test]
@@ -1069,7 +1082,7 @@ mod tests {
         let mut frames = 0;
         let error = loop {
             match survivor.poll(|_, frame| {
-                assert_eq!(&frame[64..], b"last");
+                assert_eq!(&frame[resmpi_wire::HEADER_LEN_BYTES..], b"last");
                 frames += 1;
             }) {
                 Ok(_) => survivor.wait(100_000).unwrap(),
@@ -1089,7 +1102,7 @@ mod tests {
     #[test]
     fn garbage_on_the_stream_is_a_protocol_error() {
         let mut paths = mesh(2);
-        let mut garbage = [0u8; 64];
+        let mut garbage = [0u8; resmpi_wire::HEADER_LEN_BYTES];
         garbage[0] = 0xff;
         (&paths[1].peers[0].as_ref().unwrap().stream)
             .write_all(&garbage)
@@ -1122,7 +1135,7 @@ mod tests {
         while received < accepted || paths[0].has_pending_output() {
             paths[0].flush().unwrap();
             received += paths[1]
-                .poll(|_, frame| assert_eq!(frame.len(), 64 + (1 << 20)))
+                .poll(|_, frame| assert_eq!(frame.len(), resmpi_wire::HEADER_LEN_BYTES + (1 << 20)))
                 .unwrap();
         }
         assert_eq!(received, accepted);

@@ -41,7 +41,7 @@ impl Path for Loopback {
     fn try_send(
         &mut self,
         peer: u32,
-        header: &[u8; 64],
+        header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
         payload: &[u8],
     ) -> Result<bool, PathError> {
         let mut network = self.network.borrow_mut();
@@ -86,7 +86,11 @@ fn mix64(value: u64) -> u64 {
 /// Frame `index` from `source`: `payload_bytes` of pseudo-random payload, so
 /// any two frames differ in many bits and a one-bit flip still identifies
 /// its original.
-fn frame(source: u32, index: u64, payload_bytes: usize) -> ([u8; 64], Vec<u8>) {
+fn frame(
+    source: u32,
+    index: u64,
+    payload_bytes: usize,
+) -> ([u8; resmpi_wire::HEADER_LEN_BYTES], Vec<u8>) {
     let mut header = FrameHeader::new(FrameKind::Eager, source);
     header.seq = index;
     header.message_id = mix64(index);
@@ -389,7 +393,7 @@ fn corrupted_frames_differ_from_the_original_in_exactly_one_bit_outside_the_fram
         // The bytes a path needs to delimit and validate frames never flip.
         assert_eq!(arrival[0..4], original[0..4]);
         assert_eq!(arrival[20..24], original[20..24]);
-        if arrival[..64] != original[..64] {
+        if arrival[..resmpi_wire::HEADER_LEN_BYTES] != original[..resmpi_wire::HEADER_LEN_BYTES] {
             header_flips += 1;
         } else {
             payload_flips += 1;

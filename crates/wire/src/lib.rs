@@ -1,5 +1,14 @@
-//! Wire format of resmpi frames: one fixed, versioned 64-byte header in front
+//! Wire format of resmpi frames: one fixed, versioned 80-byte header in front
 //! of every payload, on every path (shm rings, TCP streams).
+//!
+//! Version 2 (this one) added what process fault tolerance needs below
+//! matching: a per-(sender, receiver) logical message number that does not
+//! depend on the physical link (the reliable link's `seq` is per link and
+//! shared memory has none), the sender's incarnation and replica index, and
+//! the length of an extension area at the start of the payload for protocol
+//! piggybacks. A version-1 frame (64-byte header, resmpi before process FT)
+//! is refused with an error that says so: every process of a job must run
+//! the same resmpi.
 //!
 //! This crate owns only the byte layout. It knows nothing about sockets,
 //! queues or MPI semantics. `FrameHeader` is the representation; `emit`
@@ -7,12 +16,14 @@
 //! foreign frame is an error value, never a panic.
 #![warn(missing_docs)]
 
+pub mod seal;
+
 /// Magic number at offset 0 ("RM", little-endian).
 pub const FRAME_MAGIC: u16 = 0x4D52;
 /// Current header version.
-pub const FRAME_VERSION: u8 = 1;
+pub const FRAME_VERSION: u8 = 2;
 /// Size in bytes of the fixed header.
-pub const HEADER_LEN_BYTES: usize = 64;
+pub const HEADER_LEN_BYTES: usize = 80;
 /// Largest payload one frame may carry.
 pub const MAX_PAYLOAD_BYTES: u32 = 16 << 20;
 
@@ -62,12 +73,14 @@ pub const FLAG_SYNC: u16 = 1;
 /// sender completes a send only when its last frame is acknowledged.
 pub const FLAG_ACK_NOW: u16 = 2;
 
-/// The decoded 64-byte frame header.
+/// The decoded 80-byte frame header.
 ///
 /// Layout (little-endian): magic u16 @0, version u8 @2, kind u8 @3,
 /// flags u16 @4, reserved u16 @6, source u32 @8, context u32 @12, tag i32 @16,
 /// payload_len u32 @20, seq u64 @24, ack u64 @32, message_id u64 @40,
-/// aux u64 @48, checksum u32 @56, reserved u32 @60.
+/// aux u64 @48, checksum u32 @56, header checksum u32 @60 (written by
+/// [`seal::seal`], not a field here), logical_seq u64 @64, incarnation u32
+/// @72, replica u16 @76, extension_len u16 @78.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameHeader {
     /// Frame kind.
@@ -93,6 +106,18 @@ pub struct FrameHeader {
     pub aux: u64,
     /// CRC32C over header (with this field zero) and payload; 0 = none.
     pub checksum: u32,
+    /// Per-(sender rank, receiver rank) number of the message a message
+    /// frame (eager, request-to-send) starts, from 1; 0 on other frames. It
+    /// survives a change of physical process, so a re-sent or replayed
+    /// message is recognised.
+    pub logical_seq: u64,
+    /// Incarnation of the sending process (0 for the first one).
+    pub incarnation: u32,
+    /// Replica index of the sending process (0 without replication).
+    pub replica: u16,
+    /// Bytes at the start of the payload that are a protocol's piggyback,
+    /// not message data (0 when no protocol adds any).
+    pub extension_len: u16,
 }
 
 /// Why a header could not be parsed.
@@ -108,6 +133,8 @@ pub enum ParseError {
     BadKind(u8),
     /// Payload length above `MAX_PAYLOAD_BYTES`.
     PayloadTooLarge(u32),
+    /// An extension area longer than the payload that holds it.
+    ExtensionTooLong(u16),
 }
 
 impl std::fmt::Display for ParseError {
@@ -115,9 +142,19 @@ impl std::fmt::Display for ParseError {
         match self {
             ParseError::Truncated => write!(f, "frame shorter than its header"),
             ParseError::BadMagic => write!(f, "not a resmpi frame (bad magic)"),
-            ParseError::BadVersion(v) => write!(f, "unsupported frame version {v}"),
+            ParseError::BadVersion(v) if *v < FRAME_VERSION => write!(
+                f,
+                "frame version {v} comes from an older resmpi (this one speaks version {FRAME_VERSION}): every process of a job must run the same resmpi"
+            ),
+            ParseError::BadVersion(v) => write!(
+                f,
+                "frame version {v} comes from a newer resmpi (this one speaks version {FRAME_VERSION}): every process of a job must run the same resmpi"
+            ),
             ParseError::BadKind(k) => write!(f, "unknown frame kind {k}"),
             ParseError::PayloadTooLarge(n) => write!(f, "payload of {n} bytes exceeds the limit"),
+            ParseError::ExtensionTooLong(n) => {
+                write!(f, "extension area of {n} bytes is longer than the payload")
+            }
         }
     }
 }
@@ -139,10 +176,14 @@ impl FrameHeader {
             message_id: 0,
             aux: 0,
             checksum: 0,
+            logical_seq: 0,
+            incarnation: 0,
+            replica: 0,
+            extension_len: 0,
         }
     }
 
-    /// Write the header into its 64-byte wire form.
+    /// Write the header into its wire form (the header checksum zero).
     #[inline]
     pub fn emit(&self, out: &mut [u8; HEADER_LEN_BYTES]) {
         out[0..2].copy_from_slice(&FRAME_MAGIC.to_le_bytes());
@@ -160,9 +201,13 @@ impl FrameHeader {
         out[48..56].copy_from_slice(&self.aux.to_le_bytes());
         out[56..60].copy_from_slice(&self.checksum.to_le_bytes());
         out[60..64].copy_from_slice(&0u32.to_le_bytes());
+        out[64..72].copy_from_slice(&self.logical_seq.to_le_bytes());
+        out[72..76].copy_from_slice(&self.incarnation.to_le_bytes());
+        out[76..78].copy_from_slice(&self.replica.to_le_bytes());
+        out[78..80].copy_from_slice(&self.extension_len.to_le_bytes());
     }
 
-    /// The header as a fresh 64-byte array.
+    /// The header as a fresh array.
     #[inline]
     pub fn to_bytes(&self) -> [u8; HEADER_LEN_BYTES] {
         let mut out = [0u8; HEADER_LEN_BYTES];
@@ -170,9 +215,17 @@ impl FrameHeader {
         out
     }
 
-    /// Parse and check a header from the first 64 bytes of `bytes`.
+    /// Parse and check a header from the first `HEADER_LEN_BYTES` of
+    /// `bytes`. A frame of another version is told apart by its version
+    /// byte (at the same place in every version) before its length.
     #[inline]
     pub fn parse(bytes: &[u8]) -> Result<FrameHeader, ParseError> {
+        if bytes.len() >= 4
+            && u16::from_le_bytes([bytes[0], bytes[1]]) == FRAME_MAGIC
+            && bytes[2] != FRAME_VERSION
+        {
+            return Err(ParseError::BadVersion(bytes[2]));
+        }
         if bytes.len() < HEADER_LEN_BYTES {
             return Err(ParseError::Truncated);
         }
@@ -190,6 +243,10 @@ impl FrameHeader {
         if payload_len > MAX_PAYLOAD_BYTES {
             return Err(ParseError::PayloadTooLarge(payload_len));
         }
+        let extension_len = u16_at(78);
+        if u32::from(extension_len) > payload_len {
+            return Err(ParseError::ExtensionTooLong(extension_len));
+        }
         Ok(FrameHeader {
             kind,
             flags: u16_at(4),
@@ -202,6 +259,10 @@ impl FrameHeader {
             message_id: u64_at(40),
             aux: u64_at(48),
             checksum: u32_at(56),
+            logical_seq: u64_at(64),
+            incarnation: u32_at(72),
+            replica: u16_at(76),
+            extension_len,
         })
     }
 }
@@ -222,13 +283,55 @@ mod tests {
         header.message_id = 0xdead_beef_0000_0001;
         header.aux = 1 << 40;
         header.checksum = 0xabcd_1234;
+        header.logical_seq = u64::MAX - 7;
+        header.incarnation = 3;
+        header.replica = 2;
+        header.extension_len = 16;
         assert_eq!(FrameHeader::parse(&header.to_bytes()), Ok(header));
+    }
+
+    #[test]
+    fn a_version_one_frame_is_refused_with_a_sentence_that_says_why() {
+        // A version-1 header: 64 bytes, same magic and version offset.
+        let mut old = [0u8; 64];
+        old[0..2].copy_from_slice(&FRAME_MAGIC.to_le_bytes());
+        old[2] = 1;
+        old[3] = FrameKind::Eager as u8;
+        let error = FrameHeader::parse(&old).unwrap_err();
+        assert_eq!(error, ParseError::BadVersion(1));
+        let text = error.to_string();
+        assert!(
+            text.contains("older resmpi") && text.contains("same resmpi"),
+            "{text}"
+        );
+        let mut newer = FrameHeader::new(FrameKind::Eager, 0).to_bytes();
+        newer[2] = 3;
+        assert!(FrameHeader::parse(&newer)
+            .unwrap_err()
+            .to_string()
+            .contains("newer resmpi"));
+    }
+
+    #[test]
+    fn an_extension_longer_than_its_payload_is_refused() {
+        let mut header = FrameHeader::new(FrameKind::Eager, 0);
+        header.payload_len = 8;
+        header.extension_len = 9;
+        assert_eq!(
+            FrameHeader::parse(&header.to_bytes()),
+            Err(ParseError::ExtensionTooLong(9))
+        );
+        header.extension_len = 8;
+        assert!(FrameHeader::parse(&header.to_bytes()).is_ok());
     }
 
     #[test]
     fn parse_rejects_garbage_without_panicking() {
         assert_eq!(FrameHeader::parse(&[0u8; 10]), Err(ParseError::Truncated));
-        assert_eq!(FrameHeader::parse(&[0u8; 64]), Err(ParseError::BadMagic));
+        assert_eq!(
+            FrameHeader::parse(&[0u8; HEADER_LEN_BYTES]),
+            Err(ParseError::BadMagic)
+        );
         let mut bytes = FrameHeader::new(FrameKind::Eager, 0).to_bytes();
         bytes[2] = 9;
         assert_eq!(FrameHeader::parse(&bytes), Err(ParseError::BadVersion(9)));
@@ -280,6 +383,7 @@ mod robustness {
             let length = (next(&mut state) % (HEADER_LEN_BYTES as u64 + 1)) as usize;
             if let Ok(header) = FrameHeader::parse(&bytes[..length]) {
                 assert_eq!(length, HEADER_LEN_BYTES);
+                assert!(u32::from(header.extension_len) <= header.payload_len);
                 assert!(header.payload_len <= MAX_PAYLOAD_BYTES);
                 let mut again = [0u8; HEADER_LEN_BYTES];
                 header.emit(&mut again);
