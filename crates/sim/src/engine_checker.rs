@@ -436,3 +436,159 @@ impl EngineChecker {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine_plan::{payload, Action};
+
+    /// Rank 0 sends two tag-0 messages to rank 1.
+    fn two_message_plan() -> Plan {
+        let message = |index| PlannedMessage {
+            source: 0,
+            destination: 1,
+            index,
+            tag: 0,
+            length_bytes: 16,
+            mode: PlannedMode::Standard,
+        };
+        Plan {
+            seed: 3,
+            messages: vec![message(0), message(1)],
+            collectives: Vec::new(),
+            programs: vec![
+                vec![Action::Send { message: 0 }, Action::Send { message: 1 }],
+                Vec::new(),
+            ],
+        }
+    }
+
+    fn delivered(checker: &mut EngineChecker, ordinal: usize, number: usize, call: u64) {
+        let mut buffer = vec![SENTINEL_BYTE; 64];
+        buffer[..16].copy_from_slice(&payload(3, number, 16));
+        let status = SeenStatus {
+            source: 0,
+            tag: 0,
+            error: 0,
+            count_bytes: 16,
+            cancelled: false,
+        };
+        checker
+            .receive_completed(1, ordinal, call, status, &buffer)
+            .unwrap();
+    }
+
+    fn sent(checker: &mut EngineChecker) {
+        let status = SeenStatus {
+            source: -1,
+            tag: -1,
+            error: 0,
+            count_bytes: 16,
+            cancelled: false,
+        };
+        checker.send_completed(0, status).unwrap();
+        checker.send_completed(1, status).unwrap();
+    }
+
+    #[test]
+    fn messages_in_send_order_to_receives_in_posting_order_pass() {
+        let mut checker = EngineChecker::new(&two_message_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 1);
+        checker.receive_posted(1, PlannedPattern::ANY, 2);
+        delivered(&mut checker, 0, 0, 3);
+        delivered(&mut checker, 1, 1, 4);
+        sent(&mut checker);
+        checker.finish().unwrap();
+    }
+
+    #[test]
+    fn the_second_message_reaching_the_older_receive_is_overtaking() {
+        let mut checker = EngineChecker::new(&two_message_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 1);
+        checker.receive_posted(1, PlannedPattern::ANY, 2);
+        delivered(&mut checker, 1, 0, 3);
+        delivered(&mut checker, 0, 1, 4);
+        sent(&mut checker);
+        let error = checker.finish().unwrap_err();
+        assert!(error.contains("non-overtaking broken"), "{error}");
+    }
+
+    #[test]
+    fn a_message_taken_by_a_newer_receive_while_an_older_one_waits_is_reported() {
+        let mut checker = EngineChecker::new(&two_message_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 1);
+        checker.receive_posted(1, PlannedPattern::ANY, 2);
+        // Receive #1 takes message 0 in call 3; receive #0 is cancelled in
+        // call 5, so it was open (and fits) throughout call 3.
+        delivered(&mut checker, 1, 0, 3);
+        let cancelled = SeenStatus {
+            source: -1,
+            tag: -1,
+            error: 0,
+            count_bytes: 0,
+            cancelled: true,
+        };
+        let untouched = vec![SENTINEL_BYTE; 64];
+        checker
+            .receive_completed(1, 0, 5, cancelled, &untouched)
+            .unwrap();
+        checker.receive_posted(1, PlannedPattern::ANY, 6);
+        delivered(&mut checker, 2, 1, 7);
+        sent(&mut checker);
+        let error = checker.finish().unwrap_err();
+        assert!(error.contains("posted-receive order broken"), "{error}");
+    }
+
+    #[test]
+    fn a_message_delivered_twice_is_reported_at_the_second_delivery() {
+        let mut checker = EngineChecker::new(&two_message_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 1);
+        checker.receive_posted(1, PlannedPattern::ANY, 2);
+        delivered(&mut checker, 0, 0, 3);
+        let mut buffer = vec![SENTINEL_BYTE; 64];
+        buffer[..16].copy_from_slice(&payload(3, 0, 16));
+        let status = SeenStatus {
+            source: 0,
+            tag: 0,
+            error: 0,
+            count_bytes: 16,
+            cancelled: false,
+        };
+        let error = checker
+            .receive_completed(1, 1, 4, status, &buffer)
+            .unwrap_err();
+        assert!(error.contains("delivered twice"), "{error}");
+    }
+
+    #[test]
+    fn a_message_neither_delivered_nor_cancelled_is_lost() {
+        let mut checker = EngineChecker::new(&two_message_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 1);
+        delivered(&mut checker, 0, 0, 2);
+        sent(&mut checker);
+        let error = checker.finish().unwrap_err();
+        assert!(
+            error.contains("message 1") && error.contains("lost"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_receive_whose_buffer_was_written_is_reported() {
+        let mut checker = EngineChecker::new(&two_message_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 1);
+        let mut buffer = vec![SENTINEL_BYTE; 64];
+        buffer[10] = 0;
+        let status = SeenStatus {
+            source: -1,
+            tag: -1,
+            error: 0,
+            count_bytes: 0,
+            cancelled: true,
+        };
+        let error = checker
+            .receive_completed(1, 0, 2, status, &buffer)
+            .unwrap_err();
+        assert!(error.contains("buffer was written"), "{error}");
+    }
+}

@@ -37,9 +37,10 @@ use resmpi_core::datatype::{BasicKind, TypeInfo};
 use resmpi_core::op::Op;
 use resmpi_core::request::{Operation, SendMode};
 use resmpi_core::transport::Transports;
-use resmpi_core::{Communicator, Destination, Engine, EngineConfig, Status};
+use resmpi_core::{Communicator, Destination, Engine, EngineConfig, Status, Unexpected};
 use resmpi_ft::PassThrough;
 use resmpi_path::MemoryPath;
+use resmpi_wire::{FrameHeader, HEADER_LEN_BYTES};
 
 use crate::engine_checker::{EngineChecker, SeenStatus, SENTINEL_BYTE};
 use crate::engine_plan::{
@@ -127,7 +128,7 @@ impl EngineJobConfig {
             delivery_delay_steps_max: rng.between(0, 40),
             action_rate: rng.uniform(0.2, 0.9),
             step_weights: [rng.between(1, 6), rng.between(1, 6), rng.between(1, 6)],
-            step_limit: 400_000,
+            step_limit: 200_000,
             kill: None,
         }
     }
@@ -142,6 +143,10 @@ pub struct EngineJobReport {
     pub message_count: usize,
     /// Frames the network carried.
     pub frames_carried: u64,
+    /// Of those, `frames_by_kind[kind]` by `resmpi_wire::FrameKind` value
+    /// (1 eager, 2 request-to-send, 3 clear-to-send, 4 data, 6 sync-ack,
+    /// 7 control).
+    pub frames_by_kind: [u64; 8],
     /// Sends that completed cancelled.
     pub sends_cancelled: usize,
     /// Receives that completed cancelled.
@@ -326,7 +331,7 @@ impl Simulation {
         while self.step < self.config.step_limit {
             self.step += 1;
             self.handle_kill_and_notices();
-            if self.step % 64 == 0 && self.finished() {
+            if self.step.is_multiple_of(64) && self.finished() {
                 self.quiesce()?;
                 self.report.steps = self.step;
                 return self.checker.finish();
@@ -580,6 +585,7 @@ impl Simulation {
         let simulated = &mut self.ranks[rank];
         let call = simulated.calls;
         let rank_id = rank as u32;
+        check_credit_bound(simulated, self.config.eager_credit_bytes)?;
         let mut position = 0;
         while position < simulated.receives.len() {
             let open = &simulated.receives[position];
@@ -681,6 +687,9 @@ impl Simulation {
                 .back()
                 .map_or(0, |ahead| ahead.ready_step)
                 .max(self.step + delay);
+            if let Ok(header) = FrameHeader::parse(&frame) {
+                self.report.frames_by_kind[header.kind as usize] += 1;
+            }
             queue.push_back(InFlight { ready_step, frame });
             self.report.frames_carried += 1;
         }
@@ -706,7 +715,7 @@ impl Simulation {
         let burst = self.rng.between(1, 3);
         for _ in 0..burst {
             let queue = &mut self.in_flight[pair];
-            if !queue.front().is_some_and(|head| head.ready_step <= step) {
+            if queue.front().is_none_or(|head| head.ready_step > step) {
                 break;
             }
             let InFlight { frame, .. } = queue.pop_front().expect("checked above");
@@ -881,6 +890,29 @@ impl Simulation {
             }
         }
         parts.join("; ")
+    }
+}
+
+/// Eager credit bounds what a receiver buffers: the unexpected eager
+/// messages from any one sender, headers included, never exceed it.
+fn check_credit_bound(simulated: &mut SimulatedRank, credit_bytes: usize) -> Result<(), String> {
+    let mut buffered_bytes = vec![0usize; simulated.engine.state.size as usize];
+    for (envelope, message) in simulated.engine.state.matcher.unexpected_mut() {
+        if let Unexpected::Eager { data, .. } = message {
+            buffered_bytes[envelope.source as usize] += data.len() + HEADER_LEN_BYTES;
+        }
+    }
+    match buffered_bytes
+        .iter()
+        .enumerate()
+        .find(|(_, &bytes)| bytes > credit_bytes)
+    {
+        Some((source, bytes)) => Err(format!(
+            "rank {}: buffers {bytes} unexpected eager bytes from rank {source}, \
+             beyond the {credit_bytes}-byte credit",
+            simulated.rank
+        )),
+        None => Ok(()),
     }
 }
 

@@ -383,7 +383,7 @@ mod tests {
     fn each_program_keeps_its_sends_in_pair_order_and_every_collective_in_plan_order() {
         let plan = Plan::random(&mut SplitMix64::new(5), 5, &shape());
         for (rank, program) in plan.programs.iter().enumerate() {
-            let mut next_index = vec![0u64; 4];
+            let mut next_index = [0u64; 4];
             let mut next_collective = 0;
             for action in program {
                 match *action {
