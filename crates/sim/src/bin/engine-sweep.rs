@@ -1,8 +1,10 @@
-//! `engine-sweep --seeds 2000 --ranks 4 [--first-seed S]`: run many seeded
+//! `engine-sweep --seeds 2000 --ranks 4 [--first-seed S] [--count-failures]`: run many seeded
 //! jobs of production engines (up to `--ranks` ranks; eager with little
 //! credit, multi-fragment rendezvous, Ssend, Bsend, cancels, wildcard
 //! receives, nonblocking collectives) for CI breadth; exits non-zero with
-//! the failing seed on the first violated invariant.
+//! the failing seed on the first violated invariant. With
+//! `--count-failures` it runs every seed and reports how many failed (how
+//! strongly a deliberate mutation is caught).
 
 use resmpi_sim::{run_engine_job, EngineJobConfig};
 use std::process::ExitCode;
@@ -12,14 +14,21 @@ use std::time::Instant;
 /// The seed being run, so that a panic inside the engine still names it.
 static CURRENT_SEED: AtomicU64 = AtomicU64::new(0);
 
-const USAGE: &str = "usage: engine-sweep [--seeds N] [--ranks MAX] [--first-seed S]";
+const USAGE: &str =
+    "usage: engine-sweep [--seeds N] [--ranks MAX] [--first-seed S] [--count-failures]";
 
 fn main() -> ExitCode {
     let mut seed_count: u64 = 1_000;
     let mut rank_count_max: u32 = 4;
     let mut first_seed: u64 = 0;
+    let mut count_failures = false;
+    let mut failure_count = 0u64;
     let mut arguments = std::env::args().skip(1);
     while let Some(flag) = arguments.next() {
+        if flag == "--count-failures" {
+            count_failures = true;
+            continue;
+        }
         let value = arguments.next();
         let parsed = match (flag.as_str(), value.as_deref()) {
             ("--seeds", Some(value)) => value.parse().map(|n| seed_count = n).is_ok(),
@@ -59,6 +68,12 @@ fn main() -> ExitCode {
                 receives_cancelled += report.receives_cancelled;
                 collectives_completed += report.collectives_completed;
             }
+            Err(failure) if count_failures => {
+                if failure_count == 0 {
+                    eprintln!("first FAIL {failure}");
+                }
+                failure_count += 1;
+            }
             Err(failure) => {
                 eprintln!("FAIL {failure}");
                 eprintln!("job: {config:?}");
@@ -68,6 +83,10 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    if failure_count > 0 {
+        println!("{failure_count} of {seed_count} seeds failed");
+        return ExitCode::FAILURE;
     }
     println!(
         "ok: {seed_count} engine jobs (from seed {first_seed}), up to {rank_count_max} ranks, \
