@@ -416,12 +416,13 @@ impl EngineChecker {
             };
             let message = self.plan.messages[number];
             for (older_ordinal, older) in receives[..newer_ordinal].iter().enumerate() {
+                // Open: posted before, and neither matched nor completed
+                // (cancelled, or in error once peers can fail) until after.
                 let open_throughout = older.posted_call < call
                     && older.matched_call.is_none_or(|matched| matched > call)
-                    && (!older.cancelled
-                        || older
-                            .completed_call
-                            .is_none_or(|completed| completed > call));
+                    && older
+                        .completed_call
+                        .is_none_or(|completed| completed > call);
                 if open_throughout && older.pattern.fits(&message) {
                     return Err(format!(
                         "posted-receive order broken on rank {rank}: message {number} \

@@ -930,8 +930,30 @@ fn seen(status: &Status) -> SeenStatus {
 ///
 /// `Engine::handle_peer_failure` is being added on main; until it is merged
 /// here a kill leaves survivors waiting on the dead rank, so no sweep or
-/// test sets [`EngineJobConfig::kill`] yet. After the merge this becomes
-/// `engine.handle_peer_failure(peer)` and `kill_scenarios_enabled` true.
+/// test sets [`EngineJobConfig::kill`] yet. Build with the `peer-failure`
+/// feature once it exists. What a kill scenario must then check, on the
+/// survivors:
+/// - nothing delivered twice or out of order (non-overtaking, posted-receive
+///   order) and no payload corrupted, as without a death;
+/// - every message between two survivors still delivered or cancelled
+///   (a death ends only requests that involve the dead rank);
+/// - a message from the dead rank delivered at most once, intact, or not
+///   at all; a message to it may be lost;
+/// - every request that involves the dead rank ends: a receive naming it,
+///   a send to it, an ANY_SOURCE receive on WORLD and a collective on WORLD
+///   complete normally or with `status.error == 101` (MPIX_ERR_PROC_FAILED),
+///   and nothing else ends with 101;
+/// - the survivors go quiet within the step limit (no hang), with empty
+///   matcher queues and request tables.
+///
+/// The checker changes that needs: `EngineChecker::rank_died(rank)` exempting
+/// the dead rank's messages from "lost", accepting error 101 exactly where
+/// listed above, and a drain that, once a survivor has been told, posts
+/// receives naming surviving sources instead of ANY_SOURCE ones (which now
+/// fail at once).
 fn notify_peer_failure(engine: &mut Engine<PassThrough>, peer: u32) {
+    #[cfg(feature = "peer-failure")]
+    engine.handle_peer_failure(peer);
+    #[cfg(not(feature = "peer-failure"))]
     let _ = (engine, peer);
 }

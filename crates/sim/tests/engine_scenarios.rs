@@ -132,3 +132,25 @@ fn the_same_seed_gives_the_same_job() {
     assert_eq!(first.steps, second.steps);
     assert_eq!(first.frames_by_kind, second.frames_by_kind);
 }
+
+/// Until engines are told of deaths (`peer-failure`), a killed rank leaves
+/// its peers waiting: the step limit must catch that as a hang, naming the
+/// dead rank, rather than the job passing or the simulator crashing.
+#[cfg(not(feature = "peer-failure"))]
+#[test]
+fn a_killed_rank_without_failure_notices_is_reported_as_a_hang() {
+    let mut config = EngineJobConfig::random(4, 4);
+    config.shape.rank_count = 3;
+    config.shape.sends_per_rank = 12;
+    config.step_limit = 20_000;
+    config.kill = Some(resmpi_sim::Kill {
+        rank: 1,
+        step: 50,
+        notice_delay_steps_max: 100,
+    });
+    let failure = run_engine_job(&config).expect_err("survivors cannot finish");
+    assert!(
+        failure.message.contains("did not end") && failure.message.contains("rank 1 dead"),
+        "{failure}"
+    );
+}
