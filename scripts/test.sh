@@ -10,5 +10,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --release
 # Breadth for the reliability layer: a few thousand seeded simulated jobs.
 cargo run --release -q -p resmpi-sim --bin sim-sweep -- --seeds 3000 --ranks 4 --rails 3
+# The production engine (credit, rendezvous, Ssend, cancel, collectives) under a seeded scheduler.
+cargo run --release -q -p resmpi-sim --bin engine-sweep -- --seeds 5000 --ranks 4
 make check-abi
 python3 -m pytest -q tests/

@@ -598,6 +598,13 @@ impl<F: Interceptor> Engine<F> {
                     MpiError::new(ErrorClass::Other, format!("shared-memory path: {error}"))
                 })?;
         }
+        if let Some(memory) = self.transports.memory.as_mut() {
+            frames += memory
+                .poll(|peer, frame| state.handle_frame(peer, frame))
+                .map_err(|error| {
+                    MpiError::new(ErrorClass::Other, format!("memory path: {error}"))
+                })?;
+        }
         let links = &mut self.links;
         for (rail_index, rail) in self.transports.rails.iter_mut().enumerate() {
             let rail_index = rail_index as u32;

@@ -4,10 +4,14 @@
 //! into the shared-memory ring or the TCP socket. Peers reached over the
 //! network may have several TCP paths ("rails", one per NIC); which rail a
 //! frame takes is the reliability link's choice (`try_send_on_rail`).
+//! The in-memory route exists so that `crates/sim` can run the production
+//! engine over a simulated network; it is one more match arm, not a trait
+//! object, so shm and TCP pay nothing for it.
 
 use std::collections::VecDeque;
 
 use resmpi_path::faulty::FaultyPath;
+use resmpi_path::memory::MemoryPath;
 use resmpi_path::shm::ShmPath;
 use resmpi_path::tcp::TcpPath;
 use resmpi_path::{Path, PathError};
@@ -24,6 +28,8 @@ pub enum Route {
     Shm,
     /// TCP streams, one per rail.
     Tcp,
+    /// In-process queues moved by a simulator (`crates/sim`).
+    Memory,
 }
 
 /// Largest payload of a loopback frame.
@@ -44,6 +50,8 @@ pub struct Transports {
     pub rails: Vec<Rail>,
     /// Frames this rank sent to itself.
     pub loopback: VecDeque<Vec<u8>>,
+    /// In-memory path, when a simulator runs this rank.
+    pub memory: Option<MemoryPath>,
 }
 
 impl Transports {
@@ -54,6 +62,21 @@ impl Transports {
             shm: None,
             rails: Vec::new(),
             loopback: VecDeque::new(),
+            memory: None,
+        }
+    }
+
+    /// Rank `rank` of `size` reaching every other rank over `memory` and
+    /// itself over loopback (a simulated job).
+    pub fn memory(rank: u32, size: u32, memory: MemoryPath) -> Transports {
+        let mut routes = vec![Route::Memory; size as usize];
+        routes[rank as usize] = Route::Loopback;
+        Transports {
+            routes,
+            shm: None,
+            rails: Vec::new(),
+            loopback: VecDeque::new(),
+            memory: Some(memory),
         }
     }
 
@@ -81,6 +104,15 @@ impl Transports {
                 frame.extend_from_slice(payload);
                 self.loopback.push_back(frame);
                 Ok(true)
+            }
+            Route::Memory => {
+                let memory = self
+                    .memory
+                    .as_mut()
+                    .expect("memory route without memory path");
+                memory
+                    .try_send(peer, header, payload)
+                    .map_err(|error| send_error(error, peer))
             }
         }
     }
@@ -162,12 +194,20 @@ impl Transports {
                 .first()
                 .map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |rail| rail.max_payload_bytes()),
             Route::Loopback => LOOPBACK_MAX_PAYLOAD_BYTES,
+            Route::Memory => self
+                .memory
+                .as_ref()
+                .map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |memory| {
+                    memory.max_payload_bytes()
+                }),
         }
     }
 
     /// Sleep until a frame may have arrived, at most `timeout_us`.
     pub fn sleep_until_traffic(&self, timeout_us: u64) {
-        if !self.loopback.is_empty() {
+        if !self.loopback.is_empty() || self.memory.is_some() {
+            // A simulator moves the memory path's frames between calls:
+            // sleeping would only slow it down.
             return;
         }
         // A failed wait only means we poll again sooner. With several kinds

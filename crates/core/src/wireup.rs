@@ -316,6 +316,7 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         shm,
         rails,
         loopback: Default::default(),
+        memory: None,
     })
 }
 

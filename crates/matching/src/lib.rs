@@ -113,30 +113,14 @@ impl<M> Matcher<M> {
         }
     }
 
-    /// A message arrived. If a posted receive wants it, that receive is
-    /// removed and its token returned together with the message; otherwise
-    /// the message is queued as unexpected and `None` is returned.
-    pub fn handle_arrival(&mut self, envelope: Envelope, message: M) -> Option<(u64, M)> {
-        let position = self
-            .posted
-            .iter()
-            .position(|(pattern, _)| pattern.matches(&envelope));
-        match position {
-            Some(index) => {
-                let (pattern, token) = self.posted.remove(index)?;
-                self.record(token, pattern, envelope);
-                Some((token, message))
-            }
-            None => {
-                self.unexpected.push_back((envelope, message));
-                None
-            }
-        }
-    }
-
-    /// Like [`Matcher::handle_arrival`], but the message value is only built
-    /// (by `make_message`) when no posted receive wants it, so a matched
-    /// message costs no allocation. Returns the matched receive's token.
+    /// A message arrived. If a posted receive wants it, the oldest such
+    /// receive is removed and its token returned; otherwise the message
+    /// value is built (by `make_message`) and queued as unexpected, and
+    /// `None` is returned. Building the value only when it is queued means a
+    /// matched message costs no allocation.
+    ///
+    /// This is the only arrival function: the engine and the simulator both
+    /// match through it, so an ordering bug here cannot hide from the sims.
     pub fn handle_arrival_with(
         &mut self,
         envelope: Envelope,
@@ -261,16 +245,27 @@ mod tests {
         let mut matcher = Matcher::new();
         assert!(matcher.post_receive(pattern(None, None), 1).is_none());
         assert!(matcher.post_receive(pattern(Some(3), Some(5)), 2).is_none());
-        assert_eq!(matcher.handle_arrival(envelope(3, 5), "a"), Some((1, "a")));
-        assert_eq!(matcher.handle_arrival(envelope(3, 5), "b"), Some((2, "b")));
+        assert_eq!(matcher.handle_arrival_with(envelope(3, 5), || "a"), Some(1));
+        assert_eq!(matcher.handle_arrival_with(envelope(3, 5), || "b"), Some(2));
         assert_eq!(matcher.posted_len(), 0);
+    }
+
+    #[test]
+    fn a_matched_arrival_builds_no_message_value() {
+        let mut matcher: Matcher<&str> = Matcher::new();
+        matcher.post_receive(pattern(Some(1), None), 9);
+        let matched = matcher.handle_arrival_with(envelope(1, 4), || panic!("built for a match"));
+        assert_eq!(matched, Some(9));
+        assert_eq!(matcher.unexpected_len(), 0);
     }
 
     #[test]
     fn a_withdrawn_message_is_gone_and_the_others_keep_their_order() {
         let mut matcher = Matcher::new();
         for index in 0..4 {
-            assert!(matcher.handle_arrival(envelope(1, 7), index).is_none());
+            assert!(matcher
+                .handle_arrival_with(envelope(1, 7), || index)
+                .is_none());
         }
         assert_eq!(
             matcher.withdraw_unexpected(|_, message| *message == 2),
@@ -292,7 +287,9 @@ mod tests {
     fn unexpected_messages_match_in_arrival_order_non_overtaking() {
         let mut matcher = Matcher::new();
         for index in 0..5 {
-            assert!(matcher.handle_arrival(envelope(1, 7), index).is_none());
+            assert!(matcher
+                .handle_arrival_with(envelope(1, 7), || index)
+                .is_none());
         }
         for index in 0..5 {
             let (_, message) = matcher.post_receive(pattern(Some(1), Some(7)), 0).unwrap();
@@ -303,14 +300,14 @@ mod tests {
     #[test]
     fn tag_and_source_and_context_must_all_agree() {
         let mut matcher = Matcher::new();
-        matcher.handle_arrival(envelope(1, 7), "tag7");
-        matcher.handle_arrival(
+        matcher.handle_arrival_with(envelope(1, 7), || "tag7");
+        matcher.handle_arrival_with(
             Envelope {
                 source: 2,
                 context: 4,
                 tag: 9,
             },
-            "other-context",
+            || "other-context",
         );
         assert!(matcher.post_receive(pattern(Some(1), Some(8)), 1).is_none());
         assert!(matcher.post_receive(pattern(Some(2), None), 2).is_none());
@@ -324,7 +321,7 @@ mod tests {
     #[test]
     fn probe_leaves_message_and_take_removes_it() {
         let mut matcher = Matcher::new();
-        matcher.handle_arrival(envelope(0, 1), 10);
+        matcher.handle_arrival_with(envelope(0, 1), || 10);
         assert_eq!(matcher.probe(&pattern(None, None)).map(|m| *m.1), Some(10));
         assert_eq!(matcher.unexpected_len(), 1);
         assert_eq!(
@@ -342,7 +339,7 @@ mod tests {
         matcher.post_receive(pattern(None, None), 42);
         assert!(matcher.cancel_receive(42));
         assert!(!matcher.cancel_receive(42));
-        assert!(matcher.handle_arrival(envelope(0, 0), ()).is_none());
+        assert!(matcher.handle_arrival_with(envelope(0, 0), || ()).is_none());
         assert_eq!(matcher.unexpected_len(), 1);
     }
 
@@ -351,7 +348,7 @@ mod tests {
         let mut matcher = Matcher::new();
         matcher.set_record_events(true);
         matcher.post_receive(pattern(None, None), 5);
-        matcher.handle_arrival(envelope(2, 3), ());
+        matcher.handle_arrival_with(envelope(2, 3), || ());
         let event = matcher.poll_event().unwrap();
         assert_eq!(event.receive_token, 5);
         assert_eq!(event.envelope, envelope(2, 3));

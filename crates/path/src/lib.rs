@@ -4,7 +4,7 @@
 //! `payload_len` bytes of payload) between ranks and nothing else: it does not
 //! fragment messages, retransmit, match, or look at frame kinds. Those belong
 //! to `crates/reliable` and `crates/matching`, which drive paths through the
-//! [`Path`] trait. Two paths exist:
+//! [`Path`] trait. Three paths exist:
 //!
 //! - [`shm::ShmPath`]: one single-producer / single-consumer ring per
 //!   (sender, receiver) pair in POSIX shared memory, for peers on this host.
@@ -12,6 +12,9 @@
 //!   only when the receiver has announced that it is going to sleep.
 //! - [`tcp::TcpPath`]: a full mesh of authenticated, nonblocking TCP
 //!   connections, for peers on other hosts (or as a second rail).
+//! - [`memory::MemoryPath`]: queues in this process's memory that the
+//!   simulator (`crates/sim`) moves frames between, so the production engine
+//!   runs unchanged under a seeded scheduler.
 //!
 //! Every path is nonblocking: back-pressure is reported as `Ok(false)` from
 //! [`Path::try_send`], and each path offers its own `wait` for callers that
@@ -20,10 +23,12 @@
 
 pub mod faulty;
 pub mod inject_spec;
+pub mod memory;
 mod ring;
 pub mod shm;
 pub mod tcp;
 
+pub use memory::MemoryPath;
 pub use shm::{ShmPath, ShmSegment};
 pub use tcp::TcpPath;
 

@@ -732,9 +732,15 @@ impl Job {
             tag: header.tag,
         };
         let matcher = &mut self.ranks[destination as usize].matcher;
-        if let Some((token, message)) =
-            matcher.handle_arrival(envelope, ArrivedMessage { index, frame })
-        {
+        // The engine's arrival function: the frame is only moved into the
+        // unexpected queue when no posted receive takes it.
+        let mut arrived = Some(frame);
+        let matched = matcher.handle_arrival_with(envelope, || ArrivedMessage {
+            index,
+            frame: arrived.take().expect("built once"),
+        });
+        if let Some(token) = matched {
+            let frame = arrived.expect("a matched message is not queued");
             let pattern = self
                 .checker
                 .posted(destination)
@@ -750,10 +756,10 @@ impl Job {
                     token,
                     pattern,
                     envelope,
-                    index: message.index,
+                    index,
                     was_waiting: true,
                 },
-                &message.frame,
+                &frame,
             )?;
         }
         Ok(())

@@ -18,11 +18,20 @@
 //! non-overtaking and posted-receive order; sender and receiver buffers stay
 //! within the window; the job ends within a bounded virtual time.
 //!
+//! An engine job ([`run_engine_job`]) runs N production
+//! `resmpi_core::Engine`s (eager with credit, rendezvous, Ssend, cancel,
+//! collective schedules) over in-memory paths under a seeded scheduler;
+//! the [`EngineChecker`] judges what the application would see. See
+//! `engine_job` for the scheduler and `engine_checker` for the invariants.
+//!
 //! This crate owns no protocol logic; it only drives and judges the real
 //! state machines.
 #![warn(missing_docs)]
 
 pub mod checker;
+pub mod engine_checker;
+pub mod engine_job;
+pub mod engine_plan;
 pub mod faults;
 pub mod job;
 pub mod network;
@@ -30,6 +39,8 @@ pub mod rng;
 pub mod workload;
 
 pub use checker::Checker;
+pub use engine_checker::EngineChecker;
+pub use engine_job::{run_engine_job, EngineJobConfig, EngineJobFailure, EngineJobReport, Kill};
 pub use faults::{FaultModel, RailOutage};
 pub use job::{
     run_job, simulation_link_config, ConsumerStall, JobConfig, JobFailure, JobReport, RailEvent,
