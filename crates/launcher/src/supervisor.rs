@@ -94,6 +94,11 @@ struct Job {
     ranks: Vec<RankProcess>,
     /// Set by the first failure, or by the first non-zero exit after finalize.
     exit_code: Option<i32>,
+    /// Under `continue`: the code of the first death the job went on after.
+    first_death_code: Option<i32>,
+    /// Under `continue`: the code of what ended the job early (timeout,
+    /// signal, MPI_Abort, a wire-up that cannot complete).
+    job_ended_code: Option<i32>,
     output_threads: Vec<JoinHandle<()>>,
     policy: FailurePolicy,
     /// The kills `--inject` asked mpiexec to carry out.
@@ -157,6 +162,8 @@ pub fn run(options: &Options) -> i32 {
         pmi_port,
         ranks: Vec::new(),
         exit_code: None,
+        first_death_code: None,
+        job_ended_code: None,
         output_threads: Vec::new(),
         policy: options.failure_policy,
         kills,
@@ -170,7 +177,7 @@ pub fn run(options: &Options) -> i32 {
     }
     job.finish(&identity.job_id);
     let code = match started {
-        Ok(()) => job.exit_code.unwrap_or(0),
+        Ok(()) => job.final_exit_code(),
         Err(code) => code,
     };
     report_fault_tolerance(options, &job.server, job.detection_latency_max, code);
@@ -459,9 +466,7 @@ impl Job {
         eprintln!(
             "mpiexec: rank {rank} (host {host}) {how} \u{2014} the job continues (failure policy continue)"
         );
-        if self.exit_code.is_none_or(|existing| existing == 0) {
-            self.exit_code = Some(code);
-        }
+        self.first_death_code.get_or_insert(code);
         self.ranks[rank as usize].failed = true;
     }
 
@@ -499,8 +504,29 @@ impl Job {
         }
     }
 
-    /// Records the first failure: prints `message`, sets the exit code.
+    /// mpiexec's exit code once the job is over: under `abort`, the first
+    /// failure's (or the first non-zero exit after finalize); under
+    /// `continue`, what ended the job early, else the first death, else
+    /// the first non-zero exit after finalize.
+    fn final_exit_code(&self) -> i32 {
+        self.job_ended_code
+            .or(self.first_death_code)
+            .or(self.exit_code)
+            .unwrap_or(0)
+    }
+
+    /// Records the failure that ends the job: prints `message`, sets the
+    /// exit code. Under `abort` only the first one counts (later ones are
+    /// echoes of it); under `continue` the deaths before it were not
+    /// failures of the job, so it is always named.
     fn fail(&mut self, code: i32, message: &str) {
+        if self.policy == FailurePolicy::Continue {
+            if self.job_ended_code.is_none() {
+                eprintln!("mpiexec: {message}");
+                self.job_ended_code = Some(code);
+            }
+            return;
+        }
         if self.exit_code.is_none_or(|existing| existing == 0) {
             eprintln!("mpiexec: {message}");
             self.exit_code = Some(code);
@@ -665,9 +691,6 @@ impl Job {
             eprintln!(
                 "mpiexec: {who} is gone while other ranks wait for it in a PMI barrier (MPI_Init), which cannot complete; ending the job"
             );
-            if self.exit_code.is_none() {
-                self.exit_code = Some(1);
-            }
             return true;
         }
         self.fail(

@@ -1087,3 +1087,34 @@ fn bad_failure_options_and_process_faults_exit_2_before_anything_runs() {
     }
     std::fs::remove_dir_all(&directory).unwrap();
 }
+
+#[test]
+fn under_continue_the_timeout_still_ends_the_job_and_is_named() {
+    let started = Instant::now();
+    let output = run(&[
+        "-n",
+        "2",
+        "--failure-policy",
+        "continue",
+        "--inject",
+        "kill:1@200ms",
+        "--timeout",
+        "2",
+        "sh",
+        "-c",
+        "sleep 20",
+    ]);
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "mpiexec: rank 1 (host localhost) killed by signal 9 (SIGKILL) \u{2014} the job continues"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("mpiexec: job timed out after 2 s"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
