@@ -23,7 +23,7 @@ pub const MAX_RANK_COUNT: u32 = 1024;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request {
     /// Start a job.
-    Run(Options),
+    Run(Box<Options>),
     /// Print the usage text.
     Help,
     /// Print the version.
@@ -532,7 +532,7 @@ pub fn parse(
     }
     // Going on after a death is a fault-tolerance mode: report what it cost.
     let ft_options_given = ft_options_given || failure_policy == FailurePolicy::Continue;
-    Ok(Request::Run(Options {
+    Ok(Request::Run(Box::new(Options {
         rank_count,
         failure_policy,
         process_faults,
@@ -547,7 +547,7 @@ pub fn parse(
         timeout_seconds,
         program,
         arguments: arguments[index + 1..].to_vec(),
-    }))
+    })))
 }
 
 #[cfg(test)]
@@ -562,7 +562,7 @@ mod tests {
         match parse(&words(text), |name| {
             (name == "HOME").then(|| "/home/me".to_string())
         }) {
-            Ok(Request::Run(options)) => options,
+            Ok(Request::Run(options)) => *options,
             other => panic!("{text}: {other:?}"),
         }
     }
