@@ -1118,3 +1118,53 @@ fn under_continue_the_timeout_still_ends_the_job_and_is_named() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn under_continue_a_lost_remote_rank_is_named_and_a_pmi_barrier_waiting_for_it_ends_the_job() {
+    let directory = scratch_directory("remote-lost-continue");
+    let probe = probe();
+    let launcher = fake_launcher(&directory, true);
+    let started = Instant::now();
+    let output = run(&[
+        "--failure-policy",
+        "continue",
+        "--hosts",
+        "far-a,far-b",
+        "--launcher-exec",
+        launcher.to_str().unwrap(),
+        "--control-addr",
+        "127.0.0.1",
+        probe.to_str().unwrap(),
+        "exit",
+        "5",
+        "1",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    // Rank 1 leaves before the PMI barrier that rank 0 waits in (the
+    // probe's wire-up): the job goes on without rank 1, but that barrier
+    // can never complete, so the job ends, with the lost rank's code.
+    let lines = stderr_lines_with(&stderr, "rank 1");
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(
+        lines[0],
+        "mpiexec: rank 1 (host far-b) lost its PMI connection before MPI_Finalize \
+         (the rank died or its host is unreachable) \u{2014} the job continues (failure policy continue)",
+        "{stderr}"
+    );
+    assert!(lines[1].starts_with("mpiexec: rank 1 on host far-b (launcher pid "));
+    assert!(
+        lines[1].ends_with(
+            ") is gone while other ranks wait for it in a PMI barrier (MPI_Init), \
+             which cannot complete; ending the job"
+        ),
+        "{stderr}"
+    );
+    // The lingering launcher (sleep 30) was killed, not waited for.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{}",
+        describe(&output)
+    );
+    std::fs::remove_dir_all(&directory).unwrap();
+}
