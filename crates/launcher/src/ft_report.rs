@@ -6,6 +6,11 @@
 //! key-value space, sums them per name (names it does not know are kept and
 //! summed too), prints one line to stderr and, with `--report-json`, writes
 //! the sums as JSON.
+//!
+//! Three numbers come from mpiexec itself, not from the ranks (a dead rank
+//! reports nothing): processes lost, failure notices sent, and the longest
+//! detection latency of an injected kill (SIGKILL to notices written). They
+//! are named on the line only when non-zero, and are always in the JSON.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -63,6 +68,29 @@ pub fn parse_report(value: &str) -> Result<Vec<(String, u64)>, String> {
     Ok(counters)
 }
 
+/// What mpiexec counted itself about process failures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LauncherCounters {
+    /// Ranks that died before `MPI_Finalize` (each once).
+    pub processes_lost: u64,
+    /// `cmd=resmpi_failure` lines written to watching ranks.
+    pub failure_notices_sent: u64,
+    /// Longest time from an injected SIGKILL to the victim's notices being
+    /// written, in microseconds.
+    pub detection_latency_us_max: u64,
+}
+
+impl LauncherCounters {
+    /// (JSON name, value), in the order written.
+    fn named(&self) -> [(&'static str, u64); 3] {
+        [
+            ("processes_lost", self.processes_lost),
+            ("failure_notices_sent", self.failure_notices_sent),
+            ("detection_latency_us_max", self.detection_latency_us_max),
+        ]
+    }
+}
+
 /// The sum of the reports of every rank that sent one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FtReport {
@@ -70,6 +98,8 @@ pub struct FtReport {
     pub ranks_reported: u32,
     /// Sums per counter name (saturating).
     pub counters: BTreeMap<String, u64>,
+    /// What mpiexec counted itself.
+    pub launcher: LauncherCounters,
 }
 
 impl FtReport {
@@ -108,7 +138,9 @@ impl FtReport {
         self.counters.get(name).copied().unwrap_or(0)
     }
 
-    /// Whether any reported counter is non-zero.
+    /// Whether any counter a rank reported is non-zero (mpiexec's own
+    /// counters do not count: a job without FT options that loses a rank
+    /// prints what it printed before they existed).
     pub fn any_nonzero(&self) -> bool {
         self.counters.values().any(|&number| number != 0)
     }
@@ -152,6 +184,28 @@ impl FtReport {
             self.get("injected_delayed"),
             self.get("injected_swallowed_rail_down"),
         );
+        let launcher = self.launcher;
+        let mut failures = Vec::new();
+        if launcher.processes_lost != 0 {
+            failures.push(format!("processes lost {}", launcher.processes_lost));
+        }
+        if launcher.failure_notices_sent != 0 {
+            failures.push(format!(
+                "failure notices sent {}",
+                launcher.failure_notices_sent
+            ));
+        }
+        if launcher.detection_latency_us_max != 0 {
+            failures.push(format!(
+                "detection latency max {}.{:03} ms",
+                launcher.detection_latency_us_max / 1000,
+                launcher.detection_latency_us_max % 1000
+            ));
+        }
+        if !failures.is_empty() {
+            line.push_str("; ");
+            line.push_str(&failures.join(", "));
+        }
         let others: Vec<String> = self
             .counters
             .iter()
@@ -166,13 +220,19 @@ impl FtReport {
     }
 
     /// `{"ranks_reported": N, "counters": {...}, "exit_code": C}` and a
-    /// newline.
+    /// newline; the counters are [`FtReport::all_counters`] then mpiexec's
+    /// own (`processes_lost`, `failure_notices_sent`,
+    /// `detection_latency_us_max`).
     pub fn json(&self, exit_code: i32) -> String {
         let mut text = format!(
             "{{\"ranks_reported\": {}, \"counters\": {{",
             self.ranks_reported
         );
-        for (index, (name, number)) in self.all_counters().iter().enumerate() {
+        let launcher = self
+            .launcher
+            .named()
+            .map(|(name, number)| (name.to_string(), number));
+        for (index, (name, number)) in self.all_counters().iter().chain(&launcher).enumerate() {
             if index > 0 {
                 text.push_str(", ");
             }
@@ -338,6 +398,34 @@ mod tests {
     }
 
     #[test]
+    fn launcher_counters_are_named_only_when_non_zero_and_do_not_force_the_line() {
+        let mut report = FtReport::default();
+        let plain = report.line();
+        report.launcher.processes_lost = 2;
+        assert!(!report.any_nonzero());
+        assert_eq!(report.line(), format!("{plain}; processes lost 2"));
+        report.launcher.failure_notices_sent = 5;
+        report.launcher.detection_latency_us_max = 12_345;
+        report.add(&pairs(&[("zeta", 1)]));
+        let line = report.line();
+        assert!(
+            line.ends_with(
+                "; processes lost 2, failure notices sent 5, detection latency max 12.345 ms; \
+                 other: zeta 1"
+            ),
+            "{line}"
+        );
+        let json = report.json(137);
+        assert!(
+            json.ends_with(
+                "\"zeta\": 1, \"processes_lost\": 2, \"failure_notices_sent\": 5, \
+                 \"detection_latency_us_max\": 12345}, \"exit_code\": 137}\n"
+            ),
+            "{json}"
+        );
+    }
+
+    #[test]
     fn failover_time_is_seconds_rounded_to_the_millisecond() {
         assert_eq!(seconds_text(0), "0.000");
         assert_eq!(seconds_text(499_999), "0.000");
@@ -363,14 +451,15 @@ mod tests {
              \"frames_retransmitted\": 0, \"corrupt_caught\": 0, \"duplicates_dropped\": 0, \
              \"rails_failed\": 1, \"rails_recovered\": 0, \"failover_time_ns\": 0, \
              \"injected_dropped\": 0, \"injected_corrupted\": 0, \"injected_duplicated\": 0, \
-             \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \"new_one\": 9}, \
+             \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \"new_one\": 9, \
+             \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0}, \
              \"exit_code\": 3}\n"
         );
         let empty = FtReport::default().json(-1);
         assert!(empty.starts_with("{\"ranks_reported\": 0, "), "{empty}");
         assert!(empty.ends_with(", \"exit_code\": -1}\n"), "{empty}");
-        // ranks_reported and every known counter.
-        assert_eq!(empty.matches(": 0").count(), 1 + KNOWN_COUNTERS.len());
+        // ranks_reported, every known counter and mpiexec's three.
+        assert_eq!(empty.matches(": 0").count(), 1 + KNOWN_COUNTERS.len() + 3);
     }
 
     #[test]

@@ -9,14 +9,15 @@
 //! Layout: `options` (command line), `hosts` (host lists, placement),
 //! `spawn` (one rank, local or remote), `pmi_server` (socketpairs and TCP),
 //! `output` (line forwarding), `supervisor` (the job loop and exit code),
-//! `ft_report` (the end-of-job fault-tolerance report), `signals`,
-//! `shm_cleanup`.
+//! `ft_report` (the end-of-job fault-tolerance report), `process_faults`
+//! (the kills `--inject` schedules), `signals`, `shm_cleanup`.
 
 mod ft_report;
 mod hosts;
 mod options;
 mod output;
 mod pmi_server;
+mod process_faults;
 mod shm_cleanup;
 mod signals;
 mod spawn;
@@ -25,7 +26,7 @@ mod supervisor;
 use options::Request;
 
 /// Exit code for a bad command line.
-const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_USAGE: i32 = 2;
 
 fn main() {
     let arguments: Vec<String> = std::env::args().skip(1).collect();

@@ -10,7 +10,7 @@
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-use resmpi_path::inject_spec::FaultSpec;
+use resmpi_path::inject_spec::{FaultSpec, ProcessFault};
 use resmpi_runtime::parse_byte_count;
 
 use crate::hosts::{parse_host_list, parse_hostfile, HostSpec};
@@ -23,12 +23,36 @@ pub const MAX_RANK_COUNT: u32 = 1024;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request {
     /// Start a job.
-    Run(Options),
+    Run(Box<Options>),
     /// Print the usage text.
     Help,
     /// Print the version.
     Version,
 }
+
+/// What the job does when a rank dies before `MPI_Finalize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Tear the whole job down at the first death (the default).
+    Abort,
+    /// Record the death, tell the other ranks, and go on; exit non-zero at
+    /// the end.
+    Continue,
+}
+
+impl FailurePolicy {
+    /// The name used on the command line and in `RESMPI_FAILURE_POLICY`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailurePolicy::Abort => "abort",
+            FailurePolicy::Continue => "continue",
+        }
+    }
+}
+
+/// The variable that mirrors `--failure-policy`; mpiexec also sets it in
+/// every rank.
+pub const FAILURE_POLICY_VARIABLE: &str = "RESMPI_FAILURE_POLICY";
 
 /// A job to start.
 #[derive(Debug, PartialEq, Eq)]
@@ -55,11 +79,17 @@ pub struct Options {
     /// at; `None` is this host's first non-loopback IPv4 address.
     pub control_address: Option<String>,
     /// Whether a fault-tolerance option (`--inject`, `--rails`,
-    /// `--checksum`, `--reliable`) was given: the FT report is printed at
-    /// the end of the job even when every counter is zero.
+    /// `--checksum`, `--reliable`, failure policy `continue`) was given: the
+    /// FT report is printed at the end of the job even when every counter
+    /// is zero.
     pub ft_options_given: bool,
     /// `--report-json`: where to write the end-of-job FT report as JSON.
     pub report_json: Option<PathBuf>,
+    /// `--failure-policy` (or its hydra / Open MPI spellings, or
+    /// `RESMPI_FAILURE_POLICY`).
+    pub failure_policy: FailurePolicy,
+    /// The process faults (`kill:`, `host-down:`) of the last `--inject`.
+    pub process_faults: Vec<ProcessFault>,
     /// The program to run, looked up in `PATH` like a shell would.
     pub program: String,
     /// The program's arguments.
@@ -95,7 +125,11 @@ fault tolerance (each sets a variable in every rank):
   --inject SPEC         inject network faults (RESMPI_INJECT), SPEC a comma
                         list of drop:RATE, corrupt:RATE, duplicate:RATE,
                         delay:MS, rail-down:RAIL@TIME[+DURATION], seed:N; an
-                        item may end in @ranks=A-B (between ranks A and B)
+                        item may end in @ranks=A-B (between ranks A and B);
+                        and process faults: kill:RANK@TIME (SIGKILL RANK at
+                        TIME after all ranks started), kill:RANK@sends=N
+                        (the rank kills itself after its N-th send),
+                        host-down:HOST@TIME (SIGKILL every rank on HOST)
   --checksum none|crc32c
                         checksum every fragment (RESMPI_CHECKSUM)
   --reliable on|off     sequence numbers, acks, retransmission
@@ -107,6 +141,13 @@ fault tolerance (each sets a variable in every rank):
                         how traffic to a peer spreads over its rails
                         (RESMPI_STRIPE)
   --report-json FILE    write the end-of-job FT report to FILE as JSON
+  --failure-policy abort|continue
+                        when a rank dies before MPI_Finalize: end the job
+                        (abort, the default) or go on without it (continue;
+                        exit non-zero at the end). Also RESMPI_FAILURE_POLICY;
+                        every rank gets RESMPI_FAILURE_POLICY=abort|continue
+  -disable-auto-cleanup, --with-ft ulfm, --with-ft mpi
+                        hydra's and Open MPI's ways to say continue
 
   -h, --help            print this text
   --version             print the version
@@ -133,8 +174,15 @@ Remote ranks get RESMPI_HOST_KEY=HOST, the RESMPI_* variables of mpiexec's
 environment and those of -x/-genv on the launcher's command line (the job
 secret too: use a launcher whose command line others cannot read).
 
+failure policy continue: a rank that is killed, or exits before
+MPI_Finalize, is named on stderr ('rank R (host H) ... the job continues'),
+every rank that sent cmd=resmpi_watch_failures on its PMI connection gets
+'cmd=resmpi_failure rank=R incarnation=0', and mpiexec waits for the others.
+MPI_Abort, a signal to mpiexec and --timeout still end the whole job.
+
 exit status: 0 on success; the first non-zero rank exit code (128+signal
-for a rank killed by a signal); N for MPI_Abort(N) (1 when N is 0); 124 on
+for a rank killed by a signal; 1 for a rank that exited 0 before
+MPI_Finalize under continue); N for MPI_Abort(N) (1 when N is 0); 124 on
 timeout; 127 when the program cannot be run; 2 for a bad command line.
 ";
 
@@ -147,12 +195,13 @@ enum Arity {
 
 fn arity_of(name: &str) -> Option<Arity> {
     match name {
-        "h" | "help" | "version" | "tag-output" | "l" | "prepend-rank" => Some(Arity::Flag),
+        "h" | "help" | "version" | "tag-output" | "l" | "prepend-rank" | "disable-auto-cleanup" => {
+            Some(Arity::Flag)
+        }
         "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" | "hosts" | "host" | "hostfile"
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
-        | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json" => {
-            Some(Arity::One)
-        }
+        | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
+        | "failure-policy" | "with-ft" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
     }
@@ -181,6 +230,16 @@ fn check_choice(option: &str, value: &str, choices: &[&str]) -> Result<(), Strin
             choices.join(" or ")
         ))
     }
+}
+
+/// `abort` or `continue`, from `source` (an option or the variable).
+fn parse_failure_policy(text: &str, source: &str) -> Result<FailurePolicy, String> {
+    check_choice(source, text, &["abort", "continue"])?;
+    Ok(if text == "continue" {
+        FailurePolicy::Continue
+    } else {
+        FailurePolicy::Abort
+    })
 }
 
 /// Longest network interface name Linux accepts (`IFNAMSIZ` - 1).
@@ -251,6 +310,8 @@ pub fn parse(
     let mut timeout_seconds = None;
     let mut ft_options_given = false;
     let mut report_json = None;
+    let mut failure_policy = None;
+    let mut process_faults = Vec::new();
     let mut index = 0;
     while index < arguments.len() {
         let word = &arguments[index];
@@ -384,6 +445,7 @@ pub fn parse(
             "inject" => {
                 let spec: FaultSpec = values[0].parse().map_err(|error| format!("{error}"))?;
                 environment.push(("RESMPI_INJECT".to_string(), spec.to_string()));
+                process_faults = spec.processes;
                 ft_options_given = true;
             }
             "checksum" => {
@@ -411,6 +473,14 @@ pub fn parse(
                 }
                 report_json = Some(PathBuf::from(&values[0]));
             }
+            "failure-policy" => {
+                failure_policy = Some(parse_failure_policy(&values[0], "--failure-policy")?)
+            }
+            "disable-auto-cleanup" => failure_policy = Some(FailurePolicy::Continue),
+            "with-ft" => {
+                check_choice("--with-ft", &values[0], &["ulfm", "mpi"])?;
+                failure_policy = Some(FailurePolicy::Continue);
+            }
             _ => unreachable!("every name with an arity is handled"),
         }
     }
@@ -436,8 +506,36 @@ pub fn parse(
                 })?
         }
     };
-    Ok(Request::Run(Options {
+    let failure_policy = match failure_policy {
+        Some(policy) => policy,
+        None => match lookup(FAILURE_POLICY_VARIABLE) {
+            Some(text) => parse_failure_policy(&text, FAILURE_POLICY_VARIABLE)?,
+            None => FailurePolicy::Abort,
+        },
+    };
+    for fault in &process_faults {
+        let ProcessFault::Kill { target, .. } = fault else {
+            continue;
+        };
+        if target.rank >= rank_count {
+            return Err(format!(
+                "--inject item `{fault}`: rank {} is not in this job of {rank_count} ranks",
+                target.rank
+            ));
+        }
+        if target.replica >= 1 {
+            return Err(format!(
+                "--inject item `{fault}`: replica {}: no replicas in this job",
+                target.replica
+            ));
+        }
+    }
+    // Going on after a death is a fault-tolerance mode: report what it cost.
+    let ft_options_given = ft_options_given || failure_policy == FailurePolicy::Continue;
+    Ok(Request::Run(Box::new(Options {
         rank_count,
+        failure_policy,
+        process_faults,
         hosts,
         ranks_per_host,
         launcher_exec,
@@ -449,7 +547,7 @@ pub fn parse(
         timeout_seconds,
         program,
         arguments: arguments[index + 1..].to_vec(),
-    }))
+    })))
 }
 
 #[cfg(test)]
@@ -464,7 +562,7 @@ mod tests {
         match parse(&words(text), |name| {
             (name == "HOME").then(|| "/home/me".to_string())
         }) {
-            Ok(Request::Run(options)) => options,
+            Ok(Request::Run(options)) => *options,
             other => panic!("{text}: {other:?}"),
         }
     }
@@ -677,6 +775,86 @@ mod tests {
         assert!(error("--rails tcp:1.2.3.4 p").contains("--rails"));
         assert!(error("--report-json= p").contains("empty file name"));
         assert!(error("--inject").contains("needs a value"));
+    }
+
+    #[test]
+    fn failure_policy_defaults_to_abort_and_has_four_spellings_of_continue() {
+        assert_eq!(run("p").failure_policy, FailurePolicy::Abort);
+        assert!(!run("p").ft_options_given);
+        for text in [
+            "--failure-policy continue p",
+            "-failure-policy=continue p",
+            "-disable-auto-cleanup p",
+            "--disable-auto-cleanup p",
+            "--with-ft ulfm p",
+            "--with-ft=mpi p",
+            "-with-ft mpi p",
+        ] {
+            let options = run(text);
+            assert_eq!(options.failure_policy, FailurePolicy::Continue, "{text}");
+            assert!(options.ft_options_given, "{text}");
+        }
+        assert_eq!(
+            run("--with-ft ulfm --failure-policy abort p").failure_policy,
+            FailurePolicy::Abort,
+            "the last one wins"
+        );
+        assert!(error("--with-ft bogus p").contains("--with-ft 'bogus': expected ulfm or mpi"));
+        assert!(error("--failure-policy maybe p")
+            .contains("--failure-policy 'maybe': expected abort or continue"));
+        assert!(error("-disable-auto-cleanup=1 p").contains("takes no value"));
+    }
+
+    #[test]
+    fn the_failure_policy_variable_applies_when_no_option_says() {
+        let parse_with = |text: &str, value: &str| {
+            parse(&words(text), |name| {
+                (name == FAILURE_POLICY_VARIABLE).then(|| value.to_string())
+            })
+        };
+        let policy = |text: &str, value: &str| match parse_with(text, value) {
+            Ok(Request::Run(options)) => options.failure_policy,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(policy("p", "continue"), FailurePolicy::Continue);
+        assert_eq!(policy("p", "abort"), FailurePolicy::Abort);
+        assert_eq!(
+            policy("--failure-policy abort p", "continue"),
+            FailurePolicy::Abort
+        );
+        let message = parse_with("p", "sometimes").unwrap_err();
+        assert!(
+            message.contains("RESMPI_FAILURE_POLICY 'sometimes': expected abort or continue"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn process_faults_are_kept_and_checked_against_the_job() {
+        let options = run("--inject kill:1@500ms,drop:0.1,host-down:nodeb@2s -n 2 p");
+        assert_eq!(options.process_faults.len(), 2);
+        assert_eq!(
+            options.process_faults[0].to_string(),
+            "kill:1@500ms",
+            "{:?}",
+            options.process_faults
+        );
+        let message = error("-n 2 --inject kill:9@1s p");
+        assert!(
+            message.contains("--inject item `kill:9@1s`: rank 9 is not in this job of 2 ranks"),
+            "{message}"
+        );
+        assert!(error("--inject kill:1@sends=5 p").contains("rank 1 is not in this job of 1 ranks"));
+        let message = error("-n 4 --inject kill:1.1@1s p");
+        assert!(
+            message.contains("--inject item `kill:1.1@1s`: replica 1: no replicas in this job"),
+            "{message}"
+        );
+        assert!(run("-n 4 --inject kill:1.0@1s p").process_faults.len() == 1);
+        // The last --inject wins, process faults included.
+        assert!(run("--inject kill:0@1s --inject drop:0 p")
+            .process_faults
+            .is_empty());
     }
 
     #[test]

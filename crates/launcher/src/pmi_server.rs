@@ -6,10 +6,24 @@
 //! `mpiexec` also works under `mpiexec.hydra`. What the supervisor needs to
 //! decide a rank's fate (did it init, finalize, abort, close its connection)
 //! is recorded here and read by the supervisor's loop.
+//!
+//! # Failure notices
+//!
+//! One extension to PMI-1, for the library's failure detector: a rank that
+//! sends `cmd=resmpi_watch_failures` is answered `cmd=resmpi_watch_failures_ok`,
+//! then at once one `cmd=resmpi_failure rank=R incarnation=0` line for each
+//! rank already known dead, and from then on the same line whenever the
+//! supervisor reports a death ([`PmiServer::report_deaths`]), written from the
+//! supervisor's thread. A rank is never told of its own death. Replies and
+//! notices share one writer per connection behind a mutex, so lines never
+//! interleave; the backlog and the registration happen under one lock, so a
+//! subscriber gets every death exactly once however the two race. A death
+//! reported after teardown began (the deaths teardown causes) is not sent.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
@@ -25,6 +39,11 @@ pub const VALUE_MAX_BYTES: usize = 1024;
 pub const KVS_NAME_MAX_BYTES: usize = 256;
 /// Bound on the key-value space: past it, puts fail with `rc=-1`.
 pub const KVS_MAX_BYTES: usize = 64 * 1024 * 1024;
+/// How long one write to a rank's connection may block (a rank that stopped
+/// reading must not stall the supervisor, which writes failure notices).
+/// Never reached in practice: a connection is sent at most one notice per
+/// rank of the job, a few tens of KiB, less than a socket buffer.
+pub const WRITE_TIMEOUT_MS: u64 = 1000;
 /// How long a TCP client may take to send its `cmd=initack` line.
 pub const INITACK_TIMEOUT_MS: u64 = 10_000;
 /// Most TCP connections waiting for their `cmd=initack` at once; more are
@@ -40,6 +59,66 @@ pub struct AbortRequest {
     pub exit_code: i32,
     /// Its `message`, when it sent one.
     pub message: Option<String>,
+}
+
+/// The writing half of a rank's connection, shared by the thread that
+/// answers the rank and the thread that sends it failure notices.
+pub type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// A rank's PMI connection: a socketpair end or a TCP stream.
+pub trait Connection: Read + Send {
+    /// A second handle on the same socket, for writing.
+    fn writer(&self) -> std::io::Result<Box<dyn Write + Send>>;
+    /// Bounds how long one write may block.
+    fn limit_writes(&self, timeout: Duration) -> std::io::Result<()>;
+}
+
+impl Connection for UnixStream {
+    fn writer(&self) -> std::io::Result<Box<dyn Write + Send>> {
+        Ok(Box::new(self.try_clone()?))
+    }
+
+    fn limit_writes(&self, timeout: Duration) -> std::io::Result<()> {
+        self.set_write_timeout(Some(timeout))
+    }
+}
+
+impl Connection for TcpStream {
+    fn writer(&self) -> std::io::Result<Box<dyn Write + Send>> {
+        Ok(Box::new(self.try_clone()?))
+    }
+
+    fn limit_writes(&self, timeout: Duration) -> std::io::Result<()> {
+        self.set_write_timeout(Some(timeout))
+    }
+}
+
+/// The line that tells a watching rank that `rank` died.
+pub fn failure_notice(rank: u32) -> String {
+    PmiLine::new("resmpi_failure")
+        .with("rank", rank)
+        .with("incarnation", 0)
+        .encode()
+}
+
+/// Who is dead and who wants to hear of it.
+struct FailureBoard {
+    /// Ranks reported dead, in the order reported, each once.
+    dead: Vec<u32>,
+    /// Per rank: its writer, while it watches failures.
+    watchers: Vec<Option<SharedWriter>>,
+    /// Notice lines written (backlogs included).
+    notices_sent_count: u64,
+}
+
+/// What [`PmiServer::report_deaths`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeathReport {
+    /// The ranks not known dead before, in the order given; empty once
+    /// teardown has begun (nothing is recorded or sent then).
+    pub newly_dead: Vec<u32>,
+    /// Notice lines written to watching ranks.
+    pub notice_count: u32,
 }
 
 /// What the server knows about each rank and the shared key-value space.
@@ -82,6 +161,7 @@ pub struct PmiServer {
     pending_handshakes: AtomicU32,
     state: Mutex<ServerState>,
     barrier_released: Condvar,
+    failures: Mutex<FailureBoard>,
 }
 
 impl PmiServer {
@@ -102,7 +182,99 @@ impl PmiServer {
                 ..ServerState::default()
             }),
             barrier_released: Condvar::new(),
+            failures: Mutex::new(FailureBoard {
+                dead: Vec::new(),
+                watchers: vec![None; ranks],
+                notices_sent_count: 0,
+            }),
         })
+    }
+
+    fn failures(&self) -> MutexGuard<'_, FailureBoard> {
+        self.failures
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records that `ranks` died and writes their notices to every
+    /// watching rank but the dead themselves, now, on the caller's thread:
+    /// one write per watcher for the whole batch (a socketpair holds only a
+    /// few hundred separate writes that its reader has not read yet).
+    pub fn report_deaths(&self, ranks: &[u32]) -> DeathReport {
+        let mut report = DeathReport::default();
+        if self.state().shutting_down {
+            return report;
+        }
+        let mut board = self.failures();
+        for &rank in ranks {
+            if !board.dead.contains(&rank) {
+                board.dead.push(rank);
+                report.newly_dead.push(rank);
+            }
+        }
+        let FailureBoard {
+            watchers,
+            notices_sent_count,
+            ..
+        } = &mut *board;
+        for (watcher, slot) in watchers.iter_mut().enumerate() {
+            let Some(writer) = slot else {
+                continue;
+            };
+            let mut lines = String::new();
+            let mut line_count = 0;
+            for &dead in report
+                .newly_dead
+                .iter()
+                .filter(|&&dead| dead != watcher as u32)
+            {
+                lines.push_str(&failure_notice(dead));
+                line_count += 1;
+            }
+            if line_count == 0 {
+                continue;
+            }
+            if lock_writer(writer).write_all(lines.as_bytes()).is_ok() {
+                report.notice_count += line_count;
+                *notices_sent_count += u64::from(line_count);
+            } else {
+                // Gone (its thread has not noticed yet), or it stopped
+                // reading for WRITE_TIMEOUT_MS: it gets no more notices.
+                *slot = None;
+                if !self.state().connection_closed[watcher] {
+                    eprintln!(
+                        "mpiexec: rank {watcher} does not read its PMI connection; it gets no more failure notices"
+                    );
+                }
+            }
+        }
+        report
+    }
+
+    /// Ranks reported dead, in the order reported.
+    pub fn dead_ranks(&self) -> Vec<u32> {
+        self.failures().dead.clone()
+    }
+
+    /// Notice lines written so far (backlogs included).
+    pub fn notices_sent_count(&self) -> u64 {
+        self.failures().notices_sent_count
+    }
+
+    /// `cmd=resmpi_watch_failures` from `rank`: the reply, the backlog, and
+    /// from now on every new death, on `writer`.
+    fn watch_failures(&self, rank: u32, writer: &SharedWriter) -> std::io::Result<()> {
+        let mut board = self.failures();
+        let mut lines = PmiLine::new("resmpi_watch_failures_ok").encode();
+        let mut backlog_count: u64 = 0;
+        for &dead in board.dead.iter().filter(|&&dead| dead != rank) {
+            lines.push_str(&failure_notice(dead));
+            backlog_count += 1;
+        }
+        lock_writer(writer).write_all(lines.as_bytes())?;
+        board.notices_sent_count += backlog_count;
+        board.watchers[rank as usize] = Some(writer.clone());
+        Ok(())
     }
 
     /// The state, for the supervisor to read or to take abort requests.
@@ -227,7 +399,22 @@ impl PmiServer {
 
     /// Serves rank `rank` on `stream` (a socketpair end or a TCP
     /// connection) until the rank closes it.
-    pub fn serve(&self, rank: u32, mut stream: impl Read + Write) {
+    pub fn serve(&self, rank: u32, mut stream: impl Connection) {
+        let writer: SharedWriter = match stream.writer() {
+            Ok(writer) => Arc::new(Mutex::new(writer)),
+            Err(error) => {
+                eprintln!("mpiexec: cannot serve the PMI connection of rank {rank}: {error}");
+                self.state().connection_closed[rank as usize] = true;
+                return;
+            }
+        };
+        let _ = stream.limit_writes(Duration::from_millis(WRITE_TIMEOUT_MS));
+        self.serve_lines(rank, &mut stream, &writer);
+        self.failures().watchers[rank as usize] = None;
+        self.state().connection_closed[rank as usize] = true;
+    }
+
+    fn serve_lines(&self, rank: u32, stream: &mut impl Read, writer: &SharedWriter) {
         let mut pending: Vec<u8> = Vec::new();
         let mut chunk = [0u8; 4096];
         'connection: loop {
@@ -235,6 +422,12 @@ impl PmiServer {
                 let bytes: Vec<u8> = pending.drain(..=end).collect();
                 let text = String::from_utf8_lossy(&bytes);
                 let reply = match PmiLine::parse(&text) {
+                    Ok(line) if line.command == "resmpi_watch_failures" => {
+                        if self.watch_failures(rank, writer).is_err() {
+                            break 'connection;
+                        }
+                        None
+                    }
                     Ok(line) => self.handle_line(rank, &line),
                     Err(error) => {
                         eprintln!("mpiexec: rank {rank} sent a malformed PMI line: {error}");
@@ -246,7 +439,10 @@ impl PmiServer {
                     }
                 };
                 if let Some(reply) = reply {
-                    if stream.write_all(reply.encode().as_bytes()).is_err() {
+                    if lock_writer(writer)
+                        .write_all(reply.encode().as_bytes())
+                        .is_err()
+                    {
                         break 'connection;
                     }
                 }
@@ -264,12 +460,12 @@ impl PmiServer {
                 Err(_) => break,
             }
         }
-        self.state().connection_closed[rank as usize] = true;
     }
 
     /// The reply to one request from `rank`; `None` for requests that get no
     /// reply (abort, a barrier ended by shutdown). Blocks in `barrier_in`
-    /// until every rank has arrived.
+    /// until every rank has arrived. (`resmpi_watch_failures` is not a
+    /// request/reply: [`PmiServer::serve`] handles it.)
     pub fn handle_line(&self, rank: u32, line: &PmiLine) -> Option<PmiLine> {
         let failure = |command: &str, message: &str| {
             Some(PmiLine::new(command).with("rc", -1).with("msg", message))
@@ -389,10 +585,16 @@ impl PmiServer {
     }
 }
 
+fn lock_writer(writer: &SharedWriter) -> MutexGuard<'_, Box<dyn Write + Send>> {
+    // A thread cannot panic while holding the lock (panic = abort).
+    writer
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::net::UnixStream;
 
     fn server(rank_count: u32, kvs_name: &str) -> Arc<PmiServer> {
         PmiServer::new(
@@ -621,5 +823,226 @@ mod tests {
             thread::sleep(Duration::from_millis(1));
         }
         assert!(server.state().finalized[3]);
+    }
+
+    /// A rank's end of a served socketpair connection.
+    fn served(server: &Arc<PmiServer>, rank: u32) -> (UnixStream, thread::JoinHandle<()>) {
+        let (client, server_end) = UnixStream::pair().unwrap();
+        let server = server.clone();
+        let thread = thread::spawn(move || server.serve(rank, server_end));
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        (client, thread)
+    }
+
+    /// Reads exactly `count` lines (fails the test after 10 s).
+    fn read_lines(mut client: &UnixStream, count: usize) -> Vec<String> {
+        let mut received = String::new();
+        let mut byte = [0u8; 1];
+        while received.matches('\n').count() < count {
+            assert_eq!(
+                client.read(&mut byte).unwrap(),
+                1,
+                "closed after {received:?}"
+            );
+            received.push(byte[0] as char);
+        }
+        received.lines().map(str::to_string).collect()
+    }
+
+    /// Nothing arrives within `wait_ms`.
+    fn assert_silent(mut client: &UnixStream, wait_ms: u64) {
+        client
+            .set_read_timeout(Some(Duration::from_millis(wait_ms)))
+            .unwrap();
+        let mut buffer = [0u8; 256];
+        match client.read(&mut buffer) {
+            Err(error) => assert!(
+                matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "{error}"
+            ),
+            Ok(count) => panic!(
+                "expected nothing, got {:?}",
+                String::from_utf8_lossy(&buffer[..count])
+            ),
+        }
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+    }
+
+    fn watch(mut client: &UnixStream) {
+        client.write_all(b"cmd=resmpi_watch_failures\n").unwrap();
+    }
+
+    #[test]
+    fn a_watching_rank_gets_the_exact_notice_of_a_death_once() {
+        let server = server(3, "k");
+        let (client, _thread) = served(&server, 0);
+        (&client)
+            .write_all(b"cmd=init pmi_version=1 pmi_subversion=1\n")
+            .unwrap();
+        watch(&client);
+        let lines = read_lines(&client, 2);
+        assert!(lines[0].starts_with("cmd=response_to_init"), "{lines:?}");
+        assert_eq!(lines[1], "cmd=resmpi_watch_failures_ok");
+        assert_eq!(
+            server.report_deaths(&[2]),
+            DeathReport {
+                newly_dead: vec![2],
+                notice_count: 1
+            }
+        );
+        assert_eq!(
+            read_lines(&client, 1),
+            ["cmd=resmpi_failure rank=2 incarnation=0"]
+        );
+        assert_eq!(server.report_deaths(&[2]), DeathReport::default());
+        assert_silent(&client, 50);
+        assert_eq!(server.notices_sent_count(), 1);
+        assert_eq!(server.dead_ranks(), [2]);
+        // The connection still answers requests after subscribing.
+        (&client).write_all(b"cmd=finalize\n").unwrap();
+        assert_eq!(read_lines(&client, 1), ["cmd=finalize_ack"]);
+    }
+
+    #[test]
+    fn a_rank_watching_after_deaths_gets_the_backlog_in_order() {
+        let server = server(4, "k");
+        let (client, _thread) = served(&server, 0);
+        assert_eq!(server.report_deaths(&[3]).notice_count, 0);
+        assert_eq!(server.report_deaths(&[1]).notice_count, 0);
+        watch(&client);
+        assert_eq!(
+            read_lines(&client, 3),
+            [
+                "cmd=resmpi_watch_failures_ok",
+                "cmd=resmpi_failure rank=3 incarnation=0",
+                "cmd=resmpi_failure rank=1 incarnation=0",
+            ]
+        );
+        assert_eq!(server.notices_sent_count(), 2);
+        server.report_deaths(&[2]);
+        assert_eq!(
+            read_lines(&client, 1),
+            ["cmd=resmpi_failure rank=2 incarnation=0"]
+        );
+        assert_eq!(server.notices_sent_count(), 3);
+    }
+
+    #[test]
+    fn the_dead_rank_is_never_told_of_its_own_death() {
+        let server = server(3, "k");
+        let (dying, _dying_thread) = served(&server, 1);
+        let (survivor, _survivor_thread) = served(&server, 0);
+        watch(&dying);
+        watch(&survivor);
+        assert_eq!(read_lines(&dying, 1), ["cmd=resmpi_watch_failures_ok"]);
+        assert_eq!(read_lines(&survivor, 1), ["cmd=resmpi_watch_failures_ok"]);
+        assert_eq!(server.report_deaths(&[1]).notice_count, 1);
+        assert_eq!(
+            read_lines(&survivor, 1),
+            ["cmd=resmpi_failure rank=1 incarnation=0"]
+        );
+        assert_silent(&dying, 100);
+        // Nor in a backlog: rank 2 subscribes after its own death and rank 1's.
+        server.report_deaths(&[2]);
+        let (late, _late_thread) = served(&server, 2);
+        watch(&late);
+        assert_eq!(
+            read_lines(&late, 2),
+            [
+                "cmd=resmpi_watch_failures_ok",
+                "cmd=resmpi_failure rank=1 incarnation=0"
+            ]
+        );
+        assert_silent(&late, 50);
+    }
+
+    #[test]
+    fn notices_and_replies_never_interleave_within_a_line() {
+        const RANK_COUNT: u32 = 64;
+        const REQUEST_COUNT: usize = 300;
+        let server = server(RANK_COUNT, "k");
+        let (client, _thread) = served(&server, 0);
+        watch(&client);
+        assert_eq!(read_lines(&client, 1), ["cmd=resmpi_watch_failures_ok"]);
+        let reader = {
+            let client = client.try_clone().unwrap();
+            thread::spawn(move || read_lines(&client, REQUEST_COUNT + RANK_COUNT as usize - 1))
+        };
+        let reporter = {
+            let server = server.clone();
+            thread::spawn(move || {
+                for rank in 1..RANK_COUNT {
+                    server.report_deaths(&[rank]);
+                }
+            })
+        };
+        for _ in 0..REQUEST_COUNT {
+            (&client).write_all(b"cmd=get_universe_size\n").unwrap();
+        }
+        reporter.join().unwrap();
+        let lines = reader.join().unwrap();
+        let mut notified: Vec<u32> = Vec::new();
+        for line in &lines {
+            if line == "cmd=universe_size size=64" {
+                continue;
+            }
+            let rank = line
+                .strip_prefix("cmd=resmpi_failure rank=")
+                .and_then(|rest| rest.strip_suffix(" incarnation=0"))
+                .and_then(|rank| rank.parse().ok())
+                .unwrap_or_else(|| panic!("a torn or unknown line: {line:?}"));
+            notified.push(rank);
+        }
+        assert_eq!(notified, (1..RANK_COUNT).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn deaths_seen_together_go_out_in_one_batch_each_once() {
+        let server = server(5, "k");
+        let (client, _thread) = served(&server, 3);
+        watch(&client);
+        read_lines(&client, 1);
+        let report = server.report_deaths(&[1, 3, 2, 1]);
+        assert_eq!(report.newly_dead, [1, 3, 2]);
+        assert_eq!(report.notice_count, 2);
+        assert_eq!(
+            read_lines(&client, 2),
+            [
+                "cmd=resmpi_failure rank=1 incarnation=0",
+                "cmd=resmpi_failure rank=2 incarnation=0"
+            ]
+        );
+        assert_eq!(server.report_deaths(&[2, 4]).newly_dead, [4]);
+        assert_eq!(
+            read_lines(&client, 1),
+            ["cmd=resmpi_failure rank=4 incarnation=0"]
+        );
+        assert_eq!(server.dead_ranks(), [1, 3, 2, 4]);
+    }
+
+    #[test]
+    fn deaths_during_teardown_and_closed_watchers_get_no_notice() {
+        let server = server(3, "k");
+        let (closing, closing_thread) = served(&server, 0);
+        let (open, _open_thread) = served(&server, 1);
+        watch(&closing);
+        watch(&open);
+        read_lines(&closing, 1);
+        read_lines(&open, 1);
+        drop(closing);
+        closing_thread.join().unwrap();
+        assert_eq!(server.report_deaths(&[2]).notice_count, 1);
+        read_lines(&open, 1);
+        server.shut_down();
+        assert_eq!(server.report_deaths(&[0]), DeathReport::default());
+        assert_silent(&open, 50);
+        assert_eq!(server.dead_ranks(), [2]);
     }
 }

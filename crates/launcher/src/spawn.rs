@@ -19,7 +19,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::options::Options;
+use crate::options::{Options, FAILURE_POLICY_VARIABLE};
 
 /// What every rank of one job shares.
 pub struct JobIdentity {
@@ -55,11 +55,12 @@ pub struct RemoteSite<'a> {
 /// Variables of mpiexec's own environment passed on to remote ranks (local
 /// ranks inherit the whole environment): the `RESMPI_*` configuration.
 fn forwarded_variables() -> Vec<(String, String)> {
-    const OWN: [&str; 4] = [
+    const OWN: [&str; 5] = [
         "RESMPI_JOB_ID",
         "RESMPI_JOB_SECRET",
         "RESMPI_PMI_TOKEN",
         "RESMPI_HOST_KEY",
+        FAILURE_POLICY_VARIABLE,
     ];
     let mut variables: Vec<(String, String)> = std::env::vars()
         .filter(|(name, _)| name.starts_with("RESMPI_") && !OWN.contains(&name.as_str()))
@@ -132,6 +133,7 @@ pub fn remote_command_words(
         ("RESMPI_JOB_SECRET", &identity.job_secret_hex),
         ("RESMPI_PMI_TOKEN", &identity.pmi_token),
         ("LD_LIBRARY_PATH", &identity.library_path),
+        (FAILURE_POLICY_VARIABLE, options.failure_policy.name()),
     ] {
         variables.push((name.to_string(), value.to_string()));
     }
@@ -225,7 +227,8 @@ pub fn spawn_rank(
                 .env("MPI_LOCALRANKID", site.local_numbers.1.to_string())
                 .env("RESMPI_JOB_ID", &identity.job_id)
                 .env("RESMPI_JOB_SECRET", &identity.job_secret_hex)
-                .env("LD_LIBRARY_PATH", &identity.library_path);
+                .env("LD_LIBRARY_PATH", &identity.library_path)
+                .env(FAILURE_POLICY_VARIABLE, options.failure_policy.name());
         }
         (None, None) => {
             return Err(io::Error::new(
@@ -277,6 +280,7 @@ pub fn spawn_rank(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::FailurePolicy;
 
     #[test]
     fn library_directory_is_beside_the_executable_directory() {
@@ -298,6 +302,8 @@ mod tests {
             control_address: None,
             ft_options_given: false,
             report_json: None,
+            failure_policy: FailurePolicy::Continue,
+            process_faults: Vec::new(),
             program: program.to_string(),
             arguments: vec!["it's".to_string()],
         }
@@ -343,6 +349,7 @@ mod tests {
             "RESMPI_JOB_SECRET=s2",
             "RESMPI_PMI_TOKEN=t3",
             "LD_LIBRARY_PATH=/lib",
+            "RESMPI_FAILURE_POLICY=continue",
         ] {
             assert!(
                 words.contains(&expected.to_string()),

@@ -3,9 +3,17 @@
 //!
 //! One loop on the main thread (the thread that forked the ranks, which
 //! `PR_SET_PDEATHSIG` is tied to) polls every [`POLL_INTERVAL_MS`]: signals
-//! to mpiexec, the timeout, abort requests from the PMI server, and exited
-//! ranks. The first failure decides the exit code and ends the job; later
-//! deaths (the ones teardown causes) are not reported.
+//! to mpiexec, the timeout, the kills `--inject` scheduled, abort requests
+//! from the PMI server, and exited ranks. The first failure decides the exit
+//! code; later deaths caused by teardown are not reported.
+//!
+//! What a failure does depends on the failure policy. Under `abort` (the
+//! default) the first death ends the job, exactly as before policies
+//! existed. Under `continue` a death is named on stderr and the job goes on
+//! until every rank has ended (or MPI_Abort, a signal to mpiexec, or the
+//! timeout ends it). Under both, every death is written at once, from this
+//! loop, as a failure notice to every rank that watches failures (see
+//! `pmi_server`): the poll period bounds how late a survivor hears of it.
 //!
 //! A rank on another host is watched through its launcher process (`ssh`),
 //! whose exit is judged like a local rank's, and through its TCP PMI
@@ -23,16 +31,18 @@ use std::time::{Duration, Instant};
 
 use resmpi_runtime::{hex_encode, random_bytes};
 
-use crate::ft_report::FtReport;
+use crate::ft_report::{FtReport, LauncherCounters};
 use crate::hosts::{first_non_loopback_ipv4, is_this_host, this_host_name, Placement};
-use crate::options::Options;
+use crate::options::{FailurePolicy, Options};
 use crate::output::{self, Destination};
 use crate::pmi_server::PmiServer;
+use crate::process_faults::KillSchedule;
 use crate::shm_cleanup::{remove_job_segments, SHM_DIRECTORY};
 use crate::signals;
 use crate::spawn::{self, JobIdentity, RankSite, RemoteSite, StandardInput};
 
-/// How often the loop looks at the ranks.
+/// How often the loop looks at the ranks; with the write of the notices, the
+/// most a survivor waits to hear of a death on this host.
 const POLL_INTERVAL_MS: u64 = 10;
 /// Grace between SIGTERM and SIGKILL at teardown.
 const TERMINATE_GRACE_MS: u64 = 1000;
@@ -70,6 +80,10 @@ struct RankProcess {
     host: Option<String>,
     /// When its PMI connection was first seen closed before finalize.
     connection_lost_at: Option<Instant>,
+    /// Under `continue`: its death was recorded and named already.
+    failed: bool,
+    /// When `--inject` sent it SIGKILL.
+    killed_at: Option<Instant>,
 }
 
 struct Job {
@@ -80,7 +94,17 @@ struct Job {
     ranks: Vec<RankProcess>,
     /// Set by the first failure, or by the first non-zero exit after finalize.
     exit_code: Option<i32>,
+    /// Under `continue`: the code of the first death the job went on after.
+    first_death_code: Option<i32>,
+    /// Under `continue`: the code of what ended the job early (timeout,
+    /// signal, MPI_Abort, a wire-up that cannot complete).
+    job_ended_code: Option<i32>,
     output_threads: Vec<JoinHandle<()>>,
+    policy: FailurePolicy,
+    /// The kills `--inject` asked mpiexec to carry out.
+    kills: KillSchedule,
+    /// Longest time from an injected SIGKILL to its notices being written.
+    detection_latency_max: Duration,
 }
 
 /// Runs the job `options` describes; returns mpiexec's exit code.
@@ -102,6 +126,19 @@ pub fn run(options: &Options) -> i32 {
             })
         }
     };
+    let kills = {
+        let host_name = this_host_name();
+        KillSchedule::new(&options.process_faults, &placement, |name| {
+            is_this_host(name, &host_name)
+        })
+    };
+    let kills = match kills {
+        Ok(kills) => kills,
+        Err(message) => {
+            eprintln!("mpiexec: {message}");
+            return crate::EXIT_USAGE;
+        }
+    };
     let server = PmiServer::new(
         options.rank_count,
         format!("kvs_{}", identity.job_id),
@@ -112,7 +149,7 @@ pub fn run(options: &Options) -> i32 {
             Ok(address) => Some(address),
             Err(message) => {
                 eprintln!("mpiexec: {message}");
-                report_fault_tolerance(options, &server, EXIT_LAUNCHER_FAILURE);
+                report_fault_tolerance(options, &server, Duration::ZERO, EXIT_LAUNCHER_FAILURE);
                 return EXIT_LAUNCHER_FAILURE;
             }
         }
@@ -125,7 +162,12 @@ pub fn run(options: &Options) -> i32 {
         pmi_port,
         ranks: Vec::new(),
         exit_code: None,
+        first_death_code: None,
+        job_ended_code: None,
         output_threads: Vec::new(),
+        policy: options.failure_policy,
+        kills,
+        detection_latency_max: Duration::ZERO,
     };
     let started = job.start_ranks(options, &identity);
     if started.is_ok() {
@@ -135,23 +177,34 @@ pub fn run(options: &Options) -> i32 {
     }
     job.finish(&identity.job_id);
     let code = match started {
-        Ok(()) => job.exit_code.unwrap_or(0),
+        Ok(()) => job.final_exit_code(),
         Err(code) => code,
     };
-    report_fault_tolerance(options, &job.server, code);
+    report_fault_tolerance(options, &job.server, job.detection_latency_max, code);
     code
 }
 
 /// The end-of-job FT report: sums what ranks put under
-/// `resmpi-report-<rank>`, prints it when a counter is non-zero or an FT
-/// option was given, and writes `--report-json`. A report that cannot be
-/// written is named on stderr; it does not change the exit code.
-fn report_fault_tolerance(options: &Options, server: &PmiServer, exit_code: i32) {
-    let report = {
+/// `resmpi-report-<rank>`, adds mpiexec's own failure counters, prints it
+/// when a rank's counter is non-zero or an FT option was given, and writes
+/// `--report-json`. A report that cannot be written is named on stderr; it
+/// does not change the exit code.
+fn report_fault_tolerance(
+    options: &Options,
+    server: &PmiServer,
+    detection_latency_max: Duration,
+    exit_code: i32,
+) {
+    let mut report = {
         let state = server.state();
         FtReport::collect(options.rank_count, |key| {
             state.key_value(key).map(str::to_string)
         })
+    };
+    report.launcher = LauncherCounters {
+        processes_lost: server.dead_ranks().len() as u64,
+        failure_notices_sent: server.notices_sent_count(),
+        detection_latency_us_max: detection_latency_max.as_micros() as u64,
     };
     if report.any_nonzero() || options.ft_options_given {
         eprintln!("{}", report.line());
@@ -344,6 +397,8 @@ impl Job {
                 ending: None,
                 host: host_name,
                 connection_lost_at: None,
+                failed: false,
+                killed_at: None,
             });
         }
         Ok(())
@@ -368,6 +423,7 @@ impl Job {
             for (rank, process) in self.ranks.iter_mut().enumerate() {
                 if process.host.is_none()
                     || process.ending.is_some()
+                    || process.failed
                     || !state.connection_closed[rank]
                     || !state.initialized[rank]
                     || state.finalized[rank]
@@ -385,16 +441,92 @@ impl Job {
         let Some(rank) = lost else {
             return false;
         };
-        let message = format!(
-            "{} lost its PMI connection before MPI_Finalize (the rank died or its host is unreachable)",
-            self.describe(rank)
-        );
-        self.fail(1, &message);
-        true
+        let how =
+            "lost its PMI connection before MPI_Finalize (the rank died or its host is unreachable)";
+        self.notify_deaths(&[rank]);
+        match self.policy {
+            FailurePolicy::Abort => {
+                let message = format!("{} {how}", self.describe(rank));
+                self.fail(1, &message);
+                true
+            }
+            FailurePolicy::Continue => {
+                self.continue_without(rank, 1, how);
+                // Its launcher lingers; the rank is gone for the job.
+                signal_rank(self.ranks[rank as usize].pid, libc::SIGKILL);
+                false
+            }
+        }
     }
 
-    /// Records the first failure: prints `message`, sets the exit code.
+    /// Under `continue`: names the death of `rank` (`how` it died), keeps
+    /// the first failure's exit code, and lets the job go on.
+    fn continue_without(&mut self, rank: u32, code: i32, how: &str) {
+        let host = &self.placement.host(rank).name;
+        eprintln!(
+            "mpiexec: rank {rank} (host {host}) {how} \u{2014} the job continues (failure policy continue)"
+        );
+        self.first_death_code.get_or_insert(code);
+        self.ranks[rank as usize].failed = true;
+    }
+
+    /// Writes the failure notices of `ranks` to every watching rank, and
+    /// notes how long after an injected SIGKILL that happened.
+    fn notify_deaths(&mut self, ranks: &[u32]) {
+        if ranks.is_empty() {
+            return;
+        }
+        let report = self.server.report_deaths(ranks);
+        for rank in report.newly_dead {
+            if let Some(killed_at) = self.ranks[rank as usize].killed_at {
+                self.detection_latency_max = self.detection_latency_max.max(killed_at.elapsed());
+            }
+        }
+    }
+
+    /// Sends the SIGKILLs of `--inject kill:` and `host-down:` that are due
+    /// `elapsed` after the ranks were started.
+    fn carry_out_kills(&mut self, elapsed: Duration) {
+        if self.kills.is_empty() {
+            return;
+        }
+        for kill in self.kills.take_due(elapsed.as_nanos() as u64) {
+            // One instant for a host's ranks: they go down together.
+            let now = Instant::now();
+            for rank in kill.ranks {
+                let process = &mut self.ranks[rank as usize];
+                if process.ending.is_some() || process.failed {
+                    continue;
+                }
+                signal_rank(process.pid, libc::SIGKILL);
+                process.killed_at.get_or_insert(now);
+            }
+        }
+    }
+
+    /// mpiexec's exit code once the job is over: under `abort`, the first
+    /// failure's (or the first non-zero exit after finalize); under
+    /// `continue`, what ended the job early, else the first death, else
+    /// the first non-zero exit after finalize.
+    fn final_exit_code(&self) -> i32 {
+        self.job_ended_code
+            .or(self.first_death_code)
+            .or(self.exit_code)
+            .unwrap_or(0)
+    }
+
+    /// Records the failure that ends the job: prints `message`, sets the
+    /// exit code. Under `abort` only the first one counts (later ones are
+    /// echoes of it); under `continue` the deaths before it were not
+    /// failures of the job, so it is always named.
     fn fail(&mut self, code: i32, message: &str) {
+        if self.policy == FailurePolicy::Continue {
+            if self.job_ended_code.is_none() {
+                eprintln!("mpiexec: {message}");
+                self.job_ended_code = Some(code);
+            }
+            return;
+        }
         if self.exit_code.is_none_or(|existing| existing == 0) {
             eprintln!("mpiexec: {message}");
             self.exit_code = Some(code);
@@ -461,9 +593,10 @@ impl Job {
         }
     }
 
-    /// Judges one exited rank; true when the job must end.
-    fn judge_exit(&mut self, rank: u32, ending: Ending) -> bool {
-        let who = self.describe(rank);
+    /// How `rank`, which ended with `ending`, failed the job: (exit code,
+    /// how it died); `None` when its end is no failure (after finalize, or
+    /// a program that never spoke PMI ending with 0).
+    fn failure_of(&self, rank: u32, ending: Ending) -> Option<(i32, String)> {
         let (initialized, finalized) = {
             let state = self.server.state();
             (
@@ -471,8 +604,37 @@ impl Job {
                 state.finalized[rank as usize],
             )
         };
-        if finalized {
-            if let Ending::Code(code) = ending {
+        match ending {
+            Ending::Code(_) if finalized => None,
+            Ending::Signal(signal) => Some((
+                128 + signal,
+                format!("killed by signal {signal} ({})", signals::name(signal)),
+            )),
+            // Under abort, the last rank to leave without finalize is let
+            // go (as always); under continue every such exit is a death.
+            Ending::Code(0)
+                if initialized
+                    && (self.policy == FailurePolicy::Continue || self.running_count() > 0) =>
+            {
+                Some((1, "exited with code 0 before MPI_Finalize".to_string()))
+            }
+            // A program that never spoke PMI (hostname, a script) may end
+            // with 0 at any time; it only fails the job if others wait for
+            // it in a barrier (checked by the loop).
+            Ending::Code(0) => None,
+            Ending::Code(code) => {
+                Some((code, format!("exited with code {code} before MPI_Finalize")))
+            }
+        }
+    }
+
+    /// Judges one exited rank; true when the job must end.
+    fn judge_exit(&mut self, rank: u32, ending: Ending) -> bool {
+        if self.ranks[rank as usize].failed {
+            return false;
+        }
+        if let Ending::Code(code) = ending {
+            if self.server.state().finalized[rank as usize] {
                 if code != 0 && self.exit_code.is_none() {
                     self.exit_code = Some(code);
                 }
@@ -491,31 +653,18 @@ impl Job {
                 return true;
             }
         }
-        match ending {
-            Ending::Signal(signal) => {
-                self.fail(
-                    128 + signal,
-                    &format!(
-                        "{who} killed by signal {signal} ({})",
-                        signals::name(signal)
-                    ),
-                );
+        let Some((code, how)) = self.failure_of(rank, ending) else {
+            return false;
+        };
+        match self.policy {
+            FailurePolicy::Abort => {
+                let message = format!("{} {how}", self.describe(rank));
+                self.fail(code, &message);
                 true
             }
-            Ending::Code(0) if initialized && self.running_count() > 0 => {
-                self.fail(1, &format!("{who} exited with code 0 before MPI_Finalize"));
-                true
-            }
-            // A program that never spoke PMI (hostname, a script) may end
-            // with 0 at any time; it only fails the job if others wait for
-            // it in a barrier (checked by the loop).
-            Ending::Code(0) => false,
-            Ending::Code(code) => {
-                self.fail(
-                    code,
-                    &format!("{who} exited with code {code} before MPI_Finalize"),
-                );
-                true
+            FailurePolicy::Continue => {
+                self.continue_without(rank, code, &how);
+                false
             }
         }
     }
@@ -536,11 +685,18 @@ impl Job {
             return false;
         };
         drop(state);
-        let message = format!(
-            "{} exited with code 0 before MPI_Finalize while other ranks wait for it",
-            self.describe(rank as u32)
+        let who = self.describe(rank as u32);
+        if self.ranks[rank].failed {
+            // Under continue: a death during wire-up, which needs every rank.
+            eprintln!(
+                "mpiexec: {who} is gone while other ranks wait for it in a PMI barrier (MPI_Init), which cannot complete; ending the job"
+            );
+            return true;
+        }
+        self.fail(
+            1,
+            &format!("{who} exited with code 0 before MPI_Finalize while other ranks wait for it"),
         );
-        self.fail(1, &message);
         true
     }
 
@@ -561,6 +717,7 @@ impl Job {
                     break;
                 }
             }
+            self.carry_out_kills(started.elapsed());
             if !self.server.state().abort_requests.is_empty() {
                 // Ranks often abort because a peer died: let that death be
                 // seen first, so the report names the cause, not the echo.
@@ -578,14 +735,27 @@ impl Job {
             if self.running_count() == 0 {
                 return;
             }
-            thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
+            // A scheduled kill is not left waiting for the end of a period.
+            let mut pause = Duration::from_millis(POLL_INTERVAL_MS);
+            if let Some(due_ns) = self.kills.next_due_ns() {
+                pause = pause.min(Duration::from_nanos(due_ns).saturating_sub(started.elapsed()));
+            }
+            thread::sleep(pause);
         }
         self.tear_down();
     }
 
-    /// Reaps exited ranks and judges each; true when the job must end.
+    /// Reaps exited ranks, notifies the watchers of the deaths among them
+    /// (before anything else: judging may wait for a PMI connection to
+    /// drain), and judges each; true when the job must end.
     fn judge_reaped(&mut self) -> bool {
         let mut reaped = self.reap();
+        let dead: Vec<u32> = reaped
+            .iter()
+            .filter(|&&(rank, ending)| self.failure_of(rank, ending).is_some())
+            .map(|&(rank, _)| rank)
+            .collect();
+        self.notify_deaths(&dead);
         // A rank that died on its own is the cause; one that aborted (maybe
         // because of that death) comes after it.
         {

@@ -699,7 +699,8 @@ fn ft_reports_of_every_rank_are_summed_printed_and_written_as_json() {
          \"frames_retransmitted\": 0, \"corrupt_caught\": 3, \"duplicates_dropped\": 0, \
          \"rails_failed\": 0, \"rails_recovered\": 0, \"failover_time_ns\": 120000000, \
          \"injected_dropped\": 6, \"injected_corrupted\": 0, \"injected_duplicated\": 0, \
-         \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \"future_counter\": 15}, \
+         \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \"future_counter\": 15, \
+         \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0}, \
          \"exit_code\": 0}\n"
     );
     std::fs::remove_dir_all(&directory).unwrap();
@@ -870,5 +871,300 @@ fn bad_ft_options_exit_2_before_starting_anything() {
     ] {
         assert!(usage.contains(option), "--help lacks {option}");
     }
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+/// The launcher_failure_watcher example.
+fn failure_watcher() -> PathBuf {
+    example("launcher_failure_watcher")
+}
+
+fn stderr_lines_with<'a>(stderr: &'a str, needle: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .filter(|line| line.contains(needle))
+        .collect()
+}
+
+#[test]
+fn under_continue_watching_ranks_hear_of_an_injected_kill_and_the_job_ends_137() {
+    let directory = scratch_directory("notices");
+    let json = directory.join("report.json");
+    let watcher = failure_watcher();
+    let started = Instant::now();
+    let output = run(&[
+        "-n",
+        "3",
+        "--failure-policy",
+        "continue",
+        "--inject",
+        "kill:1@400ms",
+        "--report-json",
+        json.to_str().unwrap(),
+        watcher.to_str().unwrap(),
+        "1",
+    ]);
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(137), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    let mut heard: Vec<&str> = stdout.lines().collect();
+    heard.sort();
+    assert_eq!(
+        heard,
+        [
+            "rank 0 heard: cmd=resmpi_failure rank=1 incarnation=0",
+            "rank 2 heard: cmd=resmpi_failure rank=1 incarnation=0"
+        ],
+        "{}",
+        describe(&output)
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(
+        stderr_lines_with(&stderr, "the job continues"),
+        [
+            "mpiexec: rank 1 (host localhost) killed by signal 9 (SIGKILL) \u{2014} the job continues (failure policy continue)"
+        ],
+        "{stderr}"
+    );
+    let report = stderr_lines_with(&stderr, "FT report");
+    assert_eq!(report.len(), 1, "{stderr}");
+    assert!(
+        report[0].contains("; processes lost 1, failure notices sent 2, detection latency max "),
+        "{stderr}"
+    );
+    let written = std::fs::read_to_string(&json).unwrap();
+    assert!(
+        written.contains("\"processes_lost\": 1, \"failure_notices_sent\": 2, "),
+        "{written}"
+    );
+    let latency_us: u64 = written
+        .split("\"detection_latency_us_max\": ")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("no latency in {written}"));
+    assert!(
+        latency_us > 0 && latency_us < 100_000,
+        "detection latency {latency_us} us: the notice must follow the SIGKILL within 100 ms"
+    );
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn under_abort_an_injected_kill_ends_the_job_as_any_death_does() {
+    let watcher = failure_watcher();
+    let started = Instant::now();
+    let output = run(&[
+        "-n",
+        "3",
+        "--inject",
+        "kill:1@300ms",
+        watcher.to_str().unwrap(),
+        "1",
+    ]);
+    assert_eq!(output.status.code(), Some(137), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    let cause: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("mpiexec: rank 1 (pid "))
+        .collect();
+    assert_eq!(cause.len(), 1, "{stderr}");
+    assert!(
+        cause[0].ends_with(") killed by signal 9 (SIGKILL)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("the job continues"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn host_down_kills_every_rank_of_the_host_at_once() {
+    let output = run(&[
+        "-n",
+        "3",
+        "--failure-policy=continue",
+        "--inject",
+        "host-down:localhost@200ms",
+        "sh",
+        "-c",
+        "sleep 20",
+    ]);
+    assert_eq!(output.status.code(), Some(137), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    let mut continued = stderr_lines_with(&stderr, "the job continues");
+    continued.sort();
+    assert_eq!(continued.len(), 3, "{stderr}");
+    for (rank, line) in continued.iter().enumerate() {
+        assert!(
+            line.starts_with(&format!(
+                "mpiexec: rank {rank} (host localhost) killed by signal 9 (SIGKILL)"
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(stderr.contains("processes lost 3"), "{stderr}");
+}
+
+#[test]
+fn under_continue_mpiexec_waits_for_the_others_and_exits_with_the_first_failure() {
+    let started = Instant::now();
+    // Rank 0 fails with 5 at once; rank 1 with 7 later; rank 2 ends well.
+    // None speaks PMI, so only non-zero exits are failures.
+    let output = run(&[
+        "-n",
+        "3",
+        "-disable-auto-cleanup",
+        "sh",
+        "-c",
+        "case $PMI_RANK in 0) exit 5;; 1) sleep 1; exit 7;; *) sleep 2; echo done $PMI_RANK;; esac",
+    ]);
+    assert_eq!(output.status.code(), Some(5), "{}", describe(&output));
+    assert_eq!(text(&output.stdout), "done 2\n", "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    assert_eq!(
+        stderr_lines_with(&stderr, "the job continues"),
+        [
+            "mpiexec: rank 0 (host localhost) exited with code 5 before MPI_Finalize \u{2014} the job continues (failure policy continue)",
+            "mpiexec: rank 1 (host localhost) exited with code 7 before MPI_Finalize \u{2014} the job continues (failure policy continue)",
+        ],
+        "{stderr}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(2));
+}
+
+#[test]
+fn the_failure_policy_reaches_every_rank() {
+    for (options, expected) in [
+        (&[][..], "abort"),
+        (&["--with-ft", "ulfm"][..], "continue"),
+        (&["--failure-policy", "abort"][..], "abort"),
+    ] {
+        let mut arguments = options.to_vec();
+        arguments.extend(["-n", "2", "sh", "-c", "echo $RESMPI_FAILURE_POLICY"]);
+        let output = run(&arguments);
+        assert!(output.status.success(), "{}", describe(&output));
+        assert_eq!(
+            text(&output.stdout),
+            format!("{expected}\n{expected}\n"),
+            "{options:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_failure_options_and_process_faults_exit_2_before_anything_runs() {
+    let directory = scratch_directory("bad-process-faults");
+    let marker = directory.join("ran");
+    let program = format!("touch {}", marker.display());
+    for (options, needle) in [
+        (&["--with-ft", "bogus"][..], "--with-ft 'bogus': expected ulfm or mpi"),
+        (
+            &["--inject", "kill:9@1s"][..],
+            "--inject item `kill:9@1s`: rank 9 is not in this job of 2 ranks",
+        ),
+        (
+            &["--inject", "kill:1.1@1s"][..],
+            "--inject item `kill:1.1@1s`: replica 1: no replicas in this job",
+        ),
+        (
+            &["--inject", "host-down:elsewhere@1s"][..],
+            "--inject item `host-down:elsewhere@1s`: no rank of this job runs on host elsewhere (hosts with ranks: localhost)",
+        ),
+        (
+            &["--inject", "kill:1@sends=0"][..],
+            "--inject item 1 `kill:1@sends=0`",
+        ),
+    ] {
+        let mut arguments = options.to_vec();
+        arguments.extend(["-n", "2", "sh", "-c", &program]);
+        let output = run(&arguments);
+        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        let stderr = text(&output.stderr);
+        assert!(stderr.starts_with("mpiexec: "), "{stderr}");
+        assert!(stderr.contains(needle), "{options:?}: {stderr}");
+        assert!(!marker.exists(), "{options:?} started the program");
+    }
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn under_continue_the_timeout_still_ends_the_job_and_is_named() {
+    let started = Instant::now();
+    let output = run(&[
+        "-n",
+        "2",
+        "--failure-policy",
+        "continue",
+        "--inject",
+        "kill:1@200ms",
+        "--timeout",
+        "2",
+        "sh",
+        "-c",
+        "sleep 20",
+    ]);
+    assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "mpiexec: rank 1 (host localhost) killed by signal 9 (SIGKILL) \u{2014} the job continues"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("mpiexec: job timed out after 2 s"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn under_continue_a_lost_remote_rank_is_named_and_a_pmi_barrier_waiting_for_it_ends_the_job() {
+    let directory = scratch_directory("remote-lost-continue");
+    let probe = probe();
+    let launcher = fake_launcher(&directory, true);
+    let started = Instant::now();
+    let output = run(&[
+        "--failure-policy",
+        "continue",
+        "--hosts",
+        "far-a,far-b",
+        "--launcher-exec",
+        launcher.to_str().unwrap(),
+        "--control-addr",
+        "127.0.0.1",
+        probe.to_str().unwrap(),
+        "exit",
+        "5",
+        "1",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    // Rank 1 leaves before the PMI barrier that rank 0 waits in (the
+    // probe's wire-up): the job goes on without rank 1, but that barrier
+    // can never complete, so the job ends, with the lost rank's code.
+    let lines = stderr_lines_with(&stderr, "rank 1");
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(
+        lines[0],
+        "mpiexec: rank 1 (host far-b) lost its PMI connection before MPI_Finalize \
+         (the rank died or its host is unreachable) \u{2014} the job continues (failure policy continue)",
+        "{stderr}"
+    );
+    assert!(lines[1].starts_with("mpiexec: rank 1 on host far-b (launcher pid "));
+    assert!(
+        lines[1].ends_with(
+            ") is gone while other ranks wait for it in a PMI barrier (MPI_Init), \
+             which cannot complete; ending the job"
+        ),
+        "{stderr}"
+    );
+    // The lingering launcher (sleep 30) was killed, not waited for.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{}",
+        describe(&output)
+    );
     std::fs::remove_dir_all(&directory).unwrap();
 }

@@ -54,6 +54,12 @@
 //! reports back-pressure (`Ok(false)`). A held frame is lost if its rail is
 //! down when it falls due or when it is released. [`FaultyPath::next_due_ns`]
 //! tells a caller about to sleep when the next held frame falls due.
+//!
+//! # Process faults
+//!
+//! `kill:` and `host-down:` items end processes, which is `mpiexec`'s job
+//! (and the library's, for `kill:R@sends=N`); this wrapper ignores them, so a
+//! spec with only process faults costs a path nothing.
 
 use crate::inject_spec::{Fault, FaultSpec, PairFaults, RailDownWindow};
 use crate::{Path, PathError};
@@ -323,7 +329,7 @@ impl<P: Path, C: Fn() -> u64> Path for FaultyPath<P, C> {
         header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
         payload: &[u8],
     ) -> Result<bool, PathError> {
-        if self.spec.is_empty() {
+        if !self.spec.has_frame_faults() {
             return self.inner.try_send(peer, header, payload);
         }
         let state = peer_state(
@@ -424,7 +430,7 @@ impl<P: Path, C: Fn() -> u64> Path for FaultyPath<P, C> {
     }
 
     fn poll<F: FnMut(u32, &[u8])>(&mut self, mut handler: F) -> Result<usize, PathError> {
-        if self.spec.is_empty() {
+        if !self.spec.has_frame_faults() {
             return self.inner.poll(handler);
         }
         let now_ns = (self.clock)();

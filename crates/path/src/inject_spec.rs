@@ -1,6 +1,13 @@
 //! The fault-injection language of `mpiexec --inject SPEC`, parsed into a
 //! [`FaultSpec`] that [`crate::faulty::FaultyPath`] applies to a path.
 //!
+//! A spec holds two kinds of fault. Frame faults (drop, corrupt, duplicate,
+//! delay, rail-down) act on the frames a path carries and are carried out by
+//! [`crate::faulty::FaultyPath`]. Process faults (kill, host-down) end whole
+//! processes: `mpiexec` carries out the timed ones and the library the
+//! `sends=N` one; the path wrapper never sees them (they live in
+//! [`FaultSpec::processes`], apart from [`FaultSpec::rules`]).
+//!
 //! The language lives apart from the wrapper so that `mpiexec` can check a
 //! spec (and report a mistake naming the item) before it starts a single
 //! rank, and so that the spec travels to every rank as its canonical text:
@@ -12,12 +19,19 @@
 //! ```text
 //! spec     = "" | item ("," item)*
 //! item     = fault [ "@ranks=" RANK "-" RANK ]     (not on seed)
+//!          | process
 //! fault    = "drop:" RATE          drop the frame
 //!          | "corrupt:" RATE       flip one bit of header or payload
 //!          | "duplicate:" RATE     send the frame twice
 //!          | "delay:" DELAY        hold every frame this long
 //!          | "rail-down:" RAIL "@" TIME [ "+" DURATION ]
 //!          | "seed:" U64
+//! process  = "kill:" TARGET "@" TIME          SIGKILL TARGET at TIME
+//!          | "kill:" TARGET "@sends=" N       SIGKILL after its N-th send
+//!          | "host-down:" HOST "@" TIME       SIGKILL every process on HOST
+//! TARGET   = RANK [ "." REPLICA ]             (REPLICA 0 when absent)
+//! N        = an integer >= 1
+//! HOST     = a host name as given to --hosts (no `,` or blanks)
 //! RATE     = a float in [0, 1]: 0.01, 1e-3, 1
 //! DELAY    = a plain number of milliseconds (5, 0.25) or a duration
 //! TIME, DURATION = NUMBER UNIT, NUMBER = digits ["." digits],
@@ -92,6 +106,50 @@ pub enum Fault {
     },
 }
 
+/// One process of the job: a rank and, under replication, which copy of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessTarget {
+    /// The MPI rank.
+    pub rank: u32,
+    /// The replica index; 0 (the only one) when the spec does not say.
+    pub replica: u32,
+}
+
+/// When a `kill:` item strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KillTrigger {
+    /// This long after `mpiexec` started every rank (`kill:R@1.5s`).
+    AfterTime {
+        /// Time since the job started.
+        at_ns: u64,
+    },
+    /// Right after the process's `send_count`-th send (`kill:R@sends=N`);
+    /// the library raises SIGKILL on itself.
+    AfterSends {
+        /// N, at least 1.
+        send_count: u64,
+    },
+}
+
+/// A fault that ends processes rather than touching frames.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcessFault {
+    /// SIGKILL one process.
+    Kill {
+        /// Which process.
+        target: ProcessTarget,
+        /// When.
+        trigger: KillTrigger,
+    },
+    /// SIGKILL every process placed on `host` at the same instant.
+    HostDown {
+        /// The host name, as given to `--hosts`.
+        host: String,
+        /// Time since the job started.
+        at_ns: u64,
+    },
+}
+
 /// One item of a spec: a fault and the pair of ranks it is limited to.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FaultRule {
@@ -107,13 +165,16 @@ impl FaultRule {
     }
 }
 
-/// A parsed `--inject` spec: the seed and the fault items in spec order.
+/// A parsed `--inject` spec: the seed, the frame faults and the process
+/// faults, each in spec order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FaultSpec {
     /// `seed:N`, if given. [`FaultSpec::seed_or_default`] gives 0 otherwise.
     pub seed: Option<u64>,
-    /// Every item but the seed, in the order written.
+    /// Every frame-fault item, in the order written.
     pub rules: Vec<FaultRule>,
+    /// Every process-fault item (kill, host-down), in the order written.
+    pub processes: Vec<ProcessFault>,
 }
 
 /// The per-frame faults that apply to one (local, peer) pair after the
@@ -165,7 +226,34 @@ impl FaultSpec {
 
     /// Whether the spec injects nothing at all.
     pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
+        self.rules.is_empty() && self.processes.is_empty()
+    }
+
+    /// Whether the spec has a frame fault, i.e. anything for a path
+    /// wrapper to do.
+    pub fn has_frame_faults(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    /// The N of `kill:RANK@sends=N` for replica 0 of `rank`: the process
+    /// kills itself right after its N-th send. The smallest N when several
+    /// items name it; `None` when none does.
+    pub fn kill_after_sends(&self, rank: u32) -> Option<u64> {
+        self.kill_after_sends_of(ProcessTarget { rank, replica: 0 })
+    }
+
+    /// [`FaultSpec::kill_after_sends`] for any process.
+    pub fn kill_after_sends_of(&self, target: ProcessTarget) -> Option<u64> {
+        self.processes
+            .iter()
+            .filter_map(|fault| match fault {
+                ProcessFault::Kill {
+                    target: killed,
+                    trigger: KillTrigger::AfterSends { send_count },
+                } if *killed == target => Some(*send_count),
+                _ => None,
+            })
+            .min()
     }
 
     /// The per-frame faults between `local` and `peer`: for each kind, the
@@ -233,7 +321,8 @@ impl fmt::Display for SpecError {
 impl std::error::Error for SpecError {}
 
 const KINDS_EXPECTED: &str = "expected one of drop:RATE, corrupt:RATE, duplicate:RATE, delay:MS, \
-     rail-down:RAIL@TIME[+DURATION], seed:N";
+     rail-down:RAIL@TIME[+DURATION], kill:RANK[.REPLICA]@TIME, kill:RANK[.REPLICA]@sends=N, \
+     host-down:HOST@TIME, seed:N";
 
 impl FromStr for FaultSpec {
     type Err = SpecError;
@@ -278,6 +367,20 @@ impl FromStr for FaultSpec {
                     delay_ns: parse_delay(value).map_err(error)?,
                 },
                 "rail-down" => parse_rail_down(value).map_err(error)?,
+                "kill" | "host-down" => {
+                    if ranks.is_some() {
+                        return Err(error(format!(
+                            "{kind} names its process and takes no @ranks= filter"
+                        )));
+                    }
+                    let process = if kind == "kill" {
+                        parse_kill(value)
+                    } else {
+                        parse_host_down(value)
+                    };
+                    spec.processes.push(process.map_err(error)?);
+                    continue;
+                }
                 "seed" => {
                     if ranks.is_some() {
                         return Err(error(
@@ -363,6 +466,65 @@ fn parse_rail_down(text: &str) -> Result<Fault, String> {
         rail,
         start_ns,
         duration_ns,
+    })
+}
+
+fn parse_kill(text: &str) -> Result<ProcessFault, String> {
+    let expected = "expected kill:RANK[.REPLICA]@TIME or kill:RANK[.REPLICA]@sends=N, \
+                    e.g. kill:2@1.5s, kill:1.0@300ms, kill:3@sends=100";
+    let (target_text, when) = text
+        .split_once('@')
+        .ok_or_else(|| format!("no `@TIME` or `@sends=N` after the rank; {expected}"))?;
+    let (rank_text, replica_text) = match target_text.split_once('.') {
+        Some((rank, replica)) => (rank, Some(replica)),
+        None => (target_text, None),
+    };
+    let rank = rank_text
+        .parse::<u32>()
+        .map_err(|_| format!("rank `{rank_text}` is not a rank; {expected}"))?;
+    let replica = match replica_text {
+        Some(replica) => replica
+            .parse::<u32>()
+            .map_err(|_| format!("replica `{replica}` is not a replica index; {expected}"))?,
+        None => 0,
+    };
+    let trigger = match when.strip_prefix("sends=") {
+        Some(count_text) => {
+            let send_count = count_text
+                .parse::<u64>()
+                .ok()
+                .filter(|&count| count >= 1)
+                .ok_or_else(|| {
+                    format!("send count `{count_text}` is not an integer >= 1; {expected}")
+                })?;
+            KillTrigger::AfterSends { send_count }
+        }
+        None => KillTrigger::AfterTime {
+            at_ns: parse_duration_ns(when)?,
+        },
+    };
+    Ok(ProcessFault::Kill {
+        target: ProcessTarget { rank, replica },
+        trigger,
+    })
+}
+
+fn parse_host_down(text: &str) -> Result<ProcessFault, String> {
+    let expected = "expected host-down:HOST@TIME, e.g. host-down:node2@2s";
+    // The last `@`: a host may be written user@host, as for ssh.
+    let (host, when) = text
+        .rsplit_once('@')
+        .ok_or_else(|| format!("no `@TIME` after the host; {expected}"))?;
+    let valid_host = !host.is_empty()
+        && host
+            .chars()
+            .all(|character| character.is_ascii_graphic() && character != ',');
+    if !valid_host {
+        return Err(format!("`{host}` is not a host name; {expected}"));
+    }
+    Ok(ProcessFault::HostDown {
+        host: host.to_string(),
+        at_ns: parse_duration_ns(when)?,
     })
 }
 
@@ -453,7 +615,37 @@ impl fmt::Display for FaultRule {
     }
 }
 
+impl fmt::Display for ProcessTarget {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}", self.rank)?;
+        if self.replica != 0 {
+            write!(formatter, ".{}", self.replica)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ProcessFault {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProcessFault::Kill {
+                target,
+                trigger: KillTrigger::AfterTime { at_ns },
+            } => write!(formatter, "kill:{target}@{}", DurationText(*at_ns)),
+            ProcessFault::Kill {
+                target,
+                trigger: KillTrigger::AfterSends { send_count },
+            } => write!(formatter, "kill:{target}@sends={send_count}"),
+            ProcessFault::HostDown { host, at_ns } => {
+                write!(formatter, "host-down:{host}@{}", DurationText(*at_ns))
+            }
+        }
+    }
+}
+
 impl fmt::Display for FaultSpec {
+    /// The canonical text: the seed, then the frame faults, then the
+    /// process faults, each group in spec order.
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut separator = "";
         if let Some(seed) = self.seed {
@@ -462,6 +654,10 @@ impl fmt::Display for FaultSpec {
         }
         for rule in &self.rules {
             write!(formatter, "{separator}{rule}")?;
+            separator = ",";
+        }
+        for process in &self.processes {
+            write!(formatter, "{separator}{process}")?;
             separator = ",";
         }
         Ok(())
@@ -576,6 +772,8 @@ mod tests {
             "rail-down:1@2s+500ms,rail-down:0@1.5s,rail-down:3@0ns+1ns@ranks=2-1",
             "delay:1.000001,drop:0,corrupt:1,duplicate:0.1234567890123",
             "drop:1e-300",
+            "kill:2@1.5s,kill:1@300ms,kill:0.1@0ns,kill:3@sends=1,kill:4.2@sends=99",
+            "seed:1,host-down:node-2@2s,drop:0.1,kill:0@1us,host-down:me@[fe80::1]@10ms",
         ] {
             let spec = parse(text);
             let written = spec.to_string();
@@ -614,6 +812,21 @@ mod tests {
             ("seed:1@ranks=0-1", 1, "no @ranks= filter"),
             ("seed:1,seed:2", 2, "seed given twice"),
             ("seed:-1", 1, "not an unsigned 64-bit integer"),
+            ("kill:1", 1, "no `@TIME` or `@sends=N`"),
+            ("kill:x@1s", 1, "rank `x` is not a rank"),
+            ("kill:-1@1s", 1, "rank `-1` is not a rank"),
+            ("kill:1.x@1s", 1, "replica `x` is not a replica index"),
+            ("kill:1.@1s", 1, "replica `` is not a replica index"),
+            ("kill:1@2", 1, "has no unit"),
+            ("kill:1@sends=0", 1, "not an integer >= 1"),
+            ("kill:1@sends=", 1, "not an integer >= 1"),
+            ("kill:1@sends=-3", 1, "not an integer >= 1"),
+            ("drop:0,kill:1@1s@ranks=0-1", 2, "takes no @ranks= filter"),
+            ("host-down:node1", 1, "no `@TIME` after the host"),
+            ("host-down:@1s", 1, "is not a host name"),
+            ("host-down:a b@1s", 1, "is not a host name"),
+            ("host-down:node1@soon", 1, "unknown unit `soon`"),
+            ("host-down:n@1s@ranks=0-1", 1, "takes no @ranks= filter"),
         ];
         for (text, item_number, reason_fragment) in cases {
             let error = parse_error(text);
@@ -624,6 +837,66 @@ mod tests {
             );
             assert!(error.to_string().starts_with("--inject item "), "{error}");
         }
+    }
+
+    #[test]
+    fn process_faults_parse_apart_from_the_frame_rules() {
+        let spec = parse("kill:2@1.5s, kill:1.3@sends=40,host-down:user@node7@300ms,drop:0.5");
+        assert_eq!(spec.rules.len(), 1);
+        assert_eq!(
+            spec.processes,
+            vec![
+                ProcessFault::Kill {
+                    target: ProcessTarget {
+                        rank: 2,
+                        replica: 0
+                    },
+                    trigger: KillTrigger::AfterTime {
+                        at_ns: 1_500_000_000
+                    },
+                },
+                ProcessFault::Kill {
+                    target: ProcessTarget {
+                        rank: 1,
+                        replica: 3
+                    },
+                    trigger: KillTrigger::AfterSends { send_count: 40 },
+                },
+                ProcessFault::HostDown {
+                    host: "user@node7".to_string(),
+                    at_ns: 300_000_000,
+                },
+            ]
+        );
+        assert!(spec.has_frame_faults());
+        let only_processes = parse("kill:0@1s");
+        assert!(!only_processes.has_frame_faults());
+        assert!(!only_processes.is_empty());
+        // Frame faults between any pair are untouched by process items.
+        assert!(!only_processes.faults_for_pair(0, 1).is_active());
+        assert!(only_processes.rail_down_windows(0, 0, 1).is_empty());
+    }
+
+    #[test]
+    fn kill_after_sends_is_the_smallest_n_for_replica_zero_of_that_rank() {
+        let spec =
+            parse("kill:1@sends=50,kill:1@sends=7,kill:1.1@sends=2,kill:2@1s,kill:0@sends=3");
+        assert_eq!(spec.kill_after_sends(1), Some(7));
+        assert_eq!(spec.kill_after_sends(0), Some(3));
+        assert_eq!(spec.kill_after_sends(2), None);
+        assert_eq!(spec.kill_after_sends(5), None);
+        assert_eq!(
+            spec.kill_after_sends_of(ProcessTarget {
+                rank: 1,
+                replica: 1
+            }),
+            Some(2)
+        );
+        assert_eq!(
+            parse("kill:1.0@sends=4").to_string(),
+            "kill:1@sends=4",
+            "replica 0 is the default and is not written"
+        );
     }
 
     #[test]

@@ -532,3 +532,15 @@ fn empty_spec_forwards_everything_untouched() {
     let expected: Vec<Vec<u8>> = (0..1000).map(|index| frame_bytes(0, index, 8)).collect();
     assert_eq!(frames, expected);
 }
+
+#[test]
+fn process_faults_leave_every_frame_alone() {
+    let (frames, stats) = run_pair(
+        "kill:1@0ns,kill:0@sends=1,host-down:localhost@0ns,seed:5",
+        1000,
+        8,
+    );
+    assert_eq!(stats, FaultStats::default());
+    let expected: Vec<Vec<u8>> = (0..1000).map(|index| frame_bytes(0, index, 8)).collect();
+    assert_eq!(frames, expected);
+}
