@@ -30,7 +30,9 @@ use std::sync::Arc;
 use resmpi_ft::{Interceptor, PassThrough};
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
 use resmpi_path::{Path, PathError};
-use resmpi_wire::{FrameHeader, FrameKind, FLAG_ACK_NOW, FLAG_SYNC, HEADER_LEN_BYTES};
+use resmpi_wire::{
+    FrameHeader, FrameKind, FLAG_ACK_NOW, FLAG_FAILURE_TAINTED, FLAG_SYNC, HEADER_LEN_BYTES,
+};
 
 use crate::comm::Communicator;
 use crate::error::{fail, ErrorClass, MpiError, MpiResult};
@@ -112,6 +114,8 @@ pub enum Unexpected {
         /// Sender's request id (0 for a send without a request, which can
         /// never be cancelled).
         send_id: u64,
+        /// The content depends on a failed process (`FLAG_FAILURE_TAINTED`).
+        tainted: bool,
     },
     /// Rendezvous announcement; the payload is still at the sender.
     Rendezvous {
@@ -119,6 +123,8 @@ pub enum Unexpected {
         send_id: u64,
         /// Message length.
         length: usize,
+        /// The content depends on a failed process (`FLAG_FAILURE_TAINTED`).
+        tainted: bool,
     },
 }
 
@@ -284,6 +290,21 @@ impl<F: Interceptor> Engine<F> {
         length: usize,
         mode: SendMode,
     ) -> MpiResult<u32> {
+        self.start_send_marked(comm, destination, bytes, length, mode, false)
+    }
+
+    /// [`Engine::start_send`] of a message that, when `tainted`, depends on
+    /// a failed process: its receive will complete with
+    /// MPIX_ERR_PROC_FAILED (collective schedules after a lost step).
+    pub fn start_send_marked(
+        &mut self,
+        comm: usize,
+        destination: Destination,
+        bytes: impl Into<UserBytes>,
+        length: usize,
+        mode: SendMode,
+        tainted: bool,
+    ) -> MpiResult<u32> {
         let Destination { peer, context, tag } = destination;
         let bytes = bytes.into();
         let (bytes, owned) = if mode == SendMode::Buffered {
@@ -305,6 +326,7 @@ impl<F: Interceptor> Engine<F> {
                 owned,
                 loan: None,
                 cancel_requested: false,
+                tainted,
             }),
             comm,
             complete: false,
@@ -355,7 +377,6 @@ impl<F: Interceptor> Engine<F> {
         if !self.take_eager_credit(destination.peer, length) {
             return Ok(false);
         }
-        self.count_send_for_kill();
         let mut header = eager_header(self.state.rank, destination, length);
         header.logical_seq = self.state.next_message_seq(destination.peer);
         // SAFETY: the caller guarantees `length` readable bytes for this call.
@@ -366,6 +387,7 @@ impl<F: Interceptor> Engine<F> {
             destination.tag,
             length,
         );
+        self.count_send_for_kill();
         Ok(true)
     }
 
@@ -380,21 +402,24 @@ impl<F: Interceptor> Engine<F> {
         else {
             return fail(ErrorClass::Intern, "launch_send on a non-send request");
         };
-        let (peer, bytes, length, context, tag) = (
+        let (peer, bytes, length, context, tag, tainted) = (
             send.peer,
             send.bytes.clone(),
             send.length,
             send.context,
             send.tag,
+            send.tainted,
         );
         if self.state.failed_count > 0 && self.state.is_failed(peer) {
             self.state.fail_request(index);
             return Ok(());
         }
-        self.count_send_for_kill();
         let mut header = eager_header(rank, Destination { peer, context, tag }, length);
         header.message_id = wire_id;
         header.logical_seq = self.state.next_message_seq(peer);
+        if tainted {
+            header.flags |= FLAG_FAILURE_TAINTED;
+        }
         let stage = if self.take_eager_credit(peer, length) {
             if mode == SendMode::Synchronous {
                 header.flags |= FLAG_SYNC;
@@ -419,6 +444,7 @@ impl<F: Interceptor> Engine<F> {
         if stage == SendStage::Done {
             self.state.complete_send(index);
         }
+        self.count_send_for_kill();
         Ok(())
     }
 
@@ -706,8 +732,11 @@ impl<F: Interceptor> Engine<F> {
     /// Send one frame to `peer`, queueing a copy if its path has no room.
     pub fn send_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) -> MpiResult<()> {
         let bytes = header.to_bytes();
-        if self.state.outbox[peer as usize].is_empty() && self.offer(peer, &bytes, payload)? {
-            return Ok(());
+        if self.state.outbox[peer as usize].is_empty() {
+            let offered = self.offer(peer, &bytes, payload);
+            if self.absorb_lost_peer(peer, offered)? {
+                return Ok(());
+            }
         }
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
         frame.extend_from_slice(&bytes);
@@ -738,9 +767,9 @@ impl<F: Interceptor> Engine<F> {
             return self.send_frame(peer, header, unsafe { slice_from(start, length) });
         }
         let header_bytes = header.to_bytes();
-        if self.state.outbox[peer as usize].is_empty()
+        if self.state.outbox[peer as usize].is_empty() {
             // SAFETY: by the caller's promise.
-            && unsafe {
+            let offered = unsafe {
                 offer_gathered(
                     &mut self.links,
                     &mut self.transports,
@@ -749,10 +778,11 @@ impl<F: Interceptor> Engine<F> {
                     bytes,
                     offset,
                     length,
-                )?
+                )
+            };
+            if self.absorb_lost_peer(peer, offered)? {
+                return Ok(());
             }
-        {
-            return Ok(());
         }
         let mut frame = vec![0u8; HEADER_LEN_BYTES + length];
         frame[..HEADER_LEN_BYTES].copy_from_slice(&header_bytes);
@@ -774,14 +804,23 @@ impl<F: Interceptor> Engine<F> {
                 let header: &[u8; HEADER_LEN_BYTES] =
                     frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
                 let payload = &frame[HEADER_LEN_BYTES..];
-                if !offer_to(
+                let offered = offer_to(
                     &mut self.links,
                     &mut self.transports,
                     peer as u32,
                     header,
                     payload,
-                )? {
-                    break;
+                );
+                match offered {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(error) if self.lost_peer_is_event(&error) => {
+                        // Its death seen by the network: its queue is dropped.
+                        self.handle_peer_failure(peer as u32);
+                        any = true;
+                        break;
+                    }
+                    Err(error) => return Err(error),
                 }
                 self.state.outbox[peer].pop_front();
                 self.state.queued_frames -= 1;
@@ -798,6 +837,8 @@ impl<F: Interceptor> Engine<F> {
             return Ok(false);
         }
         let rank = self.state.rank;
+        let failures_are_events = self.failures_are_events;
+        let mut lost_peers = Vec::new();
         for peer in 0..self.state.size as usize {
             while let Some(&index) = self.state.streams[peer].front() {
                 if !self.state.outbox[peer].is_empty() {
@@ -847,7 +888,7 @@ impl<F: Interceptor> Engine<F> {
                         if accepted {
                             self.links.transmit_to(peer as u32, &mut self.transports)?;
                         }
-                        accepted
+                        Ok(accepted)
                     }
                     Some(start) => offer_to(
                         &mut self.links,
@@ -855,7 +896,7 @@ impl<F: Interceptor> Engine<F> {
                         peer as u32,
                         &header_bytes,
                         unsafe { slice_from(start, chunk) },
-                    )?,
+                    ),
                     // Non-contiguous data cannot be lent: it is gathered
                     // into the link's copy or the path's slot.
                     None => unsafe {
@@ -867,8 +908,17 @@ impl<F: Interceptor> Engine<F> {
                             &send.bytes,
                             offset,
                             chunk,
-                        )?
+                        )
                     },
+                };
+                let offered = match offered {
+                    Ok(accepted) => accepted,
+                    // Its death seen by the network (policy continue).
+                    Err(error) if failures_are_events && error.class == ErrorClass::ProcFailed => {
+                        lost_peers.push(peer as u32);
+                        break;
+                    }
+                    Err(error) => return Err(error),
                 };
                 if !offered {
                     break;
@@ -891,6 +941,10 @@ impl<F: Interceptor> Engine<F> {
                     }
                 }
             }
+        }
+        for peer in lost_peers {
+            self.handle_peer_failure(peer);
+            any = true;
         }
         Ok(any)
     }
@@ -959,6 +1013,27 @@ impl<F: Interceptor> Engine<F> {
     #[inline]
     pub fn peer_failed(&self, peer: u32) -> bool {
         self.state.failed_count > 0 && self.state.is_failed(peer)
+    }
+
+    /// The outcome of handing a frame to `peer`'s channel. A closed
+    /// connection (`ProcFailed`) under the `continue` policy is the peer's
+    /// death seen by the network: handled as the event (the frame and
+    /// everything queued for the peer dropped), and the send that tried
+    /// fails with the peer's error. Anything else passes through.
+    fn absorb_lost_peer(&mut self, peer: u32, offered: MpiResult<bool>) -> MpiResult<bool> {
+        match offered {
+            Err(error) if self.lost_peer_is_event(&error) => {
+                self.handle_peer_failure(peer);
+                Err(peer_failed_error(peer))
+            }
+            other => other,
+        }
+    }
+
+    /// Whether a path's `error` is a lost peer to handle as a failure event.
+    #[inline]
+    fn lost_peer_is_event(&self, error: &MpiError) -> bool {
+        error.class == ErrorClass::ProcFailed && self.failures_are_events
     }
 
     /// `--inject kill:RANK@sends=N`: count one send, and die after the N-th.
@@ -1188,6 +1263,12 @@ impl<F: Interceptor> State<F> {
         let Some((bytes, capacity)) = self.accept_match(index, envelope, length) else {
             return;
         };
+        let tainted = match &message {
+            Unexpected::Eager { tainted, .. } | Unexpected::Rendezvous { tainted, .. } => *tainted,
+        };
+        if tainted {
+            self.taint_receive(index);
+        }
         match message {
             Unexpected::Eager { data, sync_id, .. } => {
                 // SAFETY: the receive's owner guarantees `capacity` writable
@@ -1199,9 +1280,19 @@ impl<F: Interceptor> State<F> {
                 }
                 self.complete_receive(index, envelope);
             }
-            Unexpected::Rendezvous { send_id, length } => {
+            Unexpected::Rendezvous {
+                send_id, length, ..
+            } => {
                 self.clear_to_send(index, envelope, send_id, length)
             }
+        }
+    }
+
+    /// The matched message of receive `index` depends on a failed process:
+    /// it completes with MPIX_ERR_PROC_FAILED (its data still arrives).
+    fn taint_receive(&mut self, index: u32) {
+        if let Some(request) = self.requests.get_mut(index) {
+            request.status.error = ErrorClass::ProcFailed as i32;
         }
     }
 
@@ -1357,12 +1448,14 @@ impl<F: Interceptor> State<F> {
                     tag: header.tag,
                 };
                 let sync_id = (header.flags & FLAG_SYNC != 0).then_some(header.message_id);
+                let tainted = header.flags & FLAG_FAILURE_TAINTED != 0;
                 let matched = self
                     .matcher
                     .handle_arrival_with(envelope, || Unexpected::Eager {
                         data: payload.to_vec(),
                         sync_id,
                         send_id: header.message_id,
+                        tainted,
                     });
                 if let Some(wire_id) = matched {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
@@ -1373,6 +1466,9 @@ impl<F: Interceptor> State<F> {
                     {
                         // SAFETY: as in `deliver_unexpected`.
                         unsafe { bytes.write(capacity, 0, payload) };
+                    }
+                    if tainted {
+                        self.taint_receive(index);
                     }
                     self.return_credit(peer, payload.len());
                     if let Some(sync_id) = sync_id {
@@ -1390,14 +1486,22 @@ impl<F: Interceptor> State<F> {
                 };
                 let length = header.aux as usize;
                 let send_id = header.message_id;
-                let matched = self
-                    .matcher
-                    .handle_arrival_with(envelope, || Unexpected::Rendezvous { send_id, length });
+                let tainted = header.flags & FLAG_FAILURE_TAINTED != 0;
+                let matched = self.matcher.handle_arrival_with(envelope, || {
+                    Unexpected::Rendezvous {
+                        send_id,
+                        length,
+                        tainted,
+                    }
+                });
                 if let Some(wire_id) = matched {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
                         return true;
                     };
                     self.accept_match(index, envelope, length);
+                    if tainted {
+                        self.taint_receive(index);
+                    }
                     self.clear_to_send(index, envelope, send_id, length);
                     self.report_matches();
                 }

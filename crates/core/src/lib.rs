@@ -175,6 +175,11 @@ impl Mpi {
             "MPI_COMM_SELF".into(),
         );
         engine.state.comms = vec![Some(world), Some(own)];
+        // `--inject kill:RANK@sends=N`: this process kills itself after its
+        // N-th send (the launcher carries out the timed kills).
+        if let Some(sends) = wireup::injection_spec(&config)?.kill_after_sends(rank) {
+            engine.state.sends_until_kill = sends;
+        }
         if config.failure_policy == Some(FailurePolicy::Continue) {
             // The job outlives a death: learn of it from the launcher, and
             // take a peer the network loses for the same event.

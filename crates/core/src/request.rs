@@ -89,6 +89,9 @@ pub struct SendState {
     /// MPI_Cancel asked the receiver to withdraw the message; the request
     /// stays incomplete until it answers.
     pub cancel_requested: bool,
+    /// The message depends on a failed process (a collective step after a
+    /// lost contribution): it travels flagged, and its receive fails.
+    pub tainted: bool,
 }
 
 impl SendState {

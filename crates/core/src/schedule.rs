@@ -275,7 +275,7 @@ impl Schedule {
             return false;
         }
         for index in std::mem::take(&mut self.pending) {
-            let removed = requests.remove(index);
+            let removed = engine.state.requests.remove(index);
             if let Some((reported, status)) = &mut self.reported {
                 if *reported == index {
                     *status = removed.as_ref().map(|request| request.status);
@@ -303,8 +303,16 @@ impl Schedule {
             }
             // A step with a failed peer ended at once; the schedule runs on
             // (its messages to live peers still go) and reports the failure.
-            if let Some(failed) = failed_peer {
-                self.record(crate::engine::peer_failed_error(failed));
+            if let Some(peer) = failed_peer {
+                let error = if engine.peer_failed(peer) {
+                    crate::engine::peer_failed_error(peer)
+                } else {
+                    MpiError::new(
+                        ErrorClass::ProcFailed,
+                        format!("a contribution of a failed process is missing from what rank {peer} (MPI_COMM_WORLD) passed on"),
+                    )
+                };
+                self.record(error);
             }
         }
         true
@@ -326,12 +334,19 @@ impl Schedule {
                         context: self.context,
                         tag: self.tag,
                     };
-                    let index = engine.start_send(
+                    // Data computed after a lost contribution must not pass
+                    // for a good result at the receiver.
+                    let tainted = self
+                        .error
+                        .as_ref()
+                        .is_some_and(|error| error.class == ErrorClass::ProcFailed);
+                    let index = engine.start_send_marked(
                         self.comm,
                         destination,
                         data,
                         length_bytes,
                         SendMode::Standard,
+                        tainted,
                     )?;
                     self.pending.push(index);
                 }

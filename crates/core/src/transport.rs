@@ -229,9 +229,13 @@ impl Transports {
     }
 }
 
-fn send_error(error: impl std::fmt::Display, peer: u32) -> MpiError {
-    MpiError::new(
-        ErrorClass::Other,
-        format!("cannot send to rank {peer}: {error}"),
-    )
+/// A send that the path refused. A closed connection means the peer's
+/// process is gone (or unreachable): `ProcFailed`, which the engine turns
+/// into a failure event under the `continue` policy.
+fn send_error(error: PathError, peer: u32) -> MpiError {
+    let class = match error {
+        PathError::PeerClosed(_) => ErrorClass::ProcFailed,
+        _ => ErrorClass::Other,
+    };
+    MpiError::new(class, format!("cannot send to rank {peer}: {error}"))
 }

@@ -321,7 +321,7 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
 }
 
 /// `RESMPI_INJECT`: the faults `mpiexec --inject` asked for (none if unset).
-fn injection_spec(config: &Config) -> MpiResult<FaultSpec> {
+pub fn injection_spec(config: &Config) -> MpiResult<FaultSpec> {
     match &config.inject {
         Some(text) => text
             .parse()

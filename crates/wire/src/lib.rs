@@ -72,6 +72,11 @@ pub const FLAG_SYNC: u16 = 1;
 /// Flag: acknowledge this frame at once instead of coalescing the ack: the
 /// sender completes a send only when its last frame is acknowledged.
 pub const FLAG_ACK_NOW: u16 = 2;
+/// Flag on a message frame (eager, request-to-send): the message's content
+/// depends on a failed process (a collective step that lost a
+/// contribution), so its receive completes with MPIX_ERR_PROC_FAILED
+/// instead of passing on a wrong result as a success.
+pub const FLAG_FAILURE_TAINTED: u16 = 4;
 
 /// The decoded 80-byte frame header.
 ///

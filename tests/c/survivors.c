@@ -1,4 +1,4 @@
-/* Survivors of a dead process go on (mpiexec --failure-policy continue).
+/* survivors: survivors of a dead process go on (mpiexec --failure-policy continue).
  *
  * The victim (the last rank) streams numbered messages to rank 0, eager and
  * rendezvous sizes mixed, until it is killed (`--inject kill:V@...`). Then
@@ -16,13 +16,16 @@
  * Each survivor prints one line; the output is the same whatever the
  * moment of the kill, except rank 0's count of messages received.
  *
- * Argument "noisy": survivors print nothing and the victim is not expected
- * to die (a fault-free reference run of the ring prints "ring R = X").
+ * Arguments: [reference] [SURVIVORS]. SURVIVORS (default size - 1) is how
+ * many ranks live: ranks SURVIVORS .. size-2 wait to be killed with the
+ * victim (a whole host going down). "reference" runs only the ring among
+ * the survivors, fault-free, and prints "rank R: ring X".
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LARGE_BYTES (64 * 1024)
 
@@ -62,19 +65,26 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    int victim = size - 1;
-    if (size < 2) {
-        fprintf(stderr, "proc_failure needs at least 2 ranks\n");
+    int victim = size - 1, survivors = size - 1, reference = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "reference") == 0) reference = 1;
+        else survivors = atoi(argv[i]);
+    }
+    if (size < 2 || survivors < 1 || survivors > size - 1) {
+        fprintf(stderr, "survivors needs at least 2 ranks and 1 <= SURVIVORS < size\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    if (argc > 1 && strcmp(argv[1], "reference") == 0) {
-        /* Fault-free: the ring among the first size-1 ranks. */
-        if (rank < victim) {
-            long token = survivor_ring(rank, victim);
+    if (reference) {
+        /* Fault-free: the ring among the survivors. */
+        if (rank < survivors) {
+            long token = survivor_ring(rank, survivors);
             printf("rank %d: ring %ld\n", rank, token);
         }
         MPI_Finalize();
         return 0;
+    }
+    if (rank >= survivors && rank != victim) {
+        for (;;) sleep(1); /* dies with the victim */
     }
     char *buffer = calloc(LARGE_BYTES, 1);
     if (rank == victim) {
@@ -87,7 +97,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "victim: a send failed instead of the process being killed\n");
         return 3;
     }
-    int failed_how;
+    int failed_how = MPI_SUCCESS;
     long in_order = 0;
     int bad = 0;
     if (rank == 0) {
@@ -115,12 +125,17 @@ int main(int argc, char **argv) {
         MPI_Request request;
         MPI_Irecv(buffer, 1, MPI_LONG, MPI_ANY_SOURCE, 2, MPI_COMM_WORLD, &request);
         failed_how = MPI_Wait(&request, MPI_STATUS_IGNORE);
+        /* The wildcard fails at the first death noticed; with a whole host
+         * lost that may be another rank's. Wait until the victim's is known
+         * too (its send below then fails whatever the order of notices). */
+        int victim_code = MPI_Recv(buffer, 1, MPI_LONG, victim, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (victim_code == MPI_SUCCESS) failed_how = MPI_SUCCESS;
     } else {
         failed_how = MPI_Recv(buffer, 1, MPI_LONG, victim, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
     long one = 1;
     int send_code = MPI_Send(&one, 1, MPI_LONG, victim, 3, MPI_COMM_WORLD);
-    long token = survivor_ring(rank, victim);
+    long token = survivor_ring(rank, survivors);
     int barrier_code = MPI_Barrier(MPI_COMM_WORLD);
     long sum = 0;
     int allreduce_code = MPI_Allreduce(&one, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
