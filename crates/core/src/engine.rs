@@ -1282,9 +1282,7 @@ impl<F: Interceptor> State<F> {
             }
             Unexpected::Rendezvous {
                 send_id, length, ..
-            } => {
-                self.clear_to_send(index, envelope, send_id, length)
-            }
+            } => self.clear_to_send(index, envelope, send_id, length),
         }
     }
 
@@ -1487,13 +1485,13 @@ impl<F: Interceptor> State<F> {
                 let length = header.aux as usize;
                 let send_id = header.message_id;
                 let tainted = header.flags & FLAG_FAILURE_TAINTED != 0;
-                let matched = self.matcher.handle_arrival_with(envelope, || {
-                    Unexpected::Rendezvous {
-                        send_id,
-                        length,
-                        tainted,
-                    }
-                });
+                let matched =
+                    self.matcher
+                        .handle_arrival_with(envelope, || Unexpected::Rendezvous {
+                            send_id,
+                            length,
+                            tainted,
+                        });
                 if let Some(wire_id) = matched {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
                         return true;

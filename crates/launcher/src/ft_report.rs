@@ -202,7 +202,12 @@ impl FtReport {
                 launcher.detection_latency_us_max % 1000
             ));
         }
-        if !failures.is_empty() {
+        let network_quiet =
+            self.ranks_reported == 0 && KNOWN_COUNTERS.iter().all(|name| self.get(name) == 0);
+        if network_quiet && !failures.is_empty() {
+            // Only process faults to report: leave out a line of zeros.
+            line = format!("mpiexec: FT report: {}", failures.join(", "));
+        } else if !failures.is_empty() {
             line.push_str("; ");
             line.push_str(&failures.join(", "));
         }
@@ -400,10 +405,10 @@ mod tests {
     #[test]
     fn launcher_counters_are_named_only_when_non_zero_and_do_not_force_the_line() {
         let mut report = FtReport::default();
-        let plain = report.line();
         report.launcher.processes_lost = 2;
         assert!(!report.any_nonzero());
-        assert_eq!(report.line(), format!("{plain}; processes lost 2"));
+        // Nothing from the network layer: no line of zeros before it.
+        assert_eq!(report.line(), "mpiexec: FT report: processes lost 2");
         report.launcher.failure_notices_sent = 5;
         report.launcher.detection_latency_us_max = 12_345;
         report.add(&pairs(&[("zeta", 1)]));

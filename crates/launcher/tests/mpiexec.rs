@@ -929,7 +929,9 @@ fn under_continue_watching_ranks_hear_of_an_injected_kill_and_the_job_ends_137()
     let report = stderr_lines_with(&stderr, "FT report");
     assert_eq!(report.len(), 1, "{stderr}");
     assert!(
-        report[0].contains("; processes lost 1, failure notices sent 2, detection latency max "),
+        report[0].contains(
+            "FT report: processes lost 1, failure notices sent 2, detection latency max "
+        ),
         "{stderr}"
     );
     let written = std::fs::read_to_string(&json).unwrap();
