@@ -11,6 +11,7 @@ cargo test --workspace --release
 # Breadth for the reliability layer: a few thousand seeded simulated jobs.
 cargo run --release -q -p resmpi-sim --bin sim-sweep -- --seeds 3000 --ranks 4 --rails 3
 # The production engine (credit, rendezvous, Ssend, cancel, collectives) under a seeded scheduler.
-cargo run --release -q -p resmpi-sim --bin engine-sweep -- --seeds 5000 --ranks 4
+# Then the same with a random rank killed mid-job in every seed (survivors told later).
+cargo run --release -q -p resmpi-sim --bin engine-sweep -- --seeds 5000 --ranks 4 && cargo run --release -q -p resmpi-sim --bin engine-sweep -- --seeds 10000 --ranks 4 --first-seed 5000 --kill
 make check-abi
 python3 -m pytest -q tests/
