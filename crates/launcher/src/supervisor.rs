@@ -110,6 +110,7 @@ struct Job {
 /// Runs the job `options` describes; returns mpiexec's exit code.
 pub fn run(options: &Options) -> i32 {
     signals::install();
+    signals::install_child_wakeup();
     raise_descriptor_limit();
     let identity = JobIdentity {
         job_id: hex_encode(&random_bytes(8)),
@@ -740,7 +741,8 @@ impl Job {
             if let Some(due_ns) = self.kills.next_due_ns() {
                 pause = pause.min(Duration::from_nanos(due_ns).saturating_sub(started.elapsed()));
             }
-            thread::sleep(pause);
+            // A death wakes it at once: the survivors' notice need not wait.
+            signals::wait_for_child(pause);
         }
         self.tear_down();
     }
