@@ -731,6 +731,10 @@ impl<F: Interceptor> Engine<F> {
 
     /// Send one frame to `peer`, queueing a copy if its path has no room.
     pub fn send_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) -> MpiResult<()> {
+        if self.peer_failed(peer) {
+            // Nothing goes to a dead process (nor waits in its queue).
+            return Ok(());
+        }
         let bytes = header.to_bytes();
         if self.state.outbox[peer as usize].is_empty() {
             let offered = self.offer(peer, &bytes, payload);
@@ -762,6 +766,9 @@ impl<F: Interceptor> Engine<F> {
         offset: usize,
         length: usize,
     ) -> MpiResult<()> {
+        if self.peer_failed(peer) {
+            return Ok(());
+        }
         if let Some(start) = bytes.contiguous_at(offset) {
             // SAFETY: by the caller's promise.
             return self.send_frame(peer, header, unsafe { slice_from(start, length) });

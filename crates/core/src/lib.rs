@@ -551,15 +551,19 @@ impl Mpi {
             cancelled: false,
         };
         if !remove {
-            return Ok(self
+            let found = self
                 .engine
                 .state
                 .matcher
                 .probe(&pattern)
-                .map(|(envelope, message)| (status_of(envelope, message.length()), None)));
+                .map(|(envelope, message)| (status_of(envelope, message.length()), None));
+            return match found {
+                Some(found) => Ok(Some(found)),
+                None => self.nothing_to_probe(&pattern),
+            };
         }
         let Some((envelope, message)) = self.engine.state.matcher.take_unexpected(&pattern) else {
-            return Ok(None);
+            return self.nothing_to_probe(&pattern);
         };
         let status = status_of(&envelope, message.length());
         let messages = &mut self.engine.state.probed_messages;
@@ -586,11 +590,33 @@ impl Mpi {
         remove: bool,
     ) -> MpiResult<(Status, Option<usize>)> {
         let mut idler = engine::Idler::default();
+        let failures_before = self.engine.state.failed_count;
         loop {
             if let Some(found) = self.iprobe(comm_index, source, tag, remove)? {
                 return Ok(found);
             }
+            // A wildcard probe may have waited for a process that died
+            // meanwhile: it fails, as a pending wildcard receive does.
+            if source == ANY_SOURCE && self.engine.state.failed_count > failures_before {
+                let comm = self.comm(comm_index)?;
+                let members = comm
+                    .group
+                    .iter()
+                    .chain(comm.remote.iter().flat_map(|remote| remote.group.iter()));
+                if let Some(&dead) = members.into_iter().find(|&&peer| self.engine.peer_failed(peer)) {
+                    return Err(engine::peer_failed_error(dead));
+                }
+            }
             idler.pause(&self.engine.transports);
+        }
+    }
+
+    /// A probe found nothing: fine, unless it names a process that has
+    /// failed (nothing from it will ever come).
+    fn nothing_to_probe<T>(&self, pattern: &resmpi_matching::ReceivePattern) -> MpiResult<Option<T>> {
+        match pattern.source {
+            Some(source) if self.engine.peer_failed(source) => Err(engine::peer_failed_error(source)),
+            _ => Ok(None),
         }
     }
 
