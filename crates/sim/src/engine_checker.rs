@@ -174,8 +174,7 @@ impl EngineChecker {
     /// rank and was pending — one naming it, or a wildcard one not yet
     /// matched — has ended.
     pub fn check_notice_took_effect(&self, rank: u32) -> Result<(), String> {
-        let (Some(death), Some(notice_call)) = (self.death, self.notice_call[rank as usize])
-        else {
+        let (Some(death), Some(notice_call)) = (self.death, self.notice_call[rank as usize]) else {
             return Ok(());
         };
         for (ordinal, record) in self.receives[rank as usize].iter().enumerate() {
@@ -185,13 +184,16 @@ impl EngineChecker {
             let pattern = record.pattern;
             if pattern.source == Some(death.rank) {
                 return Err(format!(
-                    "rank {rank} receive #{ordinal} ({pattern:?}) names rank {} but is still                      open after rank {rank} was told of its death (call {notice_call})",
+                    "rank {rank} receive #{ordinal} ({pattern:?}) names rank {} but is still \
+                     open after rank {rank} was told of its death (call {notice_call})",
                     death.rank
                 ));
             }
             if pattern.source.is_none() && record.matched_call.is_none() {
                 return Err(format!(
-                    "rank {rank} wildcard receive #{ordinal} ({pattern:?}) was pending when rank                      {rank} was told (call {notice_call}) that rank {} died, but it did not end                      with error {PROC_FAILED}",
+                    "rank {rank} wildcard receive #{ordinal} ({pattern:?}) was pending when rank \
+                     {rank} was told (call {notice_call}) that rank {} died, but it did not end \
+                     with error {PROC_FAILED}",
                     death.rank
                 ));
             }
@@ -334,8 +336,7 @@ impl EngineChecker {
         what: &str,
     ) -> Result<(), String> {
         let record = &self.receives[rank as usize][ordinal];
-        let (Some(death), Some(notice_call)) = (self.death, self.notice_call[rank as usize])
-        else {
+        let (Some(death), Some(notice_call)) = (self.death, self.notice_call[rank as usize]) else {
             return Err(format!(
                 "{what}: ended with error {PROC_FAILED} in call {call}, but rank {rank} had \
                  not been told of any death"
@@ -574,8 +575,7 @@ impl EngineChecker {
                 continue;
             }
             match (delivered, outcome) {
-                (None, Some(SendOutcome::Cancelled))
-                | (Some(_), Some(SendOutcome::Sent)) => {}
+                (None, Some(SendOutcome::Cancelled)) | (Some(_), Some(SendOutcome::Sent)) => {}
                 (None, _) => {
                     return Err(format!(
                         "message {number} ({message:?}) lost: never delivered, send outcome \
@@ -849,5 +849,171 @@ mod tests {
             .receive_completed(1, 0, 2, status, &buffer)
             .unwrap_err();
         assert!(error.contains("buffer was written"), "{error}");
+    }
+
+    /// Three ranks: 0 -> 1 (message 0), 2 -> 1 (message 1), 1 -> 0
+    /// (message 2), and one barrier; rank 0 dies.
+    fn death_plan() -> Plan {
+        let message = |source, destination| PlannedMessage {
+            source,
+            destination,
+            index: 0,
+            tag: 0,
+            length_bytes: 16,
+            mode: PlannedMode::Standard,
+        };
+        Plan {
+            seed: 3,
+            messages: vec![message(0, 1), message(2, 1), message(1, 0)],
+            collectives: vec![PlannedCollective::Barrier],
+            programs: vec![Vec::new(); 3],
+        }
+    }
+
+    fn failed() -> SeenStatus {
+        SeenStatus {
+            source: -1,
+            tag: -1,
+            error: PROC_FAILED,
+            count_bytes: 0,
+            cancelled: false,
+        }
+    }
+
+    fn from(source: u32) -> PlannedPattern {
+        PlannedPattern {
+            source: Some(source),
+            tag: None,
+        }
+    }
+
+    #[test]
+    fn a_receive_naming_the_dead_rank_and_a_pending_wildcard_may_fail_at_the_notice() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.receive_posted(1, from(0), 1);
+        checker.receive_posted(1, PlannedPattern::ANY, 2);
+        checker.rank_died(0, 10);
+        checker.notice_arrived(1, 5, &[]);
+        let untouched = vec![SENTINEL_BYTE; 64];
+        checker
+            .receive_completed(1, 0, 5, failed(), &untouched)
+            .unwrap();
+        checker
+            .receive_completed(1, 1, 5, failed(), &untouched)
+            .unwrap();
+        checker.check_notice_took_effect(1).unwrap();
+    }
+
+    #[test]
+    fn a_failure_before_the_notice_or_on_a_live_source_is_reported() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.receive_posted(1, from(0), 1);
+        checker.receive_posted(1, from(2), 2);
+        let untouched = vec![SENTINEL_BYTE; 64];
+        checker.rank_died(0, 10);
+        let error = checker
+            .receive_completed(1, 0, 3, failed(), &untouched)
+            .unwrap_err();
+        assert!(error.contains("not been told of any death"), "{error}");
+        checker.notice_arrived(1, 5, &[]);
+        let error = checker
+            .receive_completed(1, 1, 5, failed(), &untouched)
+            .unwrap_err();
+        assert!(error.contains("names rank 2, which lives"), "{error}");
+    }
+
+    #[test]
+    fn a_wildcard_receive_posted_after_the_notice_may_not_fail() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        checker.notice_arrived(1, 5, &[]);
+        checker.receive_posted(1, PlannedPattern::ANY, 6);
+        let untouched = vec![SENTINEL_BYTE; 64];
+        let error = checker
+            .receive_completed(1, 0, 6, failed(), &untouched)
+            .unwrap_err();
+        assert!(error.contains("only one pending at the notice"), "{error}");
+    }
+
+    #[test]
+    fn a_pending_wildcard_receive_that_outlives_its_notice_is_reported() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 1);
+        checker.rank_died(0, 10);
+        checker.notice_arrived(1, 5, &[]);
+        let error = checker.check_notice_took_effect(1).unwrap_err();
+        assert!(
+            error.contains("was pending when rank 1 was told"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_send_may_fail_only_toward_the_dead_rank_and_only_after_its_notice() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        let error = checker.send_completed(2, 3, failed()).unwrap_err();
+        assert!(error.contains("before rank 1 was told"), "{error}");
+        checker.notice_arrived(1, 5, &[]);
+        checker.send_completed(2, 6, failed()).unwrap();
+        checker.notice_arrived(2, 5, &[]);
+        let error = checker.send_completed(1, 6, failed()).unwrap_err();
+        assert!(error.contains("its destination lives"), "{error}");
+    }
+
+    #[test]
+    fn a_message_from_the_dead_rank_that_arrived_after_the_notice_must_not_be_delivered() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 7);
+        checker.rank_died(0, 10);
+        checker.notice_arrived(1, 5, &[0]);
+        let mut buffer = vec![SENTINEL_BYTE; 64];
+        buffer[..16].copy_from_slice(&payload(3, 0, 16));
+        let status = SeenStatus {
+            source: 0,
+            tag: 0,
+            error: 0,
+            count_bytes: 16,
+            cancelled: false,
+        };
+        let error = checker
+            .receive_completed(1, 0, 8, status, &buffer)
+            .unwrap_err();
+        assert!(error.contains("delivered after rank 1 was told"), "{error}");
+    }
+
+    #[test]
+    fn messages_of_the_dead_rank_may_be_lost_but_not_those_between_survivors() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        // Message 0 (from the dead) and message 2 (to it) never arrive.
+        assert!(!checker.all_accounted());
+        assert_eq!(checker.unclaimed(1), 1);
+        let error = checker.finish().unwrap_err();
+        assert!(
+            error.contains("message 1") && error.contains("lost"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_barrier_the_dead_rank_never_entered_cannot_succeed_on_every_survivor() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        checker.collective_started(0, 1, 11);
+        checker.collective_started(0, 2, 12);
+        checker.collective_completed(0, 1, 20, 0, &[]).unwrap();
+        checker.collective_completed(0, 2, 21, 0, &[]).unwrap();
+        let error = checker.check_no_death_hidden().unwrap_err();
+        assert!(error.contains("the death was hidden"), "{error}");
+        // One survivor reporting the death is what a correct engine does.
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        checker.notice_arrived(1, 5, &[]);
+        checker
+            .collective_completed(0, 1, 20, PROC_FAILED, &[])
+            .unwrap();
+        checker.collective_completed(0, 2, 21, 0, &[]).unwrap();
+        checker.check_no_death_hidden().unwrap();
     }
 }

@@ -154,9 +154,8 @@ impl EngineJobConfig {
         // A job takes roughly this many steps per planned operation; a kill
         // drawn inside that span lands while messages and collectives are
         // in flight rather than after everything is done.
-        let operations = rank_count as usize
-            * (config.shape.sends_per_rank + config.shape.collective_count)
-            * 2;
+        let operations =
+            rank_count as usize * (config.shape.sends_per_rank + config.shape.collective_count) * 2;
         let busy_steps = (operations as u64 * KILL_STEPS_PER_OPERATION).max(2);
         config.kill = Some(Kill {
             rank: rng.below(u64::from(rank_count)) as u32,
@@ -433,10 +432,10 @@ impl Simulation {
     fn finished(&self) -> bool {
         self.notices.iter().all(Option::is_none)
             && self
-            .ranks
-            .iter()
-            .filter(|rank| rank.alive)
-            .all(|rank| rank.program_done() && !rank.has_open_operations())
+                .ranks
+                .iter()
+                .filter(|rank| rank.alive)
+                .all(|rank| rank.program_done() && !rank.has_open_operations())
             && self.checker.all_accounted()
     }
 
@@ -1061,7 +1060,10 @@ impl Simulation {
                     Some(request) => match &request.operation {
                         Operation::Send(state) => format!(
                             "{:?}, complete {}, error {}, cancel planned {}",
-                            state.stage, request.complete, request.status.error, send.cancel_planned
+                            state.stage,
+                            request.complete,
+                            request.status.error,
+                            send.cancel_planned
                         ),
                         _ => "not a send".into(),
                     },
