@@ -565,6 +565,12 @@ impl<F: Interceptor> Engine<F> {
                 request.complete = true;
             }
             Operation::Send(send) => {
+                // A send to a failed peer has ended (with PROC_FAILED, or
+                // normally before the death) and nobody will answer a
+                // cancel request: reopening it would hang its waiter.
+                if self.state.failed.get(send.peer as usize) == Some(&true) {
+                    return Ok(());
+                }
                 let withdrawable = matches!(
                     send.stage,
                     SendStage::Done | SendStage::AwaitingSyncAck | SendStage::AwaitingClearToSend

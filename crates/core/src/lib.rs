@@ -603,7 +603,10 @@ impl Mpi {
                     .group
                     .iter()
                     .chain(comm.remote.iter().flat_map(|remote| remote.group.iter()));
-                if let Some(&dead) = members.into_iter().find(|&&peer| self.engine.peer_failed(peer)) {
+                if let Some(&dead) = members
+                    .into_iter()
+                    .find(|&&peer| self.engine.peer_failed(peer))
+                {
                     return Err(engine::peer_failed_error(dead));
                 }
             }
@@ -613,9 +616,14 @@ impl Mpi {
 
     /// A probe found nothing: fine, unless it names a process that has
     /// failed (nothing from it will ever come).
-    fn nothing_to_probe<T>(&self, pattern: &resmpi_matching::ReceivePattern) -> MpiResult<Option<T>> {
+    fn nothing_to_probe<T>(
+        &self,
+        pattern: &resmpi_matching::ReceivePattern,
+    ) -> MpiResult<Option<T>> {
         match pattern.source {
-            Some(source) if self.engine.peer_failed(source) => Err(engine::peer_failed_error(source)),
+            Some(source) if self.engine.peer_failed(source) => {
+                Err(engine::peer_failed_error(source))
+            }
             _ => Ok(None),
         }
     }

@@ -183,3 +183,27 @@ fn nothing_the_dead_peer_sent_is_delivered_after_its_death_is_known() {
     engine.wait_request(send).unwrap();
     assert_eq!(own, data);
 }
+
+#[test]
+fn cancelling_a_send_to_the_dead_peer_leaves_it_ended() {
+    // Found by the simulator's kill sweep: MPI_Cancel reopened a send that
+    // had ended with PROC_FAILED and asked the dead peer to withdraw it;
+    // no answer ever came, so its MPI_Wait hung.
+    let mut engine = rank_zero();
+    engine.handle_peer_failure(1);
+    let data = [7u8; 16];
+    let to_dead = Destination {
+        peer: 1,
+        context: WORLD_CONTEXT,
+        tag: 5,
+    };
+    for mode in [SendMode::Standard, SendMode::Synchronous] {
+        let send = engine
+            .start_send(WORLD, to_dead, data.as_ptr(), data.len(), mode)
+            .unwrap();
+        engine.cancel(send).unwrap();
+        assert_eq!(outcome(&engine, send), (true, PROC_FAILED), "{mode:?}");
+        let status = engine.state.requests.get(send).unwrap().status;
+        assert!(!status.cancelled, "{mode:?}: nothing was withdrawn");
+    }
+}

@@ -67,6 +67,24 @@ impl MemoryPath {
         self.incoming.len()
     }
 
+    /// Frames from `source` handed in and not yet polled, oldest first
+    /// (the simulator reads which of a dead peer's frames a notice
+    /// overtook).
+    pub fn incoming_from(&self, source: u32) -> impl Iterator<Item = &[u8]> {
+        self.incoming
+            .iter()
+            .filter(move |(from, _)| *from == source)
+            .map(|(_, frame)| frame.as_slice())
+    }
+
+    /// Frames to `destination` sent and not yet taken.
+    pub fn outgoing_count_to(&self, destination: u32) -> usize {
+        self.outgoing
+            .iter()
+            .filter(|(to, _)| *to == destination)
+            .count()
+    }
+
     /// Drop every frame to or from `peer` still queued here (the peer died:
     /// nothing more travels between us).
     pub fn forget_peer(&mut self, peer: u32) {

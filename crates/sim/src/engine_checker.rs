@@ -21,6 +21,25 @@
 //! - collectives give the right values, and no barrier completes before
 //!   every rank has entered it.
 //!
+//! After a rank dies ([`EngineChecker::rank_died`]) and each survivor is
+//! told ([`EngineChecker::notice_arrived`]), the rules bend exactly as far
+//! as MPI's fault-tolerance chapter lets them, and no further:
+//! - a message from the dead rank is delivered at most once and intact, or
+//!   not at all, and never if its frame reached the survivor only after the
+//!   survivor's notice; a message to the dead rank may be lost, and its
+//!   sender's request ends normally or with error 101 (PROC_FAILED);
+//! - error 101 is legitimate only on a survivor that has been told, and
+//!   only for a send to the dead rank, a receive naming it, a wildcard
+//!   receive that was pending when the notice came (it must end in the
+//!   notice call itself), and a collective on WORLD; anything else ending
+//!   with 101 is a failure, and so is a pending wildcard receive or a
+//!   receive naming the dead rank that survives its notice;
+//! - a collective that ends after the death has its result unchecked (a
+//!   survivor may succeed with partial data from a partner whose own step
+//!   with the dead rank failed), but a collective that needs a rank which
+//!   died before starting it cannot succeed everywhere: some survivor must
+//!   report the death.
+//!
 //! Every check returns a description of the violation instead of panicking,
 //! so the driver can report the seed.
 
@@ -66,19 +85,50 @@ pub struct ReceiveRecord {
     pub cancelled: bool,
 }
 
+/// MPIX_ERR_PROC_FAILED: the operation needed a process that died.
+pub const PROC_FAILED: i32 = 101;
+
+/// How a send request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// Completed normally.
+    Sent,
+    /// Completed cancelled.
+    Cancelled,
+    /// Completed with PROC_FAILED: its destination died.
+    Failed,
+}
+
+/// The rank that died, and when.
+#[derive(Clone, Copy, Debug)]
+struct Death {
+    rank: u32,
+    step: u64,
+}
+
 /// State of the oracle for one job.
 #[derive(Debug)]
 pub struct EngineChecker {
     plan: Plan,
     /// `delivered[message]`: (rank, receive ordinal) that got it.
     delivered: Vec<Option<(u32, usize)>>,
-    /// `send_outcome[message]`: Some(cancelled) once the send completed.
-    send_outcome: Vec<Option<bool>>,
+    /// `send_outcome[message]`: how the send ended, once it did.
+    send_outcome: Vec<Option<SendOutcome>>,
     /// `receives[rank]`: every receive it posted, in posting order.
     receives: Vec<Vec<ReceiveRecord>>,
     /// `collective_started[index][rank]`: global step at which the rank
     /// started collective `index`.
     collective_started: Vec<Vec<Option<u64>>>,
+    /// `collective_error[index][rank]`: the error it ended with there.
+    collective_error: Vec<Vec<Option<i32>>>,
+    /// The rank that died, if one did.
+    death: Option<Death>,
+    /// `notice_call[rank]`: engine call on that rank in which it was told
+    /// of the death.
+    notice_call: Vec<Option<u64>>,
+    /// `undeliverable[message]`: a message from the dead rank whose frame
+    /// reached its destination only after the destination was told.
+    undeliverable: Vec<bool>,
 }
 
 impl EngineChecker {
@@ -90,8 +140,65 @@ impl EngineChecker {
             send_outcome: vec![None; plan.messages.len()],
             receives: vec![Vec::new(); rank_count],
             collective_started: vec![vec![None; rank_count]; plan.collectives.len()],
+            collective_error: vec![vec![None; rank_count]; plan.collectives.len()],
+            death: None,
+            notice_call: vec![None; rank_count],
+            undeliverable: vec![false; plan.messages.len()],
             plan: plan.clone(),
         }
+    }
+
+    /// Rank `rank` died at global step `step`: from now on its messages
+    /// need not arrive, and messages to it may be lost.
+    pub fn rank_died(&mut self, rank: u32, step: u64) {
+        assert!(self.death.is_none(), "one death per job");
+        self.death = Some(Death { rank, step });
+    }
+
+    /// Whether `rank` is the rank that died.
+    fn is_dead(&self, rank: u32) -> bool {
+        self.death.is_some_and(|death| death.rank == rank)
+    }
+
+    /// Survivor `rank` was told of the death in its engine call `call`;
+    /// `late_messages` are messages from the dead rank whose frames had not
+    /// reached its engine yet (they must never be delivered).
+    pub fn notice_arrived(&mut self, rank: u32, call: u64, late_messages: &[usize]) {
+        self.notice_call[rank as usize] = Some(call);
+        for &number in late_messages {
+            self.undeliverable[number] = true;
+        }
+    }
+
+    /// After the notice call of `rank`: every receive that needed the dead
+    /// rank and was pending — one naming it, or a wildcard one not yet
+    /// matched — has ended.
+    pub fn check_notice_took_effect(&self, rank: u32) -> Result<(), String> {
+        let (Some(death), Some(notice_call)) = (self.death, self.notice_call[rank as usize]) else {
+            return Ok(());
+        };
+        for (ordinal, record) in self.receives[rank as usize].iter().enumerate() {
+            if record.completed_call.is_some() || record.posted_call >= notice_call {
+                continue;
+            }
+            let pattern = record.pattern;
+            if pattern.source == Some(death.rank) {
+                return Err(format!(
+                    "rank {rank} receive #{ordinal} ({pattern:?}) names rank {} but is still \
+                     open after rank {rank} was told of its death (call {notice_call})",
+                    death.rank
+                ));
+            }
+            if pattern.source.is_none() && record.matched_call.is_none() {
+                return Err(format!(
+                    "rank {rank} wildcard receive #{ordinal} ({pattern:?}) was pending when rank \
+                     {rank} was told (call {notice_call}) that rank {} died, but it did not end \
+                     with error {PROC_FAILED}",
+                    death.rank
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Rank `rank` posted a receive during its engine call `call`; returns
@@ -146,6 +253,10 @@ impl EngineChecker {
             }
             return Ok(());
         }
+        if status.error == PROC_FAILED {
+            return self.receive_failure_allowed(rank, ordinal, call, &what);
+        }
+        let record = &mut self.receives[rank as usize][ordinal];
         record.matched_call.get_or_insert(call);
         if status.error != 0 {
             return Err(format!(
@@ -195,12 +306,18 @@ impl EngineChecker {
                 message.length_bytes + offset
             ));
         }
+        if self.undeliverable[number] {
+            return Err(format!(
+                "{what}: delivered after rank {rank} was told its sender died (its frame \
+                 arrived after the notice)"
+            ));
+        }
         if let Some((other_rank, other)) = self.delivered[number] {
             return Err(format!(
                 "{what}: delivered twice (rank {other_rank} receive #{other} got it before)"
             ));
         }
-        if self.send_outcome[number] == Some(true) {
+        if self.send_outcome[number] == Some(SendOutcome::Cancelled) {
             return Err(format!("{what}: delivered although its send was cancelled"));
         }
         self.delivered[number] = Some((rank, ordinal));
@@ -208,12 +325,77 @@ impl EngineChecker {
         Ok(())
     }
 
-    /// The send of message `number` completed with `status`.
-    pub fn send_completed(&mut self, number: usize, status: SeenStatus) -> Result<(), String> {
+    /// Receive `ordinal` of `rank` ended with PROC_FAILED in call `call`:
+    /// legitimate only for a receive naming the dead rank, or a wildcard
+    /// receive pending when the notice came, on a rank already told.
+    fn receive_failure_allowed(
+        &self,
+        rank: u32,
+        ordinal: usize,
+        call: u64,
+        what: &str,
+    ) -> Result<(), String> {
+        let record = &self.receives[rank as usize][ordinal];
+        let (Some(death), Some(notice_call)) = (self.death, self.notice_call[rank as usize]) else {
+            return Err(format!(
+                "{what}: ended with error {PROC_FAILED} in call {call}, but rank {rank} had \
+                 not been told of any death"
+            ));
+        };
+        if call < notice_call {
+            return Err(format!(
+                "{what}: ended with error {PROC_FAILED} in call {call}, before rank {rank} was \
+                 told of the death (call {notice_call})"
+            ));
+        }
+        match record.pattern.source {
+            Some(source) if source == death.rank => Ok(()),
+            Some(source) => Err(format!(
+                "{what}: ended with error {PROC_FAILED}, but it names rank {source}, which \
+                 lives (rank {} died)",
+                death.rank
+            )),
+            None if record.posted_call < notice_call && call == notice_call => Ok(()),
+            None => Err(format!(
+                "{what}: a wildcard receive posted in call {} ended with error {PROC_FAILED} \
+                 in call {call}, but only one pending at the notice (call {notice_call}) may",
+                record.posted_call
+            )),
+        }
+    }
+
+    /// The send of message `number` completed with `status` in its
+    /// sender's engine call `call`.
+    pub fn send_completed(
+        &mut self,
+        number: usize,
+        call: u64,
+        status: SeenStatus,
+    ) -> Result<(), String> {
         let message = self.plan.messages[number];
-        let what = format!("send of message {number} ({message:?})");
+        let what = format!(
+            "rank {} send of message {number} ({message:?})",
+            message.source
+        );
         if self.send_outcome[number].is_some() {
             return Err(format!("{what}: completed twice"));
+        }
+        if status.error == PROC_FAILED {
+            let notice_call = self.notice_call[message.source as usize];
+            if !self.is_dead(message.destination) {
+                return Err(format!(
+                    "{what}: ended with error {PROC_FAILED}, but its destination lives"
+                ));
+            }
+            if notice_call.is_none_or(|notice_call| call < notice_call) {
+                return Err(format!(
+                    "{what}: ended with error {PROC_FAILED} in call {call}, before rank {} was \
+                     told of the death (notice call {notice_call:?})",
+                    message.source
+                ));
+            }
+            self.send_outcome[number] = Some(SendOutcome::Failed);
+            return Ok(());
         }
         if status.error != 0 {
             return Err(format!(
@@ -233,7 +415,11 @@ impl EngineChecker {
                 "{what}: a synchronous send completed before any receive matched it"
             ));
         }
-        self.send_outcome[number] = Some(status.cancelled);
+        self.send_outcome[number] = Some(if status.cancelled {
+            SendOutcome::Cancelled
+        } else {
+            SendOutcome::Sent
+        });
         Ok(())
     }
 
@@ -250,30 +436,37 @@ impl EngineChecker {
             })
     }
 
-    /// Messages to `rank` neither held by a receive seen matched nor
-    /// cancelled by their sender: how many more receives it needs.
+    /// Messages to `rank` that it still needs a receive for: neither
+    /// delivered, nor cancelled by their sender, nor from the dead rank,
+    /// less the receives seen matched that have not completed yet (each
+    /// holds one arriving message).
     pub fn unclaimed(&self, rank: u32) -> usize {
-        let expected = self.plan.incoming_count(rank);
-        let matched = self.receives[rank as usize]
-            .iter()
-            .filter(|record| record.matched_call.is_some() && !record.cancelled)
+        let needed = (0..self.plan.messages.len())
+            .filter(|&number| {
+                let message = &self.plan.messages[number];
+                message.destination == rank && self.still_needed(number)
+            })
             .count();
-        let cancelled = self
-            .plan
-            .messages
+        let holding = self.receives[rank as usize]
             .iter()
-            .zip(&self.send_outcome)
-            .filter(|(message, outcome)| message.destination == rank && **outcome == Some(true))
+            .filter(|record| record.matched_call.is_some() && record.completed_call.is_none())
             .count();
-        expected.saturating_sub(matched + cancelled)
+        needed.saturating_sub(holding)
     }
 
-    /// Whether every message is delivered or cancelled.
+    /// Message `number` must still be delivered: not yet delivered, not
+    /// cancelled, and between two ranks that live.
+    fn still_needed(&self, number: usize) -> bool {
+        let message = &self.plan.messages[number];
+        self.delivered[number].is_none()
+            && self.send_outcome[number] != Some(SendOutcome::Cancelled)
+            && !self.is_dead(message.source)
+            && !self.is_dead(message.destination)
+    }
+
+    /// Whether every message that must arrive is delivered or cancelled.
     pub fn all_accounted(&self) -> bool {
-        self.delivered
-            .iter()
-            .zip(&self.send_outcome)
-            .all(|(delivered, outcome)| delivered.is_some() || *outcome == Some(true))
+        (0..self.plan.messages.len()).all(|number| !self.still_needed(number))
     }
 
     /// Rank `rank` started collective `index` at global step `step`.
@@ -285,7 +478,7 @@ impl EngineChecker {
     /// `error` (0 = success) and left `result` (the allreduce's output or
     /// the broadcast buffer; empty for a barrier).
     pub fn collective_completed(
-        &self,
+        &mut self,
         index: usize,
         rank: u32,
         step: u64,
@@ -294,9 +487,30 @@ impl EngineChecker {
     ) -> Result<(), String> {
         let collective = self.plan.collectives[index];
         let what = format!("rank {rank} collective {index} ({collective:?})");
+        if self.collective_error[index][rank as usize].is_some() {
+            return Err(format!("{what}: completed twice"));
+        }
+        self.collective_error[index][rank as usize] = Some(error);
+        if error == PROC_FAILED {
+            // Legitimate once this rank was told, or once the death happened
+            // at all: a partner whose own step with the dead rank failed
+            // passes on flagged data (FLAG_FAILURE_TAINTED), which fails
+            // this rank's collective before its own notice arrives.
+            let died_before = self.death.is_some_and(|death| step >= death.step);
+            if self.notice_call[rank as usize].is_none() && !died_before {
+                return Err(format!(
+                    "{what}: ended with error {PROC_FAILED} at step {step}, but rank {rank} \
+                     had not been told of any death"
+                ));
+            }
+            return Ok(());
+        }
         if error != 0 {
             return Err(format!("{what}: completed with error class {error}"));
         }
+        // A success is a success even after a death: data computed after a
+        // lost contribution travels flagged and fails the collective, so a
+        // survivor that succeeds must hold the right result.
         match collective {
             PlannedCollective::Barrier => {
                 let absent: Vec<usize> = self.collective_started[index]
@@ -347,15 +561,28 @@ impl EngineChecker {
         Ok(())
     }
 
-    /// End of job: nothing lost, and the order rules held.
+    /// End of job: nothing lost, no death hidden, and the order rules held.
     pub fn finish(&self) -> Result<(), String> {
         for (number, message) in self.plan.messages.iter().enumerate() {
-            match (self.delivered[number], self.send_outcome[number]) {
-                (None, Some(true)) | (Some(_), Some(false)) => {}
+            let outcome = self.send_outcome[number];
+            let delivered = self.delivered[number];
+            if delivered.is_some() && outcome == Some(SendOutcome::Cancelled) {
+                return Err(format!(
+                    "message {number} ({message:?}) delivered but its send was cancelled"
+                ));
+            }
+            if self.is_dead(message.source) || self.is_dead(message.destination) {
+                // From the dead rank: at most once (checked at delivery) or
+                // not at all. To it: may be lost; its survivor sender's
+                // request ended (the quiet check saw every request released).
+                continue;
+            }
+            match (delivered, outcome) {
+                (None, Some(SendOutcome::Cancelled)) | (Some(_), Some(SendOutcome::Sent)) => {}
                 (None, _) => {
                     return Err(format!(
-                        "message {number} ({message:?}) lost: never delivered, send outcome {:?}",
-                        self.send_outcome[number]
+                        "message {number} ({message:?}) lost: never delivered, send outcome \
+                         {outcome:?}"
                     ))
                 }
                 (Some(_), outcome) => {
@@ -365,9 +592,43 @@ impl EngineChecker {
                 }
             }
         }
+        self.check_no_death_hidden()?;
         for rank in 0..self.receives.len() as u32 {
             self.check_non_overtaking(rank)?;
             self.check_posted_order(rank)?;
+        }
+        Ok(())
+    }
+
+    /// A collective that needs the dead rank's part (a barrier, an
+    /// allreduce, a broadcast from it) and that it died before starting
+    /// cannot have succeeded on every survivor: some survivor waited for it
+    /// and must report the death.
+    fn check_no_death_hidden(&self) -> Result<(), String> {
+        let Some(death) = self.death else {
+            return Ok(());
+        };
+        for (index, collective) in self.plan.collectives.iter().enumerate() {
+            let needs_dead = match *collective {
+                PlannedCollective::Barrier | PlannedCollective::Allreduce { .. } => true,
+                PlannedCollective::Bcast { root, .. } => root == death.rank,
+            };
+            if !needs_dead || self.collective_started[index][death.rank as usize].is_some() {
+                continue;
+            }
+            let survivors: Vec<Option<i32>> = self.collective_error[index]
+                .iter()
+                .enumerate()
+                .filter(|&(rank, _)| rank as u32 != death.rank)
+                .map(|(_, error)| *error)
+                .collect();
+            if survivors.iter().all(|error| *error == Some(0)) {
+                return Err(format!(
+                    "collective {index} ({collective:?}): rank {} died (step {}) before starting \
+                     it, yet every survivor reports success: the death was hidden",
+                    death.rank, death.step
+                ));
+            }
         }
         Ok(())
     }
@@ -487,8 +748,8 @@ mod tests {
             count_bytes: 16,
             cancelled: false,
         };
-        checker.send_completed(0, status).unwrap();
-        checker.send_completed(1, status).unwrap();
+        checker.send_completed(0, 10, status).unwrap();
+        checker.send_completed(1, 10, status).unwrap();
     }
 
     #[test]
@@ -591,5 +852,174 @@ mod tests {
             .receive_completed(1, 0, 2, status, &buffer)
             .unwrap_err();
         assert!(error.contains("buffer was written"), "{error}");
+    }
+
+    /// Three ranks: 0 -> 1 (message 0), 2 -> 1 (message 1), 1 -> 0
+    /// (message 2), and one barrier; rank 0 dies.
+    fn death_plan() -> Plan {
+        let message = |source, destination| PlannedMessage {
+            source,
+            destination,
+            index: 0,
+            tag: 0,
+            length_bytes: 16,
+            mode: PlannedMode::Standard,
+        };
+        Plan {
+            seed: 3,
+            messages: vec![message(0, 1), message(2, 1), message(1, 0)],
+            collectives: vec![PlannedCollective::Barrier],
+            programs: vec![Vec::new(); 3],
+        }
+    }
+
+    fn failed() -> SeenStatus {
+        SeenStatus {
+            source: -1,
+            tag: -1,
+            error: PROC_FAILED,
+            count_bytes: 0,
+            cancelled: false,
+        }
+    }
+
+    fn from(source: u32) -> PlannedPattern {
+        PlannedPattern {
+            source: Some(source),
+            tag: None,
+        }
+    }
+
+    #[test]
+    fn a_receive_naming_the_dead_rank_and_a_pending_wildcard_may_fail_at_the_notice() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.receive_posted(1, from(0), 1);
+        checker.receive_posted(1, PlannedPattern::ANY, 2);
+        checker.rank_died(0, 10);
+        checker.notice_arrived(1, 5, &[]);
+        let untouched = vec![SENTINEL_BYTE; 64];
+        checker
+            .receive_completed(1, 0, 5, failed(), &untouched)
+            .unwrap();
+        checker
+            .receive_completed(1, 1, 5, failed(), &untouched)
+            .unwrap();
+        checker.check_notice_took_effect(1).unwrap();
+    }
+
+    #[test]
+    fn a_failure_before_the_notice_or_on_a_live_source_is_reported() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.receive_posted(1, from(0), 1);
+        checker.receive_posted(1, from(2), 2);
+        let untouched = vec![SENTINEL_BYTE; 64];
+        checker.rank_died(0, 10);
+        let error = checker
+            .receive_completed(1, 0, 3, failed(), &untouched)
+            .unwrap_err();
+        assert!(error.contains("not been told of any death"), "{error}");
+        checker.notice_arrived(1, 5, &[]);
+        let error = checker
+            .receive_completed(1, 1, 5, failed(), &untouched)
+            .unwrap_err();
+        assert!(error.contains("names rank 2, which lives"), "{error}");
+    }
+
+    #[test]
+    fn a_wildcard_receive_posted_after_the_notice_may_not_fail() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        checker.notice_arrived(1, 5, &[]);
+        checker.receive_posted(1, PlannedPattern::ANY, 6);
+        let untouched = vec![SENTINEL_BYTE; 64];
+        let error = checker
+            .receive_completed(1, 0, 6, failed(), &untouched)
+            .unwrap_err();
+        assert!(error.contains("only one pending at the notice"), "{error}");
+    }
+
+    #[test]
+    fn a_pending_wildcard_receive_that_outlives_its_notice_is_reported() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 1);
+        checker.rank_died(0, 10);
+        checker.notice_arrived(1, 5, &[]);
+        let error = checker.check_notice_took_effect(1).unwrap_err();
+        assert!(
+            error.contains("was pending when rank 1 was told"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_send_may_fail_only_toward_the_dead_rank_and_only_after_its_notice() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        let error = checker.send_completed(2, 3, failed()).unwrap_err();
+        assert!(error.contains("before rank 1 was told"), "{error}");
+        checker.notice_arrived(1, 5, &[]);
+        checker.send_completed(2, 6, failed()).unwrap();
+        checker.notice_arrived(2, 5, &[]);
+        let error = checker.send_completed(1, 6, failed()).unwrap_err();
+        assert!(error.contains("its destination lives"), "{error}");
+    }
+
+    #[test]
+    fn a_message_from_the_dead_rank_that_arrived_after_the_notice_must_not_be_delivered() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.receive_posted(1, PlannedPattern::ANY, 7);
+        checker.rank_died(0, 10);
+        checker.notice_arrived(1, 5, &[0]);
+        let mut buffer = vec![SENTINEL_BYTE; 64];
+        buffer[..16].copy_from_slice(&payload(3, 0, 16));
+        let status = SeenStatus {
+            source: 0,
+            tag: 0,
+            error: 0,
+            count_bytes: 16,
+            cancelled: false,
+        };
+        let error = checker
+            .receive_completed(1, 0, 8, status, &buffer)
+            .unwrap_err();
+        assert!(error.contains("delivered after rank 1 was told"), "{error}");
+    }
+
+    #[test]
+    fn messages_of_the_dead_rank_may_be_lost_but_not_those_between_survivors() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        // Message 0 (from the dead) and message 2 (to it) never arrive.
+        assert!(!checker.all_accounted());
+        assert_eq!(checker.unclaimed(1), 1);
+        let error = checker.finish().unwrap_err();
+        assert!(
+            error.contains("message 1") && error.contains("lost"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_barrier_the_dead_rank_never_entered_cannot_succeed_on_any_survivor() {
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        checker.collective_started(0, 1, 11);
+        checker.collective_started(0, 2, 12);
+        let error = checker.collective_completed(0, 1, 20, 0, &[]).unwrap_err();
+        assert!(error.contains("before ranks [0] entered it"), "{error}");
+        // After the death, 101 is right even before this rank's own notice:
+        // a partner's flagged data failed its collective.
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 10);
+        checker
+            .collective_completed(0, 2, 21, PROC_FAILED, &[])
+            .unwrap();
+        // Before the death, it is not.
+        let mut checker = EngineChecker::new(&death_plan());
+        checker.rank_died(0, 30);
+        let error = checker
+            .collective_completed(0, 2, 21, PROC_FAILED, &[])
+            .unwrap_err();
+        assert!(error.contains("had not been told of any death"), "{error}");
     }
 }

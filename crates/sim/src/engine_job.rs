@@ -23,10 +23,14 @@
 //! quiet with every queue empty and every request released, within
 //! `step_limit` steps.
 //!
-//! A scenario can also kill a rank at a step ([`Kill`]): it stops running,
-//! frames to and from it vanish, and each survivor is told after its own
-//! delay. Telling the engine needs `Engine::handle_peer_failure`, which
-//! does not exist on this branch yet; see [`notify_peer_failure`].
+//! A scenario can also kill a rank at a step ([`Kill`]): it stops running;
+//! frames to it vanish; of the frames it sent that are still on the wire
+//! a random prefix per destination goes on arriving (what a socket had
+//! buffered), the rest is lost; and each survivor is told after its own
+//! delay, through the engine call a launcher notice ends in
+//! (`Engine::handle_peer_failure`). The checker then judges which
+//! requests may end with PROC_FAILED and which must not, and the job must
+//! still go quiet: a correct engine leaves no survivor waiting on the dead.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -35,14 +39,14 @@ use resmpi_core::coll::{self, Reduction};
 use resmpi_core::comm::{SELF_CONTEXT, WORLD_CONTEXT};
 use resmpi_core::datatype::{BasicKind, TypeInfo};
 use resmpi_core::op::Op;
-use resmpi_core::request::{Operation, SendMode};
+use resmpi_core::request::{Operation, SendMode, SendStage};
 use resmpi_core::transport::Transports;
 use resmpi_core::{Communicator, Destination, Engine, EngineConfig, Status, Unexpected};
 use resmpi_ft::PassThrough;
 use resmpi_path::MemoryPath;
-use resmpi_wire::{FrameHeader, HEADER_LEN_BYTES};
+use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
-use crate::engine_checker::{EngineChecker, SeenStatus, SENTINEL_BYTE};
+use crate::engine_checker::{EngineChecker, SeenStatus, PROC_FAILED, SENTINEL_BYTE};
 use crate::engine_plan::{
     allreduce_input, bcast_data, payload, Action, Plan, PlanShape, PlannedCollective, PlannedMode,
     PlannedPattern,
@@ -64,6 +68,10 @@ pub struct Kill {
     pub step: u64,
     /// Each survivor learns of the death up to this many steps later.
     pub notice_delay_steps_max: u64,
+    /// Whether survivors are told at all (false is the negative control:
+    /// a survivor waiting on the dead rank must then be reported as a
+    /// hang, not pass).
+    pub notices: bool,
 }
 
 /// Everything that defines a simulated engine job; equal configs give
@@ -132,6 +140,49 @@ impl EngineJobConfig {
             kill: None,
         }
     }
+
+    /// [`EngineJobConfig::random`] with, in every job of two ranks or more,
+    /// a random rank killed at a random step of the job's busy part and
+    /// survivors told up to a few hundred steps later.
+    pub fn random_with_kill(seed: u64, rank_count_max: u32) -> EngineJobConfig {
+        let mut config = EngineJobConfig::random(seed, rank_count_max);
+        let rank_count = config.shape.rank_count;
+        if rank_count < 2 {
+            return config;
+        }
+        let mut rng = SplitMix64::new(seed ^ 0x6b69_6c6c);
+        // A job takes roughly this many steps per planned operation; a kill
+        // drawn inside that span lands while messages and collectives are
+        // in flight rather than after everything is done.
+        let operations =
+            rank_count as usize * (config.shape.sends_per_rank + config.shape.collective_count) * 2;
+        let busy_steps = (operations as u64 * KILL_STEPS_PER_OPERATION).max(2);
+        config.kill = Some(Kill {
+            rank: rng.below(u64::from(rank_count)) as u32,
+            step: rng.between(1, busy_steps),
+            notice_delay_steps_max: [0, 20, 200, 600][rng.below(4) as usize],
+            notices: true,
+        });
+        config
+    }
+}
+
+/// Steps per planned operation over which a random kill step is drawn.
+const KILL_STEPS_PER_OPERATION: u64 = 12;
+
+/// Where a kill landed: what was under way between the dead rank and the
+/// survivors at that step.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KillLanding {
+    /// A rendezvous to or from the dead rank had started and not finished
+    /// (announced, cleared, or data streaming), point-to-point or inside a
+    /// collective.
+    pub mid_rendezvous: bool,
+    /// The dead rank had a collective schedule in flight.
+    pub mid_collective: bool,
+    /// Frames were on their way both to the dead rank and from it (some of
+    /// the latter still arrive after the death).
+    pub frames_in_flight_both_ways: bool,
 }
 
 /// What a finished job did.
@@ -153,6 +204,17 @@ pub struct EngineJobReport {
     pub receives_cancelled: usize,
     /// Collectives completed (summed over ranks).
     pub collectives_completed: usize,
+    /// Where the kill landed, if the job had one.
+    pub kill_landing: Option<KillLanding>,
+    /// Survivor receives that ended with PROC_FAILED.
+    pub receives_failed: usize,
+    /// Survivor sends that ended with PROC_FAILED.
+    pub sends_failed: usize,
+    /// Survivor collectives that ended with PROC_FAILED.
+    pub collectives_failed: usize,
+    /// Frames from the dead rank still on the wire when its destination was
+    /// told (a correct engine drops them).
+    pub frames_overtaken_by_notices: usize,
 }
 
 /// A violated invariant, with what is needed to reproduce it.
@@ -240,7 +302,8 @@ struct Simulation {
     checker: EngineChecker,
     /// `in_flight[source * n + destination]`, oldest first.
     in_flight: Vec<VecDeque<InFlight>>,
-    /// `notices[survivor]`: step at which it learns of the kill.
+    /// `notices[survivor]`: step at which it learns of the kill, until it
+    /// has.
     notices: Vec<Option<u64>>,
     step: u64,
     report: EngineJobReport,
@@ -330,7 +393,7 @@ impl Simulation {
         let weight_total = turn_weight + take_weight + deliver_weight;
         while self.step < self.config.step_limit {
             self.step += 1;
-            self.handle_kill_and_notices();
+            self.handle_kill_and_notices()?;
             if self.step.is_multiple_of(64) && self.finished() {
                 self.quiesce()?;
                 self.report.steps = self.step;
@@ -365,12 +428,14 @@ impl Simulation {
     }
 
     /// Every program done, every request released, every message delivered
-    /// or cancelled.
+    /// or cancelled, every survivor told of a death.
     fn finished(&self) -> bool {
-        self.ranks
-            .iter()
-            .filter(|rank| rank.alive)
-            .all(|rank| rank.program_done() && !rank.has_open_operations())
+        self.notices.iter().all(Option::is_none)
+            && self
+                .ranks
+                .iter()
+                .filter(|rank| rank.alive)
+                .all(|rank| rank.program_done() && !rank.has_open_operations())
             && self.checker.all_accounted()
     }
 
@@ -610,6 +675,9 @@ impl Simulation {
             if status.cancelled {
                 self.report.receives_cancelled += 1;
             }
+            if status.error == PROC_FAILED {
+                self.report.receives_failed += 1;
+            }
             self.checker
                 .receive_completed(rank_id, open.ordinal, call, status, &open.buffer)?;
         }
@@ -632,7 +700,10 @@ impl Simulation {
             if status.cancelled {
                 self.report.sends_cancelled += 1;
             }
-            self.checker.send_completed(open.message, status)?;
+            if status.error == PROC_FAILED {
+                self.report.sends_failed += 1;
+            }
+            self.checker.send_completed(open.message, call, status)?;
         }
         let mut position = 0;
         while position < simulated.collectives.len() {
@@ -653,6 +724,9 @@ impl Simulation {
                 Err(error) => error.class as i32,
             };
             self.report.collectives_completed += 1;
+            if error == PROC_FAILED {
+                self.report.collectives_failed += 1;
+            }
             self.checker.collective_completed(
                 open.index,
                 rank_id,
@@ -731,31 +805,139 @@ impl Simulation {
 
     /// Kill the planned rank at its step, and tell each survivor at its
     /// notice step.
-    fn handle_kill_and_notices(&mut self) {
+    fn handle_kill_and_notices(&mut self) -> Result<(), String> {
         let Some(kill) = self.config.kill else {
-            return;
+            return Ok(());
         };
+        if self.step == kill.step && self.ranks[kill.rank as usize].alive {
+            self.kill(kill);
+        }
+        for survivor in 0..self.size() as usize {
+            if self.notices[survivor] == Some(self.step) {
+                self.notices[survivor] = None;
+                self.notify(survivor, kill.rank)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `kill.rank` dies now: it never runs again, frames to it vanish, and
+    /// of the frames it sent that are still on the wire each destination
+    /// gets a random prefix (never a gap: a message numbered after a lost
+    /// one would be a path losing data, which no path does).
+    fn kill(&mut self, kill: Kill) {
         let size = self.size() as usize;
         let dead = kill.rank as usize;
-        if self.step == kill.step {
-            self.ranks[dead].alive = false;
-            for peer in 0..size {
-                self.in_flight[dead * size + peer].clear();
-                self.in_flight[peer * size + dead].clear();
-            }
+        let mut landing = self.kill_landing(kill.rank);
+        let mut frames_to_dead = 0;
+        let mut frames_from_dead = 0;
+        self.ranks[dead].alive = false;
+        for peer in (0..size).filter(|&peer| peer != dead) {
+            frames_to_dead += self.in_flight[peer * size + dead].len();
+            self.in_flight[peer * size + dead].clear();
+            let memory = self.ranks[peer].engine.transports.memory.as_ref();
+            let memory = memory.expect("a simulated rank has a memory path");
+            frames_to_dead += memory.outgoing_count_to(kill.rank);
+            frames_from_dead += memory.incoming_from(kill.rank).count();
+            let queue = &mut self.in_flight[dead * size + peer];
+            let kept = self.rng.between(0, queue.len() as u64) as usize;
+            queue.truncate(kept);
+            frames_from_dead += kept;
+        }
+        landing.frames_in_flight_both_ways = frames_to_dead > 0 && frames_from_dead > 0;
+        self.report.kill_landing = Some(landing);
+        self.checker.rank_died(kill.rank, self.step);
+        if kill.notices {
             for survivor in (0..size).filter(|&rank| rank != dead) {
-                if let Some(memory) = self.ranks[survivor].engine.transports.memory.as_mut() {
-                    memory.forget_peer(kill.rank);
-                }
                 let delay = self.rng.between(0, kill.notice_delay_steps_max);
                 self.notices[survivor] = Some(self.step + delay);
             }
         }
-        for survivor in 0..size {
-            if self.notices[survivor] == Some(self.step) {
-                notify_peer_failure(&mut self.ranks[survivor].engine, kill.rank);
+    }
+
+    /// What was under way between `dead` and the others as it died.
+    fn kill_landing(&self, dead: u32) -> KillLanding {
+        let mut landing = KillLanding {
+            mid_collective: !self.ranks[dead as usize].engine.schedules.is_empty(),
+            ..KillLanding::default()
+        };
+        for simulated in &self.ranks {
+            let requests = &simulated.engine.state.requests;
+            for index in requests.live_indices() {
+                let Some(request) = requests.get(index) else {
+                    continue;
+                };
+                // A rendezvous between the dead rank and another one.
+                let across = |peer: Option<u32>| {
+                    peer.is_some_and(|peer| {
+                        peer != simulated.rank && (simulated.rank == dead || peer == dead)
+                    })
+                };
+                let rendezvous_open = match &request.operation {
+                    Operation::Send(send) => {
+                        across(Some(send.peer))
+                            && matches!(
+                                send.stage,
+                                SendStage::AwaitingClearToSend
+                                    | SendStage::Streaming { .. }
+                                    | SendStage::AwaitingAcks
+                            )
+                    }
+                    Operation::Receive(receive) => {
+                        across(receive.sender) && receive.matched && !request.complete
+                    }
+                    _ => false,
+                };
+                landing.mid_rendezvous |= rendezvous_open;
             }
         }
+        landing
+    }
+
+    /// Tell `survivor` that `dead` died, in one engine call of its own, and
+    /// check that every request that needed the dead rank ended in it.
+    fn notify(&mut self, survivor: usize, dead: u32) -> Result<(), String> {
+        let size = self.size() as usize;
+        // Eager messages from the dead rank that its engine has not read
+        // yet: once it knows, none of them may be delivered.
+        let memory = self.ranks[survivor].engine.transports.memory.as_ref();
+        let unread = memory
+            .expect("a simulated rank has a memory path")
+            .incoming_from(dead);
+        let on_the_wire = self.in_flight[dead as usize * size + survivor]
+            .iter()
+            .map(|in_flight| in_flight.frame.as_slice());
+        let overtaken: Vec<&[u8]> = unread.chain(on_the_wire).collect();
+        self.report.frames_overtaken_by_notices += overtaken.len();
+        let late_messages: Vec<usize> = overtaken
+            .into_iter()
+            .filter_map(point_to_point_message_number)
+            .collect();
+        let simulated = &mut self.ranks[survivor];
+        simulated.calls += 1;
+        let call = simulated.calls;
+        simulated.engine.handle_peer_failure(dead);
+        self.checker
+            .notice_arrived(survivor as u32, call, &late_messages);
+        self.observe(survivor)?;
+        self.checker.check_notice_took_effect(survivor as u32)?;
+        let simulated = &self.ranks[survivor];
+        for send in &simulated.sends {
+            let complete = simulated
+                .engine
+                .state
+                .requests
+                .get(send.request)
+                .is_some_and(|request| request.complete);
+            if self.plan.messages[send.message].destination == dead && !complete {
+                return Err(format!(
+                    "rank {survivor} send of message {} ({:?}) to rank {dead} is still open \
+                     after rank {survivor} was told of its death (call {call})",
+                    send.message, self.plan.messages[send.message]
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Deliver everything, progress everyone, until nothing moves; then
@@ -804,14 +986,22 @@ impl Simulation {
         Err("the job never went quiet after its last request".into())
     }
 
-    fn check_quiet(&self) -> Result<(), String> {
-        for simulated in self.ranks.iter().filter(|rank| rank.alive) {
+    fn check_quiet(&mut self) -> Result<(), String> {
+        let dead = self.config.kill.map(|kill| kill.rank);
+        for simulated in self.ranks.iter_mut().filter(|rank| rank.alive) {
             let rank = simulated.rank;
-            let state = &simulated.engine.state;
-            if state.matcher.unexpected_len() > 0 {
+            let state = &mut simulated.engine.state;
+            // An eager message the dead rank sent before it died may stay
+            // unclaimed: nobody needs it.
+            let from_survivors = state
+                .matcher
+                .unexpected_mut()
+                .filter(|(envelope, _)| Some(envelope.source) != dead)
+                .count();
+            if from_survivors > 0 {
                 return Err(format!(
-                    "rank {rank}: {} unexpected message(s) left at the end (delivered twice?)",
-                    state.matcher.unexpected_len()
+                    "rank {rank}: {from_survivors} unexpected message(s) from survivors left at \
+                     the end (delivered twice?)"
                 ));
             }
             if state.matcher.posted_len() > 0 {
@@ -868,7 +1058,13 @@ impl Simulation {
             for send in &simulated.sends {
                 let stage = match simulated.engine.state.requests.get(send.request) {
                     Some(request) => match &request.operation {
-                        Operation::Send(state) => format!("{:?}", state.stage),
+                        Operation::Send(state) => format!(
+                            "{:?}, complete {}, error {}, cancel planned {}",
+                            state.stage,
+                            request.complete,
+                            request.status.error,
+                            send.cancel_planned
+                        ),
                         _ => "not a send".into(),
                     },
                     None => "gone".into(),
@@ -926,34 +1122,11 @@ fn seen(status: &Status) -> SeenStatus {
     }
 }
 
-/// Tell `engine` that world rank `peer` died.
-///
-/// `Engine::handle_peer_failure` is being added on main; until it is merged
-/// here a kill leaves survivors waiting on the dead rank, so no sweep or
-/// test sets [`EngineJobConfig::kill`] yet. Build with the `peer-failure`
-/// feature once it exists. What a kill scenario must then check, on the
-/// survivors:
-/// - nothing delivered twice or out of order (non-overtaking, posted-receive
-///   order) and no payload corrupted, as without a death;
-/// - every message between two survivors still delivered or cancelled
-///   (a death ends only requests that involve the dead rank);
-/// - a message from the dead rank delivered at most once, intact, or not
-///   at all; a message to it may be lost;
-/// - every request that involves the dead rank ends: a receive naming it,
-///   a send to it, an ANY_SOURCE receive on WORLD and a collective on WORLD
-///   complete normally or with `status.error == 101` (MPIX_ERR_PROC_FAILED),
-///   and nothing else ends with 101;
-/// - the survivors go quiet within the step limit (no hang), with empty
-///   matcher queues and request tables.
-///
-/// The checker changes that needs: `EngineChecker::rank_died(rank)` exempting
-/// the dead rank's messages from "lost", accepting error 101 exactly where
-/// listed above, and a drain that, once a survivor has been told, posts
-/// receives naming surviving sources instead of ANY_SOURCE ones (which now
-/// fail at once).
-fn notify_peer_failure(engine: &mut Engine<PassThrough>, peer: u32) {
-    #[cfg(feature = "peer-failure")]
-    engine.handle_peer_failure(peer);
-    #[cfg(not(feature = "peer-failure"))]
-    let _ = (engine, peer);
+/// The plan number of the point-to-point message whose eager frame this
+/// is (its payload starts with the number); None for any other frame.
+fn point_to_point_message_number(frame: &[u8]) -> Option<usize> {
+    let header = FrameHeader::parse(frame).ok()?;
+    let payload = frame.get(HEADER_LEN_BYTES..HEADER_LEN_BYTES + 8)?;
+    (header.kind == FrameKind::Eager && header.context == WORLD_CONTEXT && header.payload_len >= 8)
+        .then(|| u64::from_le_bytes(payload.try_into().expect("8 bytes")) as usize)
 }

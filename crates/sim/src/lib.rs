@@ -40,7 +40,9 @@ pub mod workload;
 
 pub use checker::Checker;
 pub use engine_checker::EngineChecker;
-pub use engine_job::{run_engine_job, EngineJobConfig, EngineJobFailure, EngineJobReport, Kill};
+pub use engine_job::{
+    run_engine_job, EngineJobConfig, EngineJobFailure, EngineJobReport, Kill, KillLanding,
+};
 pub use faults::{FaultModel, RailOutage};
 pub use job::{
     run_job, simulation_link_config, ConsumerStall, JobConfig, JobFailure, JobReport, RailEvent,

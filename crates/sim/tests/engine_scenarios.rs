@@ -3,7 +3,7 @@
 //! exercised what it names (a scenario that silently stopped producing
 //! rendezvous or cancels would otherwise pass forever).
 
-use resmpi_sim::{run_engine_job, EngineJobConfig, EngineJobReport};
+use resmpi_sim::{run_engine_job, EngineJobConfig, EngineJobReport, Kill, KillLanding};
 
 const EAGER: usize = 1;
 const REQUEST_TO_SEND: usize = 2;
@@ -133,20 +133,119 @@ fn the_same_seed_gives_the_same_job() {
     assert_eq!(first.frames_by_kind, second.frames_by_kind);
 }
 
-/// Until engines are told of deaths (`peer-failure`), a killed rank leaves
-/// its peers waiting: the step limit must catch that as a hang, naming the
-/// dead rank, rather than the job passing or the simulator crashing.
-#[cfg(not(feature = "peer-failure"))]
+/// Several seeds, each with a kill (`EngineJobConfig::random_with_kill`),
+/// adjusted; returns the reports of the jobs that had one.
+fn run_kill_seeds(
+    seeds: std::ops::Range<u64>,
+    adjust: impl Fn(&mut EngineJobConfig),
+) -> Vec<(EngineJobConfig, EngineJobReport)> {
+    seeds
+        .filter_map(|seed| {
+            let mut config = EngineJobConfig::random_with_kill(seed, 4);
+            adjust(&mut config);
+            config.kill?;
+            let report = run(&config);
+            Some((config, report))
+        })
+        .collect()
+}
+
+fn landings(reports: &[(EngineJobConfig, EngineJobReport)]) -> Vec<KillLanding> {
+    reports
+        .iter()
+        .filter_map(|(_, report)| report.kill_landing)
+        .collect()
+}
+
 #[test]
-fn a_killed_rank_without_failure_notices_is_reported_as_a_hang() {
+fn a_rank_killed_mid_rendezvous_ends_every_request_that_needs_it() {
+    let reports = run_kill_seeds(0..120, |config| {
+        // Little eager room: most messages announce themselves.
+        config.shape.eager_limit_bytes = 64;
+        config.eager_credit_bytes = 150;
+    });
+    let mid_rendezvous = landings(&reports)
+        .iter()
+        .filter(|landing| landing.mid_rendezvous)
+        .count();
+    assert!(mid_rendezvous > 50, "{mid_rendezvous} of {}", reports.len());
+    // Survivors' sends to the dead and receives naming it did end, with
+    // PROC_FAILED, and every job went quiet (`run` panics otherwise).
+    let sends_failed: usize = reports.iter().map(|(_, report)| report.sends_failed).sum();
+    let receives_failed: usize = reports
+        .iter()
+        .map(|(_, report)| report.receives_failed)
+        .sum();
+    assert!(sends_failed > 100 && receives_failed > 100);
+}
+
+#[test]
+fn survivors_of_a_death_mid_collective_all_finish_the_collective() {
+    let reports = run_kill_seeds(0..120, |config| config.shape.collective_count = 6);
+    let mid_collective = landings(&reports)
+        .iter()
+        .filter(|landing| landing.mid_collective)
+        .count();
+    assert!(mid_collective > 30, "{mid_collective} of {}", reports.len());
+    for (config, report) in &reports {
+        // Every survivor ended every collective (the dead rank may have
+        // ended some before it died).
+        let survivors = config.shape.rank_count as usize - 1;
+        assert!(
+            report.collectives_completed >= 6 * survivors,
+            "seed {}: {report:?}",
+            config.seed
+        );
+    }
+    let failed: usize = reports
+        .iter()
+        .map(|(_, report)| report.collectives_failed)
+        .sum();
+    assert!(failed > 0);
+}
+
+#[test]
+fn nothing_from_a_dead_rank_is_delivered_twice_or_after_its_notice() {
+    let reports = run_kill_seeds(0..200, |config| {
+        // Long delays and prompt notices: the notice overtakes frames the
+        // dead rank sent before it died.
+        config.delivery_delay_steps_max = 80;
+        if let Some(kill) = &mut config.kill {
+            kill.notice_delay_steps_max = 5;
+        }
+    });
+    let overtaken: usize = reports
+        .iter()
+        .map(|(_, report)| report.frames_overtaken_by_notices)
+        .sum();
+    let both_ways = landings(&reports)
+        .iter()
+        .filter(|landing| landing.frames_in_flight_both_ways)
+        .count();
+    assert!(overtaken > 100, "{overtaken} frames overtaken");
+    assert!(both_ways > 30, "{both_ways} of {}", reports.len());
+}
+
+#[test]
+fn a_kill_without_notices_is_reported_as_a_hang_naming_the_dead_rank() {
+    // The negative control: the same kill with the notices withheld must
+    // leave a survivor waiting on the dead rank, and the step limit must
+    // say so, rather than the job passing or the simulator crashing.
     let mut config = EngineJobConfig::random(4, 4);
     config.shape.rank_count = 3;
     config.shape.sends_per_rank = 12;
     config.step_limit = 20_000;
-    config.kill = Some(resmpi_sim::Kill {
+    let kill = Kill {
         rank: 1,
         step: 50,
         notice_delay_steps_max: 100,
+        notices: true,
+    };
+    config.kill = Some(kill);
+    run(&config);
+    config.kill = Some(Kill {
+        notices: false,
+        ..kill
     });
     let failure = run_engine_job(&config).expect_err("survivors cannot finish");
     assert!(
