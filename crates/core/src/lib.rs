@@ -30,6 +30,7 @@ pub mod wireup;
 
 use std::sync::Arc;
 
+pub use resmpi_ft::CompletionCall;
 use resmpi_ft::PassThrough;
 use resmpi_runtime::{Config, FailureNotices, FailurePolicy, Pmi, StripeChoice};
 
