@@ -150,7 +150,16 @@ impl Mpi {
         if reliable && routes.contains(&transport::Route::Tcp) {
             keep_fragment_memory_mapped();
         }
-        let mut engine = Engine::new(rank, size, engine_config, transports, PassThrough);
+        // The protocol is chosen here, once. Each protocol will be its own
+        // monomorphic engine (docs/design.md, "Interceptors"); `none` is
+        // `Engine<PassThrough>`, exactly the engine without hooks.
+        let protocol = match resmpi_ft::Mode::from_name(&config.ft_protocol) {
+            Ok(resmpi_ft::Mode::None) => PassThrough,
+            Err(problem) => {
+                return fail(ErrorClass::Other, format!("MPI_Init: RESMPI_FT: {problem}"))
+            }
+        };
+        let mut engine = Engine::new(rank, size, engine_config, transports, protocol);
         if reliable {
             engine.links = reliability::ReliableLinks::new(
                 rank,
