@@ -7,7 +7,7 @@
 //! nonblocking point-to-point call would.
 
 use resmpi_core::request::{Operation, Persistent, Request};
-use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
+use resmpi_core::{CompletionCall, ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
 use crate::datatype::{bytes_of_elements, count_from_bytes, message_buffer};
@@ -218,6 +218,27 @@ unsafe fn test_request(
     Ok(done.then_some(index))
 }
 
+/// [`test_request`] for MPI_Test: its outcome (the request done or not) is
+/// a non-deterministic choice the FT protocol hears of.
+///
+/// # Safety
+/// As [`test_request`].
+unsafe fn test_request_reported(
+    mpi: &mut Mpi,
+    handle: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> MpiResult<Option<u32>> {
+    // SAFETY: forwarded from the caller.
+    let done = unsafe { test_request(mpi, handle, flag, status)? };
+    if handle != MPI_REQUEST_NULL {
+        let completed: &[usize] = if done.is_some() { &[0] } else { &[] };
+        mpi.engine
+            .report_completion_choice(CompletionCall::Test, 1, completed);
+    }
+    Ok(done)
+}
+
 /// Finish request `index` (already complete) and release it.
 pub fn complete_and_release(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> MpiResult<()> {
     finish(mpi, index, status).0
@@ -334,7 +355,7 @@ pub unsafe extern "C" fn PMPI_Test(
             ));
         }
         // SAFETY: checked non-null.
-        let Some(index) = (unsafe { test_request(mpi, *request, flag, status)? }) else {
+        let Some(index) = (unsafe { test_request_reported(mpi, *request, flag, status)? }) else {
             return Ok(());
         };
         // SAFETY: caller's pointers.
@@ -496,6 +517,17 @@ unsafe fn any_entry(
             mpi.engine.progress()?;
             find_completed(mpi, &slots)
         };
+        let call = if blocking {
+            CompletionCall::Waitany
+        } else {
+            CompletionCall::Testany
+        };
+        let chosen: &[usize] = match &found {
+            Some(i) => std::slice::from_ref(i),
+            None => &[],
+        };
+        mpi.engine
+            .report_completion_choice(call, slots.len(), chosen);
         match found {
             Some(i) => {
                 set_flag(true);
@@ -583,13 +615,25 @@ unsafe fn some_entry(
         } else {
             mpi.engine.progress()?;
         }
+        let completed: Vec<usize> = slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| {
+                slot.is_some_and(|index| !is_inactive(mpi, index) && is_complete(mpi, index))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let call = if blocking {
+            CompletionCall::Waitsome
+        } else {
+            CompletionCall::Testsome
+        };
+        mpi.engine
+            .report_completion_choice(call, slots.len(), &completed);
         let mut done = 0usize;
         let mut any_error = false;
-        for (i, slot) in slots.iter().enumerate() {
-            let Some(index) = slot else { continue };
-            if is_inactive(mpi, *index) || !is_complete(mpi, *index) {
-                continue;
-            }
+        for i in completed {
+            let Some(index) = &slots[i] else { continue };
             // SAFETY: caller's arrays: indices and statuses hold incount entries.
             unsafe {
                 if !indices.is_null() {

@@ -23,11 +23,23 @@
 //! notice ([`resmpi_runtime::FailureNotices`], checked with one atomic load
 //! per progress call) or from the network layer (a connection closed, a
 //! peer unreachable on every rail), and both end in the same call.
+//!
+//! The fault-tolerance protocol (`F: Interceptor`) is consulted where it
+//! may change what happens: the targets of every send (fan-out to
+//! replicas, redirect to a substitute), the source of every ANY_SOURCE
+//! receive (pinned or deferred during replay); and told what it may need to
+//! log: every payload sent, every match, probe and any/some completion
+//! choice. It owns a control-frame subtype (`CONTROL_PROTOCOL`) and its
+//! own timers. Each of these is behind an associated constant of `F`, so
+//! with `PassThrough` the engine compiles to what it was without them.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use resmpi_ft::{Interceptor, PassThrough};
+use resmpi_ft::{
+    CompletionCall, CompletionChoice, Interceptor, PassThrough, Payload, ProbeOutcome,
+    SendEnvelope, SendTargets, SentMessage, WildcardDecision,
+};
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
 use resmpi_path::{Path, PathError};
 use resmpi_wire::{
@@ -53,6 +65,12 @@ const CONTROL_CANCEL_SEND: u64 = 2;
 /// Control-frame subtype: the answer to `CONTROL_CANCEL_SEND` for send
 /// `aux`; `tag` 1 = withdrawn (cancelled), 0 = already matched.
 const CONTROL_CANCEL_ANSWER: u64 = 3;
+/// Control-frame subtype reserved for the fault-tolerance protocol: the
+/// payload is the protocol's own bytes, handed to `on_protocol_frame`.
+/// A subtype rather than a frame kind: it needs no header change, travels
+/// (and is retransmitted) like every control frame, and is not numbered as
+/// an application message.
+const CONTROL_PROTOCOL: u64 = 4;
 /// Empty progress rounds spent spinning before the waiter starts yielding.
 const SPIN_ROUNDS: u32 = 200;
 /// How long an idle waiter polls with `sched_yield` before it sleeps.
@@ -208,8 +226,33 @@ pub struct State<F: Interceptor = PassThrough> {
     /// `--inject kill:RANK@sends=N`: sends left before this process kills
     /// itself (0: never).
     pub sends_until_kill: u64,
+    /// Wildcard receives the protocol deferred (`WildcardDecision::Defer`),
+    /// by wire id, not yet handed to the matcher.
+    deferred_receives: Vec<u64>,
     /// The fault-tolerance protocol.
     pub interceptor: F,
+}
+
+/// A message MPI_Iprobe / MPI_Improbe found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeFound {
+    /// Its envelope (source is a world rank).
+    pub envelope: Envelope,
+    /// Its length in bytes.
+    pub length_bytes: usize,
+    /// Improbe/Mprobe: where the taken message waits for MPI_Mrecv
+    /// (an index into `State::probed_messages`).
+    pub message: Option<usize>,
+}
+
+/// Nanoseconds since the first call in this process, from the monotonic
+/// clock: the default time source of protocol timers.
+pub fn monotonic_now_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
 }
 
 /// The engine: state plus paths.
@@ -229,6 +272,10 @@ pub struct Engine<F: Interceptor = PassThrough> {
     /// A peer the network loses (connection closed, every rail silent) is
     /// a failure event (failure policy `continue`) rather than a fatal error.
     pub failures_are_events: bool,
+    /// Where protocol timers read the time (nanoseconds); read on progress
+    /// only when the protocol uses timers (`F::USES_TIMERS`). Tests and the
+    /// simulator put a virtual clock here.
+    pub timer_clock: fn() -> u64,
 }
 
 impl<F: Interceptor> Engine<F> {
@@ -269,12 +316,14 @@ impl<F: Interceptor> Engine<F> {
                 duplicate_messages_dropped: 0,
                 failed_count: 0,
                 sends_until_kill: 0,
+                deferred_receives: Vec::new(),
                 interceptor,
             },
             schedules: Default::default(),
             notices: None,
             notices_seen: 0,
             failures_are_events: false,
+            timer_clock: monotonic_now_ns,
         }
     }
 
@@ -315,35 +364,95 @@ impl<F: Interceptor> Engine<F> {
         } else {
             (bytes, None)
         };
-        let request = Request {
-            operation: Operation::Send(SendState {
-                peer,
-                bytes,
-                length,
+        let mut targets = SendTargets::single(peer);
+        if F::ROUTES_SENDS {
+            let send = SendEnvelope {
+                destination: peer,
                 context,
                 tag,
-                stage: SendStage::Done,
-                owned,
-                loan: None,
-                cancel_requested: false,
-                tainted,
-            }),
-            comm,
-            complete: false,
-            status: Status {
-                source: -1,
-                tag: -1,
-                error: 0,
-                count_bytes: length,
-                cancelled: false,
-            },
-            generation: 0,
-            persistent: None,
-            free_when_complete: false,
-            inner: None,
-        };
+                length_bytes: length,
+            };
+            self.state.interceptor.route_send(&send, &mut targets);
+        }
+        let primary = targets.as_slice()[0];
+        let copies = &targets.as_slice()[1..];
+        let request = send_request(comm, primary, context, tag, bytes.clone(), length, owned);
         let index = self.insert_request(request)?;
+        if let Some(Operation::Send(send)) = self
+            .state
+            .requests
+            .get_mut(index)
+            .map(|request| &mut request.operation)
+        {
+            send.tainted = tainted;
+        }
+        if F::ROUTES_SENDS && !copies.is_empty() {
+            return self.fan_out(index, copies, mode, bytes, tainted);
+        }
         self.launch_send(index, mode)?;
+        Ok(index)
+    }
+
+    /// Send the message of send request `index` (not yet launched) to
+    /// `copies` too: each copy is an internal request of its own, freed
+    /// when it completes; `index` completes once its own message and every
+    /// copy have. A copy that fails (its peer died) does not fail the
+    /// request: the protocol hears of the death from `on_peer_failure`.
+    fn fan_out(
+        &mut self,
+        index: u32,
+        copies: &[u32],
+        mode: SendMode,
+        bytes: UserBytes,
+        tainted: bool,
+    ) -> MpiResult<u32> {
+        let parent_wire_id = self.state.requests.wire_id(index);
+        let Some(Request {
+            operation: Operation::Send(parent),
+            comm,
+            ..
+        }) = self.state.requests.get(index)
+        else {
+            return fail(ErrorClass::Intern, "fan_out of a non-send request");
+        };
+        let (comm, context, tag, length, buffered) = (
+            *comm,
+            parent.context,
+            parent.tag,
+            parent.length,
+            parent.owned.is_some(),
+        );
+        let mut copy_indices = Vec::with_capacity(copies.len());
+        for &peer in copies {
+            // A buffered send's copy keeps its own bytes: the primary may
+            // end (and be freed) before it.
+            let (copy_bytes, owned) = if buffered {
+                let mut copy = vec![0u8; length];
+                // SAFETY: `bytes` is the primary's owned copy of `length` bytes.
+                unsafe { bytes.read(0, &mut copy) };
+                (UserBytes::from(copy.as_mut_ptr()), Some(copy))
+            } else {
+                (bytes.clone(), None)
+            };
+            let mut request = send_request(comm, peer, context, tag, copy_bytes, length, owned);
+            request.free_when_complete = true;
+            if let Operation::Send(send) = &mut request.operation {
+                send.copy_of = Some(parent_wire_id);
+                send.tainted = tainted;
+            }
+            copy_indices.push(self.insert_request(request)?);
+        }
+        if let Some(Request {
+            operation: Operation::Send(parent),
+            ..
+        }) = self.state.requests.get_mut(index)
+        {
+            parent.copies_pending = copy_indices.len() as u32;
+        }
+        self.launch_send(index, mode)?;
+        for copy in copy_indices {
+            self.launch_send(copy, mode)?;
+        }
         Ok(index)
     }
 
@@ -371,16 +480,28 @@ impl<F: Interceptor> Engine<F> {
         bytes: impl Into<UserBytes>,
         length: usize,
     ) -> MpiResult<bool> {
+        if F::ROUTES_SENDS {
+            // The protocol may fan it out: only a request can track copies.
+            return Ok(false);
+        }
         if self.state.failed_count > 0 && self.state.is_failed(destination.peer) {
             return Err(peer_failed_error(destination.peer));
         }
         if !self.take_eager_credit(destination.peer, length) {
             return Ok(false);
         }
+        let bytes = bytes.into();
         let mut header = eager_header(self.state.rank, destination, length);
         header.logical_seq = self.state.next_message_seq(destination.peer);
+        if F::WANTS_PAYLOADS {
+            // SAFETY: the caller guarantees `length` readable bytes for this call.
+            unsafe {
+                self.state
+                    .report_payload(&header, destination.peer, &bytes, length)
+            };
+        }
         // SAFETY: the caller guarantees `length` readable bytes for this call.
-        unsafe { self.send_frame_from(destination.peer, &header, &bytes.into(), 0, length)? };
+        unsafe { self.send_frame_from(destination.peer, &header, &bytes, 0, length)? };
         self.state.interceptor.on_send_complete(
             destination.peer,
             destination.context,
@@ -419,6 +540,10 @@ impl<F: Interceptor> Engine<F> {
         header.logical_seq = self.state.next_message_seq(peer);
         if tainted {
             header.flags |= FLAG_FAILURE_TAINTED;
+        }
+        if F::WANTS_PAYLOADS {
+            // SAFETY: the caller of start_send guarantees the buffer.
+            unsafe { self.state.report_payload(&header, peer, &bytes, length) };
         }
         let stage = if self.take_eager_credit(peer, length) {
             if mode == SendMode::Synchronous {
@@ -497,7 +622,28 @@ impl<F: Interceptor> Engine<F> {
         else {
             return;
         };
-        let pattern = receive.pattern;
+        let mut pattern = receive.pattern;
+        if F::PINS_WILDCARDS && pattern.source.is_none() {
+            match self
+                .state
+                .interceptor
+                .on_wildcard_receive(wire_id, &pattern)
+            {
+                WildcardDecision::AnySource => {}
+                // Only the matcher sees the pinned source; the request
+                // keeps the application's pattern.
+                WildcardDecision::Pin(source) => pattern.source = Some(source),
+                WildcardDecision::Defer => {
+                    self.state.deferred_receives.push(wire_id);
+                    return;
+                }
+            }
+        }
+        self.post_pattern(index, wire_id, pattern);
+    }
+
+    /// Hand receive `index` to the matcher with `pattern` (or match it at once).
+    fn post_pattern(&mut self, index: u32, wire_id: u64, pattern: ReceivePattern) {
         if let Some((envelope, message)) = self.state.matcher.post_receive(pattern, wire_id) {
             self.state.deliver_unexpected(index, envelope, message);
         } else if self.state.failed_count > 0
@@ -557,7 +703,9 @@ impl<F: Interceptor> Engine<F> {
             Operation::Receive(receive)
                 if !request.complete
                     && !receive.matched
-                    && self.state.matcher.cancel_receive(wire_id) =>
+                    && (self.state.matcher.cancel_receive(wire_id)
+                        || (F::PINS_WILDCARDS
+                            && take_deferred(&mut self.state.deferred_receives, wire_id))) =>
             {
                 request.status.cancelled = true;
                 request.status.source = -1;
@@ -689,6 +837,18 @@ impl<F: Interceptor> Engine<F> {
             self.handle_peer_failure(peer);
             frames += 1;
         }
+        if F::PINS_WILDCARDS {
+            frames += self.release_deferred_receives();
+        }
+        if F::USES_TIMERS && self.handle_timers((self.timer_clock)()) {
+            frames += 1;
+        }
+        if F::SENDS_PROTOCOL_FRAMES {
+            while let Some((peer, bytes)) = self.state.interceptor.poll_protocol_frame() {
+                self.send_protocol_frame(peer, &bytes)?;
+                frames += 1;
+            }
+        }
         let sent = self.flush_outbox()?;
         let streamed = self.pump_streams()?;
         let transmitted = self.links.any() && self.links.transmit(&mut self.transports)?;
@@ -721,6 +881,159 @@ impl<F: Interceptor> Engine<F> {
                 .get(index)
                 .is_none_or(|request| request.complete)
         })
+    }
+
+    // ----- the fault-tolerance protocol -----------------------------------------
+
+    /// Fire the protocol's timer if it is due at `now_ns` (at most once per
+    /// call, so a protocol that never moves its deadline cannot stall
+    /// progress). Called by `progress` with `timer_clock` when `F` uses
+    /// timers; the simulator calls it with its virtual time. True if it fired.
+    pub fn handle_timers(&mut self, now_ns: u64) -> bool {
+        match self.state.interceptor.poll_timeout() {
+            Some(due_ns) if due_ns <= now_ns => {
+                self.state.interceptor.handle_timeout(now_ns);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Send the protocol's own frame `bytes` to world rank `peer`; it
+    /// arrives as `on_protocol_frame` there. Fails for a rank out of range,
+    /// a failed peer, or more bytes than one frame carries to it.
+    pub fn send_protocol_frame(&mut self, peer: u32, bytes: &[u8]) -> MpiResult<()> {
+        if peer >= self.state.size {
+            return fail(
+                ErrorClass::Rank,
+                format!(
+                    "protocol frame for rank {peer} of a {}-rank job",
+                    self.state.size
+                ),
+            );
+        }
+        if self.peer_failed(peer) {
+            return Err(peer_failed_error(peer));
+        }
+        let max_payload_bytes = self.transports.max_payload_bytes(peer);
+        if bytes.len() > max_payload_bytes {
+            return fail(
+                ErrorClass::Intern,
+                format!(
+                    "protocol frame of {} bytes for rank {peer}: at most {max_payload_bytes} fit in one frame",
+                    bytes.len()
+                ),
+            );
+        }
+        let mut header = FrameHeader::new(FrameKind::Control, self.state.rank);
+        header.message_id = CONTROL_PROTOCOL;
+        header.payload_len = bytes.len() as u32;
+        self.send_frame(peer, &header, bytes)
+    }
+
+    /// Post the deferred wildcard receives the protocol releases. Returns
+    /// how many it released.
+    fn release_deferred_receives(&mut self) -> usize {
+        let mut released = 0;
+        while let Some((wire_id, source)) = self.state.interceptor.poll_released_receive() {
+            if !take_deferred(&mut self.state.deferred_receives, wire_id) {
+                continue;
+            }
+            let Some((index, request)) = self.state.requests.by_wire_id(wire_id) else {
+                continue;
+            };
+            let Operation::Receive(receive) = &request.operation else {
+                continue;
+            };
+            if request.complete {
+                continue;
+            }
+            let mut pattern = receive.pattern;
+            pattern.source = source.or(pattern.source);
+            self.post_pattern(index, wire_id, pattern);
+            released += 1;
+        }
+        released
+    }
+
+    /// MPI_Iprobe / MPI_Improbe (`remove`) on communicator `comm` for
+    /// `pattern`: the first matching unexpected message, taken off the
+    /// queue with `remove`. The outcome goes to the protocol, a miss
+    /// included, except a miss of a `blocking` probe (Probe/Mprobe call
+    /// this until it finds something; only the find is the application's
+    /// outcome). No progress is made here.
+    pub fn probe(
+        &mut self,
+        comm: usize,
+        pattern: ReceivePattern,
+        remove: bool,
+        blocking: bool,
+    ) -> Option<ProbeFound> {
+        let found = if remove {
+            self.state
+                .matcher
+                .take_unexpected(&pattern)
+                .map(|(envelope, message)| {
+                    let length_bytes = message.length();
+                    let messages = &mut self.state.probed_messages;
+                    let entry = Some((envelope, message, comm));
+                    let slot = match messages.iter().position(Option::is_none) {
+                        Some(slot) => {
+                            messages[slot] = entry;
+                            slot
+                        }
+                        None => {
+                            messages.push(entry);
+                            messages.len() - 1
+                        }
+                    };
+                    ProbeFound {
+                        envelope,
+                        length_bytes,
+                        message: Some(slot),
+                    }
+                })
+        } else {
+            self.state
+                .matcher
+                .probe(&pattern)
+                .map(|(envelope, message)| ProbeFound {
+                    envelope: *envelope,
+                    length_bytes: message.length(),
+                    message: None,
+                })
+        };
+        if F::WANTS_NONDETERMINISM && (found.is_some() || !blocking) {
+            self.state.interceptor.on_probe(&ProbeOutcome {
+                pattern,
+                found: found.map(|found| found.envelope),
+                removed: remove,
+                blocking,
+            });
+        }
+        found
+    }
+
+    /// The outcome of a Test/Testany/Waitany/Testsome/Waitsome call over
+    /// `offered` requests: the positions that completed (empty: none).
+    /// The C layer reports every such outcome here so a logging protocol
+    /// can record it; free for a protocol that does not want it.
+    #[inline]
+    pub fn report_completion_choice(
+        &mut self,
+        call: CompletionCall,
+        offered: usize,
+        completed: &[usize],
+    ) {
+        if F::WANTS_NONDETERMINISM {
+            self.state
+                .interceptor
+                .on_completion_choice(&CompletionChoice {
+                    call,
+                    offered,
+                    completed,
+                });
+        }
     }
 
     // ----- sending frames -------------------------------------------------------
@@ -1085,6 +1398,61 @@ pub fn peer_failed_error(peer: u32) -> MpiError {
 }
 
 impl<F: Interceptor> State<F> {
+    /// Show the protocol the payload of the message with `header` to `peer`.
+    ///
+    /// # Safety
+    /// `bytes` must hold `length` readable packed bytes for this call.
+    unsafe fn report_payload(
+        &mut self,
+        header: &FrameHeader,
+        peer: u32,
+        bytes: &UserBytes,
+        length: usize,
+    ) {
+        let message = SentMessage {
+            destination: peer,
+            context: header.context,
+            tag: header.tag,
+            logical_seq: header.logical_seq,
+        };
+        match bytes.contiguous_at(0) {
+            // SAFETY: by the caller's promise.
+            Some(start) => self.interceptor.on_send_payload(
+                &message,
+                Payload::Contiguous(unsafe { slice_from(start, length) }),
+            ),
+            None => {
+                // SAFETY: by the caller's promise; `out` is `length` long.
+                let gather = |out: &mut [u8]| unsafe { bytes.read(0, out) };
+                self.interceptor.on_send_payload(
+                    &message,
+                    Payload::Gathered {
+                        length_bytes: length,
+                        gather: &gather,
+                    },
+                );
+            }
+        }
+    }
+
+    /// A copy of fanned-out send `parent_wire_id` has ended: complete the
+    /// send once its own message and every copy have.
+    fn copy_finished(&mut self, parent_wire_id: u64) {
+        let Some((index, request)) = self.requests.by_wire_id(parent_wire_id) else {
+            return;
+        };
+        if request.complete {
+            return;
+        }
+        let Operation::Send(send) = &mut request.operation else {
+            return;
+        };
+        send.copies_pending = send.copies_pending.saturating_sub(1);
+        if send.copies_pending == 0 && send.stage == SendStage::Done && !send.cancel_requested {
+            self.complete_send(index);
+        }
+    }
+
     /// The logical number of the next message to `peer`.
     #[inline]
     fn next_message_seq(&mut self, peer: u32) -> u64 {
@@ -1139,13 +1507,20 @@ impl<F: Interceptor> State<F> {
         };
         request.status.error = ErrorClass::ProcFailed as i32;
         request.complete = true;
+        let mut copy_of = None;
         if let Operation::Send(send) = &mut request.operation {
             send.stage = SendStage::Done;
             send.loan = None;
             send.cancel_requested = false;
+            copy_of = send.copy_of;
         }
         if request.free_when_complete {
             self.requests.remove(index);
+        }
+        if F::ROUTES_SENDS {
+            if let Some(parent) = copy_of {
+                self.copy_finished(parent);
+            }
         }
     }
 
@@ -1213,13 +1588,25 @@ impl<F: Interceptor> State<F> {
         let Some(request) = self.requests.get_mut(index) else {
             return;
         };
-        request.complete = true;
+        let mut copy_of = None;
         if let Operation::Send(send) = &request.operation {
+            if F::ROUTES_SENDS && send.copies_pending > 0 {
+                // Its own message is out (stage Done); the last copy to
+                // end completes it (`copy_finished`).
+                return;
+            }
             self.interceptor
                 .on_send_complete(send.peer, send.context, send.tag, send.length);
+            copy_of = send.copy_of;
         }
+        request.complete = true;
         if request.free_when_complete {
             self.requests.remove(index);
+        }
+        if F::ROUTES_SENDS {
+            if let Some(parent) = copy_of {
+                self.copy_finished(parent);
+            }
         }
     }
 
@@ -1549,6 +1936,7 @@ impl<F: Interceptor> State<F> {
                 CONTROL_CREDIT => self.eager_credit[peer as usize] += header.aux as usize,
                 CONTROL_CANCEL_SEND => self.withdraw_cancelled_send(peer, header.aux),
                 CONTROL_CANCEL_ANSWER => self.finish_send_cancel(header.aux, header.tag == 1),
+                CONTROL_PROTOCOL => self.interceptor.on_protocol_frame(peer, payload),
                 _ => {}
             },
             FrameKind::Ack => {}
@@ -1605,6 +1993,58 @@ impl<F: Interceptor> State<F> {
             self.complete_receive(index, envelope);
         }
         true
+    }
+}
+
+/// Remove `wire_id` from the deferred wildcard receives; whether it was there.
+fn take_deferred(deferred: &mut Vec<u64>, wire_id: u64) -> bool {
+    match deferred.iter().position(|&id| id == wire_id) {
+        Some(position) => {
+            deferred.swap_remove(position);
+            true
+        }
+        None => false,
+    }
+}
+
+/// A send request to world rank `peer`, not yet launched.
+fn send_request(
+    comm: usize,
+    peer: u32,
+    context: u32,
+    tag: i32,
+    bytes: UserBytes,
+    length: usize,
+    owned: Option<Vec<u8>>,
+) -> Request {
+    Request {
+        operation: Operation::Send(SendState {
+            peer,
+            bytes,
+            length,
+            context,
+            tag,
+            stage: SendStage::Done,
+            owned,
+            loan: None,
+            cancel_requested: false,
+            tainted: false,
+            copies_pending: 0,
+            copy_of: None,
+        }),
+        comm,
+        complete: false,
+        status: Status {
+            source: -1,
+            tag: -1,
+            error: 0,
+            count_bytes: length,
+            cancelled: false,
+        },
+        generation: 0,
+        persistent: None,
+        free_when_complete: false,
+        inner: None,
     }
 }
 

@@ -30,6 +30,7 @@ pub mod wireup;
 
 use std::sync::Arc;
 
+pub use resmpi_ft::CompletionCall;
 use resmpi_ft::PassThrough;
 use resmpi_runtime::{Config, FailureNotices, FailurePolicy, Pmi, StripeChoice};
 
@@ -149,7 +150,16 @@ impl Mpi {
         if reliable && routes.contains(&transport::Route::Tcp) {
             keep_fragment_memory_mapped();
         }
-        let mut engine = Engine::new(rank, size, engine_config, transports, PassThrough);
+        // The protocol is chosen here, once. Each protocol will be its own
+        // monomorphic engine (docs/design.md, "Interceptors"); `none` is
+        // `Engine<PassThrough>`, exactly the engine without hooks.
+        let protocol = match resmpi_ft::Mode::from_name(&config.ft_protocol) {
+            Ok(resmpi_ft::Mode::None) => PassThrough,
+            Err(problem) => {
+                return fail(ErrorClass::Other, format!("MPI_Init: RESMPI_FT: {problem}"))
+            }
+        };
+        let mut engine = Engine::new(rank, size, engine_config, transports, protocol);
         if reliable {
             engine.links = reliability::ReliableLinks::new(
                 rank,
@@ -521,8 +531,9 @@ impl Mpi {
             .start_receive(comm_index, bytes, capacity, source_world, tag, context)
     }
 
-    /// Look for a matching message without receiving it. `remove` takes it
-    /// (MPI_Mprobe) and returns its message index.
+    /// Look for a matching message without receiving it (MPI_Iprobe);
+    /// `remove` takes it (MPI_Improbe) and returns its message index. The
+    /// outcome, found or not, is reported to the FT protocol.
     pub fn iprobe(
         &mut self,
         comm_index: usize,
@@ -530,58 +541,47 @@ impl Mpi {
         tag: i32,
         remove: bool,
     ) -> MpiResult<Option<(Status, Option<usize>)>> {
+        self.probe_once(comm_index, source, tag, remove, false)
+    }
+
+    /// One look for a matching message, after one progress round; a miss
+    /// of a `blocking` probe is not an outcome the protocol hears of.
+    fn probe_once(
+        &mut self,
+        comm_index: usize,
+        source: i32,
+        tag: i32,
+        remove: bool,
+        blocking: bool,
+    ) -> MpiResult<Option<(Status, Option<usize>)>> {
         self.check_envelope(comm_index, source, tag, true)?;
         if source == PROC_NULL {
             return Ok(Some((Status::proc_null(), None)));
         }
-        let comm = self.comm(comm_index)?.clone();
         self.engine.progress()?;
+        let comm = self.comm(comm_index)?;
         let pattern = resmpi_matching::ReceivePattern {
             context: comm.context,
             source: (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32)),
             tag: (tag != ANY_TAG).then_some(tag),
         };
-        let status_of = |envelope: &resmpi_matching::Envelope, length: usize| Status {
-            source: comm
-                .comm_rank_of(envelope.source)
-                .map_or(-1, |rank| rank as i32),
-            tag: envelope.tag,
-            error: 0,
-            count_bytes: length,
-            cancelled: false,
-        };
-        if !remove {
-            let found = self
-                .engine
-                .state
-                .matcher
-                .probe(&pattern)
-                .map(|(envelope, message)| (status_of(envelope, message.length()), None));
-            return match found {
-                Some(found) => Ok(Some(found)),
-                None => self.nothing_to_probe(&pattern),
-            };
-        }
-        let Some((envelope, message)) = self.engine.state.matcher.take_unexpected(&pattern) else {
+        let Some(found) = self.engine.probe(comm_index, pattern, remove, blocking) else {
             return self.nothing_to_probe(&pattern);
         };
-        let status = status_of(&envelope, message.length());
-        let messages = &mut self.engine.state.probed_messages;
-        let entry = Some((envelope, message, comm_index));
-        let index = match messages.iter().position(Option::is_none) {
-            Some(index) => {
-                messages[index] = entry;
-                index
-            }
-            None => {
-                messages.push(entry);
-                messages.len() - 1
-            }
+        let comm = self.comm(comm_index)?;
+        let status = Status {
+            source: comm
+                .comm_rank_of(found.envelope.source)
+                .map_or(-1, |rank| rank as i32),
+            tag: found.envelope.tag,
+            error: 0,
+            count_bytes: found.length_bytes,
+            cancelled: false,
         };
-        Ok(Some((status, Some(index))))
+        Ok(Some((status, found.message)))
     }
 
-    /// Blocking probe.
+    /// Blocking probe (MPI_Probe, MPI_Mprobe with `remove`).
     pub fn probe(
         &mut self,
         comm_index: usize,
@@ -592,7 +592,7 @@ impl Mpi {
         let mut idler = engine::Idler::default();
         let failures_before = self.engine.state.failed_count;
         loop {
-            if let Some(found) = self.iprobe(comm_index, source, tag, remove)? {
+            if let Some(found) = self.probe_once(comm_index, source, tag, remove, true)? {
                 return Ok(found);
             }
             // A wildcard probe may have waited for a process that died

@@ -92,6 +92,12 @@ pub struct SendState {
     /// The message depends on a failed process (a collective step after a
     /// lost contribution): it travels flagged, and its receive fails.
     pub tainted: bool,
+    /// Fan-out (an interceptor's `route_send`): other copies of this
+    /// message still to complete; the request completes after them.
+    pub copies_pending: u32,
+    /// An extra copy of a fanned-out send: the wire id of the request
+    /// that completes once every copy has.
+    pub copy_of: Option<u64>,
 }
 
 impl SendState {

@@ -2,14 +2,28 @@
 //!
 //! Replication (SDR-MPI) and message logging plug in here, between MPI
 //! semantics and the matching engine, without patching either: the engine
-//! reports what happened (a match, a completed receive, a completed send, a
-//! failed peer) to one `Interceptor`, whose default methods do nothing. A
-//! protocol overrides only the hooks it needs. [`PassThrough`] (`--ft none`)
-//! is the default and, being a zero-sized type used through generics, costs
-//! nothing.
+//! asks one `Interceptor` at the points where a protocol may change what
+//! happens (where a send goes, which source a wildcard receive takes) and
+//! tells it what happened (a payload sent, a match, a probe's or a
+//! Waitany's outcome, a completion, a failed peer, a protocol frame, a
+//! timer due). Every method has a default that leaves the engine's
+//! behaviour as it is, so a protocol overrides only the hooks it needs.
+//!
+//! Cost: the hooks on the message path are guarded by associated
+//! constants (`ROUTES_SENDS`, `WANTS_PAYLOADS`, `PINS_WILDCARDS`,
+//! `WANTS_NONDETERMINISM`, `SENDS_PROTOCOL_FRAMES`, `USES_TIMERS`). The
+//! engine is generic over the interceptor, so for [`PassThrough`]
+//! (`--ft none`), a zero-sized type whose constants are all false, every
+//! guarded branch is removed at compile time: no call, no clock read, no
+//! bookkeeping. The constants also make the trait unusable as `dyn`, which
+//! is intended: a protocol is chosen once at `MPI_Init`, never per call.
+//!
+//! The protocol is sans-IO like the engine: it never sends by itself.
+//! Frames it wants sent it queues and hands out from
+//! [`Interceptor::poll_protocol_frame`]; time comes in as `now_ns`.
 #![warn(missing_docs)]
 
-pub use resmpi_matching::{Envelope, MatchEvent};
+pub use resmpi_matching::{Envelope, MatchEvent, ReceivePattern};
 
 /// What the job does when a peer is lost for good.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,9 +34,201 @@ pub enum PeerFailureAction {
     Handled,
 }
 
+/// A send as the application started it, before any protocol decided
+/// where it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendEnvelope {
+    /// Destination world rank the application named.
+    pub destination: u32,
+    /// Context id the message is matched in.
+    pub context: u32,
+    /// Message tag.
+    pub tag: i32,
+    /// Packed bytes of payload.
+    pub length_bytes: usize,
+}
+
+/// The most world ranks one send may go to (the application's destination
+/// and its replicas): a bound, so routing never allocates.
+pub const SEND_TARGETS_MAX: usize = 8;
+
+/// The world ranks one send goes to. Starts as the application's single
+/// destination; [`Interceptor::route_send`] may replace it or add copies.
+/// The send request completes when every copy has completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendTargets {
+    ranks: [u32; SEND_TARGETS_MAX],
+    count: usize,
+}
+
+impl SendTargets {
+    /// One target: the send goes where the application said.
+    #[inline]
+    pub fn single(destination: u32) -> SendTargets {
+        let mut ranks = [0; SEND_TARGETS_MAX];
+        ranks[0] = destination;
+        SendTargets { ranks, count: 1 }
+    }
+
+    /// Replace every target with `destination` (a redirect, e.g. to a
+    /// substitute replica).
+    #[inline]
+    pub fn redirect(&mut self, destination: u32) {
+        *self = SendTargets::single(destination);
+    }
+
+    /// Add a copy to `destination`. False (nothing added) when the bound
+    /// [`SEND_TARGETS_MAX`] is reached or `destination` is already a target.
+    pub fn add(&mut self, destination: u32) -> bool {
+        if self.count == SEND_TARGETS_MAX || self.as_slice().contains(&destination) {
+            return false;
+        }
+        self.ranks[self.count] = destination;
+        self.count += 1;
+        true
+    }
+
+    /// The targets, the first being the primary copy.
+    #[inline]
+    pub fn as_slice(&self) -> &[u32] {
+        &self.ranks[..self.count]
+    }
+}
+
+/// A message leaving this process, as the logging hook sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentMessage {
+    /// World rank it goes to (one target of a fanned-out send).
+    pub destination: u32,
+    /// Context id.
+    pub context: u32,
+    /// Tag.
+    pub tag: i32,
+    /// Its logical number on the (this process, destination) channel: what
+    /// a restarted receiver asks to have replayed.
+    pub logical_seq: u64,
+}
+
+/// The packed bytes of a message being sent. Valid only during the hook
+/// call: a protocol that keeps the payload copies it.
+pub enum Payload<'a> {
+    /// Contiguous bytes, readable in place.
+    Contiguous(&'a [u8]),
+    /// Non-contiguous bytes: `gather` writes all `length_bytes` of them,
+    /// packed, into the slice it is given (exactly that long).
+    Gathered {
+        /// Packed length.
+        length_bytes: usize,
+        /// Packs the message into its argument.
+        gather: &'a dyn Fn(&mut [u8]),
+    },
+}
+
+impl Payload<'_> {
+    /// Packed length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Contiguous(bytes) => bytes.len(),
+            Payload::Gathered { length_bytes, .. } => *length_bytes,
+        }
+    }
+
+    /// Whether the message has no payload.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A copy of the packed bytes.
+    pub fn to_vec(&self) -> Vec<u8> {
+        match self {
+            Payload::Contiguous(bytes) => bytes.to_vec(),
+            Payload::Gathered {
+                length_bytes,
+                gather,
+            } => {
+                let mut copy = vec![0u8; *length_bytes];
+                gather(&mut copy);
+                copy
+            }
+        }
+    }
+}
+
+/// What becomes of a receive posted with MPI_ANY_SOURCE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WildcardDecision {
+    /// Match any source, as posted.
+    AnySource,
+    /// Match only this world rank (replay of a logged determinant). The
+    /// application still sees an ANY_SOURCE receive: its status names the
+    /// sender, which is this rank.
+    Pin(u32),
+    /// Post nothing yet: the receive matches no message until the
+    /// protocol releases it through [`Interceptor::poll_released_receive`]
+    /// (e.g. once the event logger has answered).
+    Defer,
+}
+
+/// An MPI_Probe / Iprobe / Mprobe / Improbe outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeOutcome {
+    /// What the probe looked for (source None = ANY_SOURCE).
+    pub pattern: ReceivePattern,
+    /// The message it found, or None (an Iprobe/Improbe that found nothing).
+    pub found: Option<Envelope>,
+    /// Mprobe/Improbe: the message was taken off the queue.
+    pub removed: bool,
+    /// Probe/Mprobe (the outcome is the first message found).
+    pub blocking: bool,
+}
+
+/// Which completion call made a choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionCall {
+    /// MPI_Test (one request; `completed` is `[0]` or empty).
+    Test,
+    /// MPI_Testany.
+    Testany,
+    /// MPI_Waitany.
+    Waitany,
+    /// MPI_Testsome.
+    Testsome,
+    /// MPI_Waitsome.
+    Waitsome,
+}
+
+/// The outcome of a completion call whose result depends on timing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompletionChoice<'a> {
+    /// The call.
+    pub call: CompletionCall,
+    /// How many requests the application offered.
+    pub offered: usize,
+    /// Positions (in the application's array) of the requests that
+    /// completed, in the order reported; empty = none did.
+    pub completed: &'a [usize],
+}
+
 /// Hooks a fault-tolerance protocol can override. Every method has a
-/// do-nothing default, so a protocol states only what it changes.
+/// default that keeps the engine's behaviour, so a protocol states only
+/// what it changes. Hooks behind a `false` constant are never called.
 pub trait Interceptor {
+    /// The engine asks [`Interceptor::route_send`] where each send goes.
+    const ROUTES_SENDS: bool = false;
+    /// The engine shows every sent payload to [`Interceptor::on_send_payload`].
+    const WANTS_PAYLOADS: bool = false;
+    /// The engine asks [`Interceptor::on_wildcard_receive`] about every
+    /// ANY_SOURCE receive and polls [`Interceptor::poll_released_receive`].
+    const PINS_WILDCARDS: bool = false;
+    /// The engine reports probe and completion outcomes
+    /// ([`Interceptor::on_probe`], [`Interceptor::on_completion_choice`]).
+    const WANTS_NONDETERMINISM: bool = false;
+    /// The engine drains [`Interceptor::poll_protocol_frame`] on progress.
+    const SENDS_PROTOCOL_FRAMES: bool = false;
+    /// The engine reads its clock on progress and drives
+    /// [`Interceptor::poll_timeout`] / [`Interceptor::handle_timeout`].
+    const USES_TIMERS: bool = false;
+
     /// Short name, as given to `--ft`.
     fn name(&self) -> &'static str;
 
@@ -32,19 +238,84 @@ pub trait Interceptor {
         false
     }
 
+    /// Where a send goes (only with `ROUTES_SENDS`): `targets` holds the
+    /// application's destination; redirect it or add copies. A send with
+    /// several targets always takes a request (MPI_Send's request-free
+    /// eager path is skipped), and MPI_Cancel withdraws only its primary
+    /// copy.
+    #[inline]
+    fn route_send(&mut self, _send: &SendEnvelope, _targets: &mut SendTargets) {}
+
+    /// A message is sent (only with `WANTS_PAYLOADS`), once per target,
+    /// when its send starts: eager or rendezvous, the bytes are those the
+    /// receiver will get.
+    #[inline]
+    fn on_send_payload(&mut self, _message: &SentMessage, _payload: Payload<'_>) {}
+
+    /// A receive with ANY_SOURCE is posted (only with `PINS_WILDCARDS`);
+    /// `receive` identifies it in [`Interceptor::poll_released_receive`].
+    #[inline]
+    fn on_wildcard_receive(
+        &mut self,
+        _receive: u64,
+        _pattern: &ReceivePattern,
+    ) -> WildcardDecision {
+        WildcardDecision::AnySource
+    }
+
+    /// A deferred receive the protocol now releases, with the source it
+    /// must match (None: any). Polled on progress (only with `PINS_WILDCARDS`).
+    #[inline]
+    fn poll_released_receive(&mut self) -> Option<(u64, Option<u32>)> {
+        None
+    }
+
     /// A receive matched a message.
+    #[inline]
     fn on_match(&mut self, _event: &MatchEvent) {}
 
+    /// A probe returned (only with `WANTS_NONDETERMINISM`).
+    #[inline]
+    fn on_probe(&mut self, _outcome: &ProbeOutcome) {}
+
+    /// Test/Testany/Waitany/Testsome/Waitsome chose (only with `WANTS_NONDETERMINISM`).
+    #[inline]
+    fn on_completion_choice(&mut self, _choice: &CompletionChoice<'_>) {}
+
     /// A receive completed with `bytes` of payload from `envelope`.
+    #[inline]
     fn on_receive_complete(&mut self, _envelope: &Envelope, _bytes: usize) {}
 
-    /// A send to world rank `destination` completed locally.
+    /// A send to world rank `destination` completed locally (once per
+    /// copy of a fanned-out send).
+    #[inline]
     fn on_send_complete(&mut self, _destination: u32, _context: u32, _tag: i32, _bytes: usize) {}
 
     /// World rank `peer` can no longer be reached.
     fn on_peer_failure(&mut self, _peer: u32) -> PeerFailureAction {
         PeerFailureAction::AbortJob
     }
+
+    /// A frame of this protocol arrived from world rank `peer`.
+    #[inline]
+    fn on_protocol_frame(&mut self, _peer: u32, _bytes: &[u8]) {}
+
+    /// A frame this protocol wants sent: (world rank, bytes). Polled on
+    /// progress (only with `SENDS_PROTOCOL_FRAMES`) until None.
+    #[inline]
+    fn poll_protocol_frame(&mut self) -> Option<(u32, Vec<u8>)> {
+        None
+    }
+
+    /// When the protocol's next timer is due (clock nanoseconds), if any.
+    #[inline]
+    fn poll_timeout(&self) -> Option<u64> {
+        None
+    }
+
+    /// A timer is due: `now_ns` has reached [`Interceptor::poll_timeout`].
+    #[inline]
+    fn handle_timeout(&mut self, _now_ns: u64) {}
 }
 
 /// The `none` protocol: every hook is the default.
@@ -54,6 +325,27 @@ pub struct PassThrough;
 impl Interceptor for PassThrough {
     fn name(&self) -> &'static str {
         "none"
+    }
+}
+
+/// The fault-tolerance protocols a job can run, by `--ft` name. Only
+/// `none` exists today; each protocol adds a variant, and `MPI_Init`
+/// builds the engine for it (see docs/design.md, "Interceptors").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// No process fault tolerance ([`PassThrough`]).
+    None,
+}
+
+impl Mode {
+    /// The mode named `name` (as given to `--ft` / `RESMPI_FT`).
+    pub fn from_name(name: &str) -> Result<Mode, String> {
+        match name {
+            "" | "none" => Ok(Mode::None),
+            other => Err(format!(
+                "unknown fault-tolerance protocol '{other}' (known: none)"
+            )),
+        }
     }
 }
 
@@ -69,9 +361,15 @@ pub struct EventCounter {
     pub sends_completed: u64,
     /// Peers reported failed.
     pub peer_failures: u64,
+    /// Probe outcomes seen.
+    pub probes: u64,
+    /// Completion choices seen.
+    pub completion_choices: u64,
 }
 
 impl Interceptor for EventCounter {
+    const WANTS_NONDETERMINISM: bool = true;
+
     fn name(&self) -> &'static str {
         "event-counter"
     }
@@ -80,6 +378,12 @@ impl Interceptor for EventCounter {
     }
     fn on_match(&mut self, _event: &MatchEvent) {
         self.matches += 1;
+    }
+    fn on_probe(&mut self, _outcome: &ProbeOutcome) {
+        self.probes += 1;
+    }
+    fn on_completion_choice(&mut self, _choice: &CompletionChoice<'_>) {
+        self.completion_choices += 1;
     }
     fn on_receive_complete(&mut self, _envelope: &Envelope, _bytes: usize) {
         self.receives_completed += 1;
@@ -103,5 +407,49 @@ mod tests {
         assert!(!protocol.wants_match_events());
         assert_eq!(protocol.on_peer_failure(3), PeerFailureAction::AbortJob);
         assert_eq!(std::mem::size_of::<PassThrough>(), 0);
+        const GUARDS: [bool; 6] = [
+            PassThrough::ROUTES_SENDS,
+            PassThrough::WANTS_PAYLOADS,
+            PassThrough::PINS_WILDCARDS,
+            PassThrough::WANTS_NONDETERMINISM,
+            PassThrough::SENDS_PROTOCOL_FRAMES,
+            PassThrough::USES_TIMERS,
+        ];
+        assert_eq!(GUARDS, [false; 6]);
+    }
+
+    #[test]
+    fn send_targets_are_bounded_and_never_repeat_a_rank() {
+        let mut targets = SendTargets::single(4);
+        assert!(!targets.add(4));
+        for rank in 5..(4 + SEND_TARGETS_MAX as u32) {
+            assert!(targets.add(rank));
+        }
+        assert_eq!(targets.as_slice().len(), SEND_TARGETS_MAX);
+        assert!(!targets.add(100));
+        targets.redirect(2);
+        assert_eq!(targets.as_slice(), &[2]);
+    }
+
+    #[test]
+    fn gathered_payload_copies_every_packed_byte() {
+        let gather = |out: &mut [u8]| {
+            for (index, byte) in out.iter_mut().enumerate() {
+                *byte = index as u8 * 3;
+            }
+        };
+        let payload = Payload::Gathered {
+            length_bytes: 5,
+            gather: &gather,
+        };
+        assert_eq!(payload.to_vec(), vec![0, 3, 6, 9, 12]);
+        assert_eq!(Payload::Contiguous(&[1, 2]).to_vec(), vec![1, 2]);
+    }
+
+    #[test]
+    fn mode_names_other_than_none_are_refused_with_the_known_list() {
+        assert_eq!(Mode::from_name("none"), Ok(Mode::None));
+        let refused = Mode::from_name("replication").unwrap_err();
+        assert!(refused.contains("replication") && refused.contains("known: none"));
     }
 }

@@ -27,6 +27,7 @@
 //! | `RESMPI_PROGRESS_THREAD`| `on`/`off`: background progress for reliable links | `on` |
 //! | `RESMPI_DEBUG_RAILS`    | any value: print rails going down or up    | unset |
 //! | `RESMPI_FAILURE_POLICY` | `abort`/`continue`: a dead peer ends the job, or is an event the survivors see (set by our `mpiexec`; unset under other launchers) | unset |
+//! | `RESMPI_FT`             | process fault-tolerance protocol, chosen at `MPI_Init` (`none` is the only one yet; `resmpi_ft::Mode`) | `none` |
 
 use crate::hex::hex_decode;
 
@@ -82,6 +83,9 @@ pub struct Config {
     /// `RESMPI_FAILURE_POLICY`; `None` when no resmpi launcher set it (then
     /// nobody sends failure notices and a dead peer ends the job).
     pub failure_policy: Option<FailurePolicy>,
+    /// `RESMPI_FT`: the name of the process fault-tolerance protocol,
+    /// checked by `MPI_Init` against the protocols the library has.
+    pub ft_protocol: String,
 }
 
 /// What the job does when a process dies (`RESMPI_FAILURE_POLICY`).
@@ -143,6 +147,7 @@ impl Default for Config {
             progress_thread: true,
             debug_rails: false,
             failure_policy: None,
+            ft_protocol: "none".into(),
         }
     }
 }
@@ -243,6 +248,9 @@ impl Config {
                 ],
             )?);
         }
+        if let Some(text) = lookup("RESMPI_FT") {
+            config.ft_protocol = text.trim().to_string();
+        }
         if let Some(text) = lookup("RESMPI_RELIABLE") {
             config.reliable = choose("RESMPI_RELIABLE", &text, &switch)?;
         }
@@ -323,6 +331,13 @@ mod tests {
             .map(|(name, value)| (name.to_string(), value.to_string()))
             .collect();
         Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn ft_protocol_defaults_to_none_and_keeps_the_name_given() {
+        assert_eq!(config_of(&[]).unwrap().ft_protocol, "none");
+        let chosen = config_of(&[("RESMPI_FT", " replication ")]).unwrap();
+        assert_eq!(chosen.ft_protocol, "replication");
     }
 
     #[test]
