@@ -82,6 +82,11 @@ pub struct Config {
     /// `RESMPI_FAILURE_POLICY`; `None` when no resmpi launcher set it (then
     /// nobody sends failure notices and a dead peer ends the job).
     pub failure_policy: Option<FailurePolicy>,
+    /// `RESMPI_INCARNATION`: 0 for a process the job started with; i > 0
+    /// for the i-th replacement of its rank that the launcher started
+    /// (`mpiexec --respawn`), which joins the running job instead of
+    /// wiring up with everyone at MPI_Init.
+    pub incarnation: u32,
 }
 
 /// What the job does when a process dies (`RESMPI_FAILURE_POLICY`).
@@ -143,6 +148,7 @@ impl Default for Config {
             progress_thread: true,
             debug_rails: false,
             failure_policy: None,
+            incarnation: 0,
         }
     }
 }
@@ -242,6 +248,11 @@ impl Config {
                     ("continue", FailurePolicy::Continue),
                 ],
             )?);
+        }
+        if let Some(text) = lookup("RESMPI_INCARNATION") {
+            config.incarnation = text.trim().parse().map_err(|_| {
+                format!("RESMPI_INCARNATION='{text}' is not a process incarnation number")
+            })?;
         }
         if let Some(text) = lookup("RESMPI_RELIABLE") {
             config.reliable = choose("RESMPI_RELIABLE", &text, &switch)?;

@@ -609,6 +609,31 @@ impl Pmi {
         Ok(())
     }
 
+    /// A replacement process (incarnation `incarnation` of this rank, see
+    /// `RESMPI_INCARNATION`) announces that it listens at `address`:
+    /// sends `cmd=resmpi_rejoin incarnation=I address=A`, expects
+    /// `cmd=resmpi_rejoin_ok peers=R:I,R:I,...` (`peers=-` for none): the
+    /// live ranks, each with its current incarnation, that were just told
+    /// to connect to it. Only resmpi's `mpiexec` speaks this.
+    pub fn announce_rejoin(
+        &mut self,
+        incarnation: u32,
+        address: &str,
+    ) -> Result<Vec<(u32, u32)>, PmiError> {
+        let Transport::Connected(channel) = &mut self.transport else {
+            return Err(PmiError::new(
+                "a replacement process needs the launcher that started it (no PMI connection)",
+            ));
+        };
+        let reply = channel.request(
+            &PmiLine::new("resmpi_rejoin")
+                .with("incarnation", incarnation)
+                .with("address", address),
+            "resmpi_rejoin_ok",
+        )?;
+        parse_peer_incarnations(reply.require("peers")?)
+    }
+
     /// Tells the process manager this rank is done (`cmd=finalize`) and waits
     /// for `finalize_ack`. A second call does nothing.
     pub fn finalize(&mut self) -> Result<(), PmiError> {
@@ -625,6 +650,25 @@ impl Pmi {
     }
 }
 
+/// `R:I,R:I,...` (or `-`): ranks and their incarnations.
+fn parse_peer_incarnations(text: &str) -> Result<Vec<(u32, u32)>, PmiError> {
+    if text == "-" {
+        return Ok(Vec::new());
+    }
+    text.split(',')
+        .map(|item| {
+            let parsed = item
+                .split_once(':')
+                .and_then(|(rank, incarnation)| Some((rank.parse().ok()?, incarnation.parse().ok()?)));
+            parsed.ok_or_else(|| {
+                PmiError::new(format!(
+                    "'cmd=resmpi_rejoin_ok' lists peer '{item}', not RANK:INCARNATION"
+                ))
+            })
+        })
+        .collect()
+}
+
 /// The notice thread: failure notices go to `notices`, other lines (replies
 /// to this rank's requests) to `replies`, until the connection closes.
 fn read_notices(
@@ -635,10 +679,26 @@ fn read_notices(
     loop {
         match reader.receive() {
             Ok(line) if line.command == "resmpi_failure" => {
+                let incarnation = line
+                    .get("incarnation")
+                    .and_then(|text| text.parse::<u32>().ok())
+                    .unwrap_or(0);
                 match line.get("rank").and_then(|rank| rank.parse::<u32>().ok()) {
-                    Some(rank) => notices.note(rank),
+                    Some(rank) => notices.note_failure(rank, incarnation),
                     None => eprintln!(
                         "resmpi: ignoring a failure notice without a valid rank: '{}'",
+                        line.encode().trim_end()
+                    ),
+                }
+            }
+            Ok(line) if line.command == "resmpi_rejoin" => {
+                let number = |key: &str| line.get(key).and_then(|text| text.parse::<u32>().ok());
+                match (number("rank"), number("incarnation"), line.get("address")) {
+                    (Some(rank), Some(incarnation), Some(address)) => {
+                        notices.note_rejoin(rank, incarnation, address.to_string())
+                    }
+                    _ => eprintln!(
+                        "resmpi: ignoring a re-join notice without rank, incarnation and address: '{}'",
                         line.encode().trim_end()
                     ),
                 }
