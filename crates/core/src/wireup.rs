@@ -426,7 +426,8 @@ pub fn wire_up_replacement(
         ));
     }
     let ip = ips[0];
-    let (mut path, address) = TcpPath::bind(rank, ip).map_err(|e| runtime_error("TCP listen", e))?;
+    let (mut path, address) =
+        TcpPath::bind(rank, ip).map_err(|e| runtime_error("TCP listen", e))?;
     let host = host_key(config);
     pmi.put(
         &format!("resmpi-card-{rank}-{incarnation}"),

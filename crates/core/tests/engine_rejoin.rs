@@ -153,7 +153,10 @@ fn old_incarnation_frames_in_flight_are_dropped_and_the_new_one_is_delivered_in_
     let waiting_receive = receive(&mut zero, 1, &mut waiting);
     zero.handle_peer_failure(1);
     let (complete, error, _) = outcome(&zero, waiting_receive);
-    assert!(complete && error == PROC_FAILED, "a receive from the dead process fails");
+    assert!(
+        complete && error == PROC_FAILED,
+        "a receive from the dead process fails"
+    );
     drop(old_one);
 
     // Incarnation 1 of rank 1 starts; rank 0 is told of it.
@@ -170,7 +173,8 @@ fn old_incarnation_frames_in_flight_are_dropped_and_the_new_one_is_delivered_in_
     // What the dead process left in flight arrives now: dropped, and the
     // old message numbers 2 and 3 are no gap for the new numbering.
     deliver(&mut zero, 1, std::mem::take(&mut in_flight));
-    zero.progress().expect("old frames are dropped, not an error");
+    zero.progress()
+        .expect("old frames are dropped, not an error");
     assert_eq!(zero.state.old_incarnation_frames_dropped, 2);
 
     // Both ways, eager and rendezvous, in order, right content.

@@ -657,9 +657,9 @@ fn parse_peer_incarnations(text: &str) -> Result<Vec<(u32, u32)>, PmiError> {
     }
     text.split(',')
         .map(|item| {
-            let parsed = item
-                .split_once(':')
-                .and_then(|(rank, incarnation)| Some((rank.parse().ok()?, incarnation.parse().ok()?)));
+            let parsed = item.split_once(':').and_then(|(rank, incarnation)| {
+                Some((rank.parse().ok()?, incarnation.parse().ok()?))
+            });
             parsed.ok_or_else(|| {
                 PmiError::new(format!(
                     "'cmd=resmpi_rejoin_ok' lists peer '{item}', not RANK:INCARNATION"

@@ -152,9 +152,7 @@ impl<F: Interceptor> Engine<F> {
         for event in fresh {
             match event {
                 PeerEvent::Failed { rank, incarnation } => {
-                    if rank < self.state.size
-                        && incarnation >= self.state.peer_incarnation(rank)
-                    {
+                    if rank < self.state.size && incarnation >= self.state.peer_incarnation(rank) {
                         self.handle_peer_failure(rank);
                     }
                 }
