@@ -1157,4 +1157,63 @@ mod tests {
         assert_silent(&open, 50);
         assert_eq!(server.dead_ranks(), [2]);
     }
+
+    #[test]
+    fn a_respawned_rank_announces_its_rejoin_to_the_live_watchers_and_dies_as_its_new_incarnation()
+    {
+        let server = server(4, "k");
+        let (zero, _zero_thread) = served(&server, 0);
+        let (one, _one_thread) = served(&server, 1);
+        for client in [&zero, &one] {
+            watch(client);
+            assert_eq!(read_lines(client, 1), ["cmd=resmpi_watch_failures_ok"]);
+        }
+        server.report_deaths(&[3]);
+        for client in [&zero, &one] {
+            assert_eq!(
+                read_lines(client, 1),
+                ["cmd=resmpi_failure rank=3 incarnation=0"]
+            );
+        }
+        assert_eq!(server.prepare_respawn(3), 1);
+        let (mut replacement, _replacement_thread) = served(&server, 3);
+        // An announcement for another incarnation is refused, and nobody hears of it.
+        replacement
+            .write_all(b"cmd=resmpi_rejoin incarnation=2 address=127.0.0.1:5\n")
+            .unwrap();
+        assert_eq!(
+            read_lines(&replacement, 1),
+            ["cmd=resmpi_rejoin_ok rc=-1 msg=not_the_current_incarnation_of_this_rank"]
+        );
+        assert_silent(&zero, 50);
+        replacement
+            .write_all(b"cmd=resmpi_rejoin incarnation=1 address=127.0.0.1:5\n")
+            .unwrap();
+        // Rank 2 never watched: it is not told and not listed.
+        assert_eq!(
+            read_lines(&replacement, 1),
+            ["cmd=resmpi_rejoin_ok rc=0 peers=0:0,1:0"]
+        );
+        for client in [&zero, &one] {
+            assert_eq!(
+                read_lines(client, 1),
+                ["cmd=resmpi_rejoin rank=3 incarnation=1 address=127.0.0.1:5"]
+            );
+        }
+        // The replaced process's death is no news to the replacement.
+        watch(&replacement);
+        assert_eq!(
+            read_lines(&replacement, 1),
+            ["cmd=resmpi_watch_failures_ok"]
+        );
+        assert_silent(&replacement, 50);
+        assert_eq!(server.report_deaths(&[3]).newly_dead, vec![3]);
+        for client in [&zero, &one] {
+            assert_eq!(
+                read_lines(client, 1),
+                ["cmd=resmpi_failure rank=3 incarnation=1"]
+            );
+        }
+        assert_eq!(server.dead_ranks(), vec![3, 3]);
+    }
 }

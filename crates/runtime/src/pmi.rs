@@ -720,6 +720,7 @@ fn read_notices(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::notices::PeerEvent;
     use std::io::{BufRead, BufReader};
     use std::thread;
 
@@ -837,6 +838,59 @@ mod tests {
             thread::sleep(Duration::from_millis(1));
         }
         assert!(notices.launcher_lost());
+    }
+
+    #[test]
+    fn a_replacement_announces_its_rejoin_and_survivors_read_rejoin_notices() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut script = HANDSHAKE.to_vec();
+        script.extend([
+            (
+                "cmd=resmpi_rejoin incarnation=1 address=10.0.0.1:77",
+                Some("cmd=resmpi_rejoin_ok rc=0 peers=0:0,2:3\n"),
+            ),
+            (
+                "cmd=resmpi_watch_failures",
+                Some(concat!(
+                    "cmd=resmpi_watch_failures_ok\n",
+                    "cmd=resmpi_failure rank=2 incarnation=3\n",
+                    "cmd=resmpi_rejoin rank=2 incarnation=4 address=10.0.0.2:9\n",
+                    "cmd=resmpi_rejoin rank=2 incarnation=5\n",
+                )),
+            ),
+            ("cmd=finalize", Some("cmd=finalize_ack\n")),
+        ]);
+        let server = scripted_server(server, script);
+        let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 1, 3, 1, 3).unwrap();
+        assert_eq!(
+            pmi.announce_rejoin(1, "10.0.0.1:77").unwrap(),
+            vec![(0, 0), (2, 3)]
+        );
+        let notices = Arc::new(FailureNotices::new());
+        pmi.watch_failures(notices.clone()).unwrap();
+        pmi.finalize().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !notices.launcher_lost() && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(1));
+        }
+        // The notice without an address is ignored (with a message).
+        assert_eq!(
+            notices.events_since(0),
+            vec![
+                PeerEvent::Failed {
+                    rank: 2,
+                    incarnation: 3
+                },
+                PeerEvent::Rejoined {
+                    rank: 2,
+                    incarnation: 4,
+                    address: "10.0.0.2:9".into()
+                },
+            ]
+        );
+        server.join().unwrap();
+        assert_eq!(parse_peer_incarnations("-").unwrap(), vec![]);
+        assert!(parse_peer_incarnations("0:0,x").is_err());
     }
 
     #[test]
