@@ -57,6 +57,8 @@ use crate::user_bytes::UserBytes;
 use resmpi_checksum::crc32c;
 use resmpi_runtime::FailureNotices;
 
+mod rejoin;
+
 /// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).
 const CONTROL_CREDIT: u64 = 1;
 /// Control-frame subtype: the sender cancelled its send `aux` (a wire
@@ -221,6 +223,14 @@ pub struct State<F: Interceptor = PassThrough> {
     message_seq_in: Vec<u64>,
     /// Messages dropped because their logical number was already taken.
     pub duplicate_messages_dropped: u64,
+    /// Incarnation of this process (0 for the first; stamped on every
+    /// frame it sends, see `rejoin.rs`).
+    pub own_incarnation: u32,
+    /// Per peer: the incarnation whose frames are delivered; frames of any
+    /// other are dropped (see `rejoin.rs`).
+    peer_incarnation: Vec<u32>,
+    /// Frames dropped because an older incarnation of their sender sent them.
+    pub old_incarnation_frames_dropped: u64,
     /// Number of failed peers; 0 keeps every hot-path check to one compare.
     pub failed_count: u32,
     /// `--inject kill:RANK@sends=N`: sends left before this process kills
@@ -314,6 +324,9 @@ impl<F: Interceptor> Engine<F> {
                 message_seq_out: vec![0; peers],
                 message_seq_in: vec![0; peers],
                 duplicate_messages_dropped: 0,
+                own_incarnation: 0,
+                peer_incarnation: vec![0; peers],
+                old_incarnation_frames_dropped: 0,
                 failed_count: 0,
                 sends_until_kill: 0,
                 deferred_receives: Vec::new(),
@@ -760,11 +773,7 @@ impl<F: Interceptor> Engine<F> {
         let mut frames = 0;
         if let Some(notices) = &self.notices {
             if notices.count() != self.notices_seen {
-                let fresh = notices.since(self.notices_seen);
-                self.notices_seen += fresh.len() as u64;
-                for peer in fresh {
-                    self.handle_peer_failure(peer);
-                }
+                self.handle_notices();
                 frames += 1;
             }
         }
@@ -1054,7 +1063,7 @@ impl<F: Interceptor> Engine<F> {
             // Nothing goes to a dead process (nor waits in its queue).
             return Ok(());
         }
-        let bytes = header.to_bytes();
+        let bytes = rejoin::emit_stamped(header, self.state.own_incarnation);
         if self.state.outbox[peer as usize].is_empty() {
             let offered = self.offer(peer, &bytes, payload);
             if self.absorb_lost_peer(peer, offered)? {
@@ -1092,7 +1101,7 @@ impl<F: Interceptor> Engine<F> {
             // SAFETY: by the caller's promise.
             return self.send_frame(peer, header, unsafe { slice_from(start, length) });
         }
-        let header_bytes = header.to_bytes();
+        let header_bytes = rejoin::emit_stamped(header, self.state.own_incarnation);
         if self.state.outbox[peer as usize].is_empty() {
             // SAFETY: by the caller's promise.
             let offered = unsafe {
@@ -1200,7 +1209,7 @@ impl<F: Interceptor> Engine<F> {
                     // The send completes on this fragment's ack: no delay.
                     header.flags |= FLAG_ACK_NOW;
                 }
-                let header_bytes = header.to_bytes();
+                let header_bytes = rejoin::emit_stamped(&header, self.state.own_incarnation);
                 // SAFETY (every arm): the send's buffer holds `length` bytes
                 // until the request completes, and a send with a loan
                 // completes only once the links returned it.
@@ -1578,7 +1587,7 @@ impl<F: Interceptor> State<F> {
             return;
         }
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
-        frame.extend_from_slice(&header.to_bytes());
+        frame.extend_from_slice(&rejoin::emit_stamped(header, self.own_incarnation));
         frame.extend_from_slice(payload);
         self.outbox[peer as usize].push_back(frame);
         self.queued_frames += 1;
@@ -1807,6 +1816,12 @@ impl<F: Interceptor> State<F> {
                 return true;
             }
         };
+        if header.incarnation != self.peer_incarnation[peer as usize]
+            && !rejoin::is_link_frame(header.kind)
+        {
+            self.drop_other_incarnation(peer, header.incarnation);
+            return true;
+        }
         let payload_end = HEADER_LEN_BYTES + header.payload_len as usize;
         if header.extension_len != 0 {
             // Piggybacks belong to FT protocols; none that adds them runs here.

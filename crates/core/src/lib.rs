@@ -133,7 +133,13 @@ impl Mpi {
             .map_err(|message| MpiError::new(ErrorClass::Other, format!("MPI_Init: {message}")))?;
         let mut pmi = Pmi::from_env()
             .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
-        let transports = wireup::wire_up(&mut pmi, &config)?;
+        // A replacement process joins the running job instead (re-join).
+        let (transports, live_peers) = if config.incarnation > 0 {
+            let (transports, live_peers) = wireup::wire_up_replacement(&mut pmi, &config)?;
+            (transports, Some(live_peers))
+        } else {
+            (wireup::wire_up(&mut pmi, &config)?, None)
+        };
         let (rank, size) = (pmi.rank(), pmi.size());
         // Enough credit for four maximal eager messages, otherwise 32 MiB of
         // unexpected payload per receiver shared by all senders, at most 1 MiB each.
@@ -187,8 +193,22 @@ impl Mpi {
         engine.state.comms = vec![Some(world), Some(own)];
         // `--inject kill:RANK@sends=N`: this process kills itself after its
         // N-th send (the launcher carries out the timed kills).
+        // A replacement is not killed again by the same item.
         if let Some(sends) = wireup::injection_spec(&config)?.kill_after_sends(rank) {
-            engine.state.sends_until_kill = sends;
+            if config.incarnation == 0 {
+                engine.state.sends_until_kill = sends;
+            }
+        }
+        engine.set_own_incarnation(config.incarnation);
+        if let Some(live_peers) = live_peers {
+            for (peer, incarnation) in &live_peers {
+                engine.assume_peer_incarnation(*peer, *incarnation);
+            }
+            for peer in 0..size {
+                if peer != rank && !live_peers.iter().any(|(live, _)| *live == peer) {
+                    engine.handle_peer_failure(peer);
+                }
+            }
         }
         if config.failure_policy == Some(FailurePolicy::Continue) {
             // The job outlives a death: learn of it from the launcher, and

@@ -119,6 +119,9 @@ pub struct ReliableLinks {
     /// Peers found unreachable since the engine last asked.
     unreachable: Vec<u32>,
     epoch: Instant,
+    /// This process's world rank and the links' configuration, for a link
+    /// made after wire-up (a re-joined peer); `None` when the layer is off.
+    template: Option<(u32, ReliableConfig)>,
 }
 
 impl ReliableLinks {
@@ -146,12 +149,31 @@ impl ReliableLinks {
             unreachable_is_failure: false,
             unreachable: Vec::new(),
             epoch: Instant::now(),
+            template: Some((rank, config)),
         }
     }
 
     /// No peer uses the layer.
     pub fn none(size: u32) -> ReliableLinks {
-        ReliableLinks::new(0, size, ReliableConfig::default(), false, false, |_| false)
+        let mut links =
+            ReliableLinks::new(0, size, ReliableConfig::default(), false, false, |_| false);
+        links.template = None;
+        links
+    }
+
+    /// A new process took `peer`'s place (re-join): drop the old link and,
+    /// when the layer is on and `needs_link`, start a fresh one (sequence
+    /// numbers from the start, nothing in flight).
+    pub fn adopt(&mut self, peer: u32, needs_link: bool) {
+        self.forget(peer);
+        if let (Some((rank, config)), Some(slot)) =
+            (self.template, self.links.get_mut(peer as usize))
+        {
+            if needs_link {
+                *slot = Some(PeerLink::new(rank, peer, config));
+            }
+        }
+        self.unreachable.retain(|&lost| lost != peer);
     }
 
     /// Whether frames to `peer` go through a link.

@@ -52,6 +52,9 @@ pub struct Transports {
     pub loopback: VecDeque<Vec<u8>>,
     /// In-memory path, when a simulator runs this rank.
     pub memory: Option<MemoryPath>,
+    /// What connecting a re-joined peer after wire-up needs (failure policy
+    /// `continue` only; see `wireup::connect_rejoined_peer`).
+    pub joining: Option<crate::wireup::JoinWiring>,
 }
 
 impl Transports {
@@ -63,6 +66,7 @@ impl Transports {
             rails: Vec::new(),
             loopback: VecDeque::new(),
             memory: None,
+            joining: None,
         }
     }
 
@@ -77,6 +81,7 @@ impl Transports {
             rails: Vec::new(),
             loopback: VecDeque::new(),
             memory: Some(memory),
+            joining: None,
         }
     }
 

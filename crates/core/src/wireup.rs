@@ -9,7 +9,9 @@ use resmpi_path::faulty::FaultyPath;
 use resmpi_path::inject_spec::FaultSpec;
 use resmpi_path::shm::{ShmPath, ShmSegment};
 use resmpi_path::tcp::TcpPath;
-use resmpi_runtime::{hex_decode, hex_encode, random_bytes, Config, PathsChoice, Pmi};
+use resmpi_runtime::{
+    hex_decode, hex_encode, random_bytes, Config, FailurePolicy, PathsChoice, Pmi,
+};
 
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::transport::{Route, Transports};
@@ -311,13 +313,162 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
             FaultyPath::new(path, spec.clone(), rank, rail as u32, clock)
         })
         .collect();
+    let joining = match config.failure_policy {
+        Some(FailurePolicy::Continue) => Some(JoinWiring {
+            secret,
+            spec,
+            bind_ip: tcp_publish_address(config, pmi.local_size() == size)?,
+            epoch,
+        }),
+        _ => None,
+    };
     Ok(Transports {
         routes,
         shm,
         rails,
         loopback: Default::default(),
         memory: None,
+        joining,
     })
+}
+
+/// How long a survivor waits for a replacement process to accept its
+/// connection (the replacement is inside MPI_Init, accepting: this bounds
+/// only a replacement that died again meanwhile).
+const REJOIN_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What a rank keeps from wire-up to connect a re-joined peer later
+/// (failure policy `continue`).
+#[derive(Debug)]
+pub struct JoinWiring {
+    /// The job secret both sides prove on the connection.
+    secret: Vec<u8>,
+    /// `--inject` faults, for a TCP rail made after wire-up.
+    spec: FaultSpec,
+    /// Where a TCP rail made after wire-up listens (a rank that had only
+    /// shared-memory peers has none until a peer re-joins).
+    bind_ip: IpAddr,
+    /// The rails' common clock origin.
+    epoch: std::time::Instant,
+}
+
+/// Why a rank cannot connect a re-joined peer.
+fn rejoin_error(what: &str, error: impl std::fmt::Display) -> MpiError {
+    MpiError::new(ErrorClass::Other, format!("re-join: {what}: {error}"))
+}
+
+/// A survivor's half of re-join: connect to the replacement of `peer`
+/// listening at `address` over TCP rail 0 (made now if this rank had no TCP
+/// rail), replacing whatever the rail held for the old process. A
+/// re-joined peer is always reached over TCP, never shared memory: the
+/// shared-memory names were unlinked at MPI_Init, so a new process could
+/// not attach to them.
+pub fn connect_rejoined_peer(
+    transports: &mut Transports,
+    rank: u32,
+    peer: u32,
+    address: &str,
+) -> MpiResult<()> {
+    let Some(joining) = &transports.joining else {
+        return Err(rejoin_error(
+            "not prepared",
+            "only a job under failure policy continue takes replacement processes",
+        ));
+    };
+    if transports.rails.len() > 1 {
+        return Err(rejoin_error(
+            "several TCP rails",
+            "a replacement process is reached over one rail; run with one rail",
+        ));
+    }
+    if transports.rails.is_empty() {
+        let (path, _) = TcpPath::bind(rank, joining.bind_ip)
+            .map_err(|error| rejoin_error("TCP listen", error))?;
+        let epoch = joining.epoch;
+        let clock: Box<dyn Fn() -> u64 + Send> =
+            Box::new(move || epoch.elapsed().as_nanos() as u64);
+        transports
+            .rails
+            .push(FaultyPath::new(path, joining.spec.clone(), rank, 0, clock));
+    }
+    let secret = joining.secret.clone();
+    let rail = transports.rails[0].inner_mut();
+    rail.set_connect_timeout(REJOIN_CONNECT_TIMEOUT);
+    rail.connect_peer(peer, address, &secret)
+        .map_err(|error| rejoin_error(&format!("connecting to rank {peer} at {address}"), error))
+}
+
+/// A replacement process's MPI_Init (`RESMPI_INCARNATION` > 0): the
+/// survivors are not in MPI_Init, so there is no PMI barrier. Listen on
+/// TCP, publish the card under `resmpi-card-RANK-INCARNATION`, announce the
+/// re-join to the launcher (which tells every live rank to connect here and
+/// answers with their ranks and incarnations), and accept each of them.
+/// Every peer is reached over TCP, on one rail. Returns the paths and the
+/// live peers as (rank, incarnation); a rank not among them is dead.
+pub fn wire_up_replacement(
+    pmi: &mut Pmi,
+    config: &Config,
+) -> MpiResult<(Transports, Vec<(u32, u32)>)> {
+    let rank = pmi.rank();
+    let size = pmi.size();
+    let incarnation = config.incarnation;
+    if config.failure_policy != Some(FailurePolicy::Continue) {
+        return Err(runtime_error(
+            "re-join",
+            format!("incarnation {incarnation} of rank {rank} needs failure policy continue"),
+        ));
+    }
+    let ips = rail_ips(config, pmi.local_size() == size)?;
+    if ips.len() > 1 {
+        return Err(runtime_error(
+            "re-join",
+            "a replacement process is reached over one TCP rail; run with one rail",
+        ));
+    }
+    let ip = ips[0];
+    let (mut path, address) =
+        TcpPath::bind(rank, ip).map_err(|e| runtime_error("TCP listen", e))?;
+    let host = host_key(config);
+    pmi.put(
+        &format!("resmpi-card-{rank}-{incarnation}"),
+        &format!("{host};0;{address}"),
+    )
+    .map_err(|e| runtime_error("PMI put", e))?;
+    let secret = match &config.job_secret {
+        Some(secret) => secret.clone(),
+        None => {
+            let text = pmi
+                .get("resmpi-secret")
+                .map_err(|e| runtime_error("PMI get", e))?;
+            hex_decode(&text).ok_or_else(|| runtime_error("job secret", "not hex"))?
+        }
+    };
+    let peers = pmi
+        .announce_rejoin(incarnation, &address)
+        .map_err(|e| runtime_error("re-join announcement", e))?;
+    let expected: Vec<u32> = peers.iter().map(|(peer, _)| *peer).collect();
+    path.accept_peers(&expected, &secret)
+        .map_err(|e| runtime_error("re-join: accepting the survivors", e))?;
+    let mut routes = vec![Route::Tcp; size as usize];
+    routes[rank as usize] = Route::Loopback;
+    let spec = injection_spec(config)?;
+    let epoch = std::time::Instant::now();
+    let clock: Box<dyn Fn() -> u64 + Send> = Box::new(move || epoch.elapsed().as_nanos() as u64);
+    let rails = vec![FaultyPath::new(path, spec.clone(), rank, 0, clock)];
+    let transports = Transports {
+        routes,
+        shm: None,
+        rails,
+        loopback: Default::default(),
+        memory: None,
+        joining: Some(JoinWiring {
+            secret,
+            spec,
+            bind_ip: ip,
+            epoch,
+        }),
+    };
+    Ok((transports, peers))
 }
 
 /// `RESMPI_INJECT`: the faults `mpiexec --inject` asked for (none if unset).

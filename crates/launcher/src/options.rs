@@ -90,6 +90,10 @@ pub struct Options {
     pub failure_policy: FailurePolicy,
     /// The process faults (`kill:`, `host-down:`) of the last `--inject`.
     pub process_faults: Vec<ProcessFault>,
+    /// `--respawn N` (a test-only policy, for re-join): under `continue`,
+    /// a rank on this host that dies is started again, at most N times per
+    /// rank, as the next incarnation (`RESMPI_INCARNATION`).
+    pub respawn_count_max: u32,
     /// The program to run, looked up in `PATH` like a shell would.
     pub program: String,
     /// The program's arguments.
@@ -148,6 +152,10 @@ fault tolerance (each sets a variable in every rank):
                         every rank gets RESMPI_FAILURE_POLICY=abort|continue
   -disable-auto-cleanup, --with-ft ulfm, --with-ft mpi
                         hydra's and Open MPI's ways to say continue
+  --respawn N           test-only re-join policy (needs continue): a rank on
+                        this host that dies is started again, up to N times
+                        per rank, with RESMPI_INCARNATION=1, 2, ...; it joins
+                        the running job and the others connect to it
 
   -h, --help            print this text
   --version             print the version
@@ -179,6 +187,10 @@ MPI_Finalize, is named on stderr ('rank R (host H) ... the job continues'),
 every rank that sent cmd=resmpi_watch_failures on its PMI connection gets
 'cmd=resmpi_failure rank=R incarnation=0', and mpiexec waits for the others.
 MPI_Abort, a signal to mpiexec and --timeout still end the whole job.
+With --respawn, the dead rank is started again: when its MPI_Init sends
+'cmd=resmpi_rejoin incarnation=I address=A', every live watching rank gets
+'cmd=resmpi_rejoin rank=R incarnation=I address=A' and connects to it. A
+respawned death still counts as the first death for the exit status.
 
 exit status: 0 on success; the first non-zero rank exit code (128+signal
 for a rank killed by a signal; 1 for a rank that exited 0 before
@@ -201,7 +213,7 @@ fn arity_of(name: &str) -> Option<Arity> {
         "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" | "hosts" | "host" | "hostfile"
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
-        | "failure-policy" | "with-ft" => Some(Arity::One),
+        | "failure-policy" | "with-ft" | "respawn" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
     }
@@ -312,6 +324,7 @@ pub fn parse(
     let mut report_json = None;
     let mut failure_policy = None;
     let mut process_faults = Vec::new();
+    let mut respawn_count_max = 0;
     let mut index = 0;
     while index < arguments.len() {
         let word = &arguments[index];
@@ -477,6 +490,14 @@ pub fn parse(
                 failure_policy = Some(parse_failure_policy(&values[0], "--failure-policy")?)
             }
             "disable-auto-cleanup" => failure_policy = Some(FailurePolicy::Continue),
+            "respawn" => {
+                respawn_count_max = values[0].parse::<u32>().map_err(|_| {
+                    format!(
+                        "--respawn '{}': expected how many times a rank may be started again",
+                        values[0]
+                    )
+                })?
+            }
             "with-ft" => {
                 check_choice("--with-ft", &values[0], &["ulfm", "mpi"])?;
                 failure_policy = Some(FailurePolicy::Continue);
@@ -530,12 +551,19 @@ pub fn parse(
             ));
         }
     }
+    if respawn_count_max > 0 && failure_policy != FailurePolicy::Continue {
+        return Err(
+            "--respawn needs --failure-policy continue (the job must outlive the death)"
+                .to_string(),
+        );
+    }
     // Going on after a death is a fault-tolerance mode: report what it cost.
     let ft_options_given = ft_options_given || failure_policy == FailurePolicy::Continue;
     Ok(Request::Run(Box::new(Options {
         rank_count,
         failure_policy,
         process_faults,
+        respawn_count_max,
         hosts,
         ranks_per_host,
         launcher_exec,

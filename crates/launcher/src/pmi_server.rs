@@ -19,6 +19,19 @@
 //! interleave; the backlog and the registration happen under one lock, so a
 //! subscriber gets every death exactly once however the two race. A death
 //! reported after teardown began (the deaths teardown causes) is not sent.
+//!
+//! # Re-join (test-only `--respawn`)
+//!
+//! A rank the supervisor started again ([`PmiServer::prepare_respawn`]) is
+//! incarnation I > 0 of its rank: its deaths are announced as
+//! `incarnation=I`. Its MPI_Init sends `cmd=resmpi_rejoin incarnation=I
+//! address=A` (A: its TCP listener); every other watching rank that is
+//! alive and not finalized gets `cmd=resmpi_rejoin rank=R incarnation=I
+//! address=A` and connects to it, and the replacement is answered
+//! `cmd=resmpi_rejoin_ok rc=0 peers=R:I,...` (`peers=-` for none): exactly
+//! the ranks that will connect, with their current incarnations. A
+//! subscriber's backlog holds only the deaths of processes that were not
+//! replaced since.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -93,18 +106,22 @@ impl Connection for TcpStream {
     }
 }
 
-/// The line that tells a watching rank that `rank` died.
-pub fn failure_notice(rank: u32) -> String {
+/// The line that tells a watching rank that incarnation `incarnation` of
+/// `rank` died.
+pub fn failure_notice(rank: u32, incarnation: u32) -> String {
     PmiLine::new("resmpi_failure")
         .with("rank", rank)
-        .with("incarnation", 0)
+        .with("incarnation", incarnation)
         .encode()
 }
 
 /// Who is dead and who wants to hear of it.
 struct FailureBoard {
-    /// Ranks reported dead, in the order reported, each once.
-    dead: Vec<u32>,
+    /// Processes reported dead as (rank, incarnation), in the order
+    /// reported, each once.
+    dead: Vec<(u32, u32)>,
+    /// Per rank: the incarnation of its current process (0 unless respawned).
+    incarnations: Vec<u32>,
     /// Per rank: its writer, while it watches failures.
     watchers: Vec<Option<SharedWriter>>,
     /// Notice lines written (backlogs included).
@@ -184,6 +201,7 @@ impl PmiServer {
             barrier_released: Condvar::new(),
             failures: Mutex::new(FailureBoard {
                 dead: Vec::new(),
+                incarnations: vec![0; ranks],
                 watchers: vec![None; ranks],
                 notices_sent_count: 0,
             }),
@@ -206,9 +224,12 @@ impl PmiServer {
             return report;
         }
         let mut board = self.failures();
+        let mut newly_dead = Vec::new();
         for &rank in ranks {
-            if !board.dead.contains(&rank) {
-                board.dead.push(rank);
+            let process = (rank, board.incarnations[rank as usize]);
+            if !board.dead.contains(&process) {
+                board.dead.push(process);
+                newly_dead.push(process);
                 report.newly_dead.push(rank);
             }
         }
@@ -223,12 +244,11 @@ impl PmiServer {
             };
             let mut lines = String::new();
             let mut line_count = 0;
-            for &dead in report
-                .newly_dead
+            for &(dead, incarnation) in newly_dead
                 .iter()
-                .filter(|&&dead| dead != watcher as u32)
+                .filter(|&&(dead, _)| dead != watcher as u32)
             {
-                lines.push_str(&failure_notice(dead));
+                lines.push_str(&failure_notice(dead, incarnation));
                 line_count += 1;
             }
             if line_count == 0 {
@@ -251,9 +271,88 @@ impl PmiServer {
         report
     }
 
-    /// Ranks reported dead, in the order reported.
+    /// Ranks reported dead, in the order reported, once per process (a
+    /// respawned rank that died again is listed again).
     pub fn dead_ranks(&self) -> Vec<u32> {
-        self.failures().dead.clone()
+        self.failures().dead.iter().map(|&(rank, _)| rank).collect()
+    }
+
+    /// The incarnation of `rank`'s current process.
+    pub fn incarnation_of(&self, rank: u32) -> u32 {
+        self.failures().incarnations[rank as usize]
+    }
+
+    /// `rank` is about to be started again: its next incarnation, with the
+    /// rank's PMI state (init, finalize, connection) as for a new process.
+    pub fn prepare_respawn(&self, rank: u32) -> u32 {
+        let incarnation = {
+            let mut board = self.failures();
+            board.incarnations[rank as usize] += 1;
+            board.watchers[rank as usize] = None;
+            board.incarnations[rank as usize]
+        };
+        let mut state = self.state();
+        let slot = rank as usize;
+        state.initialized[slot] = false;
+        state.finalized[slot] = false;
+        state.connection_closed[slot] = false;
+        state.connected[slot] = false;
+        incarnation
+    }
+
+    /// `cmd=resmpi_rejoin` from `rank`: tell every live watcher but `rank`
+    /// to connect to it, and answer with who was told.
+    fn announce_rejoin(&self, rank: u32, line: &PmiLine) -> PmiLine {
+        let failure = |message: &str| {
+            PmiLine::new("resmpi_rejoin_ok")
+                .with("rc", -1)
+                .with("msg", message)
+        };
+        let Some(address) = line.get("address").filter(|address| !address.is_empty()) else {
+            return failure("resmpi_rejoin_needs_an_address");
+        };
+        let finalized = self.state().finalized.clone();
+        let mut board = self.failures();
+        let incarnation = board.incarnations[rank as usize];
+        if line.get("incarnation") != Some(incarnation.to_string().as_str()) {
+            return failure("not_the_current_incarnation_of_this_rank");
+        }
+        let notice = PmiLine::new("resmpi_rejoin")
+            .with("rank", rank)
+            .with("incarnation", incarnation)
+            .with("address", address)
+            .encode();
+        let mut peers = Vec::new();
+        let FailureBoard {
+            dead,
+            incarnations,
+            watchers,
+            notices_sent_count,
+        } = &mut *board;
+        for (watcher, slot) in watchers.iter_mut().enumerate() {
+            let peer = watcher as u32;
+            let alive = !dead.contains(&(peer, incarnations[watcher]));
+            if peer == rank || !alive || finalized[watcher] {
+                continue;
+            }
+            let Some(writer) = slot else {
+                continue;
+            };
+            if lock_writer(writer).write_all(notice.as_bytes()).is_ok() {
+                *notices_sent_count += 1;
+                peers.push(format!("{peer}:{}", incarnations[watcher]));
+            } else {
+                *slot = None;
+            }
+        }
+        let peers = if peers.is_empty() {
+            "-".to_string()
+        } else {
+            peers.join(",")
+        };
+        PmiLine::new("resmpi_rejoin_ok")
+            .with("rc", 0)
+            .with("peers", peers)
     }
 
     /// Notice lines written so far (backlogs included).
@@ -267,8 +366,12 @@ impl PmiServer {
         let mut board = self.failures();
         let mut lines = PmiLine::new("resmpi_watch_failures_ok").encode();
         let mut backlog_count: u64 = 0;
-        for &dead in board.dead.iter().filter(|&&dead| dead != rank) {
-            lines.push_str(&failure_notice(dead));
+        // Deaths of processes since replaced are news to nobody who
+        // subscribes now.
+        for &(dead, incarnation) in board.dead.iter().filter(|&&(dead, incarnation)| {
+            dead != rank && board.incarnations[dead as usize] == incarnation
+        }) {
+            lines.push_str(&failure_notice(dead, incarnation));
             backlog_count += 1;
         }
         lock_writer(writer).write_all(lines.as_bytes())?;
@@ -409,7 +512,13 @@ impl PmiServer {
             }
         };
         let _ = stream.limit_writes(Duration::from_millis(WRITE_TIMEOUT_MS));
+        let incarnation = self.incarnation_of(rank);
         self.serve_lines(rank, &mut stream, &writer);
+        // A connection of a process since replaced says nothing about the
+        // replacement.
+        if self.incarnation_of(rank) != incarnation {
+            return;
+        }
         self.failures().watchers[rank as usize] = None;
         self.state().connection_closed[rank as usize] = true;
     }
@@ -427,6 +536,9 @@ impl PmiServer {
                             break 'connection;
                         }
                         None
+                    }
+                    Ok(line) if line.command == "resmpi_rejoin" => {
+                        Some(self.announce_rejoin(rank, &line))
                     }
                     Ok(line) => self.handle_line(rank, &line),
                     Err(error) => {
@@ -1044,5 +1156,64 @@ mod tests {
         assert_eq!(server.report_deaths(&[0]), DeathReport::default());
         assert_silent(&open, 50);
         assert_eq!(server.dead_ranks(), [2]);
+    }
+
+    #[test]
+    fn a_respawned_rank_announces_its_rejoin_to_the_live_watchers_and_dies_as_its_new_incarnation()
+    {
+        let server = server(4, "k");
+        let (zero, _zero_thread) = served(&server, 0);
+        let (one, _one_thread) = served(&server, 1);
+        for client in [&zero, &one] {
+            watch(client);
+            assert_eq!(read_lines(client, 1), ["cmd=resmpi_watch_failures_ok"]);
+        }
+        server.report_deaths(&[3]);
+        for client in [&zero, &one] {
+            assert_eq!(
+                read_lines(client, 1),
+                ["cmd=resmpi_failure rank=3 incarnation=0"]
+            );
+        }
+        assert_eq!(server.prepare_respawn(3), 1);
+        let (mut replacement, _replacement_thread) = served(&server, 3);
+        // An announcement for another incarnation is refused, and nobody hears of it.
+        replacement
+            .write_all(b"cmd=resmpi_rejoin incarnation=2 address=127.0.0.1:5\n")
+            .unwrap();
+        assert_eq!(
+            read_lines(&replacement, 1),
+            ["cmd=resmpi_rejoin_ok rc=-1 msg=not_the_current_incarnation_of_this_rank"]
+        );
+        assert_silent(&zero, 50);
+        replacement
+            .write_all(b"cmd=resmpi_rejoin incarnation=1 address=127.0.0.1:5\n")
+            .unwrap();
+        // Rank 2 never watched: it is not told and not listed.
+        assert_eq!(
+            read_lines(&replacement, 1),
+            ["cmd=resmpi_rejoin_ok rc=0 peers=0:0,1:0"]
+        );
+        for client in [&zero, &one] {
+            assert_eq!(
+                read_lines(client, 1),
+                ["cmd=resmpi_rejoin rank=3 incarnation=1 address=127.0.0.1:5"]
+            );
+        }
+        // The replaced process's death is no news to the replacement.
+        watch(&replacement);
+        assert_eq!(
+            read_lines(&replacement, 1),
+            ["cmd=resmpi_watch_failures_ok"]
+        );
+        assert_silent(&replacement, 50);
+        assert_eq!(server.report_deaths(&[3]).newly_dead, vec![3]);
+        for client in [&zero, &one] {
+            assert_eq!(
+                read_lines(client, 1),
+                ["cmd=resmpi_failure rank=3 incarnation=1"]
+            );
+        }
+        assert_eq!(server.dead_ranks(), vec![3, 3]);
     }
 }

@@ -177,13 +177,16 @@ pub enum StandardInput {
     Null,
 }
 
-/// Starts `rank` of the job described by `options` at `site`: on this host
+/// Starts `rank` (its process `incarnation`: 0 at the start of the job, i
+/// for the i-th `--respawn`, as `RESMPI_INCARNATION`) of the job described
+/// by `options` at `site`: on this host
 /// connected to the PMI server through `pmi_socket` (the rank's end,
 /// inherited as `PMI_FD`), or on a remote host through the launcher.
 pub fn spawn_rank(
     options: &Options,
     identity: &JobIdentity,
     rank: u32,
+    incarnation: u32,
     site: &RankSite<'_>,
     pmi_socket: Option<&UnixStream>,
     standard_input: StandardInput,
@@ -228,7 +231,8 @@ pub fn spawn_rank(
                 .env("RESMPI_JOB_ID", &identity.job_id)
                 .env("RESMPI_JOB_SECRET", &identity.job_secret_hex)
                 .env("LD_LIBRARY_PATH", &identity.library_path)
-                .env(FAILURE_POLICY_VARIABLE, options.failure_policy.name());
+                .env(FAILURE_POLICY_VARIABLE, options.failure_policy.name())
+                .env("RESMPI_INCARNATION", incarnation.to_string());
         }
         (None, None) => {
             return Err(io::Error::new(
@@ -292,6 +296,7 @@ mod tests {
 
     fn options(launcher: &str, program: &str) -> Options {
         Options {
+            respawn_count_max: 0,
             rank_count: 4,
             environment: vec![("A".to_string(), "x y".to_string())],
             tag_output: false,

@@ -105,6 +105,8 @@ struct Job {
     kills: KillSchedule,
     /// Longest time from an injected SIGKILL to its notices being written.
     detection_latency_max: Duration,
+    /// Per rank: how many times `--respawn` started it again.
+    respawn_counts: Vec<u32>,
 }
 
 /// Runs the job `options` describes; returns mpiexec's exit code.
@@ -169,10 +171,11 @@ pub fn run(options: &Options) -> i32 {
         policy: options.failure_policy,
         kills,
         detection_latency_max: Duration::ZERO,
+        respawn_counts: vec![0; options.rank_count as usize],
     };
     let started = job.start_ranks(options, &identity);
     if started.is_ok() {
-        job.supervise(options);
+        job.supervise(options, &identity);
     } else {
         job.tear_down();
     }
@@ -318,6 +321,61 @@ impl Job {
     fn start_ranks(&mut self, options: &Options, identity: &JobIdentity) -> Result<(), i32> {
         let stdin_is_terminal = io::stdin().is_terminal();
         for rank in 0..options.rank_count {
+            let standard_input = match (rank, stdin_is_terminal) {
+                (0, false) => StandardInput::Inherit,
+                (0, true) => StandardInput::Pipe,
+                _ => StandardInput::Null,
+            };
+            let process = self.start_rank(options, identity, rank, 0, standard_input)?;
+            self.ranks.push(process);
+        }
+        Ok(())
+    }
+
+    /// `--respawn`: starts every dead rank on this host again that has
+    /// respawns left, as the next incarnation of that rank.
+    fn respawn_dead(&mut self, options: &Options, identity: &JobIdentity) {
+        if options.respawn_count_max == 0 {
+            return;
+        }
+        for rank in 0..self.ranks.len() {
+            let process = &self.ranks[rank];
+            let due = process.failed
+                && process.ending.is_some()
+                && process.host.is_none()
+                && self.respawn_counts[rank] < options.respawn_count_max;
+            if !due {
+                continue;
+            }
+            self.respawn_counts[rank] += 1;
+            let rank = rank as u32;
+            let incarnation = self.server.prepare_respawn(rank);
+            match self.start_rank(options, identity, rank, incarnation, StandardInput::Null) {
+                Ok(process) => {
+                    eprintln!(
+                        "mpiexec: rank {rank} started again as incarnation {incarnation} (pid {}, --respawn)",
+                        process.pid
+                    );
+                    self.ranks[rank as usize] = process;
+                }
+                Err(_) => eprintln!(
+                    "mpiexec: rank {rank} could not be started again; the job goes on without it"
+                ),
+            }
+        }
+    }
+
+    /// Starts incarnation `incarnation` of `rank` and forwards its output
+    /// and PMI connection.
+    fn start_rank(
+        &mut self,
+        options: &Options,
+        identity: &JobIdentity,
+        rank: u32,
+        incarnation: u32,
+        standard_input: StandardInput,
+    ) -> Result<RankProcess, i32> {
+        {
             let host = self.placement.host(rank);
             let remote = (!host.local).then(|| RemoteSite {
                 host: &host.name,
@@ -336,15 +394,11 @@ impl Job {
             } else {
                 None
             };
-            let standard_input = match (rank, stdin_is_terminal) {
-                (0, false) => StandardInput::Inherit,
-                (0, true) => StandardInput::Pipe,
-                _ => StandardInput::Null,
-            };
             let mut child: Child = spawn::spawn_rank(
                 options,
                 identity,
                 rank,
+                incarnation,
                 &site,
                 sockets.as_ref().map(|(_, rank_end)| rank_end),
                 standard_input,
@@ -393,16 +447,15 @@ impl Job {
                 let server = self.server.clone();
                 thread::spawn(move || server.serve(rank, launcher_end));
             }
-            self.ranks.push(RankProcess {
+            Ok(RankProcess {
                 pid: child.id() as i32,
                 ending: None,
                 host: host_name,
                 connection_lost_at: None,
                 failed: false,
                 killed_at: None,
-            });
+            })
         }
-        Ok(())
     }
 
     /// `rank R (pid P)`, or `rank R on host H (launcher pid P)`.
@@ -701,7 +754,7 @@ impl Job {
         true
     }
 
-    fn supervise(&mut self, options: &Options) {
+    fn supervise(&mut self, options: &Options, identity: &JobIdentity) {
         let started = Instant::now();
         let timeout = options.timeout_seconds.map(Duration::from_secs);
         loop {
@@ -733,6 +786,7 @@ impl Job {
             if self.judge_reaped() || self.barrier_deadlock() || self.lost_connection() {
                 break;
             }
+            self.respawn_dead(options, identity);
             if self.running_count() == 0 {
                 return;
             }

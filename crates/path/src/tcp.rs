@@ -153,10 +153,76 @@ impl TcpPath {
             let stream = self.connect_one(*rank, address, secret, deadline)?;
             self.add_peer(*rank, stream)?;
         }
-        let mut waiting: Vec<u32> = higher
+        let waiting: Vec<u32> = higher
             .into_iter()
             .filter(|rank| !self.is_connected(*rank))
             .collect();
+        self.accept_waiting(waiting, secret, deadline)
+    }
+
+    /// Accept a connection from every rank of `expected`, whatever its rank
+    /// relative to this one (a replacement process joining a running job:
+    /// every survivor connects to it). Same authentication and timeout as
+    /// [`TcpPath::connect_all`].
+    pub fn accept_peers(&mut self, expected: &[u32], secret: &[u8]) -> Result<(), PathError> {
+        let deadline = Instant::now() + self.connect_timeout;
+        let mut waiting = expected.to_vec();
+        waiting.sort_unstable();
+        waiting.dedup();
+        waiting.retain(|rank| *rank != self.my_rank);
+        self.accept_waiting(waiting, secret, deadline)
+    }
+
+    /// Connect to `rank` listening at `address` after wire-up (it replaced
+    /// a dead process): whatever this path held for that rank (the dead
+    /// process's closed connection, its unread bytes) is dropped first, so
+    /// nothing of the old process can be read after this.
+    pub fn connect_peer(
+        &mut self,
+        rank: u32,
+        address: &str,
+        secret: &[u8],
+    ) -> Result<(), PathError> {
+        let deadline = Instant::now() + self.connect_timeout;
+        self.remove_peer(rank);
+        let stream = self.connect_one(rank, address, secret, deadline)?;
+        self.add_peer(rank, stream)
+    }
+
+    /// Forget `rank`'s connection, if any, and everything buffered for it.
+    pub fn remove_peer(&mut self, rank: u32) {
+        if let Some(slot) = self.peers.get_mut(rank as usize) {
+            if slot.take().is_some() {
+                self.connected.retain(|connected| *connected != rank);
+                self.rebuild_pollfds();
+            }
+        }
+    }
+
+    fn rebuild_pollfds(&mut self) {
+        let pollfds = self
+            .connected
+            .iter()
+            .map(|rank| libc::pollfd {
+                fd: self.peers[*rank as usize]
+                    .as_ref()
+                    .expect("connected")
+                    .stream
+                    .as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        *self.pollfds.borrow_mut() = pollfds;
+    }
+
+    /// Accept the ranks of `waiting` on the listener until `deadline`.
+    fn accept_waiting(
+        &mut self,
+        mut waiting: Vec<u32>,
+        secret: &[u8],
+        deadline: Instant,
+    ) -> Result<(), PathError> {
         self.listener.set_nonblocking(true)?;
         while !waiting.is_empty() {
             let now = Instant::now();
@@ -265,20 +331,7 @@ impl TcpPath {
         });
         self.connected.push(rank);
         self.connected.sort_unstable();
-        let pollfds = self
-            .connected
-            .iter()
-            .map(|rank| libc::pollfd {
-                fd: self.peers[*rank as usize]
-                    .as_ref()
-                    .expect("connected")
-                    .stream
-                    .as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        *self.pollfds.borrow_mut() = pollfds;
+        self.rebuild_pollfds();
         Ok(())
     }
 

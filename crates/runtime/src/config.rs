@@ -86,6 +86,11 @@ pub struct Config {
     /// `RESMPI_FT`: the name of the process fault-tolerance protocol,
     /// checked by `MPI_Init` against the protocols the library has.
     pub ft_protocol: String,
+    /// `RESMPI_INCARNATION`: 0 for a process the job started with; i > 0
+    /// for the i-th replacement of its rank that the launcher started
+    /// (`mpiexec --respawn`), which joins the running job instead of
+    /// wiring up with everyone at MPI_Init.
+    pub incarnation: u32,
 }
 
 /// What the job does when a process dies (`RESMPI_FAILURE_POLICY`).
@@ -148,6 +153,7 @@ impl Default for Config {
             debug_rails: false,
             failure_policy: None,
             ft_protocol: "none".into(),
+            incarnation: 0,
         }
     }
 }
@@ -250,6 +256,11 @@ impl Config {
         }
         if let Some(text) = lookup("RESMPI_FT") {
             config.ft_protocol = text.trim().to_string();
+        }
+        if let Some(text) = lookup("RESMPI_INCARNATION") {
+            config.incarnation = text.trim().parse().map_err(|_| {
+                format!("RESMPI_INCARNATION='{text}' is not a process incarnation number")
+            })?;
         }
         if let Some(text) = lookup("RESMPI_RELIABLE") {
             config.reliable = choose("RESMPI_RELIABLE", &text, &switch)?;

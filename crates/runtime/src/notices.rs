@@ -1,5 +1,5 @@
-//! Failure notices: which processes of the job have died, as the launcher
-//! tells every survivor.
+//! Failure notices: which processes of the job have died (and which
+//! replacements have joined), as the launcher tells every survivor.
 //!
 //! Why a separate, shared object: the notice arrives on the PMI connection,
 //! read by a thread that blocks on it (no cost to the progress engine's hot
@@ -12,13 +12,36 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// Deaths seen so far, in the order they were reported.
+/// What the launcher said about one process of the job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeerEvent {
+    /// Incarnation `incarnation` of world rank `rank` died.
+    Failed {
+        /// World rank.
+        rank: u32,
+        /// Which process of that rank (0 for the first).
+        incarnation: u32,
+    },
+    /// Incarnation `incarnation` of world rank `rank` (a replacement the
+    /// launcher started) listens at `address` for the survivors to connect.
+    Rejoined {
+        /// World rank.
+        rank: u32,
+        /// Which process of that rank (1 for the first replacement).
+        incarnation: u32,
+        /// Its TCP listener, `ip:port`.
+        address: String,
+    },
+}
+
+/// Deaths and re-joins seen so far, in the order they were reported.
 #[derive(Debug, Default)]
 pub struct FailureNotices {
-    /// Number of deaths recorded (the engine compares it with what it saw).
+    /// Number of events recorded (the engine compares it with what it saw).
     count: AtomicU64,
-    /// World ranks of the dead processes, first report first.
-    failed: Mutex<Vec<u32>>,
+    /// The events, first report first; a death of one (rank, incarnation)
+    /// is recorded once.
+    events: Mutex<Vec<PeerEvent>>,
     /// The connection to the launcher closed: no further notice can come.
     launcher_lost: AtomicBool,
 }
@@ -29,32 +52,64 @@ impl FailureNotices {
         FailureNotices::default()
     }
 
-    /// Record that world rank `rank` died; a rank reported twice counts once.
+    /// Record that the first incarnation of world rank `rank` died.
     pub fn note(&self, rank: u32) {
-        let mut failed = self
-            .failed
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        if failed.contains(&rank) {
-            return;
-        }
-        failed.push(rank);
-        self.count.store(failed.len() as u64, Ordering::Release);
+        self.note_failure(rank, 0);
     }
 
-    /// How many deaths have been recorded: cheap enough for every progress call.
+    /// Record that incarnation `incarnation` of world rank `rank` died; a
+    /// death reported twice counts once.
+    pub fn note_failure(&self, rank: u32, incarnation: u32) {
+        self.record(PeerEvent::Failed { rank, incarnation });
+    }
+
+    /// Record that incarnation `incarnation` of world rank `rank` joined,
+    /// listening at `address`.
+    pub fn note_rejoin(&self, rank: u32, incarnation: u32, address: String) {
+        self.record(PeerEvent::Rejoined {
+            rank,
+            incarnation,
+            address,
+        });
+    }
+
+    fn record(&self, event: PeerEvent) {
+        let mut events = self
+            .events
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if events.contains(&event) {
+            return;
+        }
+        events.push(event);
+        self.count.store(events.len() as u64, Ordering::Release);
+    }
+
+    /// How many events have been recorded: cheap enough for every progress call.
     #[inline]
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Acquire)
     }
 
-    /// The deaths after the first `seen`, in report order.
-    pub fn since(&self, seen: u64) -> Vec<u32> {
-        let failed = self
-            .failed
+    /// The events after the first `seen`, in report order.
+    pub fn events_since(&self, seen: u64) -> Vec<PeerEvent> {
+        let events = self
+            .events
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
-        failed.iter().skip(seen as usize).copied().collect()
+        events.iter().skip(seen as usize).cloned().collect()
+    }
+
+    /// The world ranks of the deaths after the first `seen` events, in
+    /// report order (re-joins left out).
+    pub fn since(&self, seen: u64) -> Vec<u32> {
+        self.events_since(seen)
+            .into_iter()
+            .filter_map(|event| match event {
+                PeerEvent::Failed { rank, .. } => Some(rank),
+                PeerEvent::Rejoined { .. } => None,
+            })
+            .collect()
     }
 
     /// The launcher's connection closed.
@@ -83,6 +138,25 @@ mod tests {
         assert_eq!(notices.since(0), vec![3, 1]);
         assert_eq!(notices.since(1), vec![1]);
         assert!(notices.since(2).is_empty());
+        notices.note_rejoin(3, 1, "127.0.0.1:9".into());
+        notices.note_failure(3, 1);
+        notices.note_failure(3, 1);
+        assert_eq!(notices.count(), 4);
+        assert_eq!(
+            notices.events_since(2),
+            vec![
+                PeerEvent::Rejoined {
+                    rank: 3,
+                    incarnation: 1,
+                    address: "127.0.0.1:9".into()
+                },
+                PeerEvent::Failed {
+                    rank: 3,
+                    incarnation: 1
+                }
+            ]
+        );
+        assert_eq!(notices.since(2), vec![3]);
         assert!(!notices.launcher_lost());
         notices.note_launcher_lost();
         assert!(notices.launcher_lost());

@@ -609,6 +609,31 @@ impl Pmi {
         Ok(())
     }
 
+    /// A replacement process (incarnation `incarnation` of this rank, see
+    /// `RESMPI_INCARNATION`) announces that it listens at `address`:
+    /// sends `cmd=resmpi_rejoin incarnation=I address=A`, expects
+    /// `cmd=resmpi_rejoin_ok peers=R:I,R:I,...` (`peers=-` for none): the
+    /// live ranks, each with its current incarnation, that were just told
+    /// to connect to it. Only resmpi's `mpiexec` speaks this.
+    pub fn announce_rejoin(
+        &mut self,
+        incarnation: u32,
+        address: &str,
+    ) -> Result<Vec<(u32, u32)>, PmiError> {
+        let Transport::Connected(channel) = &mut self.transport else {
+            return Err(PmiError::new(
+                "a replacement process needs the launcher that started it (no PMI connection)",
+            ));
+        };
+        let reply = channel.request(
+            &PmiLine::new("resmpi_rejoin")
+                .with("incarnation", incarnation)
+                .with("address", address),
+            "resmpi_rejoin_ok",
+        )?;
+        parse_peer_incarnations(reply.require("peers")?)
+    }
+
     /// Tells the process manager this rank is done (`cmd=finalize`) and waits
     /// for `finalize_ack`. A second call does nothing.
     pub fn finalize(&mut self) -> Result<(), PmiError> {
@@ -625,6 +650,25 @@ impl Pmi {
     }
 }
 
+/// `R:I,R:I,...` (or `-`): ranks and their incarnations.
+fn parse_peer_incarnations(text: &str) -> Result<Vec<(u32, u32)>, PmiError> {
+    if text == "-" {
+        return Ok(Vec::new());
+    }
+    text.split(',')
+        .map(|item| {
+            let parsed = item.split_once(':').and_then(|(rank, incarnation)| {
+                Some((rank.parse().ok()?, incarnation.parse().ok()?))
+            });
+            parsed.ok_or_else(|| {
+                PmiError::new(format!(
+                    "'cmd=resmpi_rejoin_ok' lists peer '{item}', not RANK:INCARNATION"
+                ))
+            })
+        })
+        .collect()
+}
+
 /// The notice thread: failure notices go to `notices`, other lines (replies
 /// to this rank's requests) to `replies`, until the connection closes.
 fn read_notices(
@@ -635,10 +679,26 @@ fn read_notices(
     loop {
         match reader.receive() {
             Ok(line) if line.command == "resmpi_failure" => {
+                let incarnation = line
+                    .get("incarnation")
+                    .and_then(|text| text.parse::<u32>().ok())
+                    .unwrap_or(0);
                 match line.get("rank").and_then(|rank| rank.parse::<u32>().ok()) {
-                    Some(rank) => notices.note(rank),
+                    Some(rank) => notices.note_failure(rank, incarnation),
                     None => eprintln!(
                         "resmpi: ignoring a failure notice without a valid rank: '{}'",
+                        line.encode().trim_end()
+                    ),
+                }
+            }
+            Ok(line) if line.command == "resmpi_rejoin" => {
+                let number = |key: &str| line.get(key).and_then(|text| text.parse::<u32>().ok());
+                match (number("rank"), number("incarnation"), line.get("address")) {
+                    (Some(rank), Some(incarnation), Some(address)) => {
+                        notices.note_rejoin(rank, incarnation, address.to_string())
+                    }
+                    _ => eprintln!(
+                        "resmpi: ignoring a re-join notice without rank, incarnation and address: '{}'",
                         line.encode().trim_end()
                     ),
                 }
@@ -660,6 +720,7 @@ fn read_notices(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::notices::PeerEvent;
     use std::io::{BufRead, BufReader};
     use std::thread;
 
@@ -777,6 +838,59 @@ mod tests {
             thread::sleep(Duration::from_millis(1));
         }
         assert!(notices.launcher_lost());
+    }
+
+    #[test]
+    fn a_replacement_announces_its_rejoin_and_survivors_read_rejoin_notices() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut script = HANDSHAKE.to_vec();
+        script.extend([
+            (
+                "cmd=resmpi_rejoin incarnation=1 address=10.0.0.1:77",
+                Some("cmd=resmpi_rejoin_ok rc=0 peers=0:0,2:3\n"),
+            ),
+            (
+                "cmd=resmpi_watch_failures",
+                Some(concat!(
+                    "cmd=resmpi_watch_failures_ok\n",
+                    "cmd=resmpi_failure rank=2 incarnation=3\n",
+                    "cmd=resmpi_rejoin rank=2 incarnation=4 address=10.0.0.2:9\n",
+                    "cmd=resmpi_rejoin rank=2 incarnation=5\n",
+                )),
+            ),
+            ("cmd=finalize", Some("cmd=finalize_ack\n")),
+        ]);
+        let server = scripted_server(server, script);
+        let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 1, 3, 1, 3).unwrap();
+        assert_eq!(
+            pmi.announce_rejoin(1, "10.0.0.1:77").unwrap(),
+            vec![(0, 0), (2, 3)]
+        );
+        let notices = Arc::new(FailureNotices::new());
+        pmi.watch_failures(notices.clone()).unwrap();
+        pmi.finalize().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !notices.launcher_lost() && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(1));
+        }
+        // The notice without an address is ignored (with a message).
+        assert_eq!(
+            notices.events_since(0),
+            vec![
+                PeerEvent::Failed {
+                    rank: 2,
+                    incarnation: 3
+                },
+                PeerEvent::Rejoined {
+                    rank: 2,
+                    incarnation: 4,
+                    address: "10.0.0.2:9".into()
+                },
+            ]
+        );
+        server.join().unwrap();
+        assert_eq!(parse_peer_incarnations("-").unwrap(), vec![]);
+        assert!(parse_peer_incarnations("0:0,x").is_err());
     }
 
     #[test]

@@ -1,0 +1,196 @@
+//! Re-join: a replacement process (a new incarnation of a world rank)
+//! takes the place of a dead one in a running job.
+//!
+//! Why it lives beside the engine and not in it: the engine's failure
+//! handling and interceptor hooks change in parallel, and re-join needs
+//! only a few of its fields. What the engine itself does for re-join is
+//! three lines: every frame it emits carries its own incarnation
+//! ([`emit_stamped`]), every frame it takes is checked against the
+//! incarnation it knows for the sender ([`State::drop_other_incarnation`]
+//! when they differ), and launcher notices go through
+//! [`Engine::handle_notices`].
+//!
+//! The rule that makes "nothing of the old incarnation is delivered after"
+//! hold on every path (a shared-memory ring still full of the dead
+//! process's frames, a simulated network with frames in flight): a frame is
+//! delivered only when its `incarnation` equals the one this process knows
+//! for the sender. Older ones are dropped and counted. A newer one means a
+//! re-join this process was not told of, which no path can produce (the
+//! re-join event always precedes the new incarnation's first frame: over
+//! TCP the connection is made by the survivor when it handles the notice),
+//! so it is an error rather than a silent loss of messages.
+//!
+//! [`Engine::handle_peer_rejoin`] resets everything this process keeps per
+//! peer to the state of a peer it has never talked to: the failed flag,
+//! both logical message numbers (each side numbers from 1 again), eager
+//! credit both ways, the reliable link, and the route.
+
+use resmpi_ft::Interceptor;
+use resmpi_runtime::notices::PeerEvent;
+use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
+
+use super::{Engine, State, Unexpected};
+use crate::error::{ErrorClass, MpiError};
+use crate::transport::Route;
+
+/// The wire form of `header` with `incarnation` as the sender's.
+#[inline]
+pub(super) fn emit_stamped(header: &FrameHeader, incarnation: u32) -> [u8; HEADER_LEN_BYTES] {
+    let mut stamped = *header;
+    stamped.incarnation = incarnation;
+    stamped.to_bytes()
+}
+
+impl<F: Interceptor> State<F> {
+    /// A frame from `peer` sent by incarnation `incarnation`, which is not
+    /// the one this process delivers from: dropped. An older one is a
+    /// leftover of a dead process (counted); a newer one is a re-join this
+    /// process was not told of (an error: its messages would be lost).
+    #[cold]
+    pub(super) fn drop_other_incarnation(&mut self, peer: u32, incarnation: u32) {
+        let known = self.peer_incarnation[peer as usize];
+        if incarnation < known {
+            self.old_incarnation_frames_dropped += 1;
+            return;
+        }
+        self.pending_error.get_or_insert(MpiError::new(
+            ErrorClass::Intern,
+            format!(
+                "a frame from incarnation {incarnation} of rank {peer} arrived, but this process knows only incarnation {known}: its re-join was not announced"
+            ),
+        ));
+    }
+
+    /// The incarnation of `peer` whose frames are delivered here.
+    pub fn peer_incarnation(&self, peer: u32) -> u32 {
+        self.peer_incarnation
+            .get(peer as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Whether a frame of `kind` is the link layer's own (acknowledgements
+/// carry no incarnation: the link, not the process, makes them).
+#[inline]
+pub(super) fn is_link_frame(kind: FrameKind) -> bool {
+    kind == FrameKind::Ack
+}
+
+impl<F: Interceptor> Engine<F> {
+    /// This process is incarnation `incarnation` of its world rank (a
+    /// replacement started by the launcher): every frame it sends says so,
+    /// including those it sends itself.
+    pub fn set_own_incarnation(&mut self, incarnation: u32) {
+        let rank = self.state.rank as usize;
+        self.state.own_incarnation = incarnation;
+        self.state.peer_incarnation[rank] = incarnation;
+    }
+
+    /// Take for granted that `peer` is at incarnation `incarnation` (what
+    /// a replacement learns at wire-up about peers that were themselves
+    /// replaced), without any event.
+    pub fn assume_peer_incarnation(&mut self, peer: u32, incarnation: u32) {
+        if let Some(known) = self.state.peer_incarnation.get_mut(peer as usize) {
+            *known = incarnation;
+        }
+    }
+
+    /// Incarnation `incarnation` of world rank `peer` has joined the job,
+    /// reached over `route`: forget everything of the old incarnation and
+    /// talk to it as to a peer never seen. An incarnation not newer than
+    /// the one known is stale and ignored (false); so are this process and
+    /// ranks out of range. If the old incarnation's death was not handled
+    /// yet, it is handled first: the re-join proves it.
+    pub fn handle_peer_rejoin(&mut self, peer: u32, incarnation: u32, route: Route) -> bool {
+        if peer >= self.state.size
+            || peer == self.state.rank
+            || incarnation <= self.state.peer_incarnation[peer as usize]
+        {
+            return false;
+        }
+        self.handle_peer_failure(peer);
+        let state = &mut self.state;
+        let slot = peer as usize;
+        if state.failed[slot] {
+            state.failed[slot] = false;
+            state.failed_count -= 1;
+        }
+        state.peer_incarnation[slot] = incarnation;
+        state.message_seq_out[slot] = 0;
+        state.message_seq_in[slot] = 0;
+        state.eager_credit[slot] = state.config.eager_credit_bytes;
+        state.credit_owed[slot] = 0;
+        // Eager messages of the old incarnation that no receive took: the
+        // process that sent them is gone, and a receive posted from now on
+        // waits for the new one (whose numbering starts over).
+        while state
+            .matcher
+            .withdraw_unexpected(|envelope, message| {
+                envelope.source == peer && matches!(message, Unexpected::Eager { .. })
+            })
+            .is_some()
+        {
+            state.old_incarnation_frames_dropped += 1;
+        }
+        self.transports.routes[slot] = route;
+        self.links.adopt(peer, route == Route::Tcp);
+        true
+    }
+
+    /// The launcher's notices since the last call: deaths and re-joins, in
+    /// the order it sent them. A death of an incarnation older than the one
+    /// known is stale (the re-join came first) and ignored. A re-join is
+    /// connected over TCP here ([`crate::wireup::connect_rejoined_peer`]);
+    /// if that fails the new incarnation is taken as failed too.
+    pub fn handle_notices(&mut self) {
+        let Some(notices) = self.notices.clone() else {
+            return;
+        };
+        let fresh = notices.events_since(self.notices_seen);
+        self.notices_seen += fresh.len() as u64;
+        for event in fresh {
+            match event {
+                PeerEvent::Failed { rank, incarnation } => {
+                    if rank < self.state.size && incarnation >= self.state.peer_incarnation(rank) {
+                        self.handle_peer_failure(rank);
+                    }
+                }
+                PeerEvent::Rejoined {
+                    rank,
+                    incarnation,
+                    address,
+                } => self.connect_rejoined(rank, incarnation, &address),
+            }
+        }
+    }
+
+    /// Connect to incarnation `incarnation` of `peer`, listening at
+    /// `address`, and reset the peer for it.
+    fn connect_rejoined(&mut self, peer: u32, incarnation: u32, address: &str) {
+        if peer >= self.state.size
+            || peer == self.state.rank
+            || incarnation <= self.state.peer_incarnation(peer)
+        {
+            return;
+        }
+        match crate::wireup::connect_rejoined_peer(
+            &mut self.transports,
+            self.state.rank,
+            peer,
+            address,
+        ) {
+            Ok(()) => {
+                self.handle_peer_rejoin(peer, incarnation, Route::Tcp);
+            }
+            Err(error) => {
+                eprintln!(
+                    "resmpi: rank {}: incarnation {incarnation} of rank {peer} re-joined, but connecting to it failed ({error}); it stays failed",
+                    self.state.rank
+                );
+                self.handle_peer_failure(peer);
+                self.state.peer_incarnation[peer as usize] = incarnation;
+            }
+        }
+    }
+}
