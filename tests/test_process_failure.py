@@ -48,10 +48,11 @@ def reference_rings(exe, nprocs, survivors):
     return rings
 
 
-def check_survivors(res, rings):
+def check_survivors(res, rings, exit_code=137):
     """Every survivor printed its line with the fault-free ring value and
-    MPIX_ERR_PROC_FAILED wherever the dead process was needed."""
-    assert res.returncode == 137, f"exit {res.returncode}, expected the dead rank's 137\n{res.describe()}"
+    MPIX_ERR_PROC_FAILED wherever the dead process was needed; the job
+    ended with the dead rank's code (137 for a SIGKILL)."""
+    assert res.returncode == exit_code, f"exit {res.returncode}, expected the dead rank's {exit_code}\n{res.describe()}"
     assert res.elapsed < BOUND_SECONDS, f"took {res.elapsed:.1f} s\n{res.describe()}"
     results = {int(m[1]): m.groups()[1:] for m in RESULT_LINE.finditer(res.stdout)}
     assert sorted(results) == sorted(rings), f"survivors that finished: {sorted(results)}\n{res.describe()}"
@@ -94,6 +95,20 @@ def test_two_ranks_the_lone_survivor_finishes(survivors_exe):
                                               "--timeout", str(BOUND_SECONDS)),
               timeout=BOUND_SECONDS + 30)
     check_survivors(res, rings)
+
+
+def test_a_peer_the_network_finds_unreachable_is_the_same_failure_event(survivors_exe):
+    """No process dies at first: the only rail between ranks 0 and 3 goes
+    down (injected). Rank 3's reliable link gives up on rank 0 (5
+    retransmissions), which under continue is a failure event, not a fatal
+    error: its MPI_Send returns an error and the program exits 3; mpiexec
+    then tells the others, who finish as after a kill."""
+    rings = reference_rings(survivors_exe, 4, 3)
+    res = run(4, survivors_exe, mpiexec_opts=(
+        *CONTINUE, "--paths", "tcp", "-x", "RESMPI_RETRIES=5", "-x", "RESMPI_ACK_TIMEOUT_MS=20",
+        "--inject", "rail-down:0@0.3s@ranks=0-3", "--timeout", str(BOUND_SECONDS)), timeout=BOUND_SECONDS + 30)
+    assert "victim: a send failed instead of the process being killed" in res.stderr, res.describe()
+    check_survivors(res, rings, exit_code=3)
 
 
 def test_negative_control_under_the_default_policy_the_survivors_never_finish(survivors_exe):
