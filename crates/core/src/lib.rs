@@ -256,8 +256,11 @@ impl Mpi {
         match self.barrier(WORLD) {
             // A dead process cannot join the barrier; the survivors still
             // leave together (each waited for every live peer's message).
+            // (Its own notice may not be here yet: a partner's flagged data
+            // can fail the barrier first.)
             Err(error)
-                if error.class == ErrorClass::ProcFailed && self.engine.state.failed_count > 0 => {}
+                if error.class == ErrorClass::ProcFailed
+                    && (self.engine.state.failed_count > 0 || self.engine.failures_are_events) => {}
             other => other?,
         }
         self.engine.drain()?;
