@@ -37,7 +37,6 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread;
 use std::time::Duration;
 
 use resmpi_runtime::codec::{PmiLine, MAX_LINE_BYTES};
@@ -579,6 +578,7 @@ fn lock_writer(writer: &SharedWriter) -> MutexGuard<'_, Box<dyn Write + Send>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::thread;
 
     fn server(rank_count: u32, kvs_name: &str) -> Arc<PmiServer> {
         PmiServer::new(

@@ -197,7 +197,9 @@ struct Shared {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Shared {
@@ -242,18 +244,15 @@ pub fn serve(reader: impl Read, writer: impl Write + Send + 'static, host_name: 
                 arguments,
                 environment,
                 directory,
-            } => {
-                let reply = start(
-                    &shared,
-                    rank,
-                    incarnation,
-                    &program,
-                    &arguments,
-                    &environment,
-                    &directory,
-                );
-                shared.send(&reply);
-            }
+            } => start(
+                &shared,
+                rank,
+                incarnation,
+                &program,
+                &arguments,
+                &environment,
+                &directory,
+            ),
             Frame::Signal {
                 rank,
                 incarnation,
@@ -272,17 +271,22 @@ pub fn serve(reader: impl Read, writer: impl Write + Send + 'static, host_name: 
                 incarnation,
                 bytes,
             } => {
-                let mut ranks = lock(&shared.ranks);
-                if let Some(process) = ranks
-                    .get_mut(&rank)
+                // Written outside the lock: a rank slow to read must not
+                // hold up the waiter or a kill.
+                let socket = lock(&shared.ranks)
+                    .get(&rank)
                     .filter(|process| process.incarnation == incarnation)
-                {
-                    let written = process
-                        .pmi
-                        .as_ref()
-                        .is_some_and(|mut socket| socket.write_all(&bytes).is_ok());
-                    if !written {
-                        process.pmi = None;
+                    .and_then(|process| process.pmi.as_ref())
+                    .and_then(|socket| socket.try_clone().ok());
+                if let Some(mut socket) = socket {
+                    if socket.write_all(&bytes).is_err() {
+                        // It stopped reading (or died): it gets nothing more.
+                        if let Some(process) = lock(&shared.ranks)
+                            .get_mut(&rank)
+                            .filter(|process| process.incarnation == incarnation)
+                        {
+                            process.pmi = None;
+                        }
                     }
                 }
             }
@@ -320,7 +324,10 @@ fn signal_group(pid: i32, signal: i32) {
     }
 }
 
-/// Starts one process of `rank`; the reply for mpiexec.
+/// Starts one process of `rank` and answers mpiexec: `Started` before
+/// anything the process writes (its streams are read only afterwards), and
+/// before its exit (the waiter needs the table entry made under the same
+/// lock), or `StartFailed`.
 fn start(
     shared: &Arc<Shared>,
     rank: u32,
@@ -329,12 +336,14 @@ fn start(
     arguments: &[String],
     environment: &[(String, String)],
     directory: &str,
-) -> Frame {
-    let failed = |error: io::Error| Frame::StartFailed {
-        rank,
-        incarnation,
-        error_number: error.raw_os_error().unwrap_or(0),
-        reason: error.to_string(),
+) {
+    let failed = |error: io::Error| {
+        shared.send(&Frame::StartFailed {
+            rank,
+            incarnation,
+            error_number: error.raw_os_error().unwrap_or(0),
+            reason: error.to_string(),
+        })
     };
     let mut ranks = lock(&shared.ranks);
     if ranks.contains_key(&rank) {
@@ -370,6 +379,11 @@ fn start(
     };
     drop(rank_end);
     let pid = child.id() as i32;
+    shared.send(&Frame::Started {
+        rank,
+        incarnation,
+        pid,
+    });
     let mut readers = Vec::new();
     let _ = proxy_end.set_write_timeout(Some(Duration::from_millis(RANK_WRITE_TIMEOUT_MS)));
     match proxy_end.try_clone() {
@@ -387,13 +401,25 @@ fn start(
     if let Some(stdout) = child.stdout.take() {
         let shared = shared.clone();
         readers.push(thread::spawn(move || {
-            forward_stream(&shared, rank, incarnation, stdout, Some(OutputStream::Stdout))
+            forward_stream(
+                &shared,
+                rank,
+                incarnation,
+                stdout,
+                Some(OutputStream::Stdout),
+            )
         }));
     }
     if let Some(stderr) = child.stderr.take() {
         let shared = shared.clone();
         readers.push(thread::spawn(move || {
-            forward_stream(&shared, rank, incarnation, stderr, Some(OutputStream::Stderr))
+            forward_stream(
+                &shared,
+                rank,
+                incarnation,
+                stderr,
+                Some(OutputStream::Stderr),
+            )
         }));
     }
     ranks.insert(
@@ -405,11 +431,6 @@ fn start(
             readers,
         },
     );
-    Frame::Started {
-        rank,
-        incarnation,
-        pid,
-    }
 }
 
 /// Sends what `source` gives as frames of `rank` (PMI bytes when `stream`
@@ -515,6 +536,13 @@ mod tests {
         (mpiexec_end, reader, thread)
     }
 
+    /// mpiexec goes away (every handle on its end closed); the proxy ends.
+    fn close(connection: UnixStream, reader: FrameReader<UnixStream>, thread: JoinHandle<()>) {
+        drop(connection);
+        drop(reader);
+        thread.join().unwrap();
+    }
+
     fn start_frame(rank: u32, incarnation: u32, script: &str) -> Frame {
         Frame::Start {
             rank,
@@ -560,7 +588,11 @@ mod tests {
         let (connection, mut reader, thread) = proxy();
         send(
             &connection,
-            &start_frame(3, 1, "echo \"$GREETING $PMI_RANK_UNSET$RESMPI_X\"; echo oops >&2; exit 7"),
+            &start_frame(
+                3,
+                1,
+                "echo \"$GREETING $PMI_RANK_UNSET$RESMPI_X\"; echo oops >&2; exit 7",
+            ),
         );
         let frames = frames_until_exit(&mut reader, 3);
         let Frame::Started {
@@ -602,8 +634,7 @@ mod tests {
             panic!("{frames:?}");
         };
         assert!(libc::WIFEXITED(*wait_status) && libc::WEXITSTATUS(*wait_status) == 7);
-        drop(connection);
-        thread.join().unwrap();
+        close(connection, reader, thread);
     }
 
     #[test]
@@ -651,8 +682,7 @@ mod tests {
             output_of(&frames, OutputStream::Stdout),
             "got cmd=response_to_init rc=0\n"
         );
-        drop(connection);
-        thread.join().unwrap();
+        close(connection, reader, thread);
     }
 
     #[test]
@@ -679,8 +709,7 @@ mod tests {
             panic!("{frames:?}");
         };
         assert!(libc::WIFSIGNALED(*wait_status) && libc::WTERMSIG(*wait_status) == libc::SIGKILL);
-        drop(connection);
-        thread.join().unwrap();
+        close(connection, reader, thread);
     }
 
     #[test]
@@ -700,8 +729,7 @@ mod tests {
             panic!("expected a start failure");
         };
         assert_eq!(error_number, libc::ENOENT);
-        drop(connection);
-        thread.join().unwrap();
+        close(connection, reader, thread);
     }
 
     #[test]
@@ -730,14 +758,14 @@ mod tests {
             host_name: "nodeb".to_string(),
         };
         assert_eq!(Bootstrap::parse(&bootstrap.encode()), Ok(bootstrap));
-        let message = Bootstrap::parse(
-            "cmd=proxy version=99 address=a:1 token=t host=0 name=n\n",
-        )
-        .unwrap_err();
+        let message = Bootstrap::parse("cmd=proxy version=99 address=a:1 token=t host=0 name=n\n")
+            .unwrap_err();
         assert!(message.contains("version 99"), "{message}");
-        assert!(Bootstrap::parse("cmd=proxy version=1 token=t host=0 name=n\n")
-            .unwrap_err()
-            .contains("address="));
+        assert!(
+            Bootstrap::parse("cmd=proxy version=1 token=t host=0 name=n\n")
+                .unwrap_err()
+                .contains("address=")
+        );
         assert!(matches!(
             FrameReader::new(io::empty()).read_frame(),
             Err(ReadError::Closed)

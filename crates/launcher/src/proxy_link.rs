@@ -91,7 +91,9 @@ pub struct ProxyLink {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl ProxyLink {
@@ -301,15 +303,56 @@ fn control_address(options: &Options) -> Result<SocketAddr, String> {
     }
 }
 
+/// How long, when the proxies cannot all start, the launchers' own output
+/// (ssh's reason, say) may take to drain before mpiexec says why it failed.
+const LAUNCHER_OUTPUT_DRAIN_MS: u64 = 1000;
+
 /// Starts one proxy per remote host of `placement` and waits until each
 /// has connected and proved the job's token. Errors are (exit code,
-/// message); proxies already started are killed then.
+/// message); proxies already started are killed then, after what their
+/// launchers wrote has been forwarded.
 pub fn start_proxies(
     options: &Options,
     placement: &Placement,
     identity: &JobIdentity,
     exits: &RemoteExits,
 ) -> Result<Proxies, (i32, String)> {
+    let mut threads = Vec::new();
+    match connect_proxies(options, placement, identity, &mut threads) {
+        Ok((links, readers)) => {
+            for (link, reader) in readers {
+                let exits = exits.clone();
+                let tag_output = options.tag_output;
+                threads.push(thread::spawn(move || {
+                    demultiplex(&link, reader, &exits, tag_output)
+                }));
+            }
+            Ok(Proxies { links, threads })
+        }
+        Err(error) => {
+            let deadline = Instant::now() + Duration::from_millis(LAUNCHER_OUTPUT_DRAIN_MS);
+            while threads.iter().any(|thread| !thread.is_finished()) && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(1));
+            }
+            Err(error)
+        }
+    }
+}
+
+/// A connected proxy and the reading side of its connection.
+type Connected = (Arc<ProxyLink>, FrameReader<TcpStream>);
+
+/// Every link (per placed host) and the connections to read.
+type Admitted = (Vec<Option<Arc<ProxyLink>>>, Vec<Connected>);
+
+/// The launching and admission of [`start_proxies`]; the threads that
+/// forward the launchers' output go into `threads`.
+fn connect_proxies(
+    options: &Options,
+    placement: &Placement,
+    identity: &JobIdentity,
+    threads: &mut Vec<JoinHandle<()>>,
+) -> Result<Admitted, (i32, String)> {
     let failure = |message: String| (crate::supervisor::EXIT_LAUNCHER_FAILURE, message);
     let address = control_address(options).map_err(failure)?;
     let listener = TcpListener::bind(address)
@@ -321,7 +364,6 @@ pub fn start_proxies(
         .map_err(|error| failure(format!("cannot find mpiexec's own executable: {error}")))?
         .display()
         .to_string();
-    let mut threads = Vec::new();
     let mut launchers: Vec<(usize, std::process::Child)> = Vec::new();
     let kill_launchers = |launchers: &[(usize, std::process::Child)]| {
         for (_, child) in launchers {
@@ -377,8 +419,14 @@ pub fn start_proxies(
             let _ = stdin.write_all(bootstrap.encode().as_bytes());
         }
         for stream in [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -390,7 +438,7 @@ pub fn start_proxies(
         launchers.push((index, child));
     }
     let mut links: Vec<Option<Arc<ProxyLink>>> = vec![None; placement.hosts.len()];
-    let mut readers: Vec<(Arc<ProxyLink>, FrameReader<TcpStream>)> = Vec::new();
+    let mut readers: Vec<Connected> = Vec::new();
     let deadline = Instant::now() + Duration::from_millis(PROXY_CONNECT_TIMEOUT_MS);
     if let Err(error) = listener.set_nonblocking(true) {
         kill_launchers(&launchers);
@@ -400,17 +448,21 @@ pub fn start_proxies(
         let stream = match listener.accept() {
             Ok((stream, _)) => stream,
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                for (index, child) in &mut launchers {
+                let ended = launchers.iter_mut().find_map(|(index, child)| {
                     if links[*index].is_some() {
-                        continue;
+                        return None;
                     }
-                    if let Ok(Some(status)) = child.try_wait() {
-                        kill_launchers(&launchers);
-                        return Err(failure(format!(
-                            "the launcher '{}' for host {} ended ({status}) before its proxy connected",
-                            options.launcher_exec, placement.hosts[*index].name
-                        )));
+                    match child.try_wait() {
+                        Ok(Some(status)) => Some((*index, status)),
+                        _ => None,
                     }
+                });
+                if let Some((index, status)) = ended {
+                    kill_launchers(&launchers);
+                    return Err(failure(format!(
+                        "the launcher '{}' for host {} ended ({status}) before its proxy connected",
+                        options.launcher_exec, placement.hosts[index].name
+                    )));
                 }
                 if Instant::now() >= deadline {
                     let missing: Vec<&str> = launchers
@@ -438,35 +490,27 @@ pub fn start_proxies(
             .map(|address| address.to_string())
             .unwrap_or_else(|_| "?".to_string());
         match admit(stream, identity, placement, &links, &launchers) {
-            Ok((index, link, reader)) => {
-                links[index] = Some(link.clone());
-                readers.push((link, reader));
+            Ok((index, connected)) => {
+                links[index] = Some(connected.0.clone());
+                readers.push(connected);
             }
             Err(reason) => {
                 eprintln!("mpiexec: refused a proxy connection from {peer}: {reason}")
             }
         }
     }
-    for (link, reader) in readers {
-        let exits = exits.clone();
-        let tag_output = options.tag_output;
-        threads.push(thread::spawn(move || {
-            demultiplex(&link, reader, &exits, tag_output)
-        }));
-    }
-    Ok(Proxies { links, threads })
+    Ok((links, readers))
 }
 
 /// Reads a new connection's `Hello`: the token, and a remote host that has
 /// no proxy yet.
-#[allow(clippy::type_complexity)]
 fn admit(
     stream: TcpStream,
     identity: &JobIdentity,
     placement: &Placement,
     links: &[Option<Arc<ProxyLink>>],
     launchers: &[(usize, std::process::Child)],
-) -> Result<(usize, Arc<ProxyLink>, FrameReader<TcpStream>), String> {
+) -> Result<(usize, Connected), String> {
     let setup = |error: io::Error| error.to_string();
     stream.set_nonblocking(false).map_err(setup)?;
     stream
@@ -518,7 +562,7 @@ fn admit(
         lost: AtomicBool::new(false),
         closing: AtomicBool::new(false),
     });
-    Ok((index, link, reader))
+    Ok((index, (link, reader)))
 }
 
 /// The reading side of one proxy connection, until it ends (see the module

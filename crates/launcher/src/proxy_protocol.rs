@@ -171,7 +171,9 @@ impl fmt::Display for DecodeError {
             }
             DecodeError::UnknownKind(kind) => write!(formatter, "unknown frame kind {kind}"),
             DecodeError::NotText => write!(formatter, "a text field is not UTF-8"),
-            DecodeError::UnknownStream(stream) => write!(formatter, "unknown output stream {stream}"),
+            DecodeError::UnknownStream(stream) => {
+                write!(formatter, "unknown output stream {stream}")
+            }
         }
     }
 }
@@ -513,11 +515,6 @@ impl FrameSplitter {
         self.pending.drain(..LENGTH_BYTES + length);
         frame.map(Some)
     }
-
-    /// Bytes held that are not a whole frame yet.
-    pub fn pending_bytes(&self) -> usize {
-        self.pending.len()
-    }
 }
 
 /// Reads frames from a blocking byte stream.
@@ -664,7 +661,7 @@ mod tests {
             }
         }
         assert_eq!(decoded, frames);
-        assert_eq!(splitter.pending_bytes(), 0);
+        assert!(splitter.pending.is_empty());
     }
 
     #[test]
@@ -694,7 +691,10 @@ mod tests {
         }
         .encode();
         wire.push(0);
-        assert_eq!(Frame::decode(&wire[4..]), Err(DecodeError::TrailingBytes(1)));
+        assert_eq!(
+            Frame::decode(&wire[4..]),
+            Err(DecodeError::TrailingBytes(1))
+        );
         let mut splitter = FrameSplitter::new();
         splitter.push(&((MAX_FRAME_BYTES + 1) as u32).to_be_bytes());
         assert_eq!(

@@ -40,7 +40,8 @@ pub struct JobIdentity {
 
 /// PMI variables left over from an enclosing launcher: they must not
 /// confuse the rank or anything it starts.
-pub const INHERITED_PMI_VARIABLES: [&str; 5] = ["PMI_PORT", "PMI_ID", "PMI_FD", "PMI_RANK", "PMI_SIZE"];
+pub const INHERITED_PMI_VARIABLES: [&str; 5] =
+    ["PMI_PORT", "PMI_ID", "PMI_FD", "PMI_RANK", "PMI_SIZE"];
 
 /// Variables of mpiexec's own environment passed on to remote ranks (local
 /// ranks inherit the whole environment; a proxy started by ssh has the
@@ -103,7 +104,10 @@ pub fn remote_program_path(program: &str) -> String {
 /// executable (`proxy_program`, found at the same path there) in proxy
 /// mode. Nothing secret: the token goes to the proxy's stdin.
 pub fn proxy_command_words(launcher: &str, proxy_program: &str) -> Vec<String> {
-    let words = vec![proxy_program.to_string(), crate::proxy::PROXY_FLAG.to_string()];
+    let words = vec![
+        proxy_program.to_string(),
+        crate::proxy::PROXY_FLAG.to_string(),
+    ];
     if launcher_uses_a_shell(launcher) {
         words.iter().map(|word| shell_quote(word)).collect()
     } else {

@@ -327,9 +327,11 @@ impl Job {
         }
         for rank in 0..self.ranks.len() {
             let process = &self.ranks[rank];
-            let proxy_alive = process
-                .proxy
-                .is_none_or(|index| self.proxies[index].as_ref().is_some_and(|link| !link.is_lost()));
+            let proxy_alive = process.proxy.is_none_or(|index| {
+                self.proxies[index]
+                    .as_ref()
+                    .is_some_and(|link| !link.is_lost())
+            });
             let due = process.failed
                 && process.ending.is_some()
                 && proxy_alive
@@ -550,6 +552,14 @@ impl Job {
     /// `abort` the job ends naming the host; under `continue` each rank is
     /// a death like any other. True when the job must end.
     fn handle_lost_proxies(&mut self) -> bool {
+        let any_newly_lost = self
+            .proxies
+            .iter()
+            .zip(&self.proxy_loss_handled)
+            .any(|(link, &handled)| !handled && link.as_ref().is_some_and(|link| link.is_lost()));
+        if !any_newly_lost {
+            return false;
+        }
         // Exits the proxy reported before it went are judged first.
         if self.judge_reaped() {
             return true;
@@ -898,7 +908,7 @@ impl Job {
                 // Ranks often abort because a peer died: let that death be
                 // seen first, so the report names the cause, not the echo.
                 thread::sleep(Duration::from_millis(ABORT_SETTLE_MS));
-                if self.judge_reaped() {
+                if self.judge_reaped() || self.handle_lost_proxies() {
                     break;
                 }
             }
