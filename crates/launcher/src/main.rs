@@ -24,11 +24,13 @@ mod pmi_server;
 mod process_faults;
 mod proxy;
 mod proxy_link;
-mod proxy_protocol;
 mod shm_cleanup;
 mod signals;
 mod spawn;
 mod supervisor;
+
+// One decoder for the binary, the library and the fuzz target.
+use resmpi_launcher::proxy_protocol;
 
 use options::Request;
 
