@@ -14,7 +14,9 @@ What must hold:
   ring and MPIX_ERR_PROC_FAILED wherever the victim was needed);
 - a proxy killed with SIGKILL is the loss of every rank on its host: under
   continue the survivors on the other host finish, under abort the job ends
-  with a message naming the host and nothing of it is left;
+  with a message naming the host and nothing of it is left; a host whose
+  control link goes down is lost the same way (and its proxy kills its
+  ranks);
 - neither the job secret nor the proxy token is on any command line;
 - --respawn starts a remote rank again, and it re-joins the job.
 A fault test that cannot run fails (netns.py skips only without root)."""
@@ -256,9 +258,24 @@ def test_a_proxy_killed_under_continue_loses_its_host_and_the_others_finish(buil
     """SIGKILL to host B's proxy while rank 3 streams to rank 0: ranks 2 and
     3 are lost (named, notices sent), the survivors on A finish with the
     fault-free ring and errors for everything that needs B."""
+    h = two_hosts
+
+    def kill_proxy(on_b):
+        os.kill(next(pid for pid in on_b if is_proxy(pid)), signal.SIGKILL)
+    res, rings, on_b = _survivors_losing_host_b(build, h, kill_proxy)
+    check_survivors(res, rings)
+    lost = re.findall(rf"^mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
+                      res.stderr, re.M)
+    assert sorted(lost) == ["2", "3"], res.describe()
+    assert not wait_gone(on_b, seconds=5), {pid: cmdline(pid) for pid in on_b}
+
+
+def _survivors_losing_host_b(build, h, fault):
+    """survivors.c on 4 ranks (0, 1 on A; 2, 3 on B) under continue;
+    `fault(on_b)` is applied past MPI_Init, with the pids in B. Returns the
+    result (for check_survivors) and the pids that were in B."""
     exe = build("survivors")
     rings = reference_rings(exe, 4, 2)
-    h = two_hosts
     started = time.monotonic()
     job = Job(h.run_in_a(mpiexec_cmd(4, exe, [2], mpiexec_opts=[
         *h.mpiexec_opts(), "-ppn", "2", *CONTINUE, "--timeout", str(BOUND_SECONDS)])))
@@ -267,10 +284,10 @@ def test_a_proxy_killed_under_continue_loses_its_host_and_the_others_finish(buil
         while len(netns_pids(h.b)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         on_b = netns_pids(h.b)
-        proxies = [pid for pid in on_b if is_proxy(pid)]
-        assert len(proxies) == 1 and len(on_b) == 3, {pid: cmdline(pid) for pid in on_b}
+        assert len([pid for pid in on_b if is_proxy(pid)]) == 1 and len(on_b) == 3, \
+            {pid: cmdline(pid) for pid in on_b}
         time.sleep(1.5)  # past MPI_Init: rank 3 streams to rank 0
-        os.kill(proxies[0], signal.SIGKILL)
+        fault(on_b)
         code = job.wait(BOUND_SECONDS + 10)
     finally:
         job.kill()
@@ -281,11 +298,21 @@ def test_a_proxy_killed_under_continue_loses_its_host_and_the_others_finish(buil
     res.returncode, res.elapsed = code, time.monotonic() - started
     res.stdout, res.stderr = job.drain(job.stdout), job.drain(job.stderr)
     res.describe = lambda: f"exit {code}\n--- stdout ---\n{res.stdout}\n--- stderr ---\n{res.stderr}"
+    return res, rings, on_b
+
+
+def test_a_host_cut_off_from_mpiexec_is_lost_and_its_ranks_die(build, two_hosts):
+    """Host B's control link goes down (the connection is not closed, it
+    goes silent): keepalive makes each side give the other up within
+    seconds; mpiexec loses ranks 2 and 3, B's proxy kills them, and the
+    survivors on A finish."""
+    h = two_hosts
+    res, rings, on_b = _survivors_losing_host_b(build, h, lambda on_b: h.link(h.b, "mgmt", up=False))
     check_survivors(res, rings)
     lost = re.findall(rf"^mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
                       res.stderr, re.M)
     assert sorted(lost) == ["2", "3"], res.describe()
-    assert not wait_gone(on_b, seconds=5), {pid: cmdline(pid) for pid in on_b}
+    assert not wait_gone(on_b, seconds=10), {pid: cmdline(pid) for pid in on_b}
 
 
 def test_a_proxy_killed_under_abort_ends_the_job_naming_the_host(build, two_hosts):

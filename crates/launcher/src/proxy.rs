@@ -59,6 +59,47 @@ const STREAM_DRAIN_WAIT_MS: u64 = 200;
 const RANK_WRITE_TIMEOUT_MS: u64 = 1000;
 /// Bytes read from a rank's stream per frame.
 const READ_CHUNK_BYTES: usize = 8192;
+/// Silence on the proxy connection before keepalive probes start, the gap
+/// between probes, and how many may go unanswered: a host whose control
+/// link is down is lost after about 2 + 3 × 1 = 5 s, on both sides.
+const KEEPALIVE_IDLE_S: i32 = 2;
+const KEEPALIVE_INTERVAL_S: i32 = 1;
+const KEEPALIVE_PROBE_COUNT: i32 = 3;
+/// How long data written to the connection may stay unacknowledged before
+/// the connection fails (`TCP_USER_TIMEOUT`).
+const UNACKNOWLEDGED_MS_MAX: i32 = 5000;
+
+/// Makes a silent peer on the proxy connection an error within about 5 s,
+/// so that a host cut off (its control link down, not closed) is noticed
+/// as a lost proxy by mpiexec and as a lost mpiexec by the proxy, which
+/// then kills its ranks. Without it a TCP connection over a dead link
+/// waits for ever when idle.
+pub fn detect_silent_peer(stream: &TcpStream) {
+    let options = [
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, KEEPALIVE_IDLE_S),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, KEEPALIVE_PROBE_COUNT),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            UNACKNOWLEDGED_MS_MAX,
+        ),
+    ];
+    for (level, name, value) in options {
+        // SAFETY: setsockopt reads size_of::<c_int>() bytes from `value`,
+        // a live local; the descriptor belongs to `stream` for the call.
+        unsafe {
+            libc::setsockopt(
+                stream.as_raw_fd(),
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
 
 /// `mpiexec --proxy`: the proxy's whole life; returns its exit code.
 pub fn main() -> i32 {
@@ -86,6 +127,7 @@ pub fn main() -> i32 {
         }
     };
     let _ = stream.set_nodelay(true);
+    detect_silent_peer(&stream);
     let hello = Frame::Hello {
         version: PROTOCOL_VERSION,
         host_index: bootstrap.host_index,

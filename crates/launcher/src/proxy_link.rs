@@ -517,6 +517,7 @@ fn admit(
         .set_read_timeout(Some(Duration::from_millis(HELLO_TIMEOUT_MS)))
         .map_err(setup)?;
     let _ = stream.set_nodelay(true);
+    crate::proxy::detect_silent_peer(&stream);
     let writer = stream.try_clone().map_err(setup)?;
     writer
         .set_write_timeout(Some(Duration::from_millis(WRITE_TIMEOUT_MS)))

@@ -560,8 +560,14 @@ impl Job {
         if !any_newly_lost {
             return false;
         }
-        // Exits the proxy reported before it went are judged first.
-        if self.judge_reaped() {
+        // Exits the proxies reported before going are taken first (those
+        // ranks died on their own, not with their proxy), and judged first
+        // unless they aborted: an abort is most often the echo of the loss.
+        let (aborted, others): (Vec<_>, Vec<_>) = self
+            .reap()
+            .into_iter()
+            .partition(|&(rank, _)| self.aborted(rank));
+        if self.judge(others) {
             return true;
         }
         for (index, ranks) in self.take_lost_hosts() {
@@ -601,7 +607,7 @@ impl Job {
                 }
             }
         }
-        false
+        self.judge(aborted)
     }
 
     /// Under `continue`: names the death of `rank` (`how` it died), keeps
@@ -829,14 +835,19 @@ impl Job {
         }
         if ending != Ending::Code(0) {
             self.drain_pmi_connection(rank);
-            let aborted = self
-                .server
-                .state()
-                .abort_requests
-                .iter()
-                .any(|request| request.rank == rank);
-            if aborted && self.handle_aborts() {
-                return true;
+            if self.aborted(rank) {
+                // The abort may echo the loss of a host whose proxy's end
+                // is not known yet: let it arrive, so the report names the
+                // cause.
+                if self.proxies.iter().any(Option::is_some) {
+                    thread::sleep(Duration::from_millis(ABORT_SETTLE_MS));
+                    if self.handle_lost_proxies() {
+                        return true;
+                    }
+                }
+                if self.handle_aborts() {
+                    return true;
+                }
             }
         }
         let Some((code, how)) = self.failure_of(rank, ending) else {
@@ -908,14 +919,14 @@ impl Job {
                 // Ranks often abort because a peer died: let that death be
                 // seen first, so the report names the cause, not the echo.
                 thread::sleep(Duration::from_millis(ABORT_SETTLE_MS));
-                if self.judge_reaped() || self.handle_lost_proxies() {
+                if self.handle_lost_proxies() || self.judge_reaped() {
                     break;
                 }
             }
             if self.handle_aborts() {
                 break;
             }
-            if self.judge_reaped() || self.barrier_deadlock() || self.handle_lost_proxies() {
+            if self.handle_lost_proxies() || self.judge_reaped() || self.barrier_deadlock() {
                 break;
             }
             self.respawn_dead(options, identity);
@@ -937,7 +948,22 @@ impl Job {
     /// (before anything else: judging may wait for a PMI connection to
     /// drain), and judges each; true when the job must end.
     fn judge_reaped(&mut self) -> bool {
-        let mut reaped = self.reap();
+        let reaped = self.reap();
+        self.judge(reaped)
+    }
+
+    /// Whether `rank` asked to abort the job.
+    fn aborted(&self, rank: u32) -> bool {
+        self.server
+            .state()
+            .abort_requests
+            .iter()
+            .any(|request| request.rank == rank)
+    }
+
+    /// Notifies the watchers of the deaths among `reaped` and judges each
+    /// (see [`Job::judge_reaped`]); true when the job must end.
+    fn judge(&mut self, mut reaped: Vec<(u32, Ending)>) -> bool {
         let dead: Vec<u32> = reaped
             .iter()
             .filter(|&&(rank, ending)| self.failure_of(rank, ending).is_some())
