@@ -205,6 +205,23 @@ def test_teardown_kills_every_remote_rank_and_proxy(build, two_hosts):
     assert not netns_pids(h.b), {pid: cmdline(pid) for pid in netns_pids(h.b)}
 
 
+def test_when_mpiexec_is_killed_every_proxy_and_remote_rank_dies_with_it(build, two_hosts):
+    """SIGKILL to mpiexec (no teardown at all): its launchers die with it
+    (PR_SET_PDEATHSIG), so do the proxies, and their ranks with them."""
+    h = two_hosts
+    job = blocking_job(build, h, "--timeout", str(BOUND_SECONDS))
+    try:
+        pids = job.rank_pids(4)
+        proxies = [pid for pid in netns_pids(h.a) | netns_pids(h.b) if is_proxy(pid)]
+        assert len(proxies) == 2, proxies
+        os.kill(job.process.pid, signal.SIGKILL)
+        job.wait(10)
+    finally:
+        job.kill()
+    left = wait_gone([*pids.values(), *proxies], seconds=5)
+    assert not left, f"outlived mpiexec: { {pid: cmdline(pid) for pid in left} }"
+
+
 def test_remote_stdout_and_stderr_arrive_whole_with_their_rank_tag(two_hosts):
     """Lines cut across writes (and so across frames) come out whole, each
     with its own rank's tag, on the stream the rank used."""
