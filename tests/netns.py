@@ -4,7 +4,7 @@
 ``rmpi-b-<id>`` (<id> unique per test session and per use) joined by three
 veth pairs, each end named the same in both namespaces:
 
-    mgmt   10.77.0.1/24  <->  10.77.0.2/24   control traffic (mpiexec <-> ranks)
+    mgmt   10.77.0.1/24  <->  10.77.0.2/24   control traffic (mpiexec <-> proxies)
     rail0  10.77.1.1/24  <->  10.77.1.2/24   data rail 0
     rail1  10.77.2.1/24  <->  10.77.2.2/24   data rail 1
 

@@ -1,9 +1,10 @@
 """mpiexec across hosts: --hosts/--hostfile/-ppn, --launcher-exec, --control-addr.
 
 The two "hosts" are network namespaces (tests/netns.py) joined by a
-management link and two rails; mpiexec runs in namespace A and starts every
-rank through scripts/netns-exec, so all ranks are remote to it and reach its
-PMI server over TCP on the management link.  Each test is bounded well under
+management link and two rails; mpiexec runs in namespace A and starts one
+proxy per namespace through scripts/netns-exec (so all ranks are remote to
+it); each proxy starts its host's ranks and reaches mpiexec over TCP on the
+management link (tests/test_proxy.py tests the proxy itself).  Each test is bounded well under
 30 s in total."""
 import os
 import queue

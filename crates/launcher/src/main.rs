@@ -1,5 +1,6 @@
 //! `mpiexec` (also installed as `mpirun`): starts an MPI job on this host,
-//! or on several hosts through a launcher program such as `ssh`.
+//! or on several hosts through a launcher program such as `ssh` that starts
+//! one proxy per remote host (`mpiexec --proxy`, this same executable).
 //!
 //! It owns the job's life: fork/exec of N ranks, the PMI-1 server they wire
 //! up through, forwarding of their output, and a teardown that leaves no
@@ -7,8 +8,11 @@
 //! It knows nothing of MPI messages: ranks talk to each other directly.
 //!
 //! Layout: `options` (command line), `hosts` (host lists, placement),
-//! `spawn` (one rank, local or remote), `pmi_server` (socketpairs and TCP),
-//! `output` (line forwarding), `supervisor` (the job loop and exit code),
+//! `spawn` (one rank's process and environment), `pmi_server` (one
+//! socketpair per rank), `proxy` (the per-host proxy process),
+//! `proxy_protocol` (its frames), `proxy_link` (mpiexec's end of each
+//! proxy), `output` (line forwarding), `supervisor` (the job loop and exit
+//! code),
 //! `ft_report` (the end-of-job fault-tolerance report), `process_faults`
 //! (the kills `--inject` schedules), `signals`, `shm_cleanup`.
 
@@ -18,10 +22,15 @@ mod options;
 mod output;
 mod pmi_server;
 mod process_faults;
+mod proxy;
+mod proxy_link;
 mod shm_cleanup;
 mod signals;
 mod spawn;
 mod supervisor;
+
+// One decoder for the binary, the library and the fuzz target.
+use resmpi_launcher::proxy_protocol;
 
 use options::Request;
 
@@ -30,6 +39,10 @@ pub(crate) const EXIT_USAGE: i32 = 2;
 
 fn main() {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
+    // Started by mpiexec on another host: a proxy, not a job.
+    if arguments.len() == 1 && arguments[0] == proxy::PROXY_FLAG {
+        std::process::exit(proxy::main());
+    }
     let code = match options::parse(&arguments, |name| std::env::var(name).ok()) {
         Ok(Request::Help) => {
             print!("{}", options::USAGE);

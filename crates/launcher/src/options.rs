@@ -72,11 +72,11 @@ pub struct Options {
     pub hosts: Option<Vec<HostSpec>>,
     /// `-ppn`: ranks per host per round (overrides slots).
     pub ranks_per_host: Option<u32>,
-    /// `--launcher-exec`: the program that starts a command on a remote host
-    /// (`PROG HOST COMMAND…`), `ssh` by default.
+    /// `--launcher-exec`: the program that starts a host's proxy on a
+    /// remote host (`PROG HOST MPIEXEC --proxy`), `ssh` by default.
     pub launcher_exec: String,
-    /// `--control-addr`: the address remote ranks reach mpiexec's PMI server
-    /// at; `None` is this host's first non-loopback IPv4 address.
+    /// `--control-addr`: the address proxies connect back to mpiexec at;
+    /// `None` is this host's first non-loopback IPv4 address.
     pub control_address: Option<String>,
     /// Whether a fault-tolerance option (`--inject`, `--rails`,
     /// `--checksum`, `--reliable`, failure policy `continue`) was given: the
@@ -91,8 +91,9 @@ pub struct Options {
     /// The process faults (`kill:`, `host-down:`) of the last `--inject`.
     pub process_faults: Vec<ProcessFault>,
     /// `--respawn N` (a test-only policy, for re-join): under `continue`,
-    /// a rank on this host that dies is started again, at most N times per
-    /// rank, as the next incarnation (`RESMPI_INCARNATION`).
+    /// a rank that dies is started again on its host (a remote one by its
+    /// proxy), at most N times per rank, as the next incarnation
+    /// (`RESMPI_INCARNATION`).
     pub respawn_count_max: u32,
     /// The program to run, looked up in `PATH` like a shell would.
     pub program: String,
@@ -120,9 +121,9 @@ options (each also as --name=value or -name value):
   --hostfile F          hosts from F, one a line: host, host:S or host slots=S;
                         '#' starts a comment (also -f, --machinefile)
   -ppn N                N ranks per host per round (overrides slots)
-  --launcher-exec PROG  start remote ranks as 'PROG HOST env VAR=... program
-                        args' (default ssh)
-  --control-addr ADDR   address remote ranks use to reach mpiexec (default:
+  --launcher-exec PROG  start each remote host's proxy as 'PROG HOST MPIEXEC
+                        --proxy' (default ssh)
+  --control-addr ADDR   address proxies use to reach mpiexec (default:
                         this host's first non-loopback IPv4 address)
 
 fault tolerance (each sets a variable in every rank):
@@ -152,10 +153,10 @@ fault tolerance (each sets a variable in every rank):
                         every rank gets RESMPI_FAILURE_POLICY=abort|continue
   -disable-auto-cleanup, --with-ft ulfm, --with-ft mpi
                         hydra's and Open MPI's ways to say continue
-  --respawn N           test-only re-join policy (needs continue): a rank on
-                        this host that dies is started again, up to N times
-                        per rank, with RESMPI_INCARNATION=1, 2, ...; it joins
-                        the running job and the others connect to it
+  --respawn N           test-only re-join policy (needs continue): a rank
+                        that dies is started again on its host, up to N
+                        times per rank, with RESMPI_INCARNATION=1, 2, ...; it
+                        joins the running job and the others connect to it
 
   -h, --help            print this text
   --version             print the version
@@ -163,15 +164,17 @@ fault tolerance (each sets a variable in every rank):
 hosts: ranks fill each host's slots in the order given (-ppn N: N ranks
 each), wrapping round to the first host when all are full; without -n the job
 has as many ranks as slots. A host named localhost or this host's name runs
-its ranks here with fork/exec; every other host through the launcher, which
-must run the program at the same path there (a relative path is made absolute
-first). Remote ranks reach mpiexec's PMI server over TCP at the control
-address, must be able to connect to it, and are killed with their launcher
-process when the job ends (a launcher that execs the rank, like ip netns
-exec, is the rank; with ssh the remote rank is not signalled: it ends when it
-next uses its closed stdout, PMI or peer connections). A remote rank's exit
-code is its launcher's; one whose PMI connection drops before MPI_Finalize
-while its launcher lives on is declared lost after 1 s.
+its ranks here with fork/exec. Every other host gets one proxy, started
+through the launcher as 'PROG HOST MPIEXEC --proxy' (mpiexec must be at the
+same path there, as must the program: a relative path is made absolute
+first). The proxy reads a one-line bootstrap (the control address and a
+per-job token) on its stdin, connects back to the control address over TCP,
+starts the host's ranks as its children, carries their PMI, stdout and
+stderr, reports each exit with its status, and signals or respawns a rank
+when mpiexec says so; a remote death is judged like a local one. A proxy
+that dies or loses its connection takes its ranks with it (they are counted
+as killed by SIGKILL, which is what happens to them). Remote ranks get
+/dev/null as stdin.
 FT report: in MPI_Finalize each rank reports its fault-tolerance counters
 (PMI key resmpi-report-RANK, value name=N;name=N...). At the end of the job,
 failed or not, mpiexec sums them and prints one 'mpiexec: FT report:' line to
@@ -179,8 +182,8 @@ stderr when a counter is non-zero or an FT option was given; --report-json
 writes it as JSON (ranks_reported, counters, exit_code) in any case.
 
 Remote ranks get RESMPI_HOST_KEY=HOST, the RESMPI_* variables of mpiexec's
-environment and those of -x/-genv on the launcher's command line (the job
-secret too: use a launcher whose command line others cannot read).
+environment and those of -x/-genv through their proxy's connection, never on
+a command line (the job secret included).
 
 failure policy continue: a rank that is killed, or exits before
 MPI_Finalize, is named on stderr ('rank R (host H) ... the job continues'),

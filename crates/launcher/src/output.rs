@@ -21,7 +21,8 @@ pub enum Destination {
     Stderr,
 }
 
-fn write_to(destination: Destination, bytes: &[u8]) -> io::Result<()> {
+/// Writes `bytes` to `destination` in one locked write.
+pub fn write_to(destination: Destination, bytes: &[u8]) -> io::Result<()> {
     match destination {
         Destination::Stdout => {
             let mut stdout = io::stdout().lock();

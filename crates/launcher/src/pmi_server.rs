@@ -35,11 +35,8 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread;
 use std::time::Duration;
 
 use resmpi_runtime::codec::{PmiLine, MAX_LINE_BYTES};
@@ -57,12 +54,6 @@ pub const KVS_MAX_BYTES: usize = 64 * 1024 * 1024;
 /// Never reached in practice: a connection is sent at most one notice per
 /// rank of the job, a few tens of KiB, less than a socket buffer.
 pub const WRITE_TIMEOUT_MS: u64 = 1000;
-/// How long a TCP client may take to send its `cmd=initack` line.
-pub const INITACK_TIMEOUT_MS: u64 = 10_000;
-/// Most TCP connections waiting for their `cmd=initack` at once; more are
-/// closed at once (a bound on what strangers on the network can cost us).
-pub const MAX_PENDING_HANDSHAKES: u32 = 64;
-
 /// A rank's request to end the job (`cmd=abort`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AbortRequest {
@@ -78,7 +69,8 @@ pub struct AbortRequest {
 /// answers the rank and the thread that sends it failure notices.
 pub type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 
-/// A rank's PMI connection: a socketpair end or a TCP stream.
+/// A rank's PMI connection: a socketpair end (to the rank itself, or to
+/// the proxy connection that carries a remote rank's lines).
 pub trait Connection: Read + Send {
     /// A second handle on the same socket, for writing.
     fn writer(&self) -> std::io::Result<Box<dyn Write + Send>>;
@@ -87,16 +79,6 @@ pub trait Connection: Read + Send {
 }
 
 impl Connection for UnixStream {
-    fn writer(&self) -> std::io::Result<Box<dyn Write + Send>> {
-        Ok(Box::new(self.try_clone()?))
-    }
-
-    fn limit_writes(&self, timeout: Duration) -> std::io::Result<()> {
-        self.set_write_timeout(Some(timeout))
-    }
-}
-
-impl Connection for TcpStream {
     fn writer(&self) -> std::io::Result<Box<dyn Write + Send>> {
         Ok(Box::new(self.try_clone()?))
     }
@@ -152,8 +134,6 @@ pub struct ServerState {
     pub finalized: Vec<bool>,
     /// Per rank: its PMI connection reached end of file (it exited or closed it).
     pub connection_closed: Vec<bool>,
-    /// Per rank: a TCP connection (`cmd=initack`) was accepted for it.
-    pub connected: Vec<bool>,
     /// Aborts not yet handled by the supervisor.
     pub abort_requests: Vec<AbortRequest>,
 }
@@ -175,7 +155,6 @@ pub struct PmiServer {
     rank_count: u32,
     kvs_name: String,
     process_mapping: String,
-    pending_handshakes: AtomicU32,
     state: Mutex<ServerState>,
     barrier_released: Condvar,
     failures: Mutex<FailureBoard>,
@@ -190,12 +169,10 @@ impl PmiServer {
             rank_count,
             kvs_name,
             process_mapping,
-            pending_handshakes: AtomicU32::new(0),
             state: Mutex::new(ServerState {
                 initialized: vec![false; ranks],
                 finalized: vec![false; ranks],
                 connection_closed: vec![false; ranks],
-                connected: vec![false; ranks],
                 ..ServerState::default()
             }),
             barrier_released: Condvar::new(),
@@ -296,7 +273,6 @@ impl PmiServer {
         state.initialized[slot] = false;
         state.finalized[slot] = false;
         state.connection_closed[slot] = false;
-        state.connected[slot] = false;
         incarnation
     }
 
@@ -395,113 +371,8 @@ impl PmiServer {
         self.barrier_released.notify_all();
     }
 
-    /// Accepts TCP PMI connections on `listener` for ever (hydra's
-    /// `PMI_PORT` mode), one thread each. `accepted(rank)` says whether
-    /// rank may connect over TCP; `token` is the job's PMI token, which the
-    /// client must send as `token=` in its `cmd=initack` line.
-    pub fn accept_tcp(
-        self: &Arc<PmiServer>,
-        listener: TcpListener,
-        accepted: Arc<dyn Fn(u32) -> bool + Send + Sync>,
-        token: String,
-    ) {
-        let token = Arc::new(token);
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else {
-                thread::sleep(Duration::from_millis(10));
-                continue;
-            };
-            if self.pending_handshakes.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_HANDSHAKES {
-                self.pending_handshakes.fetch_sub(1, Ordering::SeqCst);
-                continue;
-            }
-            let server = self.clone();
-            let accepted = accepted.clone();
-            let token = token.clone();
-            thread::spawn(move || {
-                let rank = server.initack(&stream, &*accepted, &token);
-                server.pending_handshakes.fetch_sub(1, Ordering::SeqCst);
-                if let Some(rank) = rank {
-                    server.serve(rank, stream);
-                }
-            });
-        }
-    }
-
-    /// The `PMI_PORT` preamble on a new TCP connection: reads
-    /// `cmd=initack pmiid=RANK token=T`, answers as hydra does
-    /// (`cmd=initack`, then `cmd=set size=`, `rank=`, `debug=`) and returns
-    /// the rank; `None` (connection refused) for a bad or duplicate one.
-    fn initack(
-        &self,
-        mut stream: &TcpStream,
-        accepted: &dyn Fn(u32) -> bool,
-        token: &str,
-    ) -> Option<u32> {
-        let _ = stream.set_nodelay(true);
-        let _ = stream.set_read_timeout(Some(Duration::from_millis(INITACK_TIMEOUT_MS)));
-        // One byte at a time: nothing past the first line may be consumed here.
-        let mut line = Vec::new();
-        let mut byte = [0u8; 1];
-        while line.last() != Some(&b'\n') {
-            if line.len() > MAX_LINE_BYTES || !matches!(stream.read(&mut byte), Ok(1)) {
-                return None;
-            }
-            line.push(byte[0]);
-        }
-        let peer = stream
-            .peer_addr()
-            .map(|address| address.to_string())
-            .unwrap_or_else(|_| "?".to_string());
-        let refuse = |mut stream: &TcpStream, message: &str| {
-            let reply = PmiLine::new("initack").with("rc", -1).with("msg", message);
-            let _ = stream.write_all(reply.encode().as_bytes());
-            None
-        };
-        let Ok(request) = PmiLine::parse(&String::from_utf8_lossy(&line)) else {
-            return refuse(stream, "malformed_line");
-        };
-        if request.command != "initack" {
-            return refuse(stream, "expected_initack");
-        }
-        if request.get("token") != Some(token) {
-            eprintln!("mpiexec: refused a PMI connection from {peer}: wrong or missing job token");
-            return refuse(stream, "bad_token");
-        }
-        let rank = request
-            .get("pmiid")
-            .and_then(|text| text.parse::<u32>().ok())
-            .filter(|&rank| rank < self.rank_count && accepted(rank));
-        let Some(rank) = rank else {
-            eprintln!("mpiexec: refused a PMI connection from {peer}: unknown pmiid");
-            return refuse(stream, "unknown_pmiid");
-        };
-        {
-            let mut state = self.state();
-            if state.connected[rank as usize] {
-                drop(state);
-                eprintln!("mpiexec: refused a second PMI connection for rank {rank} from {peer}");
-                return refuse(stream, "rank_already_connected");
-            }
-            state.connected[rank as usize] = true;
-        }
-        let _ = stream.set_read_timeout(None);
-        let reply = format!(
-            "{}{}{}{}",
-            PmiLine::new("initack").encode(),
-            PmiLine::new("set").with("size", self.rank_count).encode(),
-            PmiLine::new("set").with("rank", rank).encode(),
-            PmiLine::new("set").with("debug", 0).encode()
-        );
-        if stream.write_all(reply.as_bytes()).is_err() {
-            self.state().connection_closed[rank as usize] = true;
-            return None;
-        }
-        Some(rank)
-    }
-
-    /// Serves rank `rank` on `stream` (a socketpair end or a TCP
-    /// connection) until the rank closes it.
+    /// Serves rank `rank` on `stream` until the rank (or, for a remote
+    /// rank, its proxy) closes it.
     pub fn serve(&self, rank: u32, mut stream: impl Connection) {
         let writer: SharedWriter = match stream.writer() {
             Ok(writer) => Arc::new(Mutex::new(writer)),
@@ -707,6 +578,7 @@ fn lock_writer(writer: &SharedWriter) -> MutexGuard<'_, Box<dyn Write + Send>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::thread;
 
     fn server(rank_count: u32, kvs_name: &str) -> Arc<PmiServer> {
         PmiServer::new(
@@ -870,71 +742,6 @@ mod tests {
         drop(client);
         thread.join().unwrap();
         assert!(server.state().connection_closed[0]);
-    }
-
-    fn tcp_client(address: std::net::SocketAddr, first_line: &str) -> (TcpStream, String) {
-        let mut client = TcpStream::connect(address).unwrap();
-        client.write_all(first_line.as_bytes()).unwrap();
-        client
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let mut received = String::new();
-        let mut buffer = [0u8; 1024];
-        while !(received.contains("debug=") || received.contains("rc=-1")) {
-            match client.read(&mut buffer) {
-                Ok(0) | Err(_) => break,
-                Ok(count) => received.push_str(std::str::from_utf8(&buffer[..count]).unwrap()),
-            }
-        }
-        (client, received)
-    }
-
-    #[test]
-    fn tcp_clients_say_initack_with_the_token_once_per_rank() {
-        let server = server(4, "k");
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        {
-            let server = server.clone();
-            thread::spawn(move || {
-                server.accept_tcp(listener, Arc::new(|rank| rank >= 2), "t0k".to_string())
-            });
-        }
-        let (_, reply) = tcp_client(address, "cmd=initack pmiid=3\n");
-        assert!(reply.contains("rc=-1 msg=bad_token"), "{reply}");
-        let (_, reply) = tcp_client(address, "cmd=initack pmiid=1 token=t0k\n");
-        assert!(reply.contains("msg=unknown_pmiid"), "{reply}");
-        // The first request rides in the same packet as initack: not lost.
-        let (mut client, reply) = tcp_client(
-            address,
-            "cmd=initack pmiid=3 token=t0k\ncmd=init pmi_version=1 pmi_subversion=1\n",
-        );
-        assert_eq!(
-            reply.lines().take(4).collect::<Vec<_>>(),
-            [
-                "cmd=initack",
-                "cmd=set size=4",
-                "cmd=set rank=3",
-                "cmd=set debug=0"
-            ]
-        );
-        let (_, again) = tcp_client(address, "cmd=initack pmiid=3 token=t0k\n");
-        assert!(again.contains("rank_already_connected"), "{again}");
-        let mut rest = reply.lines().skip(4).collect::<Vec<_>>().join("\n");
-        let mut buffer = [0u8; 256];
-        while !rest.contains("response_to_init") {
-            let count = client.read(&mut buffer).unwrap();
-            rest.push_str(std::str::from_utf8(&buffer[..count]).unwrap());
-        }
-        assert!(server.state().initialized[3]);
-        client.write_all(b"cmd=finalize\n").unwrap();
-        drop(client);
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !server.state().connection_closed[3] {
-            assert!(std::time::Instant::now() < deadline, "close not noticed");
-            thread::sleep(Duration::from_millis(1));
-        }
-        assert!(server.state().finalized[3]);
     }
 
     /// A rank's end of a served socketpair connection.

@@ -67,6 +67,12 @@ pub fn install_child_wakeup() {
     }
 }
 
+/// Wakes [`wait_for_child`] as a child's death would: a proxy's report of
+/// a remote death is news just as urgent as a SIGCHLD.
+pub fn wake() {
+    poke_on_child(libc::SIGCHLD);
+}
+
 /// Sleep up to `timeout`, or less if a child died meanwhile (with
 /// [`install_child_wakeup`]; a plain sleep without it).
 pub fn wait_for_child(timeout: std::time::Duration) {

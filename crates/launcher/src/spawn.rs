@@ -1,16 +1,20 @@
 //! Starting one rank: its environment, its PMI socket, its stdio pipes, and
-//! the pre-exec steps that keep it from outliving mpiexec.
+//! the pre-exec steps that keep it from outliving the process that started
+//! it (mpiexec for a rank on this host, the host's proxy for another).
 //!
-//! A rank on another host is started as `LAUNCHER HOST env VAR=VALUE…
-//! PROGRAM ARGS…` (hydra's way with `ssh`); the launcher process is what
-//! mpiexec forks, watches and kills, and it carries the rank's stdio. The
-//! rank reaches the PMI server over TCP (`PMI_PORT`, `PMI_ID`).
+//! A rank on another host is started by that host's proxy (`mpiexec
+//! --proxy`, see `proxy`), which mpiexec starts once per host as `LAUNCHER
+//! HOST MPIEXEC --proxy` (hydra's way with `ssh`). Here mpiexec only builds
+//! what the proxy needs: the rank's program, arguments and environment,
+//! sent over the proxy's authenticated connection rather than on a command
+//! line that `ps` shows to everyone.
 //!
-//! Each rank is the leader of its own process group, so mpiexec can kill a
-//! rank together with anything it started (`kill(-pgid)`), and the terminal's
-//! Ctrl-C reaches only mpiexec, which then tears down in order. Each rank
-//! also asks the kernel for SIGKILL when mpiexec dies (`PR_SET_PDEATHSIG`),
-//! checking afterwards that mpiexec did not die before the request was made.
+//! Each rank is the leader of its own process group, so its parent can kill
+//! a rank together with anything it started (`kill(-pgid)`), and the
+//! terminal's Ctrl-C reaches only mpiexec, which then tears down in order.
+//! Each rank also asks the kernel for SIGKILL when its parent dies
+//! (`PR_SET_PDEATHSIG`), checking afterwards that the parent did not die
+//! before the request was made.
 
 use std::io;
 use std::os::unix::io::AsRawFd;
@@ -29,37 +33,26 @@ pub struct JobIdentity {
     pub job_secret_hex: String,
     /// `LD_LIBRARY_PATH` for the ranks, `<mpiexec dir>/../lib` first.
     pub library_path: String,
-    /// `RESMPI_PMI_TOKEN` (32 hex characters): what a TCP PMI client must
-    /// show in its `cmd=initack` (not the job secret, which never crosses
-    /// the PMI connection).
-    pub pmi_token: String,
+    /// What a proxy must show in its `Hello` (32 hex characters): given to
+    /// it on its stdin, never on a command line.
+    pub proxy_token: String,
 }
 
-/// Where a rank runs and how it reaches the PMI server.
-pub struct RankSite<'a> {
-    /// (`MPI_LOCALNRANKS`, `MPI_LOCALRANKID`).
-    pub local_numbers: (u32, u32),
-    /// `None`: this host, PMI over the socketpair end given to `spawn_rank`.
-    /// `Some`: a remote host.
-    pub remote: Option<RemoteSite<'a>>,
-}
-
-/// A rank on another host.
-pub struct RemoteSite<'a> {
-    /// The host name given to the launcher.
-    pub host: &'a str,
-    /// `PMI_PORT`: `address:port` of the PMI server's TCP listener.
-    pub pmi_port: &'a str,
-}
+/// PMI variables left over from an enclosing launcher: they must not
+/// confuse the rank or anything it starts.
+pub const INHERITED_PMI_VARIABLES: [&str; 5] =
+    ["PMI_PORT", "PMI_ID", "PMI_FD", "PMI_RANK", "PMI_SIZE"];
 
 /// Variables of mpiexec's own environment passed on to remote ranks (local
-/// ranks inherit the whole environment): the `RESMPI_*` configuration.
-fn forwarded_variables() -> Vec<(String, String)> {
-    const OWN: [&str; 5] = [
+/// ranks inherit the whole environment; a proxy started by ssh has the
+/// remote login's): the `RESMPI_*` configuration.
+pub fn forwarded_variables() -> Vec<(String, String)> {
+    const OWN: [&str; 6] = [
         "RESMPI_JOB_ID",
         "RESMPI_JOB_SECRET",
         "RESMPI_PMI_TOKEN",
         "RESMPI_HOST_KEY",
+        "RESMPI_INCARNATION",
         FAILURE_POLICY_VARIABLE,
     ];
     let mut variables: Vec<(String, String)> = std::env::vars()
@@ -107,48 +100,53 @@ pub fn remote_program_path(program: &str) -> String {
     program.to_string()
 }
 
-/// The words after `LAUNCHER HOST`: `env VAR=VALUE… PROGRAM ARGS…`.
-pub fn remote_command_words(
+/// The words after `LAUNCHER HOST` that start a host's proxy: this very
+/// executable (`proxy_program`, found at the same path there) in proxy
+/// mode. Nothing secret: the token goes to the proxy's stdin.
+pub fn proxy_command_words(launcher: &str, proxy_program: &str) -> Vec<String> {
+    let words = vec![
+        proxy_program.to_string(),
+        crate::proxy::PROXY_FLAG.to_string(),
+    ];
+    if launcher_uses_a_shell(launcher) {
+        words.iter().map(|word| shell_quote(word)).collect()
+    } else {
+        words
+    }
+}
+
+/// The environment a remote rank gets on top of its proxy's: what a local
+/// rank gets (its PMI descriptor comes from the proxy), plus
+/// `RESMPI_HOST_KEY` and mpiexec's own `RESMPI_*` configuration.
+pub fn remote_rank_environment(
     options: &Options,
     identity: &JobIdentity,
     rank: u32,
+    incarnation: u32,
     local_numbers: (u32, u32),
-    remote: &RemoteSite<'_>,
+    host: &str,
     forwarded: &[(String, String)],
-) -> Vec<String> {
+) -> Vec<(String, String)> {
     let mut variables: Vec<(String, String)> =
-        vec![("RESMPI_HOST_KEY".to_string(), remote.host.to_string())];
+        vec![("RESMPI_HOST_KEY".to_string(), host.to_string())];
     variables.extend(forwarded.iter().cloned());
     variables.extend(options.environment.iter().cloned());
     let rank_text = rank.to_string();
     for (name, value) in [
-        ("PMI_PORT", remote.pmi_port),
-        ("PMI_ID", &rank_text),
-        ("PMI_RANK", &rank_text),
+        ("PMI_RANK", rank_text.as_str()),
         ("PMI_SIZE", &options.rank_count.to_string()),
         ("PMI_JOBID", &identity.job_id),
         ("MPI_LOCALNRANKS", &local_numbers.0.to_string()),
         ("MPI_LOCALRANKID", &local_numbers.1.to_string()),
         ("RESMPI_JOB_ID", &identity.job_id),
         ("RESMPI_JOB_SECRET", &identity.job_secret_hex),
-        ("RESMPI_PMI_TOKEN", &identity.pmi_token),
         ("LD_LIBRARY_PATH", &identity.library_path),
         (FAILURE_POLICY_VARIABLE, options.failure_policy.name()),
+        ("RESMPI_INCARNATION", &incarnation.to_string()),
     ] {
         variables.push((name.to_string(), value.to_string()));
     }
-    let mut words = vec!["env".to_string()];
-    words.extend(
-        variables
-            .into_iter()
-            .map(|(name, value)| format!("{name}={value}")),
-    );
-    words.push(remote_program_path(&options.program));
-    words.extend(options.arguments.iter().cloned());
-    if launcher_uses_a_shell(&options.launcher_exec) {
-        words = words.iter().map(|word| shell_quote(word)).collect();
-    }
-    words
+    variables
 }
 
 /// `<directory of the mpiexec executable>/../lib`, where `libmpich.so.12`
@@ -177,85 +175,18 @@ pub enum StandardInput {
     Null,
 }
 
-/// Starts `rank` (its process `incarnation`: 0 at the start of the job, i
-/// for the i-th `--respawn`, as `RESMPI_INCARNATION`) of the job described
-/// by `options` at `site`: on this host
-/// connected to the PMI server through `pmi_socket` (the rank's end,
-/// inherited as `PMI_FD`), or on a remote host through the launcher.
-pub fn spawn_rank(
-    options: &Options,
-    identity: &JobIdentity,
-    rank: u32,
-    incarnation: u32,
-    site: &RankSite<'_>,
-    pmi_socket: Option<&UnixStream>,
-    standard_input: StandardInput,
-) -> io::Result<Child> {
-    let pmi_fd = pmi_socket.map(|socket| socket.as_raw_fd());
-    let mut command;
-    // PMI variables left over from an enclosing launcher must not confuse
-    // the rank or anything it (or the remote launcher) starts.
-    let inherited = ["PMI_PORT", "PMI_ID", "PMI_FD", "PMI_RANK", "PMI_SIZE"];
-    match (&site.remote, pmi_fd) {
-        (Some(remote), _) => {
-            command = Command::new(&options.launcher_exec);
-            command.arg(remote.host).args(remote_command_words(
-                options,
-                identity,
-                rank,
-                site.local_numbers,
-                remote,
-                &forwarded_variables(),
-            ));
-            for name in inherited {
-                command.env_remove(name);
-            }
-        }
-        (None, Some(pmi_fd)) => {
-            command = Command::new(&options.program);
-            command.args(&options.arguments);
-            for name in inherited {
-                command.env_remove(name);
-            }
-            for (name, value) in &options.environment {
-                command.env(name, value);
-            }
-            let rank_text = rank.to_string();
-            command
-                .env("PMI_FD", pmi_fd.to_string())
-                .env("PMI_RANK", &rank_text)
-                .env("PMI_SIZE", options.rank_count.to_string())
-                .env("PMI_JOBID", &identity.job_id)
-                .env("MPI_LOCALNRANKS", site.local_numbers.0.to_string())
-                .env("MPI_LOCALRANKID", site.local_numbers.1.to_string())
-                .env("RESMPI_JOB_ID", &identity.job_id)
-                .env("RESMPI_JOB_SECRET", &identity.job_secret_hex)
-                .env("LD_LIBRARY_PATH", &identity.library_path)
-                .env(FAILURE_POLICY_VARIABLE, options.failure_policy.name())
-                .env("RESMPI_INCARNATION", incarnation.to_string());
-        }
-        (None, None) => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a local rank needs a PMI socket",
-            ))
-        }
-    }
-    command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(match standard_input {
-            StandardInput::Inherit => Stdio::inherit(),
-            StandardInput::Pipe => Stdio::piped(),
-            StandardInput::Null => Stdio::null(),
-        });
+/// Makes the process `command` starts the leader of its own process group,
+/// killed by the kernel when the calling thread's process dies, holding
+/// `pmi_fd` (created close-on-exec) open across exec. Must be called on
+/// the thread that lives as long as the process: `PR_SET_PDEATHSIG` fires
+/// when the thread that forked the child ends.
+pub fn bind_to_this_process(command: &mut Command, pmi_fd: Option<i32>) {
     // Captured before fork: the child compares its parent with this.
-    let launcher_pid = std::process::id() as libc::pid_t;
+    let parent_pid = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the forked child before exec and calls only
     // async-signal-safe functions (setpgid, prctl, getppid, fcntl); it
     // allocates nothing and touches no lock. `pmi_fd` stays open in the
-    // parent until after `spawn` returns. For a remote rank these steps bind
-    // the launcher process (ssh) to mpiexec instead.
+    // parent until after `spawn` returns.
     unsafe {
         command.pre_exec(move || {
             if libc::setpgid(0, 0) != 0 {
@@ -264,12 +195,11 @@ pub fn spawn_rank(
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
                 return Err(io::Error::last_os_error());
             }
-            // mpiexec may have died between fork and prctl: then nobody
+            // The parent may have died between fork and prctl: then nobody
             // would ever kill us.
-            if libc::getppid() != launcher_pid {
+            if libc::getppid() != parent_pid {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
-            // The PMI socket was created close-on-exec; this rank keeps its own.
             if let Some(pmi_fd) = pmi_fd {
                 if libc::fcntl(pmi_fd, libc::F_SETFD, 0) != 0 {
                     return Err(io::Error::last_os_error());
@@ -278,6 +208,52 @@ pub fn spawn_rank(
             Ok(())
         });
     }
+}
+
+/// Starts `rank` (its process `incarnation`: 0 at the start of the job, i
+/// for the i-th `--respawn`, as `RESMPI_INCARNATION`) of the job described
+/// by `options` on this host, connected to the PMI server through
+/// `pmi_socket` (the rank's end, inherited as `PMI_FD`).
+pub fn spawn_rank(
+    options: &Options,
+    identity: &JobIdentity,
+    rank: u32,
+    incarnation: u32,
+    local_numbers: (u32, u32),
+    pmi_socket: &UnixStream,
+    standard_input: StandardInput,
+) -> io::Result<Child> {
+    let pmi_fd = pmi_socket.as_raw_fd();
+    let mut command = Command::new(&options.program);
+    command.args(&options.arguments);
+    for name in INHERITED_PMI_VARIABLES {
+        command.env_remove(name);
+    }
+    for (name, value) in &options.environment {
+        command.env(name, value);
+    }
+    let rank_text = rank.to_string();
+    command
+        .env("PMI_FD", pmi_fd.to_string())
+        .env("PMI_RANK", &rank_text)
+        .env("PMI_SIZE", options.rank_count.to_string())
+        .env("PMI_JOBID", &identity.job_id)
+        .env("MPI_LOCALNRANKS", local_numbers.0.to_string())
+        .env("MPI_LOCALRANKID", local_numbers.1.to_string())
+        .env("RESMPI_JOB_ID", &identity.job_id)
+        .env("RESMPI_JOB_SECRET", &identity.job_secret_hex)
+        .env("LD_LIBRARY_PATH", &identity.library_path)
+        .env(FAILURE_POLICY_VARIABLE, options.failure_policy.name())
+        .env("RESMPI_INCARNATION", incarnation.to_string());
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(match standard_input {
+            StandardInput::Inherit => Stdio::inherit(),
+            StandardInput::Pipe => Stdio::piped(),
+            StandardInput::Null => Stdio::null(),
+        });
+    bind_to_this_process(&mut command, Some(pmi_fd));
     command.spawn()
 }
 
@@ -319,59 +295,65 @@ mod tests {
             job_id: "j1".to_string(),
             job_secret_hex: "s2".to_string(),
             library_path: "/lib".to_string(),
-            pmi_token: "t3".to_string(),
+            proxy_token: "t3".to_string(),
         }
     }
 
     #[test]
-    fn remote_command_sets_pmi_port_and_the_job_environment() {
-        let remote = RemoteSite {
-            host: "node7",
-            pmi_port: "10.0.0.1:5000",
-        };
+    fn a_remote_rank_gets_the_job_environment_and_the_token_stays_with_the_proxy() {
         let forwarded = [("RESMPI_PATHS".to_string(), "tcp".to_string())];
-        let words = remote_command_words(
+        let variables = remote_rank_environment(
             &options("scripts/netns-exec", "/bin/prog"),
             &identity(),
             2,
+            1,
             (2, 0),
-            &remote,
+            "node7",
             &forwarded,
         );
-        assert_eq!(words[0], "env");
-        assert_eq!(&words[words.len() - 2..], ["/bin/prog", "it's"]);
+        let words: Vec<String> = variables
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
         for expected in [
             "RESMPI_HOST_KEY=node7",
             "RESMPI_PATHS=tcp",
             "A=x y",
-            "PMI_PORT=10.0.0.1:5000",
-            "PMI_ID=2",
             "PMI_RANK=2",
             "PMI_SIZE=4",
             "MPI_LOCALNRANKS=2",
             "MPI_LOCALRANKID=0",
             "RESMPI_JOB_ID=j1",
             "RESMPI_JOB_SECRET=s2",
-            "RESMPI_PMI_TOKEN=t3",
             "LD_LIBRARY_PATH=/lib",
             "RESMPI_FAILURE_POLICY=continue",
+            "RESMPI_INCARNATION=1",
         ] {
             assert!(
                 words.contains(&expected.to_string()),
                 "{expected}: {words:?}"
             );
         }
-        // ssh hands the words to a shell: they are quoted for it.
-        let words = remote_command_words(
-            &options("/usr/bin/ssh", "/bin/prog"),
-            &identity(),
-            2,
-            (2, 0),
-            &remote,
-            &[],
+        // The proxy gives PMI_FD; no PMI_PORT, and the proxy's token is
+        // nobody else's business.
+        assert!(
+            words
+                .iter()
+                .all(|word| !word.starts_with("PMI_PORT=") && !word.contains("t3")),
+            "{words:?}"
         );
-        assert!(words.contains(&"'A=x y'".to_string()), "{words:?}");
-        assert_eq!(words.last().unwrap(), "'it'\\''s'");
+    }
+
+    #[test]
+    fn the_proxy_command_line_holds_no_secret_and_is_quoted_for_ssh() {
+        assert_eq!(
+            proxy_command_words("scripts/netns-exec", "/opt/resmpi/bin/mpiexec"),
+            ["/opt/resmpi/bin/mpiexec", "--proxy"]
+        );
+        assert_eq!(
+            proxy_command_words("/usr/bin/ssh", "/opt/my dir/mpiexec"),
+            ["'/opt/my dir/mpiexec'", "--proxy"]
+        );
     }
 
     #[test]

@@ -15,31 +15,36 @@
 //! loop, as a failure notice to every rank that watches failures (see
 //! `pmi_server`): the poll period bounds how late a survivor hears of it.
 //!
-//! A rank on another host is watched through its launcher process (`ssh`),
-//! whose exit is judged like a local rank's, and through its TCP PMI
-//! connection: one that drops before `MPI_Finalize` while the launcher
-//! process lingers ends the job after [`CONNECTION_LOST_GRACE_MS`].
+//! A rank on another host is started, watched and signalled by that host's
+//! proxy (`proxy`, `proxy_link`): its exit arrives as the proxy's report of
+//! `waitpid`'s status and is judged exactly like a local rank's (same
+//! messages, exit codes and notices). A proxy that is lost (its connection
+//! closes, its launcher exits) takes every rank still running on its host
+//! with it: they are counted as killed by SIGKILL, which is what the proxy
+//! does to them when it loses mpiexec and what the kernel does when the
+//! proxy dies.
 
+use std::collections::HashMap;
 use std::io::{self, IsTerminal};
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::Child;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use resmpi_runtime::{hex_encode, random_bytes};
 
 use crate::ft_report::{FtReport, LauncherCounters};
-use crate::hosts::{first_non_loopback_ipv4, is_this_host, this_host_name, Placement};
+use crate::hosts::{is_this_host, this_host_name, Placement};
 use crate::options::{FailurePolicy, Options};
 use crate::output::{self, Destination};
 use crate::pmi_server::PmiServer;
 use crate::process_faults::KillSchedule;
+use crate::proxy_link::{self, ProxyLink, RemoteExits, StartError};
 use crate::shm_cleanup::{remove_job_segments, SHM_DIRECTORY};
 use crate::signals;
-use crate::spawn::{self, JobIdentity, RankSite, RemoteSite, StandardInput};
+use crate::spawn::{self, JobIdentity, StandardInput};
 
 /// How often the loop looks at the ranks; with the write of the notices, the
 /// most a survivor waits to hear of a death on this host.
@@ -51,10 +56,9 @@ const TERMINATE_GRACE_MS: u64 = 1000;
 const PMI_DRAIN_WAIT_MS: u64 = 200;
 /// How long to wait, at the end, for output of killed ranks to drain.
 const OUTPUT_DRAIN_WAIT_MS: u64 = 2000;
-/// How long a remote rank's launcher process may outlive the rank's PMI
-/// connection (closed before finalize) before the rank counts as lost; in
-/// that time a launcher usually exits with the rank's own exit code.
-const CONNECTION_LOST_GRACE_MS: u64 = 1000;
+/// How long, at the end, proxies' launchers may take to exit after their
+/// connection was closed, before they are killed.
+const LAUNCHER_EXIT_WAIT_MS: u64 = 2000;
 /// How long an abort request waits for a rank death that may have caused it.
 const ABORT_SETTLE_MS: u64 = 50;
 
@@ -73,13 +77,15 @@ enum Ending {
 }
 
 struct RankProcess {
-    /// The rank's pid, or its launcher's for a remote rank.
+    /// The rank's pid (on its own host, for a remote rank).
     pid: i32,
+    /// Its incarnation (0 unless respawned).
+    incarnation: u32,
     ending: Option<Ending>,
     /// The host of a remote rank; `None` on this host.
     host: Option<String>,
-    /// When its PMI connection was first seen closed before finalize.
-    connection_lost_at: Option<Instant>,
+    /// The placement index of a remote rank's host, whose proxy runs it.
+    proxy: Option<usize>,
     /// Under `continue`: its death was recorded and named already.
     failed: bool,
     /// When `--inject` sent it SIGKILL.
@@ -89,8 +95,14 @@ struct RankProcess {
 struct Job {
     server: Arc<PmiServer>,
     placement: Placement,
-    /// `PMI_PORT` for remote ranks (`address:port`), when there are any.
-    pmi_port: Option<String>,
+    /// Per placed host: its proxy (`None` for this host).
+    proxies: Vec<Option<Arc<ProxyLink>>>,
+    /// Per placed host: its proxy's loss was dealt with.
+    proxy_loss_handled: Vec<bool>,
+    /// Exits of remote ranks, as their proxies reported them.
+    remote_exits: RemoteExits,
+    /// mpiexec's `RESMPI_*` configuration, passed on to remote ranks.
+    forwarded: Vec<(String, String)>,
     ranks: Vec<RankProcess>,
     /// Set by the first failure, or by the first non-zero exit after finalize.
     exit_code: Option<i32>,
@@ -118,7 +130,7 @@ pub fn run(options: &Options) -> i32 {
         job_id: hex_encode(&random_bytes(8)),
         job_secret_hex: hex_encode(&random_bytes(32)),
         library_path: library_path(options),
-        pmi_token: hex_encode(&random_bytes(16)),
+        proxy_token: hex_encode(&random_bytes(16)),
     };
     let placement = match &options.hosts {
         None => Placement::single_host(options.rank_count),
@@ -147,27 +159,35 @@ pub fn run(options: &Options) -> i32 {
         format!("kvs_{}", identity.job_id),
         placement.process_mapping(),
     );
-    let pmi_port = if placement.has_remote() {
-        match listen_for_remote_ranks(options, &server, &placement, &identity) {
-            Ok(address) => Some(address),
-            Err(message) => {
+    let remote_exits: RemoteExits = Arc::new(Mutex::new(Vec::new()));
+    let mut output_threads = Vec::new();
+    let proxies = if placement.has_remote() {
+        match proxy_link::start_proxies(options, &placement, &identity, &remote_exits) {
+            Ok(proxies) => {
+                output_threads.extend(proxies.threads);
+                proxies.links
+            }
+            Err((code, message)) => {
                 eprintln!("mpiexec: {message}");
-                report_fault_tolerance(options, &server, Duration::ZERO, EXIT_LAUNCHER_FAILURE);
-                return EXIT_LAUNCHER_FAILURE;
+                report_fault_tolerance(options, &server, Duration::ZERO, code);
+                return code;
             }
         }
     } else {
-        None
+        vec![None; placement.hosts.len()]
     };
     let mut job = Job {
         server,
+        proxy_loss_handled: vec![false; placement.hosts.len()],
         placement,
-        pmi_port,
+        proxies,
+        remote_exits,
+        forwarded: spawn::forwarded_variables(),
         ranks: Vec::new(),
         exit_code: None,
         first_death_code: None,
         job_ended_code: None,
-        output_threads: Vec::new(),
+        output_threads,
         policy: options.failure_policy,
         kills,
         detection_latency_max: Duration::ZERO,
@@ -223,49 +243,6 @@ fn report_fault_tolerance(
     }
 }
 
-/// Opens the TCP PMI port on the control address and accepts remote ranks'
-/// connections on a thread; returns `PMI_PORT` (`address:port`).
-fn listen_for_remote_ranks(
-    options: &Options,
-    server: &Arc<PmiServer>,
-    placement: &Placement,
-    identity: &JobIdentity,
-) -> Result<String, String> {
-    let address: SocketAddr = match &options.control_address {
-        Some(text) => {
-            let with_port = match text.parse::<std::net::IpAddr>() {
-                Ok(ip) => SocketAddr::new(ip, 0).to_string(),
-                Err(_) if text.contains(':') => text.clone(),
-                Err(_) => format!("{text}:0"),
-            };
-            with_port
-                .to_socket_addrs()
-                .ok()
-                .and_then(|mut addresses| addresses.next())
-                .ok_or_else(|| format!("--control-addr '{text}': cannot resolve it"))?
-        }
-        None => SocketAddr::new(
-            first_non_loopback_ipv4()
-                .ok_or("this host has no non-loopback IPv4 address for remote ranks to reach mpiexec at; give --control-addr")?
-                .into(),
-            0,
-        ),
-    };
-    let listener = TcpListener::bind(address)
-        .map_err(|error| format!("cannot listen for remote ranks on {address}: {error}"))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|error| format!("cannot listen for remote ranks on {address}: {error}"))?;
-    let remote: Vec<bool> = (0..options.rank_count)
-        .map(|rank| !placement.host(rank).local)
-        .collect();
-    let accepted = Arc::new(move |rank: u32| remote.get(rank as usize) == Some(&true));
-    let server = server.clone();
-    let token = identity.pmi_token.clone();
-    thread::spawn(move || server.accept_tcp(listener, accepted, token));
-    Ok(bound.to_string())
-}
-
 /// `LD_LIBRARY_PATH` for the ranks: our `lib` directory first, then what
 /// `-genv`/`-x` gave, else what mpiexec itself has.
 fn library_path(options: &Options) -> String {
@@ -306,6 +283,15 @@ fn decode_wait_status(status: i32) -> Option<Ending> {
     }
 }
 
+/// Why a program could not be run, in words a user acts on.
+fn start_failure_reason(kind: io::ErrorKind, text: &str) -> String {
+    match kind {
+        io::ErrorKind::NotFound => "no such file or command".to_string(),
+        io::ErrorKind::PermissionDenied => "permission denied (is it executable?)".to_string(),
+        _ => text.to_string(),
+    }
+}
+
 /// Sends `signal` to the process group led by `pid` (the rank and anything it
 /// started), and to the rank itself in case it left its group.
 fn signal_rank(pid: i32, signal: i32) {
@@ -332,17 +318,23 @@ impl Job {
         Ok(())
     }
 
-    /// `--respawn`: starts every dead rank on this host again that has
-    /// respawns left, as the next incarnation of that rank.
+    /// `--respawn`: starts every dead rank again that has respawns left,
+    /// as the next incarnation of that rank (on its own host: a remote one
+    /// through its proxy, unless that proxy is lost).
     fn respawn_dead(&mut self, options: &Options, identity: &JobIdentity) {
         if options.respawn_count_max == 0 {
             return;
         }
         for rank in 0..self.ranks.len() {
             let process = &self.ranks[rank];
+            let proxy_alive = process.proxy.is_none_or(|index| {
+                self.proxies[index]
+                    .as_ref()
+                    .is_some_and(|link| !link.is_lost())
+            });
             let due = process.failed
                 && process.ending.is_some()
-                && process.host.is_none()
+                && proxy_alive
                 && self.respawn_counts[rank] < options.respawn_count_max;
             if !due {
                 continue;
@@ -366,7 +358,8 @@ impl Job {
     }
 
     /// Starts incarnation `incarnation` of `rank` and forwards its output
-    /// and PMI connection.
+    /// and PMI connection: here with fork/exec, on another host through
+    /// its proxy.
     fn start_rank(
         &mut self,
         options: &Options,
@@ -375,142 +368,246 @@ impl Job {
         incarnation: u32,
         standard_input: StandardInput,
     ) -> Result<RankProcess, i32> {
-        {
-            let host = self.placement.host(rank);
-            let remote = (!host.local).then(|| RemoteSite {
-                host: &host.name,
-                pmi_port: self.pmi_port.as_deref().unwrap_or(""),
+        let host_index = self.placement.host_of_rank[rank as usize];
+        let local_numbers = self.placement.local_numbers(rank);
+        if let Some(link) = self.proxies[host_index].clone() {
+            return self.start_remote_rank(options, identity, rank, incarnation, &link);
+        }
+        let (launcher_end, rank_end) = UnixStream::pair().map_err(|error| {
+            eprintln!("mpiexec: cannot create the PMI socket for rank {rank}: {error}");
+            EXIT_LAUNCHER_FAILURE
+        })?;
+        let mut child: Child = spawn::spawn_rank(
+            options,
+            identity,
+            rank,
+            incarnation,
+            local_numbers,
+            &rank_end,
+            standard_input,
+        )
+        .map_err(|error| {
+            eprintln!(
+                "mpiexec: cannot run '{}': {}",
+                options.program,
+                start_failure_reason(error.kind(), &error.to_string())
+            );
+            EXIT_CANNOT_RUN
+        })?;
+        drop(rank_end);
+        let prefix = if options.tag_output {
+            format!("[{rank}] ")
+        } else {
+            String::new()
+        };
+        if let Some(stdout) = child.stdout.take() {
+            let prefix = prefix.clone();
+            self.output_threads.push(thread::spawn(move || {
+                output::forward(stdout, Destination::Stdout, &prefix)
+            }));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            self.output_threads.push(thread::spawn(move || {
+                output::forward(stderr, Destination::Stderr, &prefix)
+            }));
+        }
+        if let Some(mut rank_stdin) = child.stdin.take() {
+            // Not joined: it may sit in a read of the terminal forever.
+            thread::spawn(move || {
+                let _ = io::copy(&mut io::stdin().lock(), &mut rank_stdin);
             });
-            let site = RankSite {
-                local_numbers: self.placement.local_numbers(rank),
-                remote,
-            };
-            let host_name = site.remote.as_ref().map(|remote| remote.host.to_string());
-            let sockets = if site.remote.is_none() {
-                Some(UnixStream::pair().map_err(|error| {
-                    eprintln!("mpiexec: cannot create the PMI socket for rank {rank}: {error}");
-                    EXIT_LAUNCHER_FAILURE
-                })?)
-            } else {
-                None
-            };
-            let mut child: Child = spawn::spawn_rank(
-                options,
-                identity,
-                rank,
+        }
+        let server = self.server.clone();
+        thread::spawn(move || server.serve(rank, launcher_end));
+        Ok(RankProcess {
+            pid: child.id() as i32,
+            incarnation,
+            ending: None,
+            host: None,
+            proxy: None,
+            failed: false,
+            killed_at: None,
+        })
+    }
+
+    /// Starts a rank on another host through `link`, its host's proxy.
+    fn start_remote_rank(
+        &mut self,
+        options: &Options,
+        identity: &JobIdentity,
+        rank: u32,
+        incarnation: u32,
+        link: &Arc<ProxyLink>,
+    ) -> Result<RankProcess, i32> {
+        let host_index = self.placement.host_of_rank[rank as usize];
+        let environment = spawn::remote_rank_environment(
+            options,
+            identity,
+            rank,
+            incarnation,
+            self.placement.local_numbers(rank),
+            &link.host,
+            &self.forwarded,
+        );
+        let directory = std::env::current_dir()
+            .map(|directory| directory.display().to_string())
+            .unwrap_or_default();
+        let started = link.start(
+            &self.server,
+            rank,
+            incarnation,
+            spawn::remote_program_path(&options.program),
+            options.arguments.clone(),
+            environment,
+            directory,
+        );
+        match started {
+            Ok(pid) => Ok(RankProcess {
+                pid,
                 incarnation,
-                &site,
-                sockets.as_ref().map(|(_, rank_end)| rank_end),
-                standard_input,
-            )
-            .map_err(|error| {
-                let reason = match error.kind() {
-                    io::ErrorKind::NotFound => "no such file or command".to_string(),
-                    io::ErrorKind::PermissionDenied => {
-                        "permission denied (is it executable?)".to_string()
-                    }
-                    _ => error.to_string(),
-                };
-                match &host_name {
-                    Some(host) => eprintln!(
-                        "mpiexec: cannot run the launcher '{}' for rank {rank} on host {host}: {reason}",
-                        options.launcher_exec
-                    ),
-                    None => eprintln!("mpiexec: cannot run '{}': {reason}", options.program),
-                }
-                EXIT_CANNOT_RUN
-            })?;
-            let launcher_end = sockets.map(|(launcher_end, _)| launcher_end);
-            let prefix = if options.tag_output {
-                format!("[{rank}] ")
-            } else {
-                String::new()
-            };
-            if let Some(stdout) = child.stdout.take() {
-                let prefix = prefix.clone();
-                self.output_threads.push(thread::spawn(move || {
-                    output::forward(stdout, Destination::Stdout, &prefix)
-                }));
-            }
-            if let Some(stderr) = child.stderr.take() {
-                self.output_threads.push(thread::spawn(move || {
-                    output::forward(stderr, Destination::Stderr, &prefix)
-                }));
-            }
-            if let Some(mut rank_stdin) = child.stdin.take() {
-                // Not joined: it may sit in a read of the terminal forever.
-                thread::spawn(move || {
-                    let _ = io::copy(&mut io::stdin().lock(), &mut rank_stdin);
-                });
-            }
-            if let Some(launcher_end) = launcher_end {
-                let server = self.server.clone();
-                thread::spawn(move || server.serve(rank, launcher_end));
-            }
-            Ok(RankProcess {
-                pid: child.id() as i32,
                 ending: None,
-                host: host_name,
-                connection_lost_at: None,
+                host: Some(link.host.clone()),
+                proxy: Some(host_index),
                 failed: false,
                 killed_at: None,
-            })
+            }),
+            Err(StartError::Refused(error_number, reason)) => {
+                let kind = io::Error::from_raw_os_error(error_number).kind();
+                eprintln!(
+                    "mpiexec: cannot run '{}' on host {}: {}",
+                    options.program,
+                    link.host,
+                    start_failure_reason(kind, &reason)
+                );
+                Err(EXIT_CANNOT_RUN)
+            }
+            Err(StartError::ProxyLost(reason)) => {
+                eprintln!(
+                    "mpiexec: cannot start rank {rank} on host {}: {reason}",
+                    link.host
+                );
+                Err(EXIT_LAUNCHER_FAILURE)
+            }
         }
     }
 
-    /// `rank R (pid P)`, or `rank R on host H (launcher pid P)`.
+    /// `rank R (pid P)`, or `rank R on host H (pid P)`.
     fn describe(&self, rank: u32) -> String {
         let process = &self.ranks[rank as usize];
         match &process.host {
-            Some(host) => format!("rank {rank} on host {host} (launcher pid {})", process.pid),
+            Some(host) => format!("rank {rank} on host {host} (pid {})", process.pid),
             None => format!("rank {rank} (pid {})", process.pid),
         }
     }
 
-    /// A remote rank whose PMI connection closed before finalize, and whose
-    /// launcher process has not exited within the grace period: lost.
-    fn lost_connection(&mut self) -> bool {
-        let now = Instant::now();
-        let mut lost = None;
-        {
-            let state = self.server.state();
-            for (rank, process) in self.ranks.iter_mut().enumerate() {
-                if process.host.is_none()
-                    || process.ending.is_some()
-                    || process.failed
-                    || !state.connection_closed[rank]
-                    || !state.initialized[rank]
-                    || state.finalized[rank]
-                {
-                    continue;
-                }
-                let since = *process.connection_lost_at.get_or_insert(now);
-                if lost.is_none()
-                    && now.duration_since(since) >= Duration::from_millis(CONNECTION_LOST_GRACE_MS)
-                {
-                    lost = Some(rank as u32);
-                }
+    /// Sends `signal` to `ranks` at one instant: local ones directly, remote
+    /// ones in one message to each proxy.
+    fn signal_ranks(&self, ranks: &[u32], signal: i32) {
+        let mut by_proxy: HashMap<usize, Vec<(u32, u32)>> = HashMap::new();
+        for &rank in ranks {
+            let process = &self.ranks[rank as usize];
+            match process.proxy {
+                None => signal_rank(process.pid, signal),
+                Some(index) => by_proxy
+                    .entry(index)
+                    .or_default()
+                    .push((rank, process.incarnation)),
             }
         }
-        let Some(rank) = lost else {
+        for (index, targets) in by_proxy {
+            if let Some(link) = &self.proxies[index] {
+                link.signal(&targets, signal);
+            }
+        }
+    }
+
+    /// Proxies newly lost: each with the ranks that were still running on
+    /// its host, which are marked dead (SIGKILL: what happens to them).
+    fn take_lost_hosts(&mut self) -> Vec<(usize, Vec<u32>)> {
+        let mut lost = Vec::new();
+        for index in 0..self.proxies.len() {
+            let newly_lost = self.proxies[index]
+                .as_ref()
+                .is_some_and(|link| link.is_lost())
+                && !self.proxy_loss_handled[index];
+            if !newly_lost {
+                continue;
+            }
+            self.proxy_loss_handled[index] = true;
+            let ranks: Vec<u32> = (0..self.ranks.len() as u32)
+                .filter(|&rank| {
+                    let process = &self.ranks[rank as usize];
+                    process.proxy == Some(index) && process.ending.is_none()
+                })
+                .collect();
+            for &rank in &ranks {
+                self.ranks[rank as usize].ending = Some(Ending::Signal(libc::SIGKILL));
+            }
+            lost.push((index, ranks));
+        }
+        lost
+    }
+
+    /// A lost proxy: every rank still running on its host died. Under
+    /// `abort` the job ends naming the host; under `continue` each rank is
+    /// a death like any other. True when the job must end.
+    fn handle_lost_proxies(&mut self) -> bool {
+        let any_newly_lost = self
+            .proxies
+            .iter()
+            .zip(&self.proxy_loss_handled)
+            .any(|(link, &handled)| !handled && link.as_ref().is_some_and(|link| link.is_lost()));
+        if !any_newly_lost {
             return false;
-        };
-        let how =
-            "lost its PMI connection before MPI_Finalize (the rank died or its host is unreachable)";
-        self.notify_deaths(&[rank]);
-        match self.policy {
-            FailurePolicy::Abort => {
-                let message = format!("{} {how}", self.describe(rank));
-                self.fail(1, &message);
-                true
+        }
+        // Exits the proxies reported before going are taken first (those
+        // ranks died on their own, not with their proxy), and judged first
+        // unless they aborted: an abort is most often the echo of the loss.
+        let (aborted, others): (Vec<_>, Vec<_>) = self
+            .reap()
+            .into_iter()
+            .partition(|&(rank, _)| self.aborted(rank));
+        if self.judge(others) {
+            return true;
+        }
+        for (index, ranks) in self.take_lost_hosts() {
+            let ranks: Vec<u32> = ranks
+                .into_iter()
+                .filter(|&rank| !self.ranks[rank as usize].failed)
+                .collect();
+            if ranks.is_empty() {
+                continue;
             }
-            FailurePolicy::Continue => {
-                self.continue_without(rank, 1, how);
-                // Its launcher lingers; the rank is gone for the job.
-                signal_rank(self.ranks[rank as usize].pid, libc::SIGKILL);
-                false
+            self.notify_deaths(&ranks);
+            let host = self.placement.hosts[index].name.clone();
+            let code = 128 + libc::SIGKILL;
+            match self.policy {
+                FailurePolicy::Abort => {
+                    let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+                    let launcher_pid = self.proxies[index]
+                        .as_ref()
+                        .map_or(0, |link| link.launcher_pid);
+                    self.fail(
+                        code,
+                        &format!(
+                            "lost the proxy of host {host} (launcher pid {launcher_pid}): its ranks {} are gone (the proxy died or its connection to mpiexec broke)",
+                            list.join(", ")
+                        ),
+                    );
+                    return true;
+                }
+                FailurePolicy::Continue => {
+                    for rank in ranks {
+                        self.continue_without(
+                            rank,
+                            code,
+                            "was lost with its host's proxy (the proxy died or its connection to mpiexec broke)",
+                        );
+                    }
+                }
             }
         }
+        self.judge(aborted)
     }
 
     /// Under `continue`: names the death of `rank` (`how` it died), keeps
@@ -545,15 +642,20 @@ impl Job {
             return;
         }
         for kill in self.kills.take_due(elapsed.as_nanos() as u64) {
-            // One instant for a host's ranks: they go down together.
+            // One instant for a host's ranks: they go down together (a
+            // remote host's in one message to its proxy).
             let now = Instant::now();
-            for rank in kill.ranks {
-                let process = &mut self.ranks[rank as usize];
-                if process.ending.is_some() || process.failed {
-                    continue;
-                }
-                signal_rank(process.pid, libc::SIGKILL);
-                process.killed_at.get_or_insert(now);
+            let targets: Vec<u32> = kill
+                .ranks
+                .into_iter()
+                .filter(|&rank| {
+                    let process = &self.ranks[rank as usize];
+                    process.ending.is_none() && !process.failed
+                })
+                .collect();
+            self.signal_ranks(&targets, libc::SIGKILL);
+            for rank in targets {
+                self.ranks[rank as usize].killed_at.get_or_insert(now);
             }
         }
     }
@@ -607,9 +709,45 @@ impl Job {
             let Some(ending) = decode_wait_status(status) else {
                 continue;
             };
-            if let Some(rank) = self.ranks.iter().position(|rank| rank.pid == pid) {
+            // A remote rank's pid is its host's: only local ranks here.
+            if let Some(rank) = self
+                .ranks
+                .iter()
+                .position(|rank| rank.proxy.is_none() && rank.pid == pid)
+            {
                 self.ranks[rank].ending = Some(ending);
                 reaped.push((rank as u32, ending));
+            } else if let Some(link) = self
+                .proxies
+                .iter()
+                .flatten()
+                .find(|link| link.launcher_pid == pid)
+            {
+                // The launcher is the only way to the proxy (ssh) or is
+                // the proxy (ip netns exec): either way it is gone.
+                link.mark_lost();
+            }
+        }
+        let remote_exits = std::mem::take(
+            &mut *self
+                .remote_exits
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        for exit in remote_exits {
+            let Some(ending) = decode_wait_status(exit.wait_status) else {
+                continue;
+            };
+            let Some(process) = self.ranks.get_mut(exit.rank as usize) else {
+                continue;
+            };
+            // A report about a process since replaced is old news.
+            if process.proxy.is_some()
+                && process.incarnation == exit.incarnation
+                && process.ending.is_none()
+            {
+                process.ending = Some(ending);
+                reaped.push((exit.rank, ending));
             }
         }
         reaped
@@ -697,14 +835,19 @@ impl Job {
         }
         if ending != Ending::Code(0) {
             self.drain_pmi_connection(rank);
-            let aborted = self
-                .server
-                .state()
-                .abort_requests
-                .iter()
-                .any(|request| request.rank == rank);
-            if aborted && self.handle_aborts() {
-                return true;
+            if self.aborted(rank) {
+                // The abort may echo the loss of a host whose proxy's end
+                // is not known yet: let it arrive, so the report names the
+                // cause.
+                if self.proxies.iter().any(Option::is_some) {
+                    thread::sleep(Duration::from_millis(ABORT_SETTLE_MS));
+                    if self.handle_lost_proxies() {
+                        return true;
+                    }
+                }
+                if self.handle_aborts() {
+                    return true;
+                }
             }
         }
         let Some((code, how)) = self.failure_of(rank, ending) else {
@@ -776,14 +919,14 @@ impl Job {
                 // Ranks often abort because a peer died: let that death be
                 // seen first, so the report names the cause, not the echo.
                 thread::sleep(Duration::from_millis(ABORT_SETTLE_MS));
-                if self.judge_reaped() {
+                if self.handle_lost_proxies() || self.judge_reaped() {
                     break;
                 }
             }
             if self.handle_aborts() {
                 break;
             }
-            if self.judge_reaped() || self.barrier_deadlock() || self.lost_connection() {
+            if self.handle_lost_proxies() || self.judge_reaped() || self.barrier_deadlock() {
                 break;
             }
             self.respawn_dead(options, identity);
@@ -805,7 +948,22 @@ impl Job {
     /// (before anything else: judging may wait for a PMI connection to
     /// drain), and judges each; true when the job must end.
     fn judge_reaped(&mut self) -> bool {
-        let mut reaped = self.reap();
+        let reaped = self.reap();
+        self.judge(reaped)
+    }
+
+    /// Whether `rank` asked to abort the job.
+    fn aborted(&self, rank: u32) -> bool {
+        self.server
+            .state()
+            .abort_requests
+            .iter()
+            .any(|request| request.rank == rank)
+    }
+
+    /// Notifies the watchers of the deaths among `reaped` and judges each
+    /// (see [`Job::judge_reaped`]); true when the job must end.
+    fn judge(&mut self, mut reaped: Vec<(u32, Ending)>) -> bool {
         let dead: Vec<u32> = reaped
             .iter()
             .filter(|&&(rank, ending)| self.failure_of(rank, ending).is_some())
@@ -831,36 +989,45 @@ impl Job {
         false
     }
 
-    /// SIGTERM to every running rank's group, SIGKILL after the grace period.
+    /// The ranks still running.
+    fn running_ranks(&self) -> Vec<u32> {
+        (0..self.ranks.len() as u32)
+            .filter(|&rank| self.ranks[rank as usize].ending.is_none())
+            .collect()
+    }
+
+    /// SIGTERM to every running rank's group (remote ones through their
+    /// proxies), SIGKILL after the grace period. A proxy lost meanwhile
+    /// takes its ranks with it.
     fn tear_down(&mut self) {
         self.server.shut_down();
-        for rank in self.ranks.iter().filter(|rank| rank.ending.is_none()) {
-            signal_rank(rank.pid, libc::SIGTERM);
-        }
+        self.signal_ranks(&self.running_ranks(), libc::SIGTERM);
         let deadline = Instant::now() + Duration::from_millis(TERMINATE_GRACE_MS);
         while self.running_count() > 0 && Instant::now() < deadline {
             self.reap();
+            self.take_lost_hosts();
             thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
         }
-        for rank in self.ranks.iter().filter(|rank| rank.ending.is_none()) {
-            signal_rank(rank.pid, libc::SIGKILL);
-        }
+        self.signal_ranks(&self.running_ranks(), libc::SIGKILL);
         let deadline = Instant::now() + Duration::from_millis(TERMINATE_GRACE_MS * 5);
         while self.running_count() > 0 && Instant::now() < deadline {
             self.reap();
+            self.take_lost_hosts();
             thread::sleep(Duration::from_millis(1));
         }
     }
 
-    /// After the ranks: kill what they left in their process groups, let
-    /// their output drain, remove the job's shm segments.
+    /// After the ranks: kill what local ranks left in their process groups,
+    /// close every proxy (which kills what is left on its host and exits),
+    /// let the output drain, remove the job's shm segments.
     fn finish(&mut self, job_id: &str) {
-        for rank in &self.ranks {
+        for rank in self.ranks.iter().filter(|rank| rank.proxy.is_none()) {
             // SAFETY: as in `signal_rank`; only the group, the rank is reaped.
             unsafe {
                 libc::kill(-rank.pid, libc::SIGKILL);
             }
         }
+        self.close_proxies();
         let deadline = Instant::now() + Duration::from_millis(OUTPUT_DRAIN_WAIT_MS);
         while self
             .output_threads
@@ -876,5 +1043,34 @@ impl Job {
             }
         }
         remove_job_segments(Path::new(SHM_DIRECTORY), job_id);
+    }
+
+    /// Closes every proxy's connection and waits (bounded) for its launcher
+    /// to exit; one that lingers is killed with its process group.
+    fn close_proxies(&mut self) {
+        let links: Vec<Arc<ProxyLink>> = self.proxies.iter().flatten().cloned().collect();
+        if links.is_empty() {
+            return;
+        }
+        for link in &links {
+            link.close();
+        }
+        let mut running: Vec<i32> = links.iter().map(|link| link.launcher_pid).collect();
+        let deadline = Instant::now() + Duration::from_millis(LAUNCHER_EXIT_WAIT_MS);
+        while !running.is_empty() && Instant::now() < deadline {
+            running.retain(|&pid| {
+                let mut status = 0;
+                // SAFETY: waitpid writes only to the local `status`; `pid` is
+                // a launcher we started. -1 (already reaped) ends the wait.
+                unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == 0 }
+            });
+            thread::sleep(Duration::from_millis(1));
+        }
+        for pid in running {
+            signal_rank(pid, libc::SIGKILL);
+            let mut status = 0;
+            // SAFETY: as above; killed just now, so this returns promptly.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+        }
     }
 }

@@ -554,7 +554,7 @@ fn fake_launcher(directory: &std::path::Path, linger: bool) -> PathBuf {
 }
 
 #[test]
-fn remote_ranks_reach_the_pmi_server_over_tcp() {
+fn remote_ranks_reach_the_pmi_server_through_their_hosts_proxy() {
     let directory = scratch_directory("remote");
     let launcher = fake_launcher(&directory, false);
     let probe = probe();
@@ -600,7 +600,7 @@ fn remote_ranks_reach_the_pmi_server_over_tcp() {
     assert!(output.status.success(), "{}", describe(&output));
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains("rank=0 host=far-a key=far-a port=127.0.0.1:"),
+        stdout.contains("rank=0 host=far-a key=far-a port=none fd="),
         "{stdout}"
     );
     assert!(
@@ -630,26 +630,18 @@ fn a_remote_rank_that_dies_is_named_with_its_host() {
             "1",
         ]);
         let stderr = text(&output.stderr);
+        // The proxy reports the rank's own exit, whether or not its launcher
+        // (sleep 30 after the proxy) lingers.
         assert!(
-            stderr.contains("mpiexec: rank 1 on host far-b (launcher pid "),
+            stderr.contains("mpiexec: rank 1 on host far-b (pid "),
             "{}",
             describe(&output)
         );
-        if linger {
-            // The launcher outlives the rank: the dropped PMI connection
-            // decides, after a grace period.
-            assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
-            assert!(
-                stderr.contains("lost its PMI connection before MPI_Finalize"),
-                "{stderr}"
-            );
-        } else {
-            assert_eq!(output.status.code(), Some(5), "{}", describe(&output));
-            assert!(
-                stderr.contains("exited with code 5 before MPI_Finalize"),
-                "{stderr}"
-            );
-        }
+        assert_eq!(output.status.code(), Some(5), "{}", describe(&output));
+        assert!(
+            stderr.contains("exited with code 5 before MPI_Finalize"),
+            "{stderr}"
+        );
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "{}",
@@ -1122,7 +1114,7 @@ fn under_continue_the_timeout_still_ends_the_job_and_is_named() {
 }
 
 #[test]
-fn under_continue_a_lost_remote_rank_is_named_and_a_pmi_barrier_waiting_for_it_ends_the_job() {
+fn under_continue_a_remote_death_is_named_and_a_pmi_barrier_waiting_for_it_ends_the_job() {
     let directory = scratch_directory("remote-lost-continue");
     let probe = probe();
     let launcher = fake_launcher(&directory, true);
@@ -1141,7 +1133,7 @@ fn under_continue_a_lost_remote_rank_is_named_and_a_pmi_barrier_waiting_for_it_e
         "5",
         "1",
     ]);
-    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert_eq!(output.status.code(), Some(5), "{}", describe(&output));
     let stderr = text(&output.stderr);
     // Rank 1 leaves before the PMI barrier that rank 0 waits in (the
     // probe's wire-up): the job goes on without rank 1, but that barrier
@@ -1150,11 +1142,11 @@ fn under_continue_a_lost_remote_rank_is_named_and_a_pmi_barrier_waiting_for_it_e
     assert_eq!(lines.len(), 2, "{stderr}");
     assert_eq!(
         lines[0],
-        "mpiexec: rank 1 (host far-b) lost its PMI connection before MPI_Finalize \
-         (the rank died or its host is unreachable) \u{2014} the job continues (failure policy continue)",
+        "mpiexec: rank 1 (host far-b) exited with code 5 before MPI_Finalize \
+         \u{2014} the job continues (failure policy continue)",
         "{stderr}"
     );
-    assert!(lines[1].starts_with("mpiexec: rank 1 on host far-b (launcher pid "));
+    assert!(lines[1].starts_with("mpiexec: rank 1 on host far-b (pid "));
     assert!(
         lines[1].ends_with(
             ") is gone while other ranks wait for it in a PMI barrier (MPI_Init), \
@@ -1168,5 +1160,36 @@ fn under_continue_a_lost_remote_rank_is_named_and_a_pmi_barrier_waiting_for_it_e
         "{}",
         describe(&output)
     );
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn a_launcher_that_ends_before_its_proxy_connects_is_named_with_its_status() {
+    use std::os::unix::fs::PermissionsExt;
+    let directory = scratch_directory("launcher-gone");
+    let launcher = directory.join("broken-launcher");
+    std::fs::write(&launcher, "#!/bin/sh\necho cannot reach $1 >&2\nexit 3\n").unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let started = Instant::now();
+    let output = run(&[
+        "--hosts",
+        "far-a",
+        "--launcher-exec",
+        launcher.to_str().unwrap(),
+        "--control-addr",
+        "127.0.0.1",
+        "true",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("cannot reach far-a"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "mpiexec: the launcher '{}' for host far-a ended (exit status: 3) before its proxy connected",
+            launcher.display()
+        )),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
     std::fs::remove_dir_all(&directory).unwrap();
 }
