@@ -27,6 +27,7 @@
 //! host that cannot be reached is a host whose ranks are gone, which is what
 //! mpiexec concludes on its side.
 
+use crate::proxy_link::lock;
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -35,7 +36,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -236,12 +237,6 @@ struct Shared {
     /// Set when the connection to mpiexec is gone: the waiter stops.
     stopping: AtomicBool,
     host_name: String,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Shared {

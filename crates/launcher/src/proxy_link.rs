@@ -90,7 +90,9 @@ pub struct ProxyLink {
     closing: AtomicBool,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// A lock that a panicked holder does not poison for the others (the
+/// proxy's and mpiexec's shared connection state).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
