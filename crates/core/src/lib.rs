@@ -289,6 +289,23 @@ impl Mpi {
             ("injected_delayed", injected[3]),
             ("injected_swallowed_rail_down", injected[4]),
         ]);
+        // Process-failure counters, named only when something happened
+        // (mpiexec lists unknown counters as they come).
+        let state = &self.engine.state;
+        for (name, value) in [
+            (
+                "duplicate_messages_dropped",
+                state.duplicate_messages_dropped,
+            ),
+            (
+                "old_incarnation_frames_dropped",
+                state.old_incarnation_frames_dropped,
+            ),
+        ] {
+            if value > 0 {
+                counters.push((name, value));
+            }
+        }
         counters
     }
 
