@@ -108,6 +108,14 @@ impl Communicator {
             .map_or(&self.group, |remote| &remote.group)
     }
 
+    /// World ranks of every process in it: the group, then the remote
+    /// group of an inter-communicator.
+    pub fn members(&self) -> impl Iterator<Item = &u32> {
+        self.group
+            .iter()
+            .chain(self.remote.iter().flat_map(|remote| remote.group.iter()))
+    }
+
     /// Number of ranks a point-to-point call may name.
     pub fn peer_count(&self) -> u32 {
         self.peer_group().len() as u32

@@ -156,6 +156,13 @@ impl Unexpected {
             Unexpected::Rendezvous { length, .. } => *length,
         }
     }
+
+    /// Whether its content depends on a failed process.
+    pub fn tainted(&self) -> bool {
+        match self {
+            Unexpected::Eager { tainted, .. } | Unexpected::Rendezvous { tainted, .. } => *tainted,
+        }
+    }
 }
 
 /// Where a send goes: world rank, context id and tag.
@@ -389,16 +396,16 @@ impl<F: Interceptor> Engine<F> {
         }
         let primary = targets.as_slice()[0];
         let copies = &targets.as_slice()[1..];
-        let request = send_request(comm, primary, context, tag, bytes.clone(), length, owned);
+        let request = send_request(
+            comm,
+            primary,
+            (context, tag),
+            bytes.clone(),
+            length,
+            owned,
+            tainted,
+        );
         let index = self.insert_request(request)?;
-        if let Some(Operation::Send(send)) = self
-            .state
-            .requests
-            .get_mut(index)
-            .map(|request| &mut request.operation)
-        {
-            send.tainted = tainted;
-        }
         if F::ROUTES_SENDS && !copies.is_empty() {
             return self.fan_out(index, copies, mode, bytes, tainted);
         }
@@ -447,11 +454,18 @@ impl<F: Interceptor> Engine<F> {
             } else {
                 (bytes.clone(), None)
             };
-            let mut request = send_request(comm, peer, context, tag, copy_bytes, length, owned);
+            let mut request = send_request(
+                comm,
+                peer,
+                (context, tag),
+                copy_bytes,
+                length,
+                owned,
+                tainted,
+            );
             request.free_when_complete = true;
             if let Operation::Send(send) = &mut request.operation {
                 send.copy_of = Some(parent_wire_id);
-                send.tainted = tainted;
             }
             copy_indices.push(self.insert_request(request)?);
         }
@@ -497,7 +511,7 @@ impl<F: Interceptor> Engine<F> {
             // The protocol may fan it out: only a request can track copies.
             return Ok(false);
         }
-        if self.state.failed_count > 0 && self.state.is_failed(destination.peer) {
+        if self.state.is_failed(destination.peer) {
             return Err(peer_failed_error(destination.peer));
         }
         if !self.take_eager_credit(destination.peer, length) {
@@ -544,7 +558,7 @@ impl<F: Interceptor> Engine<F> {
             send.tag,
             send.tainted,
         );
-        if self.state.failed_count > 0 && self.state.is_failed(peer) {
+        if self.state.is_failed(peer) {
             self.state.fail_request(index);
             return Ok(());
         }
@@ -659,10 +673,9 @@ impl<F: Interceptor> Engine<F> {
     fn post_pattern(&mut self, index: u32, wire_id: u64, pattern: ReceivePattern) {
         if let Some((envelope, message)) = self.state.matcher.post_receive(pattern, wire_id) {
             self.state.deliver_unexpected(index, envelope, message);
-        } else if self.state.failed_count > 0
-            && pattern
-                .source
-                .is_some_and(|source| self.state.is_failed(source))
+        } else if pattern
+            .source
+            .is_some_and(|source| self.state.is_failed(source))
         {
             // Nothing from it arrived before it died, and nothing will.
             self.state.matcher.cancel_receive(wire_id);
@@ -1149,7 +1162,7 @@ impl<F: Interceptor> Engine<F> {
                 match offered {
                     Ok(true) => {}
                     Ok(false) => break,
-                    Err(error) if self.lost_peer_is_event(&error) => {
+                    Err(error) if lost_peer_is_event(self.failures_are_events, &error) => {
                         // Its death seen by the network: its queue is dropped.
                         self.handle_peer_failure(peer as u32);
                         any = true;
@@ -1249,7 +1262,7 @@ impl<F: Interceptor> Engine<F> {
                 let offered = match offered {
                     Ok(accepted) => accepted,
                     // Its death seen by the network (policy continue).
-                    Err(error) if failures_are_events && error.class == ErrorClass::ProcFailed => {
+                    Err(error) if lost_peer_is_event(failures_are_events, &error) => {
                         lost_peers.push(peer as u32);
                         break;
                     }
@@ -1347,7 +1360,7 @@ impl<F: Interceptor> Engine<F> {
     /// Whether world rank `peer` is known to have failed.
     #[inline]
     pub fn peer_failed(&self, peer: u32) -> bool {
-        self.state.failed_count > 0 && self.state.is_failed(peer)
+        self.state.is_failed(peer)
     }
 
     /// The outcome of handing a frame to `peer`'s channel. A closed
@@ -1357,18 +1370,12 @@ impl<F: Interceptor> Engine<F> {
     /// fails with the peer's error. Anything else passes through.
     fn absorb_lost_peer(&mut self, peer: u32, offered: MpiResult<bool>) -> MpiResult<bool> {
         match offered {
-            Err(error) if self.lost_peer_is_event(&error) => {
+            Err(error) if lost_peer_is_event(self.failures_are_events, &error) => {
                 self.handle_peer_failure(peer);
                 Err(peer_failed_error(peer))
             }
             other => other,
         }
-    }
-
-    /// Whether a path's `error` is a lost peer to handle as a failure event.
-    #[inline]
-    fn lost_peer_is_event(&self, error: &MpiError) -> bool {
-        error.class == ErrorClass::ProcFailed && self.failures_are_events
     }
 
     /// `--inject kill:RANK@sends=N`: count one send, and die after the N-th.
@@ -1396,6 +1403,14 @@ impl<F: Interceptor> Engine<F> {
                 && engine.links.all_acknowledged()
         })
     }
+}
+
+/// Whether a path's `error` (a closed connection: `ProcFailed`) is a lost
+/// peer to handle as a failure event, which it is under policy `continue`
+/// (`failures_are_events`).
+#[inline]
+fn lost_peer_is_event(failures_are_events: bool, error: &MpiError) -> bool {
+    failures_are_events && error.class == ErrorClass::ProcFailed
 }
 
 /// The error of an operation that needs failed world rank `peer`.
@@ -1496,9 +1511,10 @@ impl<F: Interceptor> State<F> {
     }
 
     /// Whether world rank `peer` has failed (false for ranks out of range).
+    /// Until a first death, one compare: this sits on every send and frame.
     #[inline]
     pub fn is_failed(&self, peer: u32) -> bool {
-        self.failed.get(peer as usize).copied().unwrap_or(false)
+        self.failed_count > 0 && self.failed.get(peer as usize).copied().unwrap_or(false)
     }
 
     /// World ranks known to have failed, lowest first.
@@ -1583,7 +1599,7 @@ impl<F: Interceptor> State<F> {
     /// Queue a frame for `peer` (used while a path is borrowed). Nothing
     /// goes to a failed peer.
     fn queue_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) {
-        if self.failed_count > 0 && self.is_failed(peer) {
+        if self.is_failed(peer) {
             return;
         }
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
@@ -1644,6 +1660,7 @@ impl<F: Interceptor> State<F> {
         index: u32,
         envelope: Envelope,
         length: usize,
+        tainted: bool,
     ) -> Option<(UserBytes, usize)> {
         let comm_rank = self
             .comms
@@ -1664,20 +1681,20 @@ impl<F: Interceptor> State<F> {
         if length > receive.capacity {
             request.status.error = ErrorClass::Truncate as i32;
         }
+        if tainted {
+            // The message depends on a failed process: the receive fails
+            // (its data still arrives).
+            request.status.error = ErrorClass::ProcFailed as i32;
+        }
         Some((receive.bytes.clone(), receive.capacity))
     }
 
     fn deliver_unexpected(&mut self, index: u32, envelope: Envelope, message: Unexpected) {
         let length = message.length();
-        let Some((bytes, capacity)) = self.accept_match(index, envelope, length) else {
+        let Some((bytes, capacity)) = self.accept_match(index, envelope, length, message.tainted())
+        else {
             return;
         };
-        let tainted = match &message {
-            Unexpected::Eager { tainted, .. } | Unexpected::Rendezvous { tainted, .. } => *tainted,
-        };
-        if tainted {
-            self.taint_receive(index);
-        }
         match message {
             Unexpected::Eager { data, sync_id, .. } => {
                 // SAFETY: the receive's owner guarantees `capacity` writable
@@ -1695,16 +1712,8 @@ impl<F: Interceptor> State<F> {
         }
     }
 
-    /// The matched message of receive `index` depends on a failed process:
-    /// it completes with MPIX_ERR_PROC_FAILED (its data still arrives).
-    fn taint_receive(&mut self, index: u32) {
-        if let Some(request) = self.requests.get_mut(index) {
-            request.status.error = ErrorClass::ProcFailed as i32;
-        }
-    }
-
     fn clear_to_send(&mut self, index: u32, envelope: Envelope, send_id: u64, length: usize) {
-        if self.failed_count > 0 && self.is_failed(envelope.source) {
+        if self.is_failed(envelope.source) {
             // An announcement the dead sender can no longer follow with data.
             self.fail_request(index);
             return;
@@ -1802,7 +1811,7 @@ impl<F: Interceptor> State<F> {
     /// during its copy into the receive buffer, anything else before it is
     /// handled. False = the checksum failed and nothing was committed.
     pub fn handle_frame_checked(&mut self, peer: u32, frame: &[u8], check: Check) -> bool {
-        if self.failed_count > 0 && self.is_failed(peer) {
+        if self.is_failed(peer) {
             // Nothing from a process is delivered once its death is known.
             return true;
         }
@@ -1875,13 +1884,10 @@ impl<F: Interceptor> State<F> {
                         return true;
                     };
                     if let Some((bytes, capacity)) =
-                        self.accept_match(index, envelope, payload.len())
+                        self.accept_match(index, envelope, payload.len(), tainted)
                     {
                         // SAFETY: as in `deliver_unexpected`.
                         unsafe { bytes.write(capacity, 0, payload) };
-                    }
-                    if tainted {
-                        self.taint_receive(index);
                     }
                     self.return_credit(peer, payload.len());
                     if let Some(sync_id) = sync_id {
@@ -1911,10 +1917,7 @@ impl<F: Interceptor> State<F> {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
                         return true;
                     };
-                    self.accept_match(index, envelope, length);
-                    if tainted {
-                        self.taint_receive(index);
-                    }
+                    self.accept_match(index, envelope, length, tainted);
                     self.clear_to_send(index, envelope, send_id, length);
                     self.report_matches();
                 }
@@ -2022,15 +2025,16 @@ fn take_deferred(deferred: &mut Vec<u64>, wire_id: u64) -> bool {
     }
 }
 
-/// A send request to world rank `peer`, not yet launched.
+/// A send request to world rank `peer` with (context, tag), not yet
+/// launched; `tainted` as in [`SendState::tainted`].
 fn send_request(
     comm: usize,
     peer: u32,
-    context: u32,
-    tag: i32,
+    (context, tag): (u32, i32),
     bytes: UserBytes,
     length: usize,
     owned: Option<Vec<u8>>,
+    tainted: bool,
 ) -> Request {
     Request {
         operation: Operation::Send(SendState {
@@ -2043,7 +2047,7 @@ fn send_request(
             owned,
             loan: None,
             cancel_requested: false,
-            tainted: false,
+            tainted,
             copies_pending: 0,
             copy_of: None,
         }),
@@ -2066,11 +2070,7 @@ fn send_request(
 /// Whether world rank `peer` belongs to `comm` (either group of an
 /// inter-communicator).
 fn comm_holds(comm: &Communicator, peer: u32) -> bool {
-    comm.group.contains(&peer)
-        || comm
-            .remote
-            .as_ref()
-            .is_some_and(|remote| remote.group.contains(&peer))
+    comm.members().any(|&member| member == peer)
 }
 
 /// Hand one frame to the channel toward `peer`: its reliability link if it

@@ -639,14 +639,7 @@ impl Mpi {
             // meanwhile: it fails, as a pending wildcard receive does.
             if source == ANY_SOURCE && self.engine.state.failed_count > failures_before {
                 let comm = self.comm(comm_index)?;
-                let members = comm
-                    .group
-                    .iter()
-                    .chain(comm.remote.iter().flat_map(|remote| remote.group.iter()));
-                if let Some(&dead) = members
-                    .into_iter()
-                    .find(|&&peer| self.engine.peer_failed(peer))
-                {
+                if let Some(&dead) = comm.members().find(|&&peer| self.engine.peer_failed(peer)) {
                     return Err(engine::peer_failed_error(dead));
                 }
             }

@@ -52,11 +52,6 @@ impl FailureNotices {
         FailureNotices::default()
     }
 
-    /// Record that the first incarnation of world rank `rank` died.
-    pub fn note(&self, rank: u32) {
-        self.note_failure(rank, 0);
-    }
-
     /// Record that incarnation `incarnation` of world rank `rank` died; a
     /// death reported twice counts once.
     pub fn note_failure(&self, rank: u32, incarnation: u32) {
@@ -100,18 +95,6 @@ impl FailureNotices {
         events.iter().skip(seen as usize).cloned().collect()
     }
 
-    /// The world ranks of the deaths after the first `seen` events, in
-    /// report order (re-joins left out).
-    pub fn since(&self, seen: u64) -> Vec<u32> {
-        self.events_since(seen)
-            .into_iter()
-            .filter_map(|event| match event {
-                PeerEvent::Failed { rank, .. } => Some(rank),
-                PeerEvent::Rejoined { .. } => None,
-            })
-            .collect()
-    }
-
     /// The launcher's connection closed.
     pub fn note_launcher_lost(&self) {
         self.launcher_lost.store(true, Ordering::Release);
@@ -131,13 +114,17 @@ mod tests {
     fn deaths_are_counted_once_and_read_in_report_order() {
         let notices = FailureNotices::new();
         assert_eq!(notices.count(), 0);
-        notices.note(3);
-        notices.note(1);
-        notices.note(3);
+        let death = |rank| PeerEvent::Failed {
+            rank,
+            incarnation: 0,
+        };
+        notices.note_failure(3, 0);
+        notices.note_failure(1, 0);
+        notices.note_failure(3, 0);
         assert_eq!(notices.count(), 2);
-        assert_eq!(notices.since(0), vec![3, 1]);
-        assert_eq!(notices.since(1), vec![1]);
-        assert!(notices.since(2).is_empty());
+        assert_eq!(notices.events_since(0), vec![death(3), death(1)]);
+        assert_eq!(notices.events_since(1), vec![death(1)]);
+        assert!(notices.events_since(2).is_empty());
         notices.note_rejoin(3, 1, "127.0.0.1:9".into());
         notices.note_failure(3, 1);
         notices.note_failure(3, 1);
@@ -156,7 +143,6 @@ mod tests {
                 }
             ]
         );
-        assert_eq!(notices.since(2), vec![3]);
         assert!(!notices.launcher_lost());
         notices.note_launcher_lost();
         assert!(notices.launcher_lost());

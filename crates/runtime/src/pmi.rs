@@ -831,7 +831,11 @@ mod tests {
         while notices.count() < 2 && std::time::Instant::now() < deadline {
             thread::sleep(Duration::from_millis(1));
         }
-        assert_eq!(notices.since(0), vec![2, 0]);
+        let death = |rank| crate::notices::PeerEvent::Failed {
+            rank,
+            incarnation: 0,
+        };
+        assert_eq!(notices.events_since(0), vec![death(2), death(0)]);
         assert_eq!(server.join().unwrap().len(), 8);
         // The server hung up: the thread says no notice can come any more.
         while !notices.launcher_lost() && std::time::Instant::now() < deadline {
