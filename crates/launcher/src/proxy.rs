@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use resmpi_runtime::codec::PmiLine;
 
-use crate::proxy_protocol::{Frame, FrameReader, OutputStream, PROTOCOL_VERSION};
+use crate::proxy_protocol::{Frame, FrameReader, Launch, OutputStream, PROTOCOL_VERSION};
 use crate::spawn::{bind_to_this_process, INHERITED_PMI_VARIABLES};
 
 /// The first argument that puts mpiexec in proxy mode.
@@ -277,19 +277,8 @@ pub fn serve(reader: impl Read, writer: impl Write + Send + 'static, host_name: 
             Frame::Start {
                 rank,
                 incarnation,
-                program,
-                arguments,
-                environment,
-                directory,
-            } => start(
-                &shared,
-                rank,
-                incarnation,
-                &program,
-                &arguments,
-                &environment,
-                &directory,
-            ),
+                launch,
+            } => start(&shared, rank, incarnation, &launch),
             Frame::Signal {
                 rank,
                 incarnation,
@@ -365,15 +354,13 @@ fn signal_group(pid: i32, signal: i32) {
 /// anything the process writes (its streams are read only afterwards), and
 /// before its exit (the waiter needs the table entry made under the same
 /// lock), or `StartFailed`.
-fn start(
-    shared: &Arc<Shared>,
-    rank: u32,
-    incarnation: u32,
-    program: &str,
-    arguments: &[String],
-    environment: &[(String, String)],
-    directory: &str,
-) {
+fn start(shared: &Arc<Shared>, rank: u32, incarnation: u32, launch: &Launch) {
+    let Launch {
+        program,
+        arguments,
+        environment,
+        directory,
+    } = launch;
     let failed = |error: io::Error| {
         shared.send(&Frame::StartFailed {
             rank,
@@ -584,10 +571,12 @@ mod tests {
         Frame::Start {
             rank,
             incarnation,
-            program: "bash".to_string(),
-            arguments: vec!["-c".to_string(), script.to_string()],
-            environment: vec![("GREETING".to_string(), "hello there".to_string())],
-            directory: "/".to_string(),
+            launch: Launch {
+                program: "bash".to_string(),
+                arguments: vec!["-c".to_string(), script.to_string()],
+                environment: vec![("GREETING".to_string(), "hello there".to_string())],
+                directory: "/".to_string(),
+            },
         }
     }
 
@@ -753,8 +742,8 @@ mod tests {
     fn a_program_that_cannot_run_is_a_start_failure_with_its_errno() {
         let (connection, mut reader, thread) = proxy();
         let mut frame = start_frame(2, 0, "");
-        if let Frame::Start { program, .. } = &mut frame {
-            *program = "/nonexistent/program".to_string();
+        if let Frame::Start { launch, .. } = &mut frame {
+            launch.program = "/nonexistent/program".to_string();
         }
         send(&connection, &frame);
         let Frame::StartFailed {

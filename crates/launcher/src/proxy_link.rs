@@ -33,7 +33,9 @@ use crate::options::Options;
 use crate::output::{self, Destination, LineSplitter};
 use crate::pmi_server::PmiServer;
 use crate::proxy::Bootstrap;
-use crate::proxy_protocol::{Frame, FrameReader, OutputStream, ReadError, PROTOCOL_VERSION};
+use crate::proxy_protocol::{
+    Frame, FrameReader, Launch, OutputStream, ReadError, PROTOCOL_VERSION,
+};
 use crate::spawn::{self, JobIdentity, INHERITED_PMI_VARIABLES};
 
 /// How long every proxy together may take to connect back (ssh logins
@@ -155,16 +157,12 @@ impl ProxyLink {
 
     /// Starts incarnation `incarnation` of `rank` through the proxy, its
     /// PMI connection served by `server`; the process's pid on its host.
-    #[allow(clippy::too_many_arguments)]
     pub fn start(
         self: &Arc<ProxyLink>,
         server: &Arc<PmiServer>,
         rank: u32,
         incarnation: u32,
-        program: String,
-        arguments: Vec<String>,
-        environment: Vec<(String, String)>,
-        directory: String,
+        launch: Launch,
     ) -> Result<i32, StartError> {
         let lost = |what: &str| StartError::ProxyLost(what.to_string());
         let (server_end, proxy_end) =
@@ -197,10 +195,7 @@ impl ProxyLink {
         let sent = self.send(&[Frame::Start {
             rank,
             incarnation,
-            program,
-            arguments,
-            environment,
-            directory,
+            launch,
         }]);
         if !sent {
             end_route();

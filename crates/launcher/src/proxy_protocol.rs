@@ -38,6 +38,19 @@ pub enum OutputStream {
     Stderr,
 }
 
+/// A process for a proxy to start: what mpiexec would run for a local rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// Program to exec (a bare name is looked up in `PATH`).
+    pub program: String,
+    /// Its arguments.
+    pub arguments: Vec<String>,
+    /// Variables set on top of the proxy's own environment.
+    pub environment: Vec<(String, String)>,
+    /// Working directory (mpiexec's); the proxy's own when absent there.
+    pub directory: String,
+}
+
 /// One message between mpiexec and a proxy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Frame {
@@ -56,14 +69,8 @@ pub enum Frame {
         rank: u32,
         /// Its incarnation (0 unless respawned).
         incarnation: u32,
-        /// Program to exec (a bare name is looked up in `PATH`).
-        program: String,
-        /// Its arguments.
-        arguments: Vec<String>,
-        /// Variables set on top of the proxy's own environment.
-        environment: Vec<(String, String)>,
-        /// Working directory (mpiexec's); the proxy's own when absent there.
-        directory: String,
+        /// What to run, and where.
+        launch: Launch,
     },
     /// mpiexec → proxy: send `signal` to the process (and its group).
     Signal {
@@ -303,10 +310,13 @@ impl Frame {
             Frame::Start {
                 rank,
                 incarnation,
-                program,
-                arguments,
-                environment,
-                directory,
+                launch:
+                    Launch {
+                        program,
+                        arguments,
+                        environment,
+                        directory,
+                    },
             } => {
                 body.bytes.push(kind::START);
                 body.u32(*rank).u32(*incarnation).text(program);
@@ -424,10 +434,12 @@ impl Frame {
                 Frame::Start {
                     rank,
                     incarnation,
-                    program,
-                    arguments,
-                    environment,
-                    directory: fields.text()?,
+                    launch: Launch {
+                        program,
+                        arguments,
+                        environment,
+                        directory: fields.text()?,
+                    },
                 }
             }
             kind::SIGNAL => Frame::Signal {
@@ -586,13 +598,15 @@ mod tests {
             Frame::Start {
                 rank: 7,
                 incarnation: 2,
-                program: "/bin/prog".to_string(),
-                arguments: vec!["it's".to_string(), String::new(), "x y".to_string()],
-                environment: vec![
-                    ("RESMPI_JOB_SECRET".to_string(), "ff00".to_string()),
-                    ("EMPTY".to_string(), String::new()),
-                ],
-                directory: "/home/me".to_string(),
+                launch: Launch {
+                    program: "/bin/prog".to_string(),
+                    arguments: vec!["it's".to_string(), String::new(), "x y".to_string()],
+                    environment: vec![
+                        ("RESMPI_JOB_SECRET".to_string(), "ff00".to_string()),
+                        ("EMPTY".to_string(), String::new()),
+                    ],
+                    directory: "/home/me".to_string(),
+                },
             },
             Frame::Signal {
                 rank: 1,

@@ -42,6 +42,7 @@ use crate::output::{self, Destination};
 use crate::pmi_server::PmiServer;
 use crate::process_faults::KillSchedule;
 use crate::proxy_link::{self, ProxyLink, RemoteExits, StartError};
+use crate::proxy_protocol::Launch;
 use crate::shm_cleanup::{remove_job_segments, SHM_DIRECTORY};
 use crate::signals;
 use crate::spawn::{self, JobIdentity, StandardInput};
@@ -456,10 +457,12 @@ impl Job {
             &self.server,
             rank,
             incarnation,
-            spawn::remote_program_path(&options.program),
-            options.arguments.clone(),
-            environment,
-            directory,
+            Launch {
+                program: spawn::remote_program_path(&options.program),
+                arguments: options.arguments.clone(),
+                environment,
+                directory,
+            },
         );
         match started {
             Ok(pid) => Ok(RankProcess {
