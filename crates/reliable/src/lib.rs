@@ -78,6 +78,7 @@ mod link;
 mod rail_tests;
 mod rails;
 mod receive_buffer;
+mod rtt;
 mod send_buffer;
 #[cfg(test)]
 mod tests;
@@ -86,5 +87,5 @@ pub use config::{ReliableConfig, StripePolicy, RAIL_COUNT_MAX};
 pub use link::{
     LinkEvent, LinkStats, LinkStatus, PeerLink, PeerUnreachable, ReceiveError, Transmission,
     UnreachableCause, WindowFull, ACK_TAG_PROBE, ACK_TAG_PROBE_ANSWER, ACK_TAG_RECEIVE_WINDOW_FULL,
-    EVENT_QUEUE_MAX, FAST_RETRANSMIT_THRESHOLD,
+    EVENT_QUEUE_MAX, FAST_RETRANSMIT_THRESHOLD, TAIL_LOSS_PROBES_MAX,
 };

@@ -42,6 +42,11 @@ pub const ACK_TAG_RECEIVE_WINDOW_FULL: i32 = 4;
 /// frames merely overtaking each other on different rails do not trigger it.
 pub const FAST_RETRANSMIT_THRESHOLD: u32 = 2;
 
+/// Tail-loss probes sent in a row without an acknowledgement making
+/// progress; after that only the (backed-off) retransmission timers act, so
+/// a dead peer costs two extra frames, not a stream of them.
+pub const TAIL_LOSS_PROBES_MAX: u32 = 2;
+
 /// Most events kept for [`PeerLink::poll_event`]; beyond it the oldest are
 /// dropped (and counted), so an owner that never polls costs bounded memory.
 pub const EVENT_QUEUE_MAX: usize = 64;
@@ -241,6 +246,19 @@ pub struct LinkStats {
     /// Retransmissions made early because the peer reported later frames
     /// (included in `frames_retransmitted`).
     pub fast_retransmits: u64,
+    /// Tail-loss probes: the newest unacknowledged frame resent because
+    /// nothing was acknowledged for a probe timeout (included in
+    /// `frames_retransmitted`).
+    pub tail_loss_probes: u64,
+    /// Retransmitted frames whose acknowledgement came sooner after the
+    /// retransmission than the smallest round trip measured: it answered an
+    /// earlier copy, so the retransmission was not needed (Eifel-style
+    /// detection; the receiver's `duplicates_dropped` counts the copies).
+    pub spurious_retransmits: u64,
+    /// Round-trip samples taken (frames sent once, newest acknowledged).
+    pub rtt_samples: u64,
+    /// Smoothed round-trip time of rail 0 (0 until measured).
+    pub smoothed_rtt_ns: u64,
 }
 
 /// One frame to put on the wire, as [`PeerLink::poll_transmission`] hands it
@@ -296,6 +314,30 @@ pub struct PeerLink<P = Vec<u8>> {
     /// waits on to complete a send (`FLAG_ACK_NOW`) goes out twice, so one
     /// lost ack does not stall the send for a retransmission timeout.
     ack_copies_owed: u8,
+    /// When a tail-loss probe is due if nothing is acknowledged first.
+    probe_deadline_ns: Option<u64>,
+    /// Probes sent since an acknowledgement last made progress.
+    probe_count: u32,
+    /// Time and rail of the latest data transmission (the probe timer runs
+    /// from it).
+    last_data_transmit: Option<(u64, u32)>,
+}
+
+/// What one incoming acknowledgement newly covered, gathered while the send
+/// buffer releases frames and acted on after.
+#[derive(Clone, Copy, Debug, Default)]
+struct NewlyAcked {
+    /// Any frame at all.
+    any: bool,
+    /// The newest frame (largest sequence number) newly covered, if it was
+    /// transmitted once: (seq, transmit time, rail). Karn's rule.
+    sample: Option<(u64, u64, u32)>,
+    /// Largest sequence number newly covered.
+    largest_seq: u64,
+    /// Send order of the latest-sent frame newly covered (see
+    /// [`send_order`]): every frame sent before it and still unacked was
+    /// overtaken.
+    latest_sent: Option<(u64, u64)>,
 }
 
 impl PeerLink<Vec<u8>> {
@@ -359,6 +401,9 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             window_update_owed: false,
             window_update_due: false,
             ack_copies_owed: 0,
+            probe_deadline_ns: None,
+            probe_count: 0,
+            last_data_transmit: None,
         }
     }
 
@@ -499,25 +544,34 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         self.rails.note_inbound(now_ns, rail);
         let rails = &mut self.rails;
         let stats = &mut self.stats;
+        let mut newly_acked = NewlyAcked::default();
         let mut on_acked = |sent: &SentFrame<P>| {
             if sent.transmit_count == 1 {
                 rails.note_outbound_proof(now_ns, sent.last_rail);
+            } else if rails.rtt(sent.last_rail).min_ns().is_some_and(|min_rtt_ns| {
+                now_ns.saturating_sub(sent.last_transmit_ns) < min_rtt_ns
+            }) {
+                // Faster than any round trip: an earlier copy was acked.
+                stats.spurious_retransmits += 1;
             }
             if let Some(failed_rail) = sent.failed_over_from_rail {
                 if let Some(failover_ns) = rails.note_failover_frame_acked(now_ns, failed_rail) {
                     stats.failover_time_ns += failover_ns;
                 }
             }
+            newly_acked.note(sent);
         };
         self.send_buffer
             .acknowledge_cumulative(header.ack, &mut on_acked);
         if is_pure_ack {
             self.send_buffer
                 .acknowledge_selective(header.ack, header.aux, &mut on_acked);
+            self.handle_newly_acked(now_ns, newly_acked);
             self.fast_retransmit_hole(now_ns, header.ack, header.aux);
             self.handle_pure_ack_signals(now_ns, rail, &header);
             return Ok(false);
         }
+        self.handle_newly_acked(now_ns, newly_acked);
         // The sender waits for this ack to complete a send: no coalescing,
         // and a second copy (see `ack_copies_owed`).
         let in_order_ack_ns = if header.flags & FLAG_ACK_NOW != 0 {
@@ -575,9 +629,98 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             && hole.retransmit_deadline_ns > now_ns
         {
             hole.fast_retransmitted = true;
+            hole.early_retransmit_due = true;
             hole.retransmit_deadline_ns = now_ns;
-            self.stats.fast_retransmits += 1;
         }
+    }
+
+    /// An acknowledgement covered new frames: take an RTT sample from the
+    /// newest (if sent once), deem lost every frame sent before the
+    /// latest-sent acknowledged one that is older than the reordering
+    /// threshold (RFC 9002's time threshold, RACK in TCP), and restart the
+    /// tail-loss probe timer.
+    fn handle_newly_acked(&mut self, now_ns: u64, newly_acked: NewlyAcked) {
+        if !newly_acked.any {
+            return;
+        }
+        if let Some((_, transmit_ns, rail)) = newly_acked.sample {
+            self.rails
+                .note_rtt_sample(rail, now_ns.saturating_sub(transmit_ns));
+            self.stats.rtt_samples += 1;
+        }
+        if let Some(latest_sent) = newly_acked.latest_sent {
+            let config = self.config;
+            let rails = &self.rails;
+            let overtaken = self
+                .send_buffer
+                .in_flight_mut()
+                .take_while(|sent| sent.seq < newly_acked.largest_seq);
+            for sent in overtaken {
+                if send_order(sent, u64::MAX) >= latest_sent
+                    || sent.early_retransmit_due
+                {
+                    continue;
+                }
+                let threshold_ns = rails.rtt(sent.last_rail).timers(&config).reorder_threshold_ns;
+                let lost_at_ns = sent.last_transmit_ns.saturating_add(threshold_ns).max(now_ns);
+                if lost_at_ns < sent.retransmit_deadline_ns {
+                    sent.retransmit_deadline_ns = lost_at_ns;
+                    sent.early_retransmit_due = true;
+                }
+            }
+        }
+        self.probe_count = 0;
+        self.arm_probe();
+    }
+
+    /// Start the tail-loss probe timer from the latest data transmission,
+    /// backed off by the probes already sent; none while nothing is in
+    /// flight, before the rail's RTT is measured, or once
+    /// `TAIL_LOSS_PROBES_MAX` probes went unanswered.
+    fn arm_probe(&mut self) {
+        self.probe_deadline_ns = None;
+        if self.probe_count >= TAIL_LOSS_PROBES_MAX || !self.send_buffer.has_transmitted() {
+            return;
+        }
+        let Some((transmit_ns, rail)) = self.last_data_transmit else {
+            return;
+        };
+        let Some(pto_ns) = self.rails.rtt(rail).timers(&self.config).pto_ns else {
+            return;
+        };
+        self.probe_deadline_ns = Some(
+            transmit_ns.saturating_add(pto_ns.saturating_mul(1 << self.probe_count.min(16))),
+        );
+    }
+
+    /// The probe timer expired: nothing was acknowledged for a probe timeout
+    /// after the latest transmission. Resend the newest frame not yet
+    /// acknowledged (without counting it against its retry budget): if it was
+    /// lost, that recovers it; if an earlier one was, the peer's ack of the
+    /// probe reports the hole and the reordering threshold resends it. About
+    /// one round trip instead of a retransmission timeout.
+    fn check_probe(&mut self, now_ns: u64) {
+        if self.status.is_err()
+            || self
+                .probe_deadline_ns
+                .is_none_or(|deadline_ns| deadline_ns > now_ns)
+        {
+            return;
+        }
+        self.probe_deadline_ns = None;
+        let Some(newest) = self.send_buffer.newest_in_flight_mut() else {
+            return;
+        };
+        // A frame refused by a live peer's full window was not lost.
+        if newest.blocked_by_window {
+            return;
+        }
+        if newest.retransmit_deadline_ns > now_ns {
+            newest.retransmit_deadline_ns = now_ns;
+            newest.next_transmission_is_forced = true;
+        }
+        self.probe_count += 1;
+        self.stats.tail_loss_probes += 1;
     }
 
     /// What a pure Ack says beyond acknowledgements: probes, answers, the
@@ -626,6 +769,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         self.note_time(now_ns);
         self.check_rails(now_ns);
         self.check_retries(now_ns);
+        self.check_probe(now_ns);
         if self.status.is_err() {
             return None;
         }
@@ -709,13 +853,20 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             sent.counted_transmit_count += 1;
         }
         sent.next_transmission_is_forced = false;
+        if retransmission && std::mem::take(&mut sent.early_retransmit_due) {
+            self.stats.fast_retransmits += 1;
+        }
         sent.transmit_count += 1;
-        sent.retransmit_deadline_ns =
-            now_ns.saturating_add(config.retransmit_timeout_ns(sent.transmit_count));
+        let rto_ns = self.rails.rtt(rail).timers(&config).rto_ns;
+        sent.retransmit_deadline_ns = now_ns.saturating_add(
+            config.retransmit_timeout_from_ns(rto_ns, sent.transmit_count),
+        );
         sent.last_rail = rail;
         sent.last_transmit_ns = now_ns;
         set_ack(&mut sent.header, ack);
         let seq = sent.seq;
+        self.last_data_transmit = Some((now_ns, rail));
+        self.arm_probe();
         if retransmission {
             self.stats.frames_retransmitted += 1;
         } else {
@@ -770,6 +921,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         [
             self.send_buffer.earliest_retransmit_deadline_ns(),
             self.ack_deadline_ns,
+            self.probe_deadline_ns,
             self.rails.next_deadline_ns(),
         ]
         .into_iter()
@@ -784,6 +936,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         self.note_time(now_ns);
         self.check_rails(now_ns);
         self.check_retries(now_ns);
+        self.check_probe(now_ns);
     }
 
     /// The path failed to send on `rail` (connection reset, send error):
@@ -842,6 +995,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
     /// Counters and buffer occupancy.
     pub fn stats(&self) -> LinkStats {
         LinkStats {
+            smoothed_rtt_ns: self.rails.rtt(0).smoothed_ns().unwrap_or(0),
             send_buffered_frames: self.send_buffer.len(),
             receive_buffered_frames: self.receive_buffer.buffered_frames(),
             bytes_buffered: self.send_buffer.buffered_bytes()
@@ -941,6 +1095,35 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             .map(|sent| sent.seq);
         if let Some(seq) = exhausted {
             self.declare_unreachable(seq, max_retries, UnreachableCause::RetriesExhausted);
+        }
+    }
+}
+
+/// Where `sent` stands in transmission order: time of its latest
+/// transmission, then, among frames sent at the same instant (one burst),
+/// sequence order for first transmissions; `retransmitted_rank` ranks a
+/// retransmission at that instant (they go out after the new frames: pass
+/// `u64::MAX` for a frame being judged, 0 for the acknowledged one).
+fn send_order<P>(sent: &SentFrame<P>, retransmitted_rank: u64) -> (u64, u64) {
+    let rank = if sent.transmit_count == 1 {
+        sent.seq
+    } else {
+        retransmitted_rank
+    };
+    (sent.last_transmit_ns, rank)
+}
+
+impl NewlyAcked {
+    fn note<P>(&mut self, sent: &SentFrame<P>) {
+        self.any = true;
+        if sent.seq >= self.largest_seq {
+            self.largest_seq = sent.seq;
+            self.sample = (sent.transmit_count == 1)
+                .then_some((sent.seq, sent.last_transmit_ns, sent.last_rail));
+        }
+        let order = send_order(sent, 0);
+        if self.latest_sent.is_none_or(|latest| order > latest) {
+            self.latest_sent = Some(order);
         }
     }
 }

@@ -10,6 +10,8 @@ use std::collections::VecDeque;
 
 const TEST_CONFIG: ReliableConfig = ReliableConfig {
     ack_timeout_ns: 1_000,
+    min_rto_ns: 1_000,
+    timer_granularity_ns: 100,
     max_backoff_ns: 8_000,
     send_window_frames: 8,
     ack_delay_ns: 100,

@@ -196,7 +196,15 @@ fn rail_down_mid_message_loses_nothing() {
             let report = run(config);
             // Every directed link lost rail 0 mid-stream and said so.
             assert!(report.links.rails_failed >= 12, "{report:?}");
-            assert!(report.links.failover_time_ns > 0);
+            // Frames caught on the rail were moved to the other one: by the
+            // failover, or, when the rail went silent, often before it was
+            // declared down, by loss recovery (probes and the reordering
+            // threshold resend on another rail).
+            let recovered_early = report.links.tail_loss_probes + report.links.fast_retransmits;
+            assert!(report.links.failover_time_ns > 0 || (!sender_sees_errors && recovered_early > 0));
+            if sender_sees_errors {
+                assert!(report.links.failover_time_ns > 0);
+            }
             assert!(report.network.frames_lost_to_rail_outages > 0);
             assert!(report.unreachable_links.is_empty());
         }
