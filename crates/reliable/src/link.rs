@@ -548,9 +548,11 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         let mut on_acked = |sent: &SentFrame<P>| {
             if sent.transmit_count == 1 {
                 rails.note_outbound_proof(now_ns, sent.last_rail);
-            } else if rails.rtt(sent.last_rail).min_ns().is_some_and(|min_rtt_ns| {
-                now_ns.saturating_sub(sent.last_transmit_ns) < min_rtt_ns
-            }) {
+            } else if rails
+                .rtt(sent.last_rail)
+                .min_ns()
+                .is_some_and(|min_rtt_ns| now_ns.saturating_sub(sent.last_transmit_ns) < min_rtt_ns)
+            {
                 // Faster than any round trip: an earlier copy was acked.
                 stats.spurious_retransmits += 1;
             }
@@ -586,10 +588,17 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             self.schedule_ack(in_order_ack_ns);
             return Ok(true);
         }
+        let fills_a_hole = self.receive_buffer.has_out_of_order();
         match self.receive_buffer.insert(header.seq, frame) {
             Arrival::InOrder => {
                 self.stats.frames_received += 1;
-                self.schedule_ack(in_order_ack_ns);
+                // A frame that fills a hole is acked at once (RFC 5681): the
+                // sender is timing it against its reordering threshold.
+                self.schedule_ack(if fills_a_hole {
+                    now_ns
+                } else {
+                    in_order_ack_ns
+                });
             }
             Arrival::OutOfOrder => {
                 // A hole: tell the sender at once which frames we hold.
@@ -656,13 +665,17 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
                 .in_flight_mut()
                 .take_while(|sent| sent.seq < newly_acked.largest_seq);
             for sent in overtaken {
-                if send_order(sent, u64::MAX) >= latest_sent
-                    || sent.early_retransmit_due
-                {
+                if send_order(sent, u64::MAX) >= latest_sent || sent.early_retransmit_due {
                     continue;
                 }
-                let threshold_ns = rails.rtt(sent.last_rail).timers(&config).reorder_threshold_ns;
-                let lost_at_ns = sent.last_transmit_ns.saturating_add(threshold_ns).max(now_ns);
+                let threshold_ns = rails
+                    .rtt(sent.last_rail)
+                    .timers(&config)
+                    .reorder_threshold_ns;
+                let lost_at_ns = sent
+                    .last_transmit_ns
+                    .saturating_add(threshold_ns)
+                    .max(now_ns);
                 if lost_at_ns < sent.retransmit_deadline_ns {
                     sent.retransmit_deadline_ns = lost_at_ns;
                     sent.early_retransmit_due = true;
@@ -688,9 +701,8 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         let Some(pto_ns) = self.rails.rtt(rail).timers(&self.config).pto_ns else {
             return;
         };
-        self.probe_deadline_ns = Some(
-            transmit_ns.saturating_add(pto_ns.saturating_mul(1 << self.probe_count.min(16))),
-        );
+        self.probe_deadline_ns =
+            Some(transmit_ns.saturating_add(pto_ns.saturating_mul(1 << self.probe_count.min(16))));
     }
 
     /// The probe timer expired: nothing was acknowledged for a probe timeout
@@ -858,9 +870,8 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         }
         sent.transmit_count += 1;
         let rto_ns = self.rails.rtt(rail).timers(&config).rto_ns;
-        sent.retransmit_deadline_ns = now_ns.saturating_add(
-            config.retransmit_timeout_from_ns(rto_ns, sent.transmit_count),
-        );
+        sent.retransmit_deadline_ns =
+            now_ns.saturating_add(config.retransmit_timeout_from_ns(rto_ns, sent.transmit_count));
         sent.last_rail = rail;
         sent.last_transmit_ns = now_ns;
         set_ack(&mut sent.header, ack);
@@ -1118,8 +1129,11 @@ impl NewlyAcked {
         self.any = true;
         if sent.seq >= self.largest_seq {
             self.largest_seq = sent.seq;
-            self.sample = (sent.transmit_count == 1)
-                .then_some((sent.seq, sent.last_transmit_ns, sent.last_rail));
+            self.sample = (sent.transmit_count == 1).then_some((
+                sent.seq,
+                sent.last_transmit_ns,
+                sent.last_rail,
+            ));
         }
         let order = send_order(sent, 0);
         if self.latest_sent.is_none_or(|latest| order > latest) {

@@ -57,8 +57,10 @@ pub(crate) struct RttTimers {
     /// alone governs until the path has been measured).
     pub pto_ns: Option<u64>,
     /// Time after which a frame sent before an acknowledged one is deemed
-    /// lost (9/8 of the larger of smoothed and latest RTT, RFC 9002's time
-    /// threshold); the RTO before any sample.
+    /// lost: RFC 9002's time threshold, widened from 9/8 of the larger of
+    /// smoothed and latest RTT to that plus the variance allowance and the
+    /// ack delay, as the probe timeout, so that jitter of the order of the
+    /// RTT does not make it fire spuriously; the RTO before any sample.
     pub reorder_threshold_ns: u64,
     /// Smallest RTT seen; `None` before the first sample.
     pub min_rtt_ns: Option<u64>,
@@ -106,16 +108,18 @@ impl RttEstimator {
                 min_rtt_ns: None,
             };
         };
+        let allowance_ns = self
+            .variance_ns
+            .saturating_mul(4)
+            .max(config.timer_granularity_ns);
         let pto_ns = smoothed_ns
-            .saturating_add(
-                self.variance_ns
-                    .saturating_mul(4)
-                    .max(config.timer_granularity_ns),
-            )
+            .saturating_add(allowance_ns)
             .saturating_add(config.ack_delay_ns);
         let rto_ns = pto_ns.max(config.min_rto_ns).min(cap_ns);
-        let reorder_threshold_ns = (smoothed_ns.max(self.latest_ns).saturating_mul(9) / 8)
-            .max(config.timer_granularity_ns);
+        let reorder_threshold_ns = smoothed_ns
+            .max(self.latest_ns)
+            .saturating_add(allowance_ns)
+            .saturating_add(config.ack_delay_ns);
         RttTimers {
             rto_ns,
             pto_ns: Some(pto_ns.min(cap_ns)),
@@ -157,7 +161,7 @@ mod tests {
         assert_eq!(timers.pto_ns, Some(3_010));
         assert_eq!(timers.rto_ns, 3_010);
         assert_eq!(timers.min_rtt_ns, Some(1_000));
-        assert_eq!(timers.reorder_threshold_ns, 1_125);
+        assert_eq!(timers.reorder_threshold_ns, 3_010);
     }
 
     #[test]
@@ -184,7 +188,10 @@ mod tests {
         assert_eq!(estimator.timers(&config()).pto_ns, Some(900 + 2_000 + 10));
         assert_eq!(estimator.timers(&config()).min_rtt_ns, Some(800));
         // The time threshold follows the larger of smoothed and latest.
-        assert_eq!(estimator.timers(&config()).reorder_threshold_ns, 1_800);
+        assert_eq!(
+            estimator.timers(&config()).reorder_threshold_ns,
+            1_600 + 2_000 + 10
+        );
     }
 
     #[test]

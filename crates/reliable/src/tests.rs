@@ -463,3 +463,145 @@ fn a_hole_reported_below_later_frames_is_resent_before_its_timeout() {
     assert_eq!(sender.stats().fast_retransmits, 1);
     assert_eq!(FAST_RETRANSMIT_THRESHOLD, 2);
 }
+
+/// A config whose measured timers are far below the initial timeout.
+const MEASURED_CONFIG: ReliableConfig = ReliableConfig {
+    ack_timeout_ns: 100_000,
+    min_rto_ns: 10,
+    timer_granularity_ns: 10,
+    ack_delay_ns: 0,
+    max_backoff_ns: 1_000_000,
+    ..TEST_CONFIG
+};
+
+/// Send one frame from `sender` at `sent_ns`, deliver it, and bring its ack
+/// back at `acked_ns` (zero ack delay: the ack leaves at once).
+fn round_trip(sender: &mut PeerLink, receiver: &mut PeerLink, sent_ns: u64, acked_ns: u64) -> u64 {
+    let seq = sender
+        .handle_send(sent_ns, data_frame(0, b"timed"))
+        .unwrap();
+    let wire = sender.poll_transmit(sent_ns).expect("the frame");
+    receiver.handle_receive(sent_ns, &wire).unwrap();
+    while receiver.poll_deliver().is_some() {}
+    let ack = receiver.poll_transmit(sent_ns).expect("the ack");
+    sender.handle_receive(acked_ns, &ack).unwrap();
+    assert!(sender.is_idle(), "{:?} {:?}", header(&ack), sender.stats());
+    seq
+}
+
+#[test]
+fn measured_round_trips_set_the_retransmission_timeout() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, MEASURED_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, MEASURED_CONFIG);
+    // Before any sample: the initial timeout.
+    sender.handle_send(0, data_frame(0, b"first")).unwrap();
+    let first = sender.poll_transmit(0).unwrap();
+    assert_eq!(sender.poll_timeout(), Some(100_000));
+    receiver.handle_receive(0, &first).unwrap();
+    let ack = receiver.poll_transmit(0).unwrap();
+    sender.handle_receive(1_000, &ack).unwrap();
+    assert_eq!(sender.stats().rtt_samples, 1);
+    for round in 1..40u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    assert_eq!(sender.stats().smoothed_rtt_ns, 1_000);
+    // A frame now: its timeout is the measured one, a few µs, not 100 µs.
+    sender.handle_send(500_000, data_frame(0, b"lost")).unwrap();
+    sender.poll_transmit(500_000).unwrap();
+    let due_ns = sender.poll_timeout().unwrap() - 500_000;
+    assert!((1_000..5_000).contains(&due_ns), "due after {due_ns} ns");
+}
+
+#[test]
+fn retransmitted_frames_give_no_round_trip_sample() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, TEST_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, TEST_CONFIG);
+    sender.handle_send(0, data_frame(0, b"x")).unwrap();
+    sender.poll_transmit(0).unwrap(); // lost
+    let resent = sender.poll_transmit(TEST_CONFIG.ack_timeout_ns).unwrap();
+    receiver.handle_receive(1_010, &resent).unwrap();
+    let ack = receiver.poll_transmit(2_000).unwrap();
+    // Which copy does the ack answer? Karn: no sample.
+    sender.handle_receive(2_000, &ack).unwrap();
+    assert!(sender.is_idle());
+    assert_eq!(sender.stats().rtt_samples, 0);
+    assert_eq!(sender.stats().smoothed_rtt_ns, 0);
+}
+
+#[test]
+fn lost_tail_frame_is_probed_after_a_probe_timeout_without_spending_retries() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, MEASURED_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, MEASURED_CONFIG);
+    // The path's round trip: 1 µs.
+    for round in 0..20u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    // Two frames; the second (the tail) is lost.
+    let now_ns = 1_000_000;
+    sender.handle_send(now_ns, data_frame(0, b"head")).unwrap();
+    sender.handle_send(now_ns, data_frame(0, b"tail")).unwrap();
+    let head = sender.poll_transmit(now_ns).unwrap();
+    let _tail = sender.poll_transmit(now_ns).unwrap();
+    receiver.handle_receive(now_ns + 500, &head).unwrap();
+    let ack = receiver.poll_transmit(now_ns + 500).unwrap();
+    sender.handle_receive(now_ns + 1_000, &ack).unwrap();
+    // Nothing more comes back: the probe fires about one round trip after
+    // the last transmission (1 µs + granularity), long before a retry.
+    let probe_ns = sender.poll_timeout().unwrap();
+    assert!(
+        probe_ns - now_ns <= 2_000,
+        "probe after {} ns",
+        probe_ns - now_ns
+    );
+    sender.handle_timeout(probe_ns);
+    let probe = sender.poll_transmit(probe_ns).expect("the probe");
+    assert_eq!(header(&probe).seq, 22, "the newest unacked frame");
+    assert_eq!(body(&probe), b"tail");
+    assert_eq!(sender.stats().tail_loss_probes, 1);
+    receiver.handle_receive(probe_ns + 500, &probe).unwrap();
+    let ack = receiver.poll_transmit(probe_ns + 500).unwrap();
+    sender.handle_receive(probe_ns + 1_000, &ack).unwrap();
+    assert!(sender.is_idle());
+    // The probe is the only retransmission.
+    assert_eq!(sender.stats().frames_retransmitted, 1);
+}
+
+#[test]
+fn an_ack_faster_than_any_round_trip_marks_the_retransmission_spurious() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, MEASURED_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, MEASURED_CONFIG);
+    for round in 0..20u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    // A frame whose ack is slow (a busy receiver): the sender gives up on
+    // it and resends, then the ack of the first copy comes.
+    let now_ns = 1_000_000;
+    sender.handle_send(now_ns, data_frame(0, b"slow")).unwrap();
+    let original = sender.poll_transmit(now_ns).unwrap();
+    let resend_ns = sender.poll_timeout().unwrap();
+    sender.handle_timeout(resend_ns);
+    let copy = sender.poll_transmit(resend_ns).expect("a retransmission");
+    receiver.handle_receive(resend_ns + 100, &original).unwrap();
+    let ack = receiver.poll_transmit(resend_ns + 100).unwrap();
+    sender.handle_receive(resend_ns + 200, &ack).unwrap();
+    assert!(sender.is_idle());
+    assert_eq!(sender.stats().spurious_retransmits, 1);
+    // The copy arrives: the receiver drops it as a duplicate.
+    receiver.handle_receive(resend_ns + 300, &copy).unwrap();
+    assert_eq!(receiver.stats().duplicates_dropped, 1);
+}

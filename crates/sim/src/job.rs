@@ -252,6 +252,8 @@ pub struct JobReport {
     pub last_data_frame_ns_per_rail: [u64; SIM_RAIL_COUNT_MAX],
     /// (link, rail outage) pairs whose detection time was checked.
     pub rail_detections_checked: u64,
+    /// When the application issued its last send (virtual time).
+    pub last_send_issued_ns: u64,
 }
 
 /// A violated invariant, with the seed that reproduces it.
@@ -419,6 +421,7 @@ impl Job {
                 .is_some_and(|message| message.issue_ns <= now_ns)
             {
                 let message = rank.unissued.pop_front().expect("front checked");
+                self.report.last_send_issued_ns = self.report.last_send_issued_ns.max(now_ns);
                 rank.pending_sends[message.destination as usize].push_back(message);
             }
             for (peer, pending) in rank.pending_sends.iter_mut().enumerate() {

@@ -201,7 +201,9 @@ fn rail_down_mid_message_loses_nothing() {
             // declared down, by loss recovery (probes and the reordering
             // threshold resend on another rail).
             let recovered_early = report.links.tail_loss_probes + report.links.fast_retransmits;
-            assert!(report.links.failover_time_ns > 0 || (!sender_sees_errors && recovered_early > 0));
+            assert!(
+                report.links.failover_time_ns > 0 || (!sender_sees_errors && recovered_early > 0)
+            );
             if sender_sees_errors {
                 assert!(report.links.failover_time_ns > 0);
             }
