@@ -346,6 +346,7 @@ impl ReliableLinks {
         }
         while let Some(delivered) = link.poll_deliver() {
             deliver(peer, &delivered, None);
+            link.recycle(delivered);
         }
         Ok(())
     }

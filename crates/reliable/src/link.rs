@@ -921,6 +921,13 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         Some(frame)
     }
 
+    /// Give back a buffer [`PeerLink::poll_deliver`] handed out, once its
+    /// frame is consumed: the link reuses it for the next frame it must
+    /// copy (a bounded pool, see `receive_buffer.rs`).
+    pub fn recycle(&mut self, buffer: Vec<u8>) {
+        self.receive_buffer.recycle(buffer);
+    }
+
     /// Earliest time `handle_timeout` (then `poll_transmit`) must be called:
     /// a retransmission, a delayed ack, a heartbeat, an answer to a probe or
     /// a rail silence check. `None` when nothing is pending or the peer is
