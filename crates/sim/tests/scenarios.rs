@@ -133,6 +133,8 @@ fn every_fault_at_once_delivers_everything_in_order() {
             cut_links: Vec::new(),
             bit_flip_rate: 0.02,
             rail_outages: Vec::new(),
+            dropped_data_frames: Vec::new(),
+            link_busy_ns_per_frame: 0,
         };
         run(job(seed, 5, faults));
     }
