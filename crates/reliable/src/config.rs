@@ -32,8 +32,8 @@ pub struct ReliableConfig {
     /// while the rail's round-trip time has not been measured yet (see
     /// `rtt.rs`: afterwards the estimator sets it).
     pub ack_timeout_ns: u64,
-    /// Floor of the measured retransmission timeout (the tail-loss probe
-    /// has none but `timer_granularity_ns`).
+    /// Floor of the measured retransmission timeout, or `ack_timeout_ns` if
+    /// smaller (the tail-loss probe has none but `timer_granularity_ns`).
     pub min_rto_ns: u64,
     /// Least allowance for RTT variation in the measured timers (QUIC's
     /// `kGranularity`): timers never fire within this of the smoothed RTT.

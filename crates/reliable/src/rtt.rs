@@ -23,9 +23,9 @@
 //! - **Smoothing**: `srtt = 7/8 srtt + 1/8 sample`,
 //!   `rttvar = 3/4 rttvar + 1/4 |srtt - sample|`; the first sample sets
 //!   `srtt = sample`, `rttvar = sample / 2`.
-//! - **RTO** `= max(srtt + max(4 rttvar, granularity) + ack_delay, min_rto)`,
-//!   capped at `max_backoff`; before any sample it is the configured
-//!   `ack_timeout_ns`. Backoff doubles it per transmission of a frame.
+//! - **RTO** `= max(srtt + max(4 rttvar, granularity) + ack_delay, floor)`,
+//!   `floor = min(min_rto, ack_timeout)`, capped at `max_backoff`; before
+//!   any sample it is the configured `ack_timeout_ns`. Backoff doubles it per transmission of a frame.
 //! - **PTO** `= srtt + max(4 rttvar, granularity) + ack_delay`, without the
 //!   RTO's floor: a probe is cheap (one frame, not counted against the retry
 //!   budget), so it may fire early; the RTO, which counts, keeps a floor
@@ -115,7 +115,10 @@ impl RttEstimator {
         let pto_ns = smoothed_ns
             .saturating_add(allowance_ns)
             .saturating_add(config.ack_delay_ns);
-        let rto_ns = pto_ns.max(config.min_rto_ns).min(cap_ns);
+        // The floor never exceeds the configured timeout: a user who asks
+        // for a 5 ms timeout (`--ack-timeout`) gets no slower detection.
+        let floor_ns = config.min_rto_ns.min(config.ack_timeout_ns);
+        let rto_ns = pto_ns.max(floor_ns).min(cap_ns);
         let reorder_threshold_ns = smoothed_ns
             .max(self.latest_ns)
             .saturating_add(allowance_ns)
@@ -192,6 +195,19 @@ mod tests {
             estimator.timers(&config()).reorder_threshold_ns,
             1_600 + 2_000 + 10
         );
+    }
+
+    #[test]
+    fn the_floor_never_exceeds_the_configured_timeout() {
+        let mut estimator = RttEstimator::default();
+        for _ in 0..100 {
+            estimator.sample(1_000);
+        }
+        let short = ReliableConfig {
+            ack_timeout_ns: 1_500,
+            ..config()
+        };
+        assert_eq!(estimator.timers(&short).rto_ns, 1_500);
     }
 
     #[test]
