@@ -246,9 +246,9 @@ pub struct LinkStats {
     /// Retransmissions made early because the peer reported later frames
     /// (included in `frames_retransmitted`).
     pub fast_retransmits: u64,
-    /// Tail-loss probes: the newest unacknowledged frame resent because
-    /// nothing was acknowledged for a probe timeout (included in
-    /// `frames_retransmitted`).
+    /// Tail-loss probes: nothing was acknowledged for a probe timeout, so a
+    /// probe (a pure Ack the peer answers at once) went out to find out what
+    /// was lost.
     pub tail_loss_probes: u64,
     /// Retransmitted frames whose acknowledgement came sooner after the
     /// retransmission than the smallest round trip measured: it answered an
@@ -321,6 +321,19 @@ pub struct PeerLink<P = Vec<u8>> {
     /// Time and rail of the latest data transmission (the probe timer runs
     /// from it).
     last_data_transmit: Option<(u64, u32)>,
+    /// A tail-loss probe is to go out on this rail.
+    tail_probe_due_rail: Option<u32>,
+    /// The tail-loss probe in flight: when and on which rail it went, and
+    /// the largest sequence number sent before it.
+    tail_probe_sent: Option<TailProbe>,
+}
+
+/// A tail-loss probe awaiting its answer.
+#[derive(Clone, Copy, Debug)]
+struct TailProbe {
+    at_ns: u64,
+    rail: u32,
+    largest_sent_seq: u64,
 }
 
 /// What one incoming acknowledgement newly covered, gathered while the send
@@ -404,6 +417,8 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             probe_deadline_ns: None,
             probe_count: 0,
             last_data_transmit: None,
+            tail_probe_due_rail: None,
+            tail_probe_sent: None,
         }
     }
 
@@ -683,34 +698,37 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             }
         }
         self.probe_count = 0;
-        self.arm_probe();
+        if let Some((transmit_ns, rail)) = self.last_data_transmit {
+            self.arm_probe(transmit_ns, rail);
+        }
     }
 
     /// Start the tail-loss probe timer from the latest data transmission,
     /// backed off by the probes already sent; none while nothing is in
     /// flight, before the rail's RTT is measured, or once
     /// `TAIL_LOSS_PROBES_MAX` probes went unanswered.
-    fn arm_probe(&mut self) {
+    fn arm_probe(&mut self, from_ns: u64, rail: u32) {
         self.probe_deadline_ns = None;
         if self.probe_count >= TAIL_LOSS_PROBES_MAX || !self.send_buffer.has_transmitted() {
             return;
         }
-        let Some((transmit_ns, rail)) = self.last_data_transmit else {
-            return;
-        };
         let Some(pto_ns) = self.rails.rtt(rail).timers(&self.config).pto_ns else {
             return;
         };
         self.probe_deadline_ns =
-            Some(transmit_ns.saturating_add(pto_ns.saturating_mul(1 << self.probe_count.min(16))));
+            Some(from_ns.saturating_add(pto_ns.saturating_mul(1 << self.probe_count.min(16))));
     }
 
     /// The probe timer expired: nothing was acknowledged for a probe timeout
-    /// after the latest transmission. Resend the newest frame not yet
-    /// acknowledged (without counting it against its retry budget): if it was
-    /// lost, that recovers it; if an earlier one was, the peer's ack of the
-    /// probe reports the hole and the reordering threshold resends it. About
-    /// one round trip instead of a retransmission timeout.
+    /// after the latest transmission. Send a tail-loss probe (a heartbeat
+    /// probe: a pure Ack the peer answers at once, on the rail it came from)
+    /// on the rail of the newest unacknowledged frame, rather than resending
+    /// that frame: on a busy but loss-free path the answer simply
+    /// acknowledges everything and a late ack cost 64 bytes, not a spurious
+    /// retransmission of a fragment of up to 1 MiB. If the answer does not
+    /// cover frames sent on that rail before the probe, they were lost (see
+    /// `handle_tail_probe_answer`): recovered about two round trips after
+    /// the probe timeout instead of after a retransmission timeout.
     fn check_probe(&mut self, now_ns: u64) {
         if self.status.is_err()
             || self
@@ -727,12 +745,58 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         if newest.blocked_by_window {
             return;
         }
-        if newest.retransmit_deadline_ns > now_ns {
-            newest.retransmit_deadline_ns = now_ns;
-            newest.next_transmission_is_forced = true;
-        }
+        let newest_rail = newest.last_rail;
+        let Some(rail) = (if self.rails.is_up(newest_rail) {
+            Some(newest_rail)
+        } else {
+            self.rails.choose(None)
+        }) else {
+            return;
+        };
+        self.tail_probe_due_rail = Some(rail);
+        self.tail_probe_sent = Some(TailProbe {
+            at_ns: now_ns,
+            rail,
+            largest_sent_seq: self.send_buffer.largest_sent_seq(),
+        });
         self.probe_count += 1;
         self.stats.tail_loss_probes += 1;
+        self.arm_probe(now_ns, rail);
+    }
+
+    /// The peer answered a probe on `rail`: frames sent on that rail before
+    /// our tail-loss probe and still unacknowledged after the answer's acks
+    /// were lost (a rail is FIFO: the probe came after them), once older
+    /// than the reordering threshold (simulated links may reorder).
+    fn handle_tail_probe_answer(&mut self, now_ns: u64, rail: u32) {
+        let Some(probe) = self.tail_probe_sent else {
+            return;
+        };
+        if probe.rail != rail {
+            return;
+        }
+        self.tail_probe_sent = None;
+        let config = self.config;
+        let rails = &self.rails;
+        for sent in self.send_buffer.in_flight_mut() {
+            if sent.seq > probe.largest_sent_seq
+                || sent.last_rail != rail
+                || sent.last_transmit_ns > probe.at_ns
+                || sent.blocked_by_window
+                || sent.early_retransmit_due
+            {
+                continue;
+            }
+            let threshold_ns = rails.rtt(rail).timers(&config).reorder_threshold_ns;
+            let lost_at_ns = sent
+                .last_transmit_ns
+                .saturating_add(threshold_ns)
+                .max(now_ns);
+            if lost_at_ns < sent.retransmit_deadline_ns {
+                sent.retransmit_deadline_ns = lost_at_ns;
+                sent.early_retransmit_due = true;
+            }
+        }
     }
 
     /// What a pure Ack says beyond acknowledgements: probes, answers, the
@@ -740,6 +804,9 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
     fn handle_pure_ack_signals(&mut self, now_ns: u64, rail: u32, header: &FrameHeader) {
         if header.tag & ACK_TAG_PROBE != 0 {
             self.rails.note_probe_received(rail);
+        }
+        if header.tag & ACK_TAG_PROBE_ANSWER != 0 {
+            self.handle_tail_probe_answer(now_ns, rail);
         }
         if header.tag & ACK_TAG_PROBE_ANSWER != 0 && self.rails.note_probe_answered(now_ns, rail) {
             self.stats.rails_recovered += 1;
@@ -805,6 +872,9 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         if let Some(rail) = self.rails.take_answer() {
             self.stats.heartbeats_sent += 1;
             return control(rail, self.pure_ack(ACK_TAG_PROBE_ANSWER));
+        }
+        if let Some(rail) = self.tail_probe_due_rail.take() {
+            return control(rail, self.pure_ack(ACK_TAG_PROBE));
         }
         if let Some(rail) = self.rails.take_due_probe(now_ns) {
             self.stats.heartbeats_sent += 1;
@@ -877,7 +947,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         set_ack(&mut sent.header, ack);
         let seq = sent.seq;
         self.last_data_transmit = Some((now_ns, rail));
-        self.arm_probe();
+        self.arm_probe(now_ns, rail);
         if retransmission {
             self.stats.frames_retransmitted += 1;
         } else {
@@ -940,6 +1010,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             self.send_buffer.earliest_retransmit_deadline_ns(),
             self.ack_deadline_ns,
             self.probe_deadline_ns,
+            self.tail_probe_due_rail.map(|_| 0),
             self.rails.next_deadline_ns(),
         ]
         .into_iter()

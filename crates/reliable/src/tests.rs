@@ -3,7 +3,7 @@
 
 use crate::{
     LinkStatus, PeerLink, PeerUnreachable, ReceiveError, ReliableConfig, StripePolicy,
-    UnreachableCause, WindowFull, FAST_RETRANSMIT_THRESHOLD,
+    UnreachableCause, WindowFull, ACK_TAG_PROBE, ACK_TAG_PROBE_ANSWER, FAST_RETRANSMIT_THRESHOLD,
 };
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 use std::collections::VecDeque;
@@ -474,6 +474,13 @@ const MEASURED_CONFIG: ReliableConfig = ReliableConfig {
     ..TEST_CONFIG
 };
 
+/// Measured timers, with the retransmission timeout's floor (50 µs) far
+/// above the round trip, as on real processes: loss is found by probes.
+const PROBE_CONFIG: ReliableConfig = ReliableConfig {
+    min_rto_ns: 50_000,
+    ..MEASURED_CONFIG
+};
+
 /// Send one frame from `sender` at `sent_ns`, deliver it, and bring its ack
 /// back at `acked_ns` (zero ack delay: the ack leaves at once).
 fn round_trip(sender: &mut PeerLink, receiver: &mut PeerLink, sent_ns: u64, acked_ns: u64) -> u64 {
@@ -534,9 +541,9 @@ fn retransmitted_frames_give_no_round_trip_sample() {
 }
 
 #[test]
-fn lost_tail_frame_is_probed_after_a_probe_timeout_without_spending_retries() {
-    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, MEASURED_CONFIG);
-    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, MEASURED_CONFIG);
+fn lost_tail_frame_is_found_by_a_probe_after_a_probe_timeout() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, PROBE_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, PROBE_CONFIG);
     // The path's round trip: 1 µs.
     for round in 0..20u64 {
         round_trip(
@@ -553,10 +560,12 @@ fn lost_tail_frame_is_probed_after_a_probe_timeout_without_spending_retries() {
     let head = sender.poll_transmit(now_ns).unwrap();
     let _tail = sender.poll_transmit(now_ns).unwrap();
     receiver.handle_receive(now_ns + 500, &head).unwrap();
+    while receiver.poll_deliver().is_some() {}
     let ack = receiver.poll_transmit(now_ns + 500).unwrap();
     sender.handle_receive(now_ns + 1_000, &ack).unwrap();
     // Nothing more comes back: the probe fires about one round trip after
-    // the last transmission (1 µs + granularity), long before a retry.
+    // the last transmission (1 µs + granularity), long before a retry, and
+    // it is a pure Ack, not a copy of the frame.
     let probe_ns = sender.poll_timeout().unwrap();
     assert!(
         probe_ns - now_ns <= 2_000,
@@ -565,15 +574,58 @@ fn lost_tail_frame_is_probed_after_a_probe_timeout_without_spending_retries() {
     );
     sender.handle_timeout(probe_ns);
     let probe = sender.poll_transmit(probe_ns).expect("the probe");
-    assert_eq!(header(&probe).seq, 22, "the newest unacked frame");
-    assert_eq!(body(&probe), b"tail");
+    assert_eq!(header(&probe).kind, FrameKind::Ack);
+    assert_eq!(header(&probe).tag & ACK_TAG_PROBE, ACK_TAG_PROBE);
     assert_eq!(sender.stats().tail_loss_probes, 1);
+    assert_eq!(sender.stats().frames_retransmitted, 0);
+    // The peer answers at once; the answer does not cover the tail, which
+    // went before the probe on the same rail: it is resent now.
     receiver.handle_receive(probe_ns + 500, &probe).unwrap();
-    let ack = receiver.poll_transmit(probe_ns + 500).unwrap();
-    sender.handle_receive(probe_ns + 1_000, &ack).unwrap();
+    let answer = receiver.poll_transmit(probe_ns + 500).unwrap();
+    assert_eq!(
+        header(&answer).tag & ACK_TAG_PROBE_ANSWER,
+        ACK_TAG_PROBE_ANSWER
+    );
+    sender.handle_receive(probe_ns + 1_000, &answer).unwrap();
+    let resent = sender
+        .poll_transmit(probe_ns + 1_000)
+        .expect("the tail again");
+    assert_eq!(body(&resent), b"tail");
+    receiver.handle_receive(probe_ns + 1_500, &resent).unwrap();
+    let ack = receiver.poll_transmit(probe_ns + 1_500).unwrap();
+    sender.handle_receive(probe_ns + 2_000, &ack).unwrap();
     assert!(sender.is_idle());
-    // The probe is the only retransmission.
     assert_eq!(sender.stats().frames_retransmitted, 1);
+}
+
+#[test]
+fn a_probe_answered_in_full_resends_nothing() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, PROBE_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, PROBE_CONFIG);
+    for round in 0..20u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    // A frame whose ack is late (a descheduled receiver): the probe goes,
+    // the frame and the probe both arrive, the answer covers the frame.
+    let now_ns = 1_000_000;
+    sender.handle_send(now_ns, data_frame(0, b"slow")).unwrap();
+    let frame = sender.poll_transmit(now_ns).unwrap();
+    let probe_ns = sender.poll_timeout().unwrap();
+    sender.handle_timeout(probe_ns);
+    let probe = sender.poll_transmit(probe_ns).expect("the probe");
+    receiver.handle_receive(probe_ns + 5_000, &frame).unwrap();
+    receiver.handle_receive(probe_ns + 5_000, &probe).unwrap();
+    while let Some(answer) = receiver.poll_transmit(probe_ns + 5_000) {
+        sender.handle_receive(probe_ns + 5_500, &answer).unwrap();
+    }
+    assert!(sender.is_idle());
+    assert_eq!(sender.stats().frames_retransmitted, 0);
+    assert_eq!(receiver.stats().duplicates_dropped, 0);
 }
 
 #[test]
