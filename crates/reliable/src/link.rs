@@ -13,8 +13,12 @@
 //! - pure Ack frames (`FrameKind::Ack`, `seq` 0) also carry in `aux` a 64-bit
 //!   selective-ack bitmap of frames held out of order above the hole;
 //! - each unacknowledged frame has its own retransmission timer with
-//!   truncated exponential backoff; after `max_retries` counted
-//!   retransmissions the peer is declared unreachable;
+//!   truncated exponential backoff from its rail's measured timeout
+//!   (`rtt.rs`); after `max_retries` counted retransmissions the peer is
+//!   declared unreachable;
+//! - frames overtaken by acknowledged ones are resent after the reordering
+//!   threshold, and a tail-loss probe finds a lost last frame after about
+//!   one round trip (see `check_probe`);
 //! - pure Acks also carry in `message_id` the receiver's receive limit (the
 //!   largest sequence number it accepts now) and in `tag` bits: a heartbeat
 //!   probe, an answer to one, "receive window full";
