@@ -330,11 +330,17 @@ pub struct PeerLink<P = Vec<u8>> {
     /// The tail-loss probe in flight: when and on which rail it went, and
     /// the largest sequence number sent before it.
     tail_probe_sent: Option<TailProbe>,
+    /// Tail-loss probes numbered so far.
+    tail_probes_numbered: u32,
+    /// Number of the peer's latest probe, to echo in the answer.
+    probe_id_to_answer: u32,
 }
 
 /// A tail-loss probe awaiting its answer.
 #[derive(Clone, Copy, Debug)]
 struct TailProbe {
+    /// Its number (from 1), echoed by the answer.
+    id: u32,
     at_ns: u64,
     rail: u32,
     largest_sent_seq: u64,
@@ -423,6 +429,8 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             last_data_transmit: None,
             tail_probe_due_rail: None,
             tail_probe_sent: None,
+            tail_probes_numbered: 0,
+            probe_id_to_answer: 0,
         }
     }
 
@@ -758,7 +766,9 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             return;
         };
         self.tail_probe_due_rail = Some(rail);
+        self.tail_probes_numbered = self.tail_probes_numbered.wrapping_add(1).max(1);
         self.tail_probe_sent = Some(TailProbe {
+            id: self.tail_probes_numbered,
             at_ns: now_ns,
             rail,
             largest_sent_seq: self.send_buffer.largest_sent_seq(),
@@ -772,11 +782,11 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
     /// our tail-loss probe and still unacknowledged after the answer's acks
     /// were lost (a rail is FIFO: the probe came after them), once older
     /// than the reordering threshold (simulated links may reorder).
-    fn handle_tail_probe_answer(&mut self, now_ns: u64, rail: u32) {
+    fn handle_tail_probe_answer(&mut self, now_ns: u64, rail: u32, probe_id: u32) {
         let Some(probe) = self.tail_probe_sent else {
             return;
         };
-        if probe.rail != rail {
+        if probe.rail != rail || probe.id != probe_id {
             return;
         }
         self.tail_probe_sent = None;
@@ -808,9 +818,10 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
     fn handle_pure_ack_signals(&mut self, now_ns: u64, rail: u32, header: &FrameHeader) {
         if header.tag & ACK_TAG_PROBE != 0 {
             self.rails.note_probe_received(rail);
+            self.probe_id_to_answer = header.context;
         }
         if header.tag & ACK_TAG_PROBE_ANSWER != 0 {
-            self.handle_tail_probe_answer(now_ns, rail);
+            self.handle_tail_probe_answer(now_ns, rail, header.context);
         }
         if header.tag & ACK_TAG_PROBE_ANSWER != 0 && self.rails.note_probe_answered(now_ns, rail) {
             self.stats.rails_recovered += 1;
@@ -875,10 +886,12 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         }
         if let Some(rail) = self.rails.take_answer() {
             self.stats.heartbeats_sent += 1;
-            return control(rail, self.pure_ack(ACK_TAG_PROBE_ANSWER));
+            let probe_id = std::mem::take(&mut self.probe_id_to_answer);
+            return control(rail, self.pure_ack_numbered(ACK_TAG_PROBE_ANSWER, probe_id));
         }
         if let Some(rail) = self.tail_probe_due_rail.take() {
-            return control(rail, self.pure_ack(ACK_TAG_PROBE));
+            let probe_id = self.tail_probe_sent.map_or(0, |probe| probe.id);
+            return control(rail, self.pure_ack_numbered(ACK_TAG_PROBE, probe_id));
         }
         if let Some(rail) = self.rails.take_due_probe(now_ns) {
             self.stats.heartbeats_sent += 1;
@@ -970,9 +983,18 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
     /// the selective-ack bitmap and the receive limit; it settles any ack
     /// that was due.
     fn pure_ack(&mut self, tag: i32) -> [u8; HEADER_LEN_BYTES] {
+        self.pure_ack_numbered(tag, 0)
+    }
+
+    /// A pure Ack whose `context` carries `probe_id`: a tail-loss probe's
+    /// number, or, in an answer, the number of the probe answered (0: a
+    /// heartbeat), so an answer to an old probe is not taken for the
+    /// answer to the latest one.
+    fn pure_ack_numbered(&mut self, tag: i32, probe_id: u32) -> [u8; HEADER_LEN_BYTES] {
         self.ack_deadline_ns = None;
         self.window_update_due = false;
         let mut header = FrameHeader::new(FrameKind::Ack, self.local_rank);
+        header.context = probe_id;
         header.ack = self.receive_buffer.largest_in_order_seq();
         header.aux = self.receive_buffer.selective_ack_bitmap();
         header.message_id = self.receive_buffer.receive_limit_seq();

@@ -657,3 +657,60 @@ fn an_ack_faster_than_any_round_trip_marks_the_retransmission_spurious() {
     receiver.handle_receive(resend_ns + 300, &copy).unwrap();
     assert_eq!(receiver.stats().duplicates_dropped, 1);
 }
+
+#[test]
+fn the_answer_to_an_older_probe_declares_nothing_lost() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, PROBE_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, PROBE_CONFIG);
+    for round in 0..20u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    // Frame A; its ack is late, so a first probe goes.
+    let now_ns = 1_000_000;
+    sender.handle_send(now_ns, data_frame(0, b"A")).unwrap();
+    let frame_a = sender.poll_transmit(now_ns).unwrap();
+    let first_ns = sender.poll_timeout().unwrap();
+    sender.handle_timeout(first_ns);
+    let first_probe = sender.poll_transmit(first_ns).expect("first probe");
+    // A's ack comes; the answer to the first probe is held up on the way.
+    receiver.handle_receive(first_ns + 5, &frame_a).unwrap();
+    while receiver.poll_deliver().is_some() {}
+    let ack_a = receiver.poll_transmit(first_ns + 5).unwrap();
+    receiver
+        .handle_receive(first_ns + 10, &first_probe)
+        .unwrap();
+    let first_answer = receiver.poll_transmit(first_ns + 10).unwrap();
+    assert_eq!(
+        header(&first_answer).tag & ACK_TAG_PROBE_ANSWER,
+        ACK_TAG_PROBE_ANSWER
+    );
+    sender.handle_receive(first_ns + 20, &ack_a).unwrap();
+    // Frame B, late too: a second probe.
+    sender
+        .handle_send(first_ns + 100, data_frame(0, b"B"))
+        .unwrap();
+    let frame_b = sender.poll_transmit(first_ns + 100).unwrap();
+    let second_ns = sender.poll_timeout().unwrap();
+    sender.handle_timeout(second_ns);
+    let second_probe = sender.poll_transmit(second_ns).expect("second probe");
+    assert_eq!(sender.stats().tail_loss_probes, 2);
+    // Now the first answer arrives. It does not cover B, but it answers the
+    // first probe, sent before B: it must not condemn B.
+    let late_ns = second_ns + 5_000;
+    sender.handle_receive(late_ns, &first_answer).unwrap();
+    assert_eq!(sender.poll_transmit(late_ns), None, "nothing resent");
+    receiver.handle_receive(late_ns + 10, &frame_b).unwrap();
+    receiver
+        .handle_receive(late_ns + 10, &second_probe)
+        .unwrap();
+    while let Some(answer) = receiver.poll_transmit(late_ns + 10) {
+        sender.handle_receive(late_ns + 20, &answer).unwrap();
+    }
+    assert!(sender.is_idle());
+    assert_eq!(sender.stats().frames_retransmitted, 0);
+}
