@@ -724,3 +724,20 @@ fn the_answer_to_an_older_probe_declares_nothing_lost() {
     assert!(sender.is_idle());
     assert_eq!(sender.stats().frames_retransmitted, 0);
 }
+
+#[test]
+fn a_frame_filling_a_hole_is_acked_at_once() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, TEST_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, TEST_CONFIG);
+    sender.handle_send(0, data_frame(0, b"one")).unwrap();
+    sender.handle_send(0, data_frame(0, b"two")).unwrap();
+    let one = sender.poll_transmit(0).unwrap();
+    let two = sender.poll_transmit(0).unwrap();
+    // Two overtakes one: acked at once (selective ack of the hole).
+    receiver.handle_receive(10, &two).unwrap();
+    assert_eq!(header(&receiver.poll_transmit(10).unwrap()).ack, 0);
+    // One fills the hole: the sender is timing it, so no coalescing delay.
+    receiver.handle_receive(20, &one).unwrap();
+    let ack = receiver.poll_transmit(20).expect("an ack at once");
+    assert_eq!(header(&ack).ack, 2);
+}
