@@ -84,20 +84,6 @@ fn reliable_config(config: &Config, rail_count: u32) -> resmpi_reliable::Reliabl
     }
 }
 
-/// The reliability layer allocates a buffer per fragment (up to 1 MiB) and
-/// frees it when the fragment is acknowledged. With glibc's defaults such
-/// buffers are mapped and unmapped (or the heap grown and trimmed) every
-/// time, so every fragment pays page faults on both sides: measured 5-6x
-/// less TCP bandwidth. Keep allocations below 8 MiB on the heap and only
-/// give memory back to the system beyond 64 MiB free.
-fn keep_fragment_memory_mapped() {
-    // SAFETY: mallopt only changes glibc allocator tunables.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 8 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
-    }
-}
-
 /// The buffer attached with MPI_Buffer_attach.
 #[derive(Debug, Default)]
 pub struct BsendBuffer {
@@ -153,9 +139,6 @@ impl Mpi {
         let reliable = config.reliable;
         let routes = transports.routes.clone();
         let rail_count = transports.rails.len().max(1) as u32;
-        if reliable && routes.contains(&transport::Route::Tcp) {
-            keep_fragment_memory_mapped();
-        }
         // The protocol is chosen here, once. Each protocol will be its own
         // monomorphic engine (docs/design.md, "Interceptors"); `none` is
         // `Engine<PassThrough>`, exactly the engine without hooks.

@@ -87,14 +87,19 @@ pub struct ReliabilityCounters {
 }
 
 /// Add the counters the end-of-job report shows, in `report`'s order.
-fn add_stats(totals: &mut [u64; 6], stats: &resmpi_reliable::LinkStats) {
+fn add_stats(totals: &mut [u64; REPORT_COUNTERS], stats: &resmpi_reliable::LinkStats) {
     totals[0] += stats.frames_sent;
     totals[1] += stats.frames_retransmitted;
     totals[2] += stats.duplicates_dropped;
     totals[3] += stats.rails_failed;
     totals[4] += stats.rails_recovered;
     totals[5] += stats.failover_time_ns;
+    totals[6] += stats.tail_loss_probes;
+    totals[7] += stats.spurious_retransmits;
 }
+
+/// Link counters summed for the end-of-job report (see `add_stats`).
+const REPORT_COUNTERS: usize = 8;
 
 /// Links to the peers that need one, and frames a full path refused.
 pub struct ReliableLinks {
@@ -109,7 +114,7 @@ pub struct ReliableLinks {
     /// which carry no payload).
     refused: Vec<Option<Refused>>,
     /// Report counters of links already forgotten (see `report`).
-    retired: [u64; 6],
+    retired: [u64; REPORT_COUNTERS],
     /// MPI_Finalize passed its barrier: a peer whose rails fail has left
     /// the job after finishing (see `peers_may_leave`).
     peers_may_leave: bool,
@@ -144,7 +149,7 @@ impl ReliableLinks {
                 .map(|peer| needs_link(peer).then(|| PeerLink::new(rank, peer, config)))
                 .collect(),
             refused: (0..size).map(|_| None).collect(),
-            retired: [0; 6],
+            retired: [0; REPORT_COUNTERS],
             peers_may_leave: false,
             unreachable_is_failure: false,
             unreachable: Vec::new(),
@@ -341,6 +346,7 @@ impl ReliableLinks {
         }
         while let Some(delivered) = link.poll_deliver() {
             deliver(peer, &delivered, None);
+            link.recycle(delivered);
         }
         Ok(())
     }
@@ -494,6 +500,8 @@ impl ReliableLinks {
         vec![
             ("frames_sent", totals[0]),
             ("frames_retransmitted", totals[1]),
+            ("tail_loss_probes", totals[6]),
+            ("spurious_retransmissions", totals[7]),
             ("corrupt_caught", self.counters.corrupt_caught),
             ("duplicates_dropped", totals[2]),
             ("rails_failed", totals[3]),

@@ -22,7 +22,7 @@ pub fn report_key(rank: u32) -> String {
 }
 
 /// The counters the line names, in the order they are printed and written.
-pub const KNOWN_COUNTERS: [&str; 12] = [
+pub const KNOWN_COUNTERS: [&str; 14] = [
     "frames_sent",
     "frames_retransmitted",
     "corrupt_caught",
@@ -35,6 +35,8 @@ pub const KNOWN_COUNTERS: [&str; 12] = [
     "injected_duplicated",
     "injected_delayed",
     "injected_swallowed_rail_down",
+    "tail_loss_probes",
+    "spurious_retransmissions",
 ];
 
 /// Parses one rank's report, `name=N;name=N;...`. Blanks around items and
@@ -184,6 +186,16 @@ impl FtReport {
             self.get("injected_delayed"),
             self.get("injected_swallowed_rail_down"),
         );
+        let (probes, spurious) = (
+            self.get("tail_loss_probes"),
+            self.get("spurious_retransmissions"),
+        );
+        if probes != 0 || spurious != 0 {
+            let _ = write!(
+                line,
+                "; loss recovery: tail-loss probes {probes}, spurious retransmissions {spurious}"
+            );
+        }
         let launcher = self.launcher;
         let mut failures = Vec::new();
         if launcher.processes_lost != 0 {
@@ -377,6 +389,8 @@ mod tests {
         report.add(&pairs(&[
             ("frames_sent", 1230),
             ("frames_retransmitted", 12),
+            ("tail_loss_probes", 2),
+            ("spurious_retransmissions", 1),
             ("corrupt_caught", 3),
             ("duplicates_dropped", 5),
             ("rails_failed", 1),
@@ -390,7 +404,8 @@ mod tests {
             report.line(),
             "mpiexec: FT report: 4 ranks reported; fragments sent 1234, retransmitted 12, \
              corrupt caught 3, duplicates dropped 5, rails failed 1, recovered 1, failover 0.120 s; \
-             injected: dropped 10, corrupted 3, duplicated 0, delayed 0, rail-down swallowed 0"
+             injected: dropped 10, corrupted 3, duplicated 0, delayed 0, rail-down swallowed 0; \
+             loss recovery: tail-loss probes 2, spurious retransmissions 1"
         );
         let mut single = FtReport::default();
         single.add(&pairs(&[("zeta", 2), ("alpha", 1)]));
@@ -456,7 +471,8 @@ mod tests {
              \"frames_retransmitted\": 0, \"corrupt_caught\": 0, \"duplicates_dropped\": 0, \
              \"rails_failed\": 1, \"rails_recovered\": 0, \"failover_time_ns\": 0, \
              \"injected_dropped\": 0, \"injected_corrupted\": 0, \"injected_duplicated\": 0, \
-             \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \"new_one\": 9, \
+             \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \
+             \"tail_loss_probes\": 0, \"spurious_retransmissions\": 0, \"new_one\": 9, \
              \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0}, \
              \"exit_code\": 3}\n"
         );

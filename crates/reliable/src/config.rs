@@ -27,12 +27,21 @@ pub enum StripePolicy {
 /// the same values: `send_window_frames` is also the receiver's reorder window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReliableConfig {
-    /// Time after the first transmission of a frame before it is retransmitted
-    /// if no acknowledgement covered it.
+    /// Initial retransmission timeout: time after the first transmission of
+    /// a frame before it is retransmitted if no acknowledgement covered it,
+    /// while the rail's round-trip time has not been measured yet (see
+    /// `rtt.rs`: afterwards the estimator sets it).
     pub ack_timeout_ns: u64,
+    /// Floor of the measured retransmission timeout, or `ack_timeout_ns` if
+    /// smaller (the tail-loss probe has none but `timer_granularity_ns`).
+    pub min_rto_ns: u64,
+    /// Least allowance for RTT variation in the measured timers (QUIC's
+    /// `kGranularity`): timers never fire within this of the smoothed RTT.
+    pub timer_granularity_ns: u64,
     /// Cap of the doubling retransmission timeout (truncated exponential
     /// backoff): the timeout after the k-th transmission is
-    /// `min(ack_timeout_ns * 2^(k-1), max_backoff_ns)`.
+    /// `min(rto * 2^(k-1), max_backoff_ns)`, `rto` being `ack_timeout_ns`
+    /// before the first RTT sample.
     pub max_backoff_ns: u64,
     /// Most frames the sender keeps unacknowledged (back-pressure beyond it),
     /// and most frames the receiver buffers ahead of the application.
@@ -68,7 +77,9 @@ pub struct ReliableConfig {
 }
 
 impl Default for ReliableConfig {
-    /// Cluster-scale defaults: 10 ms first timeout, 1 s cap, 256 frames in
+    /// Cluster-scale defaults: 10 ms first timeout (before the RTT is
+    /// measured), 10 ms floor of the measured one, 1 ms timer granularity
+    /// (QUIC's), 1 s cap, 256 frames in
     /// flight, 50 µs ack coalescing, 16 retries (about 11 s of silence before
     /// a peer is declared unreachable); one rail, round robin; with more
     /// rails, 20 ms heartbeats, a rail silent for 100 ms while another works
@@ -77,6 +88,8 @@ impl Default for ReliableConfig {
     fn default() -> ReliableConfig {
         ReliableConfig {
             ack_timeout_ns: 10_000_000,
+            min_rto_ns: 10_000_000,
+            timer_granularity_ns: 1_000_000,
             max_backoff_ns: 1_000_000_000,
             send_window_frames: 256,
             ack_delay_ns: 50_000,
@@ -93,12 +106,19 @@ impl Default for ReliableConfig {
 
 impl ReliableConfig {
     /// Retransmission timeout after the `transmit_count`-th transmission of a
-    /// frame (1 = first transmission): doubles each time, truncated at
-    /// `max_backoff_ns`, never below `ack_timeout_ns`.
+    /// frame (1 = first transmission) before any RTT sample: doubles each
+    /// time from `ack_timeout_ns`, truncated at `max_backoff_ns`.
     pub fn retransmit_timeout_ns(&self, transmit_count: u32) -> u64 {
+        self.retransmit_timeout_from_ns(self.ack_timeout_ns, transmit_count)
+    }
+
+    /// Retransmission timeout after the `transmit_count`-th transmission of a
+    /// frame whose rail's base timeout is `rto_ns`: doubles each time,
+    /// truncated at `max_backoff_ns` (or `rto_ns`, if larger).
+    pub fn retransmit_timeout_from_ns(&self, rto_ns: u64, transmit_count: u32) -> u64 {
         let doublings = transmit_count.saturating_sub(1).min(63);
-        let timeout_ns = self.ack_timeout_ns.saturating_mul(1u64 << doublings);
-        timeout_ns.min(self.max_backoff_ns.max(self.ack_timeout_ns))
+        let timeout_ns = rto_ns.saturating_mul(1u64 << doublings);
+        timeout_ns.min(self.max_backoff_ns.max(rto_ns))
     }
 
     /// Whether rails are watched (heartbeats, silence detection): only when
@@ -125,13 +145,25 @@ impl ReliableConfig {
             .saturating_add(self.heartbeat_interval_ns)
     }
 
-    /// Longest silence, from the first transmission of a frame, before the
-    /// link declares the peer unreachable: the sum of all timeouts of the
-    /// `max_retries + 1` transmissions.
+    /// Silence, from the first transmission of a frame, before the link
+    /// declares the peer unreachable when no RTT was measured: the sum of
+    /// all timeouts of the `max_retries + 1` transmissions.
     pub fn unreachable_after_ns(&self) -> u64 {
+        self.unreachable_after_from_ns(self.ack_timeout_ns)
+    }
+
+    /// The same, from a measured base timeout `rto_ns`.
+    pub fn unreachable_after_from_ns(&self, rto_ns: u64) -> u64 {
         (1..=self.max_retries.saturating_add(1))
-            .map(|transmit_count| self.retransmit_timeout_ns(transmit_count))
+            .map(|transmit_count| self.retransmit_timeout_from_ns(rto_ns, transmit_count))
             .fold(0u64, u64::saturating_add)
+    }
+
+    /// Longest silence, whatever the RTT measured, before the link declares
+    /// the peer unreachable: every timeout at least `ack_timeout_ns` or the
+    /// largest measured timeout (`max_backoff_ns`).
+    pub fn unreachable_after_ns_max(&self) -> u64 {
+        self.unreachable_after_from_ns(self.ack_timeout_ns.max(self.max_backoff_ns))
     }
 }
 

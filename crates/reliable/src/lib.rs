@@ -25,10 +25,17 @@
 //!   arrival makes the receiver ack at once instead of after the delay.
 //! - **Retransmission**: selective repeat, each frame on its own timer with
 //!   truncated exponential backoff
-//!   (`min(ack_timeout_ns * 2^(k-1), max_backoff_ns)` after the k-th
-//!   transmission). After `max_retries` retransmissions of one frame go
+//!   (`min(rto * 2^(k-1), max_backoff_ns)` after the k-th transmission),
+//!   `rto` measured per rail from acknowledgements (`rtt.rs`: smoothed RTT
+//!   and variance, Karn's rule, a floor), `ack_timeout_ns` until the first
+//!   sample. After `max_retries` retransmissions of one frame go
 //!   unanswered the link reports [`PeerUnreachable`] and stops transmitting;
 //!   what to do next (failover, ULFM) belongs to the layers above.
+//! - **Loss recovery in about a round trip**: a frame sent before a frame
+//!   now acknowledged is resent once older than the reordering threshold
+//!   (RACK); when nothing is acknowledged for a probe timeout after the
+//!   latest transmission, a tail-loss probe (a pure Ack the peer answers
+//!   at once) finds a lost last frame, which a fixed timer would wait out.
 //! - **Duplicates** (network duplicates or spurious retransmissions) are
 //!   recognised by sequence number and dropped.
 //!
@@ -78,6 +85,7 @@ mod link;
 mod rail_tests;
 mod rails;
 mod receive_buffer;
+mod rtt;
 mod send_buffer;
 #[cfg(test)]
 mod tests;
@@ -86,5 +94,5 @@ pub use config::{ReliableConfig, StripePolicy, RAIL_COUNT_MAX};
 pub use link::{
     LinkEvent, LinkStats, LinkStatus, PeerLink, PeerUnreachable, ReceiveError, Transmission,
     UnreachableCause, WindowFull, ACK_TAG_PROBE, ACK_TAG_PROBE_ANSWER, ACK_TAG_RECEIVE_WINDOW_FULL,
-    EVENT_QUEUE_MAX, FAST_RETRANSMIT_THRESHOLD,
+    EVENT_QUEUE_MAX, FAST_RETRANSMIT_THRESHOLD, TAIL_LOSS_PROBES_MAX,
 };

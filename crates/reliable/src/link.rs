@@ -13,8 +13,12 @@
 //! - pure Ack frames (`FrameKind::Ack`, `seq` 0) also carry in `aux` a 64-bit
 //!   selective-ack bitmap of frames held out of order above the hole;
 //! - each unacknowledged frame has its own retransmission timer with
-//!   truncated exponential backoff; after `max_retries` counted
-//!   retransmissions the peer is declared unreachable;
+//!   truncated exponential backoff from its rail's measured timeout
+//!   (`rtt.rs`); after `max_retries` counted retransmissions the peer is
+//!   declared unreachable;
+//! - frames overtaken by acknowledged ones are resent after the reordering
+//!   threshold, and a tail-loss probe finds a lost last frame after about
+//!   one round trip (see `check_probe`);
 //! - pure Acks also carry in `message_id` the receiver's receive limit (the
 //!   largest sequence number it accepts now) and in `tag` bits: a heartbeat
 //!   probe, an answer to one, "receive window full";
@@ -41,6 +45,11 @@ pub const ACK_TAG_RECEIVE_WINDOW_FULL: i32 = 4;
 /// the hole is resent at once instead of at its timeout: more than one, so
 /// frames merely overtaking each other on different rails do not trigger it.
 pub const FAST_RETRANSMIT_THRESHOLD: u32 = 2;
+
+/// Tail-loss probes sent in a row without an acknowledgement making
+/// progress; after that only the (backed-off) retransmission timers act, so
+/// a dead peer costs two extra frames, not a stream of them.
+pub const TAIL_LOSS_PROBES_MAX: u32 = 2;
 
 /// Most events kept for [`PeerLink::poll_event`]; beyond it the oldest are
 /// dropped (and counted), so an owner that never polls costs bounded memory.
@@ -241,6 +250,19 @@ pub struct LinkStats {
     /// Retransmissions made early because the peer reported later frames
     /// (included in `frames_retransmitted`).
     pub fast_retransmits: u64,
+    /// Tail-loss probes: nothing was acknowledged for a probe timeout, so a
+    /// probe (a pure Ack the peer answers at once) went out to find out what
+    /// was lost.
+    pub tail_loss_probes: u64,
+    /// Retransmitted frames whose acknowledgement came sooner after the
+    /// retransmission than the smallest round trip measured: it answered an
+    /// earlier copy, so the retransmission was not needed (Eifel-style
+    /// detection; the receiver's `duplicates_dropped` counts the copies).
+    pub spurious_retransmits: u64,
+    /// Round-trip samples taken (frames sent once, newest acknowledged).
+    pub rtt_samples: u64,
+    /// Smoothed round-trip time of rail 0 (0 until measured).
+    pub smoothed_rtt_ns: u64,
 }
 
 /// One frame to put on the wire, as [`PeerLink::poll_transmission`] hands it
@@ -296,6 +318,49 @@ pub struct PeerLink<P = Vec<u8>> {
     /// waits on to complete a send (`FLAG_ACK_NOW`) goes out twice, so one
     /// lost ack does not stall the send for a retransmission timeout.
     ack_copies_owed: u8,
+    /// When a tail-loss probe is due if nothing is acknowledged first.
+    probe_deadline_ns: Option<u64>,
+    /// Probes sent since an acknowledgement last made progress.
+    probe_count: u32,
+    /// Time and rail of the latest data transmission (the probe timer runs
+    /// from it).
+    last_data_transmit: Option<(u64, u32)>,
+    /// A tail-loss probe is to go out on this rail.
+    tail_probe_due_rail: Option<u32>,
+    /// The tail-loss probe in flight: when and on which rail it went, and
+    /// the largest sequence number sent before it.
+    tail_probe_sent: Option<TailProbe>,
+    /// Tail-loss probes numbered so far.
+    tail_probes_numbered: u32,
+    /// Number of the peer's latest probe, to echo in the answer.
+    probe_id_to_answer: u32,
+}
+
+/// A tail-loss probe awaiting its answer.
+#[derive(Clone, Copy, Debug)]
+struct TailProbe {
+    /// Its number (from 1), echoed by the answer.
+    id: u32,
+    at_ns: u64,
+    rail: u32,
+    largest_sent_seq: u64,
+}
+
+/// What one incoming acknowledgement newly covered, gathered while the send
+/// buffer releases frames and acted on after.
+#[derive(Clone, Copy, Debug, Default)]
+struct NewlyAcked {
+    /// Any frame at all.
+    any: bool,
+    /// The newest frame (largest sequence number) newly covered, if it was
+    /// transmitted once: (seq, transmit time, rail). Karn's rule.
+    sample: Option<(u64, u64, u32)>,
+    /// Largest sequence number newly covered.
+    largest_seq: u64,
+    /// Send order of the latest-sent frame newly covered (see
+    /// [`send_order`]): every frame sent before it and still unacked was
+    /// overtaken.
+    latest_sent: Option<(u64, u64)>,
 }
 
 impl PeerLink<Vec<u8>> {
@@ -359,6 +424,13 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             window_update_owed: false,
             window_update_due: false,
             ack_copies_owed: 0,
+            probe_deadline_ns: None,
+            probe_count: 0,
+            last_data_transmit: None,
+            tail_probe_due_rail: None,
+            tail_probe_sent: None,
+            tail_probes_numbered: 0,
+            probe_id_to_answer: 0,
         }
     }
 
@@ -499,25 +571,36 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         self.rails.note_inbound(now_ns, rail);
         let rails = &mut self.rails;
         let stats = &mut self.stats;
+        let mut newly_acked = NewlyAcked::default();
         let mut on_acked = |sent: &SentFrame<P>| {
             if sent.transmit_count == 1 {
                 rails.note_outbound_proof(now_ns, sent.last_rail);
+            } else if rails
+                .rtt(sent.last_rail)
+                .min_ns()
+                .is_some_and(|min_rtt_ns| now_ns.saturating_sub(sent.last_transmit_ns) < min_rtt_ns)
+            {
+                // Faster than any round trip: an earlier copy was acked.
+                stats.spurious_retransmits += 1;
             }
             if let Some(failed_rail) = sent.failed_over_from_rail {
                 if let Some(failover_ns) = rails.note_failover_frame_acked(now_ns, failed_rail) {
                     stats.failover_time_ns += failover_ns;
                 }
             }
+            newly_acked.note(sent);
         };
         self.send_buffer
             .acknowledge_cumulative(header.ack, &mut on_acked);
         if is_pure_ack {
             self.send_buffer
                 .acknowledge_selective(header.ack, header.aux, &mut on_acked);
+            self.handle_newly_acked(now_ns, newly_acked);
             self.fast_retransmit_hole(now_ns, header.ack, header.aux);
             self.handle_pure_ack_signals(now_ns, rail, &header);
             return Ok(false);
         }
+        self.handle_newly_acked(now_ns, newly_acked);
         // The sender waits for this ack to complete a send: no coalescing,
         // and a second copy (see `ack_copies_owed`).
         let in_order_ack_ns = if header.flags & FLAG_ACK_NOW != 0 {
@@ -532,10 +615,17 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             self.schedule_ack(in_order_ack_ns);
             return Ok(true);
         }
+        let fills_a_hole = self.receive_buffer.has_out_of_order();
         match self.receive_buffer.insert(header.seq, frame) {
             Arrival::InOrder => {
                 self.stats.frames_received += 1;
-                self.schedule_ack(in_order_ack_ns);
+                // A frame that fills a hole is acked at once (RFC 5681): the
+                // sender is timing it against its reordering threshold.
+                self.schedule_ack(if fills_a_hole {
+                    now_ns
+                } else {
+                    in_order_ack_ns
+                });
             }
             Arrival::OutOfOrder => {
                 // A hole: tell the sender at once which frames we hold.
@@ -575,8 +665,151 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             && hole.retransmit_deadline_ns > now_ns
         {
             hole.fast_retransmitted = true;
+            hole.early_retransmit_due = true;
             hole.retransmit_deadline_ns = now_ns;
-            self.stats.fast_retransmits += 1;
+        }
+    }
+
+    /// An acknowledgement covered new frames: take an RTT sample from the
+    /// newest (if sent once), deem lost every frame sent before the
+    /// latest-sent acknowledged one that is older than the reordering
+    /// threshold (RFC 9002's time threshold, RACK in TCP), and restart the
+    /// tail-loss probe timer.
+    fn handle_newly_acked(&mut self, now_ns: u64, newly_acked: NewlyAcked) {
+        if !newly_acked.any {
+            return;
+        }
+        if let Some((_, transmit_ns, rail)) = newly_acked.sample {
+            self.rails
+                .note_rtt_sample(rail, now_ns.saturating_sub(transmit_ns));
+            self.stats.rtt_samples += 1;
+        }
+        if let Some(latest_sent) = newly_acked.latest_sent {
+            let config = self.config;
+            let rails = &self.rails;
+            let overtaken = self
+                .send_buffer
+                .in_flight_mut()
+                .take_while(|sent| sent.seq < newly_acked.largest_seq);
+            for sent in overtaken {
+                if send_order(sent, u64::MAX) >= latest_sent || sent.early_retransmit_due {
+                    continue;
+                }
+                let threshold_ns = rails
+                    .rtt(sent.last_rail)
+                    .timers(&config)
+                    .reorder_threshold_ns;
+                let lost_at_ns = sent
+                    .last_transmit_ns
+                    .saturating_add(threshold_ns)
+                    .max(now_ns);
+                if lost_at_ns < sent.retransmit_deadline_ns {
+                    sent.retransmit_deadline_ns = lost_at_ns;
+                    sent.early_retransmit_due = true;
+                }
+            }
+        }
+        self.probe_count = 0;
+        if let Some((transmit_ns, rail)) = self.last_data_transmit {
+            self.arm_probe(transmit_ns, rail);
+        }
+    }
+
+    /// Start the tail-loss probe timer from the latest data transmission,
+    /// backed off by the probes already sent; none while nothing is in
+    /// flight, before the rail's RTT is measured, or once
+    /// `TAIL_LOSS_PROBES_MAX` probes went unanswered.
+    fn arm_probe(&mut self, from_ns: u64, rail: u32) {
+        self.probe_deadline_ns = None;
+        if self.probe_count >= TAIL_LOSS_PROBES_MAX || !self.send_buffer.has_transmitted() {
+            return;
+        }
+        let Some(pto_ns) = self.rails.rtt(rail).timers(&self.config).pto_ns else {
+            return;
+        };
+        self.probe_deadline_ns =
+            Some(from_ns.saturating_add(pto_ns.saturating_mul(1 << self.probe_count.min(16))));
+    }
+
+    /// The probe timer expired: nothing was acknowledged for a probe timeout
+    /// after the latest transmission. Send a tail-loss probe (a heartbeat
+    /// probe: a pure Ack the peer answers at once, on the rail it came from)
+    /// on the rail of the newest unacknowledged frame, rather than resending
+    /// that frame: on a busy but loss-free path the answer simply
+    /// acknowledges everything and a late ack cost 64 bytes, not a spurious
+    /// retransmission of a fragment of up to 1 MiB. If the answer does not
+    /// cover frames sent on that rail before the probe, they were lost (see
+    /// `handle_tail_probe_answer`): recovered about two round trips after
+    /// the probe timeout instead of after a retransmission timeout.
+    fn check_probe(&mut self, now_ns: u64) {
+        if self.status.is_err()
+            || self
+                .probe_deadline_ns
+                .is_none_or(|deadline_ns| deadline_ns > now_ns)
+        {
+            return;
+        }
+        self.probe_deadline_ns = None;
+        let Some(newest) = self.send_buffer.newest_in_flight_mut() else {
+            return;
+        };
+        // A frame refused by a live peer's full window was not lost.
+        if newest.blocked_by_window {
+            return;
+        }
+        let newest_rail = newest.last_rail;
+        let Some(rail) = (if self.rails.is_up(newest_rail) {
+            Some(newest_rail)
+        } else {
+            self.rails.choose(None)
+        }) else {
+            return;
+        };
+        self.tail_probe_due_rail = Some(rail);
+        self.tail_probes_numbered = self.tail_probes_numbered.wrapping_add(1).max(1);
+        self.tail_probe_sent = Some(TailProbe {
+            id: self.tail_probes_numbered,
+            at_ns: now_ns,
+            rail,
+            largest_sent_seq: self.send_buffer.largest_sent_seq(),
+        });
+        self.probe_count += 1;
+        self.stats.tail_loss_probes += 1;
+        self.arm_probe(now_ns, rail);
+    }
+
+    /// The peer answered a probe on `rail`: frames sent on that rail before
+    /// our tail-loss probe and still unacknowledged after the answer's acks
+    /// were lost (a rail is FIFO: the probe came after them), once older
+    /// than the reordering threshold (simulated links may reorder).
+    fn handle_tail_probe_answer(&mut self, now_ns: u64, rail: u32, probe_id: u32) {
+        let Some(probe) = self.tail_probe_sent else {
+            return;
+        };
+        if probe.rail != rail || probe.id != probe_id {
+            return;
+        }
+        self.tail_probe_sent = None;
+        let config = self.config;
+        let rails = &self.rails;
+        for sent in self.send_buffer.in_flight_mut() {
+            if sent.seq > probe.largest_sent_seq
+                || sent.last_rail != rail
+                || sent.last_transmit_ns > probe.at_ns
+                || sent.blocked_by_window
+                || sent.early_retransmit_due
+            {
+                continue;
+            }
+            let threshold_ns = rails.rtt(rail).timers(&config).reorder_threshold_ns;
+            let lost_at_ns = sent
+                .last_transmit_ns
+                .saturating_add(threshold_ns)
+                .max(now_ns);
+            if lost_at_ns < sent.retransmit_deadline_ns {
+                sent.retransmit_deadline_ns = lost_at_ns;
+                sent.early_retransmit_due = true;
+            }
         }
     }
 
@@ -585,6 +818,10 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
     fn handle_pure_ack_signals(&mut self, now_ns: u64, rail: u32, header: &FrameHeader) {
         if header.tag & ACK_TAG_PROBE != 0 {
             self.rails.note_probe_received(rail);
+            self.probe_id_to_answer = header.context;
+        }
+        if header.tag & ACK_TAG_PROBE_ANSWER != 0 {
+            self.handle_tail_probe_answer(now_ns, rail, header.context);
         }
         if header.tag & ACK_TAG_PROBE_ANSWER != 0 && self.rails.note_probe_answered(now_ns, rail) {
             self.stats.rails_recovered += 1;
@@ -626,6 +863,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         self.note_time(now_ns);
         self.check_rails(now_ns);
         self.check_retries(now_ns);
+        self.check_probe(now_ns);
         if self.status.is_err() {
             return None;
         }
@@ -648,7 +886,12 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         }
         if let Some(rail) = self.rails.take_answer() {
             self.stats.heartbeats_sent += 1;
-            return control(rail, self.pure_ack(ACK_TAG_PROBE_ANSWER));
+            let probe_id = std::mem::take(&mut self.probe_id_to_answer);
+            return control(rail, self.pure_ack_numbered(ACK_TAG_PROBE_ANSWER, probe_id));
+        }
+        if let Some(rail) = self.tail_probe_due_rail.take() {
+            let probe_id = self.tail_probe_sent.map_or(0, |probe| probe.id);
+            return control(rail, self.pure_ack_numbered(ACK_TAG_PROBE, probe_id));
         }
         if let Some(rail) = self.rails.take_due_probe(now_ns) {
             self.stats.heartbeats_sent += 1;
@@ -709,13 +952,19 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             sent.counted_transmit_count += 1;
         }
         sent.next_transmission_is_forced = false;
+        if retransmission && std::mem::take(&mut sent.early_retransmit_due) {
+            self.stats.fast_retransmits += 1;
+        }
         sent.transmit_count += 1;
+        let rto_ns = self.rails.rtt(rail).timers(&config).rto_ns;
         sent.retransmit_deadline_ns =
-            now_ns.saturating_add(config.retransmit_timeout_ns(sent.transmit_count));
+            now_ns.saturating_add(config.retransmit_timeout_from_ns(rto_ns, sent.transmit_count));
         sent.last_rail = rail;
         sent.last_transmit_ns = now_ns;
         set_ack(&mut sent.header, ack);
         let seq = sent.seq;
+        self.last_data_transmit = Some((now_ns, rail));
+        self.arm_probe(now_ns, rail);
         if retransmission {
             self.stats.frames_retransmitted += 1;
         } else {
@@ -734,9 +983,18 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
     /// the selective-ack bitmap and the receive limit; it settles any ack
     /// that was due.
     fn pure_ack(&mut self, tag: i32) -> [u8; HEADER_LEN_BYTES] {
+        self.pure_ack_numbered(tag, 0)
+    }
+
+    /// A pure Ack whose `context` carries `probe_id`: a tail-loss probe's
+    /// number, or, in an answer, the number of the probe answered (0: a
+    /// heartbeat), so an answer to an old probe is not taken for the
+    /// answer to the latest one.
+    fn pure_ack_numbered(&mut self, tag: i32, probe_id: u32) -> [u8; HEADER_LEN_BYTES] {
         self.ack_deadline_ns = None;
         self.window_update_due = false;
         let mut header = FrameHeader::new(FrameKind::Ack, self.local_rank);
+        header.context = probe_id;
         header.ack = self.receive_buffer.largest_in_order_seq();
         header.aux = self.receive_buffer.selective_ack_bitmap();
         header.message_id = self.receive_buffer.receive_limit_seq();
@@ -759,6 +1017,13 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         Some(frame)
     }
 
+    /// Give back a buffer [`PeerLink::poll_deliver`] handed out, once its
+    /// frame is consumed: the link reuses it for the next frame it must
+    /// copy (a bounded pool, see `receive_buffer.rs`).
+    pub fn recycle(&mut self, buffer: Vec<u8>) {
+        self.receive_buffer.recycle(buffer);
+    }
+
     /// Earliest time `handle_timeout` (then `poll_transmit`) must be called:
     /// a retransmission, a delayed ack, a heartbeat, an answer to a probe or
     /// a rail silence check. `None` when nothing is pending or the peer is
@@ -770,6 +1035,8 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         [
             self.send_buffer.earliest_retransmit_deadline_ns(),
             self.ack_deadline_ns,
+            self.probe_deadline_ns,
+            self.tail_probe_due_rail.map(|_| 0),
             self.rails.next_deadline_ns(),
         ]
         .into_iter()
@@ -784,6 +1051,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         self.note_time(now_ns);
         self.check_rails(now_ns);
         self.check_retries(now_ns);
+        self.check_probe(now_ns);
     }
 
     /// The path failed to send on `rail` (connection reset, send error):
@@ -842,6 +1110,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
     /// Counters and buffer occupancy.
     pub fn stats(&self) -> LinkStats {
         LinkStats {
+            smoothed_rtt_ns: self.rails.rtt(0).smoothed_ns().unwrap_or(0),
             send_buffered_frames: self.send_buffer.len(),
             receive_buffered_frames: self.receive_buffer.buffered_frames(),
             bytes_buffered: self.send_buffer.buffered_bytes()
@@ -941,6 +1210,38 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             .map(|sent| sent.seq);
         if let Some(seq) = exhausted {
             self.declare_unreachable(seq, max_retries, UnreachableCause::RetriesExhausted);
+        }
+    }
+}
+
+/// Where `sent` stands in transmission order: time of its latest
+/// transmission, then, among frames sent at the same instant (one burst),
+/// sequence order for first transmissions; `retransmitted_rank` ranks a
+/// retransmission at that instant (they go out after the new frames: pass
+/// `u64::MAX` for a frame being judged, 0 for the acknowledged one).
+fn send_order<P>(sent: &SentFrame<P>, retransmitted_rank: u64) -> (u64, u64) {
+    let rank = if sent.transmit_count == 1 {
+        sent.seq
+    } else {
+        retransmitted_rank
+    };
+    (sent.last_transmit_ns, rank)
+}
+
+impl NewlyAcked {
+    fn note<P>(&mut self, sent: &SentFrame<P>) {
+        self.any = true;
+        if sent.seq >= self.largest_seq {
+            self.largest_seq = sent.seq;
+            self.sample = (sent.transmit_count == 1).then_some((
+                sent.seq,
+                sent.last_transmit_ns,
+                sent.last_rail,
+            ));
+        }
+        let order = send_order(sent, 0);
+        if self.latest_sent.is_none_or(|latest| order > latest) {
+            self.latest_sent = Some(order);
         }
     }
 }

@@ -7,6 +7,8 @@ use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
 const RAIL_CONFIG: ReliableConfig = ReliableConfig {
     ack_timeout_ns: 1_000,
+    min_rto_ns: 1_000,
+    timer_granularity_ns: 100,
     max_backoff_ns: 8_000,
     send_window_frames: 8,
     ack_delay_ns: 100,

@@ -33,6 +33,7 @@
 //! frames off a failed rail and reports events.
 
 use crate::config::{ReliableConfig, StripePolicy, RAIL_COUNT_MAX};
+use crate::rtt::RttEstimator;
 
 #[derive(Clone, Copy, Debug)]
 struct Rail {
@@ -54,6 +55,8 @@ struct Rail {
     /// Start of the current run of evidence without a gap longer than half
     /// the silence timeout: since when the rail has worked continuously.
     working_since_ns: u64,
+    /// Round-trip time measured on the rail.
+    rtt: RttEstimator,
 }
 
 /// State of every rail of one link.
@@ -88,6 +91,7 @@ impl RailSet {
             answer_due: false,
             failover_started_ns: None,
             working_since_ns: 0,
+            rtt: RttEstimator::default(),
         };
         RailSet {
             rails: vec![rail; config.rail_count as usize],
@@ -158,6 +162,16 @@ impl RailSet {
     /// lost or late.
     fn working_gap_ns(&self) -> u64 {
         self.silence_timeout_ns / 2
+    }
+
+    /// The round-trip time measured on `rail`.
+    pub fn rtt(&self, rail: u32) -> &RttEstimator {
+        &self.rails[rail as usize].rtt
+    }
+
+    /// An acknowledgement timed a round trip of `rtt_ns` on `rail`.
+    pub fn note_rtt_sample(&mut self, rail: u32, rtt_ns: u64) {
+        self.rails[rail as usize].rtt.sample(rtt_ns);
     }
 
     /// A valid frame arrived on `rail`.

@@ -10,8 +10,25 @@
 //! so frames ready for the application plus frames held out of order never
 //! exceed `capacity_frames`. A frame beyond the bound is dropped; the sender
 //! still holds it and retransmits it later.
+//!
+//! Buffers: a frame that cannot be delivered straight from the path's
+//! buffer (out of order, or while others wait) is copied into a buffer of
+//! this link's pool, which the owner gives back after delivery
+//! ([`ReceiveBuffer::recycle`]). Why a pool: fragments are up to 1 MiB, and
+//! allocating and freeing one per fragment makes glibc map and unmap it (or
+//! grow and trim the heap) each time, page faults on every fragment; the
+//! library used to change the application's allocator (`mallopt`) to avoid
+//! that. The pool is bounded: at most [`POOL_BYTES_MAX`] bytes of spare
+//! capacity per link; a buffer given back beyond that is freed, and a frame
+//! arriving with the pool empty gets a fresh allocation, so the limit costs
+//! speed (allocation), never correctness.
 
 use std::collections::{BTreeMap, VecDeque};
+
+/// Most spare buffer capacity one link's pool keeps: four of the largest
+/// TCP fragments (1 MiB). A window of reordered frames larger than that
+/// allocates the rest, and frees it on return.
+pub const POOL_BYTES_MAX: usize = 4 << 20;
 
 /// What the receive buffer did with an arriving data frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +57,10 @@ pub(crate) struct ReceiveBuffer {
     out_of_order: BTreeMap<u64, Vec<u8>>,
     capacity_frames: usize,
     buffered_bytes: usize,
+    /// Spare buffers, given back after delivery, reused for the next copies.
+    pool: Vec<Vec<u8>>,
+    /// Capacity of the buffers in `pool`.
+    pool_bytes: usize,
 }
 
 impl ReceiveBuffer {
@@ -55,7 +76,44 @@ impl ReceiveBuffer {
             out_of_order: BTreeMap::new(),
             capacity_frames,
             buffered_bytes: 0,
+            pool: Vec::new(),
+            pool_bytes: 0,
         }
+    }
+
+    /// A copy of `frame` in a pooled buffer (a fresh one if none is spare).
+    fn copy(&mut self, frame: &[u8]) -> Vec<u8> {
+        // The largest spare is the likeliest to fit without growing.
+        let mut buffer = match self.pool.pop() {
+            Some(buffer) => {
+                self.pool_bytes -= buffer.capacity();
+                buffer
+            }
+            None => Vec::new(),
+        };
+        buffer.clear();
+        buffer.extend_from_slice(frame);
+        buffer
+    }
+
+    /// Take back a buffer `pop_ready` handed out, for reuse; freed if the
+    /// pool already holds `POOL_BYTES_MAX` of spare capacity.
+    pub fn recycle(&mut self, buffer: Vec<u8>) {
+        let capacity = buffer.capacity();
+        if capacity == 0 || self.pool_bytes + capacity > POOL_BYTES_MAX {
+            return;
+        }
+        self.pool_bytes += capacity;
+        let at = self
+            .pool
+            .partition_point(|spare| spare.capacity() <= capacity);
+        self.pool.insert(at, buffer);
+    }
+
+    /// Spare bytes held by the pool.
+    #[cfg(test)]
+    pub fn pool_bytes(&self) -> usize {
+        self.pool_bytes
     }
 
     /// The cumulative acknowledgement to put in outgoing headers.
@@ -101,10 +159,12 @@ impl ReceiveBuffer {
         }
         self.buffered_bytes += frame.len();
         if seq != self.largest_in_order_seq + 1 {
-            self.out_of_order.insert(seq, frame.to_vec());
+            let copy = self.copy(frame);
+            self.out_of_order.insert(seq, copy);
             return Arrival::OutOfOrder;
         }
-        self.ready.push_back(frame.to_vec());
+        let copy = self.copy(frame);
+        self.ready.push_back(copy);
         self.largest_in_order_seq = seq;
         while let Some(next) = self.out_of_order.remove(&(self.largest_in_order_seq + 1)) {
             self.ready.push_back(next);
@@ -180,6 +240,34 @@ mod tests {
         let delivered: Vec<Vec<u8>> = std::iter::from_fn(|| buffer.pop_ready()).collect();
         assert_eq!(delivered, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
         assert_eq!(buffer.buffered_bytes(), 0);
+    }
+
+    #[test]
+    fn delivered_buffers_are_reused_up_to_the_pool_limit() {
+        let mut buffer = ReceiveBuffer::new(8);
+        let big = vec![7u8; 1 << 20];
+        assert_eq!(buffer.insert(2, &big), Arrival::OutOfOrder);
+        assert_eq!(buffer.insert(1, &big), Arrival::InOrder);
+        let first = buffer.pop_ready().unwrap();
+        let second = buffer.pop_ready().unwrap();
+        let reused_at = first.as_ptr();
+        buffer.recycle(first);
+        buffer.recycle(second);
+        assert_eq!(buffer.pool_bytes(), 2 << 20);
+        // The next copy lands in a recycled buffer: no allocation.
+        assert_eq!(buffer.insert(4, b"small"), Arrival::OutOfOrder);
+        assert_eq!(buffer.insert(3, &big), Arrival::InOrder);
+        let third = buffer.pop_ready().unwrap();
+        let fourth = buffer.pop_ready().unwrap();
+        assert!(third.as_ptr() == reused_at || fourth.as_ptr() == reused_at);
+        assert_eq!(third, big);
+        assert_eq!(fourth, b"small");
+        assert_eq!(buffer.pool_bytes(), 0);
+        // Beyond the limit, given-back buffers are freed.
+        for _ in 0..8 {
+            buffer.recycle(Vec::with_capacity(1 << 20));
+        }
+        assert_eq!(buffer.pool_bytes(), POOL_BYTES_MAX);
     }
 
     #[test]

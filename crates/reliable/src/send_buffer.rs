@@ -51,6 +51,9 @@ pub(crate) struct SentFrame<P> {
     /// Already resent early because the peer reported frames after it
     /// (fast retransmit happens once per frame; after that, timers).
     pub fast_retransmitted: bool,
+    /// The deadline of the latest transmission was brought forward because
+    /// frames sent after it were acknowledged (reordering threshold).
+    pub early_retransmit_due: bool,
 }
 
 /// Frames sent (or about to be) and not yet cumulatively acknowledged.
@@ -128,6 +131,7 @@ impl<P: AsRef<[u8]>> SendBuffer<P> {
             blocked_by_window: false,
             failed_over_from_rail: None,
             fast_retransmitted: false,
+            early_retransmit_due: false,
         });
         seq
     }
@@ -169,6 +173,19 @@ impl<P: AsRef<[u8]>> SendBuffer<P> {
                 && sent.retransmit_deadline_ns <= now_ns
                 && !is_excused(sent)
         })
+    }
+
+    /// Whether any transmitted frame awaits its cumulative acknowledgement.
+    pub fn has_transmitted(&self) -> bool {
+        self.first_unsent_seq > self.oldest_seq()
+    }
+
+    /// The newest frame transmitted and not yet acknowledged in any way.
+    pub fn newest_in_flight_mut(&mut self) -> Option<&mut SentFrame<P>> {
+        self.frames
+            .iter_mut()
+            .rev()
+            .find(|sent| sent.transmit_count > 0 && !sent.selectively_acked)
     }
 
     /// Frames transmitted and not yet acknowledged in any way, oldest first.

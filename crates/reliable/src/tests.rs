@@ -3,13 +3,15 @@
 
 use crate::{
     LinkStatus, PeerLink, PeerUnreachable, ReceiveError, ReliableConfig, StripePolicy,
-    UnreachableCause, WindowFull, FAST_RETRANSMIT_THRESHOLD,
+    UnreachableCause, WindowFull, ACK_TAG_PROBE, ACK_TAG_PROBE_ANSWER, FAST_RETRANSMIT_THRESHOLD,
 };
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 use std::collections::VecDeque;
 
 const TEST_CONFIG: ReliableConfig = ReliableConfig {
     ack_timeout_ns: 1_000,
+    min_rto_ns: 1_000,
+    timer_granularity_ns: 100,
     max_backoff_ns: 8_000,
     send_window_frames: 8,
     ack_delay_ns: 100,
@@ -460,4 +462,282 @@ fn a_hole_reported_below_later_frames_is_resent_before_its_timeout() {
     );
     assert_eq!(sender.stats().fast_retransmits, 1);
     assert_eq!(FAST_RETRANSMIT_THRESHOLD, 2);
+}
+
+/// A config whose measured timers are far below the initial timeout.
+const MEASURED_CONFIG: ReliableConfig = ReliableConfig {
+    ack_timeout_ns: 100_000,
+    min_rto_ns: 10,
+    timer_granularity_ns: 10,
+    ack_delay_ns: 0,
+    max_backoff_ns: 1_000_000,
+    ..TEST_CONFIG
+};
+
+/// Measured timers, with the retransmission timeout's floor (50 µs) far
+/// above the round trip, as on real processes: loss is found by probes.
+const PROBE_CONFIG: ReliableConfig = ReliableConfig {
+    min_rto_ns: 50_000,
+    ..MEASURED_CONFIG
+};
+
+/// Send one frame from `sender` at `sent_ns`, deliver it, and bring its ack
+/// back at `acked_ns` (zero ack delay: the ack leaves at once).
+fn round_trip(sender: &mut PeerLink, receiver: &mut PeerLink, sent_ns: u64, acked_ns: u64) -> u64 {
+    let seq = sender
+        .handle_send(sent_ns, data_frame(0, b"timed"))
+        .unwrap();
+    let wire = sender.poll_transmit(sent_ns).expect("the frame");
+    receiver.handle_receive(sent_ns, &wire).unwrap();
+    while receiver.poll_deliver().is_some() {}
+    let ack = receiver.poll_transmit(sent_ns).expect("the ack");
+    sender.handle_receive(acked_ns, &ack).unwrap();
+    assert!(sender.is_idle(), "{:?} {:?}", header(&ack), sender.stats());
+    seq
+}
+
+#[test]
+fn measured_round_trips_set_the_retransmission_timeout() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, MEASURED_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, MEASURED_CONFIG);
+    // Before any sample: the initial timeout.
+    sender.handle_send(0, data_frame(0, b"first")).unwrap();
+    let first = sender.poll_transmit(0).unwrap();
+    assert_eq!(sender.poll_timeout(), Some(100_000));
+    receiver.handle_receive(0, &first).unwrap();
+    let ack = receiver.poll_transmit(0).unwrap();
+    sender.handle_receive(1_000, &ack).unwrap();
+    assert_eq!(sender.stats().rtt_samples, 1);
+    for round in 1..40u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    assert_eq!(sender.stats().smoothed_rtt_ns, 1_000);
+    // A frame now: its timeout is the measured one, a few µs, not 100 µs.
+    sender.handle_send(500_000, data_frame(0, b"lost")).unwrap();
+    sender.poll_transmit(500_000).unwrap();
+    let due_ns = sender.poll_timeout().unwrap() - 500_000;
+    assert!((1_000..5_000).contains(&due_ns), "due after {due_ns} ns");
+}
+
+#[test]
+fn retransmitted_frames_give_no_round_trip_sample() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, TEST_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, TEST_CONFIG);
+    sender.handle_send(0, data_frame(0, b"x")).unwrap();
+    sender.poll_transmit(0).unwrap(); // lost
+    let resent = sender.poll_transmit(TEST_CONFIG.ack_timeout_ns).unwrap();
+    receiver.handle_receive(1_010, &resent).unwrap();
+    let ack = receiver.poll_transmit(2_000).unwrap();
+    // Which copy does the ack answer? Karn: no sample.
+    sender.handle_receive(2_000, &ack).unwrap();
+    assert!(sender.is_idle());
+    assert_eq!(sender.stats().rtt_samples, 0);
+    assert_eq!(sender.stats().smoothed_rtt_ns, 0);
+}
+
+#[test]
+fn lost_tail_frame_is_found_by_a_probe_after_a_probe_timeout() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, PROBE_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, PROBE_CONFIG);
+    // The path's round trip: 1 µs.
+    for round in 0..20u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    // Two frames; the second (the tail) is lost.
+    let now_ns = 1_000_000;
+    sender.handle_send(now_ns, data_frame(0, b"head")).unwrap();
+    sender.handle_send(now_ns, data_frame(0, b"tail")).unwrap();
+    let head = sender.poll_transmit(now_ns).unwrap();
+    let _tail = sender.poll_transmit(now_ns).unwrap();
+    receiver.handle_receive(now_ns + 500, &head).unwrap();
+    while receiver.poll_deliver().is_some() {}
+    let ack = receiver.poll_transmit(now_ns + 500).unwrap();
+    sender.handle_receive(now_ns + 1_000, &ack).unwrap();
+    // Nothing more comes back: the probe fires about one round trip after
+    // the last transmission (1 µs + granularity), long before a retry, and
+    // it is a pure Ack, not a copy of the frame.
+    let probe_ns = sender.poll_timeout().unwrap();
+    assert!(
+        probe_ns - now_ns <= 2_000,
+        "probe after {} ns",
+        probe_ns - now_ns
+    );
+    sender.handle_timeout(probe_ns);
+    let probe = sender.poll_transmit(probe_ns).expect("the probe");
+    assert_eq!(header(&probe).kind, FrameKind::Ack);
+    assert_eq!(header(&probe).tag & ACK_TAG_PROBE, ACK_TAG_PROBE);
+    assert_eq!(sender.stats().tail_loss_probes, 1);
+    assert_eq!(sender.stats().frames_retransmitted, 0);
+    // The peer answers at once; the answer does not cover the tail, which
+    // went before the probe on the same rail: it is resent now.
+    receiver.handle_receive(probe_ns + 500, &probe).unwrap();
+    let answer = receiver.poll_transmit(probe_ns + 500).unwrap();
+    assert_eq!(
+        header(&answer).tag & ACK_TAG_PROBE_ANSWER,
+        ACK_TAG_PROBE_ANSWER
+    );
+    sender.handle_receive(probe_ns + 1_000, &answer).unwrap();
+    let resent = sender
+        .poll_transmit(probe_ns + 1_000)
+        .expect("the tail again");
+    assert_eq!(body(&resent), b"tail");
+    receiver.handle_receive(probe_ns + 1_500, &resent).unwrap();
+    let ack = receiver.poll_transmit(probe_ns + 1_500).unwrap();
+    sender.handle_receive(probe_ns + 2_000, &ack).unwrap();
+    assert!(sender.is_idle());
+    assert_eq!(sender.stats().frames_retransmitted, 1);
+}
+
+#[test]
+fn a_probe_answered_in_full_resends_nothing() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, PROBE_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, PROBE_CONFIG);
+    for round in 0..20u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    // A frame whose ack is late (a descheduled receiver): the probe goes,
+    // the frame and the probe both arrive, the answer covers the frame.
+    let now_ns = 1_000_000;
+    sender.handle_send(now_ns, data_frame(0, b"slow")).unwrap();
+    let frame = sender.poll_transmit(now_ns).unwrap();
+    let probe_ns = sender.poll_timeout().unwrap();
+    sender.handle_timeout(probe_ns);
+    let probe = sender.poll_transmit(probe_ns).expect("the probe");
+    receiver.handle_receive(probe_ns + 5_000, &frame).unwrap();
+    receiver.handle_receive(probe_ns + 5_000, &probe).unwrap();
+    while let Some(answer) = receiver.poll_transmit(probe_ns + 5_000) {
+        sender.handle_receive(probe_ns + 5_500, &answer).unwrap();
+    }
+    assert!(sender.is_idle());
+    assert_eq!(sender.stats().frames_retransmitted, 0);
+    assert_eq!(receiver.stats().duplicates_dropped, 0);
+}
+
+#[test]
+fn an_ack_faster_than_any_round_trip_marks_the_retransmission_spurious() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, MEASURED_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, MEASURED_CONFIG);
+    for round in 0..20u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    // A frame whose ack is slow (a busy receiver): the sender gives up on
+    // it and resends, then the ack of the first copy comes.
+    let now_ns = 1_000_000;
+    sender.handle_send(now_ns, data_frame(0, b"slow")).unwrap();
+    let original = sender.poll_transmit(now_ns).unwrap();
+    let resend_ns = sender.poll_timeout().unwrap();
+    sender.handle_timeout(resend_ns);
+    let copy = sender.poll_transmit(resend_ns).expect("a retransmission");
+    receiver.handle_receive(resend_ns + 100, &original).unwrap();
+    let ack = receiver.poll_transmit(resend_ns + 100).unwrap();
+    sender.handle_receive(resend_ns + 200, &ack).unwrap();
+    assert!(sender.is_idle());
+    assert_eq!(sender.stats().spurious_retransmits, 1);
+    // The copy arrives: the receiver drops it as a duplicate.
+    receiver.handle_receive(resend_ns + 300, &copy).unwrap();
+    assert_eq!(receiver.stats().duplicates_dropped, 1);
+}
+
+#[test]
+fn the_answer_to_an_older_probe_declares_nothing_lost() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, PROBE_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, PROBE_CONFIG);
+    for round in 0..20u64 {
+        round_trip(
+            &mut sender,
+            &mut receiver,
+            round * 10_000,
+            round * 10_000 + 1_000,
+        );
+    }
+    // Frame A; its ack is late, so a first probe goes.
+    let now_ns = 1_000_000;
+    sender.handle_send(now_ns, data_frame(0, b"A")).unwrap();
+    let frame_a = sender.poll_transmit(now_ns).unwrap();
+    let first_ns = sender.poll_timeout().unwrap();
+    sender.handle_timeout(first_ns);
+    let first_probe = sender.poll_transmit(first_ns).expect("first probe");
+    // A's ack comes; the answer to the first probe is held up on the way.
+    receiver.handle_receive(first_ns + 5, &frame_a).unwrap();
+    while receiver.poll_deliver().is_some() {}
+    let ack_a = receiver.poll_transmit(first_ns + 5).unwrap();
+    receiver
+        .handle_receive(first_ns + 10, &first_probe)
+        .unwrap();
+    let first_answer = receiver.poll_transmit(first_ns + 10).unwrap();
+    assert_eq!(
+        header(&first_answer).tag & ACK_TAG_PROBE_ANSWER,
+        ACK_TAG_PROBE_ANSWER
+    );
+    sender.handle_receive(first_ns + 20, &ack_a).unwrap();
+    // Frame B, late too: a second probe.
+    sender
+        .handle_send(first_ns + 100, data_frame(0, b"B"))
+        .unwrap();
+    let frame_b = sender.poll_transmit(first_ns + 100).unwrap();
+    let second_ns = sender.poll_timeout().unwrap();
+    sender.handle_timeout(second_ns);
+    let second_probe = sender.poll_transmit(second_ns).expect("second probe");
+    assert_eq!(sender.stats().tail_loss_probes, 2);
+    // Now the first answer arrives. It does not cover B, but it answers the
+    // first probe, sent before B: it must not condemn B.
+    let late_ns = second_ns + 5_000;
+    sender.handle_receive(late_ns, &first_answer).unwrap();
+    // Only probes may go out now (a third one is due), no data frame.
+    let sent_now: Vec<Vec<u8>> = std::iter::from_fn(|| sender.poll_transmit(late_ns)).collect();
+    assert!(
+        sent_now
+            .iter()
+            .all(|frame| header(frame).kind == FrameKind::Ack),
+        "nothing resent"
+    );
+    receiver.handle_receive(late_ns + 10, &frame_b).unwrap();
+    receiver
+        .handle_receive(late_ns + 10, &second_probe)
+        .unwrap();
+    for probe in &sent_now {
+        receiver.handle_receive(late_ns + 10, probe).unwrap();
+    }
+    while let Some(answer) = receiver.poll_transmit(late_ns + 10) {
+        sender.handle_receive(late_ns + 20, &answer).unwrap();
+    }
+    assert!(sender.is_idle());
+    assert_eq!(sender.stats().frames_retransmitted, 0);
+}
+
+#[test]
+fn a_frame_filling_a_hole_is_acked_at_once() {
+    let mut sender = PeerLink::<Vec<u8>>::new(0, 1, TEST_CONFIG);
+    let mut receiver = PeerLink::<Vec<u8>>::new(1, 0, TEST_CONFIG);
+    sender.handle_send(0, data_frame(0, b"one")).unwrap();
+    sender.handle_send(0, data_frame(0, b"two")).unwrap();
+    let one = sender.poll_transmit(0).unwrap();
+    let two = sender.poll_transmit(0).unwrap();
+    // Two overtakes one: acked at once (selective ack of the hole).
+    receiver.handle_receive(10, &two).unwrap();
+    assert_eq!(header(&receiver.poll_transmit(10).unwrap()).ack, 0);
+    // One fills the hole: the sender is timing it, so no coalescing delay.
+    receiver.handle_receive(20, &one).unwrap();
+    let ack = receiver.poll_transmit(20).expect("an ack at once");
+    assert_eq!(header(&ack).ack, 2);
 }

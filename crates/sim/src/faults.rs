@@ -75,6 +75,15 @@ pub struct FaultModel {
     pub bit_flip_rate: f64,
     /// Rails failing for a while or for good.
     pub rail_outages: Vec<RailOutage>,
+    /// Data frames lost on their first transmission, as (source,
+    /// destination, sequence number): a chosen loss, e.g. the last fragment
+    /// of a message, for loss-recovery scenarios.
+    pub dropped_data_frames: Vec<(u32, u32, u64)>,
+    /// Time each frame occupies its directed link (per rail) before the next
+    /// may start: a busy link queues frames, so round trips grow and vary
+    /// with the load, and is FIFO (jitter and reorder delays hold back the
+    /// frames behind). 0: links have no capacity limit and reorder freely.
+    pub link_busy_ns_per_frame: u64,
 }
 
 impl FaultModel {
@@ -91,6 +100,8 @@ impl FaultModel {
             cut_links: Vec::new(),
             bit_flip_rate: 0.0,
             rail_outages: Vec::new(),
+            dropped_data_frames: Vec::new(),
+            link_busy_ns_per_frame: 0,
         }
     }
 
@@ -109,6 +120,8 @@ impl FaultModel {
             cut_links: Vec::new(),
             bit_flip_rate: 0.0,
             rail_outages: Vec::new(),
+            dropped_data_frames: Vec::new(),
+            link_busy_ns_per_frame: 0,
         }
     }
 

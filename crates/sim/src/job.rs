@@ -39,6 +39,8 @@ use std::collections::VecDeque;
 pub fn simulation_link_config() -> ReliableConfig {
     ReliableConfig {
         ack_timeout_ns: 20_000,
+        min_rto_ns: 20_000,
+        timer_granularity_ns: 1_000,
         max_backoff_ns: 640_000,
         send_window_frames: 8,
         ack_delay_ns: 2_000,
@@ -250,6 +252,8 @@ pub struct JobReport {
     pub last_data_frame_ns_per_rail: [u64; SIM_RAIL_COUNT_MAX],
     /// (link, rail outage) pairs whose detection time was checked.
     pub rail_detections_checked: u64,
+    /// When the application issued its last send (virtual time).
+    pub last_send_issued_ns: u64,
 }
 
 /// A violated invariant, with the seed that reproduces it.
@@ -417,6 +421,7 @@ impl Job {
                 .is_some_and(|message| message.issue_ns <= now_ns)
             {
                 let message = rank.unissued.pop_front().expect("front checked");
+                self.report.last_send_issued_ns = self.report.last_send_issued_ns.max(now_ns);
                 rank.pending_sends[message.destination as usize].push_back(message);
             }
             for (peer, pending) in rank.pending_sends.iter_mut().enumerate() {
@@ -1010,6 +1015,10 @@ impl Job {
                 rails_recovered: sum.rails_recovered + stats.rails_recovered,
                 failover_time_ns: sum.failover_time_ns + stats.failover_time_ns,
                 fast_retransmits: sum.fast_retransmits + stats.fast_retransmits,
+                tail_loss_probes: sum.tail_loss_probes + stats.tail_loss_probes,
+                spurious_retransmits: sum.spurious_retransmits + stats.spurious_retransmits,
+                rtt_samples: sum.rtt_samples + stats.rtt_samples,
+                smoothed_rtt_ns: sum.smoothed_rtt_ns.max(stats.smoothed_rtt_ns),
                 events_dropped: sum.events_dropped + stats.events_dropped,
             })
     }

@@ -7,8 +7,9 @@
 
 use crate::faults::FaultModel;
 use crate::rng::SplitMix64;
+use resmpi_wire::FrameHeader;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// Rails the network keeps per-rail counters for.
 pub const SIM_RAIL_COUNT_MAX: usize = 4;
@@ -67,6 +68,11 @@ pub struct NetworkStats {
     pub frames_corrupted: u64,
     /// Frames handed to the network, per rail.
     pub frames_transmitted_per_rail: [u64; SIM_RAIL_COUNT_MAX],
+    /// Frames dropped because the fault model names them
+    /// (`dropped_data_frames`).
+    pub frames_dropped_by_choice: u64,
+    /// Longest wait of a frame for its busy link.
+    pub link_queue_ns_max: u64,
 }
 
 /// Frames in flight between ranks.
@@ -76,6 +82,11 @@ pub struct Network {
     in_flight: BinaryHeap<Reverse<InFlight>>,
     next_entry_order: u64,
     stats: NetworkStats,
+    /// When each directed link (source, destination, rail) is free again,
+    /// and the latest arrival on it (a busy link is FIFO).
+    link_free_at_ns: HashMap<(u32, u32, u32), (u64, u64)>,
+    /// Chosen losses already done (each happens once).
+    dropped_already: HashSet<(u32, u32, u64)>,
 }
 
 impl Network {
@@ -86,6 +97,8 @@ impl Network {
             in_flight: BinaryHeap::new(),
             next_entry_order: 0,
             stats: NetworkStats::default(),
+            link_free_at_ns: HashMap::new(),
+            dropped_already: HashSet::new(),
         }
     }
 
@@ -111,9 +124,45 @@ impl Network {
                 TransmitOutcome::Sent
             };
         }
-        let delays_ns = self
+        if !is_pure_ack && self.drops_by_choice(source, destination, &frame) {
+            self.stats.frames_dropped_by_choice += 1;
+            self.stats.frames_lost += 1;
+            return TransmitOutcome::Sent;
+        }
+        // A busy link: the frame leaves when the ones before it have.
+        let busy = self.faults.link_busy_ns_per_frame > 0;
+        let (departure_ns, latest_arrival_ns) = if busy {
+            let (free_at_ns, latest_arrival_ns) = self
+                .link_free_at_ns
+                .get(&(source, destination, rail))
+                .copied()
+                .unwrap_or((0, 0));
+            let start_ns = now_ns.max(free_at_ns);
+            self.stats.link_queue_ns_max = self.stats.link_queue_ns_max.max(start_ns - now_ns);
+            (
+                start_ns + self.faults.link_busy_ns_per_frame,
+                latest_arrival_ns,
+            )
+        } else {
+            (now_ns, 0)
+        };
+        let mut delays_ns = self
             .faults
             .arrival_delays_ns(rng, source, destination, is_pure_ack);
+        if busy {
+            // Jitter delays frames on a busy link but does not reorder them:
+            // a wire and its switch queues are FIFO.
+            let mut latest_arrival_ns = latest_arrival_ns;
+            for delay_ns in &mut delays_ns {
+                let arrival_ns = (departure_ns + *delay_ns).max(latest_arrival_ns);
+                *delay_ns = arrival_ns - departure_ns;
+                latest_arrival_ns = arrival_ns;
+            }
+            self.link_free_at_ns.insert(
+                (source, destination, rail),
+                (departure_ns, latest_arrival_ns),
+            );
+        }
         if delays_ns.is_empty() {
             self.stats.frames_lost += 1;
             return TransmitOutcome::Sent;
@@ -130,7 +179,7 @@ impl Network {
                 self.stats.frames_corrupted += 1;
             }
             self.in_flight.push(Reverse(InFlight {
-                arrival_ns: now_ns + delay_ns,
+                arrival_ns: departure_ns + delay_ns,
                 entry_order,
                 source,
                 destination,
@@ -140,6 +189,19 @@ impl Network {
             }));
         }
         TransmitOutcome::Sent
+    }
+
+    /// Whether `frame` is a data frame the fault model loses on purpose, the
+    /// first time it is sent.
+    fn drops_by_choice(&mut self, source: u32, destination: u32, frame: &[u8]) -> bool {
+        if self.faults.dropped_data_frames.is_empty() {
+            return false;
+        }
+        let Ok(header) = FrameHeader::parse(frame) else {
+            return false;
+        };
+        let key = (source, destination, header.seq);
+        self.faults.dropped_data_frames.contains(&key) && self.dropped_already.insert(key)
     }
 
     /// When the next frame arrives, if any is in flight.

@@ -133,6 +133,8 @@ fn every_fault_at_once_delivers_everything_in_order() {
             cut_links: Vec::new(),
             bit_flip_rate: 0.02,
             rail_outages: Vec::new(),
+            dropped_data_frames: Vec::new(),
+            link_busy_ns_per_frame: 0,
         };
         run(job(seed, 5, faults));
     }
@@ -196,7 +198,17 @@ fn rail_down_mid_message_loses_nothing() {
             let report = run(config);
             // Every directed link lost rail 0 mid-stream and said so.
             assert!(report.links.rails_failed >= 12, "{report:?}");
-            assert!(report.links.failover_time_ns > 0);
+            // Frames caught on the rail were moved to the other one: by the
+            // failover, or, when the rail went silent, often before it was
+            // declared down, by loss recovery (probes and the reordering
+            // threshold resend on another rail).
+            let recovered_early = report.links.tail_loss_probes + report.links.fast_retransmits;
+            assert!(
+                report.links.failover_time_ns > 0 || (!sender_sees_errors && recovered_early > 0)
+            );
+            if sender_sees_errors {
+                assert!(report.links.failover_time_ns > 0);
+            }
             assert!(report.network.frames_lost_to_rail_outages > 0);
             assert!(report.unreachable_links.is_empty());
         }
