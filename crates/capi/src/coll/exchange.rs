@@ -4,7 +4,7 @@
 use resmpi_core::coll::{self, Block};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::{any_comm_of, inter};
+use super::{any_comm_of, fast_path, inter};
 use super::{extent_of, int_array, is_in_place, launch, request_out, Staging, Usage};
 use crate::abi::*;
 use crate::global::entry;
@@ -165,6 +165,23 @@ fn alltoall_body(
             size,
         )?)
     };
+    // Uniform blocks (checked against the receive side, whose size every
+    // rank agrees on): one publication of every block to everyone.
+    let block_bytes = recvs.first().map_or(0, |block| block.length_bytes);
+    let uniform = sends
+        .as_ref()
+        .is_none_or(|sends| sends.iter().all(|block| block.length_bytes == block_bytes));
+    let published_bytes = if uniform {
+        block_bytes.saturating_mul(size)
+    } else {
+        usize::MAX
+    };
+    if let Some(call) = fast_path(mpi, index, published_bytes, request)? {
+        mpi.engine
+            .shared_alltoall(&call, sends.as_deref(), &recvs, block_bytes)?;
+        staging.unpack_outputs();
+        return Ok(());
+    }
     run(mpi, index, staging, sends, recvs, request)
 }
 
