@@ -443,20 +443,38 @@ impl<F: Interceptor> Engine<F> {
             unsafe { std::slice::from_raw_parts(send, length_bytes) }.to_vec()
         });
         let own = own_copy.as_ref().map_or(send, |copy| copy.as_ptr());
+        self.fold_in_rank_order(call, reduction, own, recv, length_bytes, count)
+    }
+
+    /// `recv = c_0 op (c_1 op (... op c_{n-1}))` over every member's
+    /// contribution `c_i`, this rank's at `own` (which must not overlap
+    /// `recv` unless this rank is the last member). Every rank that folds
+    /// gets the same bits.
+    fn fold_in_rank_order(
+        &mut self,
+        call: &Call,
+        reduction: &Reduction,
+        own: *const u8,
+        recv: *mut u8,
+        length_bytes: usize,
+        count: usize,
+    ) -> MpiResult<()> {
         let last = call.size() - 1;
         for member in (0..=last).rev() {
+            let first = member == last;
             if member != call.rank {
-                if member == last {
+                if first {
                     self.copy_shared(call, member, 0, recv, length_bytes)?;
                 } else {
                     self.fold_shared(call, member, reduction, recv, length_bytes, count)?;
                 }
             } else if length_bytes > 0 {
-                // SAFETY: `own` and `recv` each hold `length_bytes` and are
-                // distinct (in place, `own` is the copy).
+                // SAFETY: `own` and `recv` hold `length_bytes` each and do
+                // not overlap when `apply` runs (the caller's promise).
                 unsafe {
-                    if member == last {
-                        std::ptr::copy_nonoverlapping(own, recv, length_bytes);
+                    if first {
+                        // (Alone in place, `own` is `recv`.)
+                        std::ptr::copy(own, recv, length_bytes);
                     } else {
                         reduction.apply(
                             std::slice::from_raw_parts(own, length_bytes),
@@ -490,31 +508,7 @@ impl<F: Interceptor> Engine<F> {
         } else {
             send
         };
-        let last = size - 1;
-        for member in (0..=last).rev() {
-            if member != call.rank {
-                if member == last {
-                    self.copy_shared(call, member, 0, recv, length_bytes)?;
-                } else {
-                    self.fold_shared(call, member, reduction, recv, length_bytes, count)?;
-                }
-            } else if length_bytes > 0 && !(member == last && std::ptr::eq(own, recv)) {
-                // SAFETY: `own` and `recv` hold `length_bytes` each and do
-                // not overlap (in place `own` is the published copy).
-                unsafe {
-                    if member == last {
-                        std::ptr::copy_nonoverlapping(own, recv, length_bytes);
-                    } else {
-                        reduction.apply(
-                            std::slice::from_raw_parts(own, length_bytes),
-                            std::slice::from_raw_parts_mut(recv, length_bytes),
-                            count,
-                        )?;
-                    }
-                }
-            }
-        }
-        Ok(())
+        self.fold_in_rank_order(call, reduction, own, recv, length_bytes, count)
     }
 
     /// Where this rank's contribution to `call` was published (it stays
