@@ -41,7 +41,12 @@
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// Slots per rank: how many published contributions may be unread at once.
-pub const COLLECTIVE_SLOTS: usize = 4;
+/// Deep enough that a root of back-to-back bcasts (or the first ranks of a
+/// scan) runs many calls ahead before it needs its readers to catch up:
+/// on a host with more ranks than free cores each switch between ranks
+/// then covers many calls. Pages are touched only as far as payloads
+/// reach, so unused depth costs address space, not memory.
+pub const COLLECTIVE_SLOTS: usize = 16;
 /// Payload bytes of one slot: the most one rank publishes per collective.
 pub const COLLECTIVE_SLOT_PAYLOAD_BYTES: usize = 64 << 10;
 /// Slot header: `tag` and `readers` on the first cache line (written by the
@@ -114,6 +119,8 @@ pub struct CollectiveSlot {
 #[derive(Clone, Copy, Debug)]
 pub struct Found {
     slot: CollectiveSlot,
+    /// Which slot of the area it is in.
+    pub index: usize,
     tag: u64,
     publication: u32,
 }
@@ -177,10 +184,13 @@ impl CollectiveSlot {
 }
 
 impl CollectiveArea {
-    /// The contribution tagged `tag`, once it is published.
+    /// The contribution tagged `tag`, once it is published. The search
+    /// starts at slot `first` (where the caller expects it: the owner takes
+    /// its slots in turn) and goes round.
     #[inline]
-    pub fn find(&self, tag: u64) -> Option<Found> {
-        (0..COLLECTIVE_SLOTS).find_map(|index| {
+    pub fn find(&self, tag: u64, first: usize) -> Option<Found> {
+        (0..COLLECTIVE_SLOTS).find_map(|step| {
+            let index = (first + step) % COLLECTIVE_SLOTS;
             let slot = self.slot(index);
             if slot.tag().load(Ordering::Acquire) != tag {
                 return None;
@@ -188,6 +198,7 @@ impl CollectiveArea {
             let publication = (slot.consumed().load(Ordering::Relaxed) >> 32) as u32;
             Some(Found {
                 slot,
+                index,
                 tag,
                 publication,
             })
@@ -265,7 +276,7 @@ mod tests {
         let area = area_of(&mut memory);
         let slot = area.slot(2);
         assert!(slot.is_free(), "a fresh slot is free");
-        assert!(area.find(collective_tag(3, 1)).is_none());
+        assert!(area.find(collective_tag(3, 1), 0).is_none());
         // SAFETY: we own the area and the slot is free.
         unsafe {
             slot.publish(collective_tag(3, 1), 2, |payload| {
@@ -273,9 +284,9 @@ mod tests {
             })
         };
         assert!(!slot.is_free());
-        assert!(area.find(collective_tag(3, 2)).is_none());
-        assert!(area.find(collective_tag(4, 1)).is_none());
-        let found = area.find(collective_tag(3, 1)).expect("published");
+        assert!(area.find(collective_tag(3, 2), 5).is_none());
+        assert!(area.find(collective_tag(4, 1), 2).is_none());
+        let found = area.find(collective_tag(3, 1), 0).expect("published");
         // SAFETY: four bytes inside the slot, published above.
         assert_eq!(
             unsafe { std::slice::from_raw_parts(found.payload(4), 4) },
@@ -283,7 +294,7 @@ mod tests {
         );
         assert!(found.finish());
         assert!(!slot.is_free(), "one of two readers is not a free slot");
-        assert!(area.find(collective_tag(3, 1)).unwrap().finish());
+        assert!(area.find(collective_tag(3, 1), 0).unwrap().finish());
         assert!(slot.is_free());
     }
 
@@ -297,7 +308,7 @@ mod tests {
         let slot = area.slot(0);
         // SAFETY: we own the area; the slot is fresh.
         unsafe { slot.publish(collective_tag(1, 1), 1, |payload| payload[0] = 1) };
-        let late = area.find(collective_tag(1, 1)).unwrap();
+        let late = area.find(collective_tag(1, 1), 0).unwrap();
         assert!(!slot.is_free());
         // SAFETY: a reclaim: the only reader "gave up".
         unsafe { slot.publish(collective_tag(2, 1), 1, |payload| payload[0] = 2) };
@@ -306,7 +317,7 @@ mod tests {
             !slot.is_free(),
             "the late reader must not consume the new one"
         );
-        let current = area.find(collective_tag(2, 1)).unwrap();
+        let current = area.find(collective_tag(2, 1), 3).unwrap();
         // A late reader that checked the tag just before the reclaim bumps
         // with its old publication number: no effect on the new one.
         let stale = Found {
@@ -337,7 +348,8 @@ mod tests {
                     let area = unsafe { CollectiveArea::new(address as *mut u8) };
                     for round in 1..=ROUNDS {
                         let slot = loop {
-                            if let Some(slot) = area.find(collective_tag(7, round)) {
+                            if let Some(slot) = area.find(collective_tag(7, round), round as usize)
+                            {
                                 break slot;
                             }
                             std::hint::spin_loop();

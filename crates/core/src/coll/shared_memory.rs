@@ -63,10 +63,11 @@ pub const MAX_REDUCTION_BYTES: usize = 16 << 10;
 /// the default).
 pub const ENVIRONMENT_VARIABLE: &str = "RESMPI_COLL_SHM";
 /// Waiting rounds that only spin (checking between them) before yielding,
-/// when every local rank has a core of its own.
-pub const SPIN_ROUNDS: u32 = 64;
+/// when every local rank has a core of its own (see
+/// [`SharedMemoryCollectives::spin_rounds`]).
+pub const SPIN_ROUNDS: u32 = 16;
 /// While spinning, the engine progresses every this many rounds.
-const PROGRESS_EVERY_ROUNDS: u32 = 16;
+const PROGRESS_EVERY_ROUNDS: u32 = 8;
 /// How long a waiter yields before it sleeps.
 const YIELD_PHASE: std::time::Duration = std::time::Duration::from_millis(2);
 /// Longest sleep of a long wait (publications ring no doorbell).
@@ -85,8 +86,9 @@ pub fn enabled_by_environment() -> Result<bool, String> {
     }
 }
 
-/// Spin rounds for a host with `local_ranks` ranks of this job (see
-/// [`SharedMemoryCollectives::spin_rounds`]).
+/// The first spin budget on a host with `local_ranks` ranks of this job
+/// (see [`SharedMemoryCollectives::spin_rounds`]): none when they outnumber
+/// the cores.
 pub fn spin_rounds_for(local_ranks: usize) -> u32 {
     let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
     if local_ranks > cores {
@@ -104,11 +106,21 @@ pub struct SharedMemoryCollectives {
     pub enabled: bool,
     /// Waiting rounds spent spinning before yielding: [`SPIN_ROUNDS`], or
     /// none when this host's ranks outnumber its cores (a spinning rank
-    /// would only hold the core the rank it waits for needs).
+    /// would only hold the core the rank it waits for needs). Short on
+    /// purpose: a peer running on another core answers within a few
+    /// hundred nanoseconds, and one that does not (it shares this core, or
+    /// the host is busy) can only answer once this process lets go.
+    /// Measured on a busy 2-core host with unpinned ranks (the scheduler
+    /// often puts both on one core): time per call grew linearly with the
+    /// spin, 90 µs per barrier at 4096 rounds, 1-2 µs at 16; ranks pinned
+    /// to their own cores did 0.31 µs at 4096 (docs/benchmarks.md).
     pub spin_rounds: u32,
     /// The group each own slot was last published for: a slot whose group
     /// has lost a member may be reclaimed without waiting for its readers.
     slot_groups: [Option<Arc<Vec<u32>>>; COLLECTIVE_SLOTS],
+    /// Per world rank: the slot of its area where its next contribution
+    /// is expected (after the last one found there).
+    next_slot_of: Vec<u8>,
 }
 
 /// One blocking collective on the fast path.
@@ -290,7 +302,13 @@ impl<F: Interceptor> Engine<F> {
                 fill(&mut payload[..length_bytes])
             })
         };
-        self.shared_memory.slot_groups[index] = Some(call.group.clone());
+        let group = &mut self.shared_memory.slot_groups[index];
+        if !group
+            .as_ref()
+            .is_some_and(|group| Arc::ptr_eq(group, &call.group))
+        {
+            *group = Some(call.group.clone());
+        }
         self.count_send_for_kill();
         Ok(())
     }
@@ -323,15 +341,24 @@ impl<F: Interceptor> Engine<F> {
             .as_ref()
             .and_then(|shm| shm.collective_area(call.group[member as usize]))
             .expect("every member's area is mapped (checked at the call's start)");
-        if let Some(found) = area.find(call.tag) {
-            return Ok(found);
+        let owner = call.group[member as usize] as usize;
+        if self.shared_memory.next_slot_of.len() <= owner {
+            self.shared_memory.next_slot_of.resize(owner + 1, 0);
         }
-        let mut found = None;
-        self.wait_for_shared(call, |_| {
-            found = area.find(call.tag);
-            found.is_some()
-        })?;
-        Ok(found.expect("ready means found"))
+        let first = self.shared_memory.next_slot_of[owner] as usize;
+        let found = match area.find(call.tag, first) {
+            Some(found) => found,
+            None => {
+                let mut found = None;
+                self.wait_for_shared(call, |_| {
+                    found = area.find(call.tag, first);
+                    found.is_some()
+                })?;
+                found.expect("ready means found")
+            }
+        };
+        self.shared_memory.next_slot_of[owner] = ((found.index + 1) % COLLECTIVE_SLOTS) as u8;
+        Ok(found)
     }
 
     /// Done reading `found`: an error when its owner reclaimed it meanwhile
@@ -523,7 +550,7 @@ impl<F: Interceptor> Engine<F> {
             .and_then(|shm| shm.collective_area(self.state.rank))
             .expect("the own area is mapped");
         let found = area
-            .find(call.tag)
+            .find(call.tag, 0)
             .ok_or_else(|| reclaimed_error(call, self.failed_member(&call.group)))?;
         Ok(found.payload(0))
     }
