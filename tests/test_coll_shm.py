@@ -45,16 +45,22 @@ def test_a_bad_resmpi_coll_shm_value_is_a_clear_init_error(coll_shm):
     assert "RESMPI_COLL_SHM" in res.stderr and "expected 0 or 1" in res.stderr, res.describe()
 
 
+@pytest.mark.parametrize("how", ["raise", "inject"])
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
-def test_a_rank_killed_during_fast_path_allreduces_fails_them_and_survivors_go_on(coll_shm, nprocs):
+def test_a_rank_killed_during_fast_path_allreduces_fails_them_and_survivors_go_on(coll_shm, nprocs, how):
     """The last rank dies between two allreduces on MPI_COMM_WORLD: every
     survivor's allreduce ends with MPIX_ERR_PROC_FAILED in bounded time
     (none waits for ever on the dead contribution), then the survivors run
     hundreds of collectives on their own communicator, reusing slots the
-    others gave up on (reclaimed, not waited for)."""
-    res = run(nprocs, coll_shm, "kill",
-              mpiexec_opts=("--failure-policy", "continue", "--timeout", str(BOUND_SECONDS)),
-              timeout=BOUND_SECONDS + 30)
+    others gave up on (reclaimed, not waited for). The death comes from
+    the victim itself (raise), or from --inject kill:V@sends=N, which must
+    count fast-path publications (the victim's loop has no other send)."""
+    opts = ["--failure-policy", "continue", "--timeout", str(BOUND_SECONDS)]
+    args = ["kill"]
+    if how == "inject":
+        opts += ["--inject", f"kill:{nprocs - 1}@sends=300"]
+        args.append("inject")
+    res = run(nprocs, coll_shm, *args, mpiexec_opts=opts, timeout=BOUND_SECONDS + 30)
     assert res.returncode == 137, res.describe()
     assert res.elapsed < BOUND_SECONDS, res.describe()
     done = sorted(int(m[1]) for m in re.finditer(r"^rank (\d+): world proc_failed, survivors ok$",

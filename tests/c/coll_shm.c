@@ -14,7 +14,9 @@
  * MPIX_ERR_PROC_FAILED, then run collectives on a communicator of the
  * survivors (split before the death) with correct results, and print
  * "rank R: world proc_failed, survivors ok". Run it under
- * --failure-policy continue. */
+ * --failure-policy continue. "kill inject": the same, but the last rank
+ * does not kill itself: mpiexec's --inject kill:RANK@sends=N must (each
+ * fast-path publication counts as a send). */
 #include <signal.h>
 #include <time.h>
 
@@ -318,14 +320,14 @@ static const char *class_name(int code) {
     return cls == MPIX_ERR_PROC_FAILED ? "proc_failed" : "other";
 }
 
-static int kill_mode(void) {
+static int kill_mode(int self_kill) {
     int victim = g_size - 1;
     MPI_Comm survivors;
     MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, g_rank == victim ? MPI_UNDEFINED : 0, g_rank, &survivors));
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     long one = 1, sum = 0;
     for (long round = 0;; round++) {
-        if (g_rank == victim && round == 500) raise(SIGKILL);
+        if (g_rank == victim && round == 500 && self_kill) raise(SIGKILL);
         int code = MPI_Allreduce(&one, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
         if (code != MPI_SUCCESS) {
             CHECK(strcmp(class_name(code), "proc_failed") == 0, "allreduce failed with %s", class_name(code));
@@ -355,7 +357,7 @@ static int kill_mode(void) {
 
 int main(int argc, char **argv) {
     test_init(&argc, &argv);
-    if (argc > 1 && strcmp(argv[1], "kill") == 0) return kill_mode();
+    if (argc > 1 && strcmp(argv[1], "kill") == 0) return kill_mode(argc < 3 || strcmp(argv[2], "inject") != 0);
     MPI_Op affine;
     MPI_OK(MPI_Op_create(affine_compose, 0, &affine));
     check_all(MPI_COMM_WORLD, affine, 0);

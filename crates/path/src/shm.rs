@@ -1186,6 +1186,47 @@ mod tests {
         receiver.join().unwrap();
     }
 
+    /// A contribution published in one rank's collective area is found,
+    /// whole, by every local peer through its own mapping, and the slot is
+    /// free again once each of them has consumed it.
+    #[test]
+    fn every_rank_reads_the_collective_areas_of_its_local_peers() {
+        use crate::collective_area::{collective_tag, COLLECTIVE_SLOTS};
+        let mut paths = world("areas", 3, 4096);
+        let index = paths[1].take_collective_slot();
+        assert_eq!(index, 0);
+        let slot = paths[1].collective_area(1).unwrap().slot(index);
+        // SAFETY: rank 1 owns the area; the slot is fresh.
+        unsafe {
+            slot.publish(collective_tag(5, 1), 2, |payload| {
+                payload[..3].copy_from_slice(b"xyz")
+            })
+        };
+        for reader in [0, 2] {
+            let area = paths[reader].collective_area(1).unwrap();
+            assert!(area.find(collective_tag(5, 2), 0).is_none());
+            let found = area.find(collective_tag(5, 1), 7).unwrap();
+            assert_eq!(found.index, 0);
+            // SAFETY: three bytes inside the slot, published above.
+            assert_eq!(
+                unsafe { std::slice::from_raw_parts(found.payload(3), 3) },
+                b"xyz"
+            );
+            assert!(!slot.is_free() || reader == 2);
+            assert!(found.finish());
+        }
+        assert!(slot.is_free());
+        assert!(paths[0].collective_area(3).is_none());
+        for expected in 1..COLLECTIVE_SLOTS {
+            assert_eq!(paths[1].take_collective_slot(), expected);
+        }
+        assert_eq!(
+            paths[1].take_collective_slot(),
+            0,
+            "slots are taken round robin"
+        );
+    }
+
     /// A frame filled in place through `try_send_with` arrives as written.
     #[test]
     fn try_send_with_writes_in_place() {
