@@ -22,9 +22,9 @@
 
 #include "common.h"
 
-#define MAX_COUNT 20000 /* ints: 80000 bytes, above every fast-path limit */
+#define MAX_COUNT 40000 /* ints: 160000 bytes, above every fast-path limit */
 
-static const int counts[] = {0, 1, 2, 3, 7, 64, 255, 1000, 1024, 4096, 4097, 16384, MAX_COUNT};
+static const int counts[] = {0, 1, 2, 3, 7, 64, 255, 1000, 1024, 4096, 4097, 16384, 20000, MAX_COUNT};
 #define NCOUNTS ((int)(sizeof counts / sizeof counts[0]))
 
 /* The value rank `r` contributes at index `i` in round `round`. */

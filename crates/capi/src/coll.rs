@@ -26,7 +26,7 @@ mod inter;
 pub(crate) mod neighbor;
 pub(crate) mod prefix;
 
-use resmpi_core::coll::shared_memory::{Call, MAX_REDUCTION_BYTES};
+use resmpi_core::coll::shared_memory::{Call, MAX_REDUCTION_FOLD_BYTES};
 use resmpi_core::coll::{self, Block, Reduction};
 use resmpi_core::datatype::TypeInfo;
 use resmpi_core::op::Op;
@@ -319,15 +319,16 @@ fn fast_path(
     mpi.engine.shared_memory_call(comm, published_bytes)
 }
 
-/// [`fast_path`] for a reduction of `length_bytes` (smaller limit: every
-/// rank folds every contribution).
+/// [`fast_path`] for a reduction of `length_bytes` (a smaller limit:
+/// every rank folds every contribution, see `MAX_REDUCTION_FOLD_BYTES`).
 fn reduction_fast_path(
     mpi: &mut Mpi,
     comm: usize,
     length_bytes: usize,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<Option<Call>> {
-    if length_bytes > MAX_REDUCTION_BYTES {
+    let size = mpi.comm(comm)?.size() as usize;
+    if length_bytes.saturating_mul(size) > MAX_REDUCTION_FOLD_BYTES {
         return Ok(None);
     }
     fast_path(mpi, comm, length_bytes, request)

@@ -48,7 +48,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 /// reach, so unused depth costs address space, not memory.
 pub const COLLECTIVE_SLOTS: usize = 16;
 /// Payload bytes of one slot: the most one rank publishes per collective.
-pub const COLLECTIVE_SLOT_PAYLOAD_BYTES: usize = 64 << 10;
+pub const COLLECTIVE_SLOT_PAYLOAD_BYTES: usize = 128 << 10;
 /// Slot header: `tag` and `readers` on the first cache line (written by the
 /// owner, polled by readers), `consumed` on the third (written by readers),
 /// so pollers and consumers do not bounce one line between them.

@@ -55,10 +55,11 @@ use crate::transport::Route;
 
 /// The most bytes one rank publishes in one collective on the fast path.
 pub const MAX_PUBLISHED_BYTES: usize = COLLECTIVE_SLOT_PAYLOAD_BYTES;
-/// Reductions (reduce, allreduce, scan, exscan) of more bytes than this take
-/// the schedules: every rank folding every contribution costs `size` times
-/// the bytes, which a ring or tree spreads out better beyond it.
-pub const MAX_REDUCTION_BYTES: usize = 16 << 10;
+/// Reductions (reduce, allreduce, scan, exscan) whose vector times the
+/// communicator size exceeds this take the schedules: every rank folding
+/// every contribution costs `size` times the vector, which a ring or tree
+/// spreads out better beyond it (64 KiB at 4 ranks, 16 KiB at 16).
+pub const MAX_REDUCTION_FOLD_BYTES: usize = 256 << 10;
 /// The environment variable that turns the fast path off (`0`) or on (`1`,
 /// the default).
 pub const ENVIRONMENT_VARIABLE: &str = "RESMPI_COLL_SHM";
@@ -136,6 +137,7 @@ pub struct Call {
 
 impl Call {
     /// Members of the communicator.
+    #[inline]
     pub fn size(&self) -> u32 {
         self.group.len() as u32
     }
