@@ -48,7 +48,7 @@ use resmpi_path::collective_area::{
     MAX_SEQUENCE,
 };
 
-use super::{Block, Reduction};
+use super::Reduction;
 use crate::engine::{peer_failed_error, Engine};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::transport::Route;
@@ -584,41 +584,36 @@ impl<F: Interceptor> Engine<F> {
         Ok(())
     }
 
-    /// MPI_Alltoall of blocks of `block_bytes` each (`recvs[i]` from member
-    /// `i`, `sends[i]` to it); `sends` None is MPI_IN_PLACE.
+    /// MPI_Alltoall of blocks of `block_bytes` each: block `i` of `send`
+    /// goes to member `i`, block `i` of `recv` comes from it; `send` None
+    /// is MPI_IN_PLACE (the blocks to send are in `recv`).
     pub fn shared_alltoall(
         &mut self,
         call: &Call,
-        sends: Option<&[Block]>,
-        recvs: &[Block],
+        send: Option<*const u8>,
+        recv: *mut u8,
         block_bytes: usize,
     ) -> MpiResult<()> {
         let size = call.size();
-        let sources = sends.unwrap_or(recvs);
-        self.publish_shared(call, size - 1, size as usize * block_bytes, |payload| {
-            for (index, block) in sources.iter().enumerate() {
-                if block_bytes > 0 {
-                    // SAFETY: every block holds `block_bytes` (checked by
-                    // the caller); the payload holds `size` of them.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            block.data,
-                            payload[index * block_bytes..].as_mut_ptr(),
-                            block_bytes,
-                        )
-                    };
-                }
-            }
-        })?;
         let me = call.rank as usize;
-        if let Some(sends) = sends {
+        // In place, publishing copies the blocks before any is overwritten.
+        let source = send.unwrap_or(recv);
+        self.publish_bytes(call, size - 1, source, size as usize * block_bytes)?;
+        if let Some(send) = send {
             if block_bytes > 0 {
-                // SAFETY: as above; MPI forbids send and receive overlap.
-                unsafe { std::ptr::copy(sends[me].data, recvs[me].data, block_bytes) };
+                // SAFETY: both buffers hold `size` blocks; MPI forbids
+                // their overlap.
+                unsafe {
+                    std::ptr::copy(
+                        send.add(me * block_bytes),
+                        recv.add(me * block_bytes),
+                        block_bytes,
+                    )
+                };
             }
         }
         for member in (0..size).filter(|&member| member != call.rank) {
-            let target = recvs[member as usize].data;
+            let target = recv.wrapping_add(member as usize * block_bytes);
             self.copy_shared(call, member, me * block_bytes, target, block_bytes)?;
         }
         Ok(())
