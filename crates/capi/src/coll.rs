@@ -4,6 +4,12 @@
 //! schedule (`resmpi_core::coll`); the blocking entry point runs it, the
 //! `I` one starts it under a request.
 //!
+//! Small blocking collectives on communicators whose members all share
+//! this host take the shared-memory fast path instead
+//! (`resmpi_core::coll::shared_memory`): the same argument checks and
+//! staging, then no schedule at all. The decision ([`fast_path`]) depends
+//! only on what every member agrees on, so all take the same path.
+//!
 //! Buffers become byte regions in one place, [`Staging`]: data of
 //! non-contiguous datatypes is packed, so every algorithm works on
 //! contiguous bytes and sender and receiver need only agree on the packed
@@ -20,6 +26,7 @@ mod inter;
 pub(crate) mod neighbor;
 pub(crate) mod prefix;
 
+use resmpi_core::coll::shared_memory::{Call, MAX_REDUCTION_FOLD_BYTES};
 use resmpi_core::coll::{self, Block, Reduction};
 use resmpi_core::datatype::TypeInfo;
 use resmpi_core::op::Op;
@@ -297,10 +304,43 @@ fn launch(
     }
 }
 
+/// The shared-memory fast path for a blocking (`request` None) collective
+/// on intra-communicator `comm` in which each rank publishes at most
+/// `published_bytes`, or None for the schedules.
+fn fast_path(
+    mpi: &mut Mpi,
+    comm: usize,
+    published_bytes: usize,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<Option<Call>> {
+    if request.is_some() {
+        return Ok(None);
+    }
+    mpi.engine.shared_memory_call(comm, published_bytes)
+}
+
+/// [`fast_path`] for a reduction of `length_bytes` (a smaller limit:
+/// every rank folds every contribution, see `MAX_REDUCTION_FOLD_BYTES`).
+fn reduction_fast_path(
+    mpi: &mut Mpi,
+    comm: usize,
+    length_bytes: usize,
+    request: Option<*mut MPI_Request>,
+) -> MpiResult<Option<Call>> {
+    let size = mpi.comm(comm)?.size() as usize;
+    if length_bytes.saturating_mul(size) > MAX_REDUCTION_FOLD_BYTES {
+        return Ok(None);
+    }
+    fast_path(mpi, comm, length_bytes, request)
+}
+
 fn barrier_body(mpi: &mut Mpi, comm: MPI_Comm, request: Option<*mut MPI_Request>) -> MpiResult<()> {
     let (index, is_inter) = any_comm_of(mpi, comm)?;
     if is_inter {
         return inter::barrier(mpi, index, request);
+    }
+    if let Some(call) = fast_path(mpi, index, 0, request)? {
+        return mpi.engine.shared_barrier(&call);
     }
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::barrier(&mut schedule);
@@ -342,6 +382,11 @@ fn bcast_body(
     };
     let mut staging = Staging::default();
     let (data, length_bytes) = staging.region(buffer, count, datatype, usage)?;
+    if let Some(call) = fast_path(mpi, index, length_bytes, request)? {
+        mpi.engine.shared_bcast(&call, data, length_bytes, root)?;
+        staging.unpack_outputs();
+        return Ok(());
+    }
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::bcast(&mut schedule, data, length_bytes, root);
     launch(mpi, schedule, staging, request)
@@ -420,9 +465,17 @@ fn reduce_body(
     } else {
         staging.region(sendbuf, count, datatype, Usage::Input)?
     };
+    let elements = count as usize * scale;
+    let length_bytes = reduction.bytes(elements);
+    if let Some(call) = reduction_fast_path(mpi, index, length_bytes, request)? {
+        mpi.engine
+            .shared_reduce(&call, &reduction, send, recv, length_bytes, elements, root)?;
+        staging.unpack_outputs();
+        return Ok(());
+    }
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);
-    coll::reduce(&mut schedule, send, recv, count as usize * scale, root);
+    coll::reduce(&mut schedule, send, recv, elements, root);
     launch(mpi, schedule, staging, request)
 }
 
@@ -527,9 +580,17 @@ fn allreduce_body(
         op,
         comm,
     )?;
+    let elements = count as usize * scale;
+    let length_bytes = reduction.bytes(elements);
+    if let Some(call) = reduction_fast_path(mpi, index, length_bytes, request)? {
+        mpi.engine
+            .shared_allreduce(&call, &reduction, send, recv, length_bytes, elements)?;
+        staging.unpack_outputs();
+        return Ok(());
+    }
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);
-    coll::allreduce(&mut schedule, send, recv, count as usize * scale);
+    coll::allreduce(&mut schedule, send, recv, elements);
     launch(mpi, schedule, staging, request)
 }
 

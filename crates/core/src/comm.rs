@@ -50,6 +50,10 @@ pub struct Communicator {
     /// Collectives started on this communicator so far; every member
     /// counts the same, so it tags a collective's messages.
     pub collective_sequence: u32,
+    /// Blocking collectives run on the shared-memory fast path so far
+    /// (`coll::shared_memory`); every member counts the same, so it tags
+    /// their contributions.
+    pub shared_memory_sequence: u64,
     /// True when peer rank == world rank for every peer.
     identity: bool,
 }
@@ -73,6 +77,7 @@ impl Communicator {
             remote: None,
             topology: None,
             collective_sequence: 0,
+            shared_memory_sequence: 0,
             identity,
         }
     }

@@ -293,6 +293,9 @@ pub struct Engine<F: Interceptor = PassThrough> {
     /// only when the protocol uses timers (`F::USES_TIMERS`). Tests and the
     /// simulator put a virtual clock here.
     pub timer_clock: fn() -> u64,
+    /// The shared-memory fast path of small blocking collectives
+    /// (`coll::shared_memory`; off until `Mpi::init` turns it on).
+    pub shared_memory: crate::coll::shared_memory::SharedMemoryCollectives,
 }
 
 impl<F: Interceptor> Engine<F> {
@@ -344,6 +347,7 @@ impl<F: Interceptor> Engine<F> {
             notices_seen: 0,
             failures_are_events: false,
             timer_clock: monotonic_now_ns,
+            shared_memory: Default::default(),
         }
     }
 
@@ -1380,7 +1384,7 @@ impl<F: Interceptor> Engine<F> {
 
     /// `--inject kill:RANK@sends=N`: count one send, and die after the N-th.
     #[inline]
-    fn count_send_for_kill(&mut self) {
+    pub(crate) fn count_send_for_kill(&mut self) {
         if self.state.sends_until_kill == 0 {
             return;
         }

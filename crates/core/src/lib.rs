@@ -149,6 +149,20 @@ impl Mpi {
             }
         };
         let mut engine = Engine::new(rank, size, engine_config, transports, protocol);
+        // Small blocking collectives over shared memory (protocol `none`
+        // only: the fast path sends no message a protocol could log).
+        engine.shared_memory.enabled = coll::shared_memory::enabled_by_environment()
+            .map_err(|problem| MpiError::new(ErrorClass::Other, format!("MPI_Init: {problem}")))?
+            && engine.transports.shm.is_some();
+        let local_ranks = (0..size)
+            .filter(|&peer| {
+                matches!(
+                    engine.transports.routes[peer as usize],
+                    transport::Route::Shm | transport::Route::Loopback
+                )
+            })
+            .count();
+        engine.shared_memory.spin_rounds = coll::shared_memory::spin_rounds_for(local_ranks);
         if reliable {
             engine.links = reliability::ReliableLinks::new(
                 rank,

@@ -21,6 +21,7 @@
 //! have nothing to do but wait for input.
 #![warn(missing_docs)]
 
+pub mod collective_area;
 pub mod faulty;
 pub mod inject_spec;
 pub mod memory;

@@ -17,6 +17,10 @@
 //! the other direction wakes a sender that went to sleep on a full ring once
 //! the receiver frees room. Without a sleeper nobody makes a syscall.
 //!
+//! After the rings comes the rank's collective area (`collective_area.rs`):
+//! the slots small blocking collectives publish their contributions in, read
+//! by the peers through the same mappings.
+//!
 //! Segments are created 0600 with `O_EXCL`; the name is removed by
 //! [`ShmPath::unlink_own`] as soon as every peer has mapped it, so nothing is
 //! left in /dev/shm even if the job is later killed.
@@ -24,6 +28,7 @@
 use std::ffi::CString;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
+use crate::collective_area::{CollectiveArea, COLLECTIVE_AREA_BYTES, COLLECTIVE_SLOTS};
 use crate::ring::{self, Consumer, Producer, RingView, RING_HEADER_BYTES};
 use crate::{Path, PathError};
 
@@ -182,6 +187,19 @@ impl Mapping {
         // producers/consumers together with the mappings).
         unsafe { RingView::new(self.base.add(offset_bytes), ring_bytes, key) }
     }
+
+    /// The collective area after the rings.
+    ///
+    /// # Safety
+    /// The segment must have been checked to be `segment_bytes(world_size,
+    /// ring_bytes)` long.
+    unsafe fn collective_area(&self, world_size: u32, ring_bytes: usize) -> CollectiveArea {
+        let offset_bytes = CONTROL_BYTES + world_size as usize * (RING_HEADER_BYTES + ring_bytes);
+        // SAFETY: the area ends the segment (by the caller's promise); the
+        // offset is a multiple of 64 like the rings'; the mapping outlives
+        // the view (ShmPath keeps its mappings while it lives).
+        unsafe { CollectiveArea::new(self.base.add(offset_bytes)) }
+    }
 }
 
 /// Doorbell and sleeping flag of one segment.
@@ -257,11 +275,12 @@ fn segment_name(job_id: &str, rank: u32) -> Result<CString, PathError> {
 fn segment_bytes(world_size: u32, ring_bytes: usize) -> Option<usize> {
     (RING_HEADER_BYTES + ring_bytes)
         .checked_mul(world_size as usize)?
-        .checked_add(CONTROL_BYTES)
+        .checked_add(CONTROL_BYTES + COLLECTIVE_AREA_BYTES)
 }
 
-/// This rank's receive segment: a control block and one ring per possible
-/// sender rank (index = sender rank; the ring for this rank is unused).
+/// This rank's receive segment: a control block, one ring per possible
+/// sender rank (index = sender rank; the ring for this rank is unused) and
+/// the collective area.
 #[derive(Debug)]
 pub struct ShmSegment {
     name: CString,
@@ -376,6 +395,7 @@ struct Incoming {
 struct AttachedPeers {
     outgoing: Vec<Option<Outgoing>>,
     incoming: Vec<Incoming>,
+    collective_areas: Vec<Option<CollectiveArea>>,
     peer_mappings: Vec<Mapping>,
 }
 
@@ -388,6 +408,11 @@ pub struct ShmPath {
     poll_start: usize,
     max_frame_bytes: usize,
     my_rank: u32,
+    /// Collective area of each world rank on this host (this one's too),
+    /// by world rank.
+    collective_areas: Vec<Option<CollectiveArea>>,
+    /// The slot of the own area the next publication takes.
+    next_collective_slot: usize,
     /// Held only to keep the peers' segments mapped while the rings in them
     /// are in use.
     #[allow(dead_code)]
@@ -411,6 +436,7 @@ impl ShmPath {
             Ok(AttachedPeers {
                 outgoing,
                 incoming,
+                collective_areas,
                 peer_mappings,
             }) => Ok(ShmPath {
                 outgoing,
@@ -418,6 +444,8 @@ impl ShmPath {
                 poll_start: 0,
                 max_frame_bytes: ring::max_frame_bytes(own.ring_bytes),
                 my_rank,
+                collective_areas,
+                next_collective_slot: 0,
                 peer_mappings,
                 own,
             }),
@@ -445,6 +473,11 @@ impl ShmPath {
         let mut outgoing: Vec<Option<Outgoing>> = (0..world_size).map(|_| None).collect();
         let mut incoming = Vec::new();
         let mut peer_mappings = Vec::new();
+        let mut collective_areas: Vec<Option<CollectiveArea>> =
+            (0..world_size).map(|_| None).collect();
+        // SAFETY: our own segment was created with `segment_bytes`.
+        collective_areas[my_rank as usize] =
+            Some(unsafe { own.mapping.collective_area(world_size, ring_bytes) });
         for &peer in local_peers {
             if peer == my_rank {
                 continue;
@@ -496,6 +529,9 @@ impl ShmPath {
                 )
             };
             prefault(&own.mapping, peer, ring_bytes)?;
+            // SAFETY: the peer's segment length was checked just above.
+            collective_areas[peer as usize] =
+                Some(unsafe { mapping.collective_area(world_size, ring_bytes) });
             outgoing[peer as usize] = Some(Outgoing {
                 producer: Producer::new(to_peer),
                 peer_control: mapping.control(),
@@ -512,6 +548,7 @@ impl ShmPath {
         Ok(AttachedPeers {
             outgoing,
             incoming,
+            collective_areas,
             peer_mappings,
         })
     }
@@ -525,6 +562,23 @@ impl ShmPath {
     /// This rank.
     pub fn rank(&self) -> u32 {
         self.my_rank
+    }
+
+    /// The collective area of world rank `rank` (this one's own included),
+    /// or None when it is not on this host. The view stays valid while
+    /// this path lives.
+    #[inline]
+    pub fn collective_area(&self, rank: u32) -> Option<CollectiveArea> {
+        self.collective_areas.get(rank as usize).copied().flatten()
+    }
+
+    /// The index of the own slot the next publication takes, and move on
+    /// (slots are used round robin; the caller waits until it is free).
+    #[inline]
+    pub fn take_collective_slot(&mut self) -> usize {
+        let index = self.next_collective_slot;
+        self.next_collective_slot = (index + 1) % COLLECTIVE_SLOTS;
+        index
     }
 
     /// Reserve a contiguous slot of `frame_bytes` (header + payload) in the
@@ -1130,6 +1184,47 @@ mod tests {
             "freed room did not wake the sender"
         );
         receiver.join().unwrap();
+    }
+
+    /// A contribution published in one rank's collective area is found,
+    /// whole, by every local peer through its own mapping, and the slot is
+    /// free again once each of them has consumed it.
+    #[test]
+    fn every_rank_reads_the_collective_areas_of_its_local_peers() {
+        use crate::collective_area::{collective_tag, COLLECTIVE_SLOTS};
+        let mut paths = world("areas", 3, 4096);
+        let index = paths[1].take_collective_slot();
+        assert_eq!(index, 0);
+        let slot = paths[1].collective_area(1).unwrap().slot(index);
+        // SAFETY: rank 1 owns the area; the slot is fresh.
+        unsafe {
+            slot.publish(collective_tag(5, 1), 2, |payload| {
+                payload[..3].copy_from_slice(b"xyz")
+            })
+        };
+        for reader in [0, 2] {
+            let area = paths[reader].collective_area(1).unwrap();
+            assert!(area.find(collective_tag(5, 2), 0).is_none());
+            let found = area.find(collective_tag(5, 1), 7).unwrap();
+            assert_eq!(found.index, 0);
+            // SAFETY: three bytes inside the slot, published above.
+            assert_eq!(
+                unsafe { std::slice::from_raw_parts(found.payload(3), 3) },
+                b"xyz"
+            );
+            assert!(!slot.is_free() || reader == 2);
+            assert!(found.finish());
+        }
+        assert!(slot.is_free());
+        assert!(paths[0].collective_area(3).is_none());
+        for expected in 1..COLLECTIVE_SLOTS {
+            assert_eq!(paths[1].take_collective_slot(), expected);
+        }
+        assert_eq!(
+            paths[1].take_collective_slot(),
+            0,
+            "slots are taken round robin"
+        );
     }
 
     /// A frame filled in place through `try_send_with` arrives as written.

@@ -4,8 +4,11 @@
 use resmpi_core::coll::{self, Block};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::{any_comm_of, inter};
-use super::{extent_of, int_array, is_in_place, launch, request_out, Staging, Usage};
+use super::gather::all_blocks;
+use super::{any_comm_of, fast_path, inter};
+use super::{
+    checked_region, extent_of, int_array, is_in_place, launch, request_out, Staging, Usage,
+};
 use crate::abi::*;
 use crate::global::entry;
 
@@ -129,6 +132,62 @@ fn receive_usage(sendbuf: *const c_void) -> Usage {
     }
 }
 
+/// A blocking Alltoall on the shared-memory fast path, when it applies:
+/// true once done. Its blocks are uniform and consecutive, so each buffer
+/// is staged as one region of `size` blocks (packing `size * count`
+/// elements is packing each block in turn), with no per-peer list.
+#[allow(clippy::too_many_arguments)]
+fn alltoall_shared(
+    mpi: &mut Mpi,
+    index: usize,
+    size: usize,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<bool> {
+    let in_place = is_in_place(sendbuf);
+    let block_bytes = checked_region(recvbuf, recvcount, recvtype)?;
+    // Mismatched sizes (an erroneous call) and counts whose total does
+    // not fit an int go through the schedules, which report them.
+    let fits = |count: c_int| {
+        c_int::try_from(size)
+            .ok()
+            .and_then(|size| count.checked_mul(size))
+            .is_some()
+    };
+    if !fits(recvcount)
+        || (!in_place
+            && (!fits(sendcount) || checked_region(sendbuf, sendcount, sendtype)? != block_bytes))
+    {
+        return Ok(false);
+    }
+    let Some(call) = fast_path(mpi, index, block_bytes.saturating_mul(size), None)? else {
+        return Ok(false);
+    };
+    let mut staging = Staging::default();
+    let usage = receive_usage(sendbuf);
+    let (recv, _) = all_blocks(&mut staging, recvbuf, recvcount, recvtype, size, usage)?;
+    let send = if in_place {
+        None
+    } else {
+        let (send, _) = all_blocks(
+            &mut staging,
+            sendbuf,
+            sendcount,
+            sendtype,
+            size,
+            Usage::Input,
+        )?;
+        Some(send as *const u8)
+    };
+    mpi.engine.shared_alltoall(&call, send, recv, block_bytes)?;
+    staging.unpack_outputs();
+    Ok(true)
+}
+
 fn alltoall_body(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
@@ -150,6 +209,13 @@ fn alltoall_body(
         return inter::alltoallv(mpi, index, sendbuf, blocks, request);
     }
     let size = mpi.comm(index)?.size() as usize;
+    if request.is_none()
+        && alltoall_shared(
+            mpi, index, size, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+        )?
+    {
+        return Ok(());
+    }
     let mut staging = Staging::default();
     let usage = receive_usage(sendbuf);
     let recvs = uniform_blocks(&mut staging, usage, recvbuf, recvcount, recvtype, size)?;

@@ -3,7 +3,7 @@
 use resmpi_core::coll::{self, Block};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::{any_comm_of, inter};
+use super::{any_comm_of, fast_path, inter};
 use super::{
     check_root, checked_region, extent_of, in_place_not_allowed, int_array, is_in_place, launch,
     request_out, Staging, Usage,
@@ -586,6 +586,13 @@ fn allgather_body(
     let (recv, block_bytes) = all_blocks(&mut staging, recvbuf, recvcount, recvtype, size, usage)?;
     if let Some((_, send_bytes)) = send {
         same_size(send_bytes, block_bytes, "MPI_Allgather")?;
+    }
+    if let Some(call) = fast_path(mpi, index, block_bytes, request)? {
+        let send = send.map(|(data, _)| data as *const u8);
+        mpi.engine
+            .shared_allgather(&call, send, block_bytes, recv)?;
+        staging.unpack_outputs();
+        return Ok(());
     }
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::allgather(

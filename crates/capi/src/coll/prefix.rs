@@ -4,7 +4,7 @@ use resmpi_core::coll;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use super::{any_comm_of, comm_of, inter};
-use super::{everywhere_reduction, int_array, launch, request_out, Staging};
+use super::{everywhere_reduction, int_array, launch, reduction_fast_path, request_out, Staging};
 use crate::abi::*;
 use crate::global::{entry, Registry};
 
@@ -202,9 +202,23 @@ fn prefix_body(
         op,
         comm,
     )?;
+    let elements = count as usize * scale;
+    let length_bytes = reduction.bytes(elements);
+    if let Some(call) = reduction_fast_path(mpi, index, length_bytes, request)? {
+        mpi.engine.shared_scan(
+            &call,
+            &reduction,
+            send,
+            recv,
+            length_bytes,
+            elements,
+            inclusive,
+        )?;
+        staging.unpack_outputs();
+        return Ok(());
+    }
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);
-    let elements = count as usize * scale;
     if inclusive {
         coll::scan(&mut schedule, send, recv, elements);
     } else {

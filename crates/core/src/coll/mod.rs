@@ -18,6 +18,7 @@ mod allgather;
 mod alltoall;
 pub mod inter;
 mod reduction;
+pub mod shared_memory;
 mod tree;
 
 pub use allgather::{allgather, allgatherv};

@@ -1,0 +1,660 @@
+//! The shared-memory fast path of small blocking collectives.
+//!
+//! Why: on one host a collective of a few bytes costs nothing but its
+//! bookkeeping, and a schedule (a request, steps, a tagged message per step,
+//! matching at every receiver) is a lot of bookkeeping. Here a rank
+//! publishes its contribution once in its own collective area
+//! (`resmpi_path::collective_area`, at the end of its shared-memory
+//! segment, which every local peer has mapped) and reads the contributions
+//! it needs straight from the peers' areas: barrier, bcast, reduce,
+//! allreduce, allgather, alltoall, scan and exscan each become one
+//! publication (or none) and a few reads, with no message at all.
+//!
+//! Which path a collective takes depends only on what every member agrees
+//! on: the communicator (intra, every member reached over shared memory, a
+//! context and sequence number that fit a tag), the byte counts of the call
+//! (at most one slot's payload published per rank), `RESMPI_COLL_SHM` and
+//! the fault-tolerance protocol (`none` only: nothing here is logged or
+//! replicated). Never on timing or on what has arrived. Blocking
+//! collectives never match nonblocking ones in MPI, so the `I` forms keep
+//! their schedules and both kinds may interleave on one communicator.
+//!
+//! Reductions fold in rank order from the right (`c0 op (c1 op (... op
+//! c_{n-1}))`), the same on every rank: the results are bit-identical
+//! everywhere (floating point included), and non-commutative ops get the
+//! rank order MPI asks for.
+//!
+//! Failures: a collective on a communicator with a member known to have
+//! failed ends with `MPIX_ERR_PROC_FAILED` at once; a rank waiting for a
+//! contribution keeps the engine progressing (point-to-point traffic and
+//! nonblocking collectives go on, launcher notices arrive) and ends the
+//! same way when a member's death becomes known, so a death never leaves
+//! a rank waiting. A slot whose readers gave up that way is reclaimed by
+//! its owner once it knows of the death too (see the area's module
+//! comment), so communicators without the dead rank keep working.
+//!
+//! `--inject kill:RANK@sends=N` counts each publication as one send (the
+//! process dies right after it publishes); reads are not sends.
+//!
+//! Waiting spins briefly, then yields the CPU (ranks may outnumber cores),
+//! then sleeps on the path's doorbell for at most [`SLEEP_US`] at a time:
+//! publications ring no doorbell, so that bounds the latency of a long wait.
+
+use std::sync::Arc;
+
+use resmpi_ft::Interceptor;
+use resmpi_path::collective_area::{
+    collective_tag, Found, COLLECTIVE_SLOTS, COLLECTIVE_SLOT_PAYLOAD_BYTES, MAX_COMMUNICATOR_KEY,
+    MAX_SEQUENCE,
+};
+
+use super::Reduction;
+use crate::engine::{peer_failed_error, Engine};
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::transport::Route;
+
+/// The most bytes one rank publishes in one collective on the fast path.
+pub const MAX_PUBLISHED_BYTES: usize = COLLECTIVE_SLOT_PAYLOAD_BYTES;
+/// Reductions (reduce, allreduce, scan, exscan) whose vector times the
+/// communicator size exceeds this take the schedules: every rank folding
+/// every contribution costs `size` times the vector, which a ring or tree
+/// spreads out better beyond it (64 KiB at 4 ranks, 16 KiB at 16).
+pub const MAX_REDUCTION_FOLD_BYTES: usize = 256 << 10;
+/// The environment variable that turns the fast path off (`0`) or on (`1`,
+/// the default).
+pub const ENVIRONMENT_VARIABLE: &str = "RESMPI_COLL_SHM";
+/// Waiting rounds that only spin (checking between them) before yielding,
+/// when every local rank has a core of its own (see
+/// [`SharedMemoryCollectives::spin_rounds`]).
+pub const SPIN_ROUNDS: u32 = 16;
+/// While spinning, the engine progresses every this many rounds.
+const PROGRESS_EVERY_ROUNDS: u32 = 8;
+/// How long a waiter yields before it sleeps.
+const YIELD_PHASE: std::time::Duration = std::time::Duration::from_millis(2);
+/// Longest sleep of a long wait (publications ring no doorbell).
+pub const SLEEP_US: u64 = 100;
+
+/// Whether `RESMPI_COLL_SHM` leaves the fast path on; an error for a value
+/// other than `0` or `1`.
+pub fn enabled_by_environment() -> Result<bool, String> {
+    match std::env::var(ENVIRONMENT_VARIABLE) {
+        Err(_) => Ok(true),
+        Ok(value) => match value.trim() {
+            "1" | "" => Ok(true),
+            "0" => Ok(false),
+            other => Err(format!("{ENVIRONMENT_VARIABLE}={other:?}: expected 0 or 1")),
+        },
+    }
+}
+
+/// The first spin budget on a host with `local_ranks` ranks of this job
+/// (see [`SharedMemoryCollectives::spin_rounds`]): none when they outnumber
+/// the cores.
+pub fn spin_rounds_for(local_ranks: usize) -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+    if local_ranks > cores {
+        0
+    } else {
+        SPIN_ROUNDS
+    }
+}
+
+/// This process's side of the fast path.
+#[derive(Debug, Default)]
+pub struct SharedMemoryCollectives {
+    /// The fast path may be taken (RESMPI_COLL_SHM, protocol `none`, shared
+    /// memory present).
+    pub enabled: bool,
+    /// Waiting rounds spent spinning before yielding: [`SPIN_ROUNDS`], or
+    /// none when this host's ranks outnumber its cores (a spinning rank
+    /// would only hold the core the rank it waits for needs). Short on
+    /// purpose: a peer running on another core answers within a few
+    /// hundred nanoseconds, and one that does not (it shares this core, or
+    /// the host is busy) can only answer once this process lets go.
+    /// Measured on a busy 2-core host with unpinned ranks (the scheduler
+    /// often puts both on one core): time per call grew linearly with the
+    /// spin, 90 µs per barrier at 4096 rounds, 1-2 µs at 16; ranks pinned
+    /// to their own cores did 0.31 µs at 4096 (docs/benchmarks.md).
+    pub spin_rounds: u32,
+    /// The group each own slot was last published for: a slot whose group
+    /// has lost a member may be reclaimed without waiting for its readers.
+    slot_groups: [Option<Arc<Vec<u32>>>; COLLECTIVE_SLOTS],
+    /// Per world rank: the slot of its area where its next contribution
+    /// is expected (after the last one found there).
+    next_slot_of: Vec<u8>,
+}
+
+/// One blocking collective on the fast path.
+#[derive(Debug)]
+pub struct Call {
+    /// World rank of each member.
+    group: Arc<Vec<u32>>,
+    /// This process's rank in the communicator.
+    rank: u32,
+    /// Tag of every contribution of this collective.
+    tag: u64,
+}
+
+impl Call {
+    /// Members of the communicator.
+    #[inline]
+    pub fn size(&self) -> u32 {
+        self.group.len() as u32
+    }
+
+    /// This process's rank in the communicator.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+}
+
+/// A read that was overtaken by a reclaim: a member died and the
+/// contribution's owner gave up on this reader.
+fn reclaimed_error(call: &Call, failed: Option<u32>) -> MpiError {
+    match failed {
+        Some(peer) => peer_failed_error(peer),
+        None => MpiError::new(
+            ErrorClass::ProcFailed,
+            format!(
+                "a member of the communicator (world ranks {:?}) has failed",
+                call.group
+            ),
+        ),
+    }
+}
+
+impl<F: Interceptor> Engine<F> {
+    /// Begin a blocking collective on communicator `comm` in which each rank
+    /// publishes at most `published_bytes` (the largest over the ranks, the
+    /// same on all): `Some` when it takes the fast path, `None` when it
+    /// must take the schedules. A member known to have failed is an error.
+    pub fn shared_memory_call(
+        &mut self,
+        comm: usize,
+        published_bytes: usize,
+    ) -> MpiResult<Option<Call>> {
+        if !self.shared_memory.enabled || published_bytes > MAX_PUBLISHED_BYTES {
+            return Ok(None);
+        }
+        let Some(shm) = self.transports.shm.as_ref() else {
+            return Ok(None);
+        };
+        let routes = &self.transports.routes;
+        let Some(Some(communicator)) = self.state.comms.get_mut(comm) else {
+            return Err(MpiError::new(ErrorClass::Comm, "invalid communicator"));
+        };
+        let key = communicator.context as u64 >> 1;
+        let eligible = !communicator.is_inter()
+            && communicator.context.is_multiple_of(2)
+            && key <= MAX_COMMUNICATOR_KEY
+            && communicator.shared_memory_sequence < MAX_SEQUENCE
+            && communicator.group.iter().all(|&peer| {
+                matches!(routes[peer as usize], Route::Shm | Route::Loopback)
+                    && shm.collective_area(peer).is_some()
+            });
+        if !eligible {
+            return Ok(None);
+        }
+        communicator.shared_memory_sequence += 1;
+        let call = Call {
+            group: communicator.group.clone(),
+            rank: communicator.rank,
+            tag: collective_tag(key, communicator.shared_memory_sequence),
+        };
+        self.check_members(&call)?;
+        Ok(Some(call))
+    }
+
+    /// The first member of `group` known to have failed.
+    fn failed_member(&self, group: &[u32]) -> Option<u32> {
+        if self.state.failed_count == 0 {
+            return None;
+        }
+        group
+            .iter()
+            .copied()
+            .find(|&peer| self.state.is_failed(peer))
+    }
+
+    /// `MPIX_ERR_PROC_FAILED` when a member of `call` is known to have failed.
+    fn check_members(&self, call: &Call) -> MpiResult<()> {
+        match self.failed_member(&call.group) {
+            Some(peer) => Err(peer_failed_error(peer)),
+            None => Ok(()),
+        }
+    }
+
+    /// Wait until `ready`, keeping the engine progressing and giving up
+    /// when a member of `call` fails.
+    fn wait_for_shared(
+        &mut self,
+        call: &Call,
+        mut ready: impl FnMut(&Engine<F>) -> bool,
+    ) -> MpiResult<()> {
+        let mut rounds = 0u32;
+        let mut since: Option<std::time::Instant> = None;
+        loop {
+            if ready(self) {
+                return Ok(());
+            }
+            rounds = rounds.saturating_add(1);
+            if rounds < self.shared_memory.spin_rounds {
+                if rounds.is_multiple_of(PROGRESS_EVERY_ROUNDS) {
+                    self.progress()?;
+                    self.check_members(call)?;
+                } else {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
+            if self.progress()? {
+                // Something else moved (a message, a notice): check again
+                // at once.
+                self.check_members(call)?;
+                continue;
+            }
+            self.check_members(call)?;
+            let since = *since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() < YIELD_PHASE {
+                std::thread::yield_now();
+            } else {
+                self.transports.sleep_until_traffic(SLEEP_US);
+            }
+        }
+    }
+
+    /// Publish this rank's contribution of `length_bytes` at `source` for
+    /// `readers` members (nothing when none reads it).
+    fn publish_shared(
+        &mut self,
+        call: &Call,
+        readers: u32,
+        length_bytes: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> MpiResult<()> {
+        if readers == 0 {
+            return Ok(());
+        }
+        debug_assert!(length_bytes <= MAX_PUBLISHED_BYTES);
+        let shm = self
+            .transports
+            .shm
+            .as_mut()
+            .expect("a fast-path call has shared memory");
+        let index = shm.take_collective_slot();
+        let slot = shm
+            .collective_area(self.state.rank)
+            .expect("the own area is mapped")
+            .slot(index);
+        if !slot.is_free() {
+            // Readers of the slot's last contribution that gave up (a member
+            // of that communicator died) will never consume it.
+            self.wait_for_shared(call, |engine| {
+                slot.is_free()
+                    || engine.shared_memory.slot_groups[index]
+                        .as_ref()
+                        .is_some_and(|group| engine.failed_member(group).is_some())
+            })?;
+        }
+        // SAFETY: this process owns the area and publishes from this thread
+        // only (the library lock is held); the slot is free or its readers
+        // gave up (checked just above).
+        unsafe {
+            slot.publish(call.tag, readers, |payload| {
+                fill(&mut payload[..length_bytes])
+            })
+        };
+        let group = &mut self.shared_memory.slot_groups[index];
+        if !group
+            .as_ref()
+            .is_some_and(|group| Arc::ptr_eq(group, &call.group))
+        {
+            *group = Some(call.group.clone());
+        }
+        self.count_send_for_kill();
+        Ok(())
+    }
+
+    /// Publish `length_bytes` from `source`.
+    fn publish_bytes(
+        &mut self,
+        call: &Call,
+        readers: u32,
+        source: *const u8,
+        length_bytes: usize,
+    ) -> MpiResult<()> {
+        self.publish_shared(call, readers, length_bytes, |payload| {
+            if length_bytes > 0 {
+                // SAFETY: the caller's `length_bytes` readable bytes, copied
+                // into the slot's payload (a distinct mapping).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(source, payload.as_mut_ptr(), length_bytes)
+                };
+            }
+        })
+    }
+
+    /// The contribution of member `member` (not this process) to `call`,
+    /// once it is published.
+    fn take_shared(&mut self, call: &Call, member: u32) -> MpiResult<Found> {
+        let area = self
+            .transports
+            .shm
+            .as_ref()
+            .and_then(|shm| shm.collective_area(call.group[member as usize]))
+            .expect("every member's area is mapped (checked at the call's start)");
+        let owner = call.group[member as usize] as usize;
+        if self.shared_memory.next_slot_of.len() <= owner {
+            self.shared_memory.next_slot_of.resize(owner + 1, 0);
+        }
+        let first = self.shared_memory.next_slot_of[owner] as usize;
+        let found = match area.find(call.tag, first) {
+            Some(found) => found,
+            None => {
+                let mut found = None;
+                self.wait_for_shared(call, |_| {
+                    found = area.find(call.tag, first);
+                    found.is_some()
+                })?;
+                found.expect("ready means found")
+            }
+        };
+        self.shared_memory.next_slot_of[owner] = ((found.index + 1) % COLLECTIVE_SLOTS) as u8;
+        Ok(found)
+    }
+
+    /// Done reading `found`: an error when its owner reclaimed it meanwhile
+    /// (what was read may be torn; a member has failed).
+    fn finish_shared(&self, call: &Call, found: Found) -> MpiResult<()> {
+        if found.finish() {
+            return Ok(());
+        }
+        Err(reclaimed_error(call, self.failed_member(&call.group)))
+    }
+
+    /// The contribution of `member`, copied to `target` (`length_bytes`).
+    fn copy_shared(
+        &mut self,
+        call: &Call,
+        member: u32,
+        offset_bytes: usize,
+        target: *mut u8,
+        length_bytes: usize,
+    ) -> MpiResult<()> {
+        let found = self.take_shared(call, member)?;
+        if length_bytes > 0 {
+            // SAFETY: the contribution holds `offset_bytes + length_bytes`
+            // (every member publishes the agreed size); `target` is the
+            // caller's `length_bytes` writable bytes, in private memory.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    found.payload(offset_bytes + length_bytes).add(offset_bytes),
+                    target,
+                    length_bytes,
+                )
+            };
+        }
+        self.finish_shared(call, found)
+    }
+
+    /// `target = contribution(member) op target` over `count` elements.
+    fn fold_shared(
+        &mut self,
+        call: &Call,
+        member: u32,
+        reduction: &Reduction,
+        target: *mut u8,
+        length_bytes: usize,
+        count: usize,
+    ) -> MpiResult<()> {
+        let found = self.take_shared(call, member)?;
+        if length_bytes > 0 {
+            // SAFETY: the contribution holds `length_bytes`; `target` is the
+            // caller's `length_bytes` writable bytes, which do not overlap it.
+            unsafe {
+                reduction.apply(
+                    std::slice::from_raw_parts(found.payload(length_bytes), length_bytes),
+                    std::slice::from_raw_parts_mut(target, length_bytes),
+                    count,
+                )?
+            };
+        }
+        self.finish_shared(call, found)
+    }
+
+    /// MPI_Barrier: everyone publishes an empty contribution and waits for
+    /// everyone else's.
+    pub fn shared_barrier(&mut self, call: &Call) -> MpiResult<()> {
+        let size = call.size();
+        self.publish_bytes(call, size - 1, std::ptr::null(), 0)?;
+        for member in (0..size).filter(|&member| member != call.rank) {
+            let found = self.take_shared(call, member)?;
+            self.finish_shared(call, found)?;
+        }
+        Ok(())
+    }
+
+    /// MPI_Bcast of `length_bytes` at `data` from `root`.
+    pub fn shared_bcast(
+        &mut self,
+        call: &Call,
+        data: *mut u8,
+        length_bytes: usize,
+        root: u32,
+    ) -> MpiResult<()> {
+        if call.rank == root {
+            self.publish_bytes(call, call.size() - 1, data, length_bytes)
+        } else {
+            self.copy_shared(call, root, 0, data, length_bytes)
+        }
+    }
+
+    /// MPI_Reduce of `count` elements (`length_bytes`) to `recv` at `root`;
+    /// `send == recv` at the root is MPI_IN_PLACE.
+    #[allow(clippy::too_many_arguments)]
+    pub fn shared_reduce(
+        &mut self,
+        call: &Call,
+        reduction: &Reduction,
+        send: *const u8,
+        recv: *mut u8,
+        length_bytes: usize,
+        count: usize,
+        root: u32,
+    ) -> MpiResult<()> {
+        if call.rank != root {
+            return self.publish_bytes(call, 1, send, length_bytes);
+        }
+        // In place, the fold overwrites the root's own contribution before
+        // it is used: keep a copy.
+        let own_copy: Option<Vec<u8>> = (std::ptr::eq(send, recv) && length_bytes > 0).then(|| {
+            // SAFETY: the caller's `length_bytes` readable bytes.
+            unsafe { std::slice::from_raw_parts(send, length_bytes) }.to_vec()
+        });
+        let own = own_copy.as_ref().map_or(send, |copy| copy.as_ptr());
+        self.fold_in_rank_order(call, reduction, own, recv, length_bytes, count)
+    }
+
+    /// `recv = c_0 op (c_1 op (... op c_{n-1}))` over every member's
+    /// contribution `c_i`, this rank's at `own` (which must not overlap
+    /// `recv` unless this rank is the last member). Every rank that folds
+    /// gets the same bits.
+    fn fold_in_rank_order(
+        &mut self,
+        call: &Call,
+        reduction: &Reduction,
+        own: *const u8,
+        recv: *mut u8,
+        length_bytes: usize,
+        count: usize,
+    ) -> MpiResult<()> {
+        let last = call.size() - 1;
+        for member in (0..=last).rev() {
+            let first = member == last;
+            if member != call.rank {
+                if first {
+                    self.copy_shared(call, member, 0, recv, length_bytes)?;
+                } else {
+                    self.fold_shared(call, member, reduction, recv, length_bytes, count)?;
+                }
+            } else if length_bytes > 0 {
+                // SAFETY: `own` and `recv` hold `length_bytes` each and do
+                // not overlap when `apply` runs (the caller's promise).
+                unsafe {
+                    if first {
+                        // (Alone in place, `own` is `recv`.)
+                        std::ptr::copy(own, recv, length_bytes);
+                    } else {
+                        reduction.apply(
+                            std::slice::from_raw_parts(own, length_bytes),
+                            std::slice::from_raw_parts_mut(recv, length_bytes),
+                            count,
+                        )?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// MPI_Allreduce of `count` elements (`length_bytes`); `send == recv`
+    /// is MPI_IN_PLACE.
+    pub fn shared_allreduce(
+        &mut self,
+        call: &Call,
+        reduction: &Reduction,
+        send: *const u8,
+        recv: *mut u8,
+        length_bytes: usize,
+        count: usize,
+    ) -> MpiResult<()> {
+        let size = call.size();
+        self.publish_bytes(call, size - 1, send, length_bytes)?;
+        // The own contribution is read from where it was published when the
+        // fold would overwrite it (in place).
+        let own = if std::ptr::eq(send, recv) && size > 1 {
+            self.own_published(call)?
+        } else {
+            send
+        };
+        self.fold_in_rank_order(call, reduction, own, recv, length_bytes, count)
+    }
+
+    /// Where this rank's contribution to `call` was published (it stays
+    /// there until every reader has consumed it, which cannot happen before
+    /// this rank finishes the call: the readers are waiting for the same
+    /// collective).
+    fn own_published(&self, call: &Call) -> MpiResult<*const u8> {
+        let area = self
+            .transports
+            .shm
+            .as_ref()
+            .and_then(|shm| shm.collective_area(self.state.rank))
+            .expect("the own area is mapped");
+        let found = area
+            .find(call.tag, 0)
+            .ok_or_else(|| reclaimed_error(call, self.failed_member(&call.group)))?;
+        Ok(found.payload(0))
+    }
+
+    /// MPI_Allgather of blocks of `block_bytes`: `send` None is MPI_IN_PLACE
+    /// (the own block is already in `recv`).
+    pub fn shared_allgather(
+        &mut self,
+        call: &Call,
+        send: Option<*const u8>,
+        block_bytes: usize,
+        recv: *mut u8,
+    ) -> MpiResult<()> {
+        let size = call.size();
+        let own_block = recv.wrapping_add(call.rank as usize * block_bytes);
+        let source = send.unwrap_or(own_block);
+        self.publish_bytes(call, size - 1, source, block_bytes)?;
+        if let Some(send) = send {
+            if block_bytes > 0 {
+                // SAFETY: `send` and the own block of `recv` hold
+                // `block_bytes` each; MPI forbids their overlap.
+                unsafe { std::ptr::copy(send, own_block, block_bytes) };
+            }
+        }
+        for member in (0..size).filter(|&member| member != call.rank) {
+            let target = recv.wrapping_add(member as usize * block_bytes);
+            self.copy_shared(call, member, 0, target, block_bytes)?;
+        }
+        Ok(())
+    }
+
+    /// MPI_Alltoall of blocks of `block_bytes` each: block `i` of `send`
+    /// goes to member `i`, block `i` of `recv` comes from it; `send` None
+    /// is MPI_IN_PLACE (the blocks to send are in `recv`).
+    pub fn shared_alltoall(
+        &mut self,
+        call: &Call,
+        send: Option<*const u8>,
+        recv: *mut u8,
+        block_bytes: usize,
+    ) -> MpiResult<()> {
+        let size = call.size();
+        let me = call.rank as usize;
+        // In place, publishing copies the blocks before any is overwritten.
+        let source = send.unwrap_or(recv);
+        self.publish_bytes(call, size - 1, source, size as usize * block_bytes)?;
+        if let Some(send) = send {
+            if block_bytes > 0 {
+                // SAFETY: both buffers hold `size` blocks; MPI forbids
+                // their overlap.
+                unsafe {
+                    std::ptr::copy(
+                        send.add(me * block_bytes),
+                        recv.add(me * block_bytes),
+                        block_bytes,
+                    )
+                };
+            }
+        }
+        for member in (0..size).filter(|&member| member != call.rank) {
+            let target = recv.wrapping_add(member as usize * block_bytes);
+            self.copy_shared(call, member, me * block_bytes, target, block_bytes)?;
+        }
+        Ok(())
+    }
+
+    /// MPI_Scan (`inclusive`) or MPI_Exscan of `count` elements
+    /// (`length_bytes`); `send == recv` is MPI_IN_PLACE.
+    #[allow(clippy::too_many_arguments)]
+    pub fn shared_scan(
+        &mut self,
+        call: &Call,
+        reduction: &Reduction,
+        send: *const u8,
+        recv: *mut u8,
+        length_bytes: usize,
+        count: usize,
+        inclusive: bool,
+    ) -> MpiResult<()> {
+        let me = call.rank;
+        self.publish_bytes(call, call.size() - 1 - me, send, length_bytes)?;
+        // Fold the members before this one (and this one when inclusive),
+        // right to left.
+        let last = if inclusive {
+            me
+        } else if me == 0 {
+            // Exscan leaves rank 0's buffer undefined: untouched.
+            return Ok(());
+        } else {
+            me - 1
+        };
+        if last == me {
+            if !std::ptr::eq(send, recv) && length_bytes > 0 {
+                // SAFETY: both hold `length_bytes`; MPI forbids overlap.
+                unsafe { std::ptr::copy_nonoverlapping(send, recv, length_bytes) };
+            }
+        } else {
+            self.copy_shared(call, last, 0, recv, length_bytes)?;
+        }
+        for member in (0..last).rev() {
+            self.fold_shared(call, member, reduction, recv, length_bytes, count)?;
+        }
+        Ok(())
+    }
+}
