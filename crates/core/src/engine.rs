@@ -786,11 +786,50 @@ impl<F: Interceptor> Engine<F> {
     /// Make progress on every path once. True if anything happened.
     ///
     /// This is the loop a blocked caller spins in, so an idle round must be
-    /// cheap: every step that has nothing to do is skipped by one compare of
+    /// cheap. On one host, when nothing but shared memory can bring work
+    /// (see [`Engine::idle_on_shared_memory`]), a round is one load per
+    /// local peer's ring; otherwise [`Engine::progress_round`] runs.
+    #[inline]
+    pub fn progress(&mut self) -> MpiResult<bool> {
+        if self.idle_on_shared_memory() {
+            return Ok(false);
+        }
+        self.progress_round()
+    }
+
+    /// Whether a progress round would find nothing to do: the only path is
+    /// shared memory and no frame waits in it, and nothing else is pending
+    /// (no queued frame or stream, no schedule, no failure notice, no
+    /// protocol that polls). A few compares and one load per ring.
+    #[inline]
+    fn idle_on_shared_memory(&self) -> bool {
+        let Some(shm) = &self.transports.shm else {
+            return false;
+        };
+        !F::PINS_WILDCARDS
+            && !F::USES_TIMERS
+            && !F::SENDS_PROTOCOL_FRAMES
+            && self.transports.rails.is_empty()
+            && self.transports.memory.is_none()
+            && self.transports.loopback.is_empty()
+            && self.state.queued_frames == 0
+            && self.state.streaming_sends == 0
+            && self.state.sends_awaiting_acks.is_empty()
+            && self.state.pending_error.is_none()
+            && self.schedules.is_empty()
+            && self
+                .notices
+                .as_ref()
+                .is_none_or(|notices| notices.count() == self.notices_seen)
+            && !shm.has_input()
+    }
+
+    /// One full progress round over every path and every kind of pending
+    /// work. Every step that has nothing to do is skipped by one compare of
     /// a counter or a length here, without a call. Network rails (and the
     /// reliability links, which exist only for peers reached over them) are
     /// skipped entirely in a job on one host.
-    pub fn progress(&mut self) -> MpiResult<bool> {
+    pub fn progress_round(&mut self) -> MpiResult<bool> {
         let mut frames = 0;
         if let Some(notices) = &self.notices {
             if notices.count() != self.notices_seen {
@@ -1094,6 +1133,7 @@ impl<F: Interceptor> Engine<F> {
     }
 
     /// Send one frame to `peer`, queueing a copy if its path has no room.
+    #[inline]
     pub fn send_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) -> MpiResult<()> {
         if self.peer_failed(peer) {
             // Nothing goes to a dead process (nor waits in its queue).
@@ -1122,6 +1162,7 @@ impl<F: Interceptor> Engine<F> {
     ///
     /// # Safety
     /// `bytes` must hold the message, readable, for this call.
+    #[inline]
     unsafe fn send_frame_from(
         &mut self,
         peer: u32,

@@ -188,6 +188,7 @@ impl Transports {
     }
 
     /// Largest payload per frame toward `peer`.
+    #[inline]
     pub fn max_payload_bytes(&self, peer: u32) -> usize {
         match self.routes[peer as usize] {
             Route::Shm => self
