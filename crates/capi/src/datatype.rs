@@ -17,6 +17,7 @@ use resmpi_core::{ErrorClass, MpiError, MpiResult};
 use crate::abi::*;
 
 /// The [`TypeInfo`] of a predefined datatype handle.
+#[inline]
 pub fn builtin_info(handle: MPI_Datatype) -> Option<TypeInfo> {
     let basic = TypeInfo::basic;
     let pair = |size_bytes, extent_bytes, value| TypeInfo {
@@ -205,6 +206,7 @@ pub enum Resolved {
 }
 
 /// Decode `handle`, or MPI_ERR_TYPE (null, freed, garbage).
+#[inline]
 pub fn resolve(handle: MPI_Datatype) -> MpiResult<Resolved> {
     if let Some(info) = builtin_info(handle) {
         return Ok(Resolved::Predefined(info));

@@ -1139,13 +1139,22 @@ impl<F: Interceptor> Engine<F> {
             // Nothing goes to a dead process (nor waits in its queue).
             return Ok(());
         }
-        let bytes = rejoin::emit_stamped(header, self.state.own_incarnation);
+        let incarnation = self.state.own_incarnation;
         if self.state.outbox[peer as usize].is_empty() {
-            let offered = self.offer(peer, &bytes, payload);
+            let offered = if self.links.covers(peer) {
+                let bytes = rejoin::emit_stamped(header, incarnation);
+                self.offer(peer, &bytes, payload)
+            } else {
+                // Straight into the path: on shared memory the header is
+                // written in the ring's slot, not first on the stack.
+                self.transports
+                    .try_send_frame(peer, header, incarnation, payload)
+            };
             if self.absorb_lost_peer(peer, offered)? {
                 return Ok(());
             }
         }
+        let bytes = rejoin::emit_stamped(header, incarnation);
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
         frame.extend_from_slice(&bytes);
         frame.extend_from_slice(payload);

@@ -333,6 +333,7 @@ impl Mpi {
     }
 
     /// The communicator at `index`, or MPI_ERR_COMM.
+    #[inline]
     pub fn comm(&self, index: usize) -> MpiResult<&Communicator> {
         match self.engine.state.comms.get(index) {
             Some(Some(comm)) => Ok(comm),
