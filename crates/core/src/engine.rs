@@ -1733,24 +1733,33 @@ impl<F: Interceptor> State<F> {
         }
     }
 
-    /// Fill the status of receive `index` for a matched message; returns
-    /// (buffer, capacity) to copy into.
+    /// Fill the status of receive `index` for a matched message of
+    /// `length` bytes and copy `payload` (an eager message's data; empty
+    /// for a rendezvous, whose data follows) into its buffer, where the
+    /// request lies (no copy of its buffer description). False if `index`
+    /// is no receive.
     fn accept_match(
         &mut self,
         index: u32,
         envelope: Envelope,
         length: usize,
         tainted: bool,
-    ) -> Option<(UserBytes, usize)> {
+        payload: &[u8],
+    ) -> bool {
+        let Some(request) = self.requests.get(index) else {
+            return false;
+        };
         let comm_rank = self
             .comms
-            .get(self.requests.get(index)?.comm)
+            .get(request.comm)
             .and_then(|comm| comm.as_ref())
             .and_then(|comm| comm.comm_rank_of(envelope.source))
             .map_or(envelope.source as i32, |rank| rank as i32);
-        let request = self.requests.get_mut(index)?;
+        let Some(request) = self.requests.get_mut(index) else {
+            return false;
+        };
         let Operation::Receive(receive) = &mut request.operation else {
-            return None;
+            return false;
         };
         receive.matched = true;
         receive.sender = Some(envelope.source);
@@ -1766,20 +1775,23 @@ impl<F: Interceptor> State<F> {
             // (its data still arrives).
             request.status.error = ErrorClass::ProcFailed as i32;
         }
-        Some((receive.bytes.clone(), receive.capacity))
+        // SAFETY: the receive's owner guarantees `capacity` writable packed
+        // bytes until the request completes.
+        unsafe { receive.bytes.write(receive.capacity, 0, payload) };
+        true
     }
 
     fn deliver_unexpected(&mut self, index: u32, envelope: Envelope, message: Unexpected) {
         let length = message.length();
-        let Some((bytes, capacity)) = self.accept_match(index, envelope, length, message.tainted())
-        else {
-            return;
+        let payload: &[u8] = match &message {
+            Unexpected::Eager { data, .. } => data,
+            Unexpected::Rendezvous { .. } => &[],
         };
+        if !self.accept_match(index, envelope, length, message.tainted(), payload) {
+            return;
+        }
         match message {
             Unexpected::Eager { data, sync_id, .. } => {
-                // SAFETY: the receive's owner guarantees `capacity` writable
-                // packed bytes until the request completes.
-                unsafe { bytes.write(capacity, 0, &data) };
                 self.return_credit(envelope.source, data.len());
                 if let Some(sync_id) = sync_id {
                     self.send_sync_ack(envelope.source, sync_id);
@@ -1963,12 +1975,7 @@ impl<F: Interceptor> State<F> {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
                         return true;
                     };
-                    if let Some((bytes, capacity)) =
-                        self.accept_match(index, envelope, payload.len(), tainted)
-                    {
-                        // SAFETY: as in `deliver_unexpected`.
-                        unsafe { bytes.write(capacity, 0, payload) };
-                    }
+                    self.accept_match(index, envelope, payload.len(), tainted, payload);
                     self.return_credit(peer, payload.len());
                     if let Some(sync_id) = sync_id {
                         self.send_sync_ack(peer, sync_id);
@@ -1997,7 +2004,7 @@ impl<F: Interceptor> State<F> {
                     let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
                         return true;
                     };
-                    self.accept_match(index, envelope, length, tainted);
+                    self.accept_match(index, envelope, length, tainted, &[]);
                     self.clear_to_send(index, envelope, send_id, length);
                     self.report_matches();
                 }

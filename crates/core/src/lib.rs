@@ -423,11 +423,12 @@ impl Mpi {
         tag: i32,
         mode: SendMode,
     ) -> MpiResult<u32> {
-        self.check_envelope(comm_index, destination, tag, false)?;
+        let comm = self.comm(comm_index)?;
+        self.check_rank(comm, destination, false)?;
+        Self::check_tag(tag, false)?;
         if destination == PROC_NULL {
             return self.engine.start_nothing(comm_index, Status::proc_null());
         }
-        let comm = self.comm(comm_index)?;
         let target = Destination {
             peer: comm.peer_world_rank(destination as u32),
             context: comm.context,
