@@ -530,7 +530,10 @@ impl<F: Interceptor> Engine<F> {
             };
         }
         // SAFETY: the caller guarantees `length` readable bytes for this call.
-        unsafe { self.send_frame_from(destination.peer, &header, &bytes, 0, length)? };
+        if !unsafe { self.try_send_contiguous_now(destination.peer, &header, &bytes, length) } {
+            // SAFETY: as above.
+            unsafe { self.send_frame_from(destination.peer, &header, &bytes, 0, length)? };
+        }
         self.state.interceptor.on_send_complete(
             destination.peer,
             destination.context,
@@ -539,6 +542,37 @@ impl<F: Interceptor> Engine<F> {
         );
         self.count_send_for_kill();
         Ok(true)
+    }
+
+    /// The common case of an eager send, without the layers of
+    /// `send_frame_from`: contiguous bytes, nothing queued before them and
+    /// no reliability link, handed to the path at once. False = not that
+    /// case, or the path refused it (no room, an error): the caller then
+    /// sends through `send_frame_from`, which queues or reports it.
+    ///
+    /// # Safety
+    /// `bytes` must hold `length` readable bytes for this call.
+    #[inline]
+    unsafe fn try_send_contiguous_now(
+        &mut self,
+        peer: u32,
+        header: &FrameHeader,
+        bytes: &UserBytes,
+        length: usize,
+    ) -> bool {
+        let Some(start) = bytes.contiguous_at(0) else {
+            return false;
+        };
+        if !self.state.outbox[peer as usize].is_empty() || self.links.covers(peer) {
+            return false;
+        }
+        // SAFETY: by the caller's promise.
+        let payload = unsafe { slice_from(start, length) };
+        matches!(
+            self.transports
+                .try_send_frame(peer, header, self.state.own_incarnation, payload),
+            Ok(true)
+        )
     }
 
     /// (Re)start the protocol of the send request at `index`.
@@ -1715,6 +1749,7 @@ impl<F: Interceptor> State<F> {
         }
     }
 
+    #[inline]
     fn complete_receive(&mut self, index: u32, envelope: Envelope) {
         let Some(request) = self.requests.get_mut(index) else {
             return;
@@ -1727,6 +1762,7 @@ impl<F: Interceptor> State<F> {
         }
     }
 
+    #[inline]
     fn report_matches(&mut self) {
         while let Some(event) = self.matcher.poll_event() {
             self.interceptor.on_match(&event);
@@ -1881,6 +1917,7 @@ impl<F: Interceptor> State<F> {
         self.queue_frame(peer, &header, &[]);
     }
 
+    #[inline]
     fn return_credit(&mut self, peer: u32, payload_bytes: usize) {
         let owed = &mut self.credit_owed[peer as usize];
         *owed += payload_bytes + HEADER_LEN_BYTES;
