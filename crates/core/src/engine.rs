@@ -74,9 +74,12 @@ const CONTROL_CANCEL_ANSWER: u64 = 3;
 /// an application message.
 const CONTROL_PROTOCOL: u64 = 4;
 /// Empty progress rounds spent spinning before the waiter starts yielding:
-/// about 10 µs of an idle round on one host (~10 ns each), what 200 rounds
-/// took before the idle round was made cheap.
-const SPIN_ROUNDS: u32 = 1_000;
+/// ~1-2 µs of idle rounds on one host (10-20 ns each), several times a
+/// shared-memory round trip. Longer spins only cost, when ranks share a
+/// core: the waiter burns its slice while the peer it waits for cannot run
+/// (an 8 B ping-pong of two ranks on one busy core measured ~10 µs per hop
+/// with 1000 rounds, ~3 µs with 100; on idle cores both ~0.25 µs).
+const SPIN_ROUNDS: u32 = 100;
 /// How long an idle waiter polls with `sched_yield` before it sleeps.
 const YIELD_PHASE: std::time::Duration = std::time::Duration::from_millis(2);
 /// Longest sleep on a path's doorbell before polling again.
