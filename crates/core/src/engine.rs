@@ -615,8 +615,10 @@ impl<F: Interceptor> Engine<F> {
             if mode == SendMode::Synchronous {
                 header.flags |= FLAG_SYNC;
             }
-            // SAFETY: the caller of start_send guarantees the buffer.
-            unsafe { self.send_frame_from(peer, &header, &bytes, 0, length)? };
+            // SAFETY (both): the caller of start_send guarantees the buffer.
+            if !unsafe { self.try_send_contiguous_now(peer, &header, &bytes, length) } {
+                unsafe { self.send_frame_from(peer, &header, &bytes, 0, length)? };
+            }
             if mode == SendMode::Synchronous {
                 SendStage::AwaitingSyncAck
             } else {
