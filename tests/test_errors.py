@@ -26,3 +26,15 @@ def test_errors_are_fatal_by_default_and_abort_the_whole_job_with_a_message(buil
     assert f"rank {culprit} making an invalid call" in res.stdout, res.describe()
     assert re.search(r"rank|Rank|invalid|Invalid", res.stderr), f"no error message\n{res.describe()}"
     assert res.elapsed < 30, res.describe()
+
+
+@pytest.mark.skipif(not IS_RESMPI, reason="resmpi's own message (other MPIs may deadlock)")
+def test_an_mpi_call_from_inside_a_reduction_op_ends_the_job_with_a_message_not_a_deadlock(build):
+    """The library lock knows its holder: an op that calls MPI_Barrier while
+    MPI_Reduce_local runs it is told so (and the job ends), instead of
+    waiting for ever on a lock its own thread holds."""
+    res = run(1, build("op_reenter"), timeout=60)
+    assert res.returncode != 0, res.describe()
+    assert "calling the op" in res.stdout, res.describe()
+    assert "FAIL" not in res.output, res.describe()
+    assert "called from a user function the library is running" in res.stderr, res.describe()

@@ -136,10 +136,16 @@ pub fn orphan_staged_receive(index: u32) -> bool {
 
 /// Unpack and release the freed receives that have completed. Called
 /// after every entry point; costs one atomic load when there are none.
+#[inline]
 pub fn sweep_orphaned_receives(mpi: &mut Mpi) {
-    if ORPHANED_RECEIVES.load(Ordering::Relaxed) == 0 {
-        return;
+    if ORPHANED_RECEIVES.load(Ordering::Relaxed) != 0 {
+        sweep_orphaned_receives_now(mpi);
     }
+}
+
+/// [`sweep_orphaned_receives`] when there is something to sweep.
+#[cold]
+fn sweep_orphaned_receives_now(mpi: &mut Mpi) {
     let finished: Vec<u32> = with_staged(|staged| {
         staged
             .iter()

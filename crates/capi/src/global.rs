@@ -4,8 +4,8 @@
 //! communicator's error handler with the lock released, so a user handler
 //! may call MPI.
 
-use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use resmpi_core::{Mpi, MpiError, MpiResult};
@@ -63,26 +63,39 @@ static GLOBAL: Mutex<Global> = Mutex::new(Global {
     },
 });
 
-thread_local! {
-    /// This thread holds the library lock: an MPI call made now comes from a
-    /// user function the library called (a reduction op), and taking the
-    /// lock again would deadlock.
-    static HOLDS_LOCK: Cell<bool> = const { Cell::new(false) };
+/// The thread that holds the library lock (its `pthread_self`), 0 when
+/// nobody does. An MPI call made by the holder comes from a user function
+/// the library called (a reduction op), and taking the lock again would
+/// deadlock. An atomic rather than a thread-local flag: in a shared library
+/// a thread-local costs a `__tls_get_addr` call on every access, and every
+/// MPI call made three of them. Only the holder writes its own id (after
+/// locking) and clears it (before unlocking), so a thread reads its own id
+/// exactly while it holds the lock; Relaxed suffices for that.
+static LOCK_OWNER: AtomicUsize = AtomicUsize::new(0);
+
+/// This thread's id as `LOCK_OWNER` stores it (never 0).
+#[inline]
+fn this_thread() -> usize {
+    // SAFETY: pthread_self has no preconditions.
+    (unsafe { libc::pthread_self() }) as usize
 }
 
 /// The library state, locked; remembers which thread holds it.
 pub struct Guard(MutexGuard<'static, Global>);
 
 impl Guard {
+    #[inline]
     fn new(guard: MutexGuard<'static, Global>) -> Guard {
-        HOLDS_LOCK.with(|holds| holds.set(true));
+        LOCK_OWNER.store(this_thread(), Ordering::Relaxed);
         Guard(guard)
     }
 }
 
 impl Drop for Guard {
+    #[inline]
     fn drop(&mut self) {
-        HOLDS_LOCK.with(|holds| holds.set(false));
+        // Runs before the MutexGuard field is dropped, i.e. before unlocking.
+        LOCK_OWNER.store(0, Ordering::Relaxed);
     }
 }
 
@@ -99,29 +112,38 @@ impl DerefMut for Guard {
     }
 }
 
-/// Whether this thread is inside the library (see `HOLDS_LOCK`).
+/// Whether this thread is inside the library (see `LOCK_OWNER`).
+#[inline]
 pub fn inside_library() -> bool {
-    HOLDS_LOCK.with(Cell::get)
+    LOCK_OWNER.load(Ordering::Relaxed) == this_thread()
 }
 
 /// Lock the library state. Called again by the thread that holds it (an MPI
 /// call from inside a user reduction op that needs the library state), it
 /// ends the job with a message instead of deadlocking.
+#[inline]
 pub fn lock() -> Guard {
     if inside_library() {
-        eprintln!(
-            "resmpi: an MPI function that needs the library state was called from a user \
-             function the library is running (a reduction op or a generalized request's \
-             callback); only local queries (datatypes, status setters, MPI_Initialized) \
-             may be called there"
-        );
-        std::process::abort();
+        reentered();
     }
     Guard::new(
         GLOBAL
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
     )
+}
+
+/// An MPI call that needs the library state from inside a user function
+/// the library runs: end the job with a message instead of deadlocking.
+#[cold]
+fn reentered() -> ! {
+    eprintln!(
+        "resmpi: an MPI function that needs the library state was called from a user \
+         function the library is running (a reduction op or a generalized request's \
+         callback); only local queries (datatypes, status setters, MPI_Initialized) \
+         may be called there"
+    );
+    std::process::abort();
 }
 
 /// Lock the library state if nobody holds it.

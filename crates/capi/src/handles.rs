@@ -29,6 +29,7 @@ fn direct_index(handle: c_int, class: u32) -> Option<usize> {
 }
 
 /// Communicator table index of a handle (no liveness check).
+#[inline]
 pub fn comm_index(handle: MPI_Comm) -> Option<usize> {
     match handle {
         MPI_COMM_WORLD => Some(resmpi_core::WORLD),

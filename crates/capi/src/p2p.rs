@@ -10,20 +10,25 @@ use crate::handles::{comm_index, message_handle, message_index, request_handle};
 use crate::requests::{complete_and_release, write_status};
 
 /// Communicator index of `comm`, or MPI_ERR_COMM.
+#[inline]
 pub fn comm_of(mpi: &Mpi, comm: MPI_Comm) -> MpiResult<usize> {
-    let index = comm_index(comm).ok_or_else(|| {
-        let what = if comm == MPI_COMM_NULL {
-            "MPI_COMM_NULL".to_string()
-        } else {
-            format!("{comm:#x}")
-        };
-        MpiError::new(
-            ErrorClass::Comm,
-            format!("communicator {what} is not valid"),
-        )
-    })?;
+    let index = comm_index(comm).ok_or_else(|| invalid_comm(comm))?;
     mpi.comm(index)?;
     Ok(index)
+}
+
+/// MPI_ERR_COMM for a handle that names no communicator.
+#[cold]
+fn invalid_comm(comm: MPI_Comm) -> MpiError {
+    let what = if comm == MPI_COMM_NULL {
+        "MPI_COMM_NULL".to_string()
+    } else {
+        format!("{comm:#x}")
+    };
+    MpiError::new(
+        ErrorClass::Comm,
+        format!("communicator {what} is not valid"),
+    )
 }
 
 fn start_send(

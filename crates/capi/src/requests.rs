@@ -161,16 +161,26 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
                 true,
             );
         }
-        Some(_) => {
-            let request = requests.remove(index).expect("live");
-            finish_staged_receive(index, request.generation);
-            crate::comm::install_idup_context(mpi, index, request.generation);
-            (request.status, true)
+        Some(request) => {
+            let (core_status, generation) = (request.status, request.generation);
+            // Only a schedule's request (a nonblocking collective, an
+            // MPI_Comm_idup) stages data or waits for a context; the
+            // point-to-point ones skip both tables (and their locks).
+            let scheduled = matches!(request.operation, Operation::Nothing);
+            requests.release(index);
+            if scheduled {
+                finish_staged_receive(index, generation);
+                crate::comm::install_idup_context(mpi, index, generation);
+            }
+            (core_status, true)
         }
         None => (empty_status(), true),
     };
     // SAFETY: the caller's status pointer.
     unsafe { write_status(status, &core_status) };
+    if core_status.error == MPI_SUCCESS {
+        return (Ok(()), released);
+    }
     let result = match ErrorClass::from_i32(core_status.error) {
         Some(ErrorClass::Success) | None => Ok(()),
         Some(ErrorClass::ProcFailed) => Err(MpiError::new(
@@ -258,6 +268,18 @@ fn operation_of(mpi: &Mpi, index: u32) -> Option<u32> {
 /// Wait for the request behind `index`.
 fn wait_index(mpi: &mut Mpi, index: u32) -> MpiResult<()> {
     match operation_of(mpi, index) {
+        // Already complete (most sends of a window by the time Waitall
+        // looks): nothing to check or wait for.
+        Some(target)
+            if mpi
+                .engine
+                .state
+                .requests
+                .get(target)
+                .is_some_and(|request| request.complete) =>
+        {
+            Ok(())
+        }
         Some(target) => {
             crate::grequest::check_waitable(mpi, target)?;
             mpi.engine.wait_request(target)

@@ -107,6 +107,7 @@ impl Communicator {
 
     /// The group point-to-point ranks refer to: the remote group of an
     /// inter-communicator, the group itself otherwise.
+    #[inline]
     pub fn peer_group(&self) -> &Arc<Vec<u32>> {
         self.remote
             .as_ref()
@@ -122,6 +123,7 @@ impl Communicator {
     }
 
     /// Number of ranks a point-to-point call may name.
+    #[inline]
     pub fn peer_count(&self) -> u32 {
         self.peer_group().len() as u32
     }

@@ -330,6 +330,7 @@ impl Mpi {
     }
 
     /// The communicator at `index`, or MPI_ERR_COMM.
+    #[inline]
     pub fn comm(&self, index: usize) -> MpiResult<&Communicator> {
         match self.engine.state.comms.get(index) {
             Some(Some(comm)) => Ok(comm),
@@ -388,6 +389,7 @@ impl Mpi {
         Self::check_tag(tag, receive)
     }
 
+    #[inline]
     fn check_rank(&self, comm: &Communicator, rank: i32, allow_any: bool) -> MpiResult<()> {
         let valid = (rank >= 0 && (rank as u32) < comm.peer_count())
             || rank == PROC_NULL
@@ -395,24 +397,16 @@ impl Mpi {
         if valid {
             Ok(())
         } else {
-            fail(
-                ErrorClass::Rank,
-                format!(
-                    "rank {rank} is out of range (communicator size {})",
-                    comm.peer_count()
-                ),
-            )
+            Err(rank_error(rank, comm.peer_count()))
         }
     }
 
+    #[inline]
     fn check_tag(tag: i32, allow_any: bool) -> MpiResult<()> {
         if (0..=TAG_UB).contains(&tag) || (allow_any && tag == ANY_TAG) {
             Ok(())
         } else {
-            fail(
-                ErrorClass::Tag,
-                format!("tag {tag} is invalid (valid: 0..={TAG_UB})"),
-            )
+            Err(tag_error(tag))
         }
     }
 
@@ -426,11 +420,12 @@ impl Mpi {
         tag: i32,
         mode: SendMode,
     ) -> MpiResult<u32> {
-        self.check_envelope(comm_index, destination, tag, false)?;
+        let comm = self.comm(comm_index)?;
+        self.check_rank(comm, destination, false)?;
+        Self::check_tag(tag, false)?;
         if destination == PROC_NULL {
             return self.engine.start_nothing(comm_index, Status::proc_null());
         }
-        let comm = self.comm(comm_index)?;
         let target = Destination {
             peer: comm.peer_world_rank(destination as u32),
             context: comm.context,
@@ -453,11 +448,13 @@ impl Mpi {
         destination: i32,
         tag: i32,
     ) -> MpiResult<()> {
-        self.check_envelope(comm_index, destination, tag, false)?;
+        // One look-up of the communicator serves the checks and the target.
+        let comm = self.comm(comm_index)?;
+        self.check_rank(comm, destination, false)?;
+        Self::check_tag(tag, false)?;
         if destination == PROC_NULL {
             return Ok(());
         }
-        let comm = self.comm(comm_index)?;
         let target = Destination {
             peer: comm.peer_world_rank(destination as u32),
             context: comm.context,
@@ -556,11 +553,12 @@ impl Mpi {
         source: i32,
         tag: i32,
     ) -> MpiResult<u32> {
-        self.check_envelope(comm_index, source, tag, true)?;
+        let comm = self.comm(comm_index)?;
+        self.check_rank(comm, source, true)?;
+        Self::check_tag(tag, true)?;
         if source == PROC_NULL {
             return self.engine.start_nothing(comm_index, Status::proc_null());
         }
-        let comm = self.comm(comm_index)?;
         let source_world = (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32));
         let tag = (tag != ANY_TAG).then_some(tag);
         let context = comm.context;
@@ -854,4 +852,23 @@ impl Mpi {
         );
         Ok(Some(self.add_comm(comm)))
     }
+}
+
+/// MPI_ERR_RANK for `rank` on a communicator of `size` (out of line: the
+/// checks on the hot path stay a few compares).
+#[cold]
+fn rank_error(rank: i32, size: u32) -> MpiError {
+    MpiError::new(
+        ErrorClass::Rank,
+        format!("rank {rank} is out of range (communicator size {size})"),
+    )
+}
+
+/// MPI_ERR_TAG for `tag`.
+#[cold]
+fn tag_error(tag: i32) -> MpiError {
+    MpiError::new(
+        ErrorClass::Tag,
+        format!("tag {tag} is invalid (valid: 0..={TAG_UB})"),
+    )
 }

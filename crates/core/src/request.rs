@@ -264,6 +264,21 @@ impl RequestTable {
         ((generation as u64) << 32) | index as u64
     }
 
+    /// Release a slot, dropping its request where it lies: unlike
+    /// [`RequestTable::remove`] nothing is moved out (a request is a few
+    /// hundred bytes). True if the slot was live.
+    #[inline]
+    pub fn release(&mut self, index: u32) -> bool {
+        match self.slots.get_mut(index as usize) {
+            Some(slot @ Some(_)) => {
+                *slot = None;
+                self.free.push(index);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Release a slot.
     pub fn remove(&mut self, index: u32) -> Option<Request> {
         let request = self.slots.get_mut(index as usize)?.take()?;

@@ -15,7 +15,7 @@ use resmpi_path::memory::MemoryPath;
 use resmpi_path::shm::ShmPath;
 use resmpi_path::tcp::TcpPath;
 use resmpi_path::{Path, PathError};
-use resmpi_wire::HEADER_LEN_BYTES;
+use resmpi_wire::{FrameHeader, HEADER_LEN_BYTES};
 
 use crate::error::{ErrorClass, MpiError, MpiResult};
 
@@ -122,6 +122,31 @@ impl Transports {
         }
     }
 
+    /// `try_send_direct` of the frame `header` (sent by incarnation
+    /// `incarnation`) + `payload`: on shared memory the header is emitted
+    /// straight into the ring's slot, elsewhere as `try_send_direct`.
+    #[inline]
+    pub fn try_send_frame(
+        &mut self,
+        peer: u32,
+        header: &FrameHeader,
+        incarnation: u32,
+        payload: &[u8],
+    ) -> MpiResult<bool> {
+        let mut stamped = *header;
+        stamped.incarnation = incarnation;
+        if let (Route::Shm, Some(shm)) = (self.routes[peer as usize], self.shm.as_mut()) {
+            return shm
+                .try_send_with(peer, HEADER_LEN_BYTES + payload.len(), |frame| {
+                    let (head, body) = frame.split_at_mut(HEADER_LEN_BYTES);
+                    stamped.emit(head.try_into().expect("a frame holds its header"));
+                    body.copy_from_slice(payload);
+                })
+                .map_err(|error| send_error(error, peer));
+        }
+        self.try_send_direct(peer, &stamped.to_bytes(), payload)
+    }
+
     /// `try_send_direct` for a payload of `length` bytes that `fill`
     /// writes: in place in the shared-memory ring (no other copy), or into
     /// a buffer handed to the socket. `fill` is not called when there is
@@ -188,6 +213,7 @@ impl Transports {
     }
 
     /// Largest payload per frame toward `peer`.
+    #[inline]
     pub fn max_payload_bytes(&self, peer: u32) -> usize {
         match self.routes[peer as usize] {
             Route::Shm => self
@@ -237,6 +263,7 @@ impl Transports {
 /// A send that the path refused. A closed connection means the peer's
 /// process is gone (or unreachable): `ProcFailed`, which the engine turns
 /// into a failure event under the `continue` policy.
+#[cold]
 fn send_error(error: PathError, peer: u32) -> MpiError {
     let class = match error {
         PathError::PeerClosed(_) => ErrorClass::ProcFailed,

@@ -102,7 +102,11 @@ impl<M> Matcher<M> {
             .position(|(envelope, _)| pattern.matches(envelope));
         match position {
             Some(index) => {
-                let (envelope, message) = self.unexpected.remove(index)?;
+                let (envelope, message) = if index == 0 {
+                    self.unexpected.pop_front()?
+                } else {
+                    self.unexpected.remove(index)?
+                };
                 self.record(token, pattern, envelope);
                 Some((envelope, message))
             }
@@ -132,7 +136,13 @@ impl<M> Matcher<M> {
             .position(|(pattern, _)| pattern.matches(&envelope));
         match position {
             Some(index) => {
-                let (pattern, token) = self.posted.remove(index)?;
+                // The oldest receive is the usual match: take it off the
+                // front without shifting the queue.
+                let (pattern, token) = if index == 0 {
+                    self.posted.pop_front()?
+                } else {
+                    self.posted.remove(index)?
+                };
                 self.record(token, pattern, envelope);
                 Some(token)
             }

@@ -611,6 +611,16 @@ impl ShmPath {
         Ok(true)
     }
 
+    /// Whether a frame waits in any ring to this rank (what `poll` would
+    /// deliver now), without taking it: the idle check of a spinning
+    /// waiter, one load per local peer.
+    #[inline]
+    pub fn has_input(&self) -> bool {
+        self.incoming
+            .iter()
+            .any(|incoming| incoming.consumer.ready())
+    }
+
     /// Sleep until a frame may have arrived, room may have appeared in a ring
     /// that refused a send, or `timeout_us` passed. Spurious returns are
     /// possible; callers poll again afterwards.
@@ -906,6 +916,19 @@ mod tests {
             3
         );
         assert!(paths[0].try_send(1, &header, &payload).unwrap());
+    }
+
+    #[test]
+    fn has_input_sees_a_frame_until_it_is_polled() {
+        let mut paths = world("input", 3, 4096);
+        let payload = [3u8; 8];
+        let header = frame_header(2, 0, payload.len());
+        assert!(!paths[0].has_input(), "nothing sent yet");
+        assert!(paths[2].try_send(0, &header, &payload).unwrap());
+        assert!(paths[0].has_input(), "a frame from rank 2 waits");
+        assert!(!paths[1].has_input(), "nothing was sent to rank 1");
+        assert_eq!(paths[0].poll(|peer, _| assert_eq!(peer, 2)).unwrap(), 1);
+        assert!(!paths[0].has_input(), "polled: nothing waits");
     }
 
     /// Two ranks in two threads stream frames of random sizes both ways at
