@@ -186,3 +186,33 @@ def test_n_and_np_both_set_the_number_of_ranks(build, flag):
     res = run_cmd([MPIEXEC, flag, "2", str(exe), "hello"], timeout=60)
     assert res.returncode == 0, res.describe()
     assert res.stdout.count("hello from") == 2, res.describe()
+
+
+def _allowed_cpus(res):
+    """rank -> the Cpus_allowed_list each rank printed."""
+    found = dict(re.findall(r"^(\d+) cpus=(\S+)$", res.stdout, re.M))
+    return {int(rank): cpus for rank, cpus in found.items()}
+
+
+CPUS_OF_RANK = 'echo "$PMI_RANK cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+
+
+@pytest.mark.resmpi_only("--bind-to core|none with RESMPI_BIND_TO is resmpi's spelling of the binding")
+def test_bind_to_core_gives_each_rank_its_own_cpu_and_none_is_the_default():
+    cpus = sorted(os.sched_getaffinity(0))
+    assert len(cpus) >= 2, "this test needs two CPUs (the machines it runs on have them)"
+    bound = run_cmd([MPIEXEC, "--bind-to", "core", "-n", "2", "sh", "-c", CPUS_OF_RANK])
+    assert bound.returncode == 0, bound.describe()
+    assert _allowed_cpus(bound) == {0: str(cpus[0]), 1: str(cpus[1])}, bound.describe()
+    # The same through the environment variable that mirrors the option.
+    mirrored = run_cmd([MPIEXEC, "-n", "2", "sh", "-c", CPUS_OF_RANK], env={"RESMPI_BIND_TO": "core"})
+    assert _allowed_cpus(mirrored) == _allowed_cpus(bound), mirrored.describe()
+    # Unbound (the default, and more ranks than CPUs): every rank keeps mpiexec's whole mask.
+    for options, count in (([], 2), (["--bind-to", "none"], 2), (["--bind-to", "core"], len(cpus) + 1)):
+        free = run_cmd([MPIEXEC, *options, "-n", str(count), "sh", "-c", CPUS_OF_RANK])
+        assert free.returncode == 0, free.describe()
+        seen = _allowed_cpus(free)
+        assert len(seen) == count and len(set(seen.values())) == 1, free.describe()
+        assert seen[0] != str(cpus[0]) or len(cpus) == 1, free.describe()
+    bad = run_cmd([MPIEXEC, "--bind-to", "socket", "-n", "1", "true"])
+    assert bad.returncode != 0 and "expected core or none" in bad.output, bad.describe()

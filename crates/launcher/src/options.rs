@@ -54,6 +54,9 @@ impl FailurePolicy {
 /// every rank.
 pub const FAILURE_POLICY_VARIABLE: &str = "RESMPI_FAILURE_POLICY";
 
+/// The variable that mirrors `--bind-to` (see [`crate::spawn::cpu_for_rank`]).
+pub const BIND_TO_VARIABLE: &str = "RESMPI_BIND_TO";
+
 /// A job to start.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Options {
@@ -125,6 +128,11 @@ options (each also as --name=value or -name value):
                         --proxy' (default ssh)
   --control-addr ADDR   address proxies use to reach mpiexec (default:
                         this host's first non-loopback IPv4 address)
+  --bind-to core|none   core: the i-th rank of a host runs only on the i-th
+                        CPU mpiexec (or the proxy) may use, when the host
+                        has a CPU for each of its ranks (else nothing is
+                        bound); none (default): ranks go where the kernel
+                        puts them. Also RESMPI_BIND_TO
 
 fault tolerance (each sets a variable in every rank):
   --inject SPEC         inject network faults (RESMPI_INJECT), SPEC a comma
@@ -216,7 +224,7 @@ fn arity_of(name: &str) -> Option<Arity> {
         "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" | "hosts" | "host" | "hostfile"
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
-        | "failure-policy" | "with-ft" | "respawn" => Some(Arity::One),
+        | "failure-policy" | "with-ft" | "respawn" | "bind-to" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
     }
@@ -248,6 +256,17 @@ fn check_choice(option: &str, value: &str, choices: &[&str]) -> Result<(), Strin
 }
 
 /// `abort` or `continue`, from `source` (an option or the variable).
+/// `--bind-to` / `RESMPI_BIND_TO`: `core` or `none` (hydra's and Open
+/// MPI's names; `hwthread` is taken as `core`, since resmpi binds one CPU
+/// of the launcher's affinity mask per rank either way).
+fn parse_bind_to(text: &str, source: &str) -> Result<&'static str, String> {
+    match text {
+        "core" | "cores" | "hwthread" | "hwthreads" => Ok("core"),
+        "none" => Ok("none"),
+        _ => Err(format!("{source} '{text}': expected core or none")),
+    }
+}
+
 fn parse_failure_policy(text: &str, source: &str) -> Result<FailurePolicy, String> {
     check_choice(source, text, &["abort", "continue"])?;
     Ok(if text == "continue" {
@@ -415,6 +434,10 @@ pub fn parse(
                     })?;
                 timeout_seconds = Some(seconds);
             }
+            "bind-to" => {
+                let policy = parse_bind_to(&values[0], "--bind-to")?;
+                environment.push((BIND_TO_VARIABLE.to_string(), policy.to_string()));
+            }
             "paths" => {
                 if values[0] != "auto" && values[0] != "tcp" {
                     return Err(format!("--paths '{}': expected auto or tcp", values[0]));
@@ -537,6 +560,14 @@ pub fn parse(
             None => FailurePolicy::Abort,
         },
     };
+    // `RESMPI_BIND_TO` in mpiexec's environment is checked here, so a typo
+    // fails the launch instead of silently binding (or not).
+    if !environment.iter().any(|(name, _)| name == BIND_TO_VARIABLE) {
+        if let Some(text) = lookup(BIND_TO_VARIABLE) {
+            let policy = parse_bind_to(&text, BIND_TO_VARIABLE)?;
+            environment.push((BIND_TO_VARIABLE.to_string(), policy.to_string()));
+        }
+    }
     for fault in &process_faults {
         let ProcessFault::Kill { target, .. } = fault else {
             continue;
@@ -806,6 +837,38 @@ mod tests {
         assert!(error("--rails tcp:1.2.3.4 p").contains("--rails"));
         assert!(error("--report-json= p").contains("empty file name"));
         assert!(error("--inject").contains("needs a value"));
+    }
+
+    #[test]
+    fn bind_to_sets_the_variable_and_checks_its_value() {
+        let bound = |options: &Options| {
+            options
+                .environment
+                .iter()
+                .filter(|(name, _)| name == BIND_TO_VARIABLE)
+                .map(|(_, value)| value.clone())
+                .collect::<Vec<_>>()
+        };
+        assert!(bound(&run("p")).is_empty(), "no binding unless asked");
+        assert_eq!(bound(&run("--bind-to core p")), ["core"]);
+        assert_eq!(bound(&run("-bind-to hwthread p")), ["core"]);
+        assert_eq!(bound(&run("--bind-to=none p")), ["none"]);
+        assert!(error("--bind-to socket p").contains("--bind-to 'socket': expected core or none"));
+        let from_environment = |value: &str| {
+            let value = value.to_string();
+            parse(&words("p"), move |name| {
+                (name == BIND_TO_VARIABLE).then(|| value.clone())
+            })
+        };
+        match from_environment("core") {
+            Ok(Request::Run(options)) => assert_eq!(bound(&options), ["core"]),
+            other => panic!("{other:?}"),
+        }
+        let message = from_environment("all").unwrap_err();
+        assert!(
+            message.contains("RESMPI_BIND_TO 'all': expected core or none"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -42,8 +42,11 @@ use std::time::{Duration, Instant};
 
 use resmpi_runtime::codec::PmiLine;
 
+use crate::options::BIND_TO_VARIABLE;
 use crate::proxy_protocol::{Frame, FrameReader, Launch, OutputStream, PROTOCOL_VERSION};
-use crate::spawn::{bind_to_this_process, INHERITED_PMI_VARIABLES};
+use crate::spawn::{
+    bind_to_this_process, cpu_for_rank, environment_value, pin_to_cpu, INHERITED_PMI_VARIABLES,
+};
 
 /// The first argument that puts mpiexec in proxy mode.
 pub const PROXY_FLAG: &str = "--proxy";
@@ -397,6 +400,17 @@ fn start(shared: &Arc<Shared>, rank: u32, incarnation: u32, launch: &Launch) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     bind_to_this_process(&mut command, Some(rank_end.as_raw_fd()));
+    let local_number =
+        |name| environment_value(environment, name).and_then(|text| text.parse().ok());
+    if let (Some(local_count), Some(local_index)) = (
+        local_number("MPI_LOCALNRANKS"),
+        local_number("MPI_LOCALRANKID"),
+    ) {
+        let policy = environment_value(environment, BIND_TO_VARIABLE);
+        if let Some(cpu) = cpu_for_rank(policy, (local_count, local_index)) {
+            pin_to_cpu(&mut command, cpu);
+        }
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => return failed(error),
