@@ -3,7 +3,7 @@
 #   make / make all         build everything into build/
 #   make install PREFIX=D   copy build/ to D (wrappers find D from their own path)
 #   make check-abi          abi.rs is up to date with abi/mpi_abi.txt
-#   make demo | test | bench
+#   make demo | test | bench (ping-pong, collective sweeps, message rate)
 #   make clean
 
 PREFIX      ?= /usr/local
@@ -98,8 +98,12 @@ demo:
 	scripts/demo.sh
 test:
 	scripts/test.sh
+# The common-path comparison with MPICH and Open MPI: ping-pong (shm, TCP),
+# the collective sweeps at 2/4/8 ranks and the message rate (issue 10).
 bench:
 	bench/run.sh
+	bench/coll_sweep.sh
+	bench/msgrate.sh
 bench-ft: ; bench/network_ft.sh
 bench-coll: ; bench/coll.sh
 bench-dtype: ; bench/dtype.sh
