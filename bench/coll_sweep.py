@@ -35,11 +35,16 @@ def load(runs_path):
             continue
         for row in rows:
             parts = row.split()
-            if len(parts) != 4:
+            # Anything else (a launcher's message of a killed run) is skipped.
+            if len(parts) != 4 or parts[0] not in OP_ORDER:
                 continue
-            key = (parts[0], int(ranks), int(parts[1]))
-            best[key][impl] = min(float(parts[2]), best[key].get(impl, float("inf")))
-            median[key][impl] = min(float(parts[3]), median[key].get(impl, float("inf")))
+            try:
+                size, best_us, median_us = int(parts[1]), float(parts[2]), float(parts[3])
+            except ValueError:
+                continue
+            key = (parts[0], int(ranks), size)
+            best[key][impl] = min(best_us, best[key].get(impl, float("inf")))
+            median[key][impl] = min(median_us, median[key].get(impl, float("inf")))
     return best, median, failed
 
 

@@ -230,6 +230,45 @@ static void check_gathers(MPI_Comm comm, int rank, int size, int round) {
         for (int r = 0; r < size; r++)
             for (int i = 0; i < n; i++)
                 CHECK(recv[r * n + i] == value(r, i, round + 1), "allgather in place n=%d from %d [%d]", n, r, i);
+        /* Gather and Scatter at every root, out of place then in place. */
+        for (int root = 0; root < size; root++) {
+            for (int i = 0; i < n; i++) send[i] = value(rank, i, round + root);
+            for (int i = 0; i < n * size; i++) recv[i] = -1;
+            MPI_OK(MPI_Gather(send, n, MPI_INT, recv, n, MPI_INT, root, comm));
+            if (rank == root)
+                for (int r = 0; r < size; r++)
+                    for (int i = 0; i < n; i++)
+                        CHECK(recv[r * n + i] == value(r, i, round + root), "gather n=%d root %d from %d [%d]=%d", n, root, r, i, recv[r * n + i]);
+            if (rank == root) {
+                for (int i = 0; i < n * size; i++) recv[i] = i / (n ? n : 1) == rank ? value(rank, i % n, round + 1) : -1;
+                MPI_OK(MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, MPI_INT, root, comm));
+                for (int r = 0; r < size; r++)
+                    for (int i = 0; i < n; i++)
+                        CHECK(recv[r * n + i] == value(r, i, r == root ? round + 1 : round + root + 2), "gather in place n=%d root %d from %d [%d]", n, root, r, i);
+            } else {
+                for (int i = 0; i < n; i++) send[i] = value(rank, i, round + root + 2);
+                MPI_OK(MPI_Gather(send, n, MPI_INT, NULL, 0, MPI_INT, root, comm));
+            }
+            /* Scatter: block r of the root's buffer is value(root*64+r, i). */
+            if (rank == root)
+                for (int r = 0; r < size; r++)
+                    for (int i = 0; i < n; i++) recv[r * n + i] = value(root * 64 + r, i, round);
+            for (int i = 0; i < n; i++) send[i] = -1;
+            MPI_OK(MPI_Scatter(recv, n, MPI_INT, send, n, MPI_INT, root, comm));
+            for (int i = 0; i < n; i++)
+                CHECK(send[i] == value(root * 64 + rank, i, round), "scatter n=%d root %d [%d]=%d", n, root, i, send[i]);
+            if (rank == root) {
+                MPI_OK(MPI_Scatter(recv, n, MPI_INT, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, comm));
+                for (int r = 0; r < size; r++)
+                    for (int i = 0; i < n; i++)
+                        CHECK(recv[r * n + i] == value(root * 64 + r, i, round), "scatter in place n=%d root %d left block %d", n, root, r);
+            } else {
+                for (int i = 0; i < n; i++) send[i] = -1;
+                MPI_OK(MPI_Scatter(NULL, 0, MPI_INT, send, n, MPI_INT, root, comm));
+                for (int i = 0; i < n; i++)
+                    CHECK(send[i] == value(root * 64 + rank, i, round), "scatter (root in place) n=%d root %d [%d]", n, root, i);
+            }
+        }
         /* Alltoall: block for `to` from `rank` holds value(rank*64+to, i). */
         if ((long)n * size > MAX_COUNT) continue;
         for (int to = 0; to < size; to++)

@@ -109,6 +109,15 @@ fn gather_body(
     } else {
         (std::ptr::null_mut(), send.map_or(0, |(_, bytes)| bytes))
     };
+    // Every member publishes (or reads) one block: the decision rests on
+    // the block size, the same on every rank of a correct program.
+    if let Some(call) = fast_path(mpi, index, block_bytes, request)? {
+        let send = send.map(|(data, _)| data as *const u8);
+        mpi.engine
+            .shared_gather(&call, send, block_bytes, recv, root)?;
+        staging.unpack_outputs();
+        return Ok(());
+    }
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::gather(
         &mut schedule,
@@ -381,6 +390,14 @@ fn scatter_body(
     } else {
         (std::ptr::null(), recv.map_or(0, |(_, bytes)| bytes))
     };
+    // The root publishes all `size` blocks at once.
+    if let Some(call) = fast_path(mpi, index, block_bytes.saturating_mul(size), request)? {
+        let recv = recv.map(|(data, _)| data);
+        mpi.engine
+            .shared_scatter(&call, send, block_bytes, recv, root)?;
+        staging.unpack_outputs();
+        return Ok(());
+    }
     let mut schedule = mpi.engine.new_schedule(index)?;
     coll::scatter(
         &mut schedule,

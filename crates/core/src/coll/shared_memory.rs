@@ -584,6 +584,64 @@ impl<F: Interceptor> Engine<F> {
         Ok(())
     }
 
+    /// MPI_Gather of blocks of `block_bytes` to `recv` at `root`: every
+    /// other member publishes its block for the root alone, which copies
+    /// each into place; `send` None is MPI_IN_PLACE at the root (its block
+    /// is already in `recv`). A non-root returns once it has published.
+    pub fn shared_gather(
+        &mut self,
+        call: &Call,
+        send: Option<*const u8>,
+        block_bytes: usize,
+        recv: *mut u8,
+        root: u32,
+    ) -> MpiResult<()> {
+        if call.rank != root {
+            let send = send.unwrap_or(std::ptr::null());
+            return self.publish_bytes(call, 1, send, block_bytes);
+        }
+        if let Some(send) = send {
+            if block_bytes > 0 {
+                // SAFETY: `send` and the root's block of `recv` hold
+                // `block_bytes` each; MPI forbids their overlap.
+                unsafe { std::ptr::copy(send, recv.add(root as usize * block_bytes), block_bytes) };
+            }
+        }
+        for member in (0..call.size()).filter(|&member| member != root) {
+            let target = recv.wrapping_add(member as usize * block_bytes);
+            self.copy_shared(call, member, 0, target, block_bytes)?;
+        }
+        Ok(())
+    }
+
+    /// MPI_Scatter of blocks of `block_bytes` from `send` at `root`: the
+    /// root publishes its whole send buffer, every other member copies its
+    /// own block out of it; `recv` None is MPI_IN_PLACE at the root.
+    pub fn shared_scatter(
+        &mut self,
+        call: &Call,
+        send: *const u8,
+        block_bytes: usize,
+        recv: Option<*mut u8>,
+        root: u32,
+    ) -> MpiResult<()> {
+        let size = call.size();
+        let me = call.rank as usize;
+        if call.rank == root {
+            self.publish_bytes(call, size - 1, send, size as usize * block_bytes)?;
+            if let Some(recv) = recv {
+                if block_bytes > 0 {
+                    // SAFETY: `send` holds `size` blocks and `recv` one;
+                    // MPI forbids their overlap.
+                    unsafe { std::ptr::copy(send.add(me * block_bytes), recv, block_bytes) };
+                }
+            }
+            return Ok(());
+        }
+        let recv = recv.unwrap_or(std::ptr::null_mut());
+        self.copy_shared(call, root, me * block_bytes, recv, block_bytes)
+    }
+
     /// MPI_Alltoall of blocks of `block_bytes` each: block `i` of `send`
     /// goes to member `i`, block `i` of `recv` comes from it; `send` None
     /// is MPI_IN_PLACE (the blocks to send are in `recv`).
