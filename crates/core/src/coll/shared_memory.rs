@@ -577,7 +577,19 @@ impl<F: Interceptor> Engine<F> {
                 unsafe { std::ptr::copy(send, own_block, block_bytes) };
             }
         }
-        for member in (0..size).filter(|&member| member != call.rank) {
+        self.copy_every_other_block(call, recv, block_bytes)
+    }
+
+    /// Copy every other member's published block into its place in `recv`
+    /// (block i at `i * block_bytes`): the reading half of allgather, and
+    /// of gather at the root.
+    fn copy_every_other_block(
+        &mut self,
+        call: &Call,
+        recv: *mut u8,
+        block_bytes: usize,
+    ) -> MpiResult<()> {
+        for member in (0..call.size()).filter(|&member| member != call.rank) {
             let target = recv.wrapping_add(member as usize * block_bytes);
             self.copy_shared(call, member, 0, target, block_bytes)?;
         }
@@ -607,11 +619,7 @@ impl<F: Interceptor> Engine<F> {
                 unsafe { std::ptr::copy(send, recv.add(root as usize * block_bytes), block_bytes) };
             }
         }
-        for member in (0..call.size()).filter(|&member| member != root) {
-            let target = recv.wrapping_add(member as usize * block_bytes);
-            self.copy_shared(call, member, 0, target, block_bytes)?;
-        }
-        Ok(())
+        self.copy_every_other_block(call, recv, block_bytes)
     }
 
     /// MPI_Scatter of blocks of `block_bytes` from `send` at `root`: the
