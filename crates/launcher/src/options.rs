@@ -729,12 +729,7 @@ mod tests {
     }
 
     fn variable(options: &Options, name: &str) -> Option<String> {
-        options
-            .environment
-            .iter()
-            .rev()
-            .find(|(variable, _)| variable == name)
-            .map(|(_, value)| value.clone())
+        crate::spawn::environment_value(&options.environment, name).map(str::to_string)
     }
 
     #[test]

@@ -247,12 +247,8 @@ fn report_fault_tolerance(
 /// `LD_LIBRARY_PATH` for the ranks: our `lib` directory first, then what
 /// `-genv`/`-x` gave, else what mpiexec itself has.
 fn library_path(options: &Options) -> String {
-    let existing = options
-        .environment
-        .iter()
-        .rev()
-        .find(|(name, _)| name == "LD_LIBRARY_PATH")
-        .map(|(_, value)| value.clone())
+    let existing = spawn::environment_value(&options.environment, "LD_LIBRARY_PATH")
+        .map(str::to_string)
         .or_else(|| std::env::var("LD_LIBRARY_PATH").ok());
     match spawn::library_directory() {
         Some(directory) => spawn::prepend_path(&directory, existing.as_deref()),
