@@ -54,7 +54,7 @@ impl FailurePolicy {
 /// every rank.
 pub const FAILURE_POLICY_VARIABLE: &str = "RESMPI_FAILURE_POLICY";
 
-/// The variable that mirrors `--bind-to` (see [`crate::spawn::cpu_for_rank`]).
+/// The variable that mirrors `--bind-to` (see [`crate::spawn::pin_as_asked`]).
 pub const BIND_TO_VARIABLE: &str = "RESMPI_BIND_TO";
 
 /// A job to start.

@@ -42,10 +42,9 @@ use std::time::{Duration, Instant};
 
 use resmpi_runtime::codec::PmiLine;
 
-use crate::options::BIND_TO_VARIABLE;
 use crate::proxy_protocol::{Frame, FrameReader, Launch, OutputStream, PROTOCOL_VERSION};
 use crate::spawn::{
-    bind_to_this_process, cpu_for_rank, environment_value, pin_to_cpu, INHERITED_PMI_VARIABLES,
+    bind_to_this_process, environment_value, pin_as_asked, INHERITED_PMI_VARIABLES,
 };
 
 /// The first argument that puts mpiexec in proxy mode.
@@ -406,10 +405,7 @@ fn start(shared: &Arc<Shared>, rank: u32, incarnation: u32, launch: &Launch) {
         local_number("MPI_LOCALNRANKS"),
         local_number("MPI_LOCALRANKID"),
     ) {
-        let policy = environment_value(environment, BIND_TO_VARIABLE);
-        if let Some(cpu) = cpu_for_rank(policy, (local_count, local_index)) {
-            pin_to_cpu(&mut command, cpu);
-        }
+        pin_as_asked(&mut command, environment, (local_count, local_index));
     }
     let mut child = match command.spawn() {
         Ok(child) => child,

@@ -226,7 +226,7 @@ pub fn bind_to_this_process(command: &mut Command, pmi_fd: Option<i32>) {
 /// holds, and each message then waits for that process's time slice
 /// (docs/benchmarks.md measured milliseconds per 8 B message on a 2-core
 /// host during a build, against microseconds unbound).
-pub fn cpu_for_rank(policy: Option<&str>, local_numbers: (u32, u32)) -> Option<usize> {
+fn cpu_for_rank(policy: Option<&str>, local_numbers: (u32, u32)) -> Option<usize> {
     if policy != Some("core") {
         return None;
     }
@@ -255,7 +255,7 @@ fn allowed_cpus() -> Vec<usize> {
 
 /// Makes the process `command` starts run only on `cpu` (see
 /// [`cpu_for_rank`]); a failure to bind fails the start, as asked.
-pub fn pin_to_cpu(command: &mut Command, cpu: usize) {
+fn pin_to_cpu(command: &mut Command, cpu: usize) {
     // SAFETY: cpu_set_t is plain bits; CPU_ZERO/CPU_SET write inside it.
     let set = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -272,6 +272,20 @@ pub fn pin_to_cpu(command: &mut Command, cpu: usize) {
             }
             Ok(())
         });
+    }
+}
+
+/// Pin the rank `command` starts as `--bind-to` (`RESMPI_BIND_TO` in the
+/// rank's `environment`) asks, given its `local_numbers`: the one place
+/// both launchers (mpiexec for this host, a proxy for its own) decide it.
+pub fn pin_as_asked(
+    command: &mut Command,
+    environment: &[(String, String)],
+    local_numbers: (u32, u32),
+) {
+    let policy = environment_value(environment, BIND_TO_VARIABLE);
+    if let Some(cpu) = cpu_for_rank(policy, local_numbers) {
+        pin_to_cpu(command, cpu);
     }
 }
 
@@ -328,10 +342,7 @@ pub fn spawn_rank(
             StandardInput::Null => Stdio::null(),
         });
     bind_to_this_process(&mut command, Some(pmi_fd));
-    let policy = environment_value(&options.environment, BIND_TO_VARIABLE);
-    if let Some(cpu) = cpu_for_rank(policy, local_numbers) {
-        pin_to_cpu(&mut command, cpu);
-    }
+    pin_as_asked(&mut command, &options.environment, local_numbers);
     command.spawn()
 }
 
