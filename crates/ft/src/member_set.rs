@@ -101,7 +101,7 @@ impl MemberSet {
         for (byte_index, &byte) in bytes.iter().enumerate() {
             set.words[byte_index / 8] |= u64::from(byte) << ((byte_index % 8) * 8);
         }
-        if size % 8 != 0 && length > 0 && bytes[length - 1] >> (size % 8) != 0 {
+        if !size.is_multiple_of(8) && length > 0 && bytes[length - 1] >> (size % 8) != 0 {
             return None;
         }
         Some(set)
