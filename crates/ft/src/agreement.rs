@@ -370,7 +370,7 @@ mod tests {
                 Agreement::start(
                     me,
                     size,
-                    contribution(size, 0b111 ^ (1 << me % 3)),
+                    contribution(size, 0b111 ^ (1 << (me % 3))),
                     MemberSet::empty(size),
                 )
             })

@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn union_intersection_and_subset() {
         let mut left = MemberSet::from_fn(70, |index| index < 10);
-        let right = MemberSet::from_fn(70, |index| index >= 5 && index < 66);
+        let right = MemberSet::from_fn(70, |index| (5..66).contains(&index));
         assert!(!left.is_subset(&right));
         left.intersect(&right);
         assert_eq!(left.iter().collect::<Vec<_>>(), vec![5, 6, 7, 8, 9]);
