@@ -54,6 +54,16 @@ pub struct Communicator {
     /// (`coll::shared_memory`); every member counts the same, so it tags
     /// their contributions.
     pub shared_memory_sequence: u64,
+    /// ULFM: revoked (`MPIX_Comm_revoke` here or a revoke flood from a
+    /// member); every operation but agree, shrink and the failure queries
+    /// then fails with `MPIX_ERR_REVOKED`.
+    pub revoked: bool,
+    /// ULFM: world ranks of the failed members acknowledged with
+    /// `MPIX_Comm_failure_ack` (wildcard receives proceed despite them).
+    pub acknowledged_failures: Vec<u32>,
+    /// ULFM: agreements (agree, shrink) run on this communicator so far;
+    /// every member counts the same, so it names the next one.
+    pub agreement_sequence: u32,
     /// True when peer rank == world rank for every peer.
     identity: bool,
 }
@@ -78,6 +88,9 @@ impl Communicator {
             topology: None,
             collective_sequence: 0,
             shared_memory_sequence: 0,
+            revoked: false,
+            acknowledged_failures: Vec::new(),
+            agreement_sequence: 0,
             identity,
         }
     }

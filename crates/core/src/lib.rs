@@ -25,6 +25,7 @@ pub mod request;
 pub mod schedule;
 pub mod topology;
 pub mod transport;
+mod ulfm;
 pub mod user_bytes;
 pub mod wireup;
 
@@ -250,6 +251,12 @@ impl Mpi {
         // still wait for others; the launcher reports a real death.
         self.engine.state.finalizing = true;
         self.engine.links.let_peers_leave();
+        // ULFM: a revoked MPI_COMM_WORLD still synchronises the survivors
+        // here (every member counted the revoked collectives alike, so
+        // the barrier's sequence number matches everywhere).
+        if let Some(Some(world)) = self.engine.state.comms.get_mut(WORLD) {
+            world.revoked = false;
+        }
         match self.barrier(WORLD) {
             // A dead process cannot join the barrier; the survivors still
             // leave together (each waited for every live peer's message).
@@ -349,12 +356,19 @@ impl Mpi {
     /// Store a new communicator, returning its index.
     pub fn add_comm(&mut self, comm: Communicator) -> usize {
         let comms = &mut self.engine.state.comms;
-        if let Some(index) = comms.iter().skip(2).position(Option::is_none) {
-            comms[index + 2] = Some(comm);
-            return index + 2;
-        }
-        comms.push(Some(comm));
-        comms.len() - 1
+        let index = match comms.iter().skip(2).position(Option::is_none) {
+            Some(free) => {
+                comms[free + 2] = Some(comm);
+                free + 2
+            }
+            None => {
+                comms.push(Some(comm));
+                comms.len() - 1
+            }
+        };
+        // A member that finished creating it first may have revoked it.
+        self.engine.apply_early_revocation(index);
+        index
     }
 
     /// MPI_Comm_free.
@@ -558,6 +572,9 @@ impl Mpi {
         Self::check_tag(tag, true)?;
         if source == PROC_NULL {
             return self.engine.start_nothing(comm_index, Status::proc_null());
+        }
+        if source == ANY_SOURCE && self.engine.state.failed_count > 0 && !comm.revoked {
+            self.check_wildcard_allowed(comm)?;
         }
         let source_world = (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32));
         let tag = (tag != ANY_TAG).then_some(tag);

@@ -119,6 +119,10 @@ pub struct SharedMemoryCollectives {
     /// The group each own slot was last published for: a slot whose group
     /// has lost a member may be reclaimed without waiting for its readers.
     slot_groups: [Option<Arc<Vec<u32>>>; COLLECTIVE_SLOTS],
+    /// The communicator context each own slot was last published for: a
+    /// slot of a revoked communicator may be reclaimed too (ULFM: its
+    /// readers gave up with `MPIX_ERR_REVOKED`).
+    slot_contexts: [u32; COLLECTIVE_SLOTS],
     /// Per world rank: the slot of its area where its next contribution
     /// is expected (after the last one found there).
     next_slot_of: Vec<u8>,
@@ -133,6 +137,10 @@ pub struct Call {
     rank: u32,
     /// Tag of every contribution of this collective.
     tag: u64,
+    /// The communicator (table index) and its context: a revoked one ends
+    /// the call with `MPIX_ERR_REVOKED` (ULFM).
+    comm: usize,
+    context: u32,
 }
 
 impl Call {
@@ -195,11 +203,18 @@ impl<F: Interceptor> Engine<F> {
         if !eligible {
             return Ok(None);
         }
+        // Counted even when revoked: a member that has not seen the revoke
+        // yet counts this call too, and the sequences must stay equal.
         communicator.shared_memory_sequence += 1;
+        if communicator.revoked {
+            return Err(crate::engine::revoked_error());
+        }
         let call = Call {
             group: communicator.group.clone(),
             rank: communicator.rank,
             tag: collective_tag(key, communicator.shared_memory_sequence),
+            comm,
+            context: communicator.context,
         };
         self.check_members(&call)?;
         Ok(Some(call))
@@ -218,6 +233,9 @@ impl<F: Interceptor> Engine<F> {
 
     /// `MPIX_ERR_PROC_FAILED` when a member of `call` is known to have failed.
     fn check_members(&self, call: &Call) -> MpiResult<()> {
+        if self.state.comm_revoked(call.comm) {
+            return Err(crate::engine::revoked_error());
+        }
         match self.failed_member(&call.group) {
             Some(peer) => Err(peer_failed_error(peer)),
             None => Ok(()),
@@ -294,6 +312,11 @@ impl<F: Interceptor> Engine<F> {
                     || engine.shared_memory.slot_groups[index]
                         .as_ref()
                         .is_some_and(|group| engine.failed_member(group).is_some())
+                    || (engine.state.revoked_count > 0
+                        && engine
+                            .state
+                            .ulfm
+                            .is_revoked(engine.shared_memory.slot_contexts[index]))
             })?;
         }
         // SAFETY: this process owns the area and publishes from this thread
@@ -304,6 +327,7 @@ impl<F: Interceptor> Engine<F> {
                 fill(&mut payload[..length_bytes])
             })
         };
+        self.shared_memory.slot_contexts[index] = call.context;
         let group = &mut self.shared_memory.slot_groups[index];
         if !group
             .as_ref()
