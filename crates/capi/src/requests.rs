@@ -187,6 +187,11 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
             ErrorClass::ProcFailed,
             "a process this operation needs has failed",
         )),
+        Some(ErrorClass::Revoked) => Err(resmpi_core::engine::revoked_error()),
+        Some(ErrorClass::ProcFailedPending) => Err(MpiError::new(
+            ErrorClass::ProcFailedPending,
+            "a failure in the communicator is not acknowledged (MPIX_Comm_failure_ack)",
+        )),
         Some(class) => Err(MpiError::new(
             class,
             format!(

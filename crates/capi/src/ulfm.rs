@@ -195,4 +195,3 @@ pub unsafe extern "C" fn PMPIX_Comm_ack_failed(
     })
 }
 const _: fn_types::MPIX_Comm_ack_failed = PMPIX_Comm_ack_failed;
-

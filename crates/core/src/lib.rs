@@ -485,8 +485,21 @@ impl Mpi {
             self.engine
                 .start_send(comm_index, target, bytes, length, SendMode::Standard)?;
         self.engine.wait_request(index)?;
-        self.engine.state.requests.remove(index);
-        Ok(())
+        let error = self
+            .engine
+            .state
+            .requests
+            .remove(index)
+            .map_or(0, |request| request.status.error);
+        match ErrorClass::from_i32(error) {
+            Some(ErrorClass::Success) | None if error == 0 => Ok(()),
+            Some(ErrorClass::Revoked) => Err(engine::revoked_error()),
+            Some(ErrorClass::ProcFailed) => Err(engine::peer_failed_error(target.peer)),
+            class => Err(MpiError::new(
+                class.unwrap_or(ErrorClass::Other),
+                format!("send to rank {destination} failed"),
+            )),
+        }
     }
 
     fn bsend(

@@ -130,8 +130,7 @@ impl Mpi {
         let rank = survivors
             .iter()
             .position(|&member| member == me)
-            .expect("a live process is never in the agreed failed set")
-            as u32;
+            .expect("a live process is never in the agreed failed set") as u32;
         let context = decision.next_context;
         self.next_context = self.next_context.max(context + 2);
         let mut comm = Communicator::new(
@@ -160,7 +159,8 @@ impl Mpi {
         let me = comm.rank as usize;
         let acknowledged_world = comm.acknowledged_failures.clone();
         let size = members.len();
-        let known_failed = MemberSet::from_fn(size, |index| self.engine.peer_failed(members[index]));
+        let known_failed =
+            MemberSet::from_fn(size, |index| self.engine.peer_failed(members[index]));
         let acknowledged =
             MemberSet::from_fn(size, |index| acknowledged_world.contains(&members[index]));
         let contribution = Contribution {
