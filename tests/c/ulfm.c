@@ -9,6 +9,9 @@
  *   revoke-die    the same, but rank 0 dies right after it revoked (a send
  *                 on MPI_COMM_WORLD to rank 1 follows the revoke, so at
  *                 least rank 1 got it): the others learn it by the flood.
+ *   finalize-revoked  MPI_COMM_WORLD is revoked (a blocked probe and a
+ *                 blocked receive wake) after a rank died: MPI_Finalize
+ *                 returns at every survivor.
  *   pending       the last rank dies; a wildcard receive then fails with
  *                 MPIX_ERR_PROC_FAILED_PENDING until MPIX_Comm_failure_ack,
  *                 after which it receives; get_acked and get_failed name
@@ -118,6 +121,33 @@ static int revoke_mode(int revoker_dies) {
            class_of(rc), agreed, size, rank, sum);
     MPI_Comm_free(&shrunk);
     MPI_Comm_free(&comm);
+    return 0;
+}
+
+/* ------------------------------------------------------ finalize-revoked */
+/* MPI_COMM_WORLD itself is revoked (a blocked probe and receive end with
+ * MPIX_ERR_REVOKED), one rank has died, and MPI_Finalize still returns at
+ * every survivor. */
+static int finalize_revoked(void) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int victim = world_size - 1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank == victim) raise(SIGKILL);
+    long value = 0;
+    if (world_rank == 0) {
+        usleep(100 * 1000);
+        EXPECT(MPIX_Comm_revoke(MPI_COMM_WORLD) == MPI_SUCCESS, "revoke");
+    } else if (world_rank == 1) {
+        MPI_Status status;
+        int rc = MPI_Probe(0, 9, MPI_COMM_WORLD, &status);
+        EXPECT(class_of(rc) == MPIX_ERR_REVOKED, "probe ended with class %d", class_of(rc));
+    } else {
+        int rc = MPI_Recv(&value, 1, MPI_LONG, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        EXPECT(class_of(rc) == MPIX_ERR_REVOKED, "receive ended with class %d", class_of(rc));
+    }
+    int rc = MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT(class_of(rc) == MPIX_ERR_REVOKED, "allreduce on revoked world: class %d", class_of(rc));
+    printf("rank %d: world revoked, finalizing\n", world_rank);
     return 0;
 }
 
@@ -337,6 +367,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "revoke") == 0) result = revoke_mode(0);
     else if (strcmp(mode, "revoke-die") == 0) result = revoke_mode(1);
     else if (strcmp(mode, "pending") == 0) result = pending();
+    else if (strcmp(mode, "finalize-revoked") == 0) result = finalize_revoked();
     else if (strcmp(mode, "agree") == 0) result = agree();
     else if (strcmp(mode, "jacobi") == 0) result = jacobi();
     else {

@@ -625,6 +625,9 @@ impl Mpi {
         }
         self.engine.progress()?;
         let comm = self.comm(comm_index)?;
+        if comm.revoked {
+            return Err(engine::revoked_error());
+        }
         let pattern = resmpi_matching::ReceivePattern {
             context: comm.context,
             source: (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32)),
