@@ -12,9 +12,11 @@
  *   finalize-revoked  MPI_COMM_WORLD is revoked (a blocked probe and a
  *                 blocked receive wake) after a rank died: MPI_Finalize
  *                 returns at every survivor.
- *   pending       the last rank dies; a wildcard receive then fails with
- *                 MPIX_ERR_PROC_FAILED_PENDING until MPIX_Comm_failure_ack,
- *                 after which it receives; get_acked and get_failed name
+ *   pending       the last rank dies; a blocking wildcard receive then
+ *                 fails with MPIX_ERR_PROC_FAILED, and waiting for (or
+ *                 testing) a nonblocking one returns
+ *                 MPIX_ERR_PROC_FAILED_PENDING and leaves it active until
+ *                 MPIX_Comm_failure_ack, after which it receives; get_acked and get_failed name
  *                 the dead rank; agree succeeds once every rank acked.
  *   agree         every rank runs ROUNDS agreements (flag = a value of the
  *                 round and the rank) while mpiexec kills processes at
@@ -161,9 +163,25 @@ static int pending(void) {
     /* Wait until this rank knows of the death. */
     int rc = MPI_Recv(&value, 1, MPI_LONG, victim, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED, "receive from the dead: class %d", class_of(rc));
+    /* Before the ack: a blocking wildcard receive fails, a nonblocking one
+     * starts but its wait reports PROC_FAILED_PENDING and leaves it active. */
+    rc = MPI_Recv(&value, 1, MPI_LONG, MPI_ANY_SOURCE, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED, "blocking wildcard before ack: class %d", class_of(rc));
     MPI_Request request;
-    rc = MPI_Irecv(&value, 1, MPI_LONG, MPI_ANY_SOURCE, 2, MPI_COMM_WORLD, &request);
-    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING, "wildcard before ack: class %d", class_of(rc));
+    rc = MPI_Irecv(&value, 1, MPI_LONG, MPI_ANY_SOURCE, 3, MPI_COMM_WORLD, &request);
+    EXPECT(rc == MPI_SUCCESS && request != MPI_REQUEST_NULL, "wildcard irecv: class %d", class_of(rc));
+    rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING, "wildcard wait before ack: class %d", class_of(rc));
+    EXPECT(request != MPI_REQUEST_NULL, "the pending request was freed");
+    int done = 1;
+    rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING && !done, "test before ack: class %d", class_of(rc));
+    /* A synchronisation point (nobody has acknowledged: every survivor gets
+     * PROC_FAILED): no survivor sends the ring's message below before
+     * every survivor has checked its pending receive. */
+    int flag = 1;
+    rc = MPIX_Comm_agree(MPI_COMM_WORLD, &flag);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED, "agree before ack: class %d", class_of(rc));
     char text[MPI_MAX_ERROR_STRING];
     int length;
     MPI_Error_string(rc, text, &length);
@@ -185,18 +203,16 @@ static int pending(void) {
     MPI_Group_free(&acked);
     MPI_Group_free(&failed);
     MPI_Group_free(&world_group);
-    /* After the ack a wildcard receive proceeds. */
+    /* After the ack the same wildcard receive completes. */
     int next = (world_rank + 1) % victim, previous = (world_rank + victim - 1) % victim;
     long token = world_rank;
-    rc = MPI_Irecv(&value, 1, MPI_LONG, MPI_ANY_SOURCE, 3, MPI_COMM_WORLD, &request);
-    EXPECT(rc == MPI_SUCCESS, "wildcard after ack: class %d", class_of(rc));
     EXPECT(MPI_Send(&token, 1, MPI_LONG, next, 3, MPI_COMM_WORLD) == MPI_SUCCESS, "send");
     MPI_Status status;
     rc = MPI_Wait(&request, &status);
     EXPECT(rc == MPI_SUCCESS && value == previous && status.MPI_SOURCE == previous,
            "wildcard got %ld from %d (class %d)", value, status.MPI_SOURCE, class_of(rc));
     /* Everyone acknowledged: agree succeeds with the AND. */
-    int flag = world_rank == 0 ? 0x3 : 0x7;
+    flag = world_rank == 0 ? 0x3 : 0x7;
     rc = MPIX_Comm_agree(MPI_COMM_WORLD, &flag);
     EXPECT(rc == MPI_SUCCESS && flag == 0x3, "agree after ack: class %d flag %d", class_of(rc), flag);
     int ft = 0, found = 0;

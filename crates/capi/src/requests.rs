@@ -230,6 +230,11 @@ unsafe fn test_request(
     let done = is_complete(mpi, index);
     // SAFETY: guaranteed by the caller.
     unsafe { *flag = done as c_int };
+    if !done {
+        if let Some(operation) = operation_of(mpi, index) {
+            mpi.check_wildcard_request(operation)?;
+        }
+    }
     Ok(done.then_some(index))
 }
 
@@ -361,6 +366,10 @@ pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_S
             return Ok(());
         }
         let index = live_request(mpi, handle)?;
+        if let Some(operation) = operation_of(mpi, index) {
+            mpi.engine.progress()?;
+            mpi.check_wildcard_request(operation)?;
+        }
         wait_index(mpi, index)?;
         // SAFETY: caller's pointers.
         unsafe { finish_handle(mpi, request, index, status) }

@@ -586,9 +586,6 @@ impl Mpi {
         if source == PROC_NULL {
             return self.engine.start_nothing(comm_index, Status::proc_null());
         }
-        if source == ANY_SOURCE && self.engine.state.failed_count > 0 && !comm.revoked {
-            self.check_wildcard_allowed(comm)?;
-        }
         let source_world = (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32));
         let tag = (tag != ANY_TAG).then_some(tag);
         let context = comm.context;

@@ -14,9 +14,11 @@
 //! (it is the largest of the contributors' next free ids).
 //!
 //! Acknowledgement (`MPIX_Comm_failure_ack`) is a snapshot of the failed
-//! members known now; a wildcard receive on the communicator fails at the
-//! start with `MPIX_ERR_PROC_FAILED_PENDING` while a failed member is not
-//! in the snapshot. Agree returns `MPIX_ERR_PROC_FAILED` (everywhere, with
+//! members known now. While a failed member is not in the snapshot, a
+//! blocking wildcard receive on the communicator fails with
+//! `MPIX_ERR_PROC_FAILED`, and MPI_Wait / MPI_Test of a nonblocking one
+//! return `MPIX_ERR_PROC_FAILED_PENDING`, leaving it active (MPICH's
+//! `ft/anysource` test checks exactly this). Agree returns `MPIX_ERR_PROC_FAILED` (everywhere, with
 //! the same flag) when the agreed failed set holds a member that some
 //! contributor had not acknowledged.
 
@@ -69,11 +71,17 @@ impl Mpi {
         Ok(self.comm(comm_index)?.acknowledged_failures.clone())
     }
 
-    /// MPIX_ERR_PROC_FAILED_PENDING for a wildcard receive on a
-    /// communicator holding a failure not acknowledged yet.
-    pub(crate) fn check_wildcard_allowed(&self, comm: &Communicator) -> MpiResult<()> {
+    /// MPIX_ERR_PROC_FAILED_PENDING when communicator `comm_index` holds a
+    /// failure not acknowledged yet: a wildcard receive on it cannot
+    /// complete until `MPIX_Comm_failure_ack` (a blocking one returns
+    /// `MPIX_ERR_PROC_FAILED` instead, the caller decides).
+    pub fn check_wildcard_allowed(&self, comm_index: usize) -> MpiResult<()> {
         if self.engine.state.failed_count == 0 {
             return Ok(());
+        }
+        let comm = self.comm(comm_index)?;
+        if comm.revoked {
+            return Ok(()); // the receive reports the revocation
         }
         let unacknowledged = comm.group.iter().find(|&&member| {
             self.engine.peer_failed(member) && !comm.acknowledged_failures.contains(&member)
@@ -86,6 +94,28 @@ impl Mpi {
                 ),
             ),
             None => Ok(()),
+        }
+    }
+
+    /// For MPI_Wait / MPI_Test on request `index`: an incomplete,
+    /// unmatched wildcard receive on a communicator with an unacknowledged
+    /// failure reports `MPIX_ERR_PROC_FAILED_PENDING` and stays active (it
+    /// completes normally once the failure is acknowledged and a message
+    /// comes).
+    pub fn check_wildcard_request(&self, index: u32) -> MpiResult<()> {
+        if self.engine.state.failed_count == 0 {
+            return Ok(());
+        }
+        let Some(request) = self.engine.state.requests.get(index) else {
+            return Ok(());
+        };
+        match &request.operation {
+            crate::request::Operation::Receive(receive)
+                if !request.complete && !receive.matched && receive.pattern.source.is_none() =>
+            {
+                self.check_wildcard_allowed(request.comm)
+            }
+            _ => Ok(()),
         }
     }
 
@@ -185,7 +215,21 @@ impl Mpi {
             decision = engine.state.ulfm.take_decision(key);
             decision.is_some()
         })?;
-        Ok(decision.expect("waited for it"))
+        let decision = decision.expect("waited for it");
+        // The agreed failed set came from failure notices (dead is dead):
+        // a member this process was not told of yet is dead too, so that
+        // a failure_ack right after this call covers what agree reported.
+        let comm = self.comm(comm_index)?;
+        let newly_failed: Vec<u32> = decision
+            .failed
+            .iter()
+            .map(|index| comm.group[index])
+            .filter(|&member| !self.engine.peer_failed(member))
+            .collect();
+        for member in newly_failed {
+            self.engine.handle_peer_failure(member);
+        }
+        Ok(decision)
     }
 
     /// ULFM calls run on intra-communicators only (for now): a clear
