@@ -894,18 +894,24 @@ impl<F: Interceptor> Engine<F> {
     /// skipped entirely in a job on one host.
     pub fn progress_round(&mut self) -> MpiResult<bool> {
         let mut frames = 0;
-        if let Some(notices) = &self.notices {
-            if notices.count() != self.notices_seen {
-                self.handle_notices();
-                frames += 1;
-            }
-        }
+        let notices_due = self
+            .notices
+            .as_ref()
+            .is_some_and(|notices| notices.count() != self.notices_seen);
         let state = &mut self.state;
         if let Some(shm) = self.transports.shm.as_mut() {
             frames += shm
                 .poll(|peer, frame| state.handle_frame(peer, frame))
                 .map_err(shm_error)?;
         }
+        if notices_due {
+            // After the shared-memory poll: what a dead process wrote into
+            // its rings before it died (a sync ack, a last message) is
+            // taken before its death is applied (ft/multi_isendalive).
+            self.handle_notices();
+            frames += 1;
+        }
+        let state = &mut self.state;
         if let Some(memory) = self.transports.memory.as_mut() {
             frames += memory
                 .poll(|peer, frame| state.handle_frame(peer, frame))
