@@ -64,6 +64,16 @@ def test_revoke_reaches_every_rank_when_the_revoker_dies_right_after(ulfm_exe):
         assert (size, new_rank, total) == ("3", str(rank - 1), "6"), res.describe()
 
 
+def test_initial_errhandler_is_set_by_mpiexec_and_visible_in_mpi_info_env(ulfm_exe):
+    res = run(2, ulfm_exe, "initial-errhandler",
+              mpiexec_opts=("--initial-errhandler", "mpi_errors_return", "--timeout", str(BOUND_SECONDS)),
+              timeout=BOUND_SECONDS + 30)
+    finished(res, 0)
+    assert res.stdout.count("initial errhandler returns") == 2, res.describe()
+    refused = run(2, ulfm_exe, "initial-errhandler", mpiexec_opts=("--initial-errhandler", "sometimes"))
+    assert refused.returncode == 2 and "--initial-errhandler 'sometimes'" in refused.stderr, refused.describe()
+
+
 @pytest.mark.parametrize("paths", ["auto", "tcp"])
 def test_finalize_returns_at_every_survivor_after_a_death_and_a_revoked_world(ulfm_exe, paths):
     res = run_ulfm(ulfm_exe, 4, "finalize-revoked", "--paths", paths)

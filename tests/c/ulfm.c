@@ -9,6 +9,9 @@
  *   revoke-die    the same, but rank 0 dies right after it revoked (a send
  *                 on MPI_COMM_WORLD to rank 1 follows the revoke, so at
  *                 least rank 1 got it): the others learn it by the flood.
+ *   initial-errhandler  under mpiexec --initial-errhandler mpi_errors_return
+ *                 MPI_INFO_ENV names it and an error on MPI_COMM_WORLD
+ *                 returns.
  *   finalize-revoked  MPI_COMM_WORLD is revoked (a blocked probe and a
  *                 blocked receive wake) after a rank died: MPI_Finalize
  *                 returns at every survivor.
@@ -123,6 +126,21 @@ static int revoke_mode(int revoker_dies) {
            class_of(rc), agreed, size, rank, sum);
     MPI_Comm_free(&shrunk);
     MPI_Comm_free(&comm);
+    return 0;
+}
+
+/* ---------------------------------------------------- initial-errhandler */
+/* Under mpiexec --initial-errhandler mpi_errors_return: MPI_INFO_ENV says
+ * so, and an error on MPI_COMM_WORLD returns instead of ending the job. */
+static int initial_errhandler(void) {
+    char value[MPI_MAX_INFO_VAL] = "";
+    int flag = 0;
+    MPI_Info_get(MPI_INFO_ENV, "mpi_initial_errhandler", MPI_MAX_INFO_VAL - 1, value, &flag);
+    EXPECT(flag && strcmp(value, "mpi_errors_return") == 0, "MPI_INFO_ENV has '%s' (flag %d)", value, flag);
+    long one = 1;
+    int rc = MPI_Send(&one, 1, MPI_LONG, world_size, 0, MPI_COMM_WORLD);
+    EXPECT(class_of(rc) == MPI_ERR_RANK, "send to rank %d: class %d", world_size, class_of(rc));
+    printf("rank %d: initial errhandler returns\n", world_rank);
     return 0;
 }
 
@@ -385,6 +403,7 @@ int main(int argc, char **argv) {
     else if (strcmp(mode, "revoke-die") == 0) result = revoke_mode(1);
     else if (strcmp(mode, "pending") == 0) result = pending();
     else if (strcmp(mode, "finalize-revoked") == 0) result = finalize_revoked();
+    else if (strcmp(mode, "initial-errhandler") == 0) result = initial_errhandler();
     else if (strcmp(mode, "agree") == 0) result = agree();
     else if (strcmp(mode, "jacobi") == 0) result = jacobi();
     else {

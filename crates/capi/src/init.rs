@@ -27,7 +27,15 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
         eprintln!("resmpi: {reason}");
         return MPI_ERR_OTHER;
     }
-    match Mpi::init(MPI_ERRORS_ARE_FATAL) {
+    let errhandler = match initial_errhandler() {
+        Ok(errhandler) => errhandler,
+        Err(message) => {
+            drop(global);
+            eprintln!("resmpi: MPI_Init: {message}");
+            std::process::exit(1);
+        }
+    };
+    match Mpi::init(errhandler) {
         Ok(mpi) => {
             // RESMPI_PROGRESS_THREAD=off exists for tests that show what the thread is for.
             let background_progress = mpi.engine.links.any() && mpi.config.progress_thread;
@@ -51,6 +59,27 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
             std::process::exit(1);
         }
     }
+}
+
+/// The error handler MPI_COMM_WORLD and MPI_COMM_SELF start with: MPI-4's
+/// `mpi_initial_errhandler` (`mpiexec --initial-errhandler`, which sets
+/// `RESMPI_INITIAL_ERRHANDLER`), MPI_ERRORS_ARE_FATAL by default.
+pub fn initial_errhandler() -> Result<MPI_Errhandler, String> {
+    match initial_errhandler_name().as_deref() {
+        None | Some("mpi_errors_are_fatal") => Ok(MPI_ERRORS_ARE_FATAL),
+        Some("mpi_errors_abort") => Ok(MPI_ERRORS_ABORT),
+        Some("mpi_errors_return") => Ok(MPI_ERRORS_RETURN),
+        Some(other) => Err(format!(
+            "RESMPI_INITIAL_ERRHANDLER '{other}': expected mpi_errors_are_fatal, mpi_errors_abort or mpi_errors_return"
+        )),
+    }
+}
+
+/// The initial error handler's name as the launcher gave it, if it did.
+pub fn initial_errhandler_name() -> Option<String> {
+    std::env::var("RESMPI_INITIAL_ERRHANDLER")
+        .ok()
+        .filter(|name| !name.is_empty())
 }
 
 /// How often the background thread looks for work when the application is

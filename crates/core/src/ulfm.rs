@@ -35,7 +35,6 @@ use crate::Mpi;
 impl Mpi {
     /// MPIX_Comm_revoke.
     pub fn comm_revoke(&mut self, comm_index: usize) -> MpiResult<()> {
-        self.ulfm_intra(comm_index, "MPIX_Comm_revoke")?;
         self.engine.revoke_communicator(comm_index)
     }
 

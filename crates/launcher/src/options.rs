@@ -161,6 +161,11 @@ fault tolerance (each sets a variable in every rank):
                         every rank gets RESMPI_FAILURE_POLICY=abort|continue
   -disable-auto-cleanup, --with-ft ulfm, --with-ft mpi
                         hydra's and Open MPI's ways to say continue
+  --initial-errhandler mpi_errors_are_fatal|mpi_errors_abort|mpi_errors_return
+                        the error handler MPI_COMM_WORLD and MPI_COMM_SELF
+                        start with (MPI-4's mpi_initial_errhandler, also
+                        in MPI_INFO_ENV); every rank gets
+                        RESMPI_INITIAL_ERRHANDLER
   --respawn N           test-only re-join policy (needs continue): a rank
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
@@ -224,7 +229,9 @@ fn arity_of(name: &str) -> Option<Arity> {
         "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" | "hosts" | "host" | "hostfile"
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
-        | "failure-policy" | "with-ft" | "respawn" | "bind-to" => Some(Arity::One),
+        | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler" => {
+            Some(Arity::One)
+        }
         "genv" | "env" => Some(Arity::Two),
         _ => None,
     }
@@ -527,6 +534,18 @@ pub fn parse(
             "with-ft" => {
                 check_choice("--with-ft", &values[0], &["ulfm", "mpi"])?;
                 failure_policy = Some(FailurePolicy::Continue);
+            }
+            "initial-errhandler" => {
+                check_choice(
+                    "--initial-errhandler",
+                    &values[0],
+                    &[
+                        "mpi_errors_are_fatal",
+                        "mpi_errors_abort",
+                        "mpi_errors_return",
+                    ],
+                )?;
+                environment.push(("RESMPI_INITIAL_ERRHANDLER".to_string(), values[0].clone()));
             }
             _ => unreachable!("every name with an arity is handled"),
         }

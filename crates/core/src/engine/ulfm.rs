@@ -104,10 +104,23 @@ impl<F: Interceptor> State<F> {
             comm.revoked = true;
             self.revoked_count += 1;
             let mut members: Vec<u32> = comm.group.to_vec();
+            let mut hidden = None;
             if let Some(remote) = &comm.remote {
                 members.extend_from_slice(&remote.group);
+                hidden = Some(remote.local_comm);
             }
             self.fail_requests_of_revoked(index);
+            // An inter-communicator's collectives also run on its hidden
+            // intra-communicator over the local group: revoked with it.
+            if let Some(hidden) = hidden {
+                if let Some(Some(local)) = self.comms.get_mut(hidden) {
+                    if !local.revoked {
+                        local.revoked = true;
+                        self.revoked_count += 1;
+                    }
+                }
+                self.fail_requests_of_revoked(hidden);
+            }
             for member in members {
                 if member != self.rank {
                     self.ulfm.send_revoke(member, context);
