@@ -64,6 +64,13 @@ def test_revoke_reaches_every_rank_when_the_revoker_dies_right_after(ulfm_exe):
         assert (size, new_rank, total) == ("3", str(rank - 1), "6"), res.describe()
 
 
+def test_agree_on_an_inter_communicator_gives_each_group_the_other_groups_and_and_is_uniform(ulfm_exe):
+    res = run_ulfm(ulfm_exe, 6, "inter-agree")
+    finished(res, 137)
+    ranks = sorted(re.findall(r"^rank (\d+): inter-communicator agree and revoke ok$", res.stdout, re.M))
+    assert ranks == ["0", "1", "2", "3", "4"], res.describe()
+
+
 def test_initial_errhandler_is_set_by_mpiexec_and_visible_in_mpi_info_env(ulfm_exe):
     res = run(2, ulfm_exe, "initial-errhandler",
               mpiexec_opts=("--initial-errhandler", "mpi_errors_return", "--timeout", str(BOUND_SECONDS)),

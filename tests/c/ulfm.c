@@ -9,6 +9,8 @@
  *   revoke-die    the same, but rank 0 dies right after it revoked (a send
  *                 on MPI_COMM_WORLD to rank 1 follows the revoke, so at
  *                 least rank 1 got it): the others learn it by the flood.
+ *   inter-agree   agree and revoke on an inter-communicator, with a death
+ *                 (see inter_agree() below).
  *   initial-errhandler  under mpiexec --initial-errhandler mpi_errors_return
  *                 MPI_INFO_ENV names it and an error on MPI_COMM_WORLD
  *                 returns.
@@ -126,6 +128,61 @@ static int revoke_mode(int revoker_dies) {
            class_of(rc), agreed, size, rank, sum);
     MPI_Comm_free(&shrunk);
     MPI_Comm_free(&comm);
+    return 0;
+}
+
+/* ----------------------------------------------------------- inter-agree */
+/* MPI_COMM_WORLD split in halves joined by an inter-communicator: agree
+ * gives each group the AND of the *other* group's flags; when a rank of
+ * the second half dies, agree reports MPIX_ERR_PROC_FAILED in both groups
+ * until everyone acknowledged; a revoke of the inter-communicator reaches
+ * both groups. */
+static int inter_agree(void) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int half = world_size / 2, low = world_rank < half;
+    MPI_Comm local, inter;
+    MPI_Comm_split(MPI_COMM_WORLD, low, world_rank, &local);
+    MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, low ? half : 0, 5, &inter);
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    /* low group contributes 0x0f minus one bit per rank, high group 0xf0 minus one */
+    int flag = low ? (0xff & ~(1 << world_rank)) : (0xff & ~(1 << (4 + (world_rank - half) % 4)));
+    int rc = MPIX_Comm_agree(inter, &flag);
+    int expected_from_high = 0xff, expected_from_low = 0xff;
+    for (int r = 0; r < half; r++) expected_from_low &= 0xff & ~(1 << r);
+    for (int r = half; r < world_size; r++) expected_from_high &= 0xff & ~(1 << (4 + (r - half) % 4));
+    EXPECT(rc == MPI_SUCCESS && flag == (low ? expected_from_high : expected_from_low),
+           "agree: class %d flag %#x", class_of(rc), flag);
+    /* the last rank dies (it contributes all ones, so it changes no flag) */
+    if (world_rank == world_size - 1) raise(SIGKILL);
+    long value;
+    if (world_rank == half) {
+        rc = MPI_Recv(&value, 1, MPI_LONG, world_size - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        EXPECT(rc == MPIX_ERR_PROC_FAILED, "receive from the dead: %d", rc);
+    }
+    flag = 0xff;
+    rc = MPIX_Comm_agree(inter, &flag);
+    EXPECT(rc == MPIX_ERR_PROC_FAILED, "agree after a death: class %d", class_of(rc));
+    MPIX_Comm_failure_ack(inter);
+    flag = low ? 0x3 : 0xc;
+    rc = MPIX_Comm_agree(inter, &flag);
+    EXPECT(rc == MPI_SUCCESS && flag == (low ? 0xc : 0x3), "agree after ack: class %d flag %#x", class_of(rc),
+           flag);
+    /* a revoke by the first rank reaches both groups */
+    if (world_rank == 0) {
+        MPIX_Comm_revoke(inter);
+    } else {
+        rc = MPI_Recv(&value, 1, MPI_LONG, 0, 9, inter, MPI_STATUS_IGNORE);
+        EXPECT(class_of(rc) == MPIX_ERR_REVOKED, "receive on the revoked inter-communicator: %d", rc);
+    }
+    int revoked = 0;
+    MPIX_Comm_is_revoked(inter, &revoked);
+    EXPECT(revoked, "not revoked");
+    MPI_Comm shrunk;
+    rc = MPIX_Comm_shrink(inter, &shrunk);
+    EXPECT(class_of(rc) == MPI_ERR_COMM, "shrink of an inter-communicator: class %d", class_of(rc));
+    printf("rank %d: inter-communicator agree and revoke ok\n", world_rank);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&local);
     return 0;
 }
 
@@ -404,6 +461,7 @@ int main(int argc, char **argv) {
     else if (strcmp(mode, "pending") == 0) result = pending();
     else if (strcmp(mode, "finalize-revoked") == 0) result = finalize_revoked();
     else if (strcmp(mode, "initial-errhandler") == 0) result = initial_errhandler();
+    else if (strcmp(mode, "inter-agree") == 0) result = inter_agree();
     else if (strcmp(mode, "agree") == 0) result = agree();
     else if (strcmp(mode, "jacobi") == 0) result = jacobi();
     else {

@@ -32,6 +32,16 @@ use crate::comm::Communicator;
 use crate::error::{fail, ErrorClass, MpiError, MpiResult};
 use crate::Mpi;
 
+/// What one agreement gave this process.
+struct Agreed {
+    decision: Decision,
+    /// World rank of each participant.
+    members: Vec<u32>,
+    /// The flag this process returns (on an inter-communicator, the AND
+    /// of the remote group's flags).
+    flag: i32,
+}
+
 impl Mpi {
     /// MPIX_Comm_revoke.
     pub fn comm_revoke(&mut self, comm_index: usize) -> MpiResult<()> {
@@ -127,14 +137,17 @@ impl Mpi {
         comm_index: usize,
         flag: i32,
     ) -> MpiResult<(i32, Option<MpiError>)> {
-        let decision = self.agree(comm_index, flag)?;
+        let Agreed {
+            decision,
+            members,
+            flag,
+        } = self.agree(comm_index, flag)?;
         let error = decision.has_unacknowledged_failure().then(|| {
-            let comm = self.comm(comm_index).expect("agreed on it");
             let failed: Vec<u32> = decision
                 .failed
                 .iter()
                 .filter(|&index| !decision.acknowledged.contains(index))
-                .map(|index| comm.group[index])
+                .map(|index| members[index])
                 .collect();
             MpiError::new(
                 ErrorClass::ProcFailed,
@@ -143,13 +156,14 @@ impl Mpi {
                 ),
             )
         });
-        Ok((decision.flag, error))
+        Ok((flag, error))
     }
 
     /// MPIX_Comm_shrink: a new communicator of the members not in the
     /// agreed failed set, with an agreed new context.
     pub fn comm_shrink(&mut self, comm_index: usize) -> MpiResult<usize> {
-        let decision = self.agree(comm_index, !0)?;
+        self.ulfm_intra(comm_index, "MPIX_Comm_shrink")?;
+        let decision = self.agree(comm_index, !0)?.decision;
         let parent = self.comm(comm_index)?.clone();
         let survivors: Vec<u32> = (0..parent.group.len())
             .filter(|&index| !decision.failed.contains(index))
@@ -175,8 +189,7 @@ impl Mpi {
     }
 
     /// Run the next agreement on `comm_index` with `flag`.
-    fn agree(&mut self, comm_index: usize, flag: i32) -> MpiResult<Decision> {
-        self.ulfm_intra(comm_index, "agreement")?;
+    fn agree(&mut self, comm_index: usize, flag: i32) -> MpiResult<Agreed> {
         let next_context = self.next_context;
         let comm = self.comm_mut(comm_index)?;
         let key = AgreementKey {
@@ -184,8 +197,33 @@ impl Mpi {
             sequence: comm.agreement_sequence,
         };
         comm.agreement_sequence = comm.agreement_sequence.wrapping_add(1);
-        let members: Vec<u32> = comm.group.to_vec();
-        let me = comm.rank as usize;
+        // An inter-communicator agrees over both groups, the group whose
+        // first member has the lower world rank first (the same order on
+        // both sides); the flag each side gets is the other group's AND.
+        let (members, me, split, local_first) = match &comm.remote {
+            None => (
+                comm.group.to_vec(),
+                comm.rank as usize,
+                comm.group.len(),
+                true,
+            ),
+            Some(remote) => {
+                let local_first = comm.group[0] < remote.group[0];
+                let (first, second) = if local_first {
+                    (&comm.group, &remote.group)
+                } else {
+                    (&remote.group, &comm.group)
+                };
+                let members: Vec<u32> = first.iter().chain(second.iter()).copied().collect();
+                let me = if local_first {
+                    comm.rank as usize
+                } else {
+                    remote.group.len() + comm.rank as usize
+                };
+                (members, me, first.len(), local_first)
+            }
+        };
+        let inter = comm.remote.is_some();
         let acknowledged_world = comm.acknowledged_failures.clone();
         let size = members.len();
         let known_failed =
@@ -201,7 +239,7 @@ impl Mpi {
         let state = &mut self.engine.state;
         if !state
             .ulfm
-            .start(key, members, me, contribution, known_failed)
+            .start(key, members.clone(), me, split, contribution, known_failed)
         {
             return fail(
                 ErrorClass::Intern,
@@ -218,21 +256,29 @@ impl Mpi {
         // The agreed failed set came from failure notices (dead is dead):
         // a member this process was not told of yet is dead too, so that
         // a failure_ack right after this call covers what agree reported.
-        let comm = self.comm(comm_index)?;
         let newly_failed: Vec<u32> = decision
             .failed
             .iter()
-            .map(|index| comm.group[index])
+            .map(|index| members[index])
             .filter(|&member| !self.engine.peer_failed(member))
             .collect();
         for member in newly_failed {
             self.engine.handle_peer_failure(member);
         }
-        Ok(decision)
+        let flag = match (inter, local_first) {
+            (false, _) => decision.flag,
+            (true, true) => decision.second_flag,
+            (true, false) => decision.flag,
+        };
+        Ok(Agreed {
+            decision,
+            members,
+            flag,
+        })
     }
 
-    /// ULFM calls run on intra-communicators only (for now): a clear
-    /// error on an inter-communicator rather than a wrong answer.
+    /// Shrink runs on intra-communicators only (for now): a clear error on
+    /// an inter-communicator rather than a wrong answer.
     fn ulfm_intra(&self, comm_index: usize, what: &str) -> MpiResult<()> {
         if self.comm(comm_index)?.is_inter() {
             return fail(

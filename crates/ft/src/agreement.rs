@@ -67,8 +67,13 @@ pub struct Contribution {
 /// What every participant decides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {
-    /// Bitwise AND of the flags of the contributions it was computed from.
+    /// Bitwise AND of the flags of the contributions it was computed from,
+    /// of the participants below the split (all of them on an
+    /// intra-communicator).
     pub flag: i32,
+    /// The same AND over the participants from the split on (an
+    /// inter-communicator's second group; all ones when there are none).
+    pub second_flag: i32,
     /// Participants known failed when it was computed (union of the
     /// reported sets and what the coordinator knew then).
     pub failed: MemberSet,
@@ -79,28 +84,35 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// The decision computed from `contributions` plus the coordinator's
-    /// `known_failed`.
-    fn combine<'a>(
-        mut contributions: impl Iterator<Item = &'a Contribution>,
+    /// The decision computed from the `reports` there are (indexed by
+    /// participant; those from `split` on are the second group) plus the
+    /// coordinator's `known_failed`.
+    fn combine(
+        reports: &[Option<Contribution>],
+        split: usize,
         known_failed: &MemberSet,
     ) -> Decision {
-        let first = contributions
-            .next()
-            .expect("the coordinator's own contribution is always there");
+        let size = known_failed.size();
         let mut decision = Decision {
-            flag: first.flag,
-            failed: first.failed.clone(),
-            acknowledged: first.acknowledged.clone(),
-            next_context: first.next_context,
+            flag: !0,
+            second_flag: !0,
+            failed: known_failed.clone(),
+            acknowledged: MemberSet::from_fn(size, |_| true),
+            next_context: 0,
         };
-        for contribution in contributions {
-            decision.flag &= contribution.flag;
+        for (index, contribution) in reports.iter().enumerate() {
+            let Some(contribution) = contribution else {
+                continue;
+            };
+            if index < split {
+                decision.flag &= contribution.flag;
+            } else {
+                decision.second_flag &= contribution.flag;
+            }
             decision.failed.unite(&contribution.failed);
             decision.acknowledged.intersect(&contribution.acknowledged);
             decision.next_context = decision.next_context.max(contribution.next_context);
         }
-        decision.failed.unite(known_failed);
         decision
     }
 
@@ -137,6 +149,8 @@ pub enum Message {
 pub struct Agreement {
     me: usize,
     size: usize,
+    /// Participants from here on are the second group (inter-communicators).
+    split: usize,
     known_failed: MemberSet,
     /// Latest report from each participant (own included).
     reports: Vec<Option<Contribution>>,
@@ -152,20 +166,25 @@ pub struct Agreement {
 
 impl Agreement {
     /// Participant `me` of `size` starts an agreement with `contribution`,
-    /// knowing the participants in `known_failed` dead.
+    /// knowing the participants in `known_failed` dead. Participants from
+    /// `split` on (`size` for none) form a second group whose flags are
+    /// ANDed apart (an inter-communicator's remote or local group).
     pub fn start(
         me: usize,
         size: usize,
+        split: usize,
         contribution: Contribution,
         known_failed: MemberSet,
     ) -> Agreement {
         assert!(me < size, "participant {me} of {size}");
+        assert!(split <= size, "split {split} of {size}");
         assert_eq!(known_failed.size(), size, "failed set of another size");
         let mut reports = vec![None; size];
         reports[me] = Some(contribution);
         let mut agreement = Agreement {
             me,
             size,
+            split,
             known_failed,
             reports,
             accepted: None,
@@ -303,7 +322,7 @@ impl Agreement {
                     {
                         return;
                     }
-                    Decision::combine(self.reports.iter().flatten(), &self.known_failed)
+                    Decision::combine(&self.reports, self.split, &self.known_failed)
                 }
             };
             let ballot = self.me as u32;
@@ -370,6 +389,7 @@ mod tests {
                 Agreement::start(
                     me,
                     size,
+                    size,
                     contribution(size, 0b111 ^ (1 << (me % 3))),
                     MemberSet::empty(size),
                 )
@@ -388,7 +408,15 @@ mod tests {
     fn a_dead_coordinator_is_replaced_by_the_next_lowest() {
         let size = 3;
         let mut machines: Vec<Agreement> = (0..size)
-            .map(|me| Agreement::start(me, size, contribution(size, 1), MemberSet::empty(size)))
+            .map(|me| {
+                Agreement::start(
+                    me,
+                    size,
+                    size,
+                    contribution(size, 1),
+                    MemberSet::empty(size),
+                )
+            })
             .collect();
         // Rank 0 dies before reading anything; 1 and 2 are told.
         while machines[1].poll_transmit().is_some() {}

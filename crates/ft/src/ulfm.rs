@@ -15,7 +15,8 @@
 //! Wire form (little-endian): version (1 byte), kind (1 byte), context
 //! (u32), sequence (u32), then per kind: `Revoke` nothing more; `Ack` the
 //! ballot (u32); `Report`, `Propose`, `Decide` the ballot (u32, 0 unless
-//! Propose), the participant count (u32), flag (i32), next context (u32),
+//! Propose), the participant count (u32), flag (i32), second-group flag
+//! (i32; all ones in a report), next context (u32),
 //! the failed and acknowledged bitmaps. Decoding is checked: a short or
 //! inconsistent frame is refused, never trusted.
 
@@ -89,9 +90,10 @@ pub fn encode_frame(frame: &UlfmFrame) -> Vec<u8> {
             out.extend_from_slice(&key.context.to_le_bytes());
             out.extend_from_slice(&key.sequence.to_le_bytes());
             out.extend_from_slice(&ballot.to_le_bytes());
-            if let Some((flag, next_context, failed, acknowledged)) = decision {
+            if let Some((flag, second_flag, next_context, failed, acknowledged)) = decision {
                 out.extend_from_slice(&(failed.size() as u32).to_le_bytes());
                 out.extend_from_slice(&flag.to_le_bytes());
+                out.extend_from_slice(&second_flag.to_le_bytes());
                 out.extend_from_slice(&next_context.to_le_bytes());
                 failed.encode(&mut out);
                 acknowledged.encode(&mut out);
@@ -101,11 +103,12 @@ pub fn encode_frame(frame: &UlfmFrame) -> Vec<u8> {
     out
 }
 
-type Fields<'a> = (i32, u32, &'a MemberSet, &'a MemberSet);
+type Fields<'a> = (i32, i32, u32, &'a MemberSet, &'a MemberSet);
 
 fn contribution_fields(contribution: &Contribution) -> Fields<'_> {
     (
         contribution.flag,
+        !0,
         contribution.next_context,
         &contribution.failed,
         &contribution.acknowledged,
@@ -115,6 +118,7 @@ fn contribution_fields(contribution: &Contribution) -> Fields<'_> {
 fn decision_fields(decision: &Decision) -> Fields<'_> {
     (
         decision.flag,
+        decision.second_flag,
         decision.next_context,
         &decision.failed,
         &decision.acknowledged,
@@ -146,15 +150,16 @@ pub fn decode_frame(bytes: &[u8]) -> Option<UlfmFrame> {
     }
     let size = read_u32(bytes, 14)? as usize;
     let flag = read_u32(bytes, 18)? as i32;
-    let next_context = read_u32(bytes, 22)?;
+    let second_flag = read_u32(bytes, 22)? as i32;
+    let next_context = read_u32(bytes, 26)?;
     let set_len = MemberSet::encoded_len(size);
-    if bytes.len() != 26 + 2 * set_len {
+    if bytes.len() != 30 + 2 * set_len {
         return None;
     }
-    let failed = MemberSet::decode(size, &bytes[26..])?;
-    let acknowledged = MemberSet::decode(size, &bytes[26 + set_len..])?;
+    let failed = MemberSet::decode(size, &bytes[30..])?;
+    let acknowledged = MemberSet::decode(size, &bytes[30 + set_len..])?;
     let message = match kind {
-        KIND_REPORT => Message::Report(Contribution {
+        KIND_REPORT if second_flag == !0 => Message::Report(Contribution {
             flag,
             failed,
             acknowledged,
@@ -163,6 +168,7 @@ pub fn decode_frame(bytes: &[u8]) -> Option<UlfmFrame> {
         KIND_PROPOSE | KIND_DECIDE => {
             let decision = Decision {
                 flag,
+                second_flag,
                 failed,
                 acknowledged,
                 next_context,
@@ -206,7 +212,9 @@ pub struct AgreementTable {
 
 impl AgreementTable {
     /// Start agreement `key` among `members` (world ranks, indexed by
-    /// participant), this process being `me`, with `contribution`;
+    /// participant; those from `split` on form a second group whose flags
+    /// are ANDed apart, `members.len()` for none), this process being
+    /// `me`, with `contribution`;
     /// `known_failed` are the participants known dead now. Messages that
     /// arrived for it earlier are handled at once. A key already running
     /// or decided here is refused (false).
@@ -215,6 +223,7 @@ impl AgreementTable {
         key: AgreementKey,
         members: Vec<u32>,
         me: usize,
+        split: usize,
         contribution: Contribution,
         known_failed: MemberSet,
     ) -> bool {
@@ -223,7 +232,7 @@ impl AgreementTable {
         {
             return false;
         }
-        let machine = Agreement::start(me, members.len(), contribution, known_failed);
+        let machine = Agreement::start(me, members.len(), split, contribution, known_failed);
         self.active.push(Active {
             key,
             members,
@@ -385,6 +394,7 @@ mod tests {
     fn sample_decision(size: usize) -> Decision {
         Decision {
             flag: -7,
+            second_flag: 5,
             failed: MemberSet::from_fn(size, |index| index == 2),
             acknowledged: MemberSet::from_fn(size, |index| index < 2),
             next_context: 40,
@@ -451,9 +461,23 @@ mod tests {
             acknowledged: MemberSet::empty(1),
             next_context: 6,
         };
-        assert!(table.start(key, vec![5], 0, contribution.clone(), MemberSet::empty(1)));
+        assert!(table.start(
+            key,
+            vec![5],
+            0,
+            1,
+            contribution.clone(),
+            MemberSet::empty(1)
+        ));
         let decision = table.take_decision(key).expect("alone: decided at once");
-        assert!(!table.start(key, vec![5], 0, contribution.clone(), MemberSet::empty(1)));
+        assert!(!table.start(
+            key,
+            vec![5],
+            0,
+            1,
+            contribution.clone(),
+            MemberSet::empty(1)
+        ));
         // Participant world rank 5 asks again (it is the only member).
         table.handle_frame(
             5,

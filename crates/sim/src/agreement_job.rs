@@ -60,6 +60,9 @@ pub struct AgreementJobConfig {
     pub crashes: Vec<AgreementCrash>,
     /// Longest delay, in steps, between a crash and a survivor's notice.
     pub notice_delay_steps_max: u64,
+    /// Participants from here on are a second group whose flags are
+    /// ANDed apart (an inter-communicator); `size` for none.
+    pub split: usize,
 }
 
 /// What a job did.
@@ -204,6 +207,7 @@ pub fn run_agreement_job(config: &AgreementJobConfig) -> Result<AgreementJobRepo
                     key,
                     members.clone(),
                     who,
+                    config.split,
                     contribution,
                     process.told.clone(),
                 );
@@ -276,18 +280,25 @@ fn check(
             report.decisions_with_failures += 1;
         }
         let survivors = || processes.iter().filter(|process| !process.crashed);
-        let survivors_and = survivors()
-            .map(|process| process.contributions[instance].flag)
-            .fold(!0, |all, flag| all & flag);
-        let everyone_and = processes
-            .iter()
-            .map(|process| process.contributions[instance].flag)
-            .fold(!0, |all, flag| all & flag);
-        if decision.flag & !survivors_and != 0 || everyone_and & !decision.flag != 0 {
-            return Err(format!(
-                "agreement {instance}: flag {:#x} is not the AND of a set of contributions holding every survivor's (survivors' AND {survivors_and:#x}, everyone's {everyone_and:#x})",
-                decision.flag
-            ));
+        for (part, range, agreed) in [
+            ("first", 0..config.split, decision.flag),
+            ("second", config.split..config.size, decision.second_flag),
+        ] {
+            let in_part = |index: &usize| range.contains(index);
+            let survivors_and = (0..config.size)
+                .filter(in_part)
+                .filter(|&index| !processes[index].crashed)
+                .map(|index| processes[index].contributions[instance].flag)
+                .fold(!0, |all, flag| all & flag);
+            let everyone_and = (0..config.size)
+                .filter(in_part)
+                .map(|index| processes[index].contributions[instance].flag)
+                .fold(!0, |all, flag| all & flag);
+            if agreed & !survivors_and != 0 || everyone_and & !agreed != 0 {
+                return Err(format!(
+                    "agreement {instance}: {part} group's flag {agreed:#x} is not the AND of a set of its contributions holding every survivor's (survivors' AND {survivors_and:#x}, everyone's {everyone_and:#x})"
+                ));
+            }
         }
         if !decision.failed.is_subset(&crashed) {
             return Err(format!(

@@ -35,6 +35,8 @@ fn agreement_is_uniform_when_one_participant_dies_before_any_of_its_frames() {
                             before_frame,
                         }],
                         notice_delay_steps_max: [0, 5, 60][seed as usize % 3],
+                        // Odd seeds: two groups, as on an inter-communicator.
+                        split: if seed % 2 == 1 { size / 2 } else { size },
                     };
                     let report = run(&config);
                     fired_any |= report.crashes_fired > 0;
@@ -82,6 +84,7 @@ fn agreement_is_uniform_when_two_participants_die_at_random_steps() {
                 },
             ],
             notice_delay_steps_max: rng.below(100),
+            split: rng.below(size as u64 + 1) as usize,
         };
         let report = run(&config);
         if report.crashes_fired == 2 {
@@ -103,6 +106,7 @@ fn agreement_without_failures_decides_in_three_message_delays() {
             instances: 1,
             crashes: Vec::new(),
             notice_delay_steps_max: 0,
+            split: size,
         });
         // Report, propose, ack from each non-coordinator; decide to each.
         assert_eq!(report.frames_sent, 4 * (size as u64 - 1));
