@@ -54,6 +54,11 @@ pub struct Communicator {
     /// (`coll::shared_memory`); every member counts the same, so it tags
     /// their contributions.
     pub shared_memory_sequence: u64,
+    /// Whether every member is reached over shared memory with its
+    /// collective area mapped (`coll::shared_memory`), once the fast path
+    /// has asked: the group never changes, and the routes only when a peer
+    /// re-joins, which clears this (`Engine::handle_peer_rejoin`).
+    pub members_on_shared_memory: Option<bool>,
     /// True when peer rank == world rank for every peer.
     identity: bool,
 }
@@ -78,6 +83,7 @@ impl Communicator {
             topology: None,
             collective_sequence: 0,
             shared_memory_sequence: 0,
+            members_on_shared_memory: None,
             identity,
         }
     }

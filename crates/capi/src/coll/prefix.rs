@@ -3,7 +3,7 @@
 use resmpi_core::coll;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::{any_comm_of, comm_of, inter};
+use super::{any_comm_of, comm_of, inter, small};
 use super::{everywhere_reduction, int_array, launch, reduction_fast_path, request_out, Staging};
 use crate::abi::*;
 use crate::global::{entry, Registry};
@@ -237,9 +237,11 @@ pub unsafe extern "C" fn PMPI_Scan(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Scan", comm, |mpi, global| {
-        prefix_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, None,
-        )
+        small::scan(mpi, sendbuf, recvbuf, count, datatype, op, comm, true).unwrap_or_else(|| {
+            prefix_body(
+                mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Scan = PMPI_Scan;
@@ -273,9 +275,11 @@ pub unsafe extern "C" fn PMPI_Exscan(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Exscan", comm, |mpi, global| {
-        prefix_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, None,
-        )
+        small::scan(mpi, sendbuf, recvbuf, count, datatype, op, comm, false).unwrap_or_else(|| {
+            prefix_body(
+                mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Exscan = PMPI_Exscan;

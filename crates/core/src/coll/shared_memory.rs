@@ -179,20 +179,27 @@ impl<F: Interceptor> Engine<F> {
         let Some(shm) = self.transports.shm.as_ref() else {
             return Ok(None);
         };
-        let routes = &self.transports.routes;
         let Some(Some(communicator)) = self.state.comms.get_mut(comm) else {
             return Err(MpiError::new(ErrorClass::Comm, "invalid communicator"));
         };
         let key = communicator.context as u64 >> 1;
-        let eligible = !communicator.is_inter()
-            && communicator.context.is_multiple_of(2)
-            && key <= MAX_COMMUNICATOR_KEY
-            && communicator.shared_memory_sequence < MAX_SEQUENCE
-            && communicator.group.iter().all(|&peer| {
-                matches!(routes[peer as usize], Route::Shm | Route::Loopback)
-                    && shm.collective_area(peer).is_some()
+        if communicator.is_inter()
+            || !communicator.context.is_multiple_of(2)
+            || key > MAX_COMMUNICATOR_KEY
+            || communicator.shared_memory_sequence >= MAX_SEQUENCE
+        {
+            return Ok(None);
+        }
+        let routes = &self.transports.routes;
+        let on_shared_memory = *communicator
+            .members_on_shared_memory
+            .get_or_insert_with(|| {
+                communicator.group.iter().all(|&peer| {
+                    matches!(routes[peer as usize], Route::Shm | Route::Loopback)
+                        && shm.collective_area(peer).is_some()
+                })
             });
-        if !eligible {
+        if !on_shared_memory {
             return Ok(None);
         }
         communicator.shared_memory_sequence += 1;

@@ -134,6 +134,11 @@ impl<F: Interceptor> Engine<F> {
             state.old_incarnation_frames_dropped += 1;
         }
         self.transports.routes[slot] = route;
+        // The route may have changed (a peer respawned elsewhere is reached
+        // over TCP): what the collective fast path knew of it is stale.
+        for communicator in self.state.comms.iter_mut().flatten() {
+            communicator.members_on_shared_memory = None;
+        }
         self.links.adopt(peer, route == Route::Tcp);
         true
     }
