@@ -50,6 +50,27 @@ fn reduce_scatter_common(
         op,
         comm,
     )?;
+    // Equal blocks (every rank passes the same counts) may take the fast
+    // path: each rank publishes its whole input and folds its own block.
+    if counts.iter().all(|&count| count == counts[0]) {
+        let elements = counts[0] as usize * scale;
+        let block_bytes = reduction.bytes(elements);
+        let published_bytes = block_bytes.saturating_mul(counts.len());
+        // (The fold is `size` blocks, the bytes published: within the
+        // reductions' limit whenever they fit a slot.)
+        if let Some(call) = super::fast_path(mpi, index, published_bytes, request)? {
+            mpi.engine.shared_reduce_scatter_block(
+                &call,
+                &reduction,
+                send,
+                recv,
+                block_bytes,
+                elements,
+            )?;
+            staging.unpack_outputs();
+            return Ok(());
+        }
+    }
     let scaled: Vec<usize> = counts.iter().map(|count| *count as usize * scale).collect();
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);

@@ -7,8 +7,9 @@
 //! (`resmpi_path::collective_area`, at the end of its shared-memory
 //! segment, which every local peer has mapped) and reads the contributions
 //! it needs straight from the peers' areas: barrier, bcast, reduce,
-//! allreduce, allgather, alltoall, scan and exscan each become one
-//! publication (or none) and a few reads, with no message at all.
+//! allreduce, gather, scatter, allgather, alltoall, scan, exscan and
+//! reduce_scatter(_block) with equal blocks each become one publication
+//! (or none) and a few reads, with no message at all.
 //!
 //! Which path a collective takes depends only on what every member agrees
 //! on: the communicator (intra, every member reached over shared memory, a
@@ -404,11 +405,14 @@ impl<F: Interceptor> Engine<F> {
         self.finish_shared(call, found)
     }
 
-    /// `target = contribution(member) op target` over `count` elements.
+    /// `target = contribution(member)[offset..] op target` over `count`
+    /// elements.
+    #[allow(clippy::too_many_arguments)]
     fn fold_shared(
         &mut self,
         call: &Call,
         member: u32,
+        offset_bytes: usize,
         reduction: &Reduction,
         target: *mut u8,
         length_bytes: usize,
@@ -416,11 +420,15 @@ impl<F: Interceptor> Engine<F> {
     ) -> MpiResult<()> {
         let found = self.take_shared(call, member)?;
         if length_bytes > 0 {
-            // SAFETY: the contribution holds `length_bytes`; `target` is the
-            // caller's `length_bytes` writable bytes, which do not overlap it.
+            // SAFETY: the contribution holds `offset_bytes + length_bytes`;
+            // `target` is the caller's `length_bytes` writable bytes, which
+            // do not overlap it.
             unsafe {
                 reduction.apply(
-                    std::slice::from_raw_parts(found.payload(length_bytes), length_bytes),
+                    std::slice::from_raw_parts(
+                        found.payload(offset_bytes + length_bytes).add(offset_bytes),
+                        length_bytes,
+                    ),
                     std::slice::from_raw_parts_mut(target, length_bytes),
                     count,
                 )?
@@ -479,18 +487,20 @@ impl<F: Interceptor> Engine<F> {
             unsafe { std::slice::from_raw_parts(send, length_bytes) }.to_vec()
         });
         let own = own_copy.as_ref().map_or(send, |copy| copy.as_ptr());
-        self.fold_in_rank_order(call, reduction, own, recv, length_bytes, count)
+        self.fold_in_rank_order(call, reduction, own, 0, recv, length_bytes, count)
     }
 
-    /// `recv = c_0 op (c_1 op (... op c_{n-1}))` over every member's
-    /// contribution `c_i`, this rank's at `own` (which must not overlap
-    /// `recv` unless this rank is the last member). Every rank that folds
-    /// gets the same bits.
+    /// `recv = c_0 op (c_1 op (... op c_{n-1}))` over the bytes at
+    /// `offset_bytes` of every member's contribution `c_i`, this rank's at
+    /// `own` (already offset; it must not overlap `recv` unless this rank
+    /// is the last member). Every rank that folds gets the same bits.
+    #[allow(clippy::too_many_arguments)]
     fn fold_in_rank_order(
         &mut self,
         call: &Call,
         reduction: &Reduction,
         own: *const u8,
+        offset_bytes: usize,
         recv: *mut u8,
         length_bytes: usize,
         count: usize,
@@ -500,9 +510,17 @@ impl<F: Interceptor> Engine<F> {
             let first = member == last;
             if member != call.rank {
                 if first {
-                    self.copy_shared(call, member, 0, recv, length_bytes)?;
+                    self.copy_shared(call, member, offset_bytes, recv, length_bytes)?;
                 } else {
-                    self.fold_shared(call, member, reduction, recv, length_bytes, count)?;
+                    self.fold_shared(
+                        call,
+                        member,
+                        offset_bytes,
+                        reduction,
+                        recv,
+                        length_bytes,
+                        count,
+                    )?;
                 }
             } else if length_bytes > 0 {
                 // SAFETY: `own` and `recv` hold `length_bytes` each and do
@@ -544,7 +562,34 @@ impl<F: Interceptor> Engine<F> {
         } else {
             send
         };
-        self.fold_in_rank_order(call, reduction, own, recv, length_bytes, count)
+        self.fold_in_rank_order(call, reduction, own, 0, recv, length_bytes, count)
+    }
+
+    /// MPI_Reduce_scatter_block of blocks of `count` elements
+    /// (`block_bytes`): every member publishes its whole input (`size`
+    /// blocks at `send`) and folds block `rank` of every contribution, in
+    /// rank order, into `recv`. `send == recv` is MPI_IN_PLACE (the input
+    /// in `recv`, the result in its first block).
+    pub fn shared_reduce_scatter_block(
+        &mut self,
+        call: &Call,
+        reduction: &Reduction,
+        send: *const u8,
+        recv: *mut u8,
+        block_bytes: usize,
+        count: usize,
+    ) -> MpiResult<()> {
+        let size = call.size();
+        self.publish_bytes(call, size - 1, send, size as usize * block_bytes)?;
+        let offset_bytes = call.rank as usize * block_bytes;
+        // In place the fold overwrites the input: fold the published copy.
+        let input = if std::ptr::eq(send, recv) && size > 1 {
+            self.own_published(call)?
+        } else {
+            send
+        };
+        let own = input.wrapping_add(offset_bytes);
+        self.fold_in_rank_order(call, reduction, own, offset_bytes, recv, block_bytes, count)
     }
 
     /// Where this rank's contribution to `call` was published (it stays
@@ -726,7 +771,7 @@ impl<F: Interceptor> Engine<F> {
             self.copy_shared(call, last, 0, recv, length_bytes)?;
         }
         for member in (0..last).rev() {
-            self.fold_shared(call, member, reduction, recv, length_bytes, count)?;
+            self.fold_shared(call, member, 0, reduction, recv, length_bytes, count)?;
         }
         Ok(())
     }
