@@ -13,7 +13,8 @@ use crate::init::{c_text, write_string};
 use crate::objects::{insert_reusing, InfoEntries};
 use crate::p2p::comm_of;
 
-/// MPI_INFO_ENV's keys: the standard's `command`, `maxprocs` and `wdir`.
+/// MPI_INFO_ENV's keys: the standard's `command`, `maxprocs`, `wdir` and
+/// `mpi_initial_errhandler`.
 fn environment_info(world_size: u32) -> InfoEntries {
     let mut entries = Vec::new();
     if let Some(command) = std::env::args().next() {
@@ -22,6 +23,9 @@ fn environment_info(world_size: u32) -> InfoEntries {
     entries.push(("maxprocs".to_string(), world_size.to_string()));
     if let Ok(directory) = std::env::current_dir() {
         entries.push(("wdir".to_string(), directory.display().to_string()));
+    }
+    if let Ok((_, name)) = crate::init::initial_errhandler() {
+        entries.push(("mpi_initial_errhandler".to_string(), name.to_string()));
     }
     entries
 }

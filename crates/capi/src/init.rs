@@ -27,7 +27,15 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
         eprintln!("resmpi: {reason}");
         return MPI_ERR_OTHER;
     }
-    match Mpi::init(MPI_ERRORS_ARE_FATAL) {
+    let initial = match initial_errhandler() {
+        Ok((handler, _)) => handler,
+        Err(message) => {
+            drop(global);
+            eprintln!("resmpi: {message}");
+            std::process::exit(1);
+        }
+    };
+    match Mpi::init(initial) {
         Ok(mpi) => {
             // RESMPI_PROGRESS_THREAD=off exists for tests that show what the thread is for.
             let background_progress = mpi.engine.links.any() && mpi.config.progress_thread;
@@ -50,6 +58,27 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
             eprintln!("resmpi: {error}");
             std::process::exit(1);
         }
+    }
+}
+
+/// The variable `mpiexec --initial-errhandler` sets.
+pub const INITIAL_ERRHANDLER_VARIABLE: &str = "RESMPI_INITIAL_ERRHANDLER";
+
+/// The error handler MPI_COMM_WORLD and MPI_COMM_SELF start with, and its
+/// MPI-4 name (MPI_INFO_ENV's `mpi_initial_errhandler`): from
+/// `RESMPI_INITIAL_ERRHANDLER`, `mpi_errors_are_fatal` when it is unset.
+pub fn initial_errhandler() -> Result<(MPI_Errhandler, &'static str), String> {
+    let Ok(value) = std::env::var(INITIAL_ERRHANDLER_VARIABLE) else {
+        return Ok((MPI_ERRORS_ARE_FATAL, "mpi_errors_are_fatal"));
+    };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "mpi_errors_are_fatal" => Ok((MPI_ERRORS_ARE_FATAL, "mpi_errors_are_fatal")),
+        "mpi_errors_abort" => Ok((MPI_ERRORS_ABORT, "mpi_errors_abort")),
+        "mpi_errors_return" => Ok((MPI_ERRORS_RETURN, "mpi_errors_return")),
+        _ => Err(format!(
+            "{INITIAL_ERRHANDLER_VARIABLE}={value:?}: expected mpi_errors_are_fatal, \
+             mpi_errors_abort or mpi_errors_return"
+        )),
     }
 }
 

@@ -54,6 +54,15 @@ impl FailurePolicy {
 /// every rank.
 pub const FAILURE_POLICY_VARIABLE: &str = "RESMPI_FAILURE_POLICY";
 
+/// The variable that carries `--initial-errhandler` to the ranks.
+pub const INITIAL_ERRHANDLER_VARIABLE: &str = "RESMPI_INITIAL_ERRHANDLER";
+/// The initial error handlers MPI-4 names (`mpi_initial_errhandler`).
+pub const INITIAL_ERRHANDLERS: [&str; 3] = [
+    "mpi_errors_are_fatal",
+    "mpi_errors_abort",
+    "mpi_errors_return",
+];
+
 /// The variable that mirrors `--bind-to` (see [`crate::spawn::pin_as_asked`]).
 pub const BIND_TO_VARIABLE: &str = "RESMPI_BIND_TO";
 
@@ -160,7 +169,13 @@ fault tolerance (each sets a variable in every rank):
                         exit non-zero at the end). Also RESMPI_FAILURE_POLICY;
                         every rank gets RESMPI_FAILURE_POLICY=abort|continue
   -disable-auto-cleanup, --with-ft ulfm, --with-ft mpi
-                        hydra's and Open MPI's ways to say continue
+                        hydra's and Open MPI's ways to say continue. Under
+                        continue every line mpiexec prints about a death,
+                        and the FT report, starts with 'WARNING: '
+  --initial-errhandler mpi_errors_are_fatal|mpi_errors_abort|mpi_errors_return
+                        the error handler MPI_COMM_WORLD and MPI_COMM_SELF
+                        start with (MPI_INFO_ENV's mpi_initial_errhandler;
+                        RESMPI_INITIAL_ERRHANDLER)
   --respawn N           test-only re-join policy (needs continue): a rank
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
@@ -224,7 +239,9 @@ fn arity_of(name: &str) -> Option<Arity> {
         "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" | "hosts" | "host" | "hostfile"
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
-        | "failure-policy" | "with-ft" | "respawn" | "bind-to" => Some(Arity::One),
+        | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler" => {
+            Some(Arity::One)
+        }
         "genv" | "env" => Some(Arity::Two),
         _ => None,
     }
@@ -523,6 +540,11 @@ pub fn parse(
                         values[0]
                     )
                 })?
+            }
+            "initial-errhandler" => {
+                let name = values[0].to_ascii_lowercase();
+                check_choice("--initial-errhandler", &name, &INITIAL_ERRHANDLERS)?;
+                environment.push((INITIAL_ERRHANDLER_VARIABLE.to_string(), name));
             }
             "with-ft" => {
                 check_choice("--with-ft", &values[0], &["ulfm", "mpi"])?;
@@ -864,6 +886,28 @@ mod tests {
             message.contains("RESMPI_BIND_TO 'all': expected core or none"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn the_initial_errhandler_goes_to_the_ranks_in_lower_case() {
+        let variable = |text: &str| {
+            run(text)
+                .environment
+                .iter()
+                .find(|(name, _)| name == INITIAL_ERRHANDLER_VARIABLE)
+                .map(|(_, value)| value.clone())
+        };
+        assert_eq!(variable("p"), None);
+        assert_eq!(
+            variable("--initial-errhandler MPI_ERRORS_RETURN p").as_deref(),
+            Some("mpi_errors_return")
+        );
+        assert_eq!(
+            variable("-initial-errhandler=mpi_errors_abort p").as_deref(),
+            Some("mpi_errors_abort")
+        );
+        assert!(error("--initial-errhandler mpi_errors_ignore p")
+            .contains("--initial-errhandler 'mpi_errors_ignore': expected mpi_errors_are_fatal"));
     }
 
     #[test]
