@@ -281,7 +281,7 @@ def test_a_proxy_killed_under_continue_loses_its_host_and_the_others_finish(buil
         os.kill(next(pid for pid in on_b if is_proxy(pid)), signal.SIGKILL)
     res, rings, on_b = _survivors_losing_host_b(build, h, kill_proxy)
     check_survivors(res, rings)
-    lost = re.findall(rf"^mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
+    lost = re.findall(rf"^WARNING: mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
                       res.stderr, re.M)
     assert sorted(lost) == ["2", "3"], res.describe()
     assert not wait_gone(on_b, seconds=5), {pid: cmdline(pid) for pid in on_b}
@@ -326,7 +326,7 @@ def test_a_host_cut_off_from_mpiexec_is_lost_and_its_ranks_die(build, two_hosts)
     h = two_hosts
     res, rings, on_b = _survivors_losing_host_b(build, h, lambda on_b: h.link(h.b, "mgmt", up=False))
     check_survivors(res, rings)
-    lost = re.findall(rf"^mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
+    lost = re.findall(rf"^WARNING: mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
                       res.stderr, re.M)
     assert sorted(lost) == ["2", "3"], res.describe()
     assert not wait_gone(on_b, seconds=10), {pid: cmdline(pid) for pid in on_b}

@@ -932,7 +932,7 @@ impl<F: Interceptor> Engine<F> {
     /// Poll every TCP rail once, feeding frames through the reliability
     /// links, and handle the peers lost on the way (and those the links
     /// found unreachable). Returns how many frames and events there were.
-    fn poll_rails(&mut self) -> MpiResult<usize> {
+    pub(crate) fn poll_rails(&mut self) -> MpiResult<usize> {
         let mut frames = 0;
         let mut lost_peers: Vec<u32> = Vec::new();
         let failures_are_events = self.failures_are_events;
