@@ -169,7 +169,8 @@ fault tolerance (each sets a variable in every rank):
                         exit non-zero at the end). Also RESMPI_FAILURE_POLICY;
                         every rank gets RESMPI_FAILURE_POLICY=abort|continue
   -disable-auto-cleanup, --with-ft ulfm, --with-ft mpi
-                        hydra's and Open MPI's ways to say continue. Under
+                        hydra's and Open MPI's ways to say continue
+                        (--with-ft no: abort). Under
                         continue every line mpiexec prints about a death,
                         and the FT report, starts with 'WARNING: '
   --initial-errhandler mpi_errors_are_fatal|mpi_errors_abort|mpi_errors_return
@@ -547,8 +548,13 @@ pub fn parse(
                 environment.push((INITIAL_ERRHANDLER_VARIABLE.to_string(), name));
             }
             "with-ft" => {
-                check_choice("--with-ft", &values[0], &["ulfm", "mpi"])?;
-                failure_policy = Some(FailurePolicy::Continue);
+                check_choice("--with-ft", &values[0], &["ulfm", "mpi", "no"])?;
+                // Open MPI's `--with-ft no`: a death ends the job.
+                failure_policy = Some(if values[0] == "no" {
+                    FailurePolicy::Abort
+                } else {
+                    FailurePolicy::Continue
+                });
             }
             _ => unreachable!("every name with an arity is handled"),
         }
@@ -932,7 +938,10 @@ mod tests {
             FailurePolicy::Abort,
             "the last one wins"
         );
-        assert!(error("--with-ft bogus p").contains("--with-ft 'bogus': expected ulfm or mpi"));
+        assert!(
+            error("--with-ft bogus p").contains("--with-ft 'bogus': expected ulfm or mpi or no")
+        );
+        assert_eq!(run("--with-ft no p").failure_policy, FailurePolicy::Abort);
         assert!(error("--failure-policy maybe p")
             .contains("--failure-policy 'maybe': expected abort or continue"));
         assert!(error("-disable-auto-cleanup=1 p").contains("takes no value"));
