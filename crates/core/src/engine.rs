@@ -834,6 +834,11 @@ impl<F: Interceptor> Engine<F> {
     /// local peer's ring; otherwise [`Engine::progress_round`] runs.
     #[inline]
     pub fn progress(&mut self) -> MpiResult<bool> {
+        // Whoever progresses may be about to wait: receipts held back for
+        // batching must not keep an owner of the collective area waiting.
+        if self.owes_receipts() {
+            self.write_receipts();
+        }
         if self.idle_on_shared_memory() {
             return Ok(false);
         }

@@ -72,6 +72,11 @@ pub const SPIN_ROUNDS: u32 = 16;
 const PROGRESS_EVERY_ROUNDS: u32 = 8;
 /// How long a waiter yields before it sleeps.
 const YIELD_PHASE: std::time::Duration = std::time::Duration::from_millis(2);
+/// Receipts a reader keeps before it writes them (at most this many of an
+/// owner's slots look busy to the owner a little longer; see
+/// `unsent_receipts`). Half the slots: the owner still has half of them
+/// to run ahead into.
+pub const RECEIPT_BATCH: usize = COLLECTIVE_SLOTS / 2;
 /// Longest sleep of a long wait (publications ring no doorbell).
 pub const SLEEP_US: u64 = 100;
 
@@ -117,12 +122,56 @@ pub struct SharedMemoryCollectives {
     /// spin, 90 µs per barrier at 4096 rounds, 1-2 µs at 16; ranks pinned
     /// to their own cores did 0.31 µs at 4096 (docs/benchmarks.md).
     pub spin_rounds: u32,
-    /// The group each own slot was last published for: a slot whose group
-    /// has lost a member may be reclaimed without waiting for its readers.
-    slot_groups: [Option<Arc<Vec<u32>>>; COLLECTIVE_SLOTS],
+    /// What each own slot last published, and who reads it: the slot is
+    /// reused once each reader's receipt names that publication, or
+    /// reclaimed without waiting when its group has lost a member.
+    published: [Option<Published>; COLLECTIVE_SLOTS],
+    /// Per world rank: its receipts for this process's slots as last read
+    /// from its area (one line read shows all of them; re-read only when a
+    /// slot's receipt is not there yet).
+    receipts_seen: Vec<[u32; COLLECTIVE_SLOTS]>,
+    /// Receipts this process owes, not yet written to its area: (owner's
+    /// world rank, slot, publication). Written [`RECEIPT_BATCH`] at a time,
+    /// and all of them before this process waits for anything
+    /// ([`Engine::write_receipts`]), so an owner that keeps ahead reads a
+    /// reader's row once per batch instead of once per call.
+    unsent_receipts: Vec<(u32, u8, u32)>,
     /// Per world rank: the slot of its area where its next contribution
     /// is expected (after the last one found there).
     next_slot_of: Vec<u8>,
+}
+
+/// Who reads a publication, by rank in the call's communicator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Readers {
+    /// Every member but the publisher `owner`.
+    AllOthers { owner: u32 },
+    /// One member (the root of a reduce or a gather).
+    Member(u32),
+    /// The members after `owner` (a scan).
+    After { owner: u32 },
+}
+
+impl Readers {
+    /// The readers among `size` members.
+    fn members(self, size: u32) -> impl Iterator<Item = u32> {
+        let (range, skip) = match self {
+            Readers::AllOthers { owner } => (0..size, Some(owner)),
+            Readers::Member(member) => (member..member + 1, None),
+            Readers::After { owner } => (owner + 1..size, None),
+        };
+        range.filter(move |&member| Some(member) != skip)
+    }
+}
+
+/// One of this process's publications.
+#[derive(Debug)]
+struct Published {
+    /// World rank of each member of the communicator it was for.
+    group: Arc<Vec<u32>>,
+    readers: Readers,
+    /// The number each reader's receipt must carry.
+    publication: u32,
 }
 
 /// One blocking collective on the fast path.
@@ -232,15 +281,42 @@ impl<F: Interceptor> Engine<F> {
         }
     }
 
+    /// Write the receipts this process owes into its area. Called before
+    /// it waits for anything (here and in every progress round), so no
+    /// owner ever waits on a receipt held back by a process that waits too.
+    #[cold]
+    pub(crate) fn write_receipts(&mut self) {
+        let Some(own) = self
+            .transports
+            .shm
+            .as_ref()
+            .and_then(|shm| shm.collective_area(self.state.rank))
+        else {
+            return;
+        };
+        for (owner, index, publication) in self.shared_memory.unsent_receipts.drain(..) {
+            own.write_receipt(owner, index as usize, publication);
+        }
+    }
+
+    /// Whether receipts wait to be written.
+    #[inline]
+    pub(crate) fn owes_receipts(&self) -> bool {
+        !self.shared_memory.unsent_receipts.is_empty()
+    }
+
     /// Wait until `ready`, keeping the engine progressing and giving up
     /// when a member of `call` fails.
     fn wait_for_shared(
         &mut self,
         call: &Call,
-        mut ready: impl FnMut(&Engine<F>) -> bool,
+        mut ready: impl FnMut(&mut Engine<F>) -> bool,
     ) -> MpiResult<()> {
         let mut rounds = 0u32;
         let mut since: Option<std::time::Instant> = None;
+        if self.owes_receipts() {
+            self.write_receipts();
+        }
         loop {
             if ready(self) {
                 return Ok(());
@@ -271,16 +347,52 @@ impl<F: Interceptor> Engine<F> {
         }
     }
 
-    /// Publish this rank's contribution of `length_bytes` at `source` for
-    /// `readers` members (nothing when none reads it).
+    /// Whether every reader of own slot `index`'s last publication has a
+    /// receipt for it (a slot never published is free). A reader's row is
+    /// read again only when the receipts seen so far fall short.
+    fn slot_received(&mut self, index: usize) -> bool {
+        let SharedMemoryCollectives {
+            published,
+            receipts_seen,
+            ..
+        } = &mut self.shared_memory;
+        let Some(last) = &published[index] else {
+            return true;
+        };
+        let shm = self
+            .transports
+            .shm
+            .as_ref()
+            .expect("a fast-path call has shared memory");
+        let me = self.state.rank;
+        for member in last.readers.members(last.group.len() as u32) {
+            let reader = last.group[member as usize] as usize;
+            if receipts_seen.len() <= reader {
+                receipts_seen.resize(reader + 1, [0; COLLECTIVE_SLOTS]);
+            }
+            if receipts_seen[reader][index] != last.publication {
+                receipts_seen[reader] = shm
+                    .collective_area(reader as u32)
+                    .expect("every reader's area is mapped")
+                    .receipts_for(me);
+                if receipts_seen[reader][index] != last.publication {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Publish this rank's contribution of `length_bytes`, written by
+    /// `fill`, for `readers` (nothing when there are none).
     fn publish_shared(
         &mut self,
         call: &Call,
-        readers: u32,
+        readers: Readers,
         length_bytes: usize,
         fill: impl FnOnce(&mut [u8]),
     ) -> MpiResult<()> {
-        if readers == 0 {
+        if readers.members(call.size()).next().is_none() {
             return Ok(());
         }
         debug_assert!(length_bytes <= MAX_PUBLISHED_BYTES);
@@ -294,30 +406,33 @@ impl<F: Interceptor> Engine<F> {
             .collective_area(self.state.rank)
             .expect("the own area is mapped")
             .slot(index);
-        if !slot.is_free() {
+        if !self.slot_received(index) {
             // Readers of the slot's last contribution that gave up (a member
-            // of that communicator died) will never consume it.
+            // of that communicator died) will never receipt it.
             self.wait_for_shared(call, |engine| {
-                slot.is_free()
-                    || engine.shared_memory.slot_groups[index]
+                engine.slot_received(index)
+                    || engine.shared_memory.published[index]
                         .as_ref()
-                        .is_some_and(|group| engine.failed_member(group).is_some())
+                        .is_some_and(|last| engine.failed_member(&last.group).is_some())
             })?;
         }
         // SAFETY: this process owns the area and publishes from this thread
-        // only (the library lock is held); the slot is free or its readers
-        // gave up (checked just above).
-        unsafe {
-            slot.publish(call.tag, readers, |payload| {
-                fill(&mut payload[..length_bytes])
-            })
-        };
-        let group = &mut self.shared_memory.slot_groups[index];
-        if !group
-            .as_ref()
-            .is_some_and(|group| Arc::ptr_eq(group, &call.group))
-        {
-            *group = Some(call.group.clone());
+        // only (the library lock is held); every reader receipted the slot
+        // or gave up (checked just above).
+        let publication =
+            unsafe { slot.publish(call.tag, |payload| fill(&mut payload[..length_bytes])) };
+        match &mut self.shared_memory.published[index] {
+            Some(last) if Arc::ptr_eq(&last.group, &call.group) => {
+                last.readers = readers;
+                last.publication = publication;
+            }
+            entry => {
+                *entry = Some(Published {
+                    group: call.group.clone(),
+                    readers,
+                    publication,
+                })
+            }
         }
         self.count_send_for_kill();
         Ok(())
@@ -327,7 +442,7 @@ impl<F: Interceptor> Engine<F> {
     fn publish_bytes(
         &mut self,
         call: &Call,
-        readers: u32,
+        readers: Readers,
         source: *const u8,
         length_bytes: usize,
     ) -> MpiResult<()> {
@@ -373,8 +488,14 @@ impl<F: Interceptor> Engine<F> {
 
     /// Done reading `found`: an error when its owner reclaimed it meanwhile
     /// (what was read may be torn; a member has failed).
-    fn finish_shared(&self, call: &Call, found: Found) -> MpiResult<()> {
+    fn finish_shared(&mut self, call: &Call, member: u32, found: Found) -> MpiResult<()> {
         if found.finish() {
+            let owner = call.group[member as usize];
+            let unsent = &mut self.shared_memory.unsent_receipts;
+            unsent.push((owner, found.index as u8, found.publication()));
+            if unsent.len() >= RECEIPT_BATCH {
+                self.write_receipts();
+            }
             return Ok(());
         }
         Err(reclaimed_error(call, self.failed_member(&call.group)))
@@ -402,7 +523,7 @@ impl<F: Interceptor> Engine<F> {
                 )
             };
         }
-        self.finish_shared(call, found)
+        self.finish_shared(call, member, found)
     }
 
     /// `target = contribution(member)[offset..] op target` over `count`
@@ -434,17 +555,22 @@ impl<F: Interceptor> Engine<F> {
                 )?
             };
         }
-        self.finish_shared(call, found)
+        self.finish_shared(call, member, found)
     }
 
     /// MPI_Barrier: everyone publishes an empty contribution and waits for
     /// everyone else's.
     pub fn shared_barrier(&mut self, call: &Call) -> MpiResult<()> {
         let size = call.size();
-        self.publish_bytes(call, size - 1, std::ptr::null(), 0)?;
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            std::ptr::null(),
+            0,
+        )?;
         for member in (0..size).filter(|&member| member != call.rank) {
             let found = self.take_shared(call, member)?;
-            self.finish_shared(call, found)?;
+            self.finish_shared(call, member, found)?;
         }
         Ok(())
     }
@@ -458,7 +584,7 @@ impl<F: Interceptor> Engine<F> {
         root: u32,
     ) -> MpiResult<()> {
         if call.rank == root {
-            self.publish_bytes(call, call.size() - 1, data, length_bytes)
+            self.publish_bytes(call, Readers::AllOthers { owner: root }, data, length_bytes)
         } else {
             self.copy_shared(call, root, 0, data, length_bytes)
         }
@@ -478,7 +604,7 @@ impl<F: Interceptor> Engine<F> {
         root: u32,
     ) -> MpiResult<()> {
         if call.rank != root {
-            return self.publish_bytes(call, 1, send, length_bytes);
+            return self.publish_bytes(call, Readers::Member(root), send, length_bytes);
         }
         // In place, the fold overwrites the root's own contribution before
         // it is used: keep a copy.
@@ -554,7 +680,12 @@ impl<F: Interceptor> Engine<F> {
         count: usize,
     ) -> MpiResult<()> {
         let size = call.size();
-        self.publish_bytes(call, size - 1, send, length_bytes)?;
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            send,
+            length_bytes,
+        )?;
         // The own contribution is read from where it was published when the
         // fold would overwrite it (in place).
         let own = if std::ptr::eq(send, recv) && size > 1 {
@@ -580,7 +711,12 @@ impl<F: Interceptor> Engine<F> {
         count: usize,
     ) -> MpiResult<()> {
         let size = call.size();
-        self.publish_bytes(call, size - 1, send, size as usize * block_bytes)?;
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            send,
+            size as usize * block_bytes,
+        )?;
         let offset_bytes = call.rank as usize * block_bytes;
         // In place the fold overwrites the input: fold the published copy.
         let input = if std::ptr::eq(send, recv) && size > 1 {
@@ -618,10 +754,14 @@ impl<F: Interceptor> Engine<F> {
         block_bytes: usize,
         recv: *mut u8,
     ) -> MpiResult<()> {
-        let size = call.size();
         let own_block = recv.wrapping_add(call.rank as usize * block_bytes);
         let source = send.unwrap_or(own_block);
-        self.publish_bytes(call, size - 1, source, block_bytes)?;
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            source,
+            block_bytes,
+        )?;
         if let Some(send) = send {
             if block_bytes > 0 {
                 // SAFETY: `send` and the own block of `recv` hold
@@ -662,7 +802,7 @@ impl<F: Interceptor> Engine<F> {
     ) -> MpiResult<()> {
         if call.rank != root {
             let send = send.unwrap_or(std::ptr::null());
-            return self.publish_bytes(call, 1, send, block_bytes);
+            return self.publish_bytes(call, Readers::Member(root), send, block_bytes);
         }
         if let Some(send) = send {
             if block_bytes > 0 {
@@ -688,7 +828,12 @@ impl<F: Interceptor> Engine<F> {
         let size = call.size();
         let me = call.rank as usize;
         if call.rank == root {
-            self.publish_bytes(call, size - 1, send, size as usize * block_bytes)?;
+            self.publish_bytes(
+                call,
+                Readers::AllOthers { owner: call.rank },
+                send,
+                size as usize * block_bytes,
+            )?;
             if let Some(recv) = recv {
                 if block_bytes > 0 {
                     // SAFETY: `send` holds `size` blocks and `recv` one;
@@ -716,7 +861,12 @@ impl<F: Interceptor> Engine<F> {
         let me = call.rank as usize;
         // In place, publishing copies the blocks before any is overwritten.
         let source = send.unwrap_or(recv);
-        self.publish_bytes(call, size - 1, source, size as usize * block_bytes)?;
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            source,
+            size as usize * block_bytes,
+        )?;
         if let Some(send) = send {
             if block_bytes > 0 {
                 // SAFETY: both buffers hold `size` blocks; MPI forbids
@@ -751,7 +901,7 @@ impl<F: Interceptor> Engine<F> {
         inclusive: bool,
     ) -> MpiResult<()> {
         let me = call.rank;
-        self.publish_bytes(call, call.size() - 1 - me, send, length_bytes)?;
+        self.publish_bytes(call, Readers::After { owner: me }, send, length_bytes)?;
         // Fold the members before this one (and this one when inclusive),
         // right to left.
         let last = if inclusive {
