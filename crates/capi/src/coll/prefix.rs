@@ -172,9 +172,12 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Reduce_scatter_block", comm, |mpi, global| {
-        reduce_scatter_block_body(
-            mpi, global, sendbuf, recvbuf, recvcount, datatype, op, comm, None,
-        )
+        small::reduce_scatter_block(mpi, sendbuf, recvbuf, recvcount, datatype, op, comm)
+            .unwrap_or_else(|| {
+                reduce_scatter_block_body(
+                    mpi, global, sendbuf, recvbuf, recvcount, datatype, op, comm, None,
+                )
+            })
     })
 }
 const _: fn_types::MPI_Reduce_scatter_block = PMPI_Reduce_scatter_block;

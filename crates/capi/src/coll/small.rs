@@ -228,6 +228,43 @@ pub(super) fn scan(
     }))
 }
 
+#[allow(clippy::too_many_arguments)]
+pub(super) fn reduce_scatter_block(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Done {
+    let (index, _, size) = intra(mpi, comm)?;
+    let reduction = plain_reduction(op, datatype)?;
+    let block_bytes = plain_blocks(recvbuf, recvcount, datatype, size)?;
+    // The input is `size` blocks: in `recvbuf` itself in place.
+    let total = recvcount * size as c_int;
+    let input = if is_in_place(sendbuf) {
+        recvbuf.cast_const()
+    } else if sendbuf == recvbuf.cast_const() {
+        // Aliased buffers (erroneous): the general body's business.
+        return None;
+    } else {
+        sendbuf
+    };
+    plain_bytes(input, total, datatype)?;
+    let published_bytes = block_bytes * size as usize;
+    Some(enter(mpi, index, published_bytes)?.and_then(|call| {
+        mpi.engine.shared_reduce_scatter_block(
+            &call,
+            &reduction,
+            input.cast(),
+            recvbuf.cast(),
+            block_bytes,
+            recvcount as usize,
+        )
+    }))
+}
+
 /// `count` elements of `datatype` at `buffer`, `blocks` times over, as
 /// (bytes of one block), for the block-per-rank collectives; the total
 /// must fit an int count as the general bodies require.
