@@ -23,7 +23,7 @@ TABLE       := abi/mpi_abi.txt
 # What the Rust standard library needs from the system (cargo rustc -- --print native-static-libs).
 RUST_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-HEADERS     := $(BUILD)/include/mpi.h $(BUILD)/include/mpio.h
+HEADERS     := $(BUILD)/include/mpi.h $(BUILD)/include/mpio.h $(BUILD)/include/mpi-ext.h
 LIB         := $(BUILD)/lib/$(LIBFILE)
 WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx
 

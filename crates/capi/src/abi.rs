@@ -481,6 +481,8 @@ pub const MPI_UNIVERSE_SIZE: c_int = 0x64400009;
 pub const MPI_LASTUSEDCODE: c_int = 0x6440000b;
 /// C: `#define MPI_APPNUM 0x6440000d`
 pub const MPI_APPNUM: c_int = 0x6440000d;
+/// C: `#define MPIX_FT 0x6440000f`
+pub const MPIX_FT: c_int = 0x6440000f;
 /// C: `#define MPI_WIN_BASE 0x66000001`
 pub const MPI_WIN_BASE: c_int = 0x66000001;
 /// C: `#define MPI_WIN_SIZE 0x66000003`
@@ -926,12 +928,17 @@ pub const MPI_T_SOURCE_ORDERED: c_int = 0;
 /// C: `#define MPI_T_SOURCE_UNORDERED 1`
 pub const MPI_T_SOURCE_UNORDERED: c_int = 1;
 
-/// Every C function of the table (480), by its `MPI_` name; each is
+/// Every C function of the table (485), by its `MPI_` name; each is
 /// exported as `PMPI_x` (strong) and `MPI_x` (weak alias).
 pub const FUNCTIONS: &[&str] = &[
     "MPIX_Comm_agree",
     "MPIX_Comm_failure_ack",
     "MPIX_Comm_failure_get_acked",
+    "MPIX_Comm_get_failed",
+    "MPIX_Comm_is_revoked",
+    "MPIX_Comm_iagree",
+    "MPIX_Comm_ishrink",
+    "MPIX_Comm_ack_failed",
     "MPIX_Comm_revoke",
     "MPIX_Comm_shrink",
     "MPIX_Delete_error_class",
@@ -1420,6 +1427,18 @@ pub mod fn_types {
     pub type MPIX_Comm_failure_ack = unsafe extern "C" fn(MPI_Comm) -> c_int;
     /// C: `int MPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp)`
     pub type MPIX_Comm_failure_get_acked = unsafe extern "C" fn(MPI_Comm, *mut MPI_Group) -> c_int;
+    /// C: `int MPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp)`
+    pub type MPIX_Comm_get_failed = unsafe extern "C" fn(MPI_Comm, *mut MPI_Group) -> c_int;
+    /// C: `int MPIX_Comm_is_revoked(MPI_Comm comm, int *flag)`
+    pub type MPIX_Comm_is_revoked = unsafe extern "C" fn(MPI_Comm, *mut c_int) -> c_int;
+    /// C: `int MPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request)`
+    pub type MPIX_Comm_iagree =
+        unsafe extern "C" fn(MPI_Comm, *mut c_int, *mut MPI_Request) -> c_int;
+    /// C: `int MPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)`
+    pub type MPIX_Comm_ishrink =
+        unsafe extern "C" fn(MPI_Comm, *mut MPI_Comm, *mut MPI_Request) -> c_int;
+    /// C: `int MPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked)`
+    pub type MPIX_Comm_ack_failed = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_int) -> c_int;
     /// C: `int MPIX_Comm_revoke(MPI_Comm comm)`
     pub type MPIX_Comm_revoke = unsafe extern "C" fn(MPI_Comm) -> c_int;
     /// C: `int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)`

@@ -26,6 +26,7 @@ struct PredefinedAttributes {
     wtime_is_global: c_int,
     universe_size: c_int,
     appnum: c_int,
+    fault_tolerance: c_int,
 }
 
 /// MPI_LASTUSEDCODE's value, refreshed at every get; the attribute points here.
@@ -38,6 +39,7 @@ fn is_predefined(keyval: c_int) -> bool {
         keyval,
         MPI_TAG_UB | MPI_HOST | MPI_IO | MPI_WTIME_IS_GLOBAL | MPI_UNIVERSE_SIZE | MPI_APPNUM
     ) || keyval == MPI_LASTUSEDCODE
+        || keyval == MPIX_FT
 }
 
 /// An error code returned by an application callback, as an MpiError.
@@ -359,6 +361,7 @@ fn get_attribute(
         }
         let value: Option<usize> = if is_predefined(keyval) {
             let universe = mpi.universe_size() as c_int;
+            let fault_tolerance = c_int::from(mpi.engine.failures_are_events);
             let predefined = PREDEFINED.get_or_init(|| PredefinedAttributes {
                 tag_ub: resmpi_core::TAG_UB,
                 host: MPI_PROC_NULL,
@@ -366,6 +369,7 @@ fn get_attribute(
                 wtime_is_global: 0,
                 universe_size: universe,
                 appnum: 0,
+                fault_tolerance,
             });
             match keyval {
                 MPI_TAG_UB => Some(&predefined.tag_ub),
@@ -374,6 +378,7 @@ fn get_attribute(
                 MPI_WTIME_IS_GLOBAL => Some(&predefined.wtime_is_global),
                 MPI_UNIVERSE_SIZE => Some(&predefined.universe_size),
                 MPI_APPNUM => Some(&predefined.appnum),
+                MPIX_FT => Some(&predefined.fault_tolerance),
                 _ => None,
             }
             .map(|value| value as *const c_int as usize)

@@ -13,6 +13,8 @@
 //! seven bits and a slot of a ring of recent messages above them, so
 //! MPI_Error_string gives the sentence that says what was wrong (the one
 //! the fatal handler prints), and MPI_Error_class the class.
+//! ULFM's three classes are the exception: returned bare, as Open MPI
+//! does (see [`BARE_CLASSES`]).
 
 use std::sync::Mutex;
 
@@ -71,9 +73,38 @@ static DETAILS: Mutex<Details> = Mutex::new(Details {
     next: 0,
 });
 
+/// ULFM's classes (MPIX_ERR_PROC_FAILED, _PROC_FAILED_PENDING, _REVOKED)
+/// are returned as the bare class: ULFM programs written for Open MPI
+/// (its tutorials and tests) compare `rc == MPIX_ERR_PROC_FAILED` without
+/// MPI_Error_class. The text of the latest such error is kept per class
+/// for MPI_Error_string.
+const BARE_CLASSES: std::ops::RangeInclusive<c_int> = 101..=103;
+
+/// The latest text of each bare class (index: class - 101).
+static BARE_TEXTS: Mutex<[Option<String>; 3]> = Mutex::new([None, None, None]);
+
+/// The text of the latest error returned as bare class `class`.
+pub fn latest_text_of_bare_class(class: c_int) -> Option<String> {
+    if !BARE_CLASSES.contains(&class) {
+        return None;
+    }
+    let texts = BARE_TEXTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    texts[(class - BARE_CLASSES.start()) as usize].clone()
+}
+
 /// A code for an error of `class` (a predefined class, below 128) that
-/// carries `text`. Falls back to the class itself for other classes.
+/// carries `text`. Falls back to the class itself for other classes (and
+/// for ULFM's, see [`BARE_CLASSES`]).
 pub fn detailed_code(class: c_int, text: String) -> c_int {
+    if BARE_CLASSES.contains(&class) {
+        let mut texts = BARE_TEXTS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        texts[(class - BARE_CLASSES.start()) as usize] = Some(text);
+        return class;
+    }
     if !(1..=CLASS_MASK).contains(&class) {
         return class;
     }

@@ -225,6 +225,40 @@ pub fn registry_entry(name: &str, body: impl FnOnce(u32, &mut Registry) -> MpiRe
     }
 }
 
+/// `entry` for calls whose error handler depends on what the body finds
+/// (MPI_Wait and MPI_Test report through the request's communicator): the
+/// body sets `comm` (MPI_COMM_WORLD until it does).
+pub fn entry_with_comm(
+    name: &str,
+    body: impl FnOnce(&mut Mpi, &mut Registry, &mut MPI_Comm) -> MpiResult<()>,
+) -> c_int {
+    let mut comm = MPI_COMM_WORLD;
+    let result = {
+        let mut guard = lock();
+        let global = &mut *guard;
+        match global.mpi.as_mut() {
+            Some(mpi) => {
+                let result = body(mpi, &mut global.registry, &mut comm);
+                crate::datatype_packing::sweep_orphaned_receives(mpi);
+                result
+            }
+            None => {
+                let when = if global.finalized {
+                    "after MPI_Finalize"
+                } else {
+                    "before MPI_Init"
+                };
+                eprintln!("resmpi: {name} called {when}");
+                std::process::exit(1);
+            }
+        }
+    };
+    match result {
+        Ok(()) => MPI_SUCCESS,
+        Err(error) => raise_error(name, comm, error),
+    }
+}
+
 /// `with_mpi` for entry points that only return an error code.
 pub fn entry(
     name: &str,

@@ -375,8 +375,9 @@ pub unsafe extern "C" fn PMPI_Error_string(
     string: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
-    let description = match class_description(errorcode) {
-        Some(description) => description.to_string(),
+    let latest = crate::error_codes::latest_text_of_bare_class(errorcode);
+    let description = match latest.or_else(|| class_description(errorcode).map(str::to_string)) {
+        Some(description) => description,
         None => match crate::error_codes::describe(errorcode)
             .or_else(|| crate::error_codes::detail_of(errorcode))
         {

@@ -36,6 +36,7 @@ mod p2p;
 mod persistent_coll;
 mod requests;
 mod topo;
+mod ulfm;
 
 use std::os::raw::{c_char, c_int};
 

@@ -169,6 +169,12 @@ pub unsafe extern "C" fn PMPI_Recv(
     status: *mut MPI_Status,
 ) -> c_int {
     blocking("MPI_Recv", comm, status, |mpi| {
+        if source == MPI_ANY_SOURCE {
+            // ULFM: a blocking wildcard receive cannot wait for an
+            // unacknowledged failure to be acknowledged.
+            mpi.check_wildcard_allowed(comm_of(mpi, comm)?)
+                .map_err(|pending| MpiError::new(ErrorClass::ProcFailed, pending.message))?;
+        }
         start_recv(mpi, buf, count, datatype, source, tag, comm)
     })
 }

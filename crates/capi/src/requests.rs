@@ -12,8 +12,8 @@ use resmpi_core::{CompletionCall, ErrorClass, Mpi, MpiError, MpiResult, SendMode
 use crate::abi::*;
 use crate::datatype::{bytes_of_elements, count_from_bytes, message_buffer};
 use crate::datatype_packing::{finish_staged_receive, orphan_staged_receive};
-use crate::global::{entry, with_mpi};
-use crate::handles::{request_handle, request_index};
+use crate::global::{entry, entry_with_comm, with_mpi};
+use crate::handles::{comm_handle, request_handle, request_index};
 use crate::p2p::comm_of;
 
 /// Status of an inactive or null request ("empty status").
@@ -187,6 +187,11 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
             ErrorClass::ProcFailed,
             "a process this operation needs has failed",
         )),
+        Some(ErrorClass::Revoked) => Err(resmpi_core::engine::revoked_error()),
+        Some(ErrorClass::ProcFailedPending) => Err(MpiError::new(
+            ErrorClass::ProcFailedPending,
+            "a failure in the communicator is not acknowledged (MPIX_Comm_failure_ack)",
+        )),
         Some(class) => Err(MpiError::new(
             class,
             format!(
@@ -225,6 +230,11 @@ unsafe fn test_request(
     let done = is_complete(mpi, index);
     // SAFETY: guaranteed by the caller.
     unsafe { *flag = done as c_int };
+    if !done {
+        if let Some(operation) = operation_of(mpi, index) {
+            mpi.check_wildcard_request(operation)?;
+        }
+    }
     Ok(done.then_some(index))
 }
 
@@ -341,7 +351,7 @@ unsafe fn finish_handle(
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    entry("MPI_Wait", MPI_COMM_WORLD, |mpi, _| {
+    entry_with_comm("MPI_Wait", |mpi, _, error_comm| {
         if request.is_null() {
             return Err(MpiError::new(
                 ErrorClass::Request,
@@ -356,6 +366,11 @@ pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_S
             return Ok(());
         }
         let index = live_request(mpi, handle)?;
+        *error_comm = request_comm(mpi, index);
+        if let Some(operation) = operation_of(mpi, index) {
+            mpi.engine.progress()?;
+            mpi.check_wildcard_request(operation)?;
+        }
         wait_index(mpi, index)?;
         // SAFETY: caller's pointers.
         unsafe { finish_handle(mpi, request, index, status) }
@@ -369,12 +384,16 @@ pub unsafe extern "C" fn PMPI_Test(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    entry("MPI_Test", MPI_COMM_WORLD, |mpi, _| {
+    entry_with_comm("MPI_Test", |mpi, _, error_comm| {
         if request.is_null() || flag.is_null() {
             return Err(MpiError::new(
                 ErrorClass::Arg,
                 "request or flag pointer is NULL",
             ));
+        }
+        // SAFETY: checked non-null.
+        if let Some(index) = request_index(unsafe { *request }) {
+            *error_comm = request_comm(mpi, index);
         }
         // SAFETY: checked non-null.
         let Some(index) = (unsafe { test_request_reported(mpi, *request, flag, status)? }) else {
@@ -386,6 +405,16 @@ pub unsafe extern "C" fn PMPI_Test(
     })
 }
 const _: fn_types::MPI_Test = PMPI_Test;
+
+/// The communicator whose error handler reports on request `index` (the
+/// one it was started on; MPI_COMM_WORLD for a request without one).
+fn request_comm(mpi: &Mpi, index: u32) -> MPI_Comm {
+    mpi.engine
+        .state
+        .requests
+        .get(index)
+        .map_or(MPI_COMM_WORLD, |request| comm_handle(request.comm))
+}
 
 /// Finish every completed, active entry; returns whether any had an error.
 unsafe fn finish_all(

@@ -59,6 +59,16 @@ pub struct Communicator {
     /// has asked: the group never changes, and the routes only when a peer
     /// re-joins, which clears this (`Engine::handle_peer_rejoin`).
     pub members_on_shared_memory: Option<bool>,
+    /// ULFM: revoked (`MPIX_Comm_revoke` here or a revoke flood from a
+    /// member); every operation but agree, shrink and the failure queries
+    /// then fails with `MPIX_ERR_REVOKED`.
+    pub revoked: bool,
+    /// ULFM: world ranks of the failed members acknowledged with
+    /// `MPIX_Comm_failure_ack` (wildcard receives proceed despite them).
+    pub acknowledged_failures: Vec<u32>,
+    /// ULFM: agreements (agree, shrink) run on this communicator so far;
+    /// every member counts the same, so it names the next one.
+    pub agreement_sequence: u32,
     /// True when peer rank == world rank for every peer.
     identity: bool,
 }
@@ -84,6 +94,9 @@ impl Communicator {
             collective_sequence: 0,
             shared_memory_sequence: 0,
             members_on_shared_memory: None,
+            revoked: false,
+            acknowledged_failures: Vec::new(),
+            agreement_sequence: 0,
             identity,
         }
     }

@@ -58,6 +58,10 @@ use resmpi_checksum::crc32c;
 use resmpi_runtime::FailureNotices;
 
 mod rejoin;
+mod ulfm;
+
+pub use ulfm::revoked_error;
+use ulfm::CONTROL_ULFM;
 
 /// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).
 const CONTROL_CREDIT: u64 = 1;
@@ -251,6 +255,10 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Wildcard receives the protocol deferred (`WildcardDecision::Defer`),
     /// by wire id, not yet handed to the matcher.
     deferred_receives: Vec<u64>,
+    /// ULFM agreements and revoke flood (`engine/ulfm.rs`).
+    pub ulfm: resmpi_ft::ulfm::AgreementTable,
+    /// Communicators revoked here; 0 keeps the revoked check to one compare.
+    pub revoked_count: u32,
     /// The fault-tolerance protocol.
     pub interceptor: F,
 }
@@ -345,6 +353,8 @@ impl<F: Interceptor> Engine<F> {
                 failed_count: 0,
                 sends_until_kill: 0,
                 deferred_receives: Vec::new(),
+                ulfm: Default::default(),
+                revoked_count: 0,
                 interceptor,
             },
             schedules: Default::default(),
@@ -383,6 +393,9 @@ impl<F: Interceptor> Engine<F> {
         mode: SendMode,
         tainted: bool,
     ) -> MpiResult<u32> {
+        if self.state.comm_revoked(comm) {
+            return self.start_revoked(comm);
+        }
         let Destination { peer, context, tag } = destination;
         let bytes = bytes.into();
         let (bytes, owned) = if mode == SendMode::Buffered {
@@ -523,6 +536,10 @@ impl<F: Interceptor> Engine<F> {
         if self.state.is_failed(destination.peer) {
             return Err(peer_failed_error(destination.peer));
         }
+        if self.state.revoked_count > 0 && self.state.ulfm.is_revoked(destination.context) {
+            // The request path reports the revocation.
+            return Ok(false);
+        }
         if !self.take_eager_credit(destination.peer, length) {
             return Ok(false);
         }
@@ -656,6 +673,9 @@ impl<F: Interceptor> Engine<F> {
         tag: Option<i32>,
         context: u32,
     ) -> MpiResult<u32> {
+        if self.state.comm_revoked(comm) {
+            return self.start_revoked(comm);
+        }
         let pattern = ReceivePattern {
             context,
             source: source_world,
@@ -879,6 +899,8 @@ impl<F: Interceptor> Engine<F> {
     /// skipped entirely in a job on one host.
     pub fn progress_round(&mut self) -> MpiResult<bool> {
         let mut frames = 0;
+        // (Before a death applies, what is in transit is delivered:
+        // `deliver_last_words`.)
         if let Some(notices) = &self.notices {
             if notices.count() != self.notices_seen {
                 self.handle_notices();
@@ -1473,6 +1495,7 @@ impl<F: Interceptor> Engine<F> {
             .is_some()
         {}
         state.fail_requests_involving(peer);
+        state.ulfm_peer_failure(peer);
         // Until a protocol can act on it (replication, logging), the event
         // is only reported: the policy was applied by the launcher.
         let _ = state.interceptor.on_peer_failure(peer);
@@ -1655,10 +1678,16 @@ impl<F: Interceptor> State<F> {
     /// Complete request `index` with `MPIX_ERR_PROC_FAILED`, without the
     /// completion hooks (nothing was delivered or sent).
     fn fail_request(&mut self, index: u32) {
+        self.fail_request_with(index, ErrorClass::ProcFailed);
+    }
+
+    /// Complete request `index` with error `class`, without the completion
+    /// hooks (nothing was delivered or sent).
+    fn fail_request_with(&mut self, index: u32, class: ErrorClass) {
         let Some(request) = self.requests.get_mut(index) else {
             return;
         };
-        request.status.error = ErrorClass::ProcFailed as i32;
+        request.status.error = class as i32;
         request.complete = true;
         let mut copy_of = None;
         if let Operation::Send(send) = &mut request.operation {
@@ -2064,6 +2093,10 @@ impl<F: Interceptor> State<F> {
                 let Some((index, request)) = self.requests.by_wire_id(header.message_id) else {
                     return true;
                 };
+                if request.complete {
+                    // Ended already (its communicator was revoked).
+                    return true;
+                }
                 if let Operation::Send(send) = &mut request.operation {
                     if send.length == 0 {
                         send.stage = SendStage::Done;
@@ -2083,6 +2116,9 @@ impl<F: Interceptor> State<F> {
                 let Some((index, request)) = self.requests.by_wire_id(header.message_id) else {
                     return true;
                 };
+                if request.complete {
+                    return true;
+                }
                 if let Operation::Send(send) = &mut request.operation {
                     send.stage = SendStage::Done;
                     self.complete_send(index);
@@ -2093,6 +2129,7 @@ impl<F: Interceptor> State<F> {
                 CONTROL_CANCEL_SEND => self.withdraw_cancelled_send(peer, header.aux),
                 CONTROL_CANCEL_ANSWER => self.finish_send_cancel(header.aux, header.tag == 1),
                 CONTROL_PROTOCOL => self.interceptor.on_protocol_frame(peer, payload),
+                CONTROL_ULFM => self.handle_ulfm_frame(peer, payload),
                 _ => {}
             },
             FrameKind::Ack => {}
@@ -2113,7 +2150,10 @@ impl<F: Interceptor> State<F> {
         let target = self
             .requests
             .by_wire_id(header.message_id)
-            .filter(|(_, request)| matches!(request.operation, Operation::Receive(_)));
+            .filter(|(_, request)| {
+                // A receive that ended early (revoked) takes no more data.
+                !request.complete && matches!(request.operation, Operation::Receive(_))
+            });
         let Some((index, request)) = target else {
             // No receive waits for it (a bug upstream): nothing to copy into.
             return check.is_none_or(|check| check(crc32c(payload)));

@@ -38,11 +38,16 @@ pub enum ErrorClass {
     Keyval = 48,
     /// MPIX_ERR_PROC_FAILED (MPICH's value): a process the operation needs has failed.
     ProcFailed = 101,
+    /// MPIX_ERR_PROC_FAILED_PENDING: a wildcard receive cannot start while a
+    /// failure in its communicator is not acknowledged (`MPIX_Comm_failure_ack`).
+    ProcFailedPending = 102,
+    /// MPIX_ERR_REVOKED: the communicator was revoked (`MPIX_Comm_revoke`).
+    Revoked = 103,
 }
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 28] = [
+    pub const ALL: [ErrorClass; 30] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -71,6 +76,8 @@ impl ErrorClass {
         ErrorClass::Unsupported,
         ErrorClass::Keyval,
         ErrorClass::ProcFailed,
+        ErrorClass::ProcFailedPending,
+        ErrorClass::Revoked,
     ];
 
     /// The standard's short description of the class.
@@ -104,6 +111,10 @@ impl ErrorClass {
             ErrorClass::Unsupported => "Unsupported operation",
             ErrorClass::Keyval => "Invalid keyval",
             ErrorClass::ProcFailed => "Process failed",
+            ErrorClass::ProcFailedPending => {
+                "Process failure not acknowledged: wildcard receives wait for MPIX_Comm_failure_ack"
+            }
+            ErrorClass::Revoked => "Communicator revoked",
         }
     }
 

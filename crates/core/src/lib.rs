@@ -25,6 +25,7 @@ pub mod request;
 pub mod schedule;
 pub mod topology;
 pub mod transport;
+mod ulfm;
 pub mod user_bytes;
 pub mod wireup;
 
@@ -250,6 +251,12 @@ impl Mpi {
         // still wait for others; the launcher reports a real death.
         self.engine.state.finalizing = true;
         self.engine.links.let_peers_leave();
+        // ULFM: a revoked MPI_COMM_WORLD still synchronises the survivors
+        // here (every member counted the revoked collectives alike, so
+        // the barrier's sequence number matches everywhere).
+        if let Some(Some(world)) = self.engine.state.comms.get_mut(WORLD) {
+            world.revoked = false;
+        }
         match self.barrier(WORLD) {
             // A dead process cannot join the barrier; the survivors still
             // leave together (each waited for every live peer's message).
@@ -349,12 +356,19 @@ impl Mpi {
     /// Store a new communicator, returning its index.
     pub fn add_comm(&mut self, comm: Communicator) -> usize {
         let comms = &mut self.engine.state.comms;
-        if let Some(index) = comms.iter().skip(2).position(Option::is_none) {
-            comms[index + 2] = Some(comm);
-            return index + 2;
-        }
-        comms.push(Some(comm));
-        comms.len() - 1
+        let index = match comms.iter().skip(2).position(Option::is_none) {
+            Some(free) => {
+                comms[free + 2] = Some(comm);
+                free + 2
+            }
+            None => {
+                comms.push(Some(comm));
+                comms.len() - 1
+            }
+        };
+        // A member that finished creating it first may have revoked it.
+        self.engine.apply_early_revocation(index);
+        index
     }
 
     /// MPI_Comm_free.
@@ -471,8 +485,21 @@ impl Mpi {
             self.engine
                 .start_send(comm_index, target, bytes, length, SendMode::Standard)?;
         self.engine.wait_request(index)?;
-        self.engine.state.requests.remove(index);
-        Ok(())
+        let error = self
+            .engine
+            .state
+            .requests
+            .remove(index)
+            .map_or(0, |request| request.status.error);
+        match ErrorClass::from_i32(error) {
+            Some(ErrorClass::Success) | None if error == 0 => Ok(()),
+            Some(ErrorClass::Revoked) => Err(engine::revoked_error()),
+            Some(ErrorClass::ProcFailed) => Err(engine::peer_failed_error(target.peer)),
+            class => Err(MpiError::new(
+                class.unwrap_or(ErrorClass::Other),
+                format!("send to rank {destination} failed"),
+            )),
+        }
     }
 
     fn bsend(
@@ -595,6 +622,9 @@ impl Mpi {
         }
         self.engine.progress()?;
         let comm = self.comm(comm_index)?;
+        if comm.revoked {
+            return Err(engine::revoked_error());
+        }
         let pattern = resmpi_matching::ReceivePattern {
             context: comm.context,
             source: (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32)),

@@ -295,6 +295,12 @@ impl Schedule {
                     Operation::Receive(receive) => receive.sender.or(receive.pattern.source),
                     _ => None,
                 });
+            if removed
+                .as_ref()
+                .is_some_and(|request| request.status.error == ErrorClass::Revoked as i32)
+            {
+                self.record(crate::engine::revoked_error());
+            }
             if truncated {
                 self.record(MpiError::new(
                     ErrorClass::Truncate,

@@ -23,6 +23,10 @@
 //! [`Interceptor::poll_protocol_frame`]; time comes in as `now_ns`.
 #![warn(missing_docs)]
 
+pub mod agreement;
+pub mod member_set;
+pub mod ulfm;
+
 pub use resmpi_matching::{Envelope, MatchEvent, ReceivePattern};
 
 /// What the job does when a peer is lost for good.

@@ -24,10 +24,16 @@
 //! the [`EngineChecker`] judges what the application would see. See
 //! `engine_job` for the scheduler and `engine_checker` for the invariants.
 //!
+//! An agreement job ([`run_agreement_job`]) runs the production ULFM
+//! agreement table of every participant with crashes placed before any
+//! frame of the protocol, and checks uniform agreement, validity and
+//! termination.
+//!
 //! This crate owns no protocol logic; it only drives and judges the real
 //! state machines.
 #![warn(missing_docs)]
 
+pub mod agreement_job;
 pub mod checker;
 pub mod engine_checker;
 pub mod engine_job;
@@ -38,6 +44,9 @@ pub mod network;
 pub mod rng;
 pub mod workload;
 
+pub use agreement_job::{
+    run_agreement_job, AgreementCrash, AgreementJobConfig, AgreementJobReport,
+};
 pub use checker::Checker;
 pub use engine_checker::EngineChecker;
 pub use engine_job::{

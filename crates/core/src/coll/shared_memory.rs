@@ -172,6 +172,8 @@ struct Published {
     readers: Readers,
     /// The number each reader's receipt must carry.
     publication: u32,
+    /// The communicator's context (a revoked one's readers gave up).
+    context: u32,
 }
 
 /// One blocking collective on the fast path.
@@ -183,6 +185,10 @@ pub struct Call {
     rank: u32,
     /// Tag of every contribution of this collective.
     tag: u64,
+    /// The communicator (table index) and its context: a revoked one ends
+    /// the call with `MPIX_ERR_REVOKED` (ULFM).
+    comm: usize,
+    context: u32,
 }
 
 impl Call {
@@ -252,11 +258,18 @@ impl<F: Interceptor> Engine<F> {
         if !on_shared_memory {
             return Ok(None);
         }
+        // Counted even when revoked: a member that has not seen the revoke
+        // yet counts this call too, and the sequences must stay equal.
         communicator.shared_memory_sequence += 1;
+        if communicator.revoked {
+            return Err(crate::engine::revoked_error());
+        }
         let call = Call {
             group: communicator.group.clone(),
             rank: communicator.rank,
             tag: collective_tag(key, communicator.shared_memory_sequence),
+            comm,
+            context: communicator.context,
         };
         self.check_members(&call)?;
         Ok(Some(call))
@@ -275,6 +288,9 @@ impl<F: Interceptor> Engine<F> {
 
     /// `MPIX_ERR_PROC_FAILED` when a member of `call` is known to have failed.
     fn check_members(&self, call: &Call) -> MpiResult<()> {
+        if self.state.comm_revoked(call.comm) {
+            return Err(crate::engine::revoked_error());
+        }
         match self.failed_member(&call.group) {
             Some(peer) => Err(peer_failed_error(peer)),
             None => Ok(()),
@@ -413,7 +429,13 @@ impl<F: Interceptor> Engine<F> {
                 engine.slot_received(index)
                     || engine.shared_memory.published[index]
                         .as_ref()
-                        .is_some_and(|last| engine.failed_member(&last.group).is_some())
+                        .is_some_and(|last| {
+                            engine.failed_member(&last.group).is_some()
+                                // ULFM: readers of a revoked communicator
+                                // gave up with MPIX_ERR_REVOKED.
+                                || (engine.state.revoked_count > 0
+                                    && engine.state.ulfm.is_revoked(last.context))
+                        })
             })?;
         }
         // SAFETY: this process owns the area and publishes from this thread
@@ -425,12 +447,14 @@ impl<F: Interceptor> Engine<F> {
             Some(last) if Arc::ptr_eq(&last.group, &call.group) => {
                 last.readers = readers;
                 last.publication = publication;
+                last.context = call.context;
             }
             entry => {
                 *entry = Some(Published {
                     group: call.group.clone(),
                     readers,
                     publication,
+                    context: call.context,
                 })
             }
         }
