@@ -27,7 +27,7 @@ HEADERS     := $(BUILD)/include/mpi.h $(BUILD)/include/mpio.h $(BUILD)/include/m
 LIB         := $(BUILD)/lib/$(LIBFILE)
 WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx
 
-.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate FORCE
+.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm FORCE
 
 all: headers lib wrappers mpiexec
 
@@ -108,6 +108,7 @@ bench-ft: ; bench/network_ft.sh
 bench-coll: ; bench/coll.sh
 bench-dtype: ; bench/dtype.sh
 bench-msgrate: ; bench/msgrate.sh
+bench-ulfm: ; bench/ulfm.sh
 bench-process-ft: ; $(PYTHON) bench/process_ft.py
 bench-coll-sweep: ; bench/coll_sweep.sh
 

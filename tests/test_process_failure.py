@@ -134,5 +134,20 @@ def test_a_whole_namespace_host_going_down_leaves_the_other_host_running(survivo
     res = run_cmd(h.run_in_a(mpiexec_cmd(4, survivors_exe, [2], mpiexec_opts=[
         *opts, "--inject", f"host-down:{h.b}@1s"])), timeout=BOUND_SECONDS + 30)
     check_survivors(res, rings)
-    lost = re.findall(rf"^mpiexec: rank (\d) \(host {re.escape(h.b)}\) killed by signal 9", res.stderr, re.M)
+    lost = re.findall(rf"^WARNING: mpiexec: rank (\d) \(host {re.escape(h.b)}\) killed by signal 9", res.stderr, re.M)
     assert sorted(lost) == ["2", "3"], res.describe()
+
+
+@pytest.mark.parametrize("paths", ["auto", "tcp"])
+def test_what_a_rank_sent_before_it_died_is_delivered_after_its_death_is_known(build, paths):
+    """Rank 1 sends 20 messages and matches an Issend, then exits; rank 0
+    reads them only after the death notice has arrived (tests/c/last_words.c).
+    Frames already in the ring or socket must not be dropped, nor the
+    Issend failed, because the notice was handled first."""
+    exe = build("last_words")
+    for _ in range(3):
+        res = run(2, exe, mpiexec_opts=(*CONTINUE, "--paths", paths, "--timeout", str(BOUND_SECONDS)),
+                  timeout=BOUND_SECONDS + 30)
+        assert "rank 0: 20 last words, issend ok" in res.stdout, res.describe()
+        assert "FAIL" not in res.output, res.describe()
+        assert res.returncode == 1, res.describe()

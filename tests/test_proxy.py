@@ -264,7 +264,7 @@ def test_a_remote_rank_killed_under_continue_is_the_same_event_as_a_local_one(bu
         *h.mpiexec_opts(), "-ppn", "2", *CONTINUE, "--inject", "kill:3@1s", "--timeout", str(BOUND_SECONDS)])),
         timeout=BOUND_SECONDS + 30)
     check_survivors(res, rings)
-    line = (f"mpiexec: rank 3 (host {h.b}) killed by signal 9 (SIGKILL) \u2014 the job continues "
+    line = (f"WARNING: mpiexec: rank 3 (host {h.b}) killed by signal 9 (SIGKILL) \u2014 the job continues "
             "(failure policy continue)")
     assert res.stderr.splitlines().count(line) == 1, res.describe()
     report = [line for line in res.stderr.splitlines() if "FT report" in line]
@@ -281,7 +281,7 @@ def test_a_proxy_killed_under_continue_loses_its_host_and_the_others_finish(buil
         os.kill(next(pid for pid in on_b if is_proxy(pid)), signal.SIGKILL)
     res, rings, on_b = _survivors_losing_host_b(build, h, kill_proxy)
     check_survivors(res, rings)
-    lost = re.findall(rf"^mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
+    lost = re.findall(rf"^WARNING: mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
                       res.stderr, re.M)
     assert sorted(lost) == ["2", "3"], res.describe()
     assert not wait_gone(on_b, seconds=5), {pid: cmdline(pid) for pid in on_b}
@@ -326,7 +326,7 @@ def test_a_host_cut_off_from_mpiexec_is_lost_and_its_ranks_die(build, two_hosts)
     h = two_hosts
     res, rings, on_b = _survivors_losing_host_b(build, h, lambda on_b: h.link(h.b, "mgmt", up=False))
     check_survivors(res, rings)
-    lost = re.findall(rf"^mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
+    lost = re.findall(rf"^WARNING: mpiexec: rank (\d) \(host {re.escape(h.b)}\) was lost with its host's proxy",
                       res.stderr, re.M)
     assert sorted(lost) == ["2", "3"], res.describe()
     assert not wait_gone(on_b, seconds=10), {pid: cmdline(pid) for pid in on_b}

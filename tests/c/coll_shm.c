@@ -1,5 +1,6 @@
 /* coll_shm: the blocking collectives of the shared-memory fast path
- * (barrier, bcast, reduce, allreduce, allgather, alltoall, scan, exscan)
+ * (barrier, bcast, reduce, allreduce, allgather, alltoall, scan, exscan,
+ * gather, scatter, reduce_scatter_block and equal-count reduce_scatter)
  * against references every rank computes itself, for many sizes (below,
  * at and above the fast path's limits), types, ops (a non-commutative user
  * op among them), roots and MPI_IN_PLACE, on MPI_COMM_WORLD and on split
@@ -159,28 +160,58 @@ static void check_reductions(MPI_Comm comm, int rank, int size, int round, MPI_O
             }
         }
     }
-    /* The non-commutative op: rank order, in allreduce, reduce and scan. */
+    /* Reduce_scatter_block SUM, out of place and in place, and
+     * Reduce_scatter with equal counts: block b of the result is the sum of
+     * every rank's block b. Blocks of n/size ints (the input is n). */
+    for (int c = 0; c < NCOUNTS; c++) {
+        int block = counts[c] / size, n = block * size;
+        for (int i = 0; i < n; i++) in[i] = value(rank, i, round);
+        int in_place = (round + c) % 2;
+        if (in_place) memcpy(out, in, n * sizeof(int));
+        else for (int i = 0; i < n; i++) out[i] = -9;
+        MPI_OK(MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : in, out, block, MPI_INT, MPI_SUM, comm));
+        for (int i = 0; i < block; i++) {
+            long expected = 0;
+            for (int r = 0; r < size; r++) expected += value(r, rank * block + i, round);
+            CHECK(out[i] == (int)expected, "reduce_scatter_block n=%d [%d]=%d expected %ld", n, i, out[i], expected);
+        }
+        if (!in_place) for (int i = block; i < n; i++) CHECK(out[i] == -9, "reduce_scatter_block wrote past its block");
+        int *equal = malloc(size * sizeof(int));
+        for (int r = 0; r < size; r++) equal[r] = block;
+        MPI_OK(MPI_Reduce_scatter(in, out, equal, MPI_INT, MPI_MAX, comm));
+        for (int i = 0; i < block; i++) {
+            int expected = value(size - 1, rank * block + i, round);
+            CHECK(out[i] == expected, "reduce_scatter max n=%d [%d]=%d expected %d", n, i, out[i], expected);
+        }
+        free(equal);
+    }
+    /* The non-commutative op: rank order, in allreduce, reduce, scan and
+     * reduce_scatter_block. */
     for (int n = 1; n <= 4096; n *= 8) {
         affine_t *f = malloc(n * sizeof *f), *g = malloc(n * sizeof *g), *ref = malloc(n * sizeof *ref);
         for (int i = 0; i < n; i++) f[i] = affine_of(rank, i);
         MPI_Datatype pair;
         MPI_OK(MPI_Type_contiguous(2, MPI_UINT32_T, &pair));
         MPI_OK(MPI_Type_commit(&pair));
-        for (int kind = 0; kind < 3; kind++) {
+        for (int kind = 0; kind < 4; kind++) {
             int upto = kind == 2 ? rank : size - 1, root = round % size;
+            /* reduce_scatter_block: blocks of n/size pairs, block `rank` here. */
+            int block = n / size, first = kind == 3 ? rank * block : 0, m = kind == 3 ? block : n;
             if (kind == 0) MPI_OK(MPI_Allreduce(f, g, n, pair, affine, comm));
             if (kind == 1) MPI_OK(MPI_Reduce(f, g, n, pair, affine, root, comm));
             if (kind == 2) MPI_OK(MPI_Scan(f, g, n, pair, affine, comm));
+            if (kind == 3) MPI_OK(MPI_Reduce_scatter_block(f, g, block, pair, affine, comm));
             if (kind == 1 && rank != root) continue;
-            for (int i = 0; i < n; i++) {
+            for (int j = 0; j < m; j++) {
+                int i = first + j;
                 ref[i] = affine_of(0, i);
                 for (int r = 1; r <= upto; r++) {
                     affine_t next = affine_of(r, i);
                     affine_t composed = {ref[i].a * next.a, ref[i].a * next.b + ref[i].b};
                     ref[i] = composed;
                 }
-                CHECK(g[i].a == ref[i].a && g[i].b == ref[i].b, "non-commutative kind %d n=%d [%d]: (%u,%u) expected (%u,%u)",
-                      kind, n, i, g[i].a, g[i].b, ref[i].a, ref[i].b);
+                CHECK(g[j].a == ref[i].a && g[j].b == ref[i].b, "non-commutative kind %d n=%d [%d]: (%u,%u) expected (%u,%u)",
+                      kind, n, i, g[j].a, g[j].b, ref[i].a, ref[i].b);
             }
         }
         MPI_OK(MPI_Type_free(&pair));
@@ -305,6 +336,45 @@ static void check_derived(MPI_Comm comm, int rank, int size) {
     MPI_OK(MPI_Type_free(&strided));
 }
 
+/* Ranks that describe the same bytes differently come in through different
+ * doors (predefined types take the short entry, derived ones the general
+ * bodies): even ranks pass n MPI_INTs, odd ones one contiguous type of n
+ * ints. Both must reach the same path with the same sequence numbers. */
+static void check_mixed_doors(MPI_Comm comm, int rank, int size) {
+    static const int sizes[] = {1, 3, 16, 1000};
+    for (int k = 0; k < 4; k++) {
+        int n = sizes[k];
+        MPI_Datatype block;
+        MPI_OK(MPI_Type_contiguous(n, MPI_INT, &block));
+        MPI_OK(MPI_Type_commit(&block));
+        MPI_Datatype type = rank % 2 ? block : MPI_INT;
+        int count = rank % 2 ? 1 : n;
+        int *a = malloc(sizeof(int) * n * size), *b = malloc(sizeof(int) * n * size);
+        for (int round = 0; round < 40; round++) {
+            int root = round % size;
+            for (int i = 0; i < n; i++) a[i] = rank == root ? value(root, i, round) : -1;
+            MPI_OK(MPI_Bcast(a, count, type, root, comm));
+            for (int i = 0; i < n; i++) CHECK(a[i] == value(root, i, round), "mixed bcast n=%d [%d]", n, i);
+            for (int i = 0; i < n; i++) a[i] = value(rank, i, round);
+            MPI_OK(MPI_Allreduce(a, b, count, type, MPI_SUM, comm));
+            for (int i = 0; i < n; i++) {
+                int expected = 0;
+                for (int r = 0; r < size; r++) expected += value(r, i, round);
+                CHECK(b[i] == expected, "mixed allreduce n=%d [%d]", n, i);
+            }
+            MPI_OK(MPI_Gather(a, count, type, b, count, type, root, comm));
+            for (int r = 0; rank == root && r < size; r++)
+                for (int i = 0; i < n; i++) CHECK(b[r * n + i] == value(r, i, round), "mixed gather n=%d", n);
+            MPI_OK(MPI_Allgather(a, count, type, b, count, type, comm));
+            for (int r = 0; r < size; r++)
+                for (int i = 0; i < n; i++) CHECK(b[r * n + i] == value(r, i, round), "mixed allgather n=%d", n);
+            MPI_OK(MPI_Barrier(comm));
+        }
+        free(a), free(b);
+        MPI_OK(MPI_Type_free(&block));
+    }
+}
+
 /* Blocking fast-path collectives between the start and the completion of
  * nonblocking ones and of point-to-point exchanges on the same
  * communicator; one slow rank lets the others run ahead. */
@@ -349,6 +419,7 @@ static void check_all(MPI_Comm comm, MPI_Op affine, int round) {
     check_reductions(comm, rank, size, round, affine);
     check_gathers(comm, rank, size, round);
     check_derived(comm, rank, size);
+    check_mixed_doors(comm, rank, size);
     check_interleaving(comm, rank, size);
 }
 

@@ -25,6 +25,7 @@ pub(crate) mod gather;
 mod inter;
 pub(crate) mod neighbor;
 pub(crate) mod prefix;
+mod small;
 
 use resmpi_core::coll::shared_memory::{Call, MAX_REDUCTION_FOLD_BYTES};
 use resmpi_core::coll::{self, Block, Reduction};
@@ -349,7 +350,9 @@ fn barrier_body(mpi: &mut Mpi, comm: MPI_Comm, request: Option<*mut MPI_Request>
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
-    entry("MPI_Barrier", comm, |mpi, _| barrier_body(mpi, comm, None))
+    entry("MPI_Barrier", comm, |mpi, _| {
+        small::barrier(mpi, comm).unwrap_or_else(|| barrier_body(mpi, comm, None))
+    })
 }
 const _: fn_types::MPI_Barrier = PMPI_Barrier;
 
@@ -401,7 +404,8 @@ pub unsafe extern "C" fn PMPI_Bcast(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Bcast", comm, |mpi, _| {
-        bcast_body(mpi, buffer, count, datatype, root, comm, None)
+        small::bcast(mpi, buffer, count, datatype, root, comm)
+            .unwrap_or_else(|| bcast_body(mpi, buffer, count, datatype, root, comm, None))
     })
 }
 const _: fn_types::MPI_Bcast = PMPI_Bcast;
@@ -490,9 +494,11 @@ pub unsafe extern "C" fn PMPI_Reduce(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Reduce", comm, |mpi, global| {
-        reduce_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, root, comm, None,
-        )
+        small::reduce(mpi, sendbuf, recvbuf, count, datatype, op, root, comm).unwrap_or_else(|| {
+            reduce_body(
+                mpi, global, sendbuf, recvbuf, count, datatype, op, root, comm, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Reduce = PMPI_Reduce;
@@ -604,9 +610,11 @@ pub unsafe extern "C" fn PMPI_Allreduce(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Allreduce", comm, |mpi, global| {
-        allreduce_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, None,
-        )
+        small::allreduce(mpi, sendbuf, recvbuf, count, datatype, op, comm).unwrap_or_else(|| {
+            allreduce_body(
+                mpi, global, sendbuf, recvbuf, count, datatype, op, comm, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Allreduce = PMPI_Allreduce;

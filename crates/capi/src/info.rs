@@ -13,8 +13,8 @@ use crate::init::{c_text, write_string};
 use crate::objects::{insert_reusing, InfoEntries};
 use crate::p2p::comm_of;
 
-/// MPI_INFO_ENV's keys: the standard's `command`, `maxprocs` and `wdir`,
-/// and `mpi_initial_errhandler` when the launcher set one.
+/// MPI_INFO_ENV's keys: the standard's `command`, `maxprocs`, `wdir` and
+/// `mpi_initial_errhandler`.
 fn environment_info(world_size: u32) -> InfoEntries {
     let mut entries = Vec::new();
     if let Some(command) = std::env::args().next() {
@@ -24,8 +24,8 @@ fn environment_info(world_size: u32) -> InfoEntries {
     if let Ok(directory) = std::env::current_dir() {
         entries.push(("wdir".to_string(), directory.display().to_string()));
     }
-    if let Some(errhandler) = crate::init::initial_errhandler_name() {
-        entries.push(("mpi_initial_errhandler".to_string(), errhandler));
+    if let Ok((_, name)) = crate::init::initial_errhandler() {
+        entries.push(("mpi_initial_errhandler".to_string(), name.to_string()));
     }
     entries
 }

@@ -27,15 +27,15 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
         eprintln!("resmpi: {reason}");
         return MPI_ERR_OTHER;
     }
-    let errhandler = match initial_errhandler() {
-        Ok(errhandler) => errhandler,
+    let initial = match initial_errhandler() {
+        Ok((handler, _)) => handler,
         Err(message) => {
             drop(global);
-            eprintln!("resmpi: MPI_Init: {message}");
+            eprintln!("resmpi: {message}");
             std::process::exit(1);
         }
     };
-    match Mpi::init(errhandler) {
+    match Mpi::init(initial) {
         Ok(mpi) => {
             // RESMPI_PROGRESS_THREAD=off exists for tests that show what the thread is for.
             let background_progress = mpi.engine.links.any() && mpi.config.progress_thread;
@@ -61,25 +61,25 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
     }
 }
 
-/// The error handler MPI_COMM_WORLD and MPI_COMM_SELF start with: MPI-4's
-/// `mpi_initial_errhandler` (`mpiexec --initial-errhandler`, which sets
-/// `RESMPI_INITIAL_ERRHANDLER`), MPI_ERRORS_ARE_FATAL by default.
-pub fn initial_errhandler() -> Result<MPI_Errhandler, String> {
-    match initial_errhandler_name().as_deref() {
-        None | Some("mpi_errors_are_fatal") => Ok(MPI_ERRORS_ARE_FATAL),
-        Some("mpi_errors_abort") => Ok(MPI_ERRORS_ABORT),
-        Some("mpi_errors_return") => Ok(MPI_ERRORS_RETURN),
-        Some(other) => Err(format!(
-            "RESMPI_INITIAL_ERRHANDLER '{other}': expected mpi_errors_are_fatal, mpi_errors_abort or mpi_errors_return"
+/// The variable `mpiexec --initial-errhandler` sets.
+pub const INITIAL_ERRHANDLER_VARIABLE: &str = "RESMPI_INITIAL_ERRHANDLER";
+
+/// The error handler MPI_COMM_WORLD and MPI_COMM_SELF start with, and its
+/// MPI-4 name (MPI_INFO_ENV's `mpi_initial_errhandler`): from
+/// `RESMPI_INITIAL_ERRHANDLER`, `mpi_errors_are_fatal` when it is unset.
+pub fn initial_errhandler() -> Result<(MPI_Errhandler, &'static str), String> {
+    let Ok(value) = std::env::var(INITIAL_ERRHANDLER_VARIABLE) else {
+        return Ok((MPI_ERRORS_ARE_FATAL, "mpi_errors_are_fatal"));
+    };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "mpi_errors_are_fatal" => Ok((MPI_ERRORS_ARE_FATAL, "mpi_errors_are_fatal")),
+        "mpi_errors_abort" => Ok((MPI_ERRORS_ABORT, "mpi_errors_abort")),
+        "mpi_errors_return" => Ok((MPI_ERRORS_RETURN, "mpi_errors_return")),
+        _ => Err(format!(
+            "{INITIAL_ERRHANDLER_VARIABLE}={value:?}: expected mpi_errors_are_fatal, \
+             mpi_errors_abort or mpi_errors_return"
         )),
     }
-}
-
-/// The initial error handler's name as the launcher gave it, if it did.
-pub fn initial_errhandler_name() -> Option<String> {
-    std::env::var("RESMPI_INITIAL_ERRHANDLER")
-        .ok()
-        .filter(|name| !name.is_empty())
 }
 
 /// How often the background thread looks for work when the application is

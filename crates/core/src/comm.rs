@@ -54,6 +54,11 @@ pub struct Communicator {
     /// (`coll::shared_memory`); every member counts the same, so it tags
     /// their contributions.
     pub shared_memory_sequence: u64,
+    /// Whether every member is reached over shared memory with its
+    /// collective area mapped (`coll::shared_memory`), once the fast path
+    /// has asked: the group never changes, and the routes only when a peer
+    /// re-joins, which clears this (`Engine::handle_peer_rejoin`).
+    pub members_on_shared_memory: Option<bool>,
     /// ULFM: revoked (`MPIX_Comm_revoke` here or a revoke flood from a
     /// member); every operation but agree, shrink and the failure queries
     /// then fails with `MPIX_ERR_REVOKED`.
@@ -88,6 +93,7 @@ impl Communicator {
             topology: None,
             collective_sequence: 0,
             shared_memory_sequence: 0,
+            members_on_shared_memory: None,
             revoked: false,
             acknowledged_failures: Vec::new(),
             agreement_sequence: 0,

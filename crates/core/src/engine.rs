@@ -854,6 +854,11 @@ impl<F: Interceptor> Engine<F> {
     /// local peer's ring; otherwise [`Engine::progress_round`] runs.
     #[inline]
     pub fn progress(&mut self) -> MpiResult<bool> {
+        // Whoever progresses may be about to wait: receipts held back for
+        // batching must not keep an owner of the collective area waiting.
+        if self.owes_receipts() {
+            self.write_receipts();
+        }
         if self.idle_on_shared_memory() {
             return Ok(false);
         }
@@ -894,24 +899,20 @@ impl<F: Interceptor> Engine<F> {
     /// skipped entirely in a job on one host.
     pub fn progress_round(&mut self) -> MpiResult<bool> {
         let mut frames = 0;
-        let notices_due = self
-            .notices
-            .as_ref()
-            .is_some_and(|notices| notices.count() != self.notices_seen);
+        // (Before a death applies, what is in transit is delivered:
+        // `deliver_last_words`.)
+        if let Some(notices) = &self.notices {
+            if notices.count() != self.notices_seen {
+                self.handle_notices();
+                frames += 1;
+            }
+        }
         let state = &mut self.state;
         if let Some(shm) = self.transports.shm.as_mut() {
             frames += shm
                 .poll(|peer, frame| state.handle_frame(peer, frame))
                 .map_err(shm_error)?;
         }
-        if notices_due {
-            // After the shared-memory poll: what a dead process wrote into
-            // its rings before it died (a sync ack, a last message) is
-            // taken before its death is applied (ft/multi_isendalive).
-            self.handle_notices();
-            frames += 1;
-        }
-        let state = &mut self.state;
         if let Some(memory) = self.transports.memory.as_mut() {
             frames += memory
                 .poll(|peer, frame| state.handle_frame(peer, frame))
@@ -958,7 +959,7 @@ impl<F: Interceptor> Engine<F> {
     /// Poll every TCP rail once, feeding frames through the reliability
     /// links, and handle the peers lost on the way (and those the links
     /// found unreachable). Returns how many frames and events there were.
-    fn poll_rails(&mut self) -> MpiResult<usize> {
+    pub(crate) fn poll_rails(&mut self) -> MpiResult<usize> {
         let mut frames = 0;
         let mut lost_peers: Vec<u32> = Vec::new();
         let failures_are_events = self.failures_are_events;

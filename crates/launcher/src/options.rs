@@ -54,6 +54,15 @@ impl FailurePolicy {
 /// every rank.
 pub const FAILURE_POLICY_VARIABLE: &str = "RESMPI_FAILURE_POLICY";
 
+/// The variable that carries `--initial-errhandler` to the ranks.
+pub const INITIAL_ERRHANDLER_VARIABLE: &str = "RESMPI_INITIAL_ERRHANDLER";
+/// The initial error handlers MPI-4 names (`mpi_initial_errhandler`).
+pub const INITIAL_ERRHANDLERS: [&str; 3] = [
+    "mpi_errors_are_fatal",
+    "mpi_errors_abort",
+    "mpi_errors_return",
+];
+
 /// The variable that mirrors `--bind-to` (see [`crate::spawn::pin_as_asked`]).
 pub const BIND_TO_VARIABLE: &str = "RESMPI_BIND_TO";
 
@@ -161,11 +170,13 @@ fault tolerance (each sets a variable in every rank):
                         every rank gets RESMPI_FAILURE_POLICY=abort|continue
   -disable-auto-cleanup, --with-ft ulfm, --with-ft mpi
                         hydra's and Open MPI's ways to say continue
+                        (--with-ft no: abort). Under
+                        continue every line mpiexec prints about a death,
+                        and the FT report, starts with 'WARNING: '
   --initial-errhandler mpi_errors_are_fatal|mpi_errors_abort|mpi_errors_return
                         the error handler MPI_COMM_WORLD and MPI_COMM_SELF
-                        start with (MPI-4's mpi_initial_errhandler, also
-                        in MPI_INFO_ENV); every rank gets
-                        RESMPI_INITIAL_ERRHANDLER
+                        start with (MPI_INFO_ENV's mpi_initial_errhandler;
+                        RESMPI_INITIAL_ERRHANDLER)
   --respawn N           test-only re-join policy (needs continue): a rank
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
@@ -531,21 +542,19 @@ pub fn parse(
                     )
                 })?
             }
-            "with-ft" => {
-                check_choice("--with-ft", &values[0], &["ulfm", "mpi"])?;
-                failure_policy = Some(FailurePolicy::Continue);
-            }
             "initial-errhandler" => {
-                check_choice(
-                    "--initial-errhandler",
-                    &values[0],
-                    &[
-                        "mpi_errors_are_fatal",
-                        "mpi_errors_abort",
-                        "mpi_errors_return",
-                    ],
-                )?;
-                environment.push(("RESMPI_INITIAL_ERRHANDLER".to_string(), values[0].clone()));
+                let name = values[0].to_ascii_lowercase();
+                check_choice("--initial-errhandler", &name, &INITIAL_ERRHANDLERS)?;
+                environment.push((INITIAL_ERRHANDLER_VARIABLE.to_string(), name));
+            }
+            "with-ft" => {
+                check_choice("--with-ft", &values[0], &["ulfm", "mpi", "no"])?;
+                // Open MPI's `--with-ft no`: a death ends the job.
+                failure_policy = Some(if values[0] == "no" {
+                    FailurePolicy::Abort
+                } else {
+                    FailurePolicy::Continue
+                });
             }
             _ => unreachable!("every name with an arity is handled"),
         }
@@ -886,6 +895,28 @@ mod tests {
     }
 
     #[test]
+    fn the_initial_errhandler_goes_to_the_ranks_in_lower_case() {
+        let variable = |text: &str| {
+            run(text)
+                .environment
+                .iter()
+                .find(|(name, _)| name == INITIAL_ERRHANDLER_VARIABLE)
+                .map(|(_, value)| value.clone())
+        };
+        assert_eq!(variable("p"), None);
+        assert_eq!(
+            variable("--initial-errhandler MPI_ERRORS_RETURN p").as_deref(),
+            Some("mpi_errors_return")
+        );
+        assert_eq!(
+            variable("-initial-errhandler=mpi_errors_abort p").as_deref(),
+            Some("mpi_errors_abort")
+        );
+        assert!(error("--initial-errhandler mpi_errors_ignore p")
+            .contains("--initial-errhandler 'mpi_errors_ignore': expected mpi_errors_are_fatal"));
+    }
+
+    #[test]
     fn failure_policy_defaults_to_abort_and_has_four_spellings_of_continue() {
         assert_eq!(run("p").failure_policy, FailurePolicy::Abort);
         assert!(!run("p").ft_options_given);
@@ -907,7 +938,10 @@ mod tests {
             FailurePolicy::Abort,
             "the last one wins"
         );
-        assert!(error("--with-ft bogus p").contains("--with-ft 'bogus': expected ulfm or mpi"));
+        assert!(
+            error("--with-ft bogus p").contains("--with-ft 'bogus': expected ulfm or mpi or no")
+        );
+        assert_eq!(run("--with-ft no p").failure_policy, FailurePolicy::Abort);
         assert!(error("--failure-policy maybe p")
             .contains("--failure-policy 'maybe': expected abort or continue"));
         assert!(error("-disable-auto-cleanup=1 p").contains("takes no value"));

@@ -232,7 +232,7 @@ fn report_fault_tolerance(
         detection_latency_us_max: detection_latency_max.as_micros() as u64,
     };
     if report.any_nonzero() || options.ft_options_given {
-        eprintln!("{}", report.line());
+        eprintln!("{}{}", notice_prefix(options.failure_policy), report.line());
     }
     if let Some(path) = &options.report_json {
         if let Err(error) = report.write_json(path, exit_code) {
@@ -241,6 +241,17 @@ fn report_fault_tolerance(
                 path.display()
             );
         }
+    }
+}
+
+/// What starts mpiexec's lines about a death and its FT report: under
+/// `continue` a death is expected, and harnesses of fault-tolerance tests
+/// (MPICH's `runtests`, ulfm-testing's scripts) take any output but a
+/// `WARNING: ` line as the test's failure.
+fn notice_prefix(policy: FailurePolicy) -> &'static str {
+    match policy {
+        FailurePolicy::Continue => "WARNING: ",
+        FailurePolicy::Abort => "",
     }
 }
 
@@ -614,7 +625,8 @@ impl Job {
     fn continue_without(&mut self, rank: u32, code: i32, how: &str) {
         let host = &self.placement.host(rank).name;
         eprintln!(
-            "mpiexec: rank {rank} (host {host}) {how} \u{2014} the job continues (failure policy continue)"
+            "{}mpiexec: rank {rank} (host {host}) {how} \u{2014} the job continues (failure policy continue)",
+            notice_prefix(self.policy)
         );
         self.first_death_code.get_or_insert(code);
         self.ranks[rank as usize].failed = true;

@@ -914,7 +914,7 @@ fn under_continue_watching_ranks_hear_of_an_injected_kill_and_the_job_ends_137()
     assert_eq!(
         stderr_lines_with(&stderr, "the job continues"),
         [
-            "mpiexec: rank 1 (host localhost) killed by signal 9 (SIGKILL) \u{2014} the job continues (failure policy continue)"
+            "WARNING: mpiexec: rank 1 (host localhost) killed by signal 9 (SIGKILL) \u{2014} the job continues (failure policy continue)"
         ],
         "{stderr}"
     );
@@ -992,7 +992,7 @@ fn host_down_kills_every_rank_of_the_host_at_once() {
     for (rank, line) in continued.iter().enumerate() {
         assert!(
             line.starts_with(&format!(
-                "mpiexec: rank {rank} (host localhost) killed by signal 9 (SIGKILL)"
+                "WARNING: mpiexec: rank {rank} (host localhost) killed by signal 9 (SIGKILL)"
             )),
             "{stderr}"
         );
@@ -1019,8 +1019,8 @@ fn under_continue_mpiexec_waits_for_the_others_and_exits_with_the_first_failure(
     assert_eq!(
         stderr_lines_with(&stderr, "the job continues"),
         [
-            "mpiexec: rank 0 (host localhost) exited with code 5 before MPI_Finalize \u{2014} the job continues (failure policy continue)",
-            "mpiexec: rank 1 (host localhost) exited with code 7 before MPI_Finalize \u{2014} the job continues (failure policy continue)",
+            "WARNING: mpiexec: rank 0 (host localhost) exited with code 5 before MPI_Finalize \u{2014} the job continues (failure policy continue)",
+            "WARNING: mpiexec: rank 1 (host localhost) exited with code 7 before MPI_Finalize \u{2014} the job continues (failure policy continue)",
         ],
         "{stderr}"
     );
@@ -1052,7 +1052,7 @@ fn bad_failure_options_and_process_faults_exit_2_before_anything_runs() {
     let marker = directory.join("ran");
     let program = format!("touch {}", marker.display());
     for (options, needle) in [
-        (&["--with-ft", "bogus"][..], "--with-ft 'bogus': expected ulfm or mpi"),
+        (&["--with-ft", "bogus"][..], "--with-ft 'bogus': expected ulfm or mpi or no"),
         (
             &["--inject", "kill:9@1s"][..],
             "--inject item `kill:9@1s`: rank 9 is not in this job of 2 ranks",
@@ -1142,7 +1142,7 @@ fn under_continue_a_remote_death_is_named_and_a_pmi_barrier_waiting_for_it_ends_
     assert_eq!(lines.len(), 2, "{stderr}");
     assert_eq!(
         lines[0],
-        "mpiexec: rank 1 (host far-b) exited with code 5 before MPI_Finalize \
+        "WARNING: mpiexec: rank 1 (host far-b) exited with code 5 before MPI_Finalize \
          \u{2014} the job continues (failure policy continue)",
         "{stderr}"
     );

@@ -8,32 +8,40 @@
 //! cost. Here a rank *publishes* its contribution once, into a slot of its
 //! own area, and every rank that needs it reads it straight from there (the
 //! peers' segments are already mapped for the rings): one copy in, one copy
-//! (or reduction) out, and one cache line of flags.
+//! (or reduction) out.
 //!
-//! A slot is `{tag, readers, consumed, payload}`. The writer waits until the
-//! slot is free (every reader of its previous use has consumed it), stores
-//! `readers`, resets `consumed`, copies the payload and then stores `tag`
-//! with Release. A reader looks through the writer's slots for the tag it
-//! expects (Acquire), uses the payload, then bumps `consumed` (Release), so
-//! the writer's Acquire of `consumed` orders every read before the slot is
-//! overwritten. Tags are unique per (communicator, collective) for the
-//! writer, so a reader never takes an older or another communicator's
-//! contribution; the caller builds them ([`collective_tag`]). The area knows
-//! nothing of MPI: which ranks read what, and in which order, is the
-//! caller's (`resmpi_core::coll::shared_memory`).
+//! A slot is `{tag, publication, payload}`, the header sharing its cache
+//! line with the first 48 payload bytes: a reader of a small contribution
+//! touches one line of the owner's to find and read it. The owner clears
+//! the tag, writes the publication number (one more than the slot's last)
+//! and the payload, then stores the tag with Release. A reader looks
+//! through the owner's slots for the tag it expects (Acquire), uses the
+//! payload, and then writes a *receipt* in its own area: in the row of that
+//! owner, the slot's publication number (Release). Tags are unique per
+//! (communicator, collective) for the owner, so a reader never takes an
+//! older or another communicator's contribution; the caller builds them
+//! ([`collective_tag`]).
+//!
+//! The owner reuses a slot once every reader of its last publication has
+//! a receipt for it; which ranks read what is the caller's
+//! (`resmpi_core::coll::shared_memory`), as is remembering the receipts
+//! it has seen: one read of a reader's row (one cache line) shows that
+//! reader's receipts for all the owner's slots, so a reader that keeps up
+//! costs the owner one line read every few calls, and the reader writes a
+//! line that stays in its own cache. (With a shared `consumed` counter per
+//! slot, bumped by every reader and reset by the owner, that line crossed
+//! between the cores twice per call.)
 //!
 //! A reader that will never come (it died, or it gave up on the collective
 //! because a member died) would keep a slot busy for ever. So the owner may
 //! *reclaim* a slot whose readers it knows have given up
 //! ([`CollectiveSlot::publish`] does not need the slot to be free; the
-//! caller decides). Two things keep a late reader of the old contribution
-//! from being fooled: `consumed` carries the slot's publication number in
-//! its high half, so a late reader's bump cannot count toward the next
-//! publication (it is a compare-and-swap on the number it saw), and a reader
-//! checks the tag again after reading ([`CollectiveSlot::finish`]): the
-//! owner clears the tag before it touches the payload, so a changed tag
-//! means the bytes read may be torn, and the reader reports that instead
-//! of consuming.
+//! caller decides). A late reader of the old contribution is never fooled:
+//! it checks the tag again after reading ([`Found::finish`]) and the owner
+//! clears the tag before it touches the payload, so a changed tag means the
+//! bytes read may be torn and the reader reports that instead of taking
+//! them; and a receipt it writes anyway (it checked just before the
+//! reclaim) names the old publication number, never the new one.
 //!
 //! Slots are taken round robin, so a rank may run a few collectives ahead
 //! of a slow reader before it has to wait for a slot.
@@ -49,16 +57,25 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 pub const COLLECTIVE_SLOTS: usize = 16;
 /// Payload bytes of one slot: the most one rank publishes per collective.
 pub const COLLECTIVE_SLOT_PAYLOAD_BYTES: usize = 128 << 10;
-/// Slot header: `tag` and `readers` on the first cache line (written by the
-/// owner, polled by readers), `consumed` on the third (written by readers),
-/// so pollers and consumers do not bounce one line between them.
-const SLOT_HEADER_BYTES: usize = 192;
+/// Slot header, on the same cache line as the first 48 bytes of the
+/// payload: `tag` and the publication number, written by the owner and
+/// read by readers.
+const SLOT_HEADER_BYTES: usize = 16;
 const TAG_OFFSET_BYTES: usize = 0;
-const READERS_OFFSET_BYTES: usize = 8;
-const CONSUMED_OFFSET_BYTES: usize = 128;
-const SLOT_BYTES: usize = SLOT_HEADER_BYTES + COLLECTIVE_SLOT_PAYLOAD_BYTES;
-/// Bytes of one rank's collective area.
-pub const COLLECTIVE_AREA_BYTES: usize = COLLECTIVE_SLOTS * SLOT_BYTES;
+const PUBLICATION_OFFSET_BYTES: usize = 8;
+/// Slots start on cache lines.
+const SLOT_BYTES: usize = (SLOT_HEADER_BYTES + COLLECTIVE_SLOT_PAYLOAD_BYTES).next_multiple_of(64);
+/// One row of receipts per owner: a publication number per slot, one line.
+const RECEIPT_ROW_BYTES: usize = COLLECTIVE_SLOTS * 4;
+const _: () = assert!(RECEIPT_ROW_BYTES == 64);
+
+/// Bytes of one rank's collective area in a world of `world_size` ranks:
+/// the slots, then a row of receipts for each rank (pages of rows no local
+/// owner uses are never touched).
+pub fn collective_area_bytes(world_size: u32) -> usize {
+    COLLECTIVE_SLOTS * SLOT_BYTES + world_size as usize * RECEIPT_ROW_BYTES
+}
+
 /// Bits of a tag that number collectives; the rest name the communicator.
 pub const SEQUENCE_BITS: u32 = 35;
 /// Communicator keys that fit in a tag (see [`collective_tag`]).
@@ -80,22 +97,24 @@ pub fn collective_tag(communicator_key: u64, sequence: u64) -> u64 {
 #[derive(Clone, Copy, Debug)]
 pub struct CollectiveArea {
     base: *mut u8,
+    world_size: u32,
 }
 
 // SAFETY: the area is shared memory reached only through atomics and the
-// publish/consume protocol above, valid from any thread.
+// publish/receipt protocol above, valid from any thread.
 unsafe impl Send for CollectiveArea {}
 
 impl CollectiveArea {
-    /// The area at `base`.
+    /// The area at `base` of a world of `world_size` ranks.
     ///
     /// # Safety
-    /// `base` must be 64-byte aligned, point to [`COLLECTIVE_AREA_BYTES`]
-    /// of zero-initialised (or area-formatted) shared memory, and stay
-    /// mapped while the view or any slot taken from it is used.
-    pub unsafe fn new(base: *mut u8) -> CollectiveArea {
+    /// `base` must be 64-byte aligned, point to
+    /// [`collective_area_bytes`]`(world_size)` of zero-initialised (or
+    /// area-formatted) shared memory, and stay mapped while the view or
+    /// any slot taken from it is used.
+    pub unsafe fn new(base: *mut u8, world_size: u32) -> CollectiveArea {
         debug_assert!((base as usize).is_multiple_of(64));
-        CollectiveArea { base }
+        CollectiveArea { base, world_size }
     }
 
     /// Slot `index` (< [`COLLECTIVE_SLOTS`]).
@@ -107,11 +126,35 @@ impl CollectiveArea {
             base: unsafe { self.base.add(index * SLOT_BYTES) },
         }
     }
+
+    /// The receipt this area's rank wrote for `owner`'s slot `index`.
+    #[inline]
+    fn receipt(&self, owner: u32, index: usize) -> &AtomicU32 {
+        assert!(owner < self.world_size && index < COLLECTIVE_SLOTS);
+        // SAFETY: inside the rows after the slots (checked above), 4-aligned,
+        // accessed only atomically.
+        unsafe {
+            &*(self
+                .base
+                .add(COLLECTIVE_SLOTS * SLOT_BYTES + owner as usize * RECEIPT_ROW_BYTES + index * 4)
+                as *const AtomicU32)
+        }
+    }
+
+    /// This area's rank's receipts for every slot of `owner` (the
+    /// publication numbers it has consumed): what the owner reads to learn
+    /// which of its slots this reader is done with.
+    #[inline]
+    pub fn receipts_for(&self, owner: u32) -> [u32; COLLECTIVE_SLOTS] {
+        // Acquire: the reader's reads of the payload come before its receipt.
+        std::array::from_fn(|index| self.receipt(owner, index).load(Ordering::Acquire))
+    }
 }
 
 /// One slot of a collective area.
 #[derive(Clone, Copy, Debug)]
 pub struct CollectiveSlot {
+    /// The header, then the payload.
     base: *mut u8,
 }
 
@@ -133,46 +176,36 @@ impl CollectiveSlot {
         unsafe { &*(self.base.add(TAG_OFFSET_BYTES) as *const AtomicU64) }
     }
 
+    /// Publication number of the current contribution (never 0 once
+    /// published: 0 is "nothing yet" in a receipt).
     #[inline]
-    fn readers(&self) -> &AtomicU32 {
+    fn publication(&self) -> &AtomicU32 {
         // SAFETY: as in `tag`.
-        unsafe { &*(self.base.add(READERS_OFFSET_BYTES) as *const AtomicU32) }
+        unsafe { &*(self.base.add(PUBLICATION_OFFSET_BYTES) as *const AtomicU32) }
     }
 
-    /// Publication number (high 32 bits) and readers done with it (low 32).
-    #[inline]
-    fn consumed(&self) -> &AtomicU64 {
-        // SAFETY: as in `tag`.
-        unsafe { &*(self.base.add(CONSUMED_OFFSET_BYTES) as *const AtomicU64) }
-    }
-
-    /// Whether every reader of the slot's last contribution has consumed
-    /// it (a slot never written is free), so its owner may reuse it.
-    #[inline]
-    pub fn is_free(&self) -> bool {
-        let consumed = self.consumed().load(Ordering::Acquire) as u32;
-        consumed >= self.readers().load(Ordering::Relaxed)
-    }
-
-    /// Publish a contribution tagged `tag` that `readers` ranks will
-    /// consume: `fill` writes the payload, then the tag is released.
+    /// Publish a contribution tagged `tag`: `fill` writes the payload, then
+    /// the tag is released. Returns the publication number, which every
+    /// reader's receipt must carry before the slot is reused.
     ///
     /// # Safety
-    /// Only the area's owner publishes, from one thread, into a slot that
-    /// [`is_free`](Self::is_free) said was free or whose readers the
-    /// caller knows have given up (a reclaim).
+    /// Only the area's owner publishes, from one thread, into a slot whose
+    /// last publication every reader has a receipt for, or whose readers
+    /// the caller knows have given up (a reclaim).
     #[inline]
-    pub unsafe fn publish(&self, tag: u64, readers: u32, fill: impl FnOnce(&mut [u8])) {
+    pub unsafe fn publish(&self, tag: u64, fill: impl FnOnce(&mut [u8])) -> u32 {
         // Late readers of the old contribution must see the tag change
         // before any byte of the payload does (see `finish`).
         self.tag().store(0, Ordering::Relaxed);
         fence(Ordering::Release);
-        let publication = (self.consumed().load(Ordering::Relaxed) >> 32).wrapping_add(1);
-        self.readers().store(readers, Ordering::Relaxed);
-        self.consumed().store(publication << 32, Ordering::Relaxed);
+        let publication = match self.publication().load(Ordering::Relaxed).wrapping_add(1) {
+            0 => 1,
+            next => next,
+        };
+        self.publication().store(publication, Ordering::Relaxed);
         // SAFETY: the payload follows the header inside the slot; no reader
-        // uses it: the slot is free, or its readers have given up and check
-        // the tag (cleared above) before they trust what they read.
+        // uses it: every reader is done, or has given up and checks the tag
+        // (cleared above) before it trusts what it read.
         fill(unsafe {
             std::slice::from_raw_parts_mut(
                 self.base.add(SLOT_HEADER_BYTES),
@@ -180,6 +213,7 @@ impl CollectiveSlot {
             )
         });
         self.tag().store(tag, Ordering::Release);
+        publication
     }
 }
 
@@ -195,7 +229,8 @@ impl CollectiveArea {
             if slot.tag().load(Ordering::Acquire) != tag {
                 return None;
             }
-            let publication = (slot.consumed().load(Ordering::Relaxed) >> 32) as u32;
+            // Stored before the tag was released: on the line just read.
+            let publication = slot.publication().load(Ordering::Relaxed);
             Some(Found {
                 slot,
                 index,
@@ -217,32 +252,35 @@ impl Found {
         unsafe { self.slot.base.add(SLOT_HEADER_BYTES) }
     }
 
-    /// Done reading: consume the contribution and say whether it was still
-    /// published while it was read (false: the owner reclaimed the slot,
-    /// so the bytes read may be torn; nothing is consumed).
+    /// Done reading: whether the contribution was still published while it
+    /// was read (false: the owner reclaimed the slot, so the bytes read may
+    /// be torn). If so, the reader owes the owner a receipt for
+    /// [`publication`](Self::publication) ([`CollectiveArea::write_receipt`];
+    /// a reclaim right after this check leaves that receipt naming the old
+    /// publication, which never counts for the new one).
     #[inline]
     pub fn finish(&self) -> bool {
         // Pairs with the fence in `publish`: if any byte read came from a
         // new payload, the tag read here is no longer ours.
         fence(Ordering::Acquire);
-        if self.slot.tag().load(Ordering::Relaxed) != self.tag {
-            return false;
-        }
-        let consumed = self.slot.consumed();
-        let mut current = consumed.load(Ordering::Relaxed);
-        while (current >> 32) as u32 == self.publication {
-            match consumed.compare_exchange_weak(
-                current,
-                current + 1,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => current = actual,
-            }
-        }
-        // Reclaimed between the check and the bump: it was whole when read.
-        true
+        self.slot.tag().load(Ordering::Relaxed) == self.tag
+    }
+
+    /// The publication number a receipt for this contribution carries.
+    #[inline]
+    pub fn publication(&self) -> u32 {
+        self.publication
+    }
+}
+
+impl CollectiveArea {
+    /// In this (the reader's own) area: the reader is done with
+    /// `publication` of `owner`'s slot `index`. Release: every read of the
+    /// payload comes before the owner may see it.
+    #[inline]
+    pub fn write_receipt(&self, owner: u32, index: usize, publication: u32) {
+        self.receipt(owner, index)
+            .store(publication, Ordering::Release);
     }
 }
 
@@ -250,16 +288,28 @@ impl Found {
 mod tests {
     use super::*;
 
+    /// Ranks in the tests' world: an owner (0) and three readers.
+    const WORLD: u32 = 4;
+
     /// An area in plain (zeroed, 64-aligned) memory.
     fn area_memory() -> Vec<u64> {
-        vec![0u64; COLLECTIVE_AREA_BYTES / 8 + 8]
+        vec![0u64; collective_area_bytes(WORLD) / 8 + 8]
+    }
+
+    /// A reader's `finish`, then its receipt when the contribution held.
+    fn finish_and_receipt(found: &Found, receipts: &CollectiveArea, owner: u32) -> bool {
+        let whole = found.finish();
+        if whole {
+            receipts.write_receipt(owner, found.index, found.publication());
+        }
+        whole
     }
 
     fn area_of(memory: &mut [u64]) -> CollectiveArea {
         let base = memory.as_mut_ptr() as *mut u8;
         let aligned = base.wrapping_add(base.align_offset(64));
         // SAFETY: the vector holds the area plus 64 bytes of alignment slack.
-        unsafe { CollectiveArea::new(aligned) }
+        unsafe { CollectiveArea::new(aligned, WORLD) }
     }
 
     #[test]
@@ -271,86 +321,108 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_is_found_by_its_tag_and_free_again_only_after_every_reader() {
-        let mut memory = area_memory();
-        let area = area_of(&mut memory);
-        let slot = area.slot(2);
-        assert!(slot.is_free(), "a fresh slot is free");
-        assert!(area.find(collective_tag(3, 1), 0).is_none());
-        // SAFETY: we own the area and the slot is free.
-        unsafe {
-            slot.publish(collective_tag(3, 1), 2, |payload| {
+    fn a_contribution_is_found_by_its_tag_and_its_reader_writes_a_receipt_in_its_own_area() {
+        let (mut owner_memory, mut reader_memory) = (area_memory(), area_memory());
+        let (owner, reader) = (area_of(&mut owner_memory), area_of(&mut reader_memory));
+        assert!(owner.find(collective_tag(3, 1), 0).is_none());
+        assert_eq!(
+            reader.receipts_for(0),
+            [0; COLLECTIVE_SLOTS],
+            "no receipt yet"
+        );
+        // SAFETY: we own the area and the slot is fresh.
+        let publication = unsafe {
+            owner.slot(2).publish(collective_tag(3, 1), |payload| {
                 payload[..4].copy_from_slice(b"abcd")
             })
         };
-        assert!(!slot.is_free());
-        assert!(area.find(collective_tag(3, 2), 5).is_none());
-        assert!(area.find(collective_tag(4, 1), 2).is_none());
-        let found = area.find(collective_tag(3, 1), 0).expect("published");
+        assert_ne!(publication, 0);
+        assert!(owner.find(collective_tag(3, 2), 5).is_none());
+        assert!(owner.find(collective_tag(4, 1), 2).is_none());
+        let found = owner.find(collective_tag(3, 1), 0).expect("published");
+        assert_eq!(found.index, 2);
         // SAFETY: four bytes inside the slot, published above.
         assert_eq!(
             unsafe { std::slice::from_raw_parts(found.payload(4), 4) },
             b"abcd"
         );
-        assert!(found.finish());
-        assert!(!slot.is_free(), "one of two readers is not a free slot");
-        assert!(area.find(collective_tag(3, 1), 0).unwrap().finish());
-        assert!(slot.is_free());
+        assert!(finish_and_receipt(&found, &reader, 0));
+        let receipts = reader.receipts_for(0);
+        assert_eq!(receipts[2], publication);
+        assert_eq!(receipts.iter().filter(|&&r| r != 0).count(), 1);
+        assert_eq!(
+            reader.receipts_for(1),
+            [0; COLLECTIVE_SLOTS],
+            "another owner's row"
+        );
+        // The next publication of the slot has a new number.
+        // SAFETY: as above; the reader is done.
+        let next = unsafe { owner.slot(2).publish(collective_tag(3, 17), |_| {}) };
+        assert_ne!(next, publication);
     }
 
     /// The owner reclaims a slot a reader never finished (the reader gave
-    /// up): the late reader's `finish` reports the change and does not
-    /// count toward the new contribution.
+    /// up): the late reader's `finish` reports the change, and a receipt
+    /// written from just before the reclaim never counts for the new one.
     #[test]
-    fn a_reclaimed_slot_is_reported_to_its_late_reader_and_not_consumed_by_it() {
-        let mut memory = area_memory();
-        let area = area_of(&mut memory);
-        let slot = area.slot(0);
+    fn a_reclaimed_slot_is_reported_to_its_late_reader_and_not_receipted_by_it() {
+        let (mut owner_memory, mut reader_memory) = (area_memory(), area_memory());
+        let (owner, reader) = (area_of(&mut owner_memory), area_of(&mut reader_memory));
+        let slot = owner.slot(0);
         // SAFETY: we own the area; the slot is fresh.
-        unsafe { slot.publish(collective_tag(1, 1), 1, |payload| payload[0] = 1) };
-        let late = area.find(collective_tag(1, 1), 0).unwrap();
-        assert!(!slot.is_free());
+        let first = unsafe { slot.publish(collective_tag(1, 1), |payload| payload[0] = 1) };
+        let late = owner.find(collective_tag(1, 1), 0).unwrap();
         // SAFETY: a reclaim: the only reader "gave up".
-        unsafe { slot.publish(collective_tag(2, 1), 1, |payload| payload[0] = 2) };
-        assert!(!late.finish(), "the tag changed under the late reader");
+        let second = unsafe { slot.publish(collective_tag(2, 1), |payload| payload[0] = 2) };
         assert!(
-            !slot.is_free(),
-            "the late reader must not consume the new one"
+            !finish_and_receipt(&late, &reader, 0),
+            "the tag changed under the late reader"
         );
-        let current = area.find(collective_tag(2, 1), 3).unwrap();
-        // A late reader that checked the tag just before the reclaim bumps
-        // with its old publication number: no effect on the new one.
+        assert_eq!(reader.receipts_for(0)[0], 0, "nothing receipted");
+        let current = owner.find(collective_tag(2, 1), 3).unwrap();
+        // A late reader that checked the tag just before the reclaim
+        // receipts its old publication: not the new one.
         let stale = Found {
-            publication: current.publication.wrapping_sub(1),
+            publication: first,
             ..current
         };
-        assert!(stale.finish());
-        assert!(!slot.is_free());
-        assert!(current.finish());
-        assert!(slot.is_free());
+        assert!(finish_and_receipt(&stale, &reader, 0));
+        assert_ne!(reader.receipts_for(0)[0], second);
+        assert!(finish_and_receipt(&current, &reader, 0));
+        assert_eq!(reader.receipts_for(0)[0], second);
     }
 
-    /// One writer, three reader threads, many rounds through the slots: each
-    /// reader sees every round's payload whole, and the writer never
-    /// overwrites a slot a reader still uses (the payload would change under
-    /// the reader's check).
+    /// One writer, three reader threads (each with its own area for its
+    /// receipts), many rounds through the slots: each reader sees every
+    /// round's payload whole, and the writer never overwrites a slot before
+    /// every reader's receipt names its last publication (the payload would
+    /// change under the reader's check).
     #[test]
     fn rounds_through_the_slots_deliver_every_payload_intact() {
         const ROUNDS: u64 = 20_000;
-        const READERS: u32 = 3;
-        let mut memory = area_memory();
-        let area = area_of(&mut memory);
-        let address = area.base as usize;
-        let readers: Vec<_> = (0..READERS)
-            .map(|_| {
+        let mut owner_memory = area_memory();
+        let owner = area_of(&mut owner_memory);
+        let mut reader_memories: Vec<_> = (1..WORLD).map(|_| area_memory()).collect();
+        let reader_areas: Vec<_> = reader_memories.iter_mut().map(|m| area_of(m)).collect();
+        let owner_address = owner.base as usize;
+        let readers: Vec<_> = reader_areas
+            .iter()
+            .map(|area| {
+                let receipts_address = area.base as usize;
                 std::thread::spawn(move || {
                     // SAFETY: the memory outlives the threads (joined below).
-                    let area = unsafe { CollectiveArea::new(address as *mut u8) };
+                    let (owner, receipts) = unsafe {
+                        (
+                            CollectiveArea::new(owner_address as *mut u8, WORLD),
+                            CollectiveArea::new(receipts_address as *mut u8, WORLD),
+                        )
+                    };
                     for round in 1..=ROUNDS {
-                        let slot = loop {
-                            if let Some(slot) = area.find(collective_tag(7, round), round as usize)
+                        let found = loop {
+                            if let Some(found) =
+                                owner.find(collective_tag(7, round), round as usize)
                             {
-                                break slot;
+                                break found;
                             }
                             std::hint::spin_loop();
                             std::thread::yield_now();
@@ -358,30 +430,40 @@ mod tests {
                         let length = (round % 300) as usize;
                         // SAFETY: inside the slot; published before its tag.
                         let payload =
-                            unsafe { std::slice::from_raw_parts(slot.payload(length), length) };
+                            unsafe { std::slice::from_raw_parts(found.payload(length), length) };
                         for (index, byte) in payload.iter().enumerate() {
                             assert_eq!(*byte, (round as usize + index) as u8, "round {round}");
                         }
-                        assert!(slot.finish(), "never reclaimed here");
+                        assert!(
+                            finish_and_receipt(&found, &receipts, 0),
+                            "never reclaimed here"
+                        );
                     }
                 })
             })
             .collect();
+        let mut publications = [0u32; COLLECTIVE_SLOTS];
         let mut next = 0;
         for round in 1..=ROUNDS {
-            let slot = area.slot(next);
+            let index = next;
             next = (next + 1) % COLLECTIVE_SLOTS;
-            while !slot.is_free() {
+            while publications[index] != 0
+                && !reader_areas
+                    .iter()
+                    .all(|area| area.receipts_for(0)[index] == publications[index])
+            {
                 std::thread::yield_now();
             }
             let length = (round % 300) as usize;
-            // SAFETY: we own the area and the slot is free.
-            unsafe {
-                slot.publish(collective_tag(7, round), READERS, |payload| {
-                    for (index, byte) in payload[..length].iter_mut().enumerate() {
-                        *byte = (round as usize + index) as u8;
-                    }
-                })
+            // SAFETY: we own the area and every reader receipted the slot.
+            publications[index] = unsafe {
+                owner
+                    .slot(index)
+                    .publish(collective_tag(7, round), |payload| {
+                        for (index, byte) in payload[..length].iter_mut().enumerate() {
+                            *byte = (round as usize + index) as u8;
+                        }
+                    })
             };
         }
         for reader in readers {

@@ -28,7 +28,7 @@
 use std::ffi::CString;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-use crate::collective_area::{CollectiveArea, COLLECTIVE_AREA_BYTES, COLLECTIVE_SLOTS};
+use crate::collective_area::{collective_area_bytes, CollectiveArea, COLLECTIVE_SLOTS};
 use crate::ring::{self, Consumer, Producer, RingView, RING_HEADER_BYTES};
 use crate::{Path, PathError};
 
@@ -198,7 +198,7 @@ impl Mapping {
         // SAFETY: the area ends the segment (by the caller's promise); the
         // offset is a multiple of 64 like the rings'; the mapping outlives
         // the view (ShmPath keeps its mappings while it lives).
-        unsafe { CollectiveArea::new(self.base.add(offset_bytes)) }
+        unsafe { CollectiveArea::new(self.base.add(offset_bytes), world_size) }
     }
 }
 
@@ -275,7 +275,7 @@ fn segment_name(job_id: &str, rank: u32) -> Result<CString, PathError> {
 fn segment_bytes(world_size: u32, ring_bytes: usize) -> Option<usize> {
     (RING_HEADER_BYTES + ring_bytes)
         .checked_mul(world_size as usize)?
-        .checked_add(CONTROL_BYTES + COLLECTIVE_AREA_BYTES)
+        .checked_add(CONTROL_BYTES + collective_area_bytes(world_size))
 }
 
 /// This rank's receive segment: a control block, one ring per possible
@@ -1210,8 +1210,8 @@ mod tests {
     }
 
     /// A contribution published in one rank's collective area is found,
-    /// whole, by every local peer through its own mapping, and the slot is
-    /// free again once each of them has consumed it.
+    /// whole, by every local peer through its own mapping, and each reader's
+    /// receipt, in its own area, is seen by the owner through its mapping.
     #[test]
     fn every_rank_reads_the_collective_areas_of_its_local_peers() {
         use crate::collective_area::{collective_tag, COLLECTIVE_SLOTS};
@@ -1220,13 +1220,13 @@ mod tests {
         assert_eq!(index, 0);
         let slot = paths[1].collective_area(1).unwrap().slot(index);
         // SAFETY: rank 1 owns the area; the slot is fresh.
-        unsafe {
-            slot.publish(collective_tag(5, 1), 2, |payload| {
+        let publication = unsafe {
+            slot.publish(collective_tag(5, 1), |payload| {
                 payload[..3].copy_from_slice(b"xyz")
             })
         };
-        for reader in [0, 2] {
-            let area = paths[reader].collective_area(1).unwrap();
+        for reader in [0u32, 2] {
+            let area = paths[reader as usize].collective_area(1).unwrap();
             assert!(area.find(collective_tag(5, 2), 0).is_none());
             let found = area.find(collective_tag(5, 1), 7).unwrap();
             assert_eq!(found.index, 0);
@@ -1235,10 +1235,12 @@ mod tests {
                 unsafe { std::slice::from_raw_parts(found.payload(3), 3) },
                 b"xyz"
             );
-            assert!(!slot.is_free() || reader == 2);
+            let own = paths[reader as usize].collective_area(reader).unwrap();
             assert!(found.finish());
+            own.write_receipt(1, found.index, found.publication());
+            let seen_by_owner = paths[1].collective_area(reader).unwrap().receipts_for(1);
+            assert_eq!(seen_by_owner[index], publication);
         }
-        assert!(slot.is_free());
         assert!(paths[0].collective_area(3).is_none());
         for expected in 1..COLLECTIVE_SLOTS {
             assert_eq!(paths[1].take_collective_slot(), expected);

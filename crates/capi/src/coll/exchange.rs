@@ -5,7 +5,7 @@ use resmpi_core::coll::{self, Block};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use super::gather::all_blocks;
-use super::{any_comm_of, fast_path, inter};
+use super::{any_comm_of, fast_path, inter, small};
 use super::{
     checked_region, extent_of, int_array, is_in_place, launch, request_out, Staging, Usage,
 };
@@ -245,9 +245,14 @@ pub unsafe extern "C" fn PMPI_Alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Alltoall", comm, |mpi, _| {
-        alltoall_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
+        small::alltoall(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
+        .unwrap_or_else(|| {
+            alltoall_body(
+                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Alltoall = PMPI_Alltoall;

@@ -3,7 +3,7 @@
 use resmpi_core::coll::{self, Block};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::{any_comm_of, fast_path, inter};
+use super::{any_comm_of, fast_path, inter, small};
 use super::{
     check_root, checked_region, extent_of, in_place_not_allowed, int_array, is_in_place, launch,
     request_out, Staging, Usage,
@@ -175,9 +175,14 @@ pub unsafe extern "C" fn PMPI_Gather(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Gather", comm, |mpi, _| {
-        gather_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, None,
+        small::gather(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
+        .unwrap_or_else(|| {
+            gather_body(
+                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Gather = PMPI_Gather;
@@ -421,9 +426,14 @@ pub unsafe extern "C" fn PMPI_Scatter(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Scatter", comm, |mpi, _| {
-        scatter_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, None,
+        small::scatter(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
+        .unwrap_or_else(|| {
+            scatter_body(
+                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Scatter = PMPI_Scatter;
@@ -632,9 +642,14 @@ pub unsafe extern "C" fn PMPI_Allgather(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Allgather", comm, |mpi, _| {
-        allgather_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
+        small::allgather(
+            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
+        .unwrap_or_else(|| {
+            allgather_body(
+                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Allgather = PMPI_Allgather;

@@ -3,7 +3,7 @@
 use resmpi_core::coll;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::{any_comm_of, comm_of, inter};
+use super::{any_comm_of, comm_of, inter, small};
 use super::{everywhere_reduction, int_array, launch, reduction_fast_path, request_out, Staging};
 use crate::abi::*;
 use crate::global::{entry, Registry};
@@ -50,6 +50,27 @@ fn reduce_scatter_common(
         op,
         comm,
     )?;
+    // Equal blocks (every rank passes the same counts) may take the fast
+    // path: each rank publishes its whole input and folds its own block.
+    if counts.iter().all(|&count| count == counts[0]) {
+        let elements = counts[0] as usize * scale;
+        let block_bytes = reduction.bytes(elements);
+        let published_bytes = block_bytes.saturating_mul(counts.len());
+        // (The fold is `size` blocks, the bytes published: within the
+        // reductions' limit whenever they fit a slot.)
+        if let Some(call) = super::fast_path(mpi, index, published_bytes, request)? {
+            mpi.engine.shared_reduce_scatter_block(
+                &call,
+                &reduction,
+                send,
+                recv,
+                block_bytes,
+                elements,
+            )?;
+            staging.unpack_outputs();
+            return Ok(());
+        }
+    }
     let scaled: Vec<usize> = counts.iter().map(|count| *count as usize * scale).collect();
     let mut schedule = mpi.engine.new_schedule(index)?;
     schedule.reduction = Some(reduction);
@@ -151,9 +172,12 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Reduce_scatter_block", comm, |mpi, global| {
-        reduce_scatter_block_body(
-            mpi, global, sendbuf, recvbuf, recvcount, datatype, op, comm, None,
-        )
+        small::reduce_scatter_block(mpi, sendbuf, recvbuf, recvcount, datatype, op, comm)
+            .unwrap_or_else(|| {
+                reduce_scatter_block_body(
+                    mpi, global, sendbuf, recvbuf, recvcount, datatype, op, comm, None,
+                )
+            })
     })
 }
 const _: fn_types::MPI_Reduce_scatter_block = PMPI_Reduce_scatter_block;
@@ -237,9 +261,11 @@ pub unsafe extern "C" fn PMPI_Scan(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Scan", comm, |mpi, global| {
-        prefix_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, None,
-        )
+        small::scan(mpi, sendbuf, recvbuf, count, datatype, op, comm, true).unwrap_or_else(|| {
+            prefix_body(
+                mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Scan = PMPI_Scan;
@@ -273,9 +299,11 @@ pub unsafe extern "C" fn PMPI_Exscan(
     comm: MPI_Comm,
 ) -> c_int {
     entry("MPI_Exscan", comm, |mpi, global| {
-        prefix_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, None,
-        )
+        small::scan(mpi, sendbuf, recvbuf, count, datatype, op, comm, false).unwrap_or_else(|| {
+            prefix_body(
+                mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, None,
+            )
+        })
     })
 }
 const _: fn_types::MPI_Exscan = PMPI_Exscan;

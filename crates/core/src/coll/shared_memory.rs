@@ -7,8 +7,9 @@
 //! (`resmpi_path::collective_area`, at the end of its shared-memory
 //! segment, which every local peer has mapped) and reads the contributions
 //! it needs straight from the peers' areas: barrier, bcast, reduce,
-//! allreduce, allgather, alltoall, scan and exscan each become one
-//! publication (or none) and a few reads, with no message at all.
+//! allreduce, gather, scatter, allgather, alltoall, scan, exscan and
+//! reduce_scatter(_block) with equal blocks each become one publication
+//! (or none) and a few reads, with no message at all.
 //!
 //! Which path a collective takes depends only on what every member agrees
 //! on: the communicator (intra, every member reached over shared memory, a
@@ -71,6 +72,11 @@ pub const SPIN_ROUNDS: u32 = 16;
 const PROGRESS_EVERY_ROUNDS: u32 = 8;
 /// How long a waiter yields before it sleeps.
 const YIELD_PHASE: std::time::Duration = std::time::Duration::from_millis(2);
+/// Receipts a reader keeps before it writes them (at most this many of an
+/// owner's slots look busy to the owner a little longer; see
+/// `unsent_receipts`). Half the slots: the owner still has half of them
+/// to run ahead into.
+pub const RECEIPT_BATCH: usize = COLLECTIVE_SLOTS / 2;
 /// Longest sleep of a long wait (publications ring no doorbell).
 pub const SLEEP_US: u64 = 100;
 
@@ -116,16 +122,58 @@ pub struct SharedMemoryCollectives {
     /// spin, 90 µs per barrier at 4096 rounds, 1-2 µs at 16; ranks pinned
     /// to their own cores did 0.31 µs at 4096 (docs/benchmarks.md).
     pub spin_rounds: u32,
-    /// The group each own slot was last published for: a slot whose group
-    /// has lost a member may be reclaimed without waiting for its readers.
-    slot_groups: [Option<Arc<Vec<u32>>>; COLLECTIVE_SLOTS],
-    /// The communicator context each own slot was last published for: a
-    /// slot of a revoked communicator may be reclaimed too (ULFM: its
-    /// readers gave up with `MPIX_ERR_REVOKED`).
-    slot_contexts: [u32; COLLECTIVE_SLOTS],
+    /// What each own slot last published, and who reads it: the slot is
+    /// reused once each reader's receipt names that publication, or
+    /// reclaimed without waiting when its group has lost a member.
+    published: [Option<Published>; COLLECTIVE_SLOTS],
+    /// Per world rank: its receipts for this process's slots as last read
+    /// from its area (one line read shows all of them; re-read only when a
+    /// slot's receipt is not there yet).
+    receipts_seen: Vec<[u32; COLLECTIVE_SLOTS]>,
+    /// Receipts this process owes, not yet written to its area: (owner's
+    /// world rank, slot, publication). Written [`RECEIPT_BATCH`] at a time,
+    /// and all of them before this process waits for anything
+    /// ([`Engine::write_receipts`]), so an owner that keeps ahead reads a
+    /// reader's row once per batch instead of once per call.
+    unsent_receipts: Vec<(u32, u8, u32)>,
     /// Per world rank: the slot of its area where its next contribution
     /// is expected (after the last one found there).
     next_slot_of: Vec<u8>,
+}
+
+/// Who reads a publication, by rank in the call's communicator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Readers {
+    /// Every member but the publisher `owner`.
+    AllOthers { owner: u32 },
+    /// One member (the root of a reduce or a gather).
+    Member(u32),
+    /// The members after `owner` (a scan).
+    After { owner: u32 },
+}
+
+impl Readers {
+    /// The readers among `size` members.
+    fn members(self, size: u32) -> impl Iterator<Item = u32> {
+        let (range, skip) = match self {
+            Readers::AllOthers { owner } => (0..size, Some(owner)),
+            Readers::Member(member) => (member..member + 1, None),
+            Readers::After { owner } => (owner + 1..size, None),
+        };
+        range.filter(move |&member| Some(member) != skip)
+    }
+}
+
+/// One of this process's publications.
+#[derive(Debug)]
+struct Published {
+    /// World rank of each member of the communicator it was for.
+    group: Arc<Vec<u32>>,
+    readers: Readers,
+    /// The number each reader's receipt must carry.
+    publication: u32,
+    /// The communicator's context (a revoked one's readers gave up).
+    context: u32,
 }
 
 /// One blocking collective on the fast path.
@@ -187,20 +235,27 @@ impl<F: Interceptor> Engine<F> {
         let Some(shm) = self.transports.shm.as_ref() else {
             return Ok(None);
         };
-        let routes = &self.transports.routes;
         let Some(Some(communicator)) = self.state.comms.get_mut(comm) else {
             return Err(MpiError::new(ErrorClass::Comm, "invalid communicator"));
         };
         let key = communicator.context as u64 >> 1;
-        let eligible = !communicator.is_inter()
-            && communicator.context.is_multiple_of(2)
-            && key <= MAX_COMMUNICATOR_KEY
-            && communicator.shared_memory_sequence < MAX_SEQUENCE
-            && communicator.group.iter().all(|&peer| {
-                matches!(routes[peer as usize], Route::Shm | Route::Loopback)
-                    && shm.collective_area(peer).is_some()
+        if communicator.is_inter()
+            || !communicator.context.is_multiple_of(2)
+            || key > MAX_COMMUNICATOR_KEY
+            || communicator.shared_memory_sequence >= MAX_SEQUENCE
+        {
+            return Ok(None);
+        }
+        let routes = &self.transports.routes;
+        let on_shared_memory = *communicator
+            .members_on_shared_memory
+            .get_or_insert_with(|| {
+                communicator.group.iter().all(|&peer| {
+                    matches!(routes[peer as usize], Route::Shm | Route::Loopback)
+                        && shm.collective_area(peer).is_some()
+                })
             });
-        if !eligible {
+        if !on_shared_memory {
             return Ok(None);
         }
         // Counted even when revoked: a member that has not seen the revoke
@@ -216,7 +271,14 @@ impl<F: Interceptor> Engine<F> {
             comm,
             context: communicator.context,
         };
-        self.check_members(&call)?;
+        if self.check_members(&call).is_err() {
+            // Failing at once without a look at the paths would let a loop
+            // of such calls spin for ever without seeing what a member sent
+            // meanwhile (a revoke: ulfm-testing's api/revoke): progress
+            // once, then judge.
+            self.progress()?;
+            self.check_members(&call)?;
+        }
         Ok(Some(call))
     }
 
@@ -242,15 +304,42 @@ impl<F: Interceptor> Engine<F> {
         }
     }
 
+    /// Write the receipts this process owes into its area. Called before
+    /// it waits for anything (here and in every progress round), so no
+    /// owner ever waits on a receipt held back by a process that waits too.
+    #[cold]
+    pub(crate) fn write_receipts(&mut self) {
+        let Some(own) = self
+            .transports
+            .shm
+            .as_ref()
+            .and_then(|shm| shm.collective_area(self.state.rank))
+        else {
+            return;
+        };
+        for (owner, index, publication) in self.shared_memory.unsent_receipts.drain(..) {
+            own.write_receipt(owner, index as usize, publication);
+        }
+    }
+
+    /// Whether receipts wait to be written.
+    #[inline]
+    pub(crate) fn owes_receipts(&self) -> bool {
+        !self.shared_memory.unsent_receipts.is_empty()
+    }
+
     /// Wait until `ready`, keeping the engine progressing and giving up
     /// when a member of `call` fails.
     fn wait_for_shared(
         &mut self,
         call: &Call,
-        mut ready: impl FnMut(&Engine<F>) -> bool,
+        mut ready: impl FnMut(&mut Engine<F>) -> bool,
     ) -> MpiResult<()> {
         let mut rounds = 0u32;
         let mut since: Option<std::time::Instant> = None;
+        if self.owes_receipts() {
+            self.write_receipts();
+        }
         loop {
             if ready(self) {
                 return Ok(());
@@ -281,16 +370,52 @@ impl<F: Interceptor> Engine<F> {
         }
     }
 
-    /// Publish this rank's contribution of `length_bytes` at `source` for
-    /// `readers` members (nothing when none reads it).
+    /// Whether every reader of own slot `index`'s last publication has a
+    /// receipt for it (a slot never published is free). A reader's row is
+    /// read again only when the receipts seen so far fall short.
+    fn slot_received(&mut self, index: usize) -> bool {
+        let SharedMemoryCollectives {
+            published,
+            receipts_seen,
+            ..
+        } = &mut self.shared_memory;
+        let Some(last) = &published[index] else {
+            return true;
+        };
+        let shm = self
+            .transports
+            .shm
+            .as_ref()
+            .expect("a fast-path call has shared memory");
+        let me = self.state.rank;
+        for member in last.readers.members(last.group.len() as u32) {
+            let reader = last.group[member as usize] as usize;
+            if receipts_seen.len() <= reader {
+                receipts_seen.resize(reader + 1, [0; COLLECTIVE_SLOTS]);
+            }
+            if receipts_seen[reader][index] != last.publication {
+                receipts_seen[reader] = shm
+                    .collective_area(reader as u32)
+                    .expect("every reader's area is mapped")
+                    .receipts_for(me);
+                if receipts_seen[reader][index] != last.publication {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Publish this rank's contribution of `length_bytes`, written by
+    /// `fill`, for `readers` (nothing when there are none).
     fn publish_shared(
         &mut self,
         call: &Call,
-        readers: u32,
+        readers: Readers,
         length_bytes: usize,
         fill: impl FnOnce(&mut [u8]),
     ) -> MpiResult<()> {
-        if readers == 0 {
+        if readers.members(call.size()).next().is_none() {
             return Ok(());
         }
         debug_assert!(length_bytes <= MAX_PUBLISHED_BYTES);
@@ -304,36 +429,41 @@ impl<F: Interceptor> Engine<F> {
             .collective_area(self.state.rank)
             .expect("the own area is mapped")
             .slot(index);
-        if !slot.is_free() {
+        if !self.slot_received(index) {
             // Readers of the slot's last contribution that gave up (a member
-            // of that communicator died) will never consume it.
+            // of that communicator died) will never receipt it.
             self.wait_for_shared(call, |engine| {
-                slot.is_free()
-                    || engine.shared_memory.slot_groups[index]
+                engine.slot_received(index)
+                    || engine.shared_memory.published[index]
                         .as_ref()
-                        .is_some_and(|group| engine.failed_member(group).is_some())
-                    || (engine.state.revoked_count > 0
-                        && engine
-                            .state
-                            .ulfm
-                            .is_revoked(engine.shared_memory.slot_contexts[index]))
+                        .is_some_and(|last| {
+                            engine.failed_member(&last.group).is_some()
+                                // ULFM: readers of a revoked communicator
+                                // gave up with MPIX_ERR_REVOKED.
+                                || (engine.state.revoked_count > 0
+                                    && engine.state.ulfm.is_revoked(last.context))
+                        })
             })?;
         }
         // SAFETY: this process owns the area and publishes from this thread
-        // only (the library lock is held); the slot is free or its readers
-        // gave up (checked just above).
-        unsafe {
-            slot.publish(call.tag, readers, |payload| {
-                fill(&mut payload[..length_bytes])
-            })
-        };
-        self.shared_memory.slot_contexts[index] = call.context;
-        let group = &mut self.shared_memory.slot_groups[index];
-        if !group
-            .as_ref()
-            .is_some_and(|group| Arc::ptr_eq(group, &call.group))
-        {
-            *group = Some(call.group.clone());
+        // only (the library lock is held); every reader receipted the slot
+        // or gave up (checked just above).
+        let publication =
+            unsafe { slot.publish(call.tag, |payload| fill(&mut payload[..length_bytes])) };
+        match &mut self.shared_memory.published[index] {
+            Some(last) if Arc::ptr_eq(&last.group, &call.group) => {
+                last.readers = readers;
+                last.publication = publication;
+                last.context = call.context;
+            }
+            entry => {
+                *entry = Some(Published {
+                    group: call.group.clone(),
+                    readers,
+                    publication,
+                    context: call.context,
+                })
+            }
         }
         self.count_send_for_kill();
         Ok(())
@@ -343,7 +473,7 @@ impl<F: Interceptor> Engine<F> {
     fn publish_bytes(
         &mut self,
         call: &Call,
-        readers: u32,
+        readers: Readers,
         source: *const u8,
         length_bytes: usize,
     ) -> MpiResult<()> {
@@ -389,8 +519,14 @@ impl<F: Interceptor> Engine<F> {
 
     /// Done reading `found`: an error when its owner reclaimed it meanwhile
     /// (what was read may be torn; a member has failed).
-    fn finish_shared(&self, call: &Call, found: Found) -> MpiResult<()> {
+    fn finish_shared(&mut self, call: &Call, member: u32, found: Found) -> MpiResult<()> {
         if found.finish() {
+            let owner = call.group[member as usize];
+            let unsent = &mut self.shared_memory.unsent_receipts;
+            unsent.push((owner, found.index as u8, found.publication()));
+            if unsent.len() >= RECEIPT_BATCH {
+                self.write_receipts();
+            }
             return Ok(());
         }
         Err(reclaimed_error(call, self.failed_member(&call.group)))
@@ -418,14 +554,17 @@ impl<F: Interceptor> Engine<F> {
                 )
             };
         }
-        self.finish_shared(call, found)
+        self.finish_shared(call, member, found)
     }
 
-    /// `target = contribution(member) op target` over `count` elements.
+    /// `target = contribution(member)[offset..] op target` over `count`
+    /// elements.
+    #[allow(clippy::too_many_arguments)]
     fn fold_shared(
         &mut self,
         call: &Call,
         member: u32,
+        offset_bytes: usize,
         reduction: &Reduction,
         target: *mut u8,
         length_bytes: usize,
@@ -433,27 +572,36 @@ impl<F: Interceptor> Engine<F> {
     ) -> MpiResult<()> {
         let found = self.take_shared(call, member)?;
         if length_bytes > 0 {
-            // SAFETY: the contribution holds `length_bytes`; `target` is the
-            // caller's `length_bytes` writable bytes, which do not overlap it.
+            // SAFETY: the contribution holds `offset_bytes + length_bytes`;
+            // `target` is the caller's `length_bytes` writable bytes, which
+            // do not overlap it.
             unsafe {
                 reduction.apply(
-                    std::slice::from_raw_parts(found.payload(length_bytes), length_bytes),
+                    std::slice::from_raw_parts(
+                        found.payload(offset_bytes + length_bytes).add(offset_bytes),
+                        length_bytes,
+                    ),
                     std::slice::from_raw_parts_mut(target, length_bytes),
                     count,
                 )?
             };
         }
-        self.finish_shared(call, found)
+        self.finish_shared(call, member, found)
     }
 
     /// MPI_Barrier: everyone publishes an empty contribution and waits for
     /// everyone else's.
     pub fn shared_barrier(&mut self, call: &Call) -> MpiResult<()> {
         let size = call.size();
-        self.publish_bytes(call, size - 1, std::ptr::null(), 0)?;
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            std::ptr::null(),
+            0,
+        )?;
         for member in (0..size).filter(|&member| member != call.rank) {
             let found = self.take_shared(call, member)?;
-            self.finish_shared(call, found)?;
+            self.finish_shared(call, member, found)?;
         }
         Ok(())
     }
@@ -467,7 +615,7 @@ impl<F: Interceptor> Engine<F> {
         root: u32,
     ) -> MpiResult<()> {
         if call.rank == root {
-            self.publish_bytes(call, call.size() - 1, data, length_bytes)
+            self.publish_bytes(call, Readers::AllOthers { owner: root }, data, length_bytes)
         } else {
             self.copy_shared(call, root, 0, data, length_bytes)
         }
@@ -487,7 +635,7 @@ impl<F: Interceptor> Engine<F> {
         root: u32,
     ) -> MpiResult<()> {
         if call.rank != root {
-            return self.publish_bytes(call, 1, send, length_bytes);
+            return self.publish_bytes(call, Readers::Member(root), send, length_bytes);
         }
         // In place, the fold overwrites the root's own contribution before
         // it is used: keep a copy.
@@ -496,18 +644,20 @@ impl<F: Interceptor> Engine<F> {
             unsafe { std::slice::from_raw_parts(send, length_bytes) }.to_vec()
         });
         let own = own_copy.as_ref().map_or(send, |copy| copy.as_ptr());
-        self.fold_in_rank_order(call, reduction, own, recv, length_bytes, count)
+        self.fold_in_rank_order(call, reduction, own, 0, recv, length_bytes, count)
     }
 
-    /// `recv = c_0 op (c_1 op (... op c_{n-1}))` over every member's
-    /// contribution `c_i`, this rank's at `own` (which must not overlap
-    /// `recv` unless this rank is the last member). Every rank that folds
-    /// gets the same bits.
+    /// `recv = c_0 op (c_1 op (... op c_{n-1}))` over the bytes at
+    /// `offset_bytes` of every member's contribution `c_i`, this rank's at
+    /// `own` (already offset; it must not overlap `recv` unless this rank
+    /// is the last member). Every rank that folds gets the same bits.
+    #[allow(clippy::too_many_arguments)]
     fn fold_in_rank_order(
         &mut self,
         call: &Call,
         reduction: &Reduction,
         own: *const u8,
+        offset_bytes: usize,
         recv: *mut u8,
         length_bytes: usize,
         count: usize,
@@ -517,9 +667,17 @@ impl<F: Interceptor> Engine<F> {
             let first = member == last;
             if member != call.rank {
                 if first {
-                    self.copy_shared(call, member, 0, recv, length_bytes)?;
+                    self.copy_shared(call, member, offset_bytes, recv, length_bytes)?;
                 } else {
-                    self.fold_shared(call, member, reduction, recv, length_bytes, count)?;
+                    self.fold_shared(
+                        call,
+                        member,
+                        offset_bytes,
+                        reduction,
+                        recv,
+                        length_bytes,
+                        count,
+                    )?;
                 }
             } else if length_bytes > 0 {
                 // SAFETY: `own` and `recv` hold `length_bytes` each and do
@@ -553,7 +711,12 @@ impl<F: Interceptor> Engine<F> {
         count: usize,
     ) -> MpiResult<()> {
         let size = call.size();
-        self.publish_bytes(call, size - 1, send, length_bytes)?;
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            send,
+            length_bytes,
+        )?;
         // The own contribution is read from where it was published when the
         // fold would overwrite it (in place).
         let own = if std::ptr::eq(send, recv) && size > 1 {
@@ -561,7 +724,39 @@ impl<F: Interceptor> Engine<F> {
         } else {
             send
         };
-        self.fold_in_rank_order(call, reduction, own, recv, length_bytes, count)
+        self.fold_in_rank_order(call, reduction, own, 0, recv, length_bytes, count)
+    }
+
+    /// MPI_Reduce_scatter_block of blocks of `count` elements
+    /// (`block_bytes`): every member publishes its whole input (`size`
+    /// blocks at `send`) and folds block `rank` of every contribution, in
+    /// rank order, into `recv`. `send == recv` is MPI_IN_PLACE (the input
+    /// in `recv`, the result in its first block).
+    pub fn shared_reduce_scatter_block(
+        &mut self,
+        call: &Call,
+        reduction: &Reduction,
+        send: *const u8,
+        recv: *mut u8,
+        block_bytes: usize,
+        count: usize,
+    ) -> MpiResult<()> {
+        let size = call.size();
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            send,
+            size as usize * block_bytes,
+        )?;
+        let offset_bytes = call.rank as usize * block_bytes;
+        // In place the fold overwrites the input: fold the published copy.
+        let input = if std::ptr::eq(send, recv) && size > 1 {
+            self.own_published(call)?
+        } else {
+            send
+        };
+        let own = input.wrapping_add(offset_bytes);
+        self.fold_in_rank_order(call, reduction, own, offset_bytes, recv, block_bytes, count)
     }
 
     /// Where this rank's contribution to `call` was published (it stays
@@ -590,10 +785,14 @@ impl<F: Interceptor> Engine<F> {
         block_bytes: usize,
         recv: *mut u8,
     ) -> MpiResult<()> {
-        let size = call.size();
         let own_block = recv.wrapping_add(call.rank as usize * block_bytes);
         let source = send.unwrap_or(own_block);
-        self.publish_bytes(call, size - 1, source, block_bytes)?;
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            source,
+            block_bytes,
+        )?;
         if let Some(send) = send {
             if block_bytes > 0 {
                 // SAFETY: `send` and the own block of `recv` hold
@@ -634,7 +833,7 @@ impl<F: Interceptor> Engine<F> {
     ) -> MpiResult<()> {
         if call.rank != root {
             let send = send.unwrap_or(std::ptr::null());
-            return self.publish_bytes(call, 1, send, block_bytes);
+            return self.publish_bytes(call, Readers::Member(root), send, block_bytes);
         }
         if let Some(send) = send {
             if block_bytes > 0 {
@@ -660,7 +859,12 @@ impl<F: Interceptor> Engine<F> {
         let size = call.size();
         let me = call.rank as usize;
         if call.rank == root {
-            self.publish_bytes(call, size - 1, send, size as usize * block_bytes)?;
+            self.publish_bytes(
+                call,
+                Readers::AllOthers { owner: call.rank },
+                send,
+                size as usize * block_bytes,
+            )?;
             if let Some(recv) = recv {
                 if block_bytes > 0 {
                     // SAFETY: `send` holds `size` blocks and `recv` one;
@@ -688,7 +892,12 @@ impl<F: Interceptor> Engine<F> {
         let me = call.rank as usize;
         // In place, publishing copies the blocks before any is overwritten.
         let source = send.unwrap_or(recv);
-        self.publish_bytes(call, size - 1, source, size as usize * block_bytes)?;
+        self.publish_bytes(
+            call,
+            Readers::AllOthers { owner: call.rank },
+            source,
+            size as usize * block_bytes,
+        )?;
         if let Some(send) = send {
             if block_bytes > 0 {
                 // SAFETY: both buffers hold `size` blocks; MPI forbids
@@ -723,7 +932,7 @@ impl<F: Interceptor> Engine<F> {
         inclusive: bool,
     ) -> MpiResult<()> {
         let me = call.rank;
-        self.publish_bytes(call, call.size() - 1 - me, send, length_bytes)?;
+        self.publish_bytes(call, Readers::After { owner: me }, send, length_bytes)?;
         // Fold the members before this one (and this one when inclusive),
         // right to left.
         let last = if inclusive {
@@ -743,7 +952,7 @@ impl<F: Interceptor> Engine<F> {
             self.copy_shared(call, last, 0, recv, length_bytes)?;
         }
         for member in (0..last).rev() {
-            self.fold_shared(call, member, reduction, recv, length_bytes, count)?;
+            self.fold_shared(call, member, 0, reduction, recv, length_bytes, count)?;
         }
         Ok(())
     }

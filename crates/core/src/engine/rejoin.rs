@@ -26,12 +26,17 @@
 //! credit both ways, the reliable link, and the route.
 
 use resmpi_ft::Interceptor;
+use resmpi_path::Path;
 use resmpi_runtime::notices::PeerEvent;
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
 use super::{Engine, State, Unexpected};
 use crate::error::{ErrorClass, MpiError};
 use crate::transport::Route;
+
+/// Most polling rounds [`Engine::deliver_last_words`] runs before a death
+/// is handled.
+const LAST_WORDS_ROUNDS: usize = 64;
 
 /// The wire form of `header` with `incarnation` as the sender's.
 #[inline]
@@ -134,12 +139,18 @@ impl<F: Interceptor> Engine<F> {
             state.old_incarnation_frames_dropped += 1;
         }
         self.transports.routes[slot] = route;
+        // The route may have changed (a peer respawned elsewhere is reached
+        // over TCP): what the collective fast path knew of it is stale.
+        for communicator in self.state.comms.iter_mut().flatten() {
+            communicator.members_on_shared_memory = None;
+        }
         self.links.adopt(peer, route == Route::Tcp);
         true
     }
 
     /// The launcher's notices since the last call: deaths and re-joins, in
-    /// the order it sent them. A death of an incarnation older than the one
+    /// the order it sent them (before a death, what is in transit is
+    /// delivered: [`Engine::deliver_last_words`]). A death of an incarnation older than the one
     /// known is stale (the re-join came first) and ignored. A re-join is
     /// connected over TCP here ([`crate::wireup::connect_rejoined_peer`]);
     /// if that fails the new incarnation is taken as failed too.
@@ -153,6 +164,7 @@ impl<F: Interceptor> Engine<F> {
             match event {
                 PeerEvent::Failed { rank, incarnation } => {
                     if rank < self.state.size && incarnation >= self.state.peer_incarnation(rank) {
+                        self.deliver_last_words();
                         self.handle_peer_failure(rank);
                     }
                 }
@@ -161,6 +173,31 @@ impl<F: Interceptor> Engine<F> {
                     incarnation,
                     address,
                 } => self.connect_rejoined(rank, incarnation, &address),
+            }
+        }
+    }
+
+    /// Deliver what is still in transit to this process (rings, sockets)
+    /// before a death is handled: a dead peer's last frames were written
+    /// before the launcher noticed the death, so they are there now, and a
+    /// message it sent (or an Issend's acknowledgement) must not be lost
+    /// because its notice was read first. Polls until a round brings
+    /// nothing, at most [`LAST_WORDS_ROUNDS`] rounds (live peers may keep
+    /// sending); errors resurface in the next progress round.
+    fn deliver_last_words(&mut self) {
+        for _ in 0..LAST_WORDS_ROUNDS {
+            let state = &mut self.state;
+            let mut frames = match self.transports.shm.as_mut() {
+                Some(shm) => shm
+                    .poll(|peer, frame| state.handle_frame(peer, frame))
+                    .unwrap_or(0),
+                None => 0,
+            };
+            if !self.transports.rails.is_empty() {
+                frames += self.poll_rails().unwrap_or(0);
+            }
+            if frames == 0 {
+                return;
             }
         }
     }
