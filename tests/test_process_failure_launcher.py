@@ -96,3 +96,18 @@ def test_process_fault_outside_the_job_is_a_usage_error_naming_the_item(build, i
     assert res.returncode == 2, res.describe()
     assert f"mpiexec: --inject item `{item}`: {reason}" in res.stderr, res.describe()
     assert "ready" not in res.stdout, res.describe()
+
+
+def test_a_rank_killed_right_after_printing_has_not_lost_the_line(build):
+    """stdout of a rank is a pipe, fully buffered by the C library: resmpi
+    line-buffers it at MPI_Init, so a line printed just before a SIGKILL
+    reaches mpiexec (tests/c/last_line.c); with RESMPI_LINE_BUFFERED=off
+    it is lost, which shows the test can fail."""
+    exe = build("last_line")
+    res = run(3, exe, mpiexec_opts=("--failure-policy", "continue", "--timeout", "30"), timeout=60)
+    assert res.returncode == 137, res.describe()
+    assert sorted(res.stdout.splitlines()) == ["rank 0: done", "rank 1: last line", "rank 2: done"], \
+        res.describe()
+    res = run(3, exe, mpiexec_opts=("--failure-policy", "continue", "-x", "RESMPI_LINE_BUFFERED=off",
+                                    "--timeout", "30"), timeout=60)
+    assert "rank 1: last line" not in res.stdout, res.describe()

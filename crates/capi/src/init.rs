@@ -39,6 +39,9 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
         Ok(mpi) => {
             // RESMPI_PROGRESS_THREAD=off exists for tests that show what the thread is for.
             let background_progress = mpi.engine.links.any() && mpi.config.progress_thread;
+            if mpi.config.line_buffered {
+                line_buffer_standard_output();
+            }
             global.mpi = Some(mpi);
             if background_progress {
                 start_progress_thread();
@@ -79,6 +82,35 @@ pub fn initial_errhandler() -> Result<(MPI_Errhandler, &'static str), String> {
             "{INITIAL_ERRHANDLER_VARIABLE}={value:?}: expected mpi_errors_are_fatal, \
              mpi_errors_abort or mpi_errors_return"
         )),
+    }
+}
+
+/// Make the C library's `stdout` line-buffered when it is not a terminal
+/// (a pipe to mpiexec, a file): a rank killed right after a `printf` has
+/// lost no line it printed (ulfm-testing's api/revshrinkkill counts them),
+/// and the lines of ranks reach mpiexec whole. A terminal is
+/// line-buffered already. `RESMPI_LINE_BUFFERED=off` leaves it alone.
+fn line_buffer_standard_output() {
+    extern "C" {
+        /// glibc's `stdout` stream.
+        static mut stdout: *mut libc::FILE;
+    }
+    // SAFETY: isatty on a descriptor number is always safe to call;
+    // setvbuf on the C library's own stdout, which exists for the whole
+    // process. glibc flushes what was buffered before changing the mode.
+    unsafe {
+        if libc::isatty(libc::STDOUT_FILENO) == 0 {
+            let stream = std::ptr::addr_of!(stdout).read();
+            if !stream.is_null() {
+                libc::fflush(stream);
+                libc::setvbuf(
+                    stream,
+                    std::ptr::null_mut(),
+                    libc::_IOLBF,
+                    libc::BUFSIZ as usize,
+                );
+            }
+        }
     }
 }
 

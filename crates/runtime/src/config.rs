@@ -25,6 +25,7 @@
 //! | `RESMPI_RAIL_TIMEOUT_MS`| silence after which a rail is down while another rail works | 100 |
 //! | `RESMPI_PEER_TIMEOUT_MS`| silence on every rail after which the peer is unreachable | 5000 |
 //! | `RESMPI_PROGRESS_THREAD`| `on`/`off`: background progress for reliable links | `on` |
+//! | `RESMPI_LINE_BUFFERED`  | `on`/`off`: line-buffer the C library's stdout when it is not a terminal | `on` |
 //! | `RESMPI_DEBUG_RAILS`    | any value: print rails going down or up    | unset |
 //! | `RESMPI_FAILURE_POLICY` | `abort`/`continue`: a dead peer ends the job, or is an event the survivors see (set by our `mpiexec`; unset under other launchers) | unset |
 //! | `RESMPI_FT`             | process fault-tolerance protocol, chosen at `MPI_Init` (`none` is the only one yet; `resmpi_ft::Mode`) | `none` |
@@ -78,6 +79,11 @@ pub struct Config {
     pub peer_timeout_ms: u64,
     /// `RESMPI_PROGRESS_THREAD`.
     pub progress_thread: bool,
+    /// `RESMPI_LINE_BUFFERED`: standard output of the C library is made
+    /// line-buffered at `MPI_Init` when it is a pipe or a file, so a rank
+    /// that dies has lost no line it printed and ranks' lines never split
+    /// (Open MPI gets the same from the pseudo-terminal it gives ranks).
+    pub line_buffered: bool,
     /// `RESMPI_DEBUG_RAILS` is set.
     pub debug_rails: bool,
     /// `RESMPI_FAILURE_POLICY`; `None` when no resmpi launcher set it (then
@@ -150,6 +156,7 @@ impl Default for Config {
             rail_timeout_ms: 100,
             peer_timeout_ms: 5000,
             progress_thread: true,
+            line_buffered: true,
             debug_rails: false,
             failure_policy: None,
             ft_protocol: "none".into(),
@@ -297,6 +304,9 @@ impl Config {
         }
         if let Some(text) = lookup("RESMPI_PROGRESS_THREAD") {
             config.progress_thread = choose("RESMPI_PROGRESS_THREAD", &text, &switch)?;
+        }
+        if let Some(text) = lookup("RESMPI_LINE_BUFFERED") {
+            config.line_buffered = choose("RESMPI_LINE_BUFFERED", &text, &switch)?;
         }
         config.debug_rails = lookup("RESMPI_DEBUG_RAILS").is_some();
         Ok(config)
