@@ -9,8 +9,8 @@
  *   revoke-die    the same, but rank 0 dies right after it revoked (a send
  *                 on MPI_COMM_WORLD to rank 1 follows the revoke, so at
  *                 least rank 1 got it): the others learn it by the flood.
- *   inter-agree   agree and revoke on an inter-communicator, with a death
- *                 (see inter_agree() below).
+ *   inter-agree   agree, revoke and shrink on an inter-communicator, with
+ *                 a death (see inter_agree() below).
  *   initial-errhandler  under mpiexec --initial-errhandler mpi_errors_return
  *                 MPI_INFO_ENV names it and an error on MPI_COMM_WORLD
  *                 returns.
@@ -136,7 +136,8 @@ static int revoke_mode(int revoker_dies) {
  * gives each group the AND of the *other* group's flags; when a rank of
  * the second half dies, agree reports MPIX_ERR_PROC_FAILED in both groups
  * until everyone acknowledged; a revoke of the inter-communicator reaches
- * both groups. */
+ * both groups; shrink gives an inter-communicator of each group's
+ * survivors on which an allreduce works. */
 static int inter_agree(void) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int half = world_size / 2, low = world_rank < half;
@@ -177,10 +178,27 @@ static int inter_agree(void) {
     int revoked = 0;
     MPIX_Comm_is_revoked(inter, &revoked);
     EXPECT(revoked, "not revoked");
+    /* shrink: an inter-communicator of each group's survivors */
     MPI_Comm shrunk;
     rc = MPIX_Comm_shrink(inter, &shrunk);
-    EXPECT(class_of(rc) == MPI_ERR_COMM, "shrink of an inter-communicator: class %d", class_of(rc));
-    printf("rank %d: inter-communicator agree and revoke ok\n", world_rank);
+    EXPECT(rc == MPI_SUCCESS, "shrink of an inter-communicator: class %d", class_of(rc));
+    MPI_Comm_set_errhandler(shrunk, MPI_ERRORS_RETURN);
+    int is_inter = 0, local_size = 0, remote_size = 0;
+    MPI_Comm_test_inter(shrunk, &is_inter);
+    MPI_Comm_size(shrunk, &local_size);
+    MPI_Comm_remote_size(shrunk, &remote_size);
+    int high_survivors = world_size - half - 1;
+    EXPECT(is_inter && local_size == (low ? half : high_survivors) &&
+               remote_size == (low ? high_survivors : half),
+           "shrunk: inter %d, sizes %d / %d", is_inter, local_size, remote_size);
+    long mine = world_rank, remote_sum = 0, expected = 0;
+    for (int r = 0; r < world_size - 1; r++)
+        if ((r < half) != low) expected += r;
+    rc = MPI_Allreduce(&mine, &remote_sum, 1, MPI_LONG, MPI_SUM, shrunk);
+    EXPECT(rc == MPI_SUCCESS && remote_sum == expected, "allreduce on the shrunk inter: class %d, %ld != %ld",
+           class_of(rc), remote_sum, expected);
+    printf("rank %d: inter-communicator agree, revoke and shrink ok\n", world_rank);
+    MPI_Comm_free(&shrunk);
     MPI_Comm_free(&inter);
     MPI_Comm_free(&local);
     return 0;

@@ -162,30 +162,57 @@ impl Mpi {
     /// MPIX_Comm_shrink: a new communicator of the members not in the
     /// agreed failed set, with an agreed new context.
     pub fn comm_shrink(&mut self, comm_index: usize) -> MpiResult<usize> {
-        self.ulfm_intra(comm_index, "MPIX_Comm_shrink")?;
-        let decision = self.agree(comm_index, !0)?.decision;
+        let Agreed {
+            decision, members, ..
+        } = self.agree(comm_index, !0)?;
+        let failed: Vec<u32> = decision.failed.iter().map(|index| members[index]).collect();
+        let survivors_of = |group: &[u32]| -> Vec<u32> {
+            group
+                .iter()
+                .copied()
+                .filter(|member| !failed.contains(member))
+                .collect()
+        };
         let parent = self.comm(comm_index)?.clone();
-        let survivors: Vec<u32> = (0..parent.group.len())
-            .filter(|&index| !decision.failed.contains(index))
-            .map(|index| parent.group[index])
-            .collect();
+        let local = survivors_of(&parent.group);
         let me = self.rank();
-        let rank = survivors
+        let rank = local
             .iter()
             .position(|&member| member == me)
             .expect("a live process is never in the agreed failed set") as u32;
         let context = decision.next_context;
-        self.next_context = self.next_context.max(context + 2);
-        let mut comm = Communicator::new(
+        let Some(remote) = &parent.remote else {
+            self.next_context = self.next_context.max(context + 2);
+            let comm = Communicator::new(
+                context,
+                Arc::new(local),
+                rank,
+                parent.errhandler,
+                String::new(),
+            );
+            return Ok(self.add_comm(comm));
+        };
+        // An inter-communicator: the survivors of each group, the agreed
+        // context for it and the one above for its hidden local
+        // communicator, as MPI_Intercomm_create lays them out.
+        let remote_survivors = survivors_of(&remote.group);
+        if remote_survivors.is_empty() {
+            return fail(
+                ErrorClass::ProcFailed,
+                "MPIX_Comm_shrink: every process of the remote group has failed",
+            );
+        }
+        self.next_context = self
+            .next_context
+            .max(context + crate::intercomm::INTERCOMM_CONTEXT_SPAN);
+        let local_comm = Communicator::new(
             context,
-            Arc::new(survivors),
+            Arc::new(local),
             rank,
             parent.errhandler,
             String::new(),
         );
-        // Failures the shrunk set already excludes need no acknowledgement.
-        comm.acknowledged_failures = Vec::new();
-        Ok(self.add_comm(comm))
+        Ok(self.add_intercomm(context, &local_comm, Arc::new(remote_survivors)))
     }
 
     /// Run the next agreement on `comm_index` with `flag`.
@@ -275,17 +302,5 @@ impl Mpi {
             members,
             flag,
         })
-    }
-
-    /// Shrink runs on intra-communicators only (for now): a clear error on
-    /// an inter-communicator rather than a wrong answer.
-    fn ulfm_intra(&self, comm_index: usize, what: &str) -> MpiResult<()> {
-        if self.comm(comm_index)?.is_inter() {
-            return fail(
-                ErrorClass::Comm,
-                format!("{what} on an inter-communicator is not implemented by resmpi"),
-            );
-        }
-        Ok(())
     }
 }
