@@ -73,6 +73,14 @@ def test_agree_revoke_and_shrink_on_an_inter_communicator(ulfm_exe):
     assert ranks == ["0", "1", "2", "3", "4"], res.describe()
 
 
+@pytest.mark.parametrize("paths", ["auto", "tcp"])
+def test_iagree_does_not_block_and_ishrink_gives_a_working_communicator(ulfm_exe, paths):
+    res = run_ulfm(ulfm_exe, 4, "nonblocking", "--paths", paths)
+    finished(res, 137)
+    ranks = sorted(re.findall(r"^rank (\d+): iagree and ishrink ok$", res.stdout, re.M))
+    assert ranks == ["0", "1", "2"], res.describe()
+
+
 def test_initial_errhandler_is_set_by_mpiexec_and_visible_in_mpi_info_env(ulfm_exe):
     res = run(2, ulfm_exe, "initial-errhandler",
               mpiexec_opts=("--initial-errhandler", "mpi_errors_return", "--timeout", str(BOUND_SECONDS)),

@@ -32,6 +32,50 @@ use crate::comm::Communicator;
 use crate::error::{fail, ErrorClass, MpiError, MpiResult};
 use crate::Mpi;
 
+/// Why a nonblocking agreement runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgreementPurpose {
+    /// MPIX_Comm_iagree.
+    Agree,
+    /// MPIX_Comm_ishrink.
+    Shrink,
+}
+
+/// What a nonblocking agreement gives when its request completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgreementOutcome {
+    /// The agreed flag (MPIX_Comm_iagree).
+    Flag(i32),
+    /// The new communicator's table index (MPIX_Comm_ishrink).
+    Communicator(usize),
+}
+
+/// A nonblocking agreement waiting for its request to complete.
+#[derive(Debug)]
+pub struct NonblockingAgreement {
+    started: StartedAgreement,
+    purpose: AgreementPurpose,
+}
+
+impl NonblockingAgreement {
+    /// Why it runs.
+    pub fn purpose(&self) -> AgreementPurpose {
+        self.purpose
+    }
+}
+
+/// An agreement this process started.
+#[derive(Debug)]
+struct StartedAgreement {
+    key: AgreementKey,
+    comm_index: usize,
+    /// World rank of each participant.
+    members: Vec<u32>,
+    /// On an inter-communicator whose local group comes first, the remote
+    /// group's AND is the decision's second flag.
+    takes_second_flag: bool,
+}
+
 /// What one agreement gave this process.
 struct Agreed {
     decision: Decision,
@@ -162,9 +206,16 @@ impl Mpi {
     /// MPIX_Comm_shrink: a new communicator of the members not in the
     /// agreed failed set, with an agreed new context.
     pub fn comm_shrink(&mut self, comm_index: usize) -> MpiResult<usize> {
+        let agreed = self.agree(comm_index, !0)?;
+        self.build_shrunk(comm_index, agreed)
+    }
+
+    /// The communicator of the members of `comm_index` not in the agreed
+    /// failed set.
+    fn build_shrunk(&mut self, comm_index: usize, agreed: Agreed) -> MpiResult<usize> {
         let Agreed {
             decision, members, ..
-        } = self.agree(comm_index, !0)?;
+        } = agreed;
         let failed: Vec<u32> = decision.failed.iter().map(|index| members[index]).collect();
         let survivors_of = |group: &[u32]| -> Vec<u32> {
             group
@@ -215,8 +266,20 @@ impl Mpi {
         Ok(self.add_intercomm(context, &local_comm, Arc::new(remote_survivors)))
     }
 
-    /// Run the next agreement on `comm_index` with `flag`.
+    /// Run the next agreement on `comm_index` with `flag`, to its decision.
     fn agree(&mut self, comm_index: usize, flag: i32) -> MpiResult<Agreed> {
+        let started = self.start_agreement(comm_index, flag)?;
+        let key = started.key;
+        let mut decision = None;
+        self.engine.wait_until(|engine| {
+            decision = engine.state.ulfm.take_decision(key);
+            decision.is_some()
+        })?;
+        Ok(self.finish_agreement(started, decision.expect("waited for it")))
+    }
+
+    /// Start the next agreement on `comm_index` with `flag`.
+    fn start_agreement(&mut self, comm_index: usize, flag: i32) -> MpiResult<StartedAgreement> {
         let next_context = self.next_context;
         let comm = self.comm_mut(comm_index)?;
         let key = AgreementKey {
@@ -274,33 +337,80 @@ impl Mpi {
             );
         }
         state.flush_ulfm();
-        let mut decision = None;
-        self.engine.wait_until(|engine| {
-            decision = engine.state.ulfm.take_decision(key);
-            decision.is_some()
-        })?;
-        let decision = decision.expect("waited for it");
+        Ok(StartedAgreement {
+            key,
+            comm_index,
+            members,
+            takes_second_flag: inter && local_first,
+        })
+    }
+
+    /// What agreement `started` decided, for this process.
+    fn finish_agreement(&mut self, started: StartedAgreement, decision: Decision) -> Agreed {
         // The agreed failed set came from failure notices (dead is dead):
         // a member this process was not told of yet is dead too, so that
         // a failure_ack right after this call covers what agree reported.
         let newly_failed: Vec<u32> = decision
             .failed
             .iter()
-            .map(|index| members[index])
+            .map(|index| started.members[index])
             .filter(|&member| !self.engine.peer_failed(member))
             .collect();
         for member in newly_failed {
             self.engine.handle_peer_failure(member);
         }
-        let flag = match (inter, local_first) {
-            (false, _) => decision.flag,
-            (true, true) => decision.second_flag,
-            (true, false) => decision.flag,
+        let flag = if started.takes_second_flag {
+            decision.second_flag
+        } else {
+            decision.flag
         };
-        Ok(Agreed {
+        Agreed {
             decision,
-            members,
+            members: started.members,
             flag,
-        })
+        }
+    }
+
+    /// MPIX_Comm_iagree / MPIX_Comm_ishrink: start the agreement and
+    /// return a request that completes (in any progress) once it is
+    /// decided, with `MPIX_ERR_PROC_FAILED` when agree would return it
+    /// (never for shrink); [`Mpi::finish_nonblocking_agreement`] then
+    /// gives the outcome.
+    pub fn start_nonblocking_agreement(
+        &mut self,
+        comm_index: usize,
+        flag: i32,
+        purpose: AgreementPurpose,
+    ) -> MpiResult<(u32, NonblockingAgreement)> {
+        let started = self.start_agreement(comm_index, flag)?;
+        let request = self.engine.start_agreement_request(
+            comm_index,
+            started.key,
+            purpose == AgreementPurpose::Agree,
+        )?;
+        Ok((request, NonblockingAgreement { started, purpose }))
+    }
+
+    /// The outcome of a nonblocking agreement whose request `request`
+    /// completed: the flag (iagree) or the new communicator (ishrink).
+    pub fn finish_nonblocking_agreement(
+        &mut self,
+        request: u32,
+        pending: NonblockingAgreement,
+    ) -> MpiResult<AgreementOutcome> {
+        let Some(decision) = self.engine.take_agreement_decision(request) else {
+            return fail(
+                ErrorClass::Intern,
+                "the agreement's request completed without a decision",
+            );
+        };
+        let comm_index = pending.started.comm_index;
+        let agreed = self.finish_agreement(pending.started, decision);
+        match pending.purpose {
+            AgreementPurpose::Agree => Ok(AgreementOutcome::Flag(agreed.flag)),
+            AgreementPurpose::Shrink => Ok(AgreementOutcome::Communicator(
+                self.build_shrunk(comm_index, agreed)?,
+            )),
+        }
     }
 }
