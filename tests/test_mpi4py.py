@@ -47,6 +47,9 @@ SUBSET = [
     # the package itself
     "test_package", "test_pickle", "test_threads", "test_toplevel", "test_ctypes",
     "test_doc", "test_mpiabi", "test_win", "test_status",
+    # ULFM (issue 11): revoke, shrink, agree, failure_ack/get_acked on a
+    # fault-free run (no test of the module kills a process)
+    "test_ulfm",
 ]
 
 pytestmark = pytest.mark.resmpi_only("mpi4py is built against resmpi's mpicc")
