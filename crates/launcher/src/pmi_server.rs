@@ -239,8 +239,10 @@ impl PmiServer {
                 // reading for WRITE_TIMEOUT_MS: it gets no more notices.
                 *slot = None;
                 if !self.state().connection_closed[watcher] {
+                    // A warning (also for harnesses that fail a test on any
+                    // other line): usually a rank that has just exited.
                     eprintln!(
-                        "mpiexec: rank {watcher} does not read its PMI connection; it gets no more failure notices"
+                        "WARNING: mpiexec: rank {watcher} does not read its PMI connection; it gets no more failure notices"
                     );
                 }
             }
