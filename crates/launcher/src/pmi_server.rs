@@ -231,19 +231,27 @@ impl PmiServer {
             if line_count == 0 {
                 continue;
             }
-            if lock_writer(writer).write_all(lines.as_bytes()).is_ok() {
-                report.notice_count += line_count;
-                *notices_sent_count += u64::from(line_count);
-            } else {
-                // Gone (its thread has not noticed yet), or it stopped
-                // reading for WRITE_TIMEOUT_MS: it gets no more notices.
-                *slot = None;
-                if !self.state().connection_closed[watcher] {
-                    // A warning (also for harnesses that fail a test on any
-                    // other line): usually a rank that has just exited.
-                    eprintln!(
-                        "WARNING: mpiexec: rank {watcher} does not read its PMI connection; it gets no more failure notices"
+            let written = lock_writer(writer).write_all(lines.as_bytes());
+            match written {
+                Ok(()) => {
+                    report.notice_count += line_count;
+                    *notices_sent_count += u64::from(line_count);
+                }
+                Err(error) => {
+                    // Gone (its thread has not noticed yet), or it stopped
+                    // reading for WRITE_TIMEOUT_MS: it gets no more notices.
+                    *slot = None;
+                    let gone = matches!(
+                        error.kind(),
+                        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
                     );
+                    if !gone && !self.state().connection_closed[watcher] {
+                        // Notices go only to watchers, which exist only
+                        // under the continue policy: a warning there.
+                        eprintln!(
+                            "WARNING: mpiexec: rank {watcher} does not read its PMI connection; it gets no more failure notices"
+                        );
+                    }
                 }
             }
         }
