@@ -64,11 +64,21 @@ def test_revoke_reaches_every_rank_when_the_revoker_dies_right_after(ulfm_exe):
         assert (size, new_rank, total) == ("3", str(rank - 1), "6"), res.describe()
 
 
-def test_agree_on_an_inter_communicator_gives_each_group_the_other_groups_and_and_is_uniform(ulfm_exe):
+def test_agree_revoke_and_shrink_on_an_inter_communicator(ulfm_exe):
+    """Agree gives each group the other group's AND, uniformly; shrink gives
+    an inter-communicator of the survivors of both groups."""
     res = run_ulfm(ulfm_exe, 6, "inter-agree")
     finished(res, 137)
-    ranks = sorted(re.findall(r"^rank (\d+): inter-communicator agree and revoke ok$", res.stdout, re.M))
+    ranks = sorted(re.findall(r"^rank (\d+): inter-communicator agree, revoke and shrink ok$", res.stdout, re.M))
     assert ranks == ["0", "1", "2", "3", "4"], res.describe()
+
+
+@pytest.mark.parametrize("paths", ["auto", "tcp"])
+def test_iagree_does_not_block_and_ishrink_gives_a_working_communicator(ulfm_exe, paths):
+    res = run_ulfm(ulfm_exe, 4, "nonblocking", "--paths", paths)
+    finished(res, 137)
+    ranks = sorted(re.findall(r"^rank (\d+): iagree and ishrink ok$", res.stdout, re.M))
+    assert ranks == ["0", "1", "2"], res.describe()
 
 
 def test_initial_errhandler_is_set_by_mpiexec_and_visible_in_mpi_info_env(ulfm_exe):

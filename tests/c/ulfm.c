@@ -9,8 +9,11 @@
  *   revoke-die    the same, but rank 0 dies right after it revoked (a send
  *                 on MPI_COMM_WORLD to rank 1 follows the revoke, so at
  *                 least rank 1 got it): the others learn it by the flood.
- *   inter-agree   agree and revoke on an inter-communicator, with a death
- *                 (see inter_agree() below).
+ *   inter-agree   agree, revoke and shrink on an inter-communicator, with
+ *                 a death (see inter_agree() below).
+ *   nonblocking   MPIX_Comm_iagree overlaps (rank 0 sends what rank 1 needs
+ *                 before it joins), reports a death at its Wait, and
+ *                 MPIX_Comm_ishrink gives a working communicator.
  *   initial-errhandler  under mpiexec --initial-errhandler mpi_errors_return
  *                 MPI_INFO_ENV names it and an error on MPI_COMM_WORLD
  *                 returns.
@@ -136,7 +139,8 @@ static int revoke_mode(int revoker_dies) {
  * gives each group the AND of the *other* group's flags; when a rank of
  * the second half dies, agree reports MPIX_ERR_PROC_FAILED in both groups
  * until everyone acknowledged; a revoke of the inter-communicator reaches
- * both groups. */
+ * both groups; shrink gives an inter-communicator of each group's
+ * survivors on which an allreduce works. */
 static int inter_agree(void) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int half = world_size / 2, low = world_rank < half;
@@ -177,12 +181,84 @@ static int inter_agree(void) {
     int revoked = 0;
     MPIX_Comm_is_revoked(inter, &revoked);
     EXPECT(revoked, "not revoked");
+    /* shrink: an inter-communicator of each group's survivors */
     MPI_Comm shrunk;
     rc = MPIX_Comm_shrink(inter, &shrunk);
-    EXPECT(class_of(rc) == MPI_ERR_COMM, "shrink of an inter-communicator: class %d", class_of(rc));
-    printf("rank %d: inter-communicator agree and revoke ok\n", world_rank);
+    EXPECT(rc == MPI_SUCCESS, "shrink of an inter-communicator: class %d", class_of(rc));
+    MPI_Comm_set_errhandler(shrunk, MPI_ERRORS_RETURN);
+    int is_inter = 0, local_size = 0, remote_size = 0;
+    MPI_Comm_test_inter(shrunk, &is_inter);
+    MPI_Comm_size(shrunk, &local_size);
+    MPI_Comm_remote_size(shrunk, &remote_size);
+    int high_survivors = world_size - half - 1;
+    EXPECT(is_inter && local_size == (low ? half : high_survivors) &&
+               remote_size == (low ? high_survivors : half),
+           "shrunk: inter %d, sizes %d / %d", is_inter, local_size, remote_size);
+    long mine = world_rank, remote_sum = 0, expected = 0;
+    for (int r = 0; r < world_size - 1; r++)
+        if ((r < half) != low) expected += r;
+    rc = MPI_Allreduce(&mine, &remote_sum, 1, MPI_LONG, MPI_SUM, shrunk);
+    EXPECT(rc == MPI_SUCCESS && remote_sum == expected, "allreduce on the shrunk inter: class %d, %ld != %ld",
+           class_of(rc), remote_sum, expected);
+    printf("rank %d: inter-communicator agree, revoke and shrink ok\n", world_rank);
+    MPI_Comm_free(&shrunk);
     MPI_Comm_free(&inter);
     MPI_Comm_free(&local);
+    return 0;
+}
+
+/* ----------------------------------------------------------- nonblocking */
+/* MPIX_Comm_iagree and MPIX_Comm_ishrink (mpi-ext.h) do not block: rank 0
+ * starts an iagree and only then sends rank 1 the message rank 1 waits for
+ * before it starts its own (an iagree that ran to its decision inside the
+ * call would wait for rank 1's contribution for ever). Then, after the
+ * last rank died, a Wait on an iagree returns MPIX_ERR_PROC_FAILED, and an
+ * ishrink gives a working communicator of the survivors. */
+static int nonblocking(void) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Request request;
+    int flag = 0x70 | world_rank, rc;
+    long token = 42;
+    if (world_rank == 0) {
+        EXPECT(MPIX_Comm_iagree(comm, &flag, &request) == MPI_SUCCESS, "iagree");
+        MPI_Send(&token, 1, MPI_LONG, 1, 1, MPI_COMM_WORLD);
+    } else {
+        if (world_rank == 1) MPI_Recv(&token, 1, MPI_LONG, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        EXPECT(MPIX_Comm_iagree(comm, &flag, &request) == MPI_SUCCESS, "iagree");
+    }
+    rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
+    EXPECT(rc == MPI_SUCCESS && flag == 0x70 && request == MPI_REQUEST_NULL, "iagree: class %d flag %#x",
+           class_of(rc), flag);
+    /* the last rank dies */
+    MPI_Barrier(comm);
+    if (world_rank == world_size - 1) raise(SIGKILL);
+    long value;
+    rc = MPI_Recv(&value, 1, MPI_LONG, world_size - 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    EXPECT(rc == MPIX_ERR_PROC_FAILED, "receive from the dead: %d", rc);
+    flag = 1;
+    MPIX_Comm_iagree(comm, &flag, &request);
+    int done = 0;
+    while (!done) {
+        rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) break;
+    }
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED, "iagree after a death: class %d", class_of(rc));
+    MPI_Comm shrunk = MPI_COMM_NULL;
+    EXPECT(MPIX_Comm_ishrink(comm, &shrunk, &request) == MPI_SUCCESS, "ishrink");
+    rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
+    EXPECT(rc == MPI_SUCCESS && shrunk != MPI_COMM_NULL, "ishrink wait: class %d", class_of(rc));
+    int size;
+    MPI_Comm_size(shrunk, &size);
+    long one = 1, count = 0;
+    rc = MPI_Allreduce(&one, &count, 1, MPI_LONG, MPI_SUM, shrunk);
+    EXPECT(rc == MPI_SUCCESS && size == world_size - 1 && count == world_size - 1,
+           "shrunk: size %d, allreduce %ld (class %d)", size, count, class_of(rc));
+    printf("rank %d: iagree and ishrink ok\n", world_rank);
+    MPI_Comm_free(&shrunk);
+    MPI_Comm_free(&comm);
     return 0;
 }
 
@@ -462,6 +538,7 @@ int main(int argc, char **argv) {
     else if (strcmp(mode, "finalize-revoked") == 0) result = finalize_revoked();
     else if (strcmp(mode, "initial-errhandler") == 0) result = initial_errhandler();
     else if (strcmp(mode, "inter-agree") == 0) result = inter_agree();
+    else if (strcmp(mode, "nonblocking") == 0) result = nonblocking();
     else if (strcmp(mode, "agree") == 0) result = agree();
     else if (strcmp(mode, "jacobi") == 0) result = jacobi();
     else {

@@ -171,6 +171,7 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
             if scheduled {
                 finish_staged_receive(index, generation);
                 crate::comm::install_idup_context(mpi, index, generation);
+                crate::ulfm::finish_nonblocking_agreement(mpi, index, generation);
             }
             (core_status, true)
         }

@@ -4,12 +4,18 @@
 //! `_iagree`, `_ishrink`, `_ack_failed`). The meaning lives in
 //! `resmpi_core::ulfm`; here are handles, pointers and error handlers.
 //!
-//! `MPIX_Comm_iagree` and `MPIX_Comm_ishrink` complete inside the call
-//! (the agreement runs to its decision there) and return a request that
-//! is already complete: a program written for the nonblocking forms runs
-//! unchanged, but gets no overlap.
+//! `MPIX_Comm_iagree` and `MPIX_Comm_ishrink` start the agreement and
+//! return a request that completes in a later progress once the agreement
+//! is decided; the flag (iagree) or the new communicator (ishrink) is
+//! written where the caller said when the request is completed by a
+//! Wait/Test call ([`finish_nonblocking_agreement`], called from the one
+//! `finish` path of the request calls, like MPI_Comm_idup's context).
 
-use resmpi_core::{ErrorClass, MpiError, MpiResult, Status};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use resmpi_core::ulfm::{AgreementOutcome, AgreementPurpose, NonblockingAgreement};
+use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
 use crate::global::entry;
@@ -74,18 +80,11 @@ pub unsafe extern "C" fn PMPIX_Comm_iagree(
         let index = comm_of(mpi, comm)?;
         non_null(flag, "flag")?;
         non_null(request, "request")?;
-        // SAFETY: checked non-null.
-        let (agreed, error) = mpi.comm_agree(index, unsafe { *flag })?;
-        // SAFETY: checked non-null.
-        unsafe { *flag = agreed };
-        let status = Status {
-            source: -1,
-            tag: -1,
-            error: error.map_or(0, |error| error.class as i32),
-            count_bytes: 0,
-            cancelled: false,
-        };
-        let slot = mpi.engine.start_nothing(index, status)?;
+        // SAFETY: checked non-null; read now (the caller may reuse it).
+        let value = unsafe { *flag };
+        let (slot, pending) =
+            mpi.start_nonblocking_agreement(index, value, AgreementPurpose::Agree)?;
+        remember(mpi, slot, flag as usize, pending);
         // SAFETY: checked non-null.
         unsafe { *request = request_handle(slot) };
         Ok(())
@@ -116,13 +115,11 @@ pub unsafe extern "C" fn PMPIX_Comm_ishrink(
         let index = comm_of(mpi, comm)?;
         non_null(newcomm, "newcomm")?;
         non_null(request, "request")?;
-        let new_index = mpi.comm_shrink(index)?;
-        let slot = mpi.engine.start_nothing(index, Status::default())?;
-        // SAFETY: both checked non-null.
-        unsafe {
-            *newcomm = comm_handle(new_index);
-            *request = request_handle(slot);
-        }
+        let (slot, pending) =
+            mpi.start_nonblocking_agreement(index, !0, AgreementPurpose::Shrink)?;
+        remember(mpi, slot, newcomm as usize, pending);
+        // SAFETY: checked non-null.
+        unsafe { *request = request_handle(slot) };
         Ok(())
     })
 }
@@ -195,3 +192,58 @@ pub unsafe extern "C" fn PMPIX_Comm_ack_failed(
     })
 }
 const _: fn_types::MPIX_Comm_ack_failed = PMPIX_Comm_ack_failed;
+
+/// Nonblocking agreements in flight: request slot -> (generation, where the
+/// outcome goes: an `int *flag` or an `MPI_Comm *newcomm`, the agreement).
+type PendingAgreements = HashMap<u32, (u32, usize, NonblockingAgreement)>;
+
+static PENDING_AGREEMENTS: Mutex<Option<PendingAgreements>> = Mutex::new(None);
+
+fn with_pending<T>(body: impl FnOnce(&mut PendingAgreements) -> T) -> T {
+    let mut guard = PENDING_AGREEMENTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    body(guard.get_or_insert_with(Default::default))
+}
+
+/// Keep nonblocking agreement `pending` of request `slot` until it completes.
+fn remember(mpi: &Mpi, slot: u32, output: usize, pending: NonblockingAgreement) {
+    let generation = mpi
+        .engine
+        .state
+        .requests
+        .get(slot)
+        .map_or(0, |request| request.generation);
+    with_pending(|agreements| agreements.insert(slot, (generation, output, pending)));
+}
+
+/// Request `slot` of `generation` has completed and been released: if it
+/// was an MPIX_Comm_iagree or MPIX_Comm_ishrink, write its outcome where
+/// the caller asked.
+pub fn finish_nonblocking_agreement(mpi: &mut Mpi, slot: u32, generation: u32) {
+    let Some((expected, output, pending)) = with_pending(|agreements| agreements.remove(&slot))
+    else {
+        return;
+    };
+    if expected != generation {
+        return;
+    }
+    let purpose = pending.purpose();
+    match mpi.finish_nonblocking_agreement(slot, pending) {
+        // SAFETY: the caller's `int *flag` of MPIX_Comm_iagree, valid until
+        // the request completes (MPI's rule for nonblocking outputs).
+        Ok(AgreementOutcome::Flag(flag)) => unsafe { *(output as *mut c_int) = flag },
+        // SAFETY: the caller's `MPI_Comm *newcomm` of MPIX_Comm_ishrink, as above.
+        Ok(AgreementOutcome::Communicator(index)) => unsafe {
+            *(output as *mut MPI_Comm) = comm_handle(index)
+        },
+        Err(error) => {
+            // Only a shrink can fail here (no survivor in the remote group).
+            eprintln!("resmpi: rank {}: MPIX_Comm_ishrink: {error}", mpi.rank());
+            if purpose == AgreementPurpose::Shrink {
+                // SAFETY: as above.
+                unsafe { *(output as *mut MPI_Comm) = MPI_COMM_NULL };
+            }
+        }
+    }
+}

@@ -259,6 +259,13 @@ pub struct State<F: Interceptor = PassThrough> {
     pub ulfm: resmpi_ft::ulfm::AgreementTable,
     /// Communicators revoked here; 0 keeps the revoked check to one compare.
     pub revoked_count: u32,
+    /// Requests of nonblocking agreements (iagree, ishrink) not complete
+    /// yet: (request, agreement, whether an unacknowledged failure is the
+    /// request's error).
+    agreement_requests: Vec<(u32, resmpi_ft::ulfm::AgreementKey, bool)>,
+    /// Decisions of completed nonblocking agreements, by request, until
+    /// the C layer takes them.
+    agreement_decisions: Vec<(u32, resmpi_ft::agreement::Decision)>,
     /// The fault-tolerance protocol.
     pub interceptor: F,
 }
@@ -355,6 +362,8 @@ impl<F: Interceptor> Engine<F> {
                 deferred_receives: Vec::new(),
                 ulfm: Default::default(),
                 revoked_count: 0,
+                agreement_requests: Vec::new(),
+                agreement_decisions: Vec::new(),
                 interceptor,
             },
             schedules: Default::default(),
@@ -953,7 +962,15 @@ impl<F: Interceptor> Engine<F> {
         let acknowledged =
             !self.state.sends_awaiting_acks.is_empty() && self.complete_acknowledged_sends();
         let collectives = !self.schedules.is_empty() && crate::schedule::advance_all(self)?;
-        Ok(frames > 0 || sent || streamed || transmitted || acknowledged || collectives)
+        let agreements =
+            !self.state.agreement_requests.is_empty() && self.state.complete_agreement_requests();
+        Ok(frames > 0
+            || sent
+            || streamed
+            || transmitted
+            || acknowledged
+            || collectives
+            || agreements)
     }
 
     /// Poll every TCP rail once, feeding frames through the reliability

@@ -20,7 +20,7 @@ use crate::request::SendMode;
 use crate::Mpi;
 
 /// Context ids an inter-communicator takes.
-const INTERCOMM_CONTEXT_SPAN: u32 = 4;
+pub(crate) const INTERCOMM_CONTEXT_SPAN: u32 = 4;
 /// Tag of the leaders' exchange during MPI_Intercomm_merge / dup: above
 /// every collective sequence tag, so that it never matches a message of a
 /// collective on the inter-communicator still in flight.

@@ -25,7 +25,7 @@ pub mod request;
 pub mod schedule;
 pub mod topology;
 pub mod transport;
-mod ulfm;
+pub mod ulfm;
 pub mod user_bytes;
 pub mod wireup;
 

@@ -32,6 +32,50 @@ use crate::comm::Communicator;
 use crate::error::{fail, ErrorClass, MpiError, MpiResult};
 use crate::Mpi;
 
+/// Why a nonblocking agreement runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgreementPurpose {
+    /// MPIX_Comm_iagree.
+    Agree,
+    /// MPIX_Comm_ishrink.
+    Shrink,
+}
+
+/// What a nonblocking agreement gives when its request completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgreementOutcome {
+    /// The agreed flag (MPIX_Comm_iagree).
+    Flag(i32),
+    /// The new communicator's table index (MPIX_Comm_ishrink).
+    Communicator(usize),
+}
+
+/// A nonblocking agreement waiting for its request to complete.
+#[derive(Debug)]
+pub struct NonblockingAgreement {
+    started: StartedAgreement,
+    purpose: AgreementPurpose,
+}
+
+impl NonblockingAgreement {
+    /// Why it runs.
+    pub fn purpose(&self) -> AgreementPurpose {
+        self.purpose
+    }
+}
+
+/// An agreement this process started.
+#[derive(Debug)]
+struct StartedAgreement {
+    key: AgreementKey,
+    comm_index: usize,
+    /// World rank of each participant.
+    members: Vec<u32>,
+    /// On an inter-communicator whose local group comes first, the remote
+    /// group's AND is the decision's second flag.
+    takes_second_flag: bool,
+}
+
 /// What one agreement gave this process.
 struct Agreed {
     decision: Decision,
@@ -162,34 +206,80 @@ impl Mpi {
     /// MPIX_Comm_shrink: a new communicator of the members not in the
     /// agreed failed set, with an agreed new context.
     pub fn comm_shrink(&mut self, comm_index: usize) -> MpiResult<usize> {
-        self.ulfm_intra(comm_index, "MPIX_Comm_shrink")?;
-        let decision = self.agree(comm_index, !0)?.decision;
+        let agreed = self.agree(comm_index, !0)?;
+        self.build_shrunk(comm_index, agreed)
+    }
+
+    /// The communicator of the members of `comm_index` not in the agreed
+    /// failed set.
+    fn build_shrunk(&mut self, comm_index: usize, agreed: Agreed) -> MpiResult<usize> {
+        let Agreed {
+            decision, members, ..
+        } = agreed;
+        let failed: Vec<u32> = decision.failed.iter().map(|index| members[index]).collect();
+        let survivors_of = |group: &[u32]| -> Vec<u32> {
+            group
+                .iter()
+                .copied()
+                .filter(|member| !failed.contains(member))
+                .collect()
+        };
         let parent = self.comm(comm_index)?.clone();
-        let survivors: Vec<u32> = (0..parent.group.len())
-            .filter(|&index| !decision.failed.contains(index))
-            .map(|index| parent.group[index])
-            .collect();
+        let local = survivors_of(&parent.group);
         let me = self.rank();
-        let rank = survivors
+        let rank = local
             .iter()
             .position(|&member| member == me)
             .expect("a live process is never in the agreed failed set") as u32;
         let context = decision.next_context;
-        self.next_context = self.next_context.max(context + 2);
-        let mut comm = Communicator::new(
+        let Some(remote) = &parent.remote else {
+            self.next_context = self.next_context.max(context + 2);
+            let comm = Communicator::new(
+                context,
+                Arc::new(local),
+                rank,
+                parent.errhandler,
+                String::new(),
+            );
+            return Ok(self.add_comm(comm));
+        };
+        // An inter-communicator: the survivors of each group, the agreed
+        // context for it and the one above for its hidden local
+        // communicator, as MPI_Intercomm_create lays them out.
+        let remote_survivors = survivors_of(&remote.group);
+        if remote_survivors.is_empty() {
+            return fail(
+                ErrorClass::ProcFailed,
+                "MPIX_Comm_shrink: every process of the remote group has failed",
+            );
+        }
+        self.next_context = self
+            .next_context
+            .max(context + crate::intercomm::INTERCOMM_CONTEXT_SPAN);
+        let local_comm = Communicator::new(
             context,
-            Arc::new(survivors),
+            Arc::new(local),
             rank,
             parent.errhandler,
             String::new(),
         );
-        // Failures the shrunk set already excludes need no acknowledgement.
-        comm.acknowledged_failures = Vec::new();
-        Ok(self.add_comm(comm))
+        Ok(self.add_intercomm(context, &local_comm, Arc::new(remote_survivors)))
     }
 
-    /// Run the next agreement on `comm_index` with `flag`.
+    /// Run the next agreement on `comm_index` with `flag`, to its decision.
     fn agree(&mut self, comm_index: usize, flag: i32) -> MpiResult<Agreed> {
+        let started = self.start_agreement(comm_index, flag)?;
+        let key = started.key;
+        let mut decision = None;
+        self.engine.wait_until(|engine| {
+            decision = engine.state.ulfm.take_decision(key);
+            decision.is_some()
+        })?;
+        Ok(self.finish_agreement(started, decision.expect("waited for it")))
+    }
+
+    /// Start the next agreement on `comm_index` with `flag`.
+    fn start_agreement(&mut self, comm_index: usize, flag: i32) -> MpiResult<StartedAgreement> {
         let next_context = self.next_context;
         let comm = self.comm_mut(comm_index)?;
         let key = AgreementKey {
@@ -247,45 +337,80 @@ impl Mpi {
             );
         }
         state.flush_ulfm();
-        let mut decision = None;
-        self.engine.wait_until(|engine| {
-            decision = engine.state.ulfm.take_decision(key);
-            decision.is_some()
-        })?;
-        let decision = decision.expect("waited for it");
+        Ok(StartedAgreement {
+            key,
+            comm_index,
+            members,
+            takes_second_flag: inter && local_first,
+        })
+    }
+
+    /// What agreement `started` decided, for this process.
+    fn finish_agreement(&mut self, started: StartedAgreement, decision: Decision) -> Agreed {
         // The agreed failed set came from failure notices (dead is dead):
         // a member this process was not told of yet is dead too, so that
         // a failure_ack right after this call covers what agree reported.
         let newly_failed: Vec<u32> = decision
             .failed
             .iter()
-            .map(|index| members[index])
+            .map(|index| started.members[index])
             .filter(|&member| !self.engine.peer_failed(member))
             .collect();
         for member in newly_failed {
             self.engine.handle_peer_failure(member);
         }
-        let flag = match (inter, local_first) {
-            (false, _) => decision.flag,
-            (true, true) => decision.second_flag,
-            (true, false) => decision.flag,
+        let flag = if started.takes_second_flag {
+            decision.second_flag
+        } else {
+            decision.flag
         };
-        Ok(Agreed {
+        Agreed {
             decision,
-            members,
+            members: started.members,
             flag,
-        })
+        }
     }
 
-    /// Shrink runs on intra-communicators only (for now): a clear error on
-    /// an inter-communicator rather than a wrong answer.
-    fn ulfm_intra(&self, comm_index: usize, what: &str) -> MpiResult<()> {
-        if self.comm(comm_index)?.is_inter() {
+    /// MPIX_Comm_iagree / MPIX_Comm_ishrink: start the agreement and
+    /// return a request that completes (in any progress) once it is
+    /// decided, with `MPIX_ERR_PROC_FAILED` when agree would return it
+    /// (never for shrink); [`Mpi::finish_nonblocking_agreement`] then
+    /// gives the outcome.
+    pub fn start_nonblocking_agreement(
+        &mut self,
+        comm_index: usize,
+        flag: i32,
+        purpose: AgreementPurpose,
+    ) -> MpiResult<(u32, NonblockingAgreement)> {
+        let started = self.start_agreement(comm_index, flag)?;
+        let request = self.engine.start_agreement_request(
+            comm_index,
+            started.key,
+            purpose == AgreementPurpose::Agree,
+        )?;
+        Ok((request, NonblockingAgreement { started, purpose }))
+    }
+
+    /// The outcome of a nonblocking agreement whose request `request`
+    /// completed: the flag (iagree) or the new communicator (ishrink).
+    pub fn finish_nonblocking_agreement(
+        &mut self,
+        request: u32,
+        pending: NonblockingAgreement,
+    ) -> MpiResult<AgreementOutcome> {
+        let Some(decision) = self.engine.take_agreement_decision(request) else {
             return fail(
-                ErrorClass::Comm,
-                format!("{what} on an inter-communicator is not implemented by resmpi"),
+                ErrorClass::Intern,
+                "the agreement's request completed without a decision",
             );
+        };
+        let comm_index = pending.started.comm_index;
+        let agreed = self.finish_agreement(pending.started, decision);
+        match pending.purpose {
+            AgreementPurpose::Agree => Ok(AgreementOutcome::Flag(agreed.flag)),
+            AgreementPurpose::Shrink => Ok(AgreementOutcome::Communicator(
+                self.build_shrunk(comm_index, agreed)?,
+            )),
         }
-        Ok(())
     }
 }

@@ -168,7 +168,81 @@ impl<F: Interceptor> State<F> {
     }
 }
 
+impl<F: Interceptor> State<F> {
+    /// Complete the requests of nonblocking agreements that are decided;
+    /// whether any was.
+    pub(super) fn complete_agreement_requests(&mut self) -> bool {
+        let mut any = false;
+        let mut index = 0;
+        while index < self.agreement_requests.len() {
+            let (request, key, reports_error) = self.agreement_requests[index];
+            let Some(decision) = self.ulfm.take_decision(key) else {
+                index += 1;
+                continue;
+            };
+            self.agreement_requests.swap_remove(index);
+            let mut kept = true;
+            if let Some(entry) = self.requests.get_mut(request) {
+                entry.complete = true;
+                if reports_error && decision.has_unacknowledged_failure() {
+                    entry.status.error = ErrorClass::ProcFailed as i32;
+                }
+                if entry.free_when_complete {
+                    // MPI_Request_free'd: nobody will take the outcome.
+                    self.requests.remove(request);
+                    kept = false;
+                }
+            }
+            if kept {
+                self.agreement_decisions.push((request, decision));
+            }
+            any = true;
+        }
+        any
+    }
+}
+
 impl<F: Interceptor> Engine<F> {
+    /// A request for nonblocking agreement `key` (already started) on
+    /// communicator `comm`: it completes in a later progress once decided,
+    /// with `MPIX_ERR_PROC_FAILED` when `reports_error` and the decision
+    /// holds an unacknowledged failure.
+    pub fn start_agreement_request(
+        &mut self,
+        comm: usize,
+        key: resmpi_ft::ulfm::AgreementKey,
+        reports_error: bool,
+    ) -> MpiResult<u32> {
+        let status = Status {
+            source: -1,
+            tag: -1,
+            error: 0,
+            count_bytes: 0,
+            cancelled: false,
+        };
+        let request = self.start_nothing(comm, status)?;
+        if let Some(entry) = self.state.requests.get_mut(request) {
+            entry.complete = false;
+        }
+        self.state
+            .agreement_requests
+            .push((request, key, reports_error));
+        // Decided at once when this process is alone.
+        self.state.complete_agreement_requests();
+        Ok(request)
+    }
+
+    /// The decision of the nonblocking agreement whose request is
+    /// `request` (complete), once.
+    pub fn take_agreement_decision(
+        &mut self,
+        request: u32,
+    ) -> Option<resmpi_ft::agreement::Decision> {
+        let decisions = &mut self.state.agreement_decisions;
+        let position = decisions.iter().position(|(other, _)| *other == request)?;
+        Some(decisions.swap_remove(position).1)
+    }
+
     /// `MPIX_Comm_revoke` of communicator `comm` (table index).
     pub fn revoke_communicator(&mut self, comm: usize) -> MpiResult<()> {
         let context = match self.state.comms.get(comm) {
