@@ -132,11 +132,12 @@ def jacobi_reference(ulfm_exe):
     return answers.pop()
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(20))
 def test_resilient_jacobi_revokes_shrinks_and_finishes_with_the_fault_free_answer(
         ulfm_exe, jacobi_reference, seed):
-    """A rank killed after a seeded number of sends (seeds 6-7: a second rank
-    soon after, during the recovery; seed 7 over TCP)."""
+    """A rank killed after a seeded number of sends, 20 seeds (from seed 6 a
+    second rank soon after, often during the recovery; every 4th seed from
+    seed 3 over TCP)."""
     rng = random.Random(seed)
     victim = rng.randint(0, 3)
     sends = rng.randint(1, 700)  # every rank sends at least 800 times
@@ -146,7 +147,7 @@ def test_resilient_jacobi_revokes_shrinks_and_finishes_with_the_fault_free_answe
         second = (victim + 1 + rng.randint(0, 2)) % 4
         inject += f",kill:{second}@sends={sends + rng.randint(0, 40)}"
         survivors = 2
-    opts = ("--inject", inject) + (("--paths", "tcp") if seed == 7 else ())
+    opts = ("--inject", inject) + (("--paths", "tcp") if seed % 4 == 3 else ())
     res = run_ulfm(ulfm_exe, 4, "jacobi", *opts)
     finished(res, 137)
     answers = {int(m[1]): (m[2], m[4]) for m in JACOBI_LINE.finditer(res.stdout)}
