@@ -216,3 +216,15 @@ def test_bind_to_core_gives_each_rank_its_own_cpu_and_none_is_the_default():
         assert seen[0] != str(cpus[0]) or len(cpus) == 1, free.describe()
     bad = run_cmd([MPIEXEC, "--bind-to", "socket", "-n", "1", "true"])
     assert bad.returncode != 0 and "expected core or none" in bad.output, bad.describe()
+
+
+@pytest.mark.resmpi_only("how resmpi's mpiexec finds a program")
+def test_a_program_named_without_a_path_runs_from_the_working_directory(build):
+    """As hydra and Open MPI do (CTest runs `mpiexec -n N prog` from the
+    test's build directory): a bare name not on PATH but in the working
+    directory runs from there; a bare name found nowhere is exit 127."""
+    exe = build("basic")
+    res = run_cmd([MPIEXEC, "-n", "2", exe.name], cwd=str(exe.parent), timeout=60)
+    assert_ok(res)
+    res = run_cmd([MPIEXEC, "-n", "1", "no-such-program-here"], cwd=str(exe.parent), timeout=60)
+    assert res.returncode == 127, res.describe()

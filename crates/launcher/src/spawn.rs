@@ -298,6 +298,26 @@ pub fn environment_value<'a>(environment: &'a [(String, String)], name: &str) ->
         .map(|(_, value)| value.as_str())
 }
 
+/// What to execute for `program`: a name without a `/` that is not on
+/// `PATH` but is a file in the working directory runs from there, as
+/// hydra and Open MPI's mpirun do (CTest runs `mpiexec -n 4 prog` from the
+/// test's build directory); everything else as given.
+pub fn program_path(program: &str) -> std::path::PathBuf {
+    let given = std::path::PathBuf::from(program);
+    if program.contains('/') || program.is_empty() {
+        return given;
+    }
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|directory| directory.join(program).is_file())
+    });
+    let here = std::path::Path::new(".").join(program);
+    if !on_path && here.is_file() {
+        here
+    } else {
+        given
+    }
+}
+
 /// Starts `rank` (its process `incarnation`: 0 at the start of the job, i
 /// for the i-th `--respawn`, as `RESMPI_INCARNATION`) of the job described
 /// by `options` on this host, connected to the PMI server through
@@ -312,7 +332,7 @@ pub fn spawn_rank(
     standard_input: StandardInput,
 ) -> io::Result<Child> {
     let pmi_fd = pmi_socket.as_raw_fd();
-    let mut command = Command::new(&options.program);
+    let mut command = Command::new(program_path(&options.program));
     command.args(&options.arguments);
     for name in INHERITED_PMI_VARIABLES {
         command.env_remove(name);
