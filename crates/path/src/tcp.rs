@@ -1438,6 +1438,163 @@ mod tests {
         );
     }
 
+    /// Places the payload of every data frame into `destination` while
+    /// `willing`, records what `placed` says, and collects whole frames.
+    struct PlacingReceiver {
+        destination: Vec<u8>,
+        willing: bool,
+        place_calls: usize,
+        placed: Vec<Placed>,
+        frames: Vec<Vec<u8>>,
+    }
+
+    // SAFETY: the placement is `destination`, which holds every payload
+    // sent in these tests and lives as long as the receiver.
+    unsafe impl Receiver for PlacingReceiver {
+        fn frame(&mut self, _peer: u32, frame: &[u8]) {
+            self.frames.push(frame.to_vec());
+        }
+
+        fn place(&mut self, _peer: u32, header: &[u8; HEADER_LEN_BYTES]) -> Option<Placement> {
+            let header = FrameHeader::parse(header).unwrap();
+            assert!(header.payload_len as usize <= self.destination.len());
+            self.place_calls += 1;
+            (self.willing && header.kind == FrameKind::Data).then_some(Placement {
+                start: self.destination.as_mut_ptr(),
+                checksum: true,
+            })
+        }
+
+        fn placed(&mut self, _peer: u32, _header: &[u8; HEADER_LEN_BYTES], placed: Placed) {
+            self.placed.push(placed);
+        }
+    }
+
+    fn data_frame(sequence: u64, payload_bytes: usize) -> Vec<u8> {
+        let mut header = FrameHeader::new(FrameKind::Data, 1);
+        header.seq = sequence;
+        header.payload_len = payload_bytes as u32;
+        let mut frame = header.to_bytes().to_vec();
+        frame.extend((0..payload_bytes).map(|index| payload_byte(1, sequence, index)));
+        frame
+    }
+
+    /// Write `bytes` to `stream` in `pieces` writes, polling `path` into
+    /// `receiver` after each, then until `done` holds.
+    fn trickle(
+        stream: &TcpStream,
+        bytes: &[u8],
+        pieces: usize,
+        path: &mut TcpPath,
+        receiver: &mut PlacingReceiver,
+        done: impl Fn(&PlacingReceiver) -> bool,
+    ) {
+        for piece in bytes.chunks(bytes.len().div_ceil(pieces)) {
+            (&*stream).write_all(piece).unwrap();
+            path.poll_placing(receiver).unwrap();
+        }
+        while !done(receiver) {
+            path.wait(100_000).unwrap();
+            path.poll_placing(receiver).unwrap();
+        }
+    }
+
+    #[test]
+    fn placed_payload_read_in_pieces_lands_whole_with_its_checksum_and_the_stream_stays_in_step() {
+        let mut paths = mesh(2);
+        let sender = paths.pop().unwrap();
+        let mut receiver_path = paths.pop().unwrap();
+        let stream = &sender.peers[0].as_ref().unwrap().stream;
+        let mut receiver = PlacingReceiver {
+            destination: vec![0; 1 << 20],
+            willing: true,
+            place_calls: 0,
+            placed: Vec::new(),
+            frames: Vec::new(),
+        };
+        // A placed frame, then a small one right behind it (read with the
+        // placed payload's last `readv`), in 37 uneven pieces.
+        let big = data_frame(1, (1 << 20) - 5);
+        let small = frame_header(1, 2, 3)
+            .iter()
+            .chain(b"xyz")
+            .copied()
+            .collect::<Vec<u8>>();
+        let both = [big.clone(), small.clone()].concat();
+        trickle(
+            stream,
+            &both,
+            37,
+            &mut receiver_path,
+            &mut receiver,
+            |receiver| receiver.frames.len() == 1,
+        );
+        let payload = &big[HEADER_LEN_BYTES..];
+        assert_eq!(
+            receiver.placed,
+            vec![Placed::Whole {
+                payload_crc: resmpi_checksum::crc32c(payload)
+            }]
+        );
+        assert!(receiver.destination[..payload.len()] == *payload);
+        assert!(receiver.place_calls > 2, "asked again before each read");
+        assert_eq!(receiver.frames, vec![small.clone()]);
+    }
+
+    #[test]
+    fn abandoned_placement_is_reported_lost_and_the_next_frame_arrives_intact() {
+        let mut paths = mesh(2);
+        let sender = paths.pop().unwrap();
+        let mut receiver_path = paths.pop().unwrap();
+        let stream = &sender.peers[0].as_ref().unwrap().stream;
+        let mut receiver = PlacingReceiver {
+            destination: vec![0; 1 << 20],
+            willing: true,
+            place_calls: 0,
+            placed: Vec::new(),
+            frames: Vec::new(),
+        };
+        let big = data_frame(1, 1 << 20);
+        let small = frame_header(1, 2, 3)
+            .iter()
+            .chain(b"abc")
+            .copied()
+            .collect::<Vec<u8>>();
+        // Half the payload placed, then the receiver stops wanting it.
+        let half = HEADER_LEN_BYTES + (1 << 19);
+        (&*stream).write_all(&big[..half]).unwrap();
+        while receiver.place_calls == 0
+            || receiver_path.peers[1]
+                .as_ref()
+                .unwrap()
+                .placing
+                .as_ref()
+                .unwrap()
+                .done_bytes
+                < (1 << 19)
+        {
+            receiver_path.wait(100_000).unwrap();
+            receiver_path.poll_placing(&mut receiver).unwrap();
+        }
+        receiver.willing = false;
+        let written = receiver.destination.clone();
+        let rest = [&big[half..], &small[..]].concat();
+        trickle(
+            stream,
+            &rest,
+            5,
+            &mut receiver_path,
+            &mut receiver,
+            |receiver| receiver.frames.len() == 1,
+        );
+        assert_eq!(receiver.placed, vec![Placed::Lost]);
+        assert!(
+            receiver.destination == written,
+            "nothing written once abandoned"
+        );
+        assert_eq!(receiver.frames, vec![small]);
+    }
+
     #[test]
     fn full_send_buffer_pushes_back_and_flush_drains_it() {
         let mut paths = mesh(2);
