@@ -2229,11 +2229,17 @@ unsafe impl<F: Interceptor> resmpi_path::Receiver for RailReceiver<'_, F> {
         }
     }
 
-    fn place(&mut self, peer: u32, header: &[u8; HEADER_LEN_BYTES]) -> Option<Placement> {
+    fn place(
+        &mut self,
+        peer: u32,
+        header: &[u8; HEADER_LEN_BYTES],
+        resumed: bool,
+    ) -> Option<Placement> {
         let state = &mut *self.state;
-        self.links.place(peer, self.rail, header, |header| {
-            state.placement_for(peer, header)
-        })
+        self.links
+            .place(peer, self.rail, header, resumed, |header| {
+                state.placement_for(peer, header)
+            })
     }
 
     fn placed(&mut self, peer: u32, header: &[u8; HEADER_LEN_BYTES], placed: Placed) {

@@ -335,9 +335,16 @@ impl ReliableLinks {
             if placing_rail != rail
                 && FrameHeader::parse(frame).is_ok_and(|header| header.seq == placing_seq)
             {
-                // Another copy of the frame being placed: it would write
-                // the same range. Unacknowledged, it is resent if need be.
-                return Ok(());
+                if link.rail_is_up(placing_rail) {
+                    // Another copy of the frame being placed: it would
+                    // write the same range. Unacknowledged, it is resent
+                    // if need be.
+                    return Ok(());
+                }
+                // The placing rail went silent mid-payload: revoke its
+                // claim (its next read finds none and abandons the frame)
+                // and take this copy instead.
+                self.placing[peer as usize] = None;
             }
         }
         let mut delivered_already = false;
@@ -390,13 +397,16 @@ impl ReliableLinks {
     /// with an intact header (with checksums), the next in order on its
     /// link (`PeerLink::may_place`), not being placed from another rail, and
     /// for which `locate` (the engine) names a destination. Asked again
-    /// before every read of more of that payload: any answer `None`
-    /// abandons the placement (and drops its claim).
+    /// (`resumed`) before every read of more of that payload: any answer
+    /// `None` abandons the placement (and drops its claim), and a resumed
+    /// placement whose claim was revoked (its rail went down and another
+    /// copy was taken) is refused, so it never writes again.
     pub fn place(
         &mut self,
         peer: u32,
         rail: u32,
         header_bytes: &[u8; HEADER_LEN_BYTES],
+        resumed: bool,
         locate: impl FnOnce(&FrameHeader) -> Option<*mut u8>,
     ) -> Option<Placement> {
         let Ok(header) = FrameHeader::parse(header_bytes) else {
@@ -414,8 +424,18 @@ impl ReliableLinks {
         };
         let claim = &mut self.placing[peer as usize];
         let ours = Some((rail, header.seq));
-        if claim.is_some() && *claim != ours {
-            return None;
+        match *claim {
+            _ if *claim == ours => {}
+            // Revoked (or never ours): this payload writes no more.
+            _ if resumed => return None,
+            None => {}
+            // Another rail's placement, which its own reads will finish.
+            Some((other_rail, _)) if other_rail != rail && link.rail_is_up(other_rail) => {
+                return None
+            }
+            // Stale: its rail went down, or ended on this rail unreported
+            // (the path reports every placement it ends; kept for safety).
+            Some(_) => *claim = None,
         }
         let start = (!self.checksums || header_verifies(header_bytes))
             .then(|| link.may_place(header.seq))
@@ -655,5 +675,64 @@ impl ReliableLinks {
             ("rails_recovered", totals[4]),
             ("failover_time_ns", totals[5]),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Data frame `seq` from rank 0 of `payload_bytes` bytes, sealed.
+    fn sealed_data_frame(seq: u64, payload_bytes: usize) -> Vec<u8> {
+        let mut header = FrameHeader::new(FrameKind::Data, 0);
+        header.seq = seq;
+        header.payload_len = payload_bytes as u32;
+        let payload = vec![7u8; payload_bytes];
+        let mut header_bytes = header.to_bytes();
+        seal(&mut header_bytes, &payload);
+        [&header_bytes[..], &payload].concat()
+    }
+
+    #[test]
+    fn placement_on_a_rail_gone_silent_is_revoked_by_another_rails_copy_and_never_writes_again() {
+        let config = ReliableConfig {
+            rail_count: 2,
+            ..ReliableConfig::default()
+        };
+        // Rank 1's links; rank 0 is the peer.
+        let mut links = ReliableLinks::new(1, 2, config, true, false, |peer| peer == 0);
+        let frame = sealed_data_frame(1, 64 << 10);
+        let header: [u8; HEADER_LEN_BYTES] = frame[..HEADER_LEN_BYTES].try_into().unwrap();
+        let mut destination = vec![0u8; 64 << 10];
+        let start = destination.as_mut_ptr();
+        let mut delivered = 0;
+        // Rail 1 starts placing frame 1.
+        assert!(links.place(0, 1, &header, false, |_| Some(start)).is_some());
+        // A copy on rail 0 while rail 1 is up: dropped (rail 1 finishes it).
+        links
+            .receive(0, 0, &frame, |_, _, _| {
+                delivered += 1;
+                true
+            })
+            .unwrap();
+        assert_eq!(delivered, 0);
+        // Nor may rail 0 start placing it.
+        assert!(links.place(0, 0, &header, false, |_| Some(start)).is_none());
+        // Rail 1 goes silent (the link marks it down, the connection stays).
+        links.links[0].as_mut().unwrap().handle_rail_error(0, 1);
+        links
+            .receive(0, 0, &frame, |_, _, _| {
+                delivered += 1;
+                true
+            })
+            .unwrap();
+        assert_eq!(delivered, 1, "the other rail's copy is taken");
+        // Rail 1 comes back mid-payload: its placement is refused, and
+        // what it reports is not committed.
+        assert!(links.place(0, 1, &header, true, |_| Some(start)).is_none());
+        let crc = resmpi_checksum::crc32c(&frame[HEADER_LEN_BYTES..]);
+        assert!(!links
+            .placed(0, 1, &header, Placed::Whole { payload_crc: crc })
+            .unwrap());
     }
 }

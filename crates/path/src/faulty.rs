@@ -342,11 +342,16 @@ unsafe impl<R: Receiver, D: FnMut(u32) -> bool> Receiver for RailDownFilter<'_, 
         }
     }
 
-    fn place(&mut self, peer: u32, header: &[u8; HEADER_BYTES]) -> Option<Placement> {
+    fn place(
+        &mut self,
+        peer: u32,
+        header: &[u8; HEADER_BYTES],
+        resumed: bool,
+    ) -> Option<Placement> {
         if (self.is_down)(peer) {
             None
         } else {
-            self.receiver.place(peer, header)
+            self.receiver.place(peer, header, resumed)
         }
     }
 

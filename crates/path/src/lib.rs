@@ -147,11 +147,14 @@ pub unsafe trait Receiver {
     /// `header` arrived from `peer` and its payload is still (partly) on
     /// the wire: where should the payload go? `None`: into the path's
     /// buffer, then to [`Receiver::frame`] as usual. Asked again, with the
-    /// same header, before each further read of that payload.
+    /// same header and `resumed` true, before each further read of that
+    /// payload; `None` then abandons it (the rest is read into scratch and
+    /// the frame reported [`Placed::Lost`]).
     fn place(
         &mut self,
         peer: u32,
         header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
+        resumed: bool,
     ) -> Option<Placement>;
 
     /// The payload of a frame this receiver placed has ended (see

@@ -132,7 +132,12 @@ unsafe impl<F: FnMut(u32, &[u8])> Receiver for WholeFrames<F> {
         (self.0)(peer, frame)
     }
 
-    fn place(&mut self, _peer: u32, _header: &[u8; HEADER_LEN_BYTES]) -> Option<Placement> {
+    fn place(
+        &mut self,
+        _peer: u32,
+        _header: &[u8; HEADER_LEN_BYTES],
+        _resumed: bool,
+    ) -> Option<Placement> {
         None
     }
 
@@ -698,7 +703,7 @@ impl TcpPeer {
             [self.receive_start..self.receive_start + HEADER_LEN_BYTES]
             .try_into()
             .expect("a whole header is buffered");
-        let Some(placement) = receiver.place(self.rank, &header) else {
+        let Some(placement) = receiver.place(self.rank, &header, false) else {
             return false;
         };
         let buffered =
@@ -735,7 +740,7 @@ impl TcpPeer {
         debug_assert_eq!(self.receive_end, 0);
         let remaining = placing.payload_bytes - placing.done_bytes;
         if !placing.abandoned {
-            match receiver.place(self.rank, &placing.header) {
+            match receiver.place(self.rank, &placing.header, true) {
                 Some(placement) => {
                     let next_header = &mut self.receive_buffer[..HEADER_LEN_BYTES];
                     let iovecs = [
@@ -1455,7 +1460,12 @@ mod tests {
             self.frames.push(frame.to_vec());
         }
 
-        fn place(&mut self, _peer: u32, header: &[u8; HEADER_LEN_BYTES]) -> Option<Placement> {
+        fn place(
+            &mut self,
+            _peer: u32,
+            header: &[u8; HEADER_LEN_BYTES],
+            _resumed: bool,
+        ) -> Option<Placement> {
             let header = FrameHeader::parse(header).unwrap();
             assert!(header.payload_len as usize <= self.destination.len());
             self.place_calls += 1;
