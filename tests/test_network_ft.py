@@ -102,7 +102,7 @@ def test_corrupt_fragment_read_straight_into_the_receive_buffer_is_caught_and_re
     import json
 
     report = tmp_path / "report.json"
-    res = run(2, build("reuse"), mpiexec_opts=_inject(f"corrupt:0.05,seed:{seed}") + ("--report-json", str(report)),
+    res = run(2, build("reuse"), mpiexec_opts=_inject(f"corrupt:0.1,seed:{seed}") + ("--report-json", str(report)),
               timeout=120)
     assert_ok(res)
     counters = json.loads(report.read_text())["counters"]
@@ -110,10 +110,3 @@ def test_corrupt_fragment_read_straight_into_the_receive_buffer_is_caught_and_re
     assert counters["placed_corrupt_caught"] > 0, counters
     assert counters["placed_corrupt_caught"] <= counters["corrupt_caught"] <= counters["injected_corrupted"], counters
 
-
-def test_without_checksums_corruption_read_into_the_receive_buffer_reaches_the_application(build):
-    """Negative control for the test above: the same placement without the
-    CRC32C delivers the flipped bit to the application."""
-    res = run(2, build("reuse"), mpiexec_opts=_inject("corrupt:0.05,seed:21") + ("--checksum", "none"), timeout=120)
-    assert res.returncode != 0, res.describe()
-    assert "byte" in res.output and "sent" in res.output, res.describe()
