@@ -90,3 +90,23 @@ def test_send_buffer_reused_at_once_is_never_read_again(build, tmp_path, spec):
     assert_ok(res)
     counters = json.loads(report.read_text())["counters"]
     assert counters["frames_retransmitted"] > 0, counters
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_corrupt_fragment_read_straight_into_the_receive_buffer_is_caught_and_resent(build, tmp_path, seed):
+    """Over TCP a large fragment's payload is read from the socket straight
+    into the matched receive's buffer and checked there (issue 10, item 4b).
+    A corrupted one has then already landed in the application's buffer: it
+    must be caught, never counted received, and overwritten by its
+    retransmission, so that every message arrives exact."""
+    import json
+
+    report = tmp_path / "report.json"
+    res = run(2, build("reuse"), mpiexec_opts=_inject(f"corrupt:0.1,seed:{seed}") + ("--report-json", str(report)),
+              timeout=120)
+    assert_ok(res)
+    counters = json.loads(report.read_text())["counters"]
+    assert counters["frames_placed"] > 0, counters
+    assert counters["placed_corrupt_caught"] > 0, counters
+    assert counters["placed_corrupt_caught"] <= counters["corrupt_caught"] <= counters["injected_corrupted"], counters
+

@@ -41,7 +41,7 @@ use resmpi_ft::{
     SendEnvelope, SendTargets, SentMessage, WildcardDecision,
 };
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
-use resmpi_path::{Path, PathError};
+use resmpi_path::{Path, PathError, Placed, Placement};
 use resmpi_wire::{
     FrameHeader, FrameKind, FLAG_ACK_NOW, FLAG_FAILURE_TAINTED, FLAG_SYNC, HEADER_LEN_BYTES,
 };
@@ -984,14 +984,12 @@ impl<F: Interceptor> Engine<F> {
         let links = &mut self.links;
         for (rail_index, rail) in self.transports.rails.iter_mut().enumerate() {
             let rail_index = rail_index as u32;
-            let polled = rail.poll(|peer, frame| {
-                let delivered = links.receive(peer, rail_index, frame, |peer, frame, check| {
-                    state.handle_frame_checked(peer, frame, check)
-                });
-                if let Err(error) = delivered {
-                    state.fail_later(error);
-                }
+            let polled = rail.poll_placing(&mut RailReceiver {
+                rail: rail_index,
+                links: &mut *links,
+                state: &mut *state,
             });
+            let state = &mut *state;
             match polled {
                 Ok(count) => frames += count,
                 // Its death is known: the closed connection says nothing new.
@@ -2196,16 +2194,130 @@ impl<F: Interceptor> State<F> {
                 }
             }
         }
-        receive.received += payload.len();
+        self.count_received(index, peer, payload.len());
+        true
+    }
+
+    /// `length` more bytes of receive `index` (from `peer`) are in its
+    /// buffer, checked: complete it when that was the last of them.
+    fn count_received(&mut self, index: u32, peer: u32, length: usize) {
+        let Some(Request {
+            operation: Operation::Receive(receive),
+            status,
+            ..
+        }) = self.requests.get_mut(index)
+        else {
+            return;
+        };
+        receive.received += length;
         if receive.received >= receive.total {
             let envelope = Envelope {
                 source: peer,
                 context: receive.pattern.context,
-                tag: request.status.tag,
+                tag: status.tag,
             };
             self.complete_receive(index, envelope);
         }
-        true
+    }
+
+    /// Where the payload of the data frame `header` from `peer` may be read
+    /// to directly: its receive's buffer at the fragment's offset, when
+    /// that receive is matched to `peer`, incomplete, contiguous, and has
+    /// room for the whole fragment; `None` sends the frame the usual way
+    /// (`handle_frame_checked`), which also reports whatever is wrong
+    /// with it.
+    fn placement_for(&mut self, peer: u32, header: &FrameHeader) -> Option<*mut u8> {
+        if self.is_failed(peer)
+            || header.kind != FrameKind::Data
+            || header.source != peer
+            || header.extension_len != 0
+            || header.incarnation != self.peer_incarnation[peer as usize]
+        {
+            return None;
+        }
+        let (_, request) = self.requests.by_wire_id(header.message_id)?;
+        let Operation::Receive(receive) = &request.operation else {
+            return None;
+        };
+        let offset = header.aux as usize;
+        let end = offset.checked_add(header.payload_len as usize)?;
+        let fits = !request.complete
+            && receive.matched
+            && receive.sender == Some(peer)
+            && end <= receive.capacity
+            && end <= receive.total
+            && receive.received + (header.payload_len as usize) <= receive.total;
+        fits.then(|| receive.bytes.contiguous_at(offset)).flatten()
+    }
+
+    /// A placed data frame passed its checks: count its bytes received
+    /// (its payload is already in the buffer `placement_for` named).
+    fn commit_placed(&mut self, peer: u32, header: &FrameHeader) {
+        if self.is_failed(peer) {
+            return;
+        }
+        if let Some((index, request)) = self.requests.by_wire_id(header.message_id) {
+            if !request.complete {
+                self.count_received(index, peer, header.payload_len as usize);
+            }
+        }
+    }
+}
+
+/// What a TCP rail hands its frames to: the reliability links, then the
+/// engine; and, for a data frame whose payload is still on the wire, where
+/// in a receive buffer that payload may be read to directly.
+struct RailReceiver<'a, F: Interceptor> {
+    rail: u32,
+    links: &'a mut ReliableLinks,
+    state: &'a mut State<F>,
+}
+
+// SAFETY: a placement is the contiguous buffer of a matched, incomplete
+// receive at the fragment's offset with room for the whole payload
+// (`placement_for`); the application keeps it writable until the receive
+// completes, and nothing completes it between this answer and the path's
+// next call into the receiver.
+unsafe impl<F: Interceptor> resmpi_path::Receiver for RailReceiver<'_, F> {
+    fn frame(&mut self, peer: u32, frame: &[u8]) {
+        let state = &mut *self.state;
+        let delivered = self
+            .links
+            .receive(peer, self.rail, frame, |peer, frame, check| {
+                state.handle_frame_checked(peer, frame, check)
+            });
+        if let Err(error) = delivered {
+            state.fail_later(error);
+        }
+    }
+
+    fn place(
+        &mut self,
+        peer: u32,
+        header: &[u8; HEADER_LEN_BYTES],
+        resumed: bool,
+    ) -> Option<Placement> {
+        let state = &mut *self.state;
+        self.links
+            .place(peer, self.rail, header, resumed, |header| {
+                state.placement_for(peer, header)
+            })
+    }
+
+    fn placed(&mut self, peer: u32, header: &[u8; HEADER_LEN_BYTES], placed: Placed) {
+        match self.links.placed(peer, self.rail, header, placed) {
+            Ok(true) => {
+                if let Ok(header) = FrameHeader::parse(header) {
+                    self.state.commit_placed(peer, &header);
+                }
+                let state = &mut *self.state;
+                self.links.deliver_ready(peer, |peer, frame, check| {
+                    state.handle_frame_checked(peer, frame, check)
+                });
+            }
+            Ok(false) => {}
+            Err(error) => self.state.fail_later(error),
+        }
     }
 }
 

@@ -14,12 +14,26 @@
 //! engine completes the send only when the link has released every view,
 //! i.e. when every fragment is acknowledged. Transmitting and retransmitting
 //! lend the stored payload to the path, which writes it straight to the
-//! socket.
+//! socket. On receipt, a TCP path reads the payload of the next data frame
+//! in order straight into the matched receive's buffer when the engine says
+//! where that is ([`ReliableLinks::place`]); the frame is checked (its
+//! header before, its payload after) and committed only then
+//! ([`ReliableLinks::placed`]).
+//!
+//! Why a placed payload may sit unchecked in the user's buffer: it lands
+//! only in the byte range of its own fragment of a receive that is not
+//! complete, a range no earlier frame has filled (the frame is next in
+//! order); a payload that fails its CRC is not acknowledged and its
+//! retransmission overwrites the range; nothing counts the fragment
+//! received before the check passes. And no other copy of the same frame
+//! writes there meanwhile: while a frame is being placed from one rail,
+//! copies of it arriving on other rails are dropped (the placement claim).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use resmpi_checksum::Crc32c;
+use resmpi_path::{Placed, Placement};
 use resmpi_reliable::{PeerLink, ReliableConfig, Transmission, UnreachableCause};
 use resmpi_wire::seal::{header_verifies, payload_checksum_matches, seal, verify, CHECKSUM_BYTES};
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
@@ -84,6 +98,12 @@ struct Refused {
 pub struct ReliabilityCounters {
     /// Frames whose checksum did not match (dropped; the sender retransmits).
     pub corrupt_caught: u64,
+    /// Data frames whose payload was read straight into its receive buffer
+    /// and accepted there.
+    pub frames_placed: u64,
+    /// Of `corrupt_caught`, frames caught after their payload was read
+    /// straight into a receive buffer (never counted received there).
+    pub placed_corrupt_caught: u64,
 }
 
 /// Add the counters the end-of-job report shows, in `report`'s order.
@@ -115,6 +135,10 @@ pub struct ReliableLinks {
     refused: Vec<Option<Refused>>,
     /// Report counters of links already forgotten (see `report`).
     retired: [u64; REPORT_COUNTERS],
+    /// Per peer, the frame whose payload a rail is reading into place:
+    /// (rail, seq). At most one per peer, so two copies of one frame never
+    /// write the same range (see the module notes).
+    placing: Vec<Option<(u32, u64)>>,
     /// MPI_Finalize passed its barrier: a peer whose rails fail has left
     /// the job after finishing (see `peers_may_leave`).
     peers_may_leave: bool,
@@ -150,6 +174,7 @@ impl ReliableLinks {
                 .collect(),
             refused: (0..size).map(|_| None).collect(),
             retired: [0; REPORT_COUNTERS],
+            placing: vec![None; size as usize],
             peers_may_leave: false,
             unreachable_is_failure: false,
             unreachable: Vec::new(),
@@ -306,6 +331,22 @@ impl ReliableLinks {
             deliver(peer, frame, None);
             return Ok(());
         };
+        if let Some((placing_rail, placing_seq)) = self.placing[peer as usize] {
+            if placing_rail != rail
+                && FrameHeader::parse(frame).is_ok_and(|header| header.seq == placing_seq)
+            {
+                if link.rail_is_up(placing_rail) {
+                    // Another copy of the frame being placed: it would
+                    // write the same range. Unacknowledged, it is resent
+                    // if need be.
+                    return Ok(());
+                }
+                // The placing rail went silent mid-payload: revoke its
+                // claim (its next read finds none and abandons the frame)
+                // and take this copy instead.
+                self.placing[peer as usize] = None;
+            }
+        }
         let mut delivered_already = false;
         if self.checksums {
             if !header_verifies(frame) {
@@ -349,6 +390,123 @@ impl ReliableLinks {
             link.recycle(delivered);
         }
         Ok(())
+    }
+
+    /// A path has the header of a frame from `peer` on `rail` whose payload
+    /// is still on the wire: where should the payload go? Only a data frame
+    /// with an intact header (with checksums), the next in order on its
+    /// link (`PeerLink::may_place`), not being placed from another rail, and
+    /// for which `locate` (the engine) names a destination. Asked again
+    /// (`resumed`) before every read of more of that payload: any answer
+    /// `None` abandons the placement (and drops its claim), and a resumed
+    /// placement whose claim was revoked (its rail went down and another
+    /// copy was taken) is refused, so it never writes again.
+    pub fn place(
+        &mut self,
+        peer: u32,
+        rail: u32,
+        header_bytes: &[u8; HEADER_LEN_BYTES],
+        resumed: bool,
+        locate: impl FnOnce(&FrameHeader) -> Option<*mut u8>,
+    ) -> Option<Placement> {
+        let Ok(header) = FrameHeader::parse(header_bytes) else {
+            return None;
+        };
+        if header.kind != FrameKind::Data || header.payload_len == 0 {
+            return None;
+        }
+        let Some(link) = self.links.get(peer as usize).and_then(Option::as_ref) else {
+            // No link (`--reliable off`): TCP alone orders and delivers.
+            return locate(&header).map(|start| Placement {
+                start,
+                checksum: false,
+            });
+        };
+        let claim = &mut self.placing[peer as usize];
+        let ours = Some((rail, header.seq));
+        match *claim {
+            _ if *claim == ours => {}
+            // Revoked (or never ours): this payload writes no more.
+            _ if resumed => return None,
+            None => {}
+            // Another rail's placement, which its own reads will finish.
+            Some((other_rail, _)) if other_rail != rail && link.rail_is_up(other_rail) => {
+                return None
+            }
+            // Stale: its rail went down, or ended on this rail unreported
+            // (the path reports every placement it ends; kept for safety).
+            Some(_) => *claim = None,
+        }
+        let start = (!self.checksums || header_verifies(header_bytes))
+            .then(|| link.may_place(header.seq))
+            .filter(|&next| next)
+            .and_then(|_| locate(&header));
+        *claim = start.and(ours);
+        Some(Placement {
+            start: start?,
+            checksum: self.checksums,
+        })
+    }
+
+    /// The payload of a frame [`ReliableLinks::place`] placed has been read
+    /// (`placed`). With checksums, its CRC must complete the frame's
+    /// checksum; then the link takes it. `Ok(true)`: the link accepted it
+    /// as delivered, and the caller counts its bytes received and then
+    /// hands over what the link holds ready ([`ReliableLinks::deliver_ready`]).
+    /// `Ok(false)`: nothing of it counts (lost, corrupt, or no longer ours).
+    pub fn placed(
+        &mut self,
+        peer: u32,
+        rail: u32,
+        header_bytes: &[u8; HEADER_LEN_BYTES],
+        placed: Placed,
+    ) -> MpiResult<bool> {
+        let Ok(header) = FrameHeader::parse(header_bytes) else {
+            return Ok(false);
+        };
+        let claimed = self.placing[peer as usize] == Some((rail, header.seq));
+        if claimed {
+            self.placing[peer as usize] = None;
+        }
+        let Placed::Whole { payload_crc } = placed else {
+            return Ok(false);
+        };
+        let now_ns = self.now_ns();
+        let Some(link) = self.links.get_mut(peer as usize).and_then(Option::as_mut) else {
+            return Ok(true);
+        };
+        if !claimed {
+            // Not ours to commit (the claim was dropped meanwhile).
+            return Ok(false);
+        }
+        if self.checksums && !payload_checksum_matches(header_bytes, payload_crc) {
+            // The bytes stay in the incomplete receive's range of this
+            // fragment until the retransmission overwrites them.
+            self.counters.corrupt_caught += 1;
+            self.counters.placed_corrupt_caught += 1;
+            return Ok(false);
+        }
+        let accepted = link
+            .handle_receive_placed_on_rail(now_ns, rail, header_bytes)
+            .map_err(|error| {
+                MpiError::new(
+                    ErrorClass::Intern,
+                    format!("bad frame from rank {peer}: {error:?}"),
+                )
+            })?;
+        self.counters.frames_placed += u64::from(accepted);
+        Ok(accepted)
+    }
+
+    /// Hand every frame `peer`'s link holds ready, in order, to `deliver`.
+    pub fn deliver_ready(&mut self, peer: u32, mut deliver: impl FnMut(u32, &[u8], Check) -> bool) {
+        let Some(link) = self.links.get_mut(peer as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        while let Some(delivered) = link.poll_deliver() {
+            deliver(peer, &delivered, None);
+            link.recycle(delivered);
+        }
     }
 
     /// Run timers and push everything the links want to transmit onto the
@@ -462,6 +620,12 @@ impl ReliableLinks {
     /// A rail to `peer` failed (connection reset or closed).
     pub fn rail_failed(&mut self, peer: u32, rail: u32) {
         let now_ns = self.now_ns();
+        if let Some(claim) = self.placing.get_mut(peer as usize) {
+            // Its partly read frame went with the connection.
+            if claim.is_some_and(|(placing_rail, _)| placing_rail == rail) {
+                *claim = None;
+            }
+        }
         if let Some(link) = self.links.get_mut(peer as usize).and_then(Option::as_mut) {
             if link.rail_is_up(rail) {
                 link.handle_rail_error(now_ns, rail);
@@ -477,6 +641,7 @@ impl ReliableLinks {
                 add_stats(&mut self.retired, &link.stats());
             }
             self.refused[peer as usize] = None;
+            self.placing[peer as usize] = None;
         }
     }
 
@@ -503,10 +668,71 @@ impl ReliableLinks {
             ("tail_loss_probes", totals[6]),
             ("spurious_retransmissions", totals[7]),
             ("corrupt_caught", self.counters.corrupt_caught),
+            ("frames_placed", self.counters.frames_placed),
+            ("placed_corrupt_caught", self.counters.placed_corrupt_caught),
             ("duplicates_dropped", totals[2]),
             ("rails_failed", totals[3]),
             ("rails_recovered", totals[4]),
             ("failover_time_ns", totals[5]),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Data frame `seq` from rank 0 of `payload_bytes` bytes, sealed.
+    fn sealed_data_frame(seq: u64, payload_bytes: usize) -> Vec<u8> {
+        let mut header = FrameHeader::new(FrameKind::Data, 0);
+        header.seq = seq;
+        header.payload_len = payload_bytes as u32;
+        let payload = vec![7u8; payload_bytes];
+        let mut header_bytes = header.to_bytes();
+        seal(&mut header_bytes, &payload);
+        [&header_bytes[..], &payload].concat()
+    }
+
+    #[test]
+    fn placement_on_a_rail_gone_silent_is_revoked_by_another_rails_copy_and_never_writes_again() {
+        let config = ReliableConfig {
+            rail_count: 2,
+            ..ReliableConfig::default()
+        };
+        // Rank 1's links; rank 0 is the peer.
+        let mut links = ReliableLinks::new(1, 2, config, true, false, |peer| peer == 0);
+        let frame = sealed_data_frame(1, 64 << 10);
+        let header: [u8; HEADER_LEN_BYTES] = frame[..HEADER_LEN_BYTES].try_into().unwrap();
+        let mut destination = vec![0u8; 64 << 10];
+        let start = destination.as_mut_ptr();
+        let mut delivered = 0;
+        // Rail 1 starts placing frame 1.
+        assert!(links.place(0, 1, &header, false, |_| Some(start)).is_some());
+        // A copy on rail 0 while rail 1 is up: dropped (rail 1 finishes it).
+        links
+            .receive(0, 0, &frame, |_, _, _| {
+                delivered += 1;
+                true
+            })
+            .unwrap();
+        assert_eq!(delivered, 0);
+        // Nor may rail 0 start placing it.
+        assert!(links.place(0, 0, &header, false, |_| Some(start)).is_none());
+        // Rail 1 goes silent (the link marks it down, the connection stays).
+        links.links[0].as_mut().unwrap().handle_rail_error(0, 1);
+        links
+            .receive(0, 0, &frame, |_, _, _| {
+                delivered += 1;
+                true
+            })
+            .unwrap();
+        assert_eq!(delivered, 1, "the other rail's copy is taken");
+        // Rail 1 comes back mid-payload: its placement is refused, and
+        // what it reports is not committed.
+        assert!(links.place(0, 1, &header, true, |_| Some(start)).is_none());
+        let crc = resmpi_checksum::crc32c(&frame[HEADER_LEN_BYTES..]);
+        assert!(!links
+            .placed(0, 1, &header, Placed::Whole { payload_crc: crc })
+            .unwrap());
     }
 }

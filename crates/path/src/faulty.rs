@@ -62,7 +62,7 @@
 //! spec with only process faults costs a path nothing.
 
 use crate::inject_spec::{Fault, FaultSpec, PairFaults, RailDownWindow};
-use crate::{Path, PathError};
+use crate::{Path, PathError, Placed, Placement, Receiver};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Most frames held (delayed or waiting for room) at once, all peers together.
@@ -322,6 +322,52 @@ impl<P: Path, C: Fn() -> u64> FaultyPath<P, C> {
     }
 }
 
+/// The receiving half of rail-down for `poll_placing`: what arrives from a
+/// peer whose rail is down is discarded, whole or placed.
+struct RailDownFilter<'a, R, D> {
+    receiver: &'a mut R,
+    is_down: D,
+    stats: &'a mut FaultStats,
+    delivered: usize,
+}
+
+// SAFETY: placements are the wrapped receiver's, passed through unchanged.
+unsafe impl<R: Receiver, D: FnMut(u32) -> bool> Receiver for RailDownFilter<'_, R, D> {
+    fn frame(&mut self, peer: u32, frame: &[u8]) {
+        if (self.is_down)(peer) {
+            self.stats.frames_swallowed_rail_down += 1;
+        } else {
+            self.delivered += 1;
+            self.receiver.frame(peer, frame);
+        }
+    }
+
+    fn place(
+        &mut self,
+        peer: u32,
+        header: &[u8; HEADER_BYTES],
+        resumed: bool,
+    ) -> Option<Placement> {
+        if (self.is_down)(peer) {
+            None
+        } else {
+            self.receiver.place(peer, header, resumed)
+        }
+    }
+
+    fn placed(&mut self, peer: u32, header: &[u8; HEADER_BYTES], placed: Placed) {
+        if (self.is_down)(peer) && placed != Placed::Lost {
+            // The rail went down while the payload arrived: lost, and the
+            // receiver must hear so (it may hold the frame's place).
+            self.stats.frames_swallowed_rail_down += 1;
+            self.receiver.placed(peer, header, Placed::Lost);
+        } else {
+            self.delivered += usize::from(placed != Placed::Lost);
+            self.receiver.placed(peer, header, placed);
+        }
+    }
+}
+
 impl<P: Path, C: Fn() -> u64> Path for FaultyPath<P, C> {
     fn try_send(
         &mut self,
@@ -457,6 +503,34 @@ impl<P: Path, C: Fn() -> u64> Path for FaultyPath<P, C> {
             }
         })?;
         Ok(delivered)
+    }
+
+    fn poll_placing<R: Receiver>(&mut self, receiver: &mut R) -> Result<usize, PathError> {
+        if !self.spec.has_frame_faults() {
+            return self.inner.poll_placing(receiver);
+        }
+        let now_ns = (self.clock)();
+        self.release_due(now_ns)?;
+        if !self.rail_has_windows {
+            return self.inner.poll_placing(receiver);
+        }
+        let FaultyPath {
+            inner,
+            spec,
+            local_rank,
+            rail,
+            peers,
+            stats,
+            ..
+        } = self;
+        let mut filter = RailDownFilter {
+            receiver,
+            is_down: |peer| peer_state(peers, spec, *local_rank, *rail, peer).rail_down_at(now_ns),
+            stats,
+            delivered: 0,
+        };
+        inner.poll_placing(&mut filter)?;
+        Ok(filter.delivered)
     }
 
     fn flush(&mut self) -> Result<(), PathError> {

@@ -33,6 +33,10 @@ pub use memory::MemoryPath;
 pub use shm::{ShmPath, ShmSegment};
 pub use tcp::TcpPath;
 
+/// Payloads shorter than this are never placed: a copy of them costs less
+/// than asking where they go.
+pub const PLACEMENT_MIN_PAYLOAD_BYTES: usize = 16 << 10;
+
 /// Why a path operation failed.
 #[derive(Debug)]
 pub enum PathError {
@@ -96,6 +100,68 @@ pub(crate) fn fill_random(bytes: &mut [u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Where the payload of a frame goes when the layers above already know it
+/// (a rendezvous fragment of a matched receive): a path that can reads the
+/// payload straight there instead of into its own buffer, so the bytes are
+/// copied once (by the kernel) rather than twice.
+#[derive(Clone, Copy, Debug)]
+pub struct Placement {
+    /// First byte of the destination: `payload_len` writable bytes.
+    pub start: *mut u8,
+    /// Whether the path computes the payload's CRC32C as it reads (each
+    /// piece right after its read, while it is in cache) and reports it in
+    /// [`Placed::Whole`].
+    pub checksum: bool,
+}
+
+/// How the payload of a placed frame ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placed {
+    /// Every payload byte was written to the placement; `payload_crc` is
+    /// their CRC32C when the placement asked for one (else 0). Nothing about
+    /// the bytes is trusted yet: the receiver checks them.
+    Whole {
+        /// CRC32C of the payload as read.
+        payload_crc: u32,
+    },
+    /// The frame is lost (a fault wrapper swallowed it): what was written
+    /// to the placement must not be used.
+    Lost,
+}
+
+/// What a path hands received frames to, when it can place payloads
+/// ([`Path::poll_placing`]).
+///
+/// # Safety
+/// A `Placement` returned by [`Receiver::place`] must stay valid for
+/// `payload_len` bytes of writes until the path next calls into this
+/// receiver or its poll returns. A path asks again before every read of
+/// further payload bytes, so a receiver that no longer wants them (its
+/// receive ended meanwhile) answers `None` and the path reads the rest of
+/// the payload into scratch memory and drops the frame.
+pub unsafe trait Receiver {
+    /// A whole frame, header and payload, in the path's buffer (valid only
+    /// during the call).
+    fn frame(&mut self, peer: u32, frame: &[u8]);
+
+    /// `header` arrived from `peer` and its payload is still (partly) on
+    /// the wire: where should the payload go? `None`: into the path's
+    /// buffer, then to [`Receiver::frame`] as usual. Asked again, with the
+    /// same header and `resumed` true, before each further read of that
+    /// payload; `None` then abandons it (the rest is read into scratch and
+    /// the frame reported [`Placed::Lost`]).
+    fn place(
+        &mut self,
+        peer: u32,
+        header: &[u8; resmpi_wire::HEADER_LEN_BYTES],
+        resumed: bool,
+    ) -> Option<Placement>;
+
+    /// The payload of a frame this receiver placed has ended (see
+    /// [`Placed`]); the frame is done with.
+    fn placed(&mut self, peer: u32, header: &[u8; resmpi_wire::HEADER_LEN_BYTES], placed: Placed);
+}
+
 /// What every path offers.
 ///
 /// Frames are wire frames: a fixed-size header (`resmpi_wire`) followed by the
@@ -117,6 +183,14 @@ pub trait Path {
     /// header + payload and is valid only during the call (on shm it points
     /// into the ring: zero copy). Returns the number of frames delivered.
     fn poll<F: FnMut(u32, &[u8])>(&mut self, handler: F) -> Result<usize, PathError>;
+
+    /// `poll`, handing frames to `receiver`, which may give a destination
+    /// for a payload still on the wire. A path that cannot read into a
+    /// destination (shared memory: the frame is already in memory) delivers
+    /// every frame whole, which is what this default does.
+    fn poll_placing<R: Receiver>(&mut self, receiver: &mut R) -> Result<usize, PathError> {
+        self.poll(|peer, frame| receiver.frame(peer, frame))
+    }
 
     /// Push out anything buffered (TCP partial writes). Never blocks.
     fn flush(&mut self) -> Result<(), PathError>;

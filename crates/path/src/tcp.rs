@@ -19,7 +19,13 @@
 //! `sendmsg` with the header and the payload as two iovecs; what the kernel
 //! does not take goes into a bounded per-peer buffer (back-pressure beyond
 //! it). Receives go into a per-peer reassembly buffer and whole frames are
-//! handed to the handler from there.
+//! handed to the handler from there, except the payload of a frame that the
+//! receiver places ([`crate::Receiver::place`]: a rendezvous fragment of a
+//! matched receive): once its header is in, the rest of its payload is read
+//! straight into the destination, with the next frame's header in the same
+//! `readv`, and its CRC32C is computed piece by piece right after each read,
+//! while the bytes are in cache. The kernel's copy is then the only one, as
+//! in MPICH/UCX; nothing is trusted until the receiver has checked it.
 
 use std::cell::RefCell;
 use std::io::{ErrorKind, Read, Write};
@@ -30,7 +36,9 @@ use std::time::{Duration, Instant};
 use resmpi_wire::{FrameHeader, HEADER_LEN_BYTES};
 use sha2::{Digest, Sha256};
 
-use crate::{Path, PathError};
+use resmpi_checksum::Crc32c;
+
+use crate::{Path, PathError, Placed, Placement, Receiver, PLACEMENT_MIN_PAYLOAD_BYTES};
 
 /// Largest payload of one frame on this path.
 const MAX_PAYLOAD_BYTES: usize = 1 << 20;
@@ -45,6 +53,14 @@ const RECEIVE_BUFFER_MAX_BYTES: usize = 2 * (HEADER_LEN_BYTES + MAX_PAYLOAD_BYTE
 const FRAMES_PER_PEER_PER_POLL: usize = 64;
 /// `recv` calls on one peer per `poll` (fairness against a flooding peer).
 const RECEIVES_PER_PEER_PER_POLL: usize = 4;
+/// `readv` calls into placed payloads on one peer per `poll`: more than
+/// `RECEIVES_PER_PEER_PER_POLL`, since these bytes need no buffer of ours
+/// and a frame ends within a bounded number of them anyway.
+const PLACED_RECEIVES_PER_PEER_PER_POLL: usize = 32;
+/// Most bytes one read into the reassembly buffer asks for when no partial
+/// frame waits there: enough for hundreds of small frames, yet little of
+/// a large payload that could have been placed.
+const GENEROUS_READ_BYTES: usize = 64 << 10;
 /// Up to this many peers, `poll` simply tries a nonblocking read on each
 /// (one syscall per peer); beyond it, one poll(2) first finds the readable
 /// ones.
@@ -79,7 +95,53 @@ struct TcpPeer {
     receive_buffer: Vec<u8>,
     receive_start: usize,
     receive_end: usize,
+    /// The frame whose payload is being read into its placement, if any;
+    /// meanwhile the reassembly buffer is empty but for what follows it.
+    placing: Option<Placing>,
     closed: bool,
+}
+
+/// A frame whose payload goes straight to its destination.
+#[derive(Debug)]
+struct Placing {
+    header: [u8; HEADER_LEN_BYTES],
+    payload_bytes: usize,
+    /// Payload bytes already written (or, once abandoned, read and dropped).
+    done_bytes: usize,
+    /// CRC32C of the payload bytes written so far, when asked for.
+    crc: Option<Crc32c>,
+    /// The receiver stopped wanting the payload: the rest is read into the
+    /// reassembly buffer as scratch and the frame is reported lost.
+    abandoned: bool,
+}
+
+/// What one read into a placed payload found.
+enum PlacedRead {
+    /// Nothing to read.
+    WouldBlock,
+    /// `drained`: the read got less than it asked for (the socket is empty).
+    Read { drained: bool },
+}
+
+/// A [`Receiver`] that places nothing: what `Path::poll` uses.
+struct WholeFrames<F>(F);
+
+// SAFETY: `place` never returns a placement.
+unsafe impl<F: FnMut(u32, &[u8])> Receiver for WholeFrames<F> {
+    fn frame(&mut self, peer: u32, frame: &[u8]) {
+        (self.0)(peer, frame)
+    }
+
+    fn place(
+        &mut self,
+        _peer: u32,
+        _header: &[u8; HEADER_LEN_BYTES],
+        _resumed: bool,
+    ) -> Option<Placement> {
+        None
+    }
+
+    fn placed(&mut self, _peer: u32, _header: &[u8; HEADER_LEN_BYTES], _placed: Placed) {}
 }
 
 /// Frames to and from ranks on other hosts over TCP.
@@ -327,6 +389,7 @@ impl TcpPath {
             receive_buffer: vec![0; RECEIVE_BUFFER_INITIAL_BYTES],
             receive_start: 0,
             receive_end: 0,
+            placing: None,
             closed: false,
         });
         self.connected.push(rank);
@@ -531,14 +594,30 @@ impl TcpPeer {
         Ok(true)
     }
 
-    /// Read what has arrived and hand whole frames to `handler`.
-    fn receive<F: FnMut(u32, &[u8])>(&mut self, handler: &mut F) -> Result<usize, PathError> {
+    /// Read what has arrived: hand whole frames to `receiver`, and read the
+    /// payload of a frame it places straight into its destination.
+    fn receive<R: Receiver>(&mut self, receiver: &mut R) -> Result<usize, PathError> {
         let mut delivered = 0;
         let mut receives = 0;
+        let mut placed_receives = 0;
         // A read that returned less than it was offered emptied the socket;
         // another would only cost a syscall to learn EAGAIN.
         let mut drained = false;
         loop {
+            if self.placing.is_some() {
+                if drained || placed_receives >= PLACED_RECEIVES_PER_PEER_PER_POLL {
+                    return Ok(delivered);
+                }
+                placed_receives += 1;
+                match self.read_placed(receiver)? {
+                    PlacedRead::WouldBlock => return Ok(delivered),
+                    PlacedRead::Read { drained: emptied } => drained = emptied,
+                }
+                if self.placing.is_some() {
+                    continue;
+                }
+                delivered += 1;
+            }
             // Deliver every whole frame already buffered.
             while self.receive_end - self.receive_start >= HEADER_LEN_BYTES {
                 let buffered = &self.receive_buffer[self.receive_start..self.receive_end];
@@ -557,15 +636,23 @@ impl TcpPeer {
                 }
                 let frame_bytes = HEADER_LEN_BYTES + payload_bytes;
                 if buffered.len() < frame_bytes {
+                    if frame_bytes - buffered.len() >= PLACEMENT_MIN_PAYLOAD_BYTES
+                        && self.start_placing(receiver, payload_bytes)
+                    {
+                        break;
+                    }
                     self.make_room_for(frame_bytes);
                     break;
                 }
-                handler(self.rank, &buffered[..frame_bytes]);
+                receiver.frame(self.rank, &buffered[..frame_bytes]);
                 self.receive_start += frame_bytes;
                 delivered += 1;
                 if delivered >= FRAMES_PER_PEER_PER_POLL {
                     return Ok(delivered);
                 }
+            }
+            if self.placing.is_some() {
+                continue;
             }
             if self.receive_start == self.receive_end {
                 self.receive_start = 0;
@@ -577,10 +664,20 @@ impl TcpPeer {
                 return Ok(delivered);
             }
             receives += 1;
-            let offered = self.receive_buffer.len() - self.receive_end;
+            // With no partial frame buffered, ask for a modest amount: a
+            // large payload behind the next header is better placed than
+            // read here and copied out.
+            let partial = self.receive_end > self.receive_start;
+            let space = self.receive_buffer.len() - self.receive_end;
+            let offered = if partial {
+                space
+            } else {
+                space.min(GENEROUS_READ_BYTES)
+            };
+            let read_end = self.receive_end + offered;
             match self
                 .stream
-                .read(&mut self.receive_buffer[self.receive_end..])
+                .read(&mut self.receive_buffer[self.receive_end..read_end])
             {
                 Ok(0) => {
                     self.closed = true;
@@ -594,6 +691,145 @@ impl TcpPeer {
                 Err(error) if error.kind() == ErrorKind::Interrupted => {}
                 Err(error) => return Err(self.classify(error)),
             }
+        }
+    }
+
+    /// The frame at `receive_start` has a header but not all its payload:
+    /// if `receiver` places it, copy the payload bytes already buffered to
+    /// the placement and read the rest there from now on. The buffer is
+    /// then empty. Whether it was placed.
+    fn start_placing<R: Receiver>(&mut self, receiver: &mut R, payload_bytes: usize) -> bool {
+        let header: [u8; HEADER_LEN_BYTES] = self.receive_buffer
+            [self.receive_start..self.receive_start + HEADER_LEN_BYTES]
+            .try_into()
+            .expect("a whole header is buffered");
+        let Some(placement) = receiver.place(self.rank, &header, false) else {
+            return false;
+        };
+        let buffered =
+            &self.receive_buffer[self.receive_start + HEADER_LEN_BYTES..self.receive_end];
+        debug_assert!(buffered.len() < payload_bytes);
+        // SAFETY: the placement holds `payload_bytes` writable bytes until
+        // we next call the receiver (its contract), and fewer are buffered.
+        let destination =
+            unsafe { std::slice::from_raw_parts_mut(placement.start, buffered.len()) };
+        let crc = if placement.checksum {
+            Some(Crc32c::new().copy_and_update(destination, buffered))
+        } else {
+            destination.copy_from_slice(buffered);
+            None
+        };
+        self.placing = Some(Placing {
+            header,
+            payload_bytes,
+            done_bytes: buffered.len(),
+            crc,
+            abandoned: false,
+        });
+        self.receive_start = 0;
+        self.receive_end = 0;
+        true
+    }
+
+    /// One `readv` of the placed payload's next bytes (into its placement,
+    /// asked for again first, or into scratch once abandoned) and of the
+    /// header that follows it (into the empty reassembly buffer). Reports
+    /// the frame to `receiver` when its payload is complete.
+    fn read_placed<R: Receiver>(&mut self, receiver: &mut R) -> Result<PlacedRead, PathError> {
+        let placing = self.placing.as_mut().expect("a frame is being placed");
+        debug_assert_eq!(self.receive_end, 0);
+        let remaining = placing.payload_bytes - placing.done_bytes;
+        if !placing.abandoned {
+            match receiver.place(self.rank, &placing.header, true) {
+                Some(placement) => {
+                    let next_header = &mut self.receive_buffer[..HEADER_LEN_BYTES];
+                    let iovecs = [
+                        libc::iovec {
+                            // SAFETY: `done_bytes < payload_bytes`, inside
+                            // the placement.
+                            iov_base: unsafe { placement.start.add(placing.done_bytes) }
+                                as *mut libc::c_void,
+                            iov_len: remaining,
+                        },
+                        libc::iovec {
+                            iov_base: next_header.as_mut_ptr() as *mut libc::c_void,
+                            iov_len: HEADER_LEN_BYTES,
+                        },
+                    ];
+                    // SAFETY: the first iovec is the placement's unwritten
+                    // rest, valid for writes until we next call the receiver
+                    // (below, after the read); the second is our own buffer.
+                    let got = match unsafe { read_vectored(&self.stream, &iovecs) } {
+                        Ok(Some(got)) => got,
+                        Ok(None) => return Ok(PlacedRead::WouldBlock),
+                        Err(error) => return Err(self.classify(error)),
+                    };
+                    if got == 0 {
+                        self.closed = true;
+                        return Err(PathError::PeerClosed(self.rank));
+                    }
+                    let placing = self.placing.as_mut().expect("a frame is being placed");
+                    let payload_got = got.min(remaining);
+                    if let Some(crc) = placing.crc.as_mut() {
+                        // SAFETY: these bytes of the placement were just
+                        // written by the kernel; the placement is still valid.
+                        let written = unsafe {
+                            std::slice::from_raw_parts(
+                                placement.start.add(placing.done_bytes),
+                                payload_got,
+                            )
+                        };
+                        *crc = crc.update(written);
+                    }
+                    placing.done_bytes += payload_got;
+                    self.receive_end = got - payload_got;
+                    let drained = got < remaining + HEADER_LEN_BYTES;
+                    self.finish_placing_if_done(receiver);
+                    return Ok(PlacedRead::Read { drained });
+                }
+                None => placing.abandoned = true,
+            }
+        }
+        // Abandoned: read the rest of the payload into scratch, to drop it.
+        let scratch_bytes = remaining.min(self.receive_buffer.len());
+        let got = match self.stream.read(&mut self.receive_buffer[..scratch_bytes]) {
+            Ok(0) => {
+                self.closed = true;
+                return Err(PathError::PeerClosed(self.rank));
+            }
+            Ok(got) => got,
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                return Ok(PlacedRead::WouldBlock)
+            }
+            Err(error) if error.kind() == ErrorKind::Interrupted => 0,
+            Err(error) => return Err(self.classify(error)),
+        };
+        self.placing
+            .as_mut()
+            .expect("a frame is being placed")
+            .done_bytes += got;
+        self.finish_placing_if_done(receiver);
+        Ok(PlacedRead::Read {
+            drained: got < scratch_bytes,
+        })
+    }
+
+    /// Report the placed frame to `receiver` once all its payload is read.
+    fn finish_placing_if_done<R: Receiver>(&mut self, receiver: &mut R) {
+        if self
+            .placing
+            .as_ref()
+            .is_some_and(|placing| placing.done_bytes == placing.payload_bytes)
+        {
+            let placing = self.placing.take().expect("checked above");
+            let placed = if placing.abandoned {
+                Placed::Lost
+            } else {
+                Placed::Whole {
+                    payload_crc: placing.crc.map_or(0, Crc32c::finish),
+                }
+            };
+            receiver.placed(self.rank, &placing.header, placed);
         }
     }
 
@@ -631,7 +867,11 @@ impl Path for TcpPath {
         self.peer_mut(peer)?.try_send(header, payload)
     }
 
-    fn poll<F: FnMut(u32, &[u8])>(&mut self, mut handler: F) -> Result<usize, PathError> {
+    fn poll<F: FnMut(u32, &[u8])>(&mut self, handler: F) -> Result<usize, PathError> {
+        self.poll_placing(&mut WholeFrames(handler))
+    }
+
+    fn poll_placing<R: Receiver>(&mut self, receiver: &mut R) -> Result<usize, PathError> {
         if self.connected.is_empty() {
             return Ok(0);
         }
@@ -677,7 +917,7 @@ impl Path for TcpPath {
                 || peer.receive_end - peer.receive_start >= HEADER_LEN_BYTES
                 || revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
             {
-                delivered += peer.receive(&mut handler)?;
+                delivered += peer.receive(receiver)?;
             }
             if peer.pending_send_bytes() > 0 {
                 peer.flush()?;
@@ -727,6 +967,37 @@ fn raise_socket_buffers(fd: RawFd) {
                     std::mem::size_of::<libc::c_int>() as libc::socklen_t,
                 )
             };
+        }
+    }
+}
+
+/// One nonblocking `readv` into `iovecs`: `Ok(None)` when nothing waits;
+/// retried on EINTR.
+///
+/// # Safety
+/// Every iovec must describe memory writable for the whole call.
+unsafe fn read_vectored(
+    stream: &TcpStream,
+    iovecs: &[libc::iovec],
+) -> std::io::Result<Option<usize>> {
+    loop {
+        // SAFETY: by the caller's promise the iovecs describe writable
+        // memory; the kernel writes only inside them.
+        let got = unsafe {
+            libc::readv(
+                stream.as_raw_fd(),
+                iovecs.as_ptr(),
+                iovecs.len() as libc::c_int,
+            )
+        };
+        if got >= 0 {
+            return Ok(Some(got as usize));
+        }
+        let error = std::io::Error::last_os_error();
+        match error.kind() {
+            ErrorKind::Interrupted => continue,
+            ErrorKind::WouldBlock => return Ok(None),
+            _ => return Err(error),
         }
     }
 }
@@ -1170,6 +1441,168 @@ mod tests {
             matches!(result, Err(PathError::Protocol(ref text)) if text.contains("bad magic")),
             "{result:?}"
         );
+    }
+
+    /// Places the payload of every data frame into `destination` while
+    /// `willing`, records what `placed` says, and collects whole frames.
+    struct PlacingReceiver {
+        destination: Vec<u8>,
+        willing: bool,
+        place_calls: usize,
+        placed: Vec<Placed>,
+        frames: Vec<Vec<u8>>,
+    }
+
+    // SAFETY: the placement is `destination`, which holds every payload
+    // sent in these tests and lives as long as the receiver.
+    unsafe impl Receiver for PlacingReceiver {
+        fn frame(&mut self, _peer: u32, frame: &[u8]) {
+            self.frames.push(frame.to_vec());
+        }
+
+        fn place(
+            &mut self,
+            _peer: u32,
+            header: &[u8; HEADER_LEN_BYTES],
+            _resumed: bool,
+        ) -> Option<Placement> {
+            let header = FrameHeader::parse(header).unwrap();
+            assert!(header.payload_len as usize <= self.destination.len());
+            self.place_calls += 1;
+            (self.willing && header.kind == FrameKind::Data).then_some(Placement {
+                start: self.destination.as_mut_ptr(),
+                checksum: true,
+            })
+        }
+
+        fn placed(&mut self, _peer: u32, _header: &[u8; HEADER_LEN_BYTES], placed: Placed) {
+            self.placed.push(placed);
+        }
+    }
+
+    fn data_frame(sequence: u64, payload_bytes: usize) -> Vec<u8> {
+        let mut header = FrameHeader::new(FrameKind::Data, 1);
+        header.seq = sequence;
+        header.payload_len = payload_bytes as u32;
+        let mut frame = header.to_bytes().to_vec();
+        frame.extend((0..payload_bytes).map(|index| payload_byte(1, sequence, index)));
+        frame
+    }
+
+    /// Write `bytes` to `stream` in `pieces` writes, polling `path` into
+    /// `receiver` after each, then until `done` holds.
+    fn trickle(
+        stream: &TcpStream,
+        bytes: &[u8],
+        pieces: usize,
+        path: &mut TcpPath,
+        receiver: &mut PlacingReceiver,
+        done: impl Fn(&PlacingReceiver) -> bool,
+    ) {
+        for piece in bytes.chunks(bytes.len().div_ceil(pieces)) {
+            (&*stream).write_all(piece).unwrap();
+            path.poll_placing(receiver).unwrap();
+        }
+        while !done(receiver) {
+            path.wait(100_000).unwrap();
+            path.poll_placing(receiver).unwrap();
+        }
+    }
+
+    #[test]
+    fn placed_payload_read_in_pieces_lands_whole_with_its_checksum_and_the_stream_stays_in_step() {
+        let mut paths = mesh(2);
+        let sender = paths.pop().unwrap();
+        let mut receiver_path = paths.pop().unwrap();
+        let stream = &sender.peers[0].as_ref().unwrap().stream;
+        let mut receiver = PlacingReceiver {
+            destination: vec![0; 1 << 20],
+            willing: true,
+            place_calls: 0,
+            placed: Vec::new(),
+            frames: Vec::new(),
+        };
+        // A placed frame, then a small one right behind it (read with the
+        // placed payload's last `readv`), in 37 uneven pieces.
+        let big = data_frame(1, (1 << 20) - 5);
+        let small = frame_header(1, 2, 3)
+            .iter()
+            .chain(b"xyz")
+            .copied()
+            .collect::<Vec<u8>>();
+        let both = [big.clone(), small.clone()].concat();
+        trickle(
+            stream,
+            &both,
+            37,
+            &mut receiver_path,
+            &mut receiver,
+            |receiver| receiver.frames.len() == 1,
+        );
+        let payload = &big[HEADER_LEN_BYTES..];
+        assert_eq!(
+            receiver.placed,
+            vec![Placed::Whole {
+                payload_crc: resmpi_checksum::crc32c(payload)
+            }]
+        );
+        assert!(receiver.destination[..payload.len()] == *payload);
+        assert!(receiver.place_calls > 2, "asked again before each read");
+        assert_eq!(receiver.frames, vec![small.clone()]);
+    }
+
+    #[test]
+    fn abandoned_placement_is_reported_lost_and_the_next_frame_arrives_intact() {
+        let mut paths = mesh(2);
+        let sender = paths.pop().unwrap();
+        let mut receiver_path = paths.pop().unwrap();
+        let stream = &sender.peers[0].as_ref().unwrap().stream;
+        let mut receiver = PlacingReceiver {
+            destination: vec![0; 1 << 20],
+            willing: true,
+            place_calls: 0,
+            placed: Vec::new(),
+            frames: Vec::new(),
+        };
+        let big = data_frame(1, 1 << 20);
+        let small = frame_header(1, 2, 3)
+            .iter()
+            .chain(b"abc")
+            .copied()
+            .collect::<Vec<u8>>();
+        // Half the payload placed, then the receiver stops wanting it.
+        let half = HEADER_LEN_BYTES + (1 << 19);
+        (&*stream).write_all(&big[..half]).unwrap();
+        while receiver.place_calls == 0
+            || receiver_path.peers[1]
+                .as_ref()
+                .unwrap()
+                .placing
+                .as_ref()
+                .unwrap()
+                .done_bytes
+                < (1 << 19)
+        {
+            receiver_path.wait(100_000).unwrap();
+            receiver_path.poll_placing(&mut receiver).unwrap();
+        }
+        receiver.willing = false;
+        let written = receiver.destination.clone();
+        let rest = [&big[half..], &small[..]].concat();
+        trickle(
+            stream,
+            &rest,
+            5,
+            &mut receiver_path,
+            &mut receiver,
+            |receiver| receiver.frames.len() == 1,
+        );
+        assert_eq!(receiver.placed, vec![Placed::Lost]);
+        assert!(
+            receiver.destination == written,
+            "nothing written once abandoned"
+        );
+        assert_eq!(receiver.frames, vec![small]);
     }
 
     #[test]

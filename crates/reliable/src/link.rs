@@ -137,6 +137,17 @@ impl std::error::Error for PeerUnreachable {}
 /// frame exhausted its retries (the link then stops transmitting).
 pub type LinkStatus = Result<(), PeerUnreachable>;
 
+/// How a received frame reaches the link (see `receive_on_rail`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Delivery {
+    /// Buffered in the reorder buffer (copied) unless a duplicate.
+    Buffered,
+    /// Handed back to the caller when next in order, else buffered.
+    Direct,
+    /// Only the header: its payload is already in place.
+    Placed,
+}
+
 /// Why an arriving frame was rejected. A rejected frame changes no state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReceiveError {
@@ -508,7 +519,8 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         rail: u32,
         frame: &[u8],
     ) -> Result<(), ReceiveError> {
-        self.receive_on_rail(now_ns, rail, frame, false).map(|_| ())
+        self.receive_on_rail(now_ns, rail, frame, Delivery::Buffered)
+            .map(|_| ())
     }
 
     /// Like [`PeerLink::handle_receive_on_rail`], but a data frame that is
@@ -521,7 +533,24 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         rail: u32,
         frame: &[u8],
     ) -> Result<bool, ReceiveError> {
-        self.receive_on_rail(now_ns, rail, frame, true)
+        self.receive_on_rail(now_ns, rail, frame, Delivery::Direct)
+    }
+
+    /// A data frame whose payload the owner already wrote to where it
+    /// belongs and checked, given by its `header` alone (the path read the
+    /// payload straight into a receive buffer, see `is_next_in_order`).
+    /// `Ok(true)`: it was exactly the next in sequence with nothing waiting
+    /// and counts as delivered, as with `handle_receive_on_rail_direct`.
+    /// `Ok(false)`: anything else; nothing of it is kept (there is no
+    /// payload to keep), so it counts as never received and the sender
+    /// retransmits it. Its `ack` is taken either way.
+    pub fn handle_receive_placed_on_rail(
+        &mut self,
+        now_ns: u64,
+        rail: u32,
+        header: &[u8; HEADER_LEN_BYTES],
+    ) -> Result<bool, ReceiveError> {
+        self.receive_on_rail(now_ns, rail, header, Delivery::Placed)
     }
 
     fn receive_on_rail(
@@ -529,7 +558,7 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         now_ns: u64,
         rail: u32,
         frame: &[u8],
-        direct: bool,
+        delivery: Delivery,
     ) -> Result<bool, ReceiveError> {
         if rail >= self.rails.count() {
             return Err(ReceiveError::UnknownRail {
@@ -538,7 +567,10 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
             });
         }
         let header = FrameHeader::parse(frame).map_err(ReceiveError::Malformed)?;
-        let expected_bytes = HEADER_LEN_BYTES + header.payload_len as usize;
+        let expected_bytes = match delivery {
+            Delivery::Placed => HEADER_LEN_BYTES,
+            Delivery::Buffered | Delivery::Direct => HEADER_LEN_BYTES + header.payload_len as usize,
+        };
         if frame.len() != expected_bytes {
             return Err(ReceiveError::LengthMismatch {
                 expected_bytes,
@@ -609,13 +641,26 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         } else {
             now_ns.saturating_add(self.config.ack_delay_ns)
         };
-        if direct && self.receive_buffer.accept_direct(header.seq) {
+        let fills_a_hole = self.receive_buffer.has_out_of_order();
+        if delivery == Delivery::Placed {
+            if !self.receive_buffer.accept_placed(header.seq) {
+                return Ok(false);
+            }
+            self.stats.frames_received += 1;
+            self.stats.frames_delivered += 1;
+            self.schedule_ack(if fills_a_hole {
+                now_ns
+            } else {
+                in_order_ack_ns
+            });
+            return Ok(true);
+        }
+        if delivery == Delivery::Direct && self.receive_buffer.accept_direct(header.seq) {
             self.stats.frames_received += 1;
             self.stats.frames_delivered += 1;
             self.schedule_ack(in_order_ack_ns);
             return Ok(true);
         }
-        let fills_a_hole = self.receive_buffer.has_out_of_order();
         match self.receive_buffer.insert(header.seq, frame) {
             Arrival::InOrder => {
                 self.stats.frames_received += 1;
@@ -1095,6 +1140,15 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
     /// nothing; lets the owner place the payload before handing it over.
     pub fn is_next_in_order(&self, seq: u64) -> bool {
         self.status.is_ok() && self.receive_buffer.would_accept_direct(seq)
+    }
+
+    /// Whether a data frame `seq` whose payload is still arriving may be
+    /// placed (read straight to its destination, then given to
+    /// [`PeerLink::handle_receive_placed_on_rail`]): it is the next in
+    /// sequence and everything before it has been delivered. Frames above
+    /// it may wait; they are delivered after it. Changes nothing.
+    pub fn may_place(&self, seq: u64) -> bool {
+        self.status.is_ok() && self.receive_buffer.would_accept_placed(seq)
     }
 
     /// Whether `handle_send_parts` would refuse a frame now (back-pressure).

@@ -186,6 +186,32 @@ impl ReceiveBuffer {
         next
     }
 
+    /// Whether `accept_placed(seq)` would accept (changes nothing).
+    pub fn would_accept_placed(&self, seq: u64) -> bool {
+        seq == self.largest_in_order_seq + 1
+            && self.last_delivered_seq == self.largest_in_order_seq
+            && self.ready.is_empty()
+    }
+
+    /// Take frame `seq`, whose payload its owner already delivered in
+    /// place, if it is exactly the next one and every earlier frame has
+    /// been delivered; frames waiting out of order right above it become
+    /// ready. Unlike `accept_direct`, frames may wait above it: a rail
+    /// faster than the one a large frame is placed from must not make the
+    /// placement fail. False = not taken (nothing changed).
+    pub fn accept_placed(&mut self, seq: u64) -> bool {
+        if !self.would_accept_placed(seq) {
+            return false;
+        }
+        self.largest_in_order_seq = seq;
+        self.last_delivered_seq = seq;
+        while let Some(next) = self.out_of_order.remove(&(self.largest_in_order_seq + 1)) {
+            self.ready.push_back(next);
+            self.largest_in_order_seq += 1;
+        }
+        true
+    }
+
     /// Whether `accept_direct(seq)` would accept (changes nothing).
     pub fn would_accept_direct(&self, seq: u64) -> bool {
         seq == self.largest_in_order_seq + 1

@@ -741,3 +741,59 @@ fn a_frame_filling_a_hole_is_acked_at_once() {
     let ack = receiver.poll_transmit(20).expect("an ack at once");
     assert_eq!(header(&ack).ack, 2);
 }
+
+/// Hand `frame` to `link` as a placed frame (its payload already where it
+/// belongs, as a TCP path does): its header alone.
+fn receive_placed(link: &mut PeerLink, now_ns: u64, frame: &[u8]) -> bool {
+    let header: &[u8; HEADER_LEN_BYTES] = frame[..HEADER_LEN_BYTES].try_into().unwrap();
+    link.handle_receive_placed_on_rail(now_ns, 0, header)
+        .expect("valid header")
+}
+
+#[test]
+fn placed_frame_fills_its_hole_and_releases_the_frames_waiting_above_it() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    for text in ["placed", "second", "third"] {
+        pair.send_from_a(text).unwrap();
+    }
+    pair.transmit_a();
+    let first = pair.a_to_b.pop_front().unwrap();
+    // 2 and 3 overtake 1 (another rail) and wait out of order.
+    pair.receive_all();
+    assert!(pair.texts_at_b().is_empty());
+    assert!(
+        pair.b.may_place(1),
+        "frames waiting above do not stop a placement"
+    );
+    assert!(!pair.b.may_place(2));
+    assert!(receive_placed(&mut pair.b, pair.now_ns, &first));
+    while let Some(frame) = pair.b.poll_deliver() {
+        pair.delivered_at_b.push(frame);
+    }
+    // The placed frame was the caller's to deliver; the others follow.
+    assert_eq!(pair.texts_at_b(), ["second", "third"]);
+    pair.drive();
+    assert_eq!(pair.a.stats().frames_retransmitted, 0);
+    assert!(pair.a.is_idle());
+}
+
+#[test]
+fn placed_frame_that_is_not_next_is_not_kept_and_its_retransmission_is_taken() {
+    let mut pair = Pair::new(TEST_CONFIG);
+    for text in ["first", "second"] {
+        pair.send_from_a(text).unwrap();
+    }
+    pair.transmit_a();
+    let first = pair.a_to_b.pop_front().unwrap();
+    let second = pair.a_to_b.pop_front().unwrap();
+    // A placed frame ahead of a hole has no payload for the link to keep.
+    assert!(!pair.b.may_place(2));
+    assert!(!receive_placed(&mut pair.b, pair.now_ns, &second));
+    assert!(receive_placed(&mut pair.b, pair.now_ns, &first));
+    // A second placed copy of frame 1 is a duplicate: not taken.
+    assert!(!receive_placed(&mut pair.b, pair.now_ns, &first));
+    pair.drive();
+    assert_eq!(pair.texts_at_b(), ["second"]);
+    assert_eq!(pair.a.stats().frames_retransmitted, 1);
+    assert!(pair.a.is_idle());
+}
