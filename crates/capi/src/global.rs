@@ -8,7 +8,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use resmpi_core::{Mpi, MpiError, MpiResult};
+use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
 use crate::handles::{comm_handle, comm_index};
@@ -307,6 +307,17 @@ pub fn raise_error(name: &str, comm: MPI_Comm, error: MpiError) -> c_int {
             code
         }
     }
+}
+
+/// An output pointer argument is not NULL, or MPI_ERR_ARG naming `what`.
+pub fn out_pointer<T>(pointer: *mut T, what: &str) -> MpiResult<()> {
+    if pointer.is_null() {
+        return Err(MpiError::new(
+            ErrorClass::Arg,
+            format!("{what} pointer is NULL"),
+        ));
+    }
+    Ok(())
 }
 
 /// End the whole job with `exit_code`.

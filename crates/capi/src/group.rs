@@ -8,6 +8,7 @@ use resmpi_core::group::{self, Comparison};
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
+use crate::global::out_pointer;
 use crate::global::{entry, Registry};
 use crate::handles::{group_handle, group_index};
 use crate::objects::insert_reusing;
@@ -39,16 +40,6 @@ pub fn new_group(registry: &mut Registry, members: Vec<u32>) -> MPI_Group {
         &mut registry.objects.groups,
         Arc::new(members),
     ))
-}
-
-fn out_pointer<T>(pointer: *mut T, what: &str) -> MpiResult<()> {
-    if pointer.is_null() {
-        return Err(MpiError::new(
-            ErrorClass::Arg,
-            format!("{what} pointer is NULL"),
-        ));
-    }
-    Ok(())
 }
 
 /// `count` ints at `ranks` (NULL allowed when `count` is 0).

@@ -7,6 +7,7 @@
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
+use crate::global::out_pointer;
 use crate::global::{entry, registry_entry, Registry};
 use crate::handles::{info_handle, info_index};
 use crate::init::{c_text, write_string};
@@ -112,16 +113,6 @@ pub(crate) fn set_hint(
 
 fn new_info(registry: &mut Registry, entries: InfoEntries) -> MPI_Info {
     info_handle(insert_reusing(&mut registry.objects.infos, entries))
-}
-
-fn out_pointer<T>(pointer: *mut T, what: &str) -> MpiResult<()> {
-    if pointer.is_null() {
-        return Err(MpiError::new(
-            ErrorClass::Arg,
-            format!("{what} pointer is NULL"),
-        ));
-    }
-    Ok(())
 }
 
 #[no_mangle]

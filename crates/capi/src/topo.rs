@@ -9,18 +9,9 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
 use crate::global::entry;
+use crate::global::out_pointer;
 use crate::handles::comm_handle;
 use crate::p2p::comm_of;
-
-fn out_pointer<T>(pointer: *mut T, what: &str) -> MpiResult<()> {
-    if pointer.is_null() {
-        return Err(MpiError::new(
-            ErrorClass::Arg,
-            format!("{what} pointer is NULL"),
-        ));
-    }
-    Ok(())
-}
 
 /// `count` ints at `values` (NULL allowed when `count` is 0).
 unsafe fn int_array<'a>(values: *const c_int, count: c_int, what: &str) -> MpiResult<&'a [c_int]> {

@@ -15,24 +15,14 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use resmpi_core::ulfm::{AgreementOutcome, AgreementPurpose, NonblockingAgreement};
-use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
+use resmpi_core::{ErrorClass, Mpi, MpiError};
 
 use crate::abi::*;
 use crate::global::entry;
+use crate::global::out_pointer;
 use crate::group::new_group;
 use crate::handles::{comm_handle, request_handle};
 use crate::p2p::comm_of;
-
-/// `pointer` is not NULL, or MPI_ERR_ARG naming `what`.
-fn non_null<T>(pointer: *mut T, what: &str) -> MpiResult<()> {
-    if pointer.is_null() {
-        return Err(MpiError::new(
-            ErrorClass::Arg,
-            format!("{what} pointer is NULL"),
-        ));
-    }
-    Ok(())
-}
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPIX_Comm_revoke(comm: MPI_Comm) -> c_int {
@@ -47,7 +37,7 @@ const _: fn_types::MPIX_Comm_revoke = PMPIX_Comm_revoke;
 pub unsafe extern "C" fn PMPIX_Comm_is_revoked(comm: MPI_Comm, flag: *mut c_int) -> c_int {
     entry("MPIX_Comm_is_revoked", comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
-        non_null(flag, "flag")?;
+        out_pointer(flag, "flag")?;
         let revoked = mpi.comm_is_revoked(index)?;
         // SAFETY: checked non-null.
         unsafe { *flag = c_int::from(revoked) };
@@ -60,7 +50,7 @@ const _: fn_types::MPIX_Comm_is_revoked = PMPIX_Comm_is_revoked;
 pub unsafe extern "C" fn PMPIX_Comm_agree(comm: MPI_Comm, flag: *mut c_int) -> c_int {
     entry("MPIX_Comm_agree", comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
-        non_null(flag, "flag")?;
+        out_pointer(flag, "flag")?;
         // SAFETY: checked non-null.
         let (agreed, error) = mpi.comm_agree(index, unsafe { *flag })?;
         // SAFETY: checked non-null.
@@ -78,8 +68,8 @@ pub unsafe extern "C" fn PMPIX_Comm_iagree(
 ) -> c_int {
     entry("MPIX_Comm_iagree", comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
-        non_null(flag, "flag")?;
-        non_null(request, "request")?;
+        out_pointer(flag, "flag")?;
+        out_pointer(request, "request")?;
         // SAFETY: checked non-null; read now (the caller may reuse it).
         let value = unsafe { *flag };
         let (slot, pending) =
@@ -96,7 +86,7 @@ const _: fn_types::MPIX_Comm_iagree = PMPIX_Comm_iagree;
 pub unsafe extern "C" fn PMPIX_Comm_shrink(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
     entry("MPIX_Comm_shrink", comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
-        non_null(newcomm, "newcomm")?;
+        out_pointer(newcomm, "newcomm")?;
         let new_index = mpi.comm_shrink(index)?;
         // SAFETY: checked non-null.
         unsafe { *newcomm = comm_handle(new_index) };
@@ -113,8 +103,8 @@ pub unsafe extern "C" fn PMPIX_Comm_ishrink(
 ) -> c_int {
     entry("MPIX_Comm_ishrink", comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
-        non_null(newcomm, "newcomm")?;
-        non_null(request, "request")?;
+        out_pointer(newcomm, "newcomm")?;
+        out_pointer(request, "request")?;
         let (slot, pending) =
             mpi.start_nonblocking_agreement(index, !0, AgreementPurpose::Shrink)?;
         remember(mpi, slot, newcomm as usize, pending);
@@ -143,7 +133,7 @@ pub unsafe extern "C" fn PMPIX_Comm_failure_get_acked(
 ) -> c_int {
     entry("MPIX_Comm_failure_get_acked", comm, |mpi, registry| {
         let index = comm_of(mpi, comm)?;
-        non_null(failedgrp, "failedgrp")?;
+        out_pointer(failedgrp, "failedgrp")?;
         let members = mpi.comm_acknowledged_failures(index)?;
         // SAFETY: checked non-null.
         unsafe { *failedgrp = new_group(registry, members) };
@@ -156,7 +146,7 @@ const _: fn_types::MPIX_Comm_failure_get_acked = PMPIX_Comm_failure_get_acked;
 pub unsafe extern "C" fn PMPIX_Comm_get_failed(comm: MPI_Comm, failedgrp: *mut MPI_Group) -> c_int {
     entry("MPIX_Comm_get_failed", comm, |mpi, registry| {
         let index = comm_of(mpi, comm)?;
-        non_null(failedgrp, "failedgrp")?;
+        out_pointer(failedgrp, "failedgrp")?;
         mpi.engine.progress()?;
         let members = mpi.comm_failed_members(index)?;
         // SAFETY: checked non-null.
@@ -174,7 +164,7 @@ pub unsafe extern "C" fn PMPIX_Comm_ack_failed(
 ) -> c_int {
     entry("MPIX_Comm_ack_failed", comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
-        non_null(num_acked, "num_acked")?;
+        out_pointer(num_acked, "num_acked")?;
         if num_to_ack < 0 {
             return Err(MpiError::new(
                 ErrorClass::Arg,
