@@ -134,25 +134,20 @@ pub(super) fn reduce(
     let (index, rank, size) = intra(mpi, comm)?;
     let root = valid_root(root, size)?;
     let reduction = plain_reduction(op, datatype)?;
+    // The root's buffers are those of a reduction that may be in place.
     let (send, recv, length_bytes) = if rank == root {
-        let length_bytes = plain_bytes(recvbuf, count, datatype)?;
-        let send = if is_in_place(sendbuf) {
-            recvbuf.cast_const()
-        } else {
-            (plain_bytes(sendbuf, count, datatype)? == length_bytes).then_some(sendbuf)?
-        };
-        (send, recvbuf, length_bytes)
+        everywhere_regions(sendbuf, recvbuf, count, datatype)?
     } else {
         let length_bytes = plain_bytes(sendbuf, count, datatype)?;
-        (sendbuf, std::ptr::null_mut(), length_bytes)
+        (sendbuf.cast(), std::ptr::null_mut(), length_bytes)
     };
     let call = enter_reduction(mpi, index, size, length_bytes)?;
     Some(call.and_then(|call| {
         mpi.engine.shared_reduce(
             &call,
             &reduction,
-            send.cast(),
-            recv.cast(),
+            send,
+            recv,
             length_bytes,
             count as usize,
             root,
