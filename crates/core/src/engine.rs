@@ -34,6 +34,7 @@
 //! with `PassThrough` the engine compiles to what it was without them.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use resmpi_ft::{
@@ -130,6 +131,22 @@ impl Idler {
         }
     }
 }
+
+/// The counter of a job without failure notices: it stays 0.
+static NO_NOTICES: AtomicU64 = AtomicU64::new(0);
+
+/// Where the idle check reads the failure notices' event counter: the
+/// watched notices' own counter, or [`NO_NOTICES`]. One pointer, read the
+/// same way whether or not notices are watched, so the policies that watch
+/// them (`continue`, ULFM) run the very instructions of the ones that
+/// don't in the waiting loop.
+#[derive(Debug)]
+struct NoticeCounter(*const AtomicU64);
+
+// SAFETY: it points to an atomic that is static or kept alive by the
+// engine's `notices` (an `Arc`), and is only read atomically.
+unsafe impl Send for NoticeCounter {}
+unsafe impl Sync for NoticeCounter {}
 
 /// A message that arrived before any receive wanted it.
 #[derive(Debug)]
@@ -302,8 +319,13 @@ pub struct Engine<F: Interceptor = PassThrough> {
     pub state: State<F>,
     /// Collectives in progress (advanced by every progress call).
     pub schedules: crate::schedule::Schedules,
-    /// Failure notices from the launcher (None when nobody sends them).
-    pub notices: Option<Arc<FailureNotices>>,
+    /// Failure notices from the launcher (None when nobody sends them;
+    /// set with [`Engine::watch_notices`]).
+    notices: Option<Arc<FailureNotices>>,
+    /// The notices' event counter, or a counter that stays 0 when there
+    /// are none: the idle check reads it the same way in every failure
+    /// policy (see [`Engine::idle_on_shared_memory`]).
+    notice_count: NoticeCounter,
     /// Notices already handled.
     notices_seen: u64,
     /// A peer the network loses (connection closed, every rail silent) is
@@ -368,6 +390,7 @@ impl<F: Interceptor> Engine<F> {
             },
             schedules: Default::default(),
             notices: None,
+            notice_count: NoticeCounter(&NO_NOTICES),
             notices_seen: 0,
             failures_are_events: false,
             timer_clock: monotonic_now_ns,
@@ -855,6 +878,20 @@ impl<F: Interceptor> Engine<F> {
 
     // ----- progress ------------------------------------------------------------
 
+    /// Take failure notices from `notices` from now on.
+    pub fn watch_notices(&mut self, notices: Arc<FailureNotices>) {
+        self.notice_count = NoticeCounter(notices.counter());
+        self.notices = Some(notices);
+    }
+
+    /// Events recorded by the watched notices (0 without any).
+    #[inline]
+    fn notice_count(&self) -> u64 {
+        // SAFETY: `NO_NOTICES` is static; a watched counter lives in
+        // `self.notices`, kept as long as the pointer.
+        unsafe { (*self.notice_count.0).load(Ordering::Acquire) }
+    }
+
     /// Make progress on every path once. True if anything happened.
     ///
     /// This is the loop a blocked caller spins in, so an idle round must be
@@ -894,10 +931,7 @@ impl<F: Interceptor> Engine<F> {
             && self.state.sends_awaiting_acks.is_empty()
             && self.state.pending_error.is_none()
             && self.schedules.is_empty()
-            && self
-                .notices
-                .as_ref()
-                .is_none_or(|notices| notices.count() == self.notices_seen)
+            && self.notice_count() == self.notices_seen
             && !shm.has_input()
     }
 
@@ -910,11 +944,9 @@ impl<F: Interceptor> Engine<F> {
         let mut frames = 0;
         // (Before a death applies, what is in transit is delivered:
         // `deliver_last_words`.)
-        if let Some(notices) = &self.notices {
-            if notices.count() != self.notices_seen {
-                self.handle_notices();
-                frames += 1;
-            }
+        if self.notice_count() != self.notices_seen {
+            self.handle_notices();
+            frames += 1;
         }
         let state = &mut self.state;
         if let Some(shm) = self.transports.shm.as_mut() {

@@ -214,7 +214,7 @@ impl Mpi {
             let notices = Arc::new(FailureNotices::new());
             pmi.watch_failures(notices.clone())
                 .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
-            engine.notices = Some(notices);
+            engine.watch_notices(notices);
             engine.failures_are_events = true;
             engine.links.unreachable_is_failure = true;
         }

@@ -86,6 +86,12 @@ impl FailureNotices {
         self.count.load(Ordering::Acquire)
     }
 
+    /// The event counter itself ([`count`](Self::count) reads it), for a
+    /// reader that keeps a pointer to it beside the notices.
+    pub fn counter(&self) -> &AtomicU64 {
+        &self.count
+    }
+
     /// The events after the first `seen`, in report order.
     pub fn events_since(&self, seen: u64) -> Vec<PeerEvent> {
         let events = self
