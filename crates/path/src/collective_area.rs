@@ -127,6 +127,27 @@ impl CollectiveArea {
         }
     }
 
+    /// Start fetching the first line of slot `index` (its header and the
+    /// first 48 payload bytes) into this core's cache, without waiting.
+    /// Readers call it for the slots they will look at next: the owner's
+    /// slots lie 128 KiB apart, where no hardware prefetcher follows, so
+    /// without it every contribution read costs a full miss to the
+    /// owner's core, one after another (a root reading 15 members waited
+    /// for 15 misses in a row). A prefetch of a line the owner has not
+    /// written yet is only a wasted fetch.
+    #[inline]
+    pub fn prefetch(&self, index: usize) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching is a hint; the address is inside the area
+        // (`slot` checks the index) and never faults.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(self.slot(index).base as *const i8);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = index;
+    }
+
     /// The receipt this area's rank wrote for `owner`'s slot `index`.
     #[inline]
     fn receipt(&self, owner: u32, index: usize) -> &AtomicU32 {

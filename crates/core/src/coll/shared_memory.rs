@@ -513,8 +513,32 @@ impl<F: Interceptor> Engine<F> {
                 found.expect("ready means found")
             }
         };
-        self.shared_memory.next_slot_of[owner] = ((found.index + 1) % COLLECTIVE_SLOTS) as u8;
+        let next = (found.index + 1) % COLLECTIVE_SLOTS;
+        self.shared_memory.next_slot_of[owner] = next as u8;
+        // Where this owner's next contribution will be: by the next call
+        // (back-to-back collectives, or an owner running ahead) the line
+        // is here.
+        area.prefetch(next);
         Ok(found)
+    }
+
+    /// Prefetch where the contributions of `members` to the coming reads
+    /// are expected (see [`CollectiveArea::prefetch`]), so that a rank
+    /// that reads several members waits for their lines at once rather
+    /// than for one miss after another.
+    fn prefetch_contributions(&self, call: &Call, members: impl Iterator<Item = u32>) {
+        let Some(shm) = self.transports.shm.as_ref() else {
+            return;
+        };
+        for member in members {
+            let owner = call.group[member as usize];
+            if let (Some(area), Some(&next)) = (
+                shm.collective_area(owner),
+                self.shared_memory.next_slot_of.get(owner as usize),
+            ) {
+                area.prefetch(next as usize);
+            }
+        }
     }
 
     /// Done reading `found`: an error when its owner reclaimed it meanwhile
@@ -599,6 +623,7 @@ impl<F: Interceptor> Engine<F> {
             std::ptr::null(),
             0,
         )?;
+        self.prefetch_contributions(call, (0..size).filter(|&member| member != call.rank));
         for member in (0..size).filter(|&member| member != call.rank) {
             let found = self.take_shared(call, member)?;
             self.finish_shared(call, member, found)?;
@@ -663,6 +688,7 @@ impl<F: Interceptor> Engine<F> {
         count: usize,
     ) -> MpiResult<()> {
         let last = call.size() - 1;
+        self.prefetch_contributions(call, (0..=last).filter(|&member| member != call.rank));
         for member in (0..=last).rev() {
             let first = member == last;
             if member != call.rank {
@@ -812,7 +838,9 @@ impl<F: Interceptor> Engine<F> {
         recv: *mut u8,
         block_bytes: usize,
     ) -> MpiResult<()> {
-        for member in (0..call.size()).filter(|&member| member != call.rank) {
+        let others = (0..call.size()).filter(|&member| member != call.rank);
+        self.prefetch_contributions(call, others.clone());
+        for member in others {
             let target = recv.wrapping_add(member as usize * block_bytes);
             self.copy_shared(call, member, 0, target, block_bytes)?;
         }
@@ -911,6 +939,7 @@ impl<F: Interceptor> Engine<F> {
                 };
             }
         }
+        self.prefetch_contributions(call, (0..size).filter(|&member| member != call.rank));
         for member in (0..size).filter(|&member| member != call.rank) {
             let target = recv.wrapping_add(member as usize * block_bytes);
             self.copy_shared(call, member, me * block_bytes, target, block_bytes)?;
@@ -943,6 +972,7 @@ impl<F: Interceptor> Engine<F> {
         } else {
             me - 1
         };
+        self.prefetch_contributions(call, 0..me);
         if last == me {
             if !std::ptr::eq(send, recv) && length_bytes > 0 {
                 // SAFETY: both hold `length_bytes`; MPI forbids overlap.
