@@ -31,6 +31,7 @@ RESULT_LINE = re.compile(
     r"^rank (\d+): (receive from victim|wildcard receive), ring (-?\d+), send (\S+), "
     r"barrier (\S+), allreduce (\S+)$", re.M)
 WAIT_LINE = re.compile(r"^rank (\d+): waiting ended with (\S+)$", re.M)
+WILDCARD_LINE = re.compile(r"^rank 1: wildcard wait ended with (\S+)$", re.M)
 IN_ORDER_LINE = re.compile(r"^rank 0: (\d+) messages from the victim, in order$", re.M)
 
 
@@ -61,6 +62,9 @@ def check_survivors(res, rings, exit_code=137):
         assert (send, barrier, allreduce) == ("proc_failed",) * 3, f"rank {rank}\n{res.describe()}"
     waits = {int(m[1]): m[2] for m in WAIT_LINE.finditer(res.stdout)}
     assert waits == {rank: "proc_failed" for rank in rings}, res.describe()
+    # ULFM's rule: a wildcard receive pending at a death stays posted.
+    expected = ["proc_failed_pending"] if 1 in rings else []
+    assert WILDCARD_LINE.findall(res.stdout) == expected, res.describe()
     assert IN_ORDER_LINE.search(res.stderr), f"rank 0 saw the victim's messages out of order\n{res.describe()}"
     assert "MPI_Finalize returned" not in res.stderr, res.describe()
 

@@ -106,6 +106,18 @@ def test_wildcard_receive_is_proc_failed_pending_until_failure_ack(ulfm_exe):
     assert sorted(lines) == [("0", "1"), ("1", "1"), ("2", "1")], res.describe()
 
 
+@pytest.mark.parametrize("paths", ["auto", "tcp"])
+def test_wildcard_receives_posted_before_a_death_stay_pending_in_every_wait_and_test(ulfm_exe, paths):
+    """ULFM: a nonblocking wildcard receive pending when a member dies is
+    not ended; every completion call reports MPIX_ERR_PROC_FAILED_PENDING
+    and leaves it active until the failure is acknowledged, then it
+    receives. A blocking one waiting at the death fails."""
+    res = run_ulfm(ulfm_exe, 4, "pending-at-death", "--paths", paths)
+    finished(res, 137)
+    lines = re.findall(r"^rank (\d+): pending at the death, then acknowledged$", res.stdout, re.M)
+    assert sorted(lines) == ["0", "1", "2"], res.describe()
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_agree_is_uniform_when_two_processes_die_during_the_agreements(ulfm_exe, seed):
     """400 agreements back to back while two ranks are killed at seeded

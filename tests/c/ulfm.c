@@ -26,6 +26,12 @@
  *                 MPIX_ERR_PROC_FAILED_PENDING and leaves it active until
  *                 MPIX_Comm_failure_ack, after which it receives; get_acked and get_failed name
  *                 the dead rank; agree succeeds once every rank acked.
+ *   pending-at-death  wildcard receives posted *before* the last rank
+ *                 dies: a blocking one waiting at the death fails with
+ *                 MPIX_ERR_PROC_FAILED; nonblocking ones stay active, and
+ *                 Wait, Test, Waitany, Testany, Waitall, Testall, Waitsome
+ *                 and Testsome all return MPIX_ERR_PROC_FAILED_PENDING
+ *                 until MPIX_Comm_failure_ack; then they receive.
  *   agree         every rank runs ROUNDS agreements (flag = a value of the
  *                 round and the rank) while mpiexec kills processes at
  *                 seeded moments (--inject kill:...); after an agree that
@@ -375,6 +381,59 @@ static int pending(void) {
     return 0;
 }
 
+static int pending_at_death(void) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int victim = world_size - 1;
+    long first = -1, second = -1, value = 0;
+    MPI_Request requests[2];
+    EXPECT(MPI_Irecv(&first, 1, MPI_LONG, MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, &requests[0]) == MPI_SUCCESS,
+           "irecv 5");
+    EXPECT(MPI_Irecv(&second, 1, MPI_LONG, MPI_ANY_SOURCE, 6, MPI_COMM_WORLD, &requests[1]) == MPI_SUCCESS,
+           "irecv 6");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank == victim) raise(SIGKILL);
+    /* Nobody sends tag 7: this receive waits until the death is noticed. */
+    int rc = MPI_Recv(&value, 1, MPI_LONG, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED, "blocking wildcard at the death: class %d", class_of(rc));
+    rc = MPI_Wait(&requests[0], MPI_STATUS_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING && requests[0] != MPI_REQUEST_NULL,
+           "wait on a wildcard posted before the death: class %d", class_of(rc));
+    int flag = 1, index = -2, outcount = -2, indices[2];
+    rc = MPI_Test(&requests[0], &flag, MPI_STATUS_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING && !flag, "test: class %d", class_of(rc));
+    rc = MPI_Waitany(2, requests, &index, MPI_STATUS_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING, "waitany: class %d", class_of(rc));
+    flag = 1;
+    rc = MPI_Testany(2, requests, &index, &flag, MPI_STATUS_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING && !flag, "testany: class %d", class_of(rc));
+    rc = MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING, "waitall: class %d", class_of(rc));
+    flag = 1;
+    rc = MPI_Testall(2, requests, &flag, MPI_STATUSES_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING && !flag, "testall: class %d", class_of(rc));
+    rc = MPI_Waitsome(2, requests, &outcount, indices, MPI_STATUSES_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING, "waitsome: class %d", class_of(rc));
+    rc = MPI_Testsome(2, requests, &outcount, indices, MPI_STATUSES_IGNORE);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED_PENDING, "testsome: class %d", class_of(rc));
+    EXPECT(requests[0] != MPI_REQUEST_NULL && requests[1] != MPI_REQUEST_NULL, "a pending request was freed");
+    /* Every survivor has checked (agree is a synchronisation point), then acks. */
+    flag = 1;
+    rc = MPIX_Comm_agree(MPI_COMM_WORLD, &flag);
+    EXPECT(class_of(rc) == MPIX_ERR_PROC_FAILED, "agree before ack: class %d", class_of(rc));
+    EXPECT(MPIX_Comm_failure_ack(MPI_COMM_WORLD) == MPI_SUCCESS, "ack");
+    int next = (world_rank + 1) % victim, previous = (world_rank + victim - 1) % victim;
+    long tokens[2] = {100 + world_rank, world_rank};
+    EXPECT(MPI_Send(&tokens[1], 1, MPI_LONG, next, 6, MPI_COMM_WORLD) == MPI_SUCCESS, "send 6");
+    EXPECT(MPI_Send(&tokens[0], 1, MPI_LONG, next, 5, MPI_COMM_WORLD) == MPI_SUCCESS, "send 5");
+    MPI_Status statuses[2];
+    rc = MPI_Waitall(2, requests, statuses);
+    EXPECT(rc == MPI_SUCCESS && first == 100 + previous && second == previous &&
+               statuses[0].MPI_SOURCE == previous && statuses[1].MPI_SOURCE == previous,
+           "waitall after ack: class %d got %ld and %ld", class_of(rc), first, second);
+    printf("rank %d: pending at the death, then acknowledged\n", world_rank);
+    return 0;
+}
+
 /* ----------------------------------------------------------------- agree */
 #define ROUNDS 400
 
@@ -535,6 +594,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "revoke") == 0) result = revoke_mode(0);
     else if (strcmp(mode, "revoke-die") == 0) result = revoke_mode(1);
     else if (strcmp(mode, "pending") == 0) result = pending();
+    else if (strcmp(mode, "pending-at-death") == 0) result = pending_at_death();
     else if (strcmp(mode, "finalize-revoked") == 0) result = finalize_revoked();
     else if (strcmp(mode, "initial-errhandler") == 0) result = initial_errhandler();
     else if (strcmp(mode, "inter-agree") == 0) result = inter_agree();

@@ -68,7 +68,7 @@ fn blocking(
 ) -> c_int {
     entry(name, comm, |mpi, _| {
         let request = start(mpi)?;
-        mpi.engine.wait_request(request)?;
+        mpi.wait_blocking(request)?;
         complete_and_release(mpi, request, status)
     })
 }
@@ -230,7 +230,7 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
             SendMode::Standard,
         )?;
         mpi.engine.wait_request(send)?;
-        mpi.engine.wait_request(receive)?;
+        mpi.wait_blocking(receive)?;
         complete_and_release(mpi, send, std::ptr::null_mut())?;
         complete_and_release(mpi, receive, status)
     })

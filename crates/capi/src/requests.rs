@@ -293,7 +293,7 @@ fn wait_index(mpi: &mut Mpi, index: u32) -> MpiResult<()> {
         }
         Some(target) => {
             crate::grequest::check_waitable(mpi, target)?;
-            mpi.engine.wait_request(target)
+            mpi.wait_or_pending(target)
         }
         None => Ok(()),
     }
@@ -489,6 +489,9 @@ pub unsafe extern "C" fn PMPI_Testall(
             // SAFETY: checked non-null.
             unsafe { *flag = done as c_int };
         }
+        if !done {
+            check_wildcards(mpi, &slots)?;
+        }
         // SAFETY: caller's arrays.
         if done && unsafe { finish_all(mpi, &slots, requests, statuses) } {
             return Err(in_status_error());
@@ -497,6 +500,22 @@ pub unsafe extern "C" fn PMPI_Testall(
     })
 }
 const _: fn_types::MPI_Testall = PMPI_Testall;
+
+/// ULFM's pending rule over several requests: `MPIX_ERR_PROC_FAILED_PENDING`
+/// when one of `slots` is a wildcard receive that cannot complete while a
+/// failure in its communicator is unacknowledged (every request stays
+/// active). For the multiple-completion calls when nothing completed.
+fn check_wildcards(mpi: &Mpi, slots: &[Option<u32>]) -> MpiResult<()> {
+    if mpi.engine.state.failed_count == 0 {
+        return Ok(());
+    }
+    for index in slots.iter().flatten() {
+        if let Some(operation) = operation_of(mpi, *index) {
+            mpi.check_wildcard_request(operation)?;
+        }
+    }
+    Ok(())
+}
 
 /// Index of a completed active request among `slots`, if any.
 fn find_completed(mpi: &Mpi, slots: &[Option<u32>]) -> Option<usize> {
@@ -544,30 +563,41 @@ unsafe fn any_entry(
         let found = if blocking {
             crate::grequest::check_any_waitable(mpi, &slots)?;
             let mut found = None;
-            mpi.engine.wait_until(|engine| {
-                found = slots.iter().position(|slot| {
-                    slot.is_some_and(|index| {
-                        engine.state.requests.get(index).is_none_or(|request| {
-                            if request.persistent.is_some() {
-                                request.inner.is_some_and(|inner| {
-                                    engine
-                                        .state
-                                        .requests
-                                        .get(inner)
-                                        .is_none_or(|inner| inner.complete)
-                                })
-                            } else {
-                                request.complete
-                            }
+            // Until one completes, or a failure leaves a wildcard receive
+            // among them pending (checked again after each new failure).
+            while found.is_none() {
+                check_wildcards(mpi, &slots)?;
+                let failures = mpi.engine.state.failed_count;
+                mpi.engine.wait_until(|engine| {
+                    found = slots.iter().position(|slot| {
+                        slot.is_some_and(|index| {
+                            engine.state.requests.get(index).is_none_or(|request| {
+                                if request.persistent.is_some() {
+                                    request.inner.is_some_and(|inner| {
+                                        engine
+                                            .state
+                                            .requests
+                                            .get(inner)
+                                            .is_none_or(|inner| inner.complete)
+                                    })
+                                } else {
+                                    request.complete
+                                }
+                            })
                         })
-                    })
-                });
-                found.is_some()
-            })?;
+                    });
+                    found.is_some() || engine.state.failed_count != failures
+                })?;
+            }
             found
         } else {
             mpi.engine.progress()?;
-            find_completed(mpi, &slots)
+            let found = find_completed(mpi, &slots);
+            if found.is_none() {
+                set_flag(false);
+                check_wildcards(mpi, &slots)?;
+            }
+            found
         };
         let call = if blocking {
             CompletionCall::Waitany
@@ -658,6 +688,7 @@ unsafe fn some_entry(
             crate::grequest::check_any_waitable(mpi, &slots)?;
             let mut idler = resmpi_core::engine::Idler::default();
             while find_completed(mpi, &slots).is_none() {
+                check_wildcards(mpi, &slots)?;
                 if mpi.engine.progress()? {
                     idler.reset();
                 } else {
@@ -666,6 +697,9 @@ unsafe fn some_entry(
             }
         } else {
             mpi.engine.progress()?;
+            if find_completed(mpi, &slots).is_none() {
+                check_wildcards(mpi, &slots)?;
+            }
         }
         let completed: Vec<usize> = slots
             .iter()

@@ -266,6 +266,13 @@ pub struct State<F: Interceptor = PassThrough> {
     pub old_incarnation_frames_dropped: u64,
     /// Number of failed peers; 0 keeps every hot-path check to one compare.
     pub failed_count: u32,
+    /// ULFM's rule for wildcard receives: one still unmatched when a member
+    /// of its communicator dies stays posted (the application sees
+    /// `MPIX_ERR_PROC_FAILED_PENDING` from the C layer's waits until it
+    /// acknowledges the failure) instead of failing. Off by default (the
+    /// plain rule of MPI's fault-tolerance chapter, which the simulator
+    /// checks); the library turns it on under the `continue` policy.
+    pub wildcards_wait_for_acknowledgement: bool,
     /// `--inject kill:RANK@sends=N`: sends left before this process kills
     /// itself (0: never).
     pub sends_until_kill: u64,
@@ -380,6 +387,7 @@ impl<F: Interceptor> Engine<F> {
                 peer_incarnation: vec![0; peers],
                 old_incarnation_frames_dropped: 0,
                 failed_count: 0,
+                wildcards_wait_for_acknowledgement: false,
                 sends_until_kill: 0,
                 deferred_receives: Vec::new(),
                 ulfm: Default::default(),
@@ -1771,11 +1779,14 @@ impl<F: Interceptor> State<F> {
                 Operation::Receive(receive) if receive.matched => receive.sender == Some(peer),
                 Operation::Receive(receive) => match receive.pattern.source {
                     Some(source) => source == peer,
-                    None => self
-                        .comms
-                        .get(request.comm)
-                        .and_then(Option::as_ref)
-                        .is_some_and(|comm| comm_holds(comm, peer)),
+                    None => {
+                        !self.wildcards_wait_for_acknowledgement
+                            && self
+                                .comms
+                                .get(request.comm)
+                                .and_then(Option::as_ref)
+                                .is_some_and(|comm| comm_holds(comm, peer))
+                    }
                 },
                 Operation::Nothing | Operation::Generalized => false,
             };
@@ -1792,6 +1803,25 @@ impl<F: Interceptor> State<F> {
         let requests = &self.requests;
         self.sends_awaiting_acks
             .retain(|&index| requests.get(index).is_some_and(|request| !request.complete));
+    }
+
+    /// Withdraw receive `index` if nothing matched it yet and end it with
+    /// `MPIX_ERR_PROC_FAILED`: a blocking wildcard receive that may not go
+    /// on waiting while a failure is unacknowledged (ULFM). True if it did.
+    pub fn fail_unmatched_receive(&mut self, index: u32) -> bool {
+        let wire_id = self.requests.wire_id(index);
+        match self.requests.get(index) {
+            Some(Request {
+                operation: Operation::Receive(receive),
+                complete: false,
+                ..
+            }) if !receive.matched => {
+                self.matcher.cancel_receive(wire_id);
+                self.fail_request(index);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Record an error found while a path was borrowed; the current

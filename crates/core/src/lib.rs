@@ -216,6 +216,7 @@ impl Mpi {
                 .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
             engine.watch_notices(notices);
             engine.failures_are_events = true;
+            engine.state.wildcards_wait_for_acknowledgement = true;
             engine.links.unreachable_is_failure = true;
         }
         Ok(Mpi {

@@ -172,6 +172,44 @@ impl Mpi {
         }
     }
 
+    /// Wait for request `index` (an operation, not a persistent request's
+    /// handle) to complete. A wildcard receive that cannot complete while
+    /// a failure in its communicator is unacknowledged ends the wait with
+    /// `MPIX_ERR_PROC_FAILED_PENDING` and stays active (ULFM), whether the
+    /// failure was known before the wait or is noticed during it.
+    pub fn wait_or_pending(&mut self, index: u32) -> MpiResult<()> {
+        let done = |engine: &crate::engine::Engine<_>| {
+            engine
+                .state
+                .requests
+                .get(index)
+                .is_none_or(|request| request.complete)
+        };
+        loop {
+            self.check_wildcard_request(index)?;
+            let failures = self.engine.state.failed_count;
+            self.engine
+                .wait_until(|engine| done(engine) || engine.state.failed_count != failures)?;
+            if done(&self.engine) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// [`wait_or_pending`](Self::wait_or_pending) for a blocking call: a
+    /// wildcard receive that would be left pending is withdrawn and ends
+    /// with `MPIX_ERR_PROC_FAILED` instead (a blocking receive cannot stay
+    /// posted; ULFM).
+    pub fn wait_blocking(&mut self, index: u32) -> MpiResult<()> {
+        match self.wait_or_pending(index) {
+            Err(error) if error.class == ErrorClass::ProcFailedPending => {
+                self.engine.state.fail_unmatched_receive(index);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     /// MPIX_Comm_agree: the bitwise AND of `flag` over the live members,
     /// the same at every survivor; the error (the same everywhere) is
     /// `MPIX_ERR_PROC_FAILED` when a failed member was not acknowledged by
