@@ -1,6 +1,6 @@
 """The shared-memory fast path of small blocking collectives
 (crates/core/src/coll/shared_memory.rs): results against references at 1-4
-ranks, on sub-communicators, interleaved with nonblocking collectives and
+ranks (and 2-8 with the reduce tree and the scan chain), on sub-communicators, interleaved with nonblocking collectives and
 point-to-point, in place, with a non-commutative op, bit-identical
 floating point; the same program through the schedules (RESMPI_COLL_SHM=0,
 TCP); a rank killed while the others are in a fast-path collective.
@@ -28,6 +28,15 @@ def test_every_fast_path_collective_matches_its_reference(coll_shm, nprocs):
     assert_ok(run(nprocs, coll_shm, timeout=180))
 
 
+@pytest.mark.parametrize("nprocs", [2, 3, 5, 8])
+def test_reduce_trees_and_scan_chains_match_the_references(coll_shm, nprocs):
+    """Reduce along a binomial tree and scan/exscan along a chain (used
+    from RESMPI_COLL_SHM_TREE members, 8 by default): every root, in place,
+    the non-commutative op, sub-communicators of every size."""
+    env = {} if nprocs == 8 else {"RESMPI_COLL_SHM_TREE": "2"}
+    assert_ok(run(nprocs, coll_shm, env=env, timeout=300))
+
+
 @pytest.mark.parametrize("how", ["RESMPI_COLL_SHM=0", "--paths tcp"])
 def test_the_same_checks_pass_through_the_schedules(coll_shm, how):
     """The reference program is the same with the fast path off (by the
@@ -43,6 +52,9 @@ def test_a_bad_resmpi_coll_shm_value_is_a_clear_init_error(coll_shm):
     res = run(2, coll_shm, env={"RESMPI_COLL_SHM": "yes"}, timeout=60)
     assert res.returncode != 0, res.describe()
     assert "RESMPI_COLL_SHM" in res.stderr and "expected 0 or 1" in res.stderr, res.describe()
+    res = run(2, coll_shm, env={"RESMPI_COLL_SHM_TREE": "0"}, timeout=60)
+    assert res.returncode != 0, res.describe()
+    assert "RESMPI_COLL_SHM_TREE" in res.stderr and "positive" in res.stderr, res.describe()
 
 
 @pytest.mark.parametrize("how", ["raise", "inject"])

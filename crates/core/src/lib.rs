@@ -164,6 +164,10 @@ impl Mpi {
             })
             .count();
         engine.shared_memory.spin_rounds = coll::shared_memory::spin_rounds_for(local_ranks);
+        engine.shared_memory.tree_min_members =
+            coll::shared_memory::tree_min_members_by_environment().map_err(|problem| {
+                MpiError::new(ErrorClass::Other, format!("MPI_Init: {problem}"))
+            })?;
         if reliable {
             engine.links = reliability::ReliableLinks::new(
                 rank,
