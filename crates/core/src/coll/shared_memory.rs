@@ -994,6 +994,11 @@ impl<F: Interceptor> Engine<F> {
         recv: *mut u8,
         root: u32,
     ) -> MpiResult<()> {
+        if call.size() >= self.tree_min_members()
+            && (call.size() as usize).saturating_mul(block_bytes) <= MAX_PUBLISHED_BYTES
+        {
+            return self.shared_gather_tree(call, send, block_bytes, recv, root);
+        }
         if call.rank != root {
             let send = send.unwrap_or(std::ptr::null());
             return self.publish_bytes(call, Readers::Member(root), send, block_bytes);
@@ -1202,6 +1207,87 @@ impl<F: Interceptor> Engine<F> {
             self.publish_bytes(call, Readers::Member(me + 1), next.as_ptr(), length_bytes)
         })();
         self.shared_memory.scratch = next;
+        result
+    }
+    /// MPI_Gather along the binomial tree of [`Engine::shared_reduce_tree`]:
+    /// member `m` gathers the blocks of the ranks it covers (`m` up to its
+    /// parent's next child) in rank order, its own first and each child's
+    /// publication after it, and publishes them for its parent; member 0
+    /// ends with every block (in `recv` when it is the root, else it
+    /// publishes them for the root). The root reads at most log2(size)
+    /// publications instead of size - 1. Taken while all blocks fit one
+    /// publication (the largest is member 0's for another root).
+    fn shared_gather_tree(
+        &mut self,
+        call: &Call,
+        send: Option<*const u8>,
+        block_bytes: usize,
+        recv: *mut u8,
+        root: u32,
+    ) -> MpiResult<()> {
+        let (me, size) = (call.rank, call.size());
+        let parent_distance = if me == 0 {
+            size.next_power_of_two()
+        } else {
+            1 << me.trailing_zeros()
+        };
+        let span = parent_distance.min(size - me) as usize;
+        // Own block: the send buffer, or at the root in place its block of recv.
+        let own = send.unwrap_or_else(|| recv.wrapping_add(me as usize * block_bytes));
+        let mut gathered = std::mem::take(&mut self.shared_memory.scratch);
+        gathered.clear();
+        let result = (|| {
+            let target: *mut u8 = if me == 0 && root == 0 {
+                recv
+            } else {
+                gathered.resize(span * block_bytes, 0);
+                gathered.as_mut_ptr()
+            };
+            if block_bytes > 0 && !std::ptr::eq(own, target) {
+                // SAFETY: `own` holds a block; `target` holds `span` blocks
+                // (private, or root 0's recv, whose block 0 it is and
+                // which MPI keeps apart from send).
+                unsafe { std::ptr::copy(own, target, block_bytes) };
+            }
+            let mut distance = 1u32;
+            let mut children = Vec::new();
+            while distance < parent_distance && me + distance < size {
+                children.push(me + distance);
+                distance <<= 1;
+            }
+            self.prefetch_contributions(call, children.iter().copied());
+            for child in children {
+                let child_span = (child - me).min(size - child) as usize;
+                let offset = (child - me) as usize * block_bytes;
+                self.copy_shared(
+                    call,
+                    child,
+                    0,
+                    target.wrapping_add(offset),
+                    child_span * block_bytes,
+                )?;
+            }
+            if me != 0 {
+                self.publish_bytes(
+                    call,
+                    Readers::Member(me - parent_distance),
+                    target,
+                    span * block_bytes,
+                )?;
+                if me == root {
+                    self.copy_shared(call, 0, 0, recv, size as usize * block_bytes)?;
+                }
+            } else if root != 0 {
+                self.publish_bytes(
+                    call,
+                    Readers::Member(root),
+                    target,
+                    size as usize * block_bytes,
+                )?;
+            }
+            Ok(())
+        })();
+        self.shared_memory.scratch = gathered;
         result
     }
 }
