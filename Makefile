@@ -27,7 +27,7 @@ HEADERS     := $(BUILD)/include/mpi.h $(BUILD)/include/mpio.h $(BUILD)/include/m
 LIB         := $(BUILD)/lib/$(LIBFILE)
 WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx
 
-.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm FORCE
+.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling FORCE
 
 all: headers lib wrappers mpiexec
 
@@ -110,6 +110,7 @@ bench-dtype: ; bench/dtype.sh
 bench-msgrate: ; bench/msgrate.sh
 bench-ulfm: ; bench/ulfm.sh
 bench-process-ft: ; $(PYTHON) bench/process_ft.py
+bench-scaling: ; bench/scaling.sh
 bench-coll-sweep: ; bench/coll_sweep.sh
 
 clean:

@@ -20,6 +20,11 @@
 //! collectives never match nonblocking ones in MPI, so the `I` forms keep
 //! their schedules and both kinds may interleave on one communicator.
 //!
+//! From [`TREE_MIN_MEMBERS`] members on, the rooted reductions and gathers
+//! go along a binomial tree and scans along a chain (each member reads
+//! at most log2 n publications instead of a root reading n - 1), still
+//! one publication per member per call.
+//!
 //! Reductions fold in rank order from the right (`c0 op (c1 op (... op
 //! c_{n-1}))`), the same on every rank: the results are bit-identical
 //! everywhere (floating point included), and non-commutative ops get the
