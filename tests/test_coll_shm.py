@@ -57,11 +57,12 @@ def test_a_bad_resmpi_coll_shm_value_is_a_clear_init_error(coll_shm):
     assert "RESMPI_COLL_SHM_TREE" in res.stderr and "positive" in res.stderr, res.describe()
 
 
-@pytest.mark.parametrize("how", ["raise", "inject"])
-@pytest.mark.parametrize("nprocs", [2, 3, 4])
+@pytest.mark.parametrize("how", ["raise", "inject", "raise-trees"])
+@pytest.mark.parametrize("nprocs", [2, 3, 4, 5])
 def test_a_rank_killed_during_fast_path_allreduces_fails_them_and_survivors_go_on(coll_shm, nprocs, how):
-    """The last rank dies between two allreduces on MPI_COMM_WORLD: every
-    survivor's allreduce ends with MPIX_ERR_PROC_FAILED in bounded time
+    """The last rank dies in a loop of allreduces, reduces and scans on
+    MPI_COMM_WORLD (along trees and chains in `raise-trees`): every
+    survivor's collective ends with MPIX_ERR_PROC_FAILED in bounded time
     (none waits for ever on the dead contribution), then the survivors run
     hundreds of collectives on their own communicator, reusing slots the
     others gave up on (reclaimed, not waited for). The death comes from
@@ -69,10 +70,14 @@ def test_a_rank_killed_during_fast_path_allreduces_fails_them_and_survivors_go_o
     count fast-path publications (the victim's loop has no other send)."""
     opts = ["--failure-policy", "continue", "--timeout", str(BOUND_SECONDS)]
     args = ["kill"]
+    env = {}
     if how == "inject":
         opts += ["--inject", f"kill:{nprocs - 1}@sends=300"]
         args.append("inject")
-    res = run(nprocs, coll_shm, *args, mpiexec_opts=opts, timeout=BOUND_SECONDS + 30)
+    elif how == "raise-trees":
+        # Reduce trees and scan chains from 2 members: a death under them.
+        env["RESMPI_COLL_SHM_TREE"] = "2"
+    res = run(nprocs, coll_shm, *args, mpiexec_opts=opts, env=env, timeout=BOUND_SECONDS + 30)
     assert res.returncode == 137, res.describe()
     assert res.elapsed < BOUND_SECONDS, res.describe()
     done = sorted(int(m[1]) for m in re.finditer(r"^rank (\d+): world proc_failed, survivors ok$",

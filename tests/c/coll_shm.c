@@ -444,6 +444,22 @@ static int kill_mode(int self_kill) {
             break;
         }
         CHECK(sum == g_size, "allreduce %ld before the death", sum);
+        /* A reduce to a moving root and a scan (trees and chains under
+         * RESMPI_COLL_SHM_TREE): each either completes right or fails. */
+        int root = (int)(round % g_size);
+        long reduced = 0, prefix = 0;
+        code = MPI_Reduce(&one, &reduced, 1, MPI_LONG, MPI_SUM, root, MPI_COMM_WORLD);
+        if (code != MPI_SUCCESS) {
+            CHECK(strcmp(class_name(code), "proc_failed") == 0, "reduce failed with %s", class_name(code));
+            break;
+        }
+        CHECK(g_rank != root || reduced == g_size, "reduce %ld before the death", reduced);
+        code = MPI_Scan(&one, &prefix, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        if (code != MPI_SUCCESS) {
+            CHECK(strcmp(class_name(code), "proc_failed") == 0, "scan failed with %s", class_name(code));
+            break;
+        }
+        CHECK(prefix == g_rank + 1, "scan %ld before the death", prefix);
         CHECK(round < 1000000, "never saw the death");
     }
     /* Collectives keep working among the survivors: many rounds, so every

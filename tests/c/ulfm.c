@@ -107,6 +107,12 @@ static int revoke_mode(int revoker_dies) {
             EXPECT(rc == MPI_SUCCESS || class_of(rc) == MPIX_ERR_PROC_FAILED, "class %d", class_of(rc));
         }
     }
+    if (revoker_dies) {
+        /* Know of the revoker's death before the send below, which goes to
+         * it from the last rank: revoked comes first even then. */
+        int dead = MPI_Recv(&value, 1, MPI_LONG, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        EXPECT(class_of(dead) == MPIX_ERR_PROC_FAILED, "receive from the dead revoker: class %d", class_of(dead));
+    }
     int flag = 0;
     MPIX_Comm_is_revoked(comm, &flag);
     EXPECT(flag == 1, "MPIX_Comm_is_revoked says %d", flag);

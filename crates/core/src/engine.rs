@@ -573,12 +573,14 @@ impl<F: Interceptor> Engine<F> {
             // The protocol may fan it out: only a request can track copies.
             return Ok(false);
         }
-        if self.state.is_failed(destination.peer) {
-            return Err(peer_failed_error(destination.peer));
-        }
+        // Revoked first: on a revoked communicator every operation reports
+        // MPIX_ERR_REVOKED, also one to a process that has died (ULFM).
         if self.state.revoked_count > 0 && self.state.ulfm.is_revoked(destination.context) {
             // The request path reports the revocation.
             return Ok(false);
+        }
+        if self.state.is_failed(destination.peer) {
+            return Err(peer_failed_error(destination.peer));
         }
         if !self.take_eager_credit(destination.peer, length) {
             return Ok(false);
