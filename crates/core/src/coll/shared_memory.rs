@@ -243,6 +243,25 @@ impl Call {
     }
 }
 
+/// Member `me`'s place in the binomial tree over `size` members in rank
+/// order (rooted at 0) that the reduce and gather trees share: the distance
+/// to its parent (`me` minus it; its lowest set bit, or the tree's whole
+/// width for member 0) and its children (`me + 1`, `me + 2`, `me + 4`, ...
+/// below that distance), the child at distance `d` covering the members up
+/// to `me + 2d`.
+fn binomial_tree_node(me: u32, size: u32) -> (u32, Vec<u32>) {
+    let parent_distance = if me == 0 {
+        size.next_power_of_two()
+    } else {
+        1 << me.trailing_zeros()
+    };
+    let children = std::iter::successors(Some(1u32), |distance| distance.checked_mul(2))
+        .take_while(|&distance| distance < parent_distance && me + distance < size)
+        .map(|distance| me + distance)
+        .collect();
+    (parent_distance, children)
+}
+
 /// A read that was overtaken by a reclaim: a member died and the
 /// contribution's owner gave up on this reader.
 fn reclaimed_error(call: &Call, failed: Option<u32>) -> MpiError {
@@ -742,19 +761,8 @@ impl<F: Interceptor> Engine<F> {
         count: usize,
         root: u32,
     ) -> MpiResult<()> {
-        let (me, size) = (call.rank, call.size());
-        // The lowest set bit of `me` (its parent's distance); none for 0.
-        let parent_distance = if me == 0 {
-            size.next_power_of_two()
-        } else {
-            1 << me.trailing_zeros()
-        };
-        let mut children = Vec::new();
-        let mut distance = 1;
-        while distance < parent_distance && me + distance < size {
-            children.push(me + distance);
-            distance <<= 1;
-        }
+        let me = call.rank;
+        let (parent_distance, children) = binomial_tree_node(me, call.size());
         // Own contribution (the root's recv in place: kept from the fold).
         let mut partial = std::mem::take(&mut self.shared_memory.scratch);
         partial.clear();
@@ -1142,6 +1150,7 @@ impl<F: Interceptor> Engine<F> {
         }
         Ok(())
     }
+
     /// MPI_Scan / MPI_Exscan along a chain: member `m` reads the prefix
     /// `c_0 op ... op c_{m-1}` that member `m - 1` published, folds its own
     /// contribution on the right and publishes the new prefix for `m + 1`.
@@ -1231,11 +1240,7 @@ impl<F: Interceptor> Engine<F> {
         root: u32,
     ) -> MpiResult<()> {
         let (me, size) = (call.rank, call.size());
-        let parent_distance = if me == 0 {
-            size.next_power_of_two()
-        } else {
-            1 << me.trailing_zeros()
-        };
+        let (parent_distance, children) = binomial_tree_node(me, size);
         let span = parent_distance.min(size - me) as usize;
         // Own block: the send buffer, or at the root in place its block of recv.
         let own = send.unwrap_or_else(|| recv.wrapping_add(me as usize * block_bytes));
@@ -1253,12 +1258,6 @@ impl<F: Interceptor> Engine<F> {
                 // (private, or root 0's recv, whose block 0 it is and
                 // which MPI keeps apart from send).
                 unsafe { std::ptr::copy(own, target, block_bytes) };
-            }
-            let mut distance = 1u32;
-            let mut children = Vec::new();
-            while distance < parent_distance && me + distance < size {
-                children.push(me + distance);
-                distance <<= 1;
             }
             self.prefetch_contributions(call, children.iter().copied());
             for child in children {
@@ -1294,5 +1293,38 @@ impl<F: Interceptor> Engine<F> {
         })();
         self.shared_memory.scratch = gathered;
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::binomial_tree_node;
+
+    #[test]
+    fn the_binomial_tree_covers_every_member_once_in_rank_order() {
+        assert_eq!(binomial_tree_node(0, 9), (16, vec![1, 2, 4, 8]));
+        assert_eq!(binomial_tree_node(4, 9), (4, vec![5, 6]));
+        assert_eq!(binomial_tree_node(6, 9), (2, vec![7]));
+        assert_eq!(binomial_tree_node(8, 9), (8, vec![]));
+        assert_eq!(binomial_tree_node(0, 1), (1, vec![]));
+        for size in 1..40u32 {
+            let mut parent_of = vec![None; size as usize];
+            for me in 0..size {
+                let (distance, children) = binomial_tree_node(me, size);
+                for child in children {
+                    assert!(
+                        parent_of[child as usize].replace(me).is_none(),
+                        "{child} twice"
+                    );
+                    // The child's own parent distance brings it back here.
+                    assert_eq!(binomial_tree_node(child, size).0, child - me);
+                }
+                if me > 0 {
+                    assert!(distance <= me);
+                }
+            }
+            assert!(parent_of[0].is_none());
+            assert!(parent_of[1..].iter().all(Option::is_some), "size {size}");
+        }
     }
 }
