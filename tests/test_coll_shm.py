@@ -31,9 +31,10 @@ def test_every_fast_path_collective_matches_its_reference(coll_shm, nprocs):
 @pytest.mark.parametrize("nprocs", [2, 3, 5, 8])
 def test_reduce_trees_and_scan_chains_match_the_references(coll_shm, nprocs):
     """Reduce along a binomial tree and scan/exscan along a chain (used
-    from RESMPI_COLL_SHM_TREE members, 8 by default): every root, in place,
+    from 5 and 4 members by default, from RESMPI_COLL_SHM_TREE when set):
+    every root, in place,
     the non-commutative op, sub-communicators of every size."""
-    env = {} if nprocs == 8 else {"RESMPI_COLL_SHM_TREE": "2"}
+    env = {} if nprocs in (5, 8) else {"RESMPI_COLL_SHM_TREE": "2"}
     assert_ok(run(nprocs, coll_shm, env=env, timeout=300))
 
 

@@ -21,9 +21,10 @@
 //! their schedules and both kinds may interleave on one communicator.
 //!
 //! From [`TREE_MIN_MEMBERS`] members on, the rooted reductions and gathers
-//! go along a binomial tree and scans along a chain (each member reads
-//! at most log2 n publications instead of a root reading n - 1), still
-//! one publication per member per call.
+//! go along a binomial tree, and from [`CHAIN_MIN_MEMBERS`] scans along a
+//! chain (each member reads at most log2 n publications, or one, instead
+//! of a root or the last rank reading n - 1), still one publication per
+//! member per call.
 //!
 //! Reductions fold in rank order from the right (`c0 op (c1 op (... op
 //! c_{n-1}))`), the same on every rank: the results are bit-identical
@@ -82,26 +83,32 @@ const YIELD_PHASE: std::time::Duration = std::time::Duration::from_millis(2);
 /// `unsent_receipts`). Half the slots: the owner still has half of them
 /// to run ahead into.
 pub const RECEIPT_BATCH: usize = COLLECTIVE_SLOTS / 2;
-/// Communicators of at least this many members reduce along a binomial
-/// tree and scan along a chain (see [`Engine::shared_reduce`] and
-/// [`Engine::shared_scan`]) instead of having one rank read every other
-/// member's contribution: at 16 ranks a root that folds 15 contributions
-/// spent ~1.3 µs per 8 B reduce where Open MPI's tree took 0.8, and the
-/// last rank of a scan as long. Below it one read of each member (in
-/// parallel, prefetched) is shorter than a tree's hops.
-pub const TREE_MIN_MEMBERS: u32 = 8;
-/// The environment variable that sets [`TREE_MIN_MEMBERS`] (a positive
-/// integer; tests use it to take the tree with few ranks).
+/// Communicators of at least this many members reduce and gather along a
+/// binomial tree (see [`Engine::shared_reduce`]) instead of having the root
+/// read every other member's contribution: at 16 ranks a root that folded
+/// 15 contributions spent ~1.3 µs per 8 B reduce where Open MPI's tree
+/// took 0.7. Chosen from an A/B of the thresholds on a 16-core machine
+/// (docs/benchmarks.md): at 4 members one parallel read of each member is
+/// shorter than the tree's hops (8 B reduce 0.34 against 0.38-0.45 µs), at
+/// 6 the tree wins by a quarter (0.43 against 0.56-0.67).
+pub const TREE_MIN_MEMBERS: u32 = 5;
+/// Communicators of at least this many members scan along a chain (see
+/// [`Engine::shared_scan`]): at 4 members it already beats every member
+/// reading all those before it (8 B scan 0.39 against 0.45 µs).
+pub const CHAIN_MIN_MEMBERS: u32 = 4;
+/// The environment variable that sets both [`TREE_MIN_MEMBERS`] and
+/// [`CHAIN_MIN_MEMBERS`] (a positive integer; tests use it to take the
+/// tree and the chain with few ranks).
 pub const TREE_ENVIRONMENT_VARIABLE: &str = "RESMPI_COLL_SHM_TREE";
 
-/// The member count from which trees are used: `RESMPI_COLL_SHM_TREE`, or
-/// [`TREE_MIN_MEMBERS`]; an error for a value that is not a positive
-/// integer.
-pub fn tree_min_members_by_environment() -> Result<u32, String> {
+/// The member count from which trees and chains are used when
+/// `RESMPI_COLL_SHM_TREE` sets it (None: the defaults); an error for a
+/// value that is not a positive integer.
+pub fn tree_min_members_by_environment() -> Result<Option<u32>, String> {
     match std::env::var(TREE_ENVIRONMENT_VARIABLE) {
-        Err(_) => Ok(TREE_MIN_MEMBERS),
+        Err(_) => Ok(None),
         Ok(value) => match value.trim().parse::<u32>() {
-            Ok(members) if members >= 1 => Ok(members),
+            Ok(members) if members >= 1 => Ok(Some(members)),
             _ => Err(format!(
                 "{TREE_ENVIRONMENT_VARIABLE}={value:?}: expected a positive number of members"
             )),
@@ -154,10 +161,10 @@ pub struct SharedMemoryCollectives {
     /// spin, 90 µs per barrier at 4096 rounds, 1-2 µs at 16; ranks pinned
     /// to their own cores did 0.31 µs at 4096 (docs/benchmarks.md).
     pub spin_rounds: u32,
-    /// Communicators of at least this many members reduce along a tree
-    /// and scan along a chain ([`TREE_MIN_MEMBERS`]; 0 before MPI_Init
-    /// sets it, which the engine's users without it read as the default).
-    pub tree_min_members: u32,
+    /// `RESMPI_COLL_SHM_TREE`: the member count from which reduce and
+    /// gather go along a tree and scan along a chain, instead of
+    /// [`TREE_MIN_MEMBERS`] and [`CHAIN_MIN_MEMBERS`].
+    pub tree_min_members: Option<u32>,
     /// A buffer for partial results of the tree and the chain, kept to
     /// avoid an allocation per call.
     scratch: Vec<u8>,
@@ -733,12 +740,18 @@ impl<F: Interceptor> Engine<F> {
         self.fold_in_rank_order(call, reduction, own, 0, recv, length_bytes, count)
     }
 
-    /// The member count from which trees are used.
+    /// The member count from which reduce and gather use trees.
     fn tree_min_members(&self) -> u32 {
-        match self.shared_memory.tree_min_members {
-            0 => TREE_MIN_MEMBERS,
-            members => members,
-        }
+        self.shared_memory
+            .tree_min_members
+            .unwrap_or(TREE_MIN_MEMBERS)
+    }
+
+    /// The member count from which scans use the chain.
+    fn chain_min_members(&self) -> u32 {
+        self.shared_memory
+            .tree_min_members
+            .unwrap_or(CHAIN_MIN_MEMBERS)
     }
 
     /// MPI_Reduce along a binomial tree over the ranks in their order:
@@ -1114,7 +1127,7 @@ impl<F: Interceptor> Engine<F> {
         inclusive: bool,
     ) -> MpiResult<()> {
         let me = call.rank;
-        if call.size() >= self.tree_min_members() {
+        if call.size() >= self.chain_min_members() {
             return self.shared_scan_chain(
                 call,
                 reduction,
