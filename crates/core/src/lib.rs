@@ -234,6 +234,12 @@ impl Mpi {
             // communicator share its context id, so they must not share its
             // shared-memory area either.
             engine.shared_memory.enabled = false;
+            // Until the parallel protocol masks one process's death, the
+            // launcher gives up a whole replica when one of its processes
+            // dies: the others must take the loss of a process they never
+            // talk to for an event, not a fatal error.
+            engine.failures_are_events = true;
+            engine.links.unreachable_is_failure = true;
         }
         let world = Communicator::new(
             comm::WORLD_CONTEXT,

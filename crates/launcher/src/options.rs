@@ -160,8 +160,9 @@ fn check_replication_supported(
     }
     if failure_policy == FailurePolicy::Continue {
         return Err(
-            "--replicas with failure policy continue: masking a replica's crash \
-             is not built yet (issue 12); a replica's death ends the job"
+            "--replicas with failure policy continue: a replicated job handles \
+             a death itself (the dead process's replica is given up and the job goes on \
+             with the others); per-process substitution is not built yet (issue 12)"
                 .to_string(),
         );
     }
@@ -241,9 +242,11 @@ fault tolerance (each sets a variable in every rank):
   --replicas R          start R processes (replicas) of every rank, R = 1 to 8;
                         MPI_COMM_WORLD still has N ranks; each
                         process gets RESMPI_REPLICA=K (0..R-1) and
-                        RESMPI_REPLICAS=R; only replica 0's stdout and
-                        stderr are shown. Replica crashes are not masked
-                        yet: one ends the job (docs/user-guide.md)
+                        RESMPI_REPLICAS=R. Each output line is shown once,
+                        from replica 0 until it is given up. A death gives
+                        up that replica of every rank and the job goes on
+                        with the others; it fails when none is left
+                        (docs/user-guide.md, Replicas)
   --respawn N           test-only re-join policy (needs continue): a rank
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
@@ -1028,9 +1031,12 @@ mod tests {
             .iter()
             .any(|(name, _)| name == REPLICAS_VARIABLE));
         assert!(error("--replicas 0 p").contains("from 1 to 8"));
-        assert!(error("--replicas 2 --failure-policy continue p").contains("not built yet"));
         assert!(
-            error("--replicas 2 --respawn 1 --failure-policy continue p").contains("not built yet")
+            error("--replicas 2 --failure-policy continue p").contains("handles a death itself")
+        );
+        assert!(
+            error("--replicas 2 --respawn 1 --failure-policy continue p")
+                .contains("handles a death itself")
         );
         assert!(error("--replicas 2 -n 2 --inject kill:1.2@1s p")
             .contains("replica 2 is not in this job of 2 replicas per rank"));

@@ -362,17 +362,9 @@ pub fn spawn_rank(
     if options.replica_count > 1 {
         command.env(REPLICA_VARIABLE, replica.to_string());
     }
-    // Only replica 0 of each rank is heard (see `supervisor::start_rank`).
-    let output = || {
-        if replica == 0 {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        }
-    };
     command
-        .stdout(output())
-        .stderr(output())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .stdin(match standard_input {
             StandardInput::Inherit => Stdio::inherit(),
             StandardInput::Pipe => Stdio::piped(),

@@ -44,6 +44,7 @@ use crate::pmi_server::PmiServer;
 use crate::process_faults::KillSchedule;
 use crate::proxy_link::{self, ProxyLink, RemoteExits, StartError};
 use crate::proxy_protocol::Launch;
+use crate::replicated_output::{self, RankOutput};
 use crate::shm_cleanup::{remove_job_segments, SHM_DIRECTORY};
 use crate::signals;
 use crate::spawn::{self, JobIdentity, StandardInput};
@@ -99,6 +100,12 @@ struct Job {
     rank_count: u32,
     /// `--replicas`: processes per rank.
     replica_count: u32,
+    /// Per replica index: that replica of every rank was given up after
+    /// one of its processes died (see [`Job::give_up_replica`]).
+    replicas_given_up: Vec<bool>,
+    /// Under `--replicas`, per rank: its stdout and stderr, fed by every
+    /// replica, shown from one (`replicated_output`).
+    replicated_outputs: Vec<[Arc<RankOutput>; 2]>,
     server: Arc<PmiServer>,
     placement: Placement,
     /// Per placed host: its proxy (`None` for this host).
@@ -203,6 +210,23 @@ pub fn run(options: &Options) -> i32 {
         respawn_counts: vec![0; options.process_count() as usize],
         rank_count: options.rank_count,
         replica_count: options.replica_count,
+        replicas_given_up: vec![false; options.replica_count as usize],
+        replicated_outputs: if options.replica_count > 1 {
+            (0..options.rank_count)
+                .map(|rank| {
+                    let prefix = if options.tag_output {
+                        format!("[{rank}] ")
+                    } else {
+                        String::new()
+                    };
+                    [Destination::Stdout, Destination::Stderr].map(|destination| {
+                        RankOutput::new(rank, options.replica_count, destination, &prefix)
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
     };
     let started = job.start_ranks(options, &identity);
     if started.is_ok() {
@@ -440,11 +464,23 @@ impl Job {
         } else {
             String::new()
         };
-        // Replicas run the same program: only replica 0's output is shown
-        // (the others' goes to /dev/null, see `spawn_rank`), so each line
-        // appears once. Switching to a survivor's output belongs with the
-        // crash masking that is not built yet.
-        debug_assert!(replica == 0 || (child.stdout.is_none() && child.stderr.is_none()));
+        if let Some([stdout_output, stderr_output]) =
+            self.replicated_outputs.get(logical_rank as usize).cloned()
+        {
+            // Replicas print the same lines: each is shown once, from one
+            // replica, and from a survivor when that one is given up.
+            let replica = replica as usize;
+            if let Some(stdout) = child.stdout.take() {
+                self.output_threads.push(thread::spawn(move || {
+                    replicated_output::forward_replica(stdout, stdout_output, replica)
+                }));
+            }
+            if let Some(stderr) = child.stderr.take() {
+                self.output_threads.push(thread::spawn(move || {
+                    replicated_output::forward_replica(stderr, stderr_output, replica)
+                }));
+            }
+        }
         if let Some(stdout) = child.stdout.take() {
             let prefix = prefix.clone();
             self.output_threads.push(thread::spawn(move || {
@@ -667,6 +703,60 @@ impl Job {
         self.judge(aborted)
     }
 
+    /// Whether process `process` belongs to a replica given up.
+    fn given_up(&self, process: u32) -> bool {
+        self.replica_count > 1 && self.replicas_given_up[(process / self.rank_count) as usize]
+    }
+
+    /// Under `--replicas`: process `process` died (`how`, exit code
+    /// `code`). Until the parallel protocol masks a single process's death
+    /// (issue 12), its whole replica is given up: the same replica of every
+    /// other rank is killed (it talks only to that replica), its output is
+    /// no longer shown, and the job goes on with the other replicas. True
+    /// (the job ends, with the death as its cause) when no replica is left.
+    fn give_up_replica(&mut self, process: u32, code: i32, how: &str) -> bool {
+        let replica = (process / self.rank_count) as usize;
+        let who = self.describe(process);
+        if self.replicas_given_up[replica] {
+            self.ranks[process as usize].failed = true;
+            return false;
+        }
+        self.replicas_given_up[replica] = true;
+        let members: Vec<u32> = (0..self.rank_count)
+            .map(|rank| replica as u32 * self.rank_count + rank)
+            .collect();
+        for &member in &members {
+            self.ranks[member as usize].failed = true;
+        }
+        for output in self.replicated_outputs.iter().flatten() {
+            output.give_up(replica);
+        }
+        let live: Vec<String> = (0..self.replica_count as usize)
+            .filter(|&other| !self.replicas_given_up[other])
+            .map(|other| other.to_string())
+            .collect();
+        if live.is_empty() {
+            let rank = process % self.rank_count;
+            self.fail(
+                code,
+                &format!(
+                    "{who} {how}; every replica of the job has now lost a process (rank {rank}'s last live replica was this one), so the job cannot go on"
+                ),
+            );
+            return true;
+        }
+        eprintln!(
+            "WARNING: mpiexec: {who} {how} \u{2014} replica {replica} of every rank is given up; the job continues on replica(s) {}",
+            live.join(", ")
+        );
+        let running: Vec<u32> = members
+            .into_iter()
+            .filter(|&member| self.ranks[member as usize].ending.is_none())
+            .collect();
+        self.signal_ranks(&running, libc::SIGKILL);
+        false
+    }
+
     /// Under `continue`: names the death of `rank` (`how` it died), keeps
     /// the first failure's exit code, and lets the job go on.
     fn continue_without(&mut self, rank: u32, code: i32, how: &str) {
@@ -813,7 +903,10 @@ impl Job {
 
     /// Handles pending abort requests; true when the job must end.
     fn handle_aborts(&mut self) -> bool {
-        let requests = std::mem::take(&mut self.server.state().abort_requests);
+        let mut requests = std::mem::take(&mut self.server.state().abort_requests);
+        // A process of a replica given up may abort because its partner
+        // died; that replica is gone anyway.
+        requests.retain(|request| !self.given_up(request.rank));
         let Some(request) = requests.first() else {
             return false;
         };
@@ -912,6 +1005,9 @@ impl Job {
             return false;
         };
         match self.policy {
+            FailurePolicy::Abort if self.replica_count > 1 => {
+                self.give_up_replica(rank, code, &how)
+            }
             FailurePolicy::Abort => {
                 let message = format!("{} {how}", self.describe(rank));
                 self.fail(code, &message);
