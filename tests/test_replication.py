@@ -95,10 +95,11 @@ def test_a_killed_replica_is_masked_and_the_output_is_byte_identical(build, repl
     res = under_fault(build, 3, ("--replicas", replicas, "--inject", f"kill:{target}@{at}"))
     assert res.returncode == 0, res.describe()
     assert res.stdout == expected, res.describe()
-    given_up = [GIVEN_UP.fullmatch(line) for line in res.stderr.splitlines() if "given up" in line]
+    given_up = [GIVEN_UP.fullmatch(line) for line in res.stderr.splitlines() if line.startswith("WARNING: ")]
     assert len(given_up) == 1 and given_up[0] is not None, res.describe()
     rank, replica = target.split(".")
     assert given_up[0].group(1, 2, 3) == (rank, replica, replica), res.describe()
+    assert re.search(r"^mpiexec: FT report: .*replicas given up 1($|[,;])", res.stderr, re.M), res.describe()
 
 
 def test_the_same_kill_without_replicas_ends_the_job(build):

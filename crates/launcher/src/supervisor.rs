@@ -185,7 +185,7 @@ pub fn run(options: &Options) -> i32 {
             }
             Err((code, message)) => {
                 eprintln!("mpiexec: {message}");
-                report_fault_tolerance(options, &server, Duration::ZERO, code);
+                report_fault_tolerance(options, &server, Duration::ZERO, 0, code);
                 return code;
             }
         }
@@ -239,7 +239,18 @@ pub fn run(options: &Options) -> i32 {
         Ok(()) => job.final_exit_code(),
         Err(code) => code,
     };
-    report_fault_tolerance(options, &job.server, job.detection_latency_max, code);
+    let replicas_given_up = job
+        .replicas_given_up
+        .iter()
+        .filter(|&&given_up| given_up)
+        .count();
+    report_fault_tolerance(
+        options,
+        &job.server,
+        job.detection_latency_max,
+        replicas_given_up as u64,
+        code,
+    );
     code
 }
 
@@ -252,6 +263,7 @@ fn report_fault_tolerance(
     options: &Options,
     server: &PmiServer,
     detection_latency_max: Duration,
+    replicas_given_up: u64,
     exit_code: i32,
 ) {
     let mut report = {
@@ -264,6 +276,7 @@ fn report_fault_tolerance(
         processes_lost: server.dead_ranks().len() as u64,
         failure_notices_sent: server.notices_sent_count(),
         detection_latency_us_max: detection_latency_max.as_micros() as u64,
+        replicas_given_up,
     };
     if report.any_nonzero() || options.ft_options_given {
         eprintln!("{}{}", notice_prefix(options.failure_policy), report.line());
@@ -574,11 +587,9 @@ impl Job {
         }
     }
 
-    /// `rank R (pid P)`, or `rank R on host H (pid P)`; under
-    /// `--replicas`, `rank R replica K (pid P)`.
-    fn describe(&self, process_index: u32) -> String {
-        let process = &self.ranks[process_index as usize];
-        let who = if self.replica_count > 1 {
+    /// `rank R`, or under `--replicas` `rank R replica K`.
+    fn process_name(&self, process_index: u32) -> String {
+        if self.replica_count > 1 {
             format!(
                 "rank {} replica {}",
                 process_index % self.rank_count,
@@ -586,7 +597,14 @@ impl Job {
             )
         } else {
             format!("rank {process_index}")
-        };
+        }
+    }
+
+    /// `rank R (pid P)`, or `rank R on host H (pid P)`; under
+    /// `--replicas`, `rank R replica K (pid P)`.
+    fn describe(&self, process_index: u32) -> String {
+        let process = &self.ranks[process_index as usize];
+        let who = self.process_name(process_index);
         match &process.host {
             Some(host) => format!("{who} on host {host} (pid {})", process.pid),
             None => format!("{who} (pid {})", process.pid),
@@ -914,15 +932,13 @@ impl Job {
             0 => 1,
             code => code,
         };
+        let who = self.process_name(request.rank);
         self.fail(
             code,
-            &format!(
-                "rank {} called MPI_Abort with code {}",
-                request.rank, request.exit_code
-            ),
+            &format!("{who} called MPI_Abort with code {}", request.exit_code),
         );
         if let Some(message) = &request.message {
-            eprintln!("mpiexec: rank {} abort message: {message}", request.rank);
+            eprintln!("mpiexec: {who} abort message: {message}");
         }
         true
     }
