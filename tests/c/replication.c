@@ -3,6 +3,7 @@
  * MPI_ANY_SOURCE receives whose order of arrival may differ between
  * replicas but whose outcome does not (the sum of what arrives).
  *
+ * Also persistent requests and MPI_Probe with ANY_SOURCE on the ring.
  * Rank 0 prints one line per round, so the job's output is the same with
  * or without replication, and the same in every replica.
  * It also checks the replication environment: MPI_COMM_WORLD has the ranks
@@ -69,6 +70,24 @@ int main(int argc, char **argv)
         MPI_OK(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE));
         for (int i = 0; i < LARGE; i++)
             CHECK(in[i] == left + round + i, "large[%d] = %d", i, in[i]);
+
+        /* Persistent requests and a blocking probe on the ring. */
+        int persistent_out = token + 7, persistent_in = -1;
+        MPI_Request persistent[2];
+        MPI_OK(MPI_Recv_init(&persistent_in, 1, MPI_INT, left, 4, MPI_COMM_WORLD, &persistent[0]));
+        MPI_OK(MPI_Send_init(&persistent_out, 1, MPI_INT, right, 4, MPI_COMM_WORLD, &persistent[1]));
+        MPI_OK(MPI_Startall(2, persistent));
+        MPI_OK(MPI_Waitall(2, persistent, MPI_STATUSES_IGNORE));
+        MPI_OK(MPI_Request_free(&persistent[0]));
+        MPI_OK(MPI_Request_free(&persistent[1]));
+        CHECK(persistent_in == left * 1000 + round + 7, "persistent got %d", persistent_in);
+        MPI_Status probed;
+        MPI_OK(MPI_Send(&token, 1, MPI_INT, right, 5, MPI_COMM_WORLD));
+        MPI_OK(MPI_Probe(MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, &probed));
+        CHECK(probed.MPI_SOURCE == left, "probe found %d", probed.MPI_SOURCE);
+        MPI_OK(MPI_Recv(&from_left, 1, MPI_INT, probed.MPI_SOURCE, 5, MPI_COMM_WORLD,
+                        MPI_STATUS_IGNORE));
+        CHECK(from_left == left * 1000 + round, "probed message %d", from_left);
 
         /* Collectives. */
         long value = (long)(g_rank + 1) * (round + 1), sum = 0;
