@@ -142,6 +142,14 @@ def test_when_no_replica_is_whole_the_job_fails_naming_the_rank(build):
     assert expected.startswith(res.stdout), res.describe()
 
 
+def test_a_death_during_wire_up_still_ends_the_job_with_its_code(build):
+    # MPI_Init's wire-up needs every process: a replica killed at once
+    # cannot be given up (documented), and the job must not pass for done.
+    res = under_fault(build, 3, ("--replicas", 2, "--inject", "kill:1.1@0s"))
+    assert res.returncode == 137, res.describe()
+    assert "is gone while other ranks wait for it in a PMI barrier (MPI_Init)" in res.stderr, res.describe()
+
+
 @pytest.mark.parametrize("options, message", [
     (("--replicas", "0"), "--replicas '0': expected a number of replicas from 1 to 8"),
     (("--replicas", "9"), "--replicas '9': expected a number of replicas from 1 to 8"),

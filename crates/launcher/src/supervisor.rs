@@ -1054,10 +1054,22 @@ impl Job {
         drop(state);
         let who = self.describe(rank as u32);
         if self.ranks[rank].failed {
-            // Under continue: a death during wire-up, which needs every rank.
+            // Under continue (or a replica given up): a death during
+            // wire-up, which needs every process.
             eprintln!(
                 "mpiexec: {who} is gone while other ranks wait for it in a PMI barrier (MPI_Init), which cannot complete; ending the job"
             );
+            if self.replica_count > 1 {
+                // Giving up the replica recorded no failure of the job:
+                // this one is, with the dead process's code.
+                let ending = self.ranks[rank].ending.expect("gone");
+                let code = match ending {
+                    Ending::Signal(signal) => 128 + signal,
+                    Ending::Code(0) => 1,
+                    Ending::Code(code) => code,
+                };
+                self.job_ended_code.get_or_insert(code);
+            }
             return true;
         }
         self.fail(
