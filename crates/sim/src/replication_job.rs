@@ -14,11 +14,14 @@
 //! its notice (then they are dropped), as the engine does.
 //!
 //! The program is send-deterministic, like the C test program of
-//! `tests/test_replication.py`: every round each rank sends to its right
-//! neighbour and receives from its left one (named source); then every
+//! `tests/test_replication.py`: every round each rank starts a nonblocking
+//! send to its right neighbour (so several sends are pending at a
+//! substitute's take-over), sends to it blocking and receives from its
+//! left one (named source); then every
 //! rank but 0 sends to rank 0, which takes N-1 messages with ANY_SOURCE in
 //! whatever order they come (each replica may see another order) and
-//! records their sum. The oracle ([`ReplicationOutcome::violations`])
+//! records their sum; last, each rank takes the nonblocking message and
+//! waits for its own nonblocking sends. The oracle ([`ReplicationOutcome::violations`])
 //! compares every live replica's application trace with the fault-free
 //! one computed from the program alone.
 
@@ -103,7 +106,19 @@ enum Operation {
         tag: u32,
         count: u32,
     },
+    /// A nonblocking send: started, completed later (several may be
+    /// pending at once, which is what a substitute's take-over re-sends).
+    Isend {
+        destination: u32,
+        tag: u32,
+        value: u64,
+    },
+    /// Wait for every nonblocking send.
+    WaitAll,
 }
+
+/// Tag of the nonblocking messages to the right neighbour.
+const HALO_TAG: u32 = 1_000_000;
 
 /// Tag of the ring messages.
 const RING_TAG: u32 = 0;
@@ -124,6 +139,11 @@ fn program(rank: u32, rank_count: u32, rounds: u32) -> Vec<Operation> {
     let left = (rank + rank_count - 1) % rank_count;
     let mut operations = Vec::new();
     for round in 0..rounds {
+        operations.push(Operation::Isend {
+            destination: right,
+            tag: HALO_TAG,
+            value: message_value(rank, round, 2),
+        });
         operations.push(Operation::Send {
             destination: right,
             tag: RING_TAG,
@@ -147,6 +167,11 @@ fn program(rank: u32, rank_count: u32, rounds: u32) -> Vec<Operation> {
                 value: message_value(rank, round, 1),
             });
         }
+        operations.push(Operation::Receive {
+            source: left,
+            tag: HALO_TAG,
+        });
+        operations.push(Operation::WaitAll);
     }
     operations
 }
@@ -166,6 +191,10 @@ pub fn expected_trace(rank: u32, rank_count: u32, rounds: u32) -> Vec<TraceEntry
                 .fold(0u64, u64::wrapping_add);
             trace.push(TraceEntry::AnySourceSum(sum));
         }
+        trace.push(TraceEntry::Received {
+            source: left,
+            value: message_value(left, round, 2),
+        });
     }
     trace
 }
@@ -289,6 +318,8 @@ impl Simulation {
         match state.operations.get(state.next_operation) {
             None => false,
             Some(Operation::Send { .. }) => !matches!(state.sending, Some((_, false))),
+            Some(Operation::Isend { .. }) => true,
+            Some(Operation::WaitAll) => state.payloads.is_empty(),
             Some(Operation::Receive { source, tag }) => {
                 first_with_tag(&state.inbox[*source as usize], *tag).is_some()
             }
@@ -328,6 +359,26 @@ impl Simulation {
                 }
                 Some((_, false)) => false,
             },
+            Operation::Isend {
+                destination,
+                tag,
+                value,
+            } => {
+                let send = self.processes[index].protocol.handle_send(destination);
+                let state = &mut self.processes[index];
+                state.payloads.insert(send, (tag, value));
+                state.next_operation += 1;
+                self.drain_actions(process);
+                true
+            }
+            Operation::WaitAll => {
+                let state = &mut self.processes[index];
+                if !state.payloads.is_empty() {
+                    return false;
+                }
+                state.next_operation += 1;
+                true
+            }
             Operation::Receive { source, tag } => {
                 let state = &mut self.processes[index];
                 let inbox = &mut state.inbox[source as usize];
