@@ -343,7 +343,7 @@ const _: fn_types::MPI_Info_get_nthkey = PMPI_Info_get_nthkey;
 pub unsafe extern "C" fn PMPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     entry("MPI_Comm_set_info", comm, |mpi, registry| {
         let index = comm_of(mpi, comm)?;
-        let entries = info_entries(registry, mpi.size(), info)?;
+        let entries = info_entries(registry, mpi.replicas.ranks, info)?;
         registry.objects.comm_infos.insert(index, entries);
         Ok(())
     })

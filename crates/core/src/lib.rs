@@ -98,6 +98,8 @@ pub struct BsendBuffer {
 
 /// One MPI process's library state.
 pub struct Mpi {
+    /// How the job's processes map to ranks (`--replicas`).
+    pub replicas: Replicas,
     /// The progress engine.
     pub engine: Engine<PassThrough>,
     pmi: Pmi,
@@ -111,6 +113,57 @@ pub struct Mpi {
     pub processor_name: String,
     /// Configuration read at init.
     pub config: Config,
+}
+
+/// How the processes of a job map to MPI ranks under `--replicas`
+/// (`RESMPI_REPLICAS`). Process (PMI rank) `p` runs replica `p / ranks` of
+/// rank `p % ranks`: the engine and the links speak processes, while
+/// MPI_COMM_WORLD of replica k holds the `ranks` processes of replica k, so
+/// everything above the engine (groups, communicators, collectives) is the
+/// same program in every replica, and replica k of a rank talks to replica
+/// k of the others, which is the parallel protocol's data path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replicas {
+    /// Ranks of MPI_COMM_WORLD.
+    pub ranks: u32,
+    /// Replicas of each rank (1 without replication).
+    pub count: u32,
+}
+
+impl Replicas {
+    /// The mapping of a job of `process_count` processes with
+    /// `replica_count` replicas per rank; an error when they do not divide.
+    pub fn of_job(process_count: u32, replica_count: u32) -> MpiResult<Replicas> {
+        if replica_count == 0 || !process_count.is_multiple_of(replica_count) {
+            return fail(
+                ErrorClass::Other,
+                format!(
+                    "MPI_Init: RESMPI_REPLICAS={replica_count} does not divide the job's {process_count} processes"
+                ),
+            );
+        }
+        Ok(Replicas {
+            ranks: process_count / replica_count,
+            count: replica_count,
+        })
+    }
+
+    /// The rank process `process` runs.
+    pub fn rank_of(&self, process: u32) -> u32 {
+        process % self.ranks
+    }
+
+    /// The replica index of process `process`.
+    pub fn replica_of(&self, process: u32) -> u32 {
+        process / self.ranks
+    }
+
+    /// MPI_COMM_WORLD's group as process `process` sees it: the processes
+    /// of its own replica, by rank.
+    pub fn world_group(&self, process: u32) -> Vec<u32> {
+        let first = self.replica_of(process) * self.ranks;
+        (first..first + self.ranks).collect()
+    }
 }
 
 impl Mpi {
@@ -178,10 +231,24 @@ impl Mpi {
                 |peer| routes[peer as usize] == transport::Route::Tcp,
             );
         }
+        let replicas = Replicas::of_job(size, config.replica_count)?;
+        if replicas.count > 1 {
+            // Each replica's collectives must be messages (which the
+            // parallel protocol will acknowledge), and the replicas of a
+            // communicator share its context id, so they must not share its
+            // shared-memory area either.
+            engine.shared_memory.enabled = false;
+            // Until the parallel protocol masks one process's death, the
+            // launcher gives up a whole replica when one of its processes
+            // dies: the others must take the loss of a process they never
+            // talk to for an event, not a fatal error.
+            engine.failures_are_events = true;
+            engine.links.unreachable_is_failure = true;
+        }
         let world = Communicator::new(
             comm::WORLD_CONTEXT,
-            Arc::new((0..size).collect()),
-            rank,
+            Arc::new(replicas.world_group(rank)),
+            replicas.rank_of(rank),
             default_errhandler,
             "MPI_COMM_WORLD".into(),
         );
@@ -196,7 +263,11 @@ impl Mpi {
         // `--inject kill:RANK@sends=N`: this process kills itself after its
         // N-th send (the launcher carries out the timed kills).
         // A replacement is not killed again by the same item.
-        if let Some(sends) = wireup::injection_spec(&config)?.kill_after_sends(rank) {
+        let target = resmpi_path::inject_spec::ProcessTarget {
+            rank: replicas.rank_of(rank),
+            replica: replicas.replica_of(rank),
+        };
+        if let Some(sends) = wireup::injection_spec(&config)?.kill_after_sends_of(target) {
             if config.incarnation == 0 {
                 engine.state.sends_until_kill = sends;
             }
@@ -224,6 +295,7 @@ impl Mpi {
             engine.links.unreachable_is_failure = true;
         }
         Ok(Mpi {
+            replicas,
             engine,
             pmi,
             next_context: comm::FIRST_FREE_CONTEXT,
@@ -244,9 +316,10 @@ impl Mpi {
         self.engine.state.size
     }
 
-    /// MPI_UNIVERSE_SIZE as the process manager reports it.
+    /// MPI_UNIVERSE_SIZE as the process manager reports it (in ranks: the
+    /// replicas of one rank count once).
     pub fn universe_size(&self) -> u32 {
-        self.pmi.universe_size()
+        self.pmi.universe_size() / self.replicas.count
     }
 
     /// MPI_Finalize: finish outgoing traffic, synchronise, leave the job.

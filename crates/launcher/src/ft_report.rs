@@ -7,9 +7,10 @@
 //! summed too), prints one line to stderr and, with `--report-json`, writes
 //! the sums as JSON.
 //!
-//! Three numbers come from mpiexec itself, not from the ranks (a dead rank
-//! reports nothing): processes lost, failure notices sent, and the longest
-//! detection latency of an injected kill (SIGKILL to notices written). They
+//! Four numbers come from mpiexec itself, not from the ranks (a dead rank
+//! reports nothing): processes lost, failure notices sent, the longest
+//! detection latency of an injected kill (SIGKILL to notices written), and
+//! under `--replicas` the replicas given up after a death. They
 //! are named on the line only when non-zero, and are always in the JSON.
 
 use std::collections::BTreeMap;
@@ -80,15 +81,19 @@ pub struct LauncherCounters {
     /// Longest time from an injected SIGKILL to the victim's notices being
     /// written, in microseconds.
     pub detection_latency_us_max: u64,
+    /// Under `--replicas`: replicas given up after one of their processes
+    /// died (the job went on with the others).
+    pub replicas_given_up: u64,
 }
 
 impl LauncherCounters {
     /// (JSON name, value), in the order written.
-    fn named(&self) -> [(&'static str, u64); 3] {
+    fn named(&self) -> [(&'static str, u64); 4] {
         [
             ("processes_lost", self.processes_lost),
             ("failure_notices_sent", self.failure_notices_sent),
             ("detection_latency_us_max", self.detection_latency_us_max),
+            ("replicas_given_up", self.replicas_given_up),
         ]
     }
 }
@@ -213,6 +218,9 @@ impl FtReport {
                 launcher.detection_latency_us_max / 1000,
                 launcher.detection_latency_us_max % 1000
             ));
+        }
+        if launcher.replicas_given_up != 0 {
+            failures.push(format!("replicas given up {}", launcher.replicas_given_up));
         }
         let network_quiet =
             self.ranks_reported == 0 && KNOWN_COUNTERS.iter().all(|name| self.get(name) == 0);
@@ -424,6 +432,12 @@ mod tests {
         assert!(!report.any_nonzero());
         // Nothing from the network layer: no line of zeros before it.
         assert_eq!(report.line(), "mpiexec: FT report: processes lost 2");
+        report.launcher.replicas_given_up = 1;
+        assert_eq!(
+            report.line(),
+            "mpiexec: FT report: processes lost 2, replicas given up 1"
+        );
+        report.launcher.replicas_given_up = 0;
         report.launcher.failure_notices_sent = 5;
         report.launcher.detection_latency_us_max = 12_345;
         report.add(&pairs(&[("zeta", 1)]));
@@ -439,7 +453,8 @@ mod tests {
         assert!(
             json.ends_with(
                 "\"zeta\": 1, \"processes_lost\": 2, \"failure_notices_sent\": 5, \
-                 \"detection_latency_us_max\": 12345}, \"exit_code\": 137}\n"
+                 \"detection_latency_us_max\": 12345, \"replicas_given_up\": 0}, \
+                 \"exit_code\": 137}\n"
             ),
             "{json}"
         );
@@ -473,14 +488,14 @@ mod tests {
              \"injected_dropped\": 0, \"injected_corrupted\": 0, \"injected_duplicated\": 0, \
              \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \
              \"tail_loss_probes\": 0, \"spurious_retransmissions\": 0, \"new_one\": 9, \
-             \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0}, \
+             \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0, \"replicas_given_up\": 0}, \
              \"exit_code\": 3}\n"
         );
         let empty = FtReport::default().json(-1);
         assert!(empty.starts_with("{\"ranks_reported\": 0, "), "{empty}");
         assert!(empty.ends_with(", \"exit_code\": -1}\n"), "{empty}");
-        // ranks_reported, every known counter and mpiexec's three.
-        assert_eq!(empty.matches(": 0").count(), 1 + KNOWN_COUNTERS.len() + 3);
+        // ranks_reported, every known counter and mpiexec's four.
+        assert_eq!(empty.matches(": 0").count(), 1 + KNOWN_COUNTERS.len() + 4);
     }
 
     #[test]

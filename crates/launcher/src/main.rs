@@ -24,6 +24,7 @@ mod pmi_server;
 mod process_faults;
 mod proxy;
 mod proxy_link;
+mod replicated_output;
 mod shm_cleanup;
 mod signals;
 mod spawn;

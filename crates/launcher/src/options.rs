@@ -107,10 +107,72 @@ pub struct Options {
     /// proxy), at most N times per rank, as the next incarnation
     /// (`RESMPI_INCARNATION`).
     pub respawn_count_max: u32,
+    /// `--replicas R`: processes per rank (1 without replication). The job
+    /// has `rank_count * replica_count` processes; process
+    /// `replica * rank_count + rank` is replica `replica` of `rank`.
+    pub replica_count: u32,
     /// The program to run, looked up in `PATH` like a shell would.
     pub program: String,
     /// The program's arguments.
     pub arguments: Vec<String>,
+}
+
+impl Options {
+    /// Processes the job starts: every replica of every rank.
+    pub fn process_count(&self) -> u32 {
+        self.rank_count * self.replica_count
+    }
+
+    /// The (rank, replica) that process `process` runs.
+    pub fn rank_and_replica(&self, process: u32) -> (u32, u32) {
+        (process % self.rank_count, process / self.rank_count)
+    }
+
+    /// The process that runs replica `replica` of `rank`.
+    pub fn process_of(&self, rank: u32, replica: u32) -> u32 {
+        replica * self.rank_count + rank
+    }
+}
+
+/// Most replicas of one rank `--replicas` accepts: the interceptor's
+/// bound on the copies of one send (`resmpi_ft::SEND_TARGETS_MAX`).
+pub const REPLICAS_MAX: u32 = 8;
+
+/// The variable that tells every process how many replicas each rank has;
+/// the library builds MPI_COMM_WORLD from it.
+pub const REPLICAS_VARIABLE: &str = "RESMPI_REPLICAS";
+
+/// What of issue 12 is not built yet refuses to start, rather than run a
+/// job that looks protected and is not: replicas on several hosts (the
+/// placement of replica k on host group k), going on after a death (the
+/// crash masking of the parallel protocol), and re-join.
+fn check_replication_supported(
+    hosts: &Option<Vec<HostSpec>>,
+    failure_policy: FailurePolicy,
+    respawn_count_max: u32,
+) -> Result<(), String> {
+    if hosts.is_some() {
+        return Err(
+            "--replicas with --hosts/--hostfile: placing replicas on several hosts \
+             is not built yet (issue 12); replicated jobs run on this host"
+                .to_string(),
+        );
+    }
+    if failure_policy == FailurePolicy::Continue {
+        return Err(
+            "--replicas with failure policy continue: a replicated job handles \
+             a death itself (the dead process's replica is given up and the job goes on \
+             with the others); per-process substitution is not built yet (issue 12)"
+                .to_string(),
+        );
+    }
+    if respawn_count_max > 0 {
+        return Err(
+            "--replicas with --respawn: recovery of a lost replica is not built yet (issue 12)"
+                .to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// Usage text for `-h` / `--help`.
@@ -177,6 +239,14 @@ fault tolerance (each sets a variable in every rank):
                         the error handler MPI_COMM_WORLD and MPI_COMM_SELF
                         start with (MPI_INFO_ENV's mpi_initial_errhandler;
                         RESMPI_INITIAL_ERRHANDLER)
+  --replicas R          start R processes (replicas) of every rank, R = 1 to 8;
+                        MPI_COMM_WORLD still has N ranks; each
+                        process gets RESMPI_REPLICA=K (0..R-1) and
+                        RESMPI_REPLICAS=R. Each output line is shown once,
+                        from replica 0 until it is given up. A death gives
+                        up that replica of every rank and the job goes on
+                        with the others; it fails when none is left
+                        (docs/user-guide.md, Replicas)
   --respawn N           test-only re-join policy (needs continue): a rank
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
@@ -240,9 +310,8 @@ fn arity_of(name: &str) -> Option<Arity> {
         "n" | "np" | "x" | "timeout" | "paths" | "eager-limit" | "hosts" | "host" | "hostfile"
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
-        | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler" => {
-            Some(Arity::One)
-        }
+        | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler"
+        | "replicas" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
     }
@@ -365,6 +434,7 @@ pub fn parse(
     let mut failure_policy = None;
     let mut process_faults = Vec::new();
     let mut respawn_count_max = 0;
+    let mut replica_count = 1;
     let mut index = 0;
     while index < arguments.len() {
         let word = &arguments[index];
@@ -534,6 +604,18 @@ pub fn parse(
                 failure_policy = Some(parse_failure_policy(&values[0], "--failure-policy")?)
             }
             "disable-auto-cleanup" => failure_policy = Some(FailurePolicy::Continue),
+            "replicas" => {
+                replica_count = values[0]
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|count| (1..=REPLICAS_MAX).contains(count))
+                    .ok_or_else(|| {
+                        format!(
+                            "--replicas '{}': expected a number of replicas from 1 to {REPLICAS_MAX}",
+                            values[0]
+                        )
+                    })?;
+            }
             "respawn" => {
                 respawn_count_max = values[0].parse::<u32>().map_err(|_| {
                     format!(
@@ -606,11 +688,18 @@ pub fn parse(
                 target.rank
             ));
         }
-        if target.replica >= 1 {
-            return Err(format!(
-                "--inject item `{fault}`: replica {}: no replicas in this job",
-                target.replica
-            ));
+        if target.replica >= replica_count {
+            return Err(if replica_count == 1 {
+                format!(
+                    "--inject item `{fault}`: replica {}: no replicas in this job",
+                    target.replica
+                )
+            } else {
+                format!(
+                    "--inject item `{fault}`: replica {} is not in this job of {replica_count} replicas per rank",
+                    target.replica
+                )
+            });
         }
     }
     if respawn_count_max > 0 && failure_policy != FailurePolicy::Continue {
@@ -619,6 +708,15 @@ pub fn parse(
                 .to_string(),
         );
     }
+    if replica_count > 1 {
+        check_replication_supported(&hosts, failure_policy, respawn_count_max)?;
+        if u64::from(rank_count) * u64::from(replica_count) > u64::from(MAX_RANK_COUNT) {
+            return Err(format!(
+                "--replicas {replica_count} -n {rank_count}: more than {MAX_RANK_COUNT} processes"
+            ));
+        }
+        environment.push((REPLICAS_VARIABLE.to_string(), replica_count.to_string()));
+    }
     // Going on after a death is a fault-tolerance mode: report what it cost.
     let ft_options_given = ft_options_given || failure_policy == FailurePolicy::Continue;
     Ok(Request::Run(Box::new(Options {
@@ -626,6 +724,7 @@ pub fn parse(
         failure_policy,
         process_faults,
         respawn_count_max,
+        replica_count,
         hosts,
         ranks_per_host,
         launcher_exec,
@@ -914,6 +1013,33 @@ mod tests {
         );
         assert!(error("--initial-errhandler mpi_errors_ignore p")
             .contains("--initial-errhandler 'mpi_errors_ignore': expected mpi_errors_are_fatal"));
+    }
+
+    #[test]
+    fn replicas_multiply_the_processes_and_map_each_to_a_rank_and_replica() {
+        let options = run("--replicas 3 -n 4 p");
+        assert_eq!((options.rank_count, options.replica_count), (4, 3));
+        assert_eq!(options.process_count(), 12);
+        assert_eq!(options.rank_and_replica(9), (1, 2));
+        assert_eq!(options.process_of(1, 2), 9);
+        assert!(options
+            .environment
+            .contains(&(REPLICAS_VARIABLE.to_string(), "3".to_string())));
+        assert_eq!(run("-n 4 p").replica_count, 1);
+        assert!(!run("-n 4 p")
+            .environment
+            .iter()
+            .any(|(name, _)| name == REPLICAS_VARIABLE));
+        assert!(error("--replicas 0 p").contains("from 1 to 8"));
+        assert!(
+            error("--replicas 2 --failure-policy continue p").contains("handles a death itself")
+        );
+        assert!(
+            error("--replicas 2 --respawn 1 --failure-policy continue p")
+                .contains("handles a death itself")
+        );
+        assert!(error("--replicas 2 -n 2 --inject kill:1.2@1s p")
+            .contains("replica 2 is not in this job of 2 replicas per rank"));
     }
 
     #[test]

@@ -134,7 +134,7 @@ pub fn remote_rank_environment(
     let rank_text = rank.to_string();
     for (name, value) in [
         ("PMI_RANK", rank_text.as_str()),
-        ("PMI_SIZE", &options.rank_count.to_string()),
+        ("PMI_SIZE", &options.process_count().to_string()),
         ("PMI_JOBID", &identity.job_id),
         ("MPI_LOCALNRANKS", &local_numbers.0.to_string()),
         ("MPI_LOCALRANKID", &local_numbers.1.to_string()),
@@ -318,6 +318,11 @@ pub fn program_path(program: &str) -> std::path::PathBuf {
     }
 }
 
+/// The variable that gives each process its replica index under
+/// `--replicas` (0 to R-1), so a program can tell its copies apart (for
+/// the files it writes itself, say).
+pub const REPLICA_VARIABLE: &str = "RESMPI_REPLICA";
+
 /// Starts `rank` (its process `incarnation`: 0 at the start of the job, i
 /// for the i-th `--respawn`, as `RESMPI_INCARNATION`) of the job described
 /// by `options` on this host, connected to the PMI server through
@@ -344,7 +349,7 @@ pub fn spawn_rank(
     command
         .env("PMI_FD", pmi_fd.to_string())
         .env("PMI_RANK", &rank_text)
-        .env("PMI_SIZE", options.rank_count.to_string())
+        .env("PMI_SIZE", options.process_count().to_string())
         .env("PMI_JOBID", &identity.job_id)
         .env("MPI_LOCALNRANKS", local_numbers.0.to_string())
         .env("MPI_LOCALRANKID", local_numbers.1.to_string())
@@ -353,6 +358,10 @@ pub fn spawn_rank(
         .env("LD_LIBRARY_PATH", &identity.library_path)
         .env(FAILURE_POLICY_VARIABLE, options.failure_policy.name())
         .env("RESMPI_INCARNATION", incarnation.to_string());
+    let (_, replica) = options.rank_and_replica(rank);
+    if options.replica_count > 1 {
+        command.env(REPLICA_VARIABLE, replica.to_string());
+    }
     command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -417,6 +426,7 @@ mod tests {
         Options {
             respawn_count_max: 0,
             rank_count: 4,
+            replica_count: 1,
             environment: vec![("A".to_string(), "x y".to_string())],
             tag_output: false,
             timeout_seconds: None,

@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use resmpi_path::inject_spec::{ProcessFault, ProcessTarget};
 use resmpi_runtime::{hex_encode, random_bytes};
 
 use crate::ft_report::{FtReport, LauncherCounters};
@@ -43,6 +44,7 @@ use crate::pmi_server::PmiServer;
 use crate::process_faults::KillSchedule;
 use crate::proxy_link::{self, ProxyLink, RemoteExits, StartError};
 use crate::proxy_protocol::Launch;
+use crate::replicated_output::{self, RankOutput};
 use crate::shm_cleanup::{remove_job_segments, SHM_DIRECTORY};
 use crate::signals;
 use crate::spawn::{self, JobIdentity, StandardInput};
@@ -94,6 +96,16 @@ struct RankProcess {
 }
 
 struct Job {
+    /// `-n`: ranks of the job (processes are `rank_count * replica_count`).
+    rank_count: u32,
+    /// `--replicas`: processes per rank.
+    replica_count: u32,
+    /// Per replica index: that replica of every rank was given up after
+    /// one of its processes died (see [`Job::give_up_replica`]).
+    replicas_given_up: Vec<bool>,
+    /// Under `--replicas`, per rank: its stdout and stderr, fed by every
+    /// replica, shown from one (`replicated_output`).
+    replicated_outputs: Vec<[Arc<RankOutput>; 2]>,
     server: Arc<PmiServer>,
     placement: Placement,
     /// Per placed host: its proxy (`None` for this host).
@@ -134,17 +146,20 @@ pub fn run(options: &Options) -> i32 {
         proxy_token: hex_encode(&random_bytes(16)),
     };
     let placement = match &options.hosts {
-        None => Placement::single_host(options.rank_count),
+        None => Placement::single_host(options.process_count()),
         Some(hosts) => {
             let host_name = this_host_name();
-            Placement::new(hosts, options.ranks_per_host, options.rank_count, |name| {
-                is_this_host(name, &host_name)
-            })
+            Placement::new(
+                hosts,
+                options.ranks_per_host,
+                options.process_count(),
+                |name| is_this_host(name, &host_name),
+            )
         }
     };
     let kills = {
         let host_name = this_host_name();
-        KillSchedule::new(&options.process_faults, &placement, |name| {
+        KillSchedule::new(&process_faults_by_process(options), &placement, |name| {
             is_this_host(name, &host_name)
         })
     };
@@ -156,7 +171,7 @@ pub fn run(options: &Options) -> i32 {
         }
     };
     let server = PmiServer::new(
-        options.rank_count,
+        options.process_count(),
         format!("kvs_{}", identity.job_id),
         placement.process_mapping(),
     );
@@ -170,7 +185,7 @@ pub fn run(options: &Options) -> i32 {
             }
             Err((code, message)) => {
                 eprintln!("mpiexec: {message}");
-                report_fault_tolerance(options, &server, Duration::ZERO, code);
+                report_fault_tolerance(options, &server, Duration::ZERO, 0, code);
                 return code;
             }
         }
@@ -192,7 +207,26 @@ pub fn run(options: &Options) -> i32 {
         policy: options.failure_policy,
         kills,
         detection_latency_max: Duration::ZERO,
-        respawn_counts: vec![0; options.rank_count as usize],
+        respawn_counts: vec![0; options.process_count() as usize],
+        rank_count: options.rank_count,
+        replica_count: options.replica_count,
+        replicas_given_up: vec![false; options.replica_count as usize],
+        replicated_outputs: if options.replica_count > 1 {
+            (0..options.rank_count)
+                .map(|rank| {
+                    let prefix = if options.tag_output {
+                        format!("[{rank}] ")
+                    } else {
+                        String::new()
+                    };
+                    [Destination::Stdout, Destination::Stderr].map(|destination| {
+                        RankOutput::new(rank, options.replica_count, destination, &prefix)
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
     };
     let started = job.start_ranks(options, &identity);
     if started.is_ok() {
@@ -205,7 +239,18 @@ pub fn run(options: &Options) -> i32 {
         Ok(()) => job.final_exit_code(),
         Err(code) => code,
     };
-    report_fault_tolerance(options, &job.server, job.detection_latency_max, code);
+    let replicas_given_up = job
+        .replicas_given_up
+        .iter()
+        .filter(|&&given_up| given_up)
+        .count();
+    report_fault_tolerance(
+        options,
+        &job.server,
+        job.detection_latency_max,
+        replicas_given_up as u64,
+        code,
+    );
     code
 }
 
@@ -218,11 +263,12 @@ fn report_fault_tolerance(
     options: &Options,
     server: &PmiServer,
     detection_latency_max: Duration,
+    replicas_given_up: u64,
     exit_code: i32,
 ) {
     let mut report = {
         let state = server.state();
-        FtReport::collect(options.rank_count, |key| {
+        FtReport::collect(options.process_count(), |key| {
             state.key_value(key).map(str::to_string)
         })
     };
@@ -230,6 +276,7 @@ fn report_fault_tolerance(
         processes_lost: server.dead_ranks().len() as u64,
         failure_notices_sent: server.notices_sent_count(),
         detection_latency_us_max: detection_latency_max.as_micros() as u64,
+        replicas_given_up,
     };
     if report.any_nonzero() || options.ft_options_given {
         eprintln!("{}{}", notice_prefix(options.failure_policy), report.line());
@@ -300,6 +347,27 @@ fn start_failure_reason(kind: io::ErrorKind, text: &str) -> String {
     }
 }
 
+/// The process faults of `options` with each `kill:RANK.REPLICA` target
+/// turned into the process that runs it (`Options::process_of`, as replica
+/// 0 of that process index), which is what the kill schedule and the
+/// supervisor count in.
+fn process_faults_by_process(options: &Options) -> Vec<ProcessFault> {
+    options
+        .process_faults
+        .iter()
+        .map(|fault| match fault {
+            ProcessFault::Kill { target, trigger } => ProcessFault::Kill {
+                target: ProcessTarget {
+                    rank: options.process_of(target.rank, target.replica),
+                    replica: 0,
+                },
+                trigger: *trigger,
+            },
+            other => other.clone(),
+        })
+        .collect()
+}
+
 /// Sends `signal` to the process group led by `pid` (the rank and anything it
 /// started), and to the rank itself in case it left its group.
 fn signal_rank(pid: i32, signal: i32) {
@@ -314,7 +382,7 @@ fn signal_rank(pid: i32, signal: i32) {
 impl Job {
     fn start_ranks(&mut self, options: &Options, identity: &JobIdentity) -> Result<(), i32> {
         let stdin_is_terminal = io::stdin().is_terminal();
-        for rank in 0..options.rank_count {
+        for rank in 0..options.process_count() {
             let standard_input = match (rank, stdin_is_terminal) {
                 (0, false) => StandardInput::Inherit,
                 (0, true) => StandardInput::Pipe,
@@ -403,11 +471,29 @@ impl Job {
             EXIT_CANNOT_RUN
         })?;
         drop(rank_end);
+        let (logical_rank, replica) = options.rank_and_replica(rank);
         let prefix = if options.tag_output {
-            format!("[{rank}] ")
+            format!("[{logical_rank}] ")
         } else {
             String::new()
         };
+        if let Some([stdout_output, stderr_output]) =
+            self.replicated_outputs.get(logical_rank as usize).cloned()
+        {
+            // Replicas print the same lines: each is shown once, from one
+            // replica, and from a survivor when that one is given up.
+            let replica = replica as usize;
+            if let Some(stdout) = child.stdout.take() {
+                self.output_threads.push(thread::spawn(move || {
+                    replicated_output::forward_replica(stdout, stdout_output, replica)
+                }));
+            }
+            if let Some(stderr) = child.stderr.take() {
+                self.output_threads.push(thread::spawn(move || {
+                    replicated_output::forward_replica(stderr, stderr_output, replica)
+                }));
+            }
+        }
         if let Some(stdout) = child.stdout.take() {
             let prefix = prefix.clone();
             self.output_threads.push(thread::spawn(move || {
@@ -501,12 +587,27 @@ impl Job {
         }
     }
 
-    /// `rank R (pid P)`, or `rank R on host H (pid P)`.
-    fn describe(&self, rank: u32) -> String {
-        let process = &self.ranks[rank as usize];
+    /// `rank R`, or under `--replicas` `rank R replica K`.
+    fn process_name(&self, process_index: u32) -> String {
+        if self.replica_count > 1 {
+            format!(
+                "rank {} replica {}",
+                process_index % self.rank_count,
+                process_index / self.rank_count
+            )
+        } else {
+            format!("rank {process_index}")
+        }
+    }
+
+    /// `rank R (pid P)`, or `rank R on host H (pid P)`; under
+    /// `--replicas`, `rank R replica K (pid P)`.
+    fn describe(&self, process_index: u32) -> String {
+        let process = &self.ranks[process_index as usize];
+        let who = self.process_name(process_index);
         match &process.host {
-            Some(host) => format!("rank {rank} on host {host} (pid {})", process.pid),
-            None => format!("rank {rank} (pid {})", process.pid),
+            Some(host) => format!("{who} on host {host} (pid {})", process.pid),
+            None => format!("{who} (pid {})", process.pid),
         }
     }
 
@@ -618,6 +719,60 @@ impl Job {
             }
         }
         self.judge(aborted)
+    }
+
+    /// Whether process `process` belongs to a replica given up.
+    fn given_up(&self, process: u32) -> bool {
+        self.replica_count > 1 && self.replicas_given_up[(process / self.rank_count) as usize]
+    }
+
+    /// Under `--replicas`: process `process` died (`how`, exit code
+    /// `code`). Until the parallel protocol masks a single process's death
+    /// (issue 12), its whole replica is given up: the same replica of every
+    /// other rank is killed (it talks only to that replica), its output is
+    /// no longer shown, and the job goes on with the other replicas. True
+    /// (the job ends, with the death as its cause) when no replica is left.
+    fn give_up_replica(&mut self, process: u32, code: i32, how: &str) -> bool {
+        let replica = (process / self.rank_count) as usize;
+        let who = self.describe(process);
+        if self.replicas_given_up[replica] {
+            self.ranks[process as usize].failed = true;
+            return false;
+        }
+        self.replicas_given_up[replica] = true;
+        let members: Vec<u32> = (0..self.rank_count)
+            .map(|rank| replica as u32 * self.rank_count + rank)
+            .collect();
+        for &member in &members {
+            self.ranks[member as usize].failed = true;
+        }
+        for output in self.replicated_outputs.iter().flatten() {
+            output.give_up(replica);
+        }
+        let live: Vec<String> = (0..self.replica_count as usize)
+            .filter(|&other| !self.replicas_given_up[other])
+            .map(|other| other.to_string())
+            .collect();
+        if live.is_empty() {
+            let rank = process % self.rank_count;
+            self.fail(
+                code,
+                &format!(
+                    "{who} {how}; every replica of the job has now lost a process (rank {rank}'s last live replica was this one), so the job cannot go on"
+                ),
+            );
+            return true;
+        }
+        eprintln!(
+            "WARNING: mpiexec: {who} {how} \u{2014} replica {replica} of every rank is given up; the job continues on replica(s) {}",
+            live.join(", ")
+        );
+        let running: Vec<u32> = members
+            .into_iter()
+            .filter(|&member| self.ranks[member as usize].ending.is_none())
+            .collect();
+        self.signal_ranks(&running, libc::SIGKILL);
+        false
     }
 
     /// Under `continue`: names the death of `rank` (`how` it died), keeps
@@ -766,7 +921,10 @@ impl Job {
 
     /// Handles pending abort requests; true when the job must end.
     fn handle_aborts(&mut self) -> bool {
-        let requests = std::mem::take(&mut self.server.state().abort_requests);
+        let mut requests = std::mem::take(&mut self.server.state().abort_requests);
+        // A process of a replica given up may abort because its partner
+        // died; that replica is gone anyway.
+        requests.retain(|request| !self.given_up(request.rank));
         let Some(request) = requests.first() else {
             return false;
         };
@@ -774,15 +932,13 @@ impl Job {
             0 => 1,
             code => code,
         };
+        let who = self.process_name(request.rank);
         self.fail(
             code,
-            &format!(
-                "rank {} called MPI_Abort with code {}",
-                request.rank, request.exit_code
-            ),
+            &format!("{who} called MPI_Abort with code {}", request.exit_code),
         );
         if let Some(message) = &request.message {
-            eprintln!("mpiexec: rank {} abort message: {message}", request.rank);
+            eprintln!("mpiexec: {who} abort message: {message}");
         }
         true
     }
@@ -865,6 +1021,9 @@ impl Job {
             return false;
         };
         match self.policy {
+            FailurePolicy::Abort if self.replica_count > 1 => {
+                self.give_up_replica(rank, code, &how)
+            }
             FailurePolicy::Abort => {
                 let message = format!("{} {how}", self.describe(rank));
                 self.fail(code, &message);
@@ -895,10 +1054,22 @@ impl Job {
         drop(state);
         let who = self.describe(rank as u32);
         if self.ranks[rank].failed {
-            // Under continue: a death during wire-up, which needs every rank.
+            // Under continue (or a replica given up): a death during
+            // wire-up, which needs every process.
             eprintln!(
                 "mpiexec: {who} is gone while other ranks wait for it in a PMI barrier (MPI_Init), which cannot complete; ending the job"
             );
+            if self.replica_count > 1 {
+                // Giving up the replica recorded no failure of the job:
+                // this one is, with the dead process's code.
+                let ending = self.ranks[rank].ending.expect("gone");
+                let code = match ending {
+                    Ending::Signal(signal) => 128 + signal,
+                    Ending::Code(0) => 1,
+                    Ending::Code(code) => code,
+                };
+                self.job_ended_code.get_or_insert(code);
+            }
             return true;
         }
         self.fail(

@@ -692,8 +692,8 @@ fn ft_reports_of_every_rank_are_summed_printed_and_written_as_json() {
          \"rails_failed\": 0, \"rails_recovered\": 0, \"failover_time_ns\": 120000000, \
          \"injected_dropped\": 6, \"injected_corrupted\": 0, \"injected_duplicated\": 0, \
          \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \"tail_loss_probes\": 0, \
-         \"spurious_retransmissions\": 0, \"future_counter\": 15, \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0}, \
-         \"exit_code\": 0}\n"
+         \"spurious_retransmissions\": 0, \"future_counter\": 15, \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0, \
+         \"replicas_given_up\": 0}, \"exit_code\": 0}\n"
     );
     std::fs::remove_dir_all(&directory).unwrap();
 }
@@ -934,7 +934,7 @@ fn under_continue_watching_ranks_hear_of_an_injected_kill_and_the_job_ends_137()
     let latency_us: u64 = written
         .split("\"detection_latency_us_max\": ")
         .nth(1)
-        .and_then(|rest| rest.split('}').next())
+        .and_then(|rest| rest.split([',', '}']).next())
         .and_then(|number| number.parse().ok())
         .unwrap_or_else(|| panic!("no latency in {written}"));
     assert!(

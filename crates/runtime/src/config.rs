@@ -97,6 +97,11 @@ pub struct Config {
     /// (`mpiexec --respawn`), which joins the running job instead of
     /// wiring up with everyone at MPI_Init.
     pub incarnation: u32,
+    /// `RESMPI_REPLICAS` (`mpiexec --replicas`): processes per rank, 1
+    /// without replication. The process manager then starts
+    /// `ranks * replica_count` processes; PMI rank `p` runs replica
+    /// `p / ranks` of rank `p % ranks`.
+    pub replica_count: u32,
 }
 
 /// What the job does when a process dies (`RESMPI_FAILURE_POLICY`).
@@ -161,6 +166,7 @@ impl Default for Config {
             failure_policy: None,
             ft_protocol: "none".into(),
             incarnation: 0,
+            replica_count: 1,
         }
     }
 }
@@ -177,6 +183,10 @@ fn choose<T: Copy>(variable: &str, text: &str, choices: &[(&str, T)]) -> Result<
             format!("{variable}='{text}' is not one of: {}", names.join(", "))
         })
 }
+
+/// Most replicas of one rank (`RESMPI_REPLICAS`): what one send may fan
+/// out to (`resmpi_ft::SEND_TARGETS_MAX`).
+pub const REPLICAS_MAX: u32 = 8;
 
 /// `text` as a whole number, or an error naming `variable`.
 fn whole_number(variable: &str, text: &str) -> Result<u64, String> {
@@ -269,6 +279,16 @@ impl Config {
                 format!("RESMPI_INCARNATION='{text}' is not a process incarnation number")
             })?;
         }
+        if let Some(text) = lookup("RESMPI_REPLICAS") {
+            config.replica_count = text
+                .trim()
+                .parse()
+                .ok()
+                .filter(|count| (1..=REPLICAS_MAX).contains(count))
+                .ok_or_else(|| {
+                    format!("RESMPI_REPLICAS='{text}' is not a number of replicas from 1 to {REPLICAS_MAX}")
+                })?;
+        }
         if let Some(text) = lookup("RESMPI_RELIABLE") {
             config.reliable = choose("RESMPI_RELIABLE", &text, &switch)?;
         }
@@ -359,6 +379,21 @@ mod tests {
         assert_eq!(config_of(&[]).unwrap().ft_protocol, "none");
         let chosen = config_of(&[("RESMPI_FT", " replication ")]).unwrap();
         assert_eq!(chosen.ft_protocol, "replication");
+    }
+
+    #[test]
+    fn replica_count_defaults_to_one_and_refuses_zero_and_too_many() {
+        assert_eq!(config_of(&[]).unwrap().replica_count, 1);
+        assert_eq!(
+            config_of(&[("RESMPI_REPLICAS", "3")])
+                .unwrap()
+                .replica_count,
+            3
+        );
+        for bad in ["0", "9", "two"] {
+            let problem = config_of(&[("RESMPI_REPLICAS", bad)]).unwrap_err();
+            assert!(problem.contains("RESMPI_REPLICAS"), "{problem}");
+        }
     }
 
     #[test]

@@ -29,6 +29,12 @@
 //! frame of the protocol, and checks uniform agreement, validity and
 //! termination.
 //!
+//! A replication job ([`replication_job::run_replication_job`]) runs the
+//! production SDR-MPI state machine (`resmpi_replication::Replica`) of
+//! every replica of every rank with replicas killed at any step, and
+//! checks exactly-once, in-order delivery, no hang, and the fault-free
+//! application trace on every live replica.
+//!
 //! This crate owns no protocol logic; it only drives and judges the real
 //! state machines.
 #![warn(missing_docs)]
@@ -41,6 +47,7 @@ pub mod engine_plan;
 pub mod faults;
 pub mod job;
 pub mod network;
+pub mod replication_job;
 pub mod rng;
 pub mod workload;
 
