@@ -28,6 +28,22 @@ def test_errors_are_fatal_by_default_and_abort_the_whole_job_with_a_message(buil
     assert res.elapsed < 30, res.describe()
 
 
+def test_a_second_mpi_init_is_fatal_under_the_default_handler(build):
+    """MPICH aborts on it, and so must resmpi: a program that goes on after
+    a second MPI_Init would run on a library it thinks it re-initialised."""
+    res = run(2, build("init_twice"), timeout=60)
+    assert res.returncode != 0, res.describe()
+    assert "second MPI_Init returned" not in res.stdout, f"the program went on\n{res.describe()}"
+    assert "MPI_Init" in res.stderr and "twice" in res.stderr, res.describe()
+
+
+@pytest.mark.skipif(not IS_RESMPI, reason="whether MPI_ERRORS_RETURN covers a second MPI_Init varies")
+def test_a_second_mpi_init_returns_an_error_under_errors_return(build):
+    res = run(2, build("init_twice"), "return", timeout=60)
+    assert res.returncode == 0, res.describe()
+    assert res.stdout.count("second MPI_Init returned class") == 2, res.describe()
+
+
 @pytest.mark.skipif(not IS_RESMPI, reason="resmpi's own message (other MPIs may deadlock)")
 def test_an_mpi_call_from_inside_a_reduction_op_ends_the_job_with_a_message_not_a_deadlock(build):
     """The library lock knows its holder: an op that calls MPI_Barrier while

@@ -70,6 +70,22 @@ int main(int argc, char **argv) {
     expect_class(MPI_Type_create_darray(2, 0, 1, gsizes, distribs, dargs, psizes, MPI_ORDER_C, MPI_INT, &t),
                  MPI_ERR_ARG, "darray block too small");
 
+    /* count × extent overflowing 64 bits (the size alone fits): MPI_ERR_COUNT
+     * from every call that would walk the buffer, not a crash or a hang */
+    MPI_Datatype wide;
+    MPI_OK(MPI_Type_create_resized(MPI_INT, 0, (MPI_Aint)1 << 40, &wide));
+    MPI_OK(MPI_Type_commit(&wide));
+    int many = 1 << 24;
+    MPI_Request request;
+    expect_class(MPI_Send(buf, many, wide, 0, 0, MPI_COMM_WORLD), MPI_ERR_COUNT, "Send(count x extent overflows)");
+    expect_class(MPI_Isend(buf, many, wide, 0, 0, MPI_COMM_WORLD, &request), MPI_ERR_COUNT, "Isend(overflow)");
+    expect_class(MPI_Recv(buf, many, wide, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_ERR_COUNT,
+                 "Recv(overflow)");
+    expect_class(MPI_Bcast(buf, many, wide, 0, MPI_COMM_WORLD), MPI_ERR_COUNT, "Bcast(overflow)");
+    expect_class(MPI_Allreduce(buf, buf + 32, many, wide, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_COUNT,
+                 "Allreduce(overflow)");
+    expect_class(MPI_Pack_size(many, wide, MPI_COMM_WORLD, &size), MPI_ERR_COUNT, "Pack_size(overflow)");
+    MPI_OK(MPI_Type_free(&wide));
 
     /* the library still works: a committed derived type round trip to self */
     int out[3] = {1, 2, 3}, in[3] = {0, 0, 0};

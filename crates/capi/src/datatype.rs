@@ -554,10 +554,12 @@ pub fn message_buffer(
     let count = check_count(count)?;
     let layout = match resolve(datatype)? {
         Resolved::Predefined(info) if info.size_bytes == info.extent_bytes => {
-            let length_bytes = info
-                .size_bytes
-                .checked_mul(count)
-                .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times size overflows"))?;
+            let length_bytes = info.size_bytes.checked_mul(count).ok_or_else(|| {
+                MpiError::new(
+                    ErrorClass::Count,
+                    "count times the size or extent of the datatype overflows",
+                )
+            })?;
             if length_bytes > 0 && buffer.is_null() {
                 return Err(MpiError::new(
                     ErrorClass::Buffer,
@@ -581,9 +583,12 @@ pub fn message_buffer(
         Resolved::Derived(object, true) => object.layout.clone(),
         Resolved::Derived(_, false) => return Err(uncommitted(datatype)),
     };
-    let length_bytes = layout
-        .packed_bytes(count)
-        .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times size overflows"))?;
+    let length_bytes = layout.packed_bytes(count).ok_or_else(|| {
+        MpiError::new(
+            ErrorClass::Count,
+            "count times the size or extent of the datatype overflows",
+        )
+    })?;
     // A NULL buffer is MPI_BOTTOM for derived types (absolute addresses).
     Ok(match layout.contiguous_span(count) {
         Some((offset_bytes, length_bytes)) => Message::Contiguous {

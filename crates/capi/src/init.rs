@@ -23,9 +23,17 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
     let mut global = lock();
     if global.initialized {
         drop(global);
-        let reason = "MPI_Init called twice (or after MPI_Finalize)";
-        eprintln!("resmpi: {reason}");
-        return MPI_ERR_OTHER;
+        // Through MPI_COMM_WORLD's handler: fatal by default (as MPICH),
+        // so a program that did not ask for errors to return stops here;
+        // after MPI_Finalize there is no handler left but the fatal one.
+        return raise_error(
+            "MPI_Init",
+            MPI_COMM_WORLD,
+            MpiError::new(
+                ErrorClass::Other,
+                "MPI_Init or MPI_Init_thread called twice (or after MPI_Finalize)",
+            ),
+        );
     }
     let initial = match initial_errhandler() {
         Ok((handler, _)) => handler,

@@ -167,8 +167,18 @@ impl Datatype {
         self.elements.iter().map(|run| run.count).sum()
     }
 
-    /// Packed bytes of `count` elements, or None on overflow.
+    /// Packed bytes of `count` elements, or None on overflow: of
+    /// `count × size`, or of the memory the elements span (`count − 1`
+    /// extents past the first element's true bounds), which no buffer can
+    /// hold and whose addresses would wrap (MPI_ERR_COUNT for the callers).
     pub fn packed_bytes(&self, count: usize) -> Option<usize> {
+        if count > 1 && self.size_bytes > 0 {
+            let strides = isize::try_from(count - 1)
+                .ok()?
+                .checked_mul(self.extent_bytes())?;
+            strides.checked_add(self.true_ub_bytes)?;
+            strides.checked_add(self.true_lb_bytes)?;
+        }
         self.size_bytes.checked_mul(count)
     }
 
