@@ -44,6 +44,23 @@ def test_a_second_mpi_init_returns_an_error_under_errors_return(build):
     assert res.stdout.count("second MPI_Init returned class") == 2, res.describe()
 
 
+@pytest.mark.skipif(not IS_RESMPI, reason="resmpi's diagnostic and RESMPI_* settings")
+def test_a_rank_blocked_with_small_sends_held_back_says_so_and_the_credit_setting_lets_them_through(build):
+    """Rank 0 sends 20,000 small messages before the barrier that rank 1
+    receives them after: legal for MPI to block, so resmpi may hang, but
+    it must say why (issue 16, item 6); the setting it names ends it."""
+    exe = build("held_sends")
+    res = run(2, exe, mpiexec_opts=("--timeout", "8"), env={"RESMPI_HELD_SEND_WARNING_S": "1"}, timeout=40)
+    assert res.returncode != 0 and "held_sends done" not in res.stdout, res.describe()
+    assert re.search(r"rank 0: blocked for \d+ s with 1 small send\(s\) to rank\(s\) 1 held back", res.stderr), \
+        res.describe()
+    assert res.stderr.count("held back") == 1, f"said more than once\n{res.describe()}"
+    assert "RESMPI_EAGER_CREDIT" in res.stderr, res.describe()
+    res = run(2, exe, mpiexec_opts=("--timeout", "20"), env={"RESMPI_EAGER_CREDIT": "4M"}, timeout=40)
+    assert res.returncode == 0 and "held_sends done" in res.stdout, res.describe()
+    assert "held back" not in res.stderr, res.describe()
+
+
 @pytest.mark.skipif(not IS_RESMPI, reason="resmpi's own message (other MPIs may deadlock)")
 def test_an_mpi_call_from_inside_a_reduction_op_ends_the_job_with_a_message_not_a_deadlock(build):
     """The library lock knows its holder: an op that calls MPI_Barrier while

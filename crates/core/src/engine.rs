@@ -107,6 +107,13 @@ pub struct Idler {
 }
 
 impl Idler {
+    /// How long nothing has happened, once spinning is over (None while
+    /// it spins).
+    #[inline]
+    pub fn idle_for(&self) -> Option<std::time::Duration> {
+        self.since.map(|since| since.elapsed())
+    }
+
     /// Something happened: start over with spinning.
     #[inline]
     pub fn reset(&mut self) {
@@ -338,6 +345,12 @@ pub struct Engine<F: Interceptor = PassThrough> {
     /// A peer the network loses (connection closed, every rail silent) is
     /// a failure event (failure policy `continue`) rather than a fatal error.
     pub failures_are_events: bool,
+    /// `RESMPI_HELD_SEND_WARNING_S`: after this long blocked without
+    /// progress, a rank whose small sends are held back for lack of eager
+    /// credit says so, once (None: never; see [`Engine::warn_of_held_sends`]).
+    pub held_send_warning: Option<std::time::Duration>,
+    /// The held-send diagnostic was printed.
+    held_send_warned: bool,
     /// Where protocol timers read the time (nanoseconds); read on progress
     /// only when the protocol uses timers (`F::USES_TIMERS`). Tests and the
     /// simulator put a virtual clock here.
@@ -401,6 +414,8 @@ impl<F: Interceptor> Engine<F> {
             notice_count: NoticeCounter(&NO_NOTICES),
             notices_seen: 0,
             failures_are_events: false,
+            held_send_warning: None,
+            held_send_warned: false,
             timer_clock: monotonic_now_ns,
             shared_memory: Default::default(),
         }
@@ -1079,8 +1094,62 @@ impl<F: Interceptor> Engine<F> {
                 idler.reset();
             } else {
                 idler.pause(&self.transports);
+                if let Some(after) = self.held_send_warning {
+                    if !self.held_send_warned && idler.idle_for().is_some_and(|idle| idle >= after)
+                    {
+                        self.warn_of_held_sends(after);
+                    }
+                }
             }
         }
+    }
+
+    /// A program that relies on MPI buffering its small standard-mode
+    /// sends (a receiver that waits elsewhere while thousands arrive) can
+    /// block for ever once this rank's eager credit to that receiver is
+    /// used up: each further small send waits for the receiver to post its
+    /// receive. Legal under MPI, but silent; after `waited` without
+    /// progress, say which sends are held and what would let them through
+    /// (once per process).
+    #[cold]
+    fn warn_of_held_sends(&mut self, waited: std::time::Duration) {
+        let eager_limit_bytes = self.state.config.eager_limit_bytes;
+        let mut held: std::collections::BTreeMap<u32, (usize, usize)> = Default::default();
+        for index in self.state.requests.live_indices() {
+            if let Some(Request {
+                operation: Operation::Send(send),
+                complete: false,
+                ..
+            }) = self.state.requests.get(index)
+            {
+                if send.stage == SendStage::AwaitingClearToSend && send.length <= eager_limit_bytes
+                {
+                    let (count, bytes) = held.entry(send.peer).or_default();
+                    *count += 1;
+                    *bytes += send.length + HEADER_LEN_BYTES;
+                }
+            }
+        }
+        let Some(most_bytes) = held.values().map(|&(_, bytes)| bytes).max() else {
+            return;
+        };
+        self.held_send_warned = true;
+        let count: usize = held.values().map(|&(count, _)| count).sum();
+        let ranks: Vec<String> = held.keys().map(u32::to_string).collect();
+        let credit_bytes = self.state.config.eager_credit_bytes;
+        eprintln!(
+            "resmpi: rank {}: blocked for {} s with {count} small send(s) to rank(s) {} held back: \
+             the receivers have not posted matching receives and this rank's eager credit to each \
+             ({credit_bytes} bytes of unreceived messages) is used up. MPI does not promise to \
+             buffer standard-mode sends: post the receives first, use MPI_Isend or MPI_Bsend, or \
+             set RESMPI_EAGER_CREDIT above the bytes (plus {HEADER_LEN_BYTES} per message) this \
+             rank sends ahead of their receives ({held_bytes} bytes wait now) \
+             (RESMPI_HELD_SEND_WARNING_S=0 silences this)",
+            self.state.rank,
+            waited.as_secs(),
+            ranks.join(", "),
+            held_bytes = credit_bytes + most_bytes,
+        );
     }
 
     /// Block until request `index` completes.

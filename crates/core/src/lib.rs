@@ -183,8 +183,10 @@ impl Mpi {
         let (rank, size) = (pmi.rank(), pmi.size());
         // Enough credit for four maximal eager messages, otherwise 32 MiB of
         // unexpected payload per receiver shared by all senders, at most 1 MiB each.
-        let eager_credit_bytes = ((32usize << 20) / size as usize)
-            .min(1 << 20)
+        // RESMPI_EAGER_CREDIT overrides it (never below four eager messages).
+        let eager_credit_bytes = config
+            .eager_credit_bytes
+            .unwrap_or(((32usize << 20) / size as usize).min(1 << 20))
             .max(4 * (config.eager_limit_bytes + 64));
         let engine_config = EngineConfig {
             eager_limit_bytes: config.eager_limit_bytes,
@@ -192,6 +194,8 @@ impl Mpi {
         };
         let reliable = config.reliable;
         let routes = transports.routes.clone();
+        let held_send_warning = (config.held_send_warning_s > 0)
+            .then(|| std::time::Duration::from_secs(config.held_send_warning_s));
         let rail_count = transports.rails.len().max(1) as u32;
         // The protocol is chosen here, once. Each protocol will be its own
         // monomorphic engine (docs/design.md, "Interceptors"); `none` is
@@ -203,6 +207,7 @@ impl Mpi {
             }
         };
         let mut engine = Engine::new(rank, size, engine_config, transports, protocol);
+        engine.held_send_warning = held_send_warning;
         // Small blocking collectives over shared memory (protocol `none`
         // only: the fast path sends no message a protocol could log).
         engine.shared_memory.enabled = coll::shared_memory::enabled_by_environment()

@@ -10,6 +10,8 @@
 //! |-------------------------|---------------------------------------------|---------|
 //! | `RESMPI_PATHS`          | `auto` (shm within a host, tcp across) or `tcp` (tcp everywhere) | `auto` |
 //! | `RESMPI_EAGER_LIMIT`    | largest message sent eagerly, bytes (`K`/`M` suffixes allowed) | 16384 |
+//! | `RESMPI_EAGER_CREDIT`   | unconsumed eager bytes a sender may have at one receiver (`K`/`M`) | 32 MiB / ranks, 4 eager messages to 1 MiB |
+//! | `RESMPI_HELD_SEND_WARNING_S` | seconds a blocked rank waits with small sends held back (no eager credit) before it says so; 0: never | 60 |
 //! | `RESMPI_SHM_RING_BYTES` | size of each shared-memory ring, bytes     | 1 MiB   |
 //! | `RESMPI_JOB_ID`         | job id, names `/dev/shm/resmpi-<id>-*`     | none    |
 //! | `RESMPI_JOB_SECRET`     | job secret in hex, proven by peers on connect | none |
@@ -49,6 +51,14 @@ pub struct Config {
     /// `RESMPI_EAGER_LIMIT`: messages up to this size go eagerly, larger ones
     /// by rendezvous.
     pub eager_limit_bytes: usize,
+    /// `RESMPI_EAGER_CREDIT`: eager bytes (payload + header) a sender may
+    /// have unconsumed at one receiver; None: the library's default (see
+    /// `Mpi::init`).
+    pub eager_credit_bytes: Option<usize>,
+    /// `RESMPI_HELD_SEND_WARNING_S`: how long a blocked call waits, with
+    /// small sends held back for lack of eager credit, before the rank
+    /// prints one diagnostic (0: never).
+    pub held_send_warning_s: u64,
     /// `RESMPI_SHM_RING_BYTES`: size of each shared-memory ring.
     pub shm_ring_bytes: usize,
     /// `RESMPI_JOB_ID`: set by our `mpiexec`; absent under other launchers.
@@ -128,6 +138,8 @@ pub enum StripeChoice {
 
 /// Default of [`Config::eager_limit_bytes`].
 pub const DEFAULT_EAGER_LIMIT_BYTES: usize = 16 * 1024;
+/// Default of [`Config::held_send_warning_s`].
+pub const DEFAULT_HELD_SEND_WARNING_S: u64 = 60;
 /// Default of [`Config::shm_ring_bytes`].
 pub const DEFAULT_SHM_RING_BYTES: usize = 1024 * 1024;
 /// Largest eager limit accepted: the largest payload of one wire frame.
@@ -144,6 +156,8 @@ impl Default for Config {
         Config {
             paths: PathsChoice::Auto,
             eager_limit_bytes: DEFAULT_EAGER_LIMIT_BYTES,
+            eager_credit_bytes: None,
+            held_send_warning_s: DEFAULT_HELD_SEND_WARNING_S,
             shm_ring_bytes: DEFAULT_SHM_RING_BYTES,
             job_id: None,
             job_secret: None,
@@ -227,6 +241,14 @@ impl Config {
                     "RESMPI_EAGER_LIMIT='{text}' exceeds the largest frame payload ({MAX_EAGER_LIMIT_BYTES} bytes)"
                 ));
             }
+        }
+        if let Some(text) = lookup("RESMPI_EAGER_CREDIT") {
+            let credit_bytes = parse_byte_count(&text)
+                .map_err(|problem| format!("RESMPI_EAGER_CREDIT='{text}': {problem}"))?;
+            config.eager_credit_bytes = Some(credit_bytes);
+        }
+        if let Some(text) = lookup("RESMPI_HELD_SEND_WARNING_S") {
+            config.held_send_warning_s = whole_number("RESMPI_HELD_SEND_WARNING_S", &text)?;
         }
         if let Some(text) = lookup("RESMPI_SHM_RING_BYTES") {
             config.shm_ring_bytes = parse_byte_count(&text)
@@ -413,8 +435,12 @@ mod tests {
             ("RESMPI_SHM_RING_BYTES", "2097152"),
             ("RESMPI_JOB_ID", "0123abcd0123abcd"),
             ("RESMPI_JOB_SECRET", "00ff10"),
+            ("RESMPI_EAGER_CREDIT", "4M"),
+            ("RESMPI_HELD_SEND_WARNING_S", "0"),
         ])
         .unwrap();
+        assert_eq!(config.eager_credit_bytes, Some(4 << 20));
+        assert_eq!(config.held_send_warning_s, 0);
         assert_eq!(config.paths, PathsChoice::Tcp);
         assert_eq!(config.eager_limit_bytes, 65536);
         assert_eq!(config.shm_ring_bytes, 2 << 20);
@@ -445,6 +471,8 @@ mod tests {
             ("RESMPI_RAIL_TIMEOUT_MS", "1s"),
             ("RESMPI_PEER_TIMEOUT_MS", "-1"),
             ("RESMPI_PROGRESS_THREAD", "yes"),
+            ("RESMPI_EAGER_CREDIT", "plenty"),
+            ("RESMPI_HELD_SEND_WARNING_S", "1m"),
         ] {
             let error = config_of(&[(name, value)]).unwrap_err();
             assert!(error.contains(name), "{name}={value}: {error}");
