@@ -1,0 +1,35 @@
+//! PMI lines (what mpiexec and every process manager send, and what ranks
+//! send back) and byte counts on random and mutated input (issue 16, item
+//! 7; `resmpi_fuzz_input`): never a panic; an accepted line re-encodes to
+//! one that parses.
+use resmpi_fuzz_input::Inputs;
+use resmpi_runtime::codec::PmiLine;
+use resmpi_runtime::parse_byte_count;
+
+#[test]
+fn pmi_lines_from_random_and_mutated_text_parse_or_fail_cleanly() {
+    let corpus: [&[u8]; 4] = [
+        b"cmd=get kvsname=kvs_1 key=card-0",
+        b"cmd=get_result rc=0 value=127.0.0.1:4000 msg=success",
+        b"cmd=barrier_in",
+        b"cmd=abort exitcode=3 message=out_of_memory",
+    ];
+    Inputs::new(2).check(&corpus, 50_000, 256, |bytes| {
+        let text = String::from_utf8_lossy(bytes);
+        if let Ok(line) = PmiLine::parse(&text) {
+            let encoded = line.encode();
+            assert!(
+                PmiLine::parse(encoded.trim_end()).is_ok(),
+                "{text:?} -> {encoded:?}"
+            );
+        }
+    });
+}
+
+#[test]
+fn byte_counts_from_random_text_parse_or_fail_cleanly() {
+    let corpus: [&[u8]; 3] = [b"16K", b"1MiB", b"4096"];
+    Inputs::new(3).check(&corpus, 20_000, 24, |bytes| {
+        let _ = parse_byte_count(&String::from_utf8_lossy(bytes));
+    });
+}
