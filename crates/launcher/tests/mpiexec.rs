@@ -866,6 +866,93 @@ fn bad_ft_options_exit_2_before_starting_anything() {
     std::fs::remove_dir_all(&directory).unwrap();
 }
 
+#[test]
+fn every_option_value_is_checked_against_the_job_and_this_host_before_it_starts() {
+    let directory = scratch_directory("checked-values");
+    let marker = directory.join("started");
+    let script = format!("touch {}", marker.display());
+    let launcher = fake_launcher(&directory, false);
+    let launcher = launcher.to_str().unwrap();
+    let unwritable = directory.join("no-such-directory/report.json");
+    let unwritable = unwritable.to_str().unwrap();
+    let remote = ["--hosts", "far-a", "--launcher-exec", launcher];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--rails", "tcp:nosuchif0"],
+            "--rails item 1 'tcp:nosuchif0': this host has no interface nosuchif0",
+        ),
+        (
+            vec!["--rails", "tcp:lo,tcp:203.0.113.0/24"],
+            "--rails item 2 'tcp:203.0.113.0/24': no address of this host is in 203.0.113.0/24",
+        ),
+        (
+            [&remote[..], &["--control-addr", "999.1.1.1"]].concat(),
+            "--control-addr '999.1.1.1': not an IP address or a name",
+        ),
+        (
+            [&remote[..], &["--control-addr", "203.0.113.7"]].concat(),
+            "--control-addr '203.0.113.7': mpiexec cannot listen on 203.0.113.7",
+        ),
+        (
+            vec!["-n", "2", "--inject", "drop:0.5@ranks=5-1"],
+            "write @ranks=1-5",
+        ),
+        (
+            vec!["-n", "2", "--inject", "drop:0.5@ranks=0-2"],
+            "rank 2 is not in this job of 2 ranks",
+        ),
+        (
+            vec!["-n", "2", "--inject", "rail-down:9@1s"],
+            "rail 9 does not exist: the job has 1 rail",
+        ),
+        (vec!["--report-json", unwritable], "--report-json '"),
+    ];
+    for (arguments, needle) in cases {
+        let mut words = arguments.clone();
+        words.extend(["sh", "-c", &script]);
+        let output = run(&words);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{arguments:?}: {}",
+            describe(&output)
+        );
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.starts_with("mpiexec: ") && stderr.contains(needle),
+            "{arguments:?}: {stderr}"
+        );
+        assert!(!marker.exists(), "{arguments:?} started a rank");
+    }
+    assert!(!std::path::Path::new(unwritable).exists());
+    // The same options with good values run, locally and through a proxy.
+    let report = directory.join("report.json");
+    let output = run(&[
+        "-n",
+        "2",
+        "--rails",
+        "tcp:lo,tcp:127.0.0.0/8",
+        "--inject",
+        "drop:0.5@ranks=0-1,rail-down:1@1s",
+        "--report-json",
+        report.to_str().unwrap(),
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    assert!(marker.exists() && report.exists(), "{}", describe(&output));
+    std::fs::remove_file(&marker).unwrap();
+    let output = run(&[
+        &remote[..],
+        &["--control-addr", "127.0.0.1", "sh", "-c", &script],
+    ]
+    .concat());
+    assert!(output.status.success(), "{}", describe(&output));
+    assert!(marker.exists(), "{}", describe(&output));
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
 /// The launcher_failure_watcher example.
 fn failure_watcher() -> PathBuf {
     example("launcher_failure_watcher")
