@@ -783,6 +783,72 @@ fn no_secret_or_token_is_on_any_command_line_while_a_multi_host_job_runs() {
     }
 }
 
+#[test]
+fn idle_connections_to_the_control_port_do_not_stop_the_proxies() {
+    use std::os::unix::fs::PermissionsExt;
+    const STRANGER_COUNT: usize = 100;
+    let directory = scratch_directory("control-port-strangers");
+    let go = directory.join("go");
+    // Keeps the bootstrap line (the control address is in it) and starts
+    // the proxy only once the test has connected its strangers.
+    let launcher = directory.join("waiting-launcher");
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\nhost=$1; shift\nIFS= read -r line\nprintf '%s\\n' \"$line\" > {dir}/bootstrap-$host\n\
+             while [ ! -e {go} ]; do sleep 0.02; done\nprintf '%s\\n' \"$line\" | FAKE_HOST=$host \"$@\"\n",
+            dir = directory.display(),
+            go = go.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let child = command(&[
+        "--hosts",
+        "far-a,far-b",
+        "--launcher-exec",
+        launcher.to_str().unwrap(),
+        "--control-addr",
+        "127.0.0.1",
+        "sh",
+        "-c",
+        "echo rank $PMI_RANK ran",
+    ])
+    .spawn()
+    .unwrap();
+    let bootstrap = directory.join("bootstrap-far-a");
+    let appeared = wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(&bootstrap).is_ok_and(|line| line.ends_with('\n'))
+    });
+    let mut strangers = Vec::new();
+    if appeared {
+        let line = std::fs::read_to_string(&bootstrap).unwrap();
+        let address = line
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("address="))
+            .unwrap()
+            .to_string();
+        // Each connects and says nothing (one says a little, not a hello).
+        for _ in 0..STRANGER_COUNT {
+            strangers.push(std::net::TcpStream::connect(&address).unwrap());
+        }
+        use std::io::Write;
+        strangers[0].write_all(b"GET / HTTP/1.0\r\n").unwrap();
+    }
+    std::fs::write(&go, "").unwrap();
+    let output = wait_for_exit(child);
+    drop(strangers);
+    assert!(appeared, "{}", describe(&output));
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("rank 0 ran") && stdout.contains("rank 1 ran"),
+        "{}",
+        describe(&output)
+    );
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
 /// The `mpiexec: FT report:` lines of `stderr`.
 fn report_lines(stderr: &str) -> Vec<&str> {
     stderr
