@@ -209,7 +209,9 @@ fault tolerance (each sets a variable in every rank):
   --inject SPEC         inject network faults (RESMPI_INJECT), SPEC a comma
                         list of drop:RATE, corrupt:RATE, duplicate:RATE,
                         delay:MS, rail-down:RAIL@TIME[+DURATION], seed:N; an
-                        item may end in @ranks=A-B (between ranks A and B);
+                        item may end in @ranks=A-B (between ranks A and B,
+                        A <= B, both in the job; RAIL must be one of the
+                        job's rails);
                         and process faults: kill:RANK@TIME (SIGKILL RANK at
                         TIME after all ranks started), kill:RANK@sends=N
                         (the rank kills itself after its N-th send),
@@ -292,7 +294,10 @@ respawned death still counts as the first death for the exit status.
 exit status: 0 on success; the first non-zero rank exit code (128+signal
 for a rank killed by a signal; 1 for a rank that exited 0 before
 MPI_Finalize under continue); N for MPI_Abort(N) (1 when N is 0); 124 on
-timeout; 127 when the program cannot be run; 2 for a bad command line.
+timeout; 127 when the program cannot be run; 2 for a bad command line
+(every option value is checked before anything starts, against the job and
+this host: the rails' interfaces or subnets when every rank runs here,
+--control-addr, --report-json).
 ";
 
 /// How an option takes its values.
