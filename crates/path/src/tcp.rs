@@ -1474,6 +1474,13 @@ mod tests {
                             path.wait(10_000).unwrap();
                         }
                     }
+                    // Everything received does not mean everything sent
+                    // has left: what the kernel did not take yet is still
+                    // in this path's send buffer, and the peers wait for it.
+                    while path.has_pending_output() {
+                        path.flush().unwrap();
+                        path.wait(10_000).unwrap();
+                    }
                     // Keep the socket open until the others are done reading.
                     path
                 })
