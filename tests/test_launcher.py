@@ -228,3 +228,65 @@ def test_a_program_named_without_a_path_runs_from_the_working_directory(build):
     assert_ok(res)
     res = run_cmd([MPIEXEC, "-n", "1", "no-such-program-here"], cwd=str(exe.parent), timeout=60)
     assert res.returncode == 127, res.describe()
+
+
+def _listening_tcp_ports(pid):
+    """Ports of the TCP sockets process pid listens on (from /proc)."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:["):-1])
+        ports = set()
+        for table in ("tcp", "tcp6"):
+            with open(f"/proc/{pid}/net/{table}") as rows:
+                for row in list(rows)[1:]:
+                    fields = row.split()
+                    if fields[3] == "0A" and fields[9] in inodes:
+                        ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+        return ports
+    except OSError:
+        return set()
+
+
+@pytest.mark.resmpi_only("rank 0's TCP wire-up listener is resmpi's")
+def test_idle_connections_to_rank_0_while_a_rank_is_late_do_not_stop_wire_up(build, tmp_path):
+    """Issue 16: rank 0 handled wire-up handshakes one at a time, 5 s each,
+    and a connecting rank gave up after its own 5 s: three silent
+    connections to rank 0's listener while rank 2 was late in MPI_Init
+    failed the job. They must now cost it nothing."""
+    exe = build("basic")
+    go = tmp_path / "go"
+    script = (f'echo $$ > {tmp_path}/pid-$PMI_RANK; '
+              f'if [ "$PMI_RANK" = 2 ]; then while [ ! -e {go} ]; do sleep 0.02; done; fi; '
+              f'exec {exe}')
+    proc = launch([MPIEXEC, "--paths", "tcp", "-n", "3", "--timeout", "100", "sh", "-c", script],
+                  env={"EXPECT_SIZE": "3"})
+    strangers = []
+    try:
+        deadline = time.monotonic() + 30
+        ports = set()
+        pid_file = tmp_path / "pid-0"
+        while time.monotonic() < deadline and not ports:
+            if pid_file.exists() and pid_file.read_text().strip():
+                ports = _listening_tcp_ports(int(pid_file.read_text()))
+            time.sleep(0.02)
+        assert ports, "rank 0 never listened"
+        import socket
+        for port in ports:
+            for _ in range(5):
+                strangers.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    finally:
+        go.write_text("")
+    try:
+        out, err = proc.communicate(timeout=110)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        pytest.fail(f"hung\n{out}\n{err}")
+    finally:
+        for stranger in strangers:
+            stranger.close()
+    assert proc.returncode == 0, f"{proc.returncode}\n{out}\n{err}"
+    assert "OK" in out and "FAIL" not in out + err, f"{out}\n{err}"

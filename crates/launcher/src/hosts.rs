@@ -286,26 +286,38 @@ pub fn is_this_host(name: &str, host_name: &str) -> bool {
 /// First IPv4 address of an interface that is up and not loopback: the
 /// default `--control-addr`.
 pub fn first_non_loopback_ipv4() -> Option<Ipv4Addr> {
+    interface_addresses()
+        .into_iter()
+        .find(|(_, address)| !address.is_loopback())
+        .map(|(_, address)| address)
+}
+
+/// (interface name, IPv4 address) of every interface that is up, in the
+/// order `getifaddrs` gives them; empty when it fails.
+pub fn interface_addresses() -> Vec<(String, Ipv4Addr)> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs allocates the list; it is freed below.
     if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return None;
+        return Vec::new();
     }
-    let mut found = None;
+    let mut found = Vec::new();
     let mut entry = list;
     while !entry.is_null() {
         // SAFETY: a node of the list getifaddrs returned.
         let node = unsafe { &*entry };
         let up = node.ifa_flags & libc::IFF_UP as u32 != 0;
-        let loopback = node.ifa_flags & libc::IFF_LOOPBACK as u32 != 0;
-        if up && !loopback && !node.ifa_addr.is_null() {
+        if up && !node.ifa_addr.is_null() && !node.ifa_name.is_null() {
             // SAFETY: ifa_addr points to a sockaddr whose family we check first.
             let family = i32::from(unsafe { (*node.ifa_addr).sa_family });
             if family == libc::AF_INET {
                 // SAFETY: AF_INET addresses are sockaddr_in.
                 let address = unsafe { &*(node.ifa_addr as *const libc::sockaddr_in) };
-                found = Some(Ipv4Addr::from(u32::from_be(address.sin_addr.s_addr)));
-                break;
+                // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+                let name = unsafe { std::ffi::CStr::from_ptr(node.ifa_name) };
+                found.push((
+                    name.to_string_lossy().into_owned(),
+                    Ipv4Addr::from(u32::from_be(address.sin_addr.s_addr)),
+                ));
             }
         }
         entry = node.ifa_next;

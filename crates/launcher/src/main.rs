@@ -21,6 +21,7 @@ mod hosts;
 mod options;
 mod output;
 mod pmi_server;
+mod preflight;
 mod process_faults;
 mod proxy;
 mod proxy_link;
@@ -53,7 +54,13 @@ fn main() {
             println!("mpiexec (resmpi) {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        Ok(Request::Run(options)) => supervisor::run(&options),
+        Ok(Request::Run(options)) => match preflight::check(&options) {
+            Ok(()) => supervisor::run(&options),
+            Err(message) => {
+                eprintln!("mpiexec: {message}");
+                EXIT_USAGE
+            }
+        },
         Err(message) => {
             eprintln!("mpiexec: {message}");
             EXIT_USAGE

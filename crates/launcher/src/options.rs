@@ -10,7 +10,7 @@
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-use resmpi_path::inject_spec::{FaultSpec, ProcessFault};
+use resmpi_path::inject_spec::{Fault, FaultRule, FaultSpec, ProcessFault};
 use resmpi_runtime::parse_byte_count;
 
 use crate::hosts::{parse_host_list, parse_hostfile, HostSpec};
@@ -209,7 +209,9 @@ fault tolerance (each sets a variable in every rank):
   --inject SPEC         inject network faults (RESMPI_INJECT), SPEC a comma
                         list of drop:RATE, corrupt:RATE, duplicate:RATE,
                         delay:MS, rail-down:RAIL@TIME[+DURATION], seed:N; an
-                        item may end in @ranks=A-B (between ranks A and B);
+                        item may end in @ranks=A-B (between ranks A and B,
+                        A <= B, both in the job; RAIL must be one of the
+                        job's rails);
                         and process faults: kill:RANK@TIME (SIGKILL RANK at
                         TIME after all ranks started), kill:RANK@sends=N
                         (the rank kills itself after its N-th send),
@@ -292,7 +294,10 @@ respawned death still counts as the first death for the exit status.
 exit status: 0 on success; the first non-zero rank exit code (128+signal
 for a rank killed by a signal; 1 for a rank that exited 0 before
 MPI_Finalize under continue); N for MPI_Abort(N) (1 when N is 0); 124 on
-timeout; 127 when the program cannot be run; 2 for a bad command line.
+timeout; 127 when the program cannot be run; 2 for a bad command line
+(every option value is checked before anything starts, against the job and
+this host: the rails' interfaces or subnets when every rank runs here,
+--control-addr, --report-json).
 ";
 
 /// How an option takes its values.
@@ -415,6 +420,50 @@ fn check_rails(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// How many rails the ranks will have: the items of the `RESMPI_RAILS`
+/// they get (the last `--rails`, `-x` or `-genv`, else mpiexec's own
+/// environment), or the one default rail.
+fn rail_count(environment: &[(String, String)], lookup: &impl Fn(&str) -> Option<String>) -> u32 {
+    let rails = environment
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "RESMPI_RAILS")
+        .map(|(_, value)| value.clone())
+        .or_else(|| lookup("RESMPI_RAILS"));
+    match rails {
+        Some(text) if !text.trim().is_empty() => text.split(',').count() as u32,
+        _ => 1,
+    }
+}
+
+/// The frame faults of `--inject` must fit the job: a `@ranks=` filter
+/// naming a rank the job does not have, or a `rail-down:` of a rail it
+/// does not have, would inject nothing and the run would look like a
+/// passed fault test.
+fn check_frame_rules(rules: &[FaultRule], rank_count: u32, rail_count: u32) -> Result<(), String> {
+    for rule in rules {
+        if let Some(pair) = rule.ranks {
+            let highest = pair.first.max(pair.second);
+            if highest >= rank_count {
+                return Err(format!(
+                    "--inject item `{rule}`: rank {highest} is not in this job of {rank_count} ranks"
+                ));
+            }
+        }
+        if let Fault::RailDown { rail, .. } = rule.fault {
+            if rail >= rail_count {
+                return Err(format!(
+                    "--inject item `{rule}`: rail {rail} does not exist: the job has {rail_count} \
+                     rail{} (0 to {}; --rails gives more)",
+                    if rail_count == 1 { "" } else { "s" },
+                    rail_count - 1
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parses the arguments after the program name. `lookup` reads this
 /// process's environment (for `-x VAR`).
 pub fn parse(
@@ -433,6 +482,7 @@ pub fn parse(
     let mut report_json = None;
     let mut failure_policy = None;
     let mut process_faults = Vec::new();
+    let mut frame_rules: Vec<FaultRule> = Vec::new();
     let mut respawn_count_max = 0;
     let mut replica_count = 1;
     let mut index = 0;
@@ -573,6 +623,7 @@ pub fn parse(
                 let spec: FaultSpec = values[0].parse().map_err(|error| format!("{error}"))?;
                 environment.push(("RESMPI_INJECT".to_string(), spec.to_string()));
                 process_faults = spec.processes;
+                frame_rules = spec.rules;
                 ft_options_given = true;
             }
             "checksum" => {
@@ -702,6 +753,7 @@ pub fn parse(
             });
         }
     }
+    check_frame_rules(&frame_rules, rank_count, rail_count(&environment, &lookup))?;
     if respawn_count_max > 0 && failure_policy != FailurePolicy::Continue {
         return Err(
             "--respawn needs --failure-policy continue (the job must outlive the death)"
@@ -888,11 +940,11 @@ mod tests {
 
     #[test]
     fn inject_passes_the_canonical_spec() {
-        let options = run("--inject=seed:3,drop:0.5@ranks=1-0 p");
+        let options = run("--inject=seed:3,drop:0.5@ranks=0-1 -n 2 p");
         let canonical = variable(&options, "RESMPI_INJECT").unwrap();
         let spec: FaultSpec = canonical.parse().unwrap();
         assert_eq!(spec.to_string(), canonical);
-        assert_eq!(spec, "seed:3,drop:0.5@ranks=1-0".parse().unwrap());
+        assert_eq!(spec, "seed:3,drop:0.5@ranks=0-1".parse().unwrap());
     }
 
     #[test]
@@ -1119,10 +1171,52 @@ mod tests {
             "{message}"
         );
         assert!(run("-n 4 --inject kill:1.0@1s p").process_faults.len() == 1);
+        let message = error("-n 4 --inject drop:0.1@ranks=1-4 p");
+        assert!(
+            message.contains(
+                "--inject item `drop:0.1@ranks=1-4`: rank 4 is not in this job of 4 ranks"
+            ),
+            "{message}"
+        );
+        assert_eq!(
+            run("-n 4 --inject drop:0.1@ranks=1-3 p").environment,
+            [(
+                "RESMPI_INJECT".to_string(),
+                "drop:0.1@ranks=1-3".to_string()
+            )]
+        );
+        let message = error("-n 4 --inject drop:0.1@ranks=3-1 p");
+        assert!(
+            message.contains("names the higher rank first; write @ranks=1-3"),
+            "{message}"
+        );
         // The last --inject wins, process faults included.
         assert!(run("--inject kill:0@1s --inject drop:0 p")
             .process_faults
             .is_empty());
+    }
+
+    #[test]
+    fn rail_down_must_name_a_rail_of_the_job() {
+        let message = error("-n 2 --inject rail-down:1@1s p");
+        assert!(
+            message.contains(
+                "--inject item `rail-down:1@1s`: rail 1 does not exist: the job has 1 rail (0 to 0"
+            ),
+            "{message}"
+        );
+        assert!(
+            error("-n 2 --rails tcp:lo,tcp:eth0 --inject rail-down:9@1s p")
+                .contains("rail 9 does not exist: the job has 2 rails (0 to 1")
+        );
+        // --rails may come after --inject, or from the environment.
+        run("-n 2 --inject rail-down:1@1s --rails tcp:lo,tcp:eth0 p");
+        run("-n 2 -x RESMPI_RAILS=tcp:lo,tcp:eth0 --inject rail-down:1@1s p");
+        assert!(parse(&words("-n 2 --inject rail-down:2@1s p"), |name| {
+            (name == "RESMPI_RAILS").then(|| "tcp:a,tcp:b,tcp:c".to_string())
+        })
+        .is_ok());
+        run("-n 2 --inject rail-down:0@1s p");
     }
 
     #[test]

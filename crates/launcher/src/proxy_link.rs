@@ -17,13 +17,21 @@
 //! (with a wake-up, so a remote death is judged at once, like a SIGCHLD).
 //! When the connection ends while the job runs, the link is lost: the
 //! supervisor counts every rank still running there as dead.
+//!
+//! Anyone who can reach the control port can connect to it before the
+//! proxies do. Each new connection's `Hello` is therefore read by a thread
+//! of its own (bounded by [`HELLO_TIMEOUT_MS`]), never in the accepting
+//! loop, and at most [`UNPROVEN_CONNECTIONS_MAX`] connections wait to say
+//! it, the oldest shut down past that: idle strangers cannot hold a real
+//! proxy's `Hello` unread until the connect deadline.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -43,6 +51,9 @@ use crate::spawn::{self, JobIdentity, INHERITED_PMI_VARIABLES};
 pub const PROXY_CONNECT_TIMEOUT_MS: u64 = 30_000;
 /// How long a connection may take to say `Hello`.
 const HELLO_TIMEOUT_MS: u64 = 10_000;
+/// Most connections whose `Hello` is awaited at once; a real proxy sends
+/// it as soon as it connects, so only a flood of strangers reaches this.
+const UNPROVEN_CONNECTIONS_MAX: usize = 64;
 /// How long a proxy may take to answer a `Start`.
 const START_REPLY_TIMEOUT_MS: u64 = 30_000;
 /// How long one write to a proxy may block before the proxy counts as lost.
@@ -441,73 +452,109 @@ fn connect_proxies(
         kill_launchers(&launchers);
         return Err(failure(format!("cannot listen for proxies: {error}")));
     }
+    let (hello_sender, hello_receiver) = mpsc::channel::<(u64, String, Result<Greeting, String>)>();
+    // Clones of the connections whose Hello is awaited, oldest first, to
+    // shut down past the bound; the id matches the reading thread's report.
+    let mut unproven: VecDeque<(u64, TcpStream)> = VecDeque::new();
+    let mut connection_count: u64 = 0;
     while readers.len() < launchers.len() {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                let ended = launchers.iter_mut().find_map(|(index, child)| {
-                    if links[*index].is_some() {
-                        return None;
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let id = connection_count;
+                connection_count += 1;
+                let peer = stream
+                    .peer_addr()
+                    .map(|address| address.to_string())
+                    .unwrap_or_else(|_| "?".to_string());
+                let Ok(clone) = stream.try_clone() else {
+                    continue;
+                };
+                unproven.push_back((id, clone));
+                if unproven.len() > UNPROVEN_CONNECTIONS_MAX {
+                    if let Some((_, oldest)) = unproven.pop_front() {
+                        let _ = oldest.shutdown(Shutdown::Both);
                     }
-                    match child.try_wait() {
-                        Ok(Some(status)) => Some((*index, status)),
-                        _ => None,
-                    }
+                }
+                let sender = hello_sender.clone();
+                thread::spawn(move || {
+                    let _ = sender.send((id, peer, read_hello(stream)));
                 });
-                if let Some((index, status)) = ended {
-                    kill_launchers(&launchers);
-                    return Err(failure(format!(
-                        "the launcher '{}' for host {} ended ({status}) before its proxy connected",
-                        options.launcher_exec, placement.hosts[index].name
-                    )));
-                }
-                if Instant::now() >= deadline {
-                    let missing: Vec<&str> = launchers
-                        .iter()
-                        .filter(|(index, _)| links[*index].is_none())
-                        .map(|(index, _)| placement.hosts[*index].name.as_str())
-                        .collect();
-                    kill_launchers(&launchers);
-                    return Err(failure(format!(
-                        "no proxy connected from host {} within {} s",
-                        missing.join(", "),
-                        PROXY_CONNECT_TIMEOUT_MS / 1000
-                    )));
-                }
-                thread::sleep(Duration::from_millis(5));
                 continue;
             }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
             Err(_) => {
                 thread::sleep(Duration::from_millis(5));
                 continue;
             }
-        };
-        let peer = stream
-            .peer_addr()
-            .map(|address| address.to_string())
-            .unwrap_or_else(|_| "?".to_string());
-        match admit(stream, identity, placement, &links, &launchers) {
-            Ok((index, connected)) => {
-                links[index] = Some(connected.0.clone());
-                readers.push(connected);
-            }
-            Err(reason) => {
-                eprintln!("mpiexec: refused a proxy connection from {peer}: {reason}")
+        }
+        let mut admitted_any = false;
+        while let Ok((id, peer, greeting)) = hello_receiver.try_recv() {
+            unproven.retain(|(waiting, _)| *waiting != id);
+            match greeting
+                .and_then(|greeting| admit(greeting, identity, placement, &links, &launchers))
+            {
+                Ok((index, connected)) => {
+                    links[index] = Some(connected.0.clone());
+                    readers.push(connected);
+                    admitted_any = true;
+                }
+                Err(reason) => {
+                    eprintln!("mpiexec: refused a proxy connection from {peer}: {reason}")
+                }
             }
         }
+        if admitted_any {
+            continue;
+        }
+        let ended = launchers.iter_mut().find_map(|(index, child)| {
+            if links[*index].is_some() {
+                return None;
+            }
+            match child.try_wait() {
+                Ok(Some(status)) => Some((*index, status)),
+                _ => None,
+            }
+        });
+        if let Some((index, status)) = ended {
+            kill_launchers(&launchers);
+            return Err(failure(format!(
+                "the launcher '{}' for host {} ended ({status}) before its proxy connected",
+                options.launcher_exec, placement.hosts[index].name
+            )));
+        }
+        if Instant::now() >= deadline {
+            let missing: Vec<&str> = launchers
+                .iter()
+                .filter(|(index, _)| links[*index].is_none())
+                .map(|(index, _)| placement.hosts[*index].name.as_str())
+                .collect();
+            kill_launchers(&launchers);
+            return Err(failure(format!(
+                "timed out: no proxy connected from host {} within {} s",
+                missing.join(", "),
+                PROXY_CONNECT_TIMEOUT_MS / 1000
+            )));
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    // Connections still unproven are strangers: let their threads end.
+    for (_, stream) in unproven {
+        let _ = stream.shutdown(Shutdown::Both);
     }
     Ok((links, readers))
 }
 
-/// Reads a new connection's `Hello`: the token, and a remote host that has
-/// no proxy yet.
-fn admit(
+/// A new connection and the `Hello` it sent, read by its own thread.
+struct Greeting {
     stream: TcpStream,
-    identity: &JobIdentity,
-    placement: &Placement,
-    links: &[Option<Arc<ProxyLink>>],
-    launchers: &[(usize, std::process::Child)],
-) -> Result<(usize, Connected), String> {
+    writer: TcpStream,
+    reader: FrameReader<TcpStream>,
+    hello: Frame,
+}
+
+/// Reads a new connection's first frame, waiting at most
+/// [`HELLO_TIMEOUT_MS`].
+fn read_hello(stream: TcpStream) -> Result<Greeting, String> {
     let setup = |error: io::Error| error.to_string();
     stream.set_nonblocking(false).map_err(setup)?;
     stream
@@ -520,9 +567,41 @@ fn admit(
         .set_write_timeout(Some(Duration::from_millis(WRITE_TIMEOUT_MS)))
         .map_err(setup)?;
     let mut reader = FrameReader::new(stream.try_clone().map_err(setup)?);
-    let hello = reader
-        .read_frame()
-        .map_err(|error| format!("no hello: {error}"))?;
+    let hello = reader.read_frame().map_err(|error| match error {
+        ReadError::Io(ref io_error)
+            if matches!(
+                io_error.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            format!("no hello: timed out after {} s", HELLO_TIMEOUT_MS / 1000)
+        }
+        _ => format!("no hello: {error}"),
+    })?;
+    Ok(Greeting {
+        stream,
+        writer,
+        reader,
+        hello,
+    })
+}
+
+/// Checks a new connection's `Hello`: the token, and a remote host that
+/// has no proxy yet.
+fn admit(
+    greeting: Greeting,
+    identity: &JobIdentity,
+    placement: &Placement,
+    links: &[Option<Arc<ProxyLink>>],
+    launchers: &[(usize, std::process::Child)],
+) -> Result<(usize, Connected), String> {
+    let setup = |error: io::Error| error.to_string();
+    let Greeting {
+        stream,
+        writer,
+        reader,
+        hello,
+    } = greeting;
     let Frame::Hello {
         version,
         host_index,

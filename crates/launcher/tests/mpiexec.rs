@@ -651,6 +651,204 @@ fn a_remote_rank_that_dies_is_named_with_its_host() {
     std::fs::remove_dir_all(&directory).unwrap();
 }
 
+/// Every process's command line that this user can read, as text
+/// (NULs between the words become blanks).
+fn every_command_line() -> Vec<(String, String)> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(bytes) = std::fs::read(entry.path().join("cmdline")) {
+            let words = String::from_utf8_lossy(&bytes).replace('\0', " ");
+            lines.push((name, words));
+        }
+    }
+    lines
+}
+
+/// A launcher that keeps a copy of the bootstrap line mpiexec writes on its
+/// stdin (so the test knows the proxy token) and hands the line on to the
+/// proxy. As `ssh` it runs its words through a shell, as ssh does; else it
+/// runs them as they are. `read` and `printf` are shell builtins: the line
+/// is never an argument of a process.
+fn recording_launcher(directory: &std::path::Path, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = directory.join(name);
+    let run = if name == "ssh" {
+        "sh -c \"$*\""
+    } else {
+        "\"$@\""
+    };
+    let body = format!(
+        "#!/bin/sh\nhost=$1; shift\nIFS= read -r line\nprintf '%s\\n' \"$line\" > {}/bootstrap-$host\n\
+         printf '%s\\n' \"$line\" | FAKE_HOST=$host {run}\n",
+        directory.display()
+    );
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn no_secret_or_token_is_on_any_command_line_while_a_multi_host_job_runs() {
+    for launcher_name in ["ssh", "recording-launcher"] {
+        let directory = scratch_directory(&format!("secrets-{launcher_name}"));
+        let launcher = recording_launcher(&directory, launcher_name);
+        let release = directory.join("release");
+        // Each rank writes down the secret it was given, then waits for the
+        // test to have looked at every command line.
+        let script = format!(
+            "echo \"$RESMPI_JOB_SECRET\" > {dir}/secret-$PMI_RANK.tmp && mv {dir}/secret-$PMI_RANK.tmp {dir}/secret-$PMI_RANK; \
+             while [ ! -e {release} ]; do sleep 0.05; done",
+            dir = directory.display(),
+            release = release.display()
+        );
+        let mut arguments = vec!["--hosts", "far-a,far-b,localhost", "-n", "3"];
+        if launcher_name != "ssh" {
+            arguments.extend(["--launcher-exec", launcher.to_str().unwrap()]);
+        }
+        arguments.extend(["--control-addr", "127.0.0.1", "sh", "-c", &script]);
+        let mut command = command(&arguments);
+        let path = std::env::var("PATH").unwrap_or_default();
+        command.env("PATH", format!("{}:{path}", directory.display()));
+        let child = command.spawn().unwrap();
+        let secret_files: Vec<PathBuf> = (0..3)
+            .map(|rank| directory.join(format!("secret-{rank}")))
+            .collect();
+        let started = wait_until(Duration::from_secs(20), || {
+            secret_files.iter().all(|file| file.exists())
+        });
+        let lines = every_command_line();
+        std::fs::write(&release, "").unwrap();
+        let output = wait_for_exit(child);
+        assert!(started, "{launcher_name}: {}", describe(&output));
+        assert!(
+            output.status.success(),
+            "{launcher_name}: {}",
+            describe(&output)
+        );
+        let secret = std::fs::read_to_string(&secret_files[0])
+            .unwrap()
+            .trim()
+            .to_string();
+        assert_eq!(secret.len(), 64, "{launcher_name}: secret '{secret}'");
+        for file in &secret_files {
+            assert_eq!(std::fs::read_to_string(file).unwrap().trim(), secret);
+        }
+        let mut tokens = Vec::new();
+        for host in ["far-a", "far-b"] {
+            let line =
+                std::fs::read_to_string(directory.join(format!("bootstrap-{host}"))).unwrap();
+            let token = line
+                .split_whitespace()
+                .find_map(|word| word.strip_prefix("token="))
+                .unwrap_or_else(|| panic!("{launcher_name}: no token in '{line}'"))
+                .to_string();
+            assert!(token.len() >= 16, "{launcher_name}: token '{token}'");
+            tokens.push(token);
+        }
+        // The scan saw the job: the ranks' own command lines, and the
+        // proxies, are among the lines read.
+        let ranks_seen = lines
+            .iter()
+            .filter(|(_, line)| line.contains(&format!("while [ ! -e {}", release.display())))
+            .count();
+        assert!(
+            ranks_seen >= 3,
+            "{launcher_name}: saw {ranks_seen} ranks in {lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .filter(|(_, line)| line.contains("--proxy"))
+                .count()
+                >= 2,
+            "{launcher_name}: no proxies in {lines:?}"
+        );
+        for (pid, line) in &lines {
+            assert!(
+                !line.contains(&secret),
+                "{launcher_name}: the job secret is in the command line of {pid}: {line}"
+            );
+            for token in &tokens {
+                assert!(
+                    !line.contains(token.as_str()),
+                    "{launcher_name}: a proxy token is in the command line of {pid}: {line}"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+}
+
+#[test]
+fn idle_connections_to_the_control_port_do_not_stop_the_proxies() {
+    use std::os::unix::fs::PermissionsExt;
+    const STRANGER_COUNT: usize = 100;
+    let directory = scratch_directory("control-port-strangers");
+    let go = directory.join("go");
+    // Keeps the bootstrap line (the control address is in it) and starts
+    // the proxy only once the test has connected its strangers.
+    let launcher = directory.join("waiting-launcher");
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\nhost=$1; shift\nIFS= read -r line\nprintf '%s\\n' \"$line\" > {dir}/bootstrap-$host\n\
+             while [ ! -e {go} ]; do sleep 0.02; done\nprintf '%s\\n' \"$line\" | FAKE_HOST=$host \"$@\"\n",
+            dir = directory.display(),
+            go = go.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let child = command(&[
+        "--hosts",
+        "far-a,far-b",
+        "--launcher-exec",
+        launcher.to_str().unwrap(),
+        "--control-addr",
+        "127.0.0.1",
+        "sh",
+        "-c",
+        "echo rank $PMI_RANK ran",
+    ])
+    .spawn()
+    .unwrap();
+    let bootstrap = directory.join("bootstrap-far-a");
+    let appeared = wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(&bootstrap).is_ok_and(|line| line.ends_with('\n'))
+    });
+    let mut strangers = Vec::new();
+    if appeared {
+        let line = std::fs::read_to_string(&bootstrap).unwrap();
+        let address = line
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("address="))
+            .unwrap()
+            .to_string();
+        // Each connects and says nothing (one says a little, not a hello).
+        for _ in 0..STRANGER_COUNT {
+            strangers.push(std::net::TcpStream::connect(&address).unwrap());
+        }
+        use std::io::Write;
+        strangers[0].write_all(b"GET / HTTP/1.0\r\n").unwrap();
+    }
+    std::fs::write(&go, "").unwrap();
+    let output = wait_for_exit(child);
+    drop(strangers);
+    assert!(appeared, "{}", describe(&output));
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("rank 0 ran") && stdout.contains("rank 1 ran"),
+        "{}",
+        describe(&output)
+    );
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
 /// The `mpiexec: FT report:` lines of `stderr`.
 fn report_lines(stderr: &str) -> Vec<&str> {
     stderr
@@ -863,6 +1061,93 @@ fn bad_ft_options_exit_2_before_starting_anything() {
     ] {
         assert!(usage.contains(option), "--help lacks {option}");
     }
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn every_option_value_is_checked_against_the_job_and_this_host_before_it_starts() {
+    let directory = scratch_directory("checked-values");
+    let marker = directory.join("started");
+    let script = format!("touch {}", marker.display());
+    let launcher = fake_launcher(&directory, false);
+    let launcher = launcher.to_str().unwrap();
+    let unwritable = directory.join("no-such-directory/report.json");
+    let unwritable = unwritable.to_str().unwrap();
+    let remote = ["--hosts", "far-a", "--launcher-exec", launcher];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--rails", "tcp:nosuchif0"],
+            "--rails item 1 'tcp:nosuchif0': this host has no interface nosuchif0",
+        ),
+        (
+            vec!["--rails", "tcp:lo,tcp:203.0.113.0/24"],
+            "--rails item 2 'tcp:203.0.113.0/24': no address of this host is in 203.0.113.0/24",
+        ),
+        (
+            [&remote[..], &["--control-addr", "999.1.1.1"]].concat(),
+            "--control-addr '999.1.1.1': not an IP address or a name",
+        ),
+        (
+            [&remote[..], &["--control-addr", "203.0.113.7"]].concat(),
+            "--control-addr '203.0.113.7': mpiexec cannot listen on 203.0.113.7",
+        ),
+        (
+            vec!["-n", "2", "--inject", "drop:0.5@ranks=5-1"],
+            "write @ranks=1-5",
+        ),
+        (
+            vec!["-n", "2", "--inject", "drop:0.5@ranks=0-2"],
+            "rank 2 is not in this job of 2 ranks",
+        ),
+        (
+            vec!["-n", "2", "--inject", "rail-down:9@1s"],
+            "rail 9 does not exist: the job has 1 rail",
+        ),
+        (vec!["--report-json", unwritable], "--report-json '"),
+    ];
+    for (arguments, needle) in cases {
+        let mut words = arguments.clone();
+        words.extend(["sh", "-c", &script]);
+        let output = run(&words);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{arguments:?}: {}",
+            describe(&output)
+        );
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.starts_with("mpiexec: ") && stderr.contains(needle),
+            "{arguments:?}: {stderr}"
+        );
+        assert!(!marker.exists(), "{arguments:?} started a rank");
+    }
+    assert!(!std::path::Path::new(unwritable).exists());
+    // The same options with good values run, locally and through a proxy.
+    let report = directory.join("report.json");
+    let output = run(&[
+        "-n",
+        "2",
+        "--rails",
+        "tcp:lo,tcp:127.0.0.0/8",
+        "--inject",
+        "drop:0.5@ranks=0-1,rail-down:1@1s",
+        "--report-json",
+        report.to_str().unwrap(),
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    assert!(marker.exists() && report.exists(), "{}", describe(&output));
+    std::fs::remove_file(&marker).unwrap();
+    let output = run(&[
+        &remote[..],
+        &["--control-addr", "127.0.0.1", "sh", "-c", &script],
+    ]
+    .concat());
+    assert!(output.status.success(), "{}", describe(&output));
+    assert!(marker.exists(), "{}", describe(&output));
     std::fs::remove_dir_all(&directory).unwrap();
 }
 

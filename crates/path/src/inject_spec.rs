@@ -39,7 +39,8 @@
 //! ```
 //!
 //! `@ranks=A-B` limits an item to traffic between ranks A and B, both
-//! directions. Without a DURATION a rail goes down for good. Blanks around
+//! directions; A must not exceed B (`5-1` reads like a range written
+//! backwards, so it is refused rather than guessed at). Without a DURATION a rail goes down for good. Blanks around
 //! items are ignored. Without `seed:` the seed is 0, so a spec alone already
 //! reproduces its faults run after run.
 //!
@@ -419,10 +420,17 @@ fn parse_rank_pair(text: &str) -> Result<RankPair, String> {
         rank.parse::<u32>()
             .map_err(|_| format!("`{rank}` in rank filter `{text}` is not a rank; {expected}"))
     };
-    Ok(RankPair {
-        first: parse(first)?,
-        second: parse(second)?,
-    })
+    let (first, second) = (parse(first)?, parse(second)?);
+    // `A-B` reads like a range, and `5-1` is most often a range written
+    // backwards: the filter names a pair, so the order is fixed to make
+    // the spelling say one thing.
+    if first > second {
+        return Err(format!(
+            "rank filter `{text}` names the higher rank first; write @ranks={second}-{first} \
+             (a pair of ranks: traffic between {second} and {first}, both directions, not a range)"
+        ));
+    }
+    Ok(RankPair { first, second })
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {
@@ -769,7 +777,7 @@ mod tests {
             "",
             "seed:7",
             "drop:0.01@ranks=0-1,corrupt:1e-3,duplicate:0.5,delay:5,seed:9",
-            "rail-down:1@2s+500ms,rail-down:0@1.5s,rail-down:3@0ns+1ns@ranks=2-1",
+            "rail-down:1@2s+500ms,rail-down:0@1.5s,rail-down:3@0ns+1ns@ranks=1-2",
             "delay:1.000001,drop:0,corrupt:1,duplicate:0.1234567890123",
             "drop:1e-300",
             "kill:2@1.5s,kill:1@300ms,kill:0.1@0ns,kill:3@sends=1,kill:4.2@sends=99",
@@ -809,6 +817,8 @@ mod tests {
             ("rail-down:1@2s+3h", 1, "unknown unit `h`"),
             ("drop:0.1@ranks=0", 1, "has no `-`"),
             ("drop:0.1@ranks=0-x", 1, "`x` in rank filter"),
+            ("drop:0.1@ranks=5-1", 1, "write @ranks=1-5"),
+            ("drop:0,delay:5@ranks=2-0", 2, "names the higher rank first"),
             ("seed:1@ranks=0-1", 1, "no @ranks= filter"),
             ("seed:1,seed:2", 2, "seed given twice"),
             ("seed:-1", 1, "not an unsigned 64-bit integer"),

@@ -15,6 +15,16 @@
 //! reflected back or replayed for another rank. A connection that fails is
 //! dropped, and the acceptor keeps waiting for the real peer.
 //!
+//! Anyone who can reach a rank's port can open a connection to it, so the
+//! acceptor never waits on one connection: it runs every handshake at once
+//! (nonblocking sockets and one poll(2)), gives each connection
+//! [`HANDSHAKE_TIMEOUT`] to prove itself, and holds at most
+//! [`UNPROVEN_CONNECTIONS_MAX`] unproven ones, dropping the oldest past
+//! that. Idle or flooding strangers then cost a real peer nothing, or one
+//! retry: the connector tries again (new connection, new nonce) after a
+//! stalled or reset handshake until the wire-up deadline, and only a peer
+//! that fails the proof ends its wire-up at once.
+//!
 //! Framing: the 64-byte wire header is the length prefix. Sends use
 //! `sendmsg` with the header and the payload as two iovecs; what the kernel
 //! does not take goes into a bounded per-peer buffer (back-pressure beyond
@@ -69,8 +79,15 @@ const DIRECT_RECEIVE_PEER_LIMIT: usize = 4;
 const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 /// Default bound on the whole of `connect_all`.
 const CONNECT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(30);
-/// Bound on one handshake, so a silent stranger cannot hold up wire-up.
+/// Bound on one handshake attempt, on either side: how long an acceptor
+/// keeps a connection that has not proved the secret, and how long a
+/// connector waits for an answer before it tries again.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most connections one listener keeps while they have not yet proved the
+/// job secret; past it the oldest is dropped. Far more than the peers that
+/// ever connect at once in a wire-up, far fewer than the descriptors a
+/// flood would take.
+const UNPROVEN_CONNECTIONS_MAX: usize = 64;
 
 const HANDSHAKE_MAGIC: [u8; 4] = *b"RMPT";
 const HANDSHAKE_VERSION: u32 = 1;
@@ -278,7 +295,8 @@ impl TcpPath {
         *self.pollfds.borrow_mut() = pollfds;
     }
 
-    /// Accept the ranks of `waiting` on the listener until `deadline`.
+    /// Accept the ranks of `waiting` on the listener until `deadline`,
+    /// every handshake at once (see the module comment).
     fn accept_waiting(
         &mut self,
         mut waiting: Vec<u32>,
@@ -286,6 +304,7 @@ impl TcpPath {
         deadline: Instant,
     ) -> Result<(), PathError> {
         self.listener.set_nonblocking(true)?;
+        let mut pending: Vec<PendingHandshake> = Vec::new();
         while !waiting.is_empty() {
             let now = Instant::now();
             if now >= deadline {
@@ -294,26 +313,98 @@ impl TcpPath {
                     self.connect_timeout, self.my_rank
                 )));
             }
-            if !wait_readable(self.listener.as_raw_fd(), deadline - now)? {
-                continue;
-            }
-            let stream = match self.listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(error)
-                    if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) =>
-                {
-                    continue
-                }
-                Err(error) => return Err(error.into()),
+            pending.retain(|handshake| handshake.expires_at > now);
+            let wake_at = pending
+                .iter()
+                .map(|handshake| handshake.expires_at)
+                .fold(deadline, Instant::min);
+            let mut pollfds: Vec<libc::pollfd> = std::iter::once(self.listener.as_raw_fd())
+                .chain(pending.iter().map(|handshake| handshake.stream.as_raw_fd()))
+                .map(|fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            let timeout_ms = wake_at
+                .saturating_duration_since(now)
+                .as_millis()
+                .clamp(1, i32::MAX as u128) as libc::c_int;
+            // SAFETY: `pollfds` is a live array of pollfd and its length is
+            // passed with it.
+            let status = unsafe {
+                libc::poll(
+                    pollfds.as_mut_ptr(),
+                    pollfds.len() as libc::nfds_t,
+                    timeout_ms,
+                )
             };
-            // A stranger, a wrong secret or a duplicate is dropped; the
-            // real peer may still come.
-            if let Ok(rank) = accept_handshake(&stream, self.my_rank, &waiting, secret, deadline) {
-                waiting.retain(|waiting_rank| *waiting_rank != rank);
-                self.add_peer(rank, stream)?;
+            if status < 0 {
+                let error = std::io::Error::last_os_error();
+                if error.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error.into());
+            }
+            // Handshakes first, while `pending` still matches `pollfds`;
+            // from the back, so that removing one keeps the others' places.
+            for index in (0..pending.len()).rev() {
+                if pollfds[index + 1].revents == 0 {
+                    continue;
+                }
+                match pending[index].handle_readable(self.my_rank, &waiting, secret) {
+                    HandshakeStep::Waiting => {}
+                    HandshakeStep::Dropped => {
+                        pending.swap_remove(index);
+                    }
+                    HandshakeStep::Proven(rank) => {
+                        let handshake = pending.swap_remove(index);
+                        waiting.retain(|waiting_rank| *waiting_rank != rank);
+                        self.add_peer(rank, handshake.stream)?;
+                    }
+                }
+            }
+            if pollfds[0].revents != 0 {
+                self.accept_pending(&mut pending)?;
             }
         }
         Ok(())
+    }
+
+    /// Takes every connection the listener holds into `pending`, each with
+    /// its own deadline; past [`UNPROVEN_CONNECTIONS_MAX`] the oldest go.
+    fn accept_pending(&self, pending: &mut Vec<PendingHandshake>) -> Result<(), PathError> {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    pending.push(PendingHandshake {
+                        stream,
+                        expires_at: Instant::now() + HANDSHAKE_TIMEOUT,
+                        received: Vec::with_capacity(HELLO_BYTES),
+                        claimed: None,
+                    });
+                    if pending.len() > UNPROVEN_CONNECTIONS_MAX {
+                        let oldest = pending
+                            .iter()
+                            .enumerate()
+                            .min_by_key(|(_, handshake)| handshake.expires_at)
+                            .map(|(index, _)| index)
+                            .expect("not empty");
+                        pending.swap_remove(oldest);
+                    }
+                }
+                Err(error) if error.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        ErrorKind::Interrupted | ErrorKind::ConnectionAborted
+                    ) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
     }
 
     fn is_connected(&self, rank: u32) -> bool {
@@ -339,26 +430,38 @@ impl TcpPath {
                 ))
             })?;
         let mut backoff = Duration::from_millis(5);
-        let stream = loop {
+        let mut last_problem: Option<String> = None;
+        loop {
             let now = Instant::now();
             if now >= deadline {
+                let last = last_problem
+                    .map(|problem| format!(" (last try: {problem})"))
+                    .unwrap_or_default();
                 return Err(PathError::Protocol(format!(
-                    "timed out after {:?} connecting to rank {rank} at {address}",
+                    "timed out after {:?} connecting to rank {rank} at {address}{last}",
                     self.connect_timeout
                 )));
             }
-            match TcpStream::connect_timeout(&socket_address, deadline - now) {
-                Ok(stream) => break stream,
+            let problem = match TcpStream::connect_timeout(&socket_address, deadline - now) {
+                Ok(stream) => {
+                    match connect_handshake(&stream, self.my_rank, rank, secret, deadline) {
+                        Ok(()) => return Ok(stream),
+                        // Stalled (the acceptor busy, or not accepting
+                        // yet), reset or closed (a flood pushed us out):
+                        // a new connection may well get through.
+                        Err(PathError::Io(error)) => error.to_string(),
+                        // A wrong proof or another rank at the address: no
+                        // retry changes that.
+                        Err(error) => return Err(error),
+                    }
+                }
                 Err(error)
                     if matches!(
                         error.kind(),
                         ErrorKind::ConnectionRefused | ErrorKind::Interrupted | ErrorKind::TimedOut
                     ) =>
                 {
-                    std::thread::sleep(
-                        backoff.min(deadline.saturating_duration_since(Instant::now())),
-                    );
-                    backoff = (backoff * 2).min(Duration::from_millis(200));
+                    error.to_string()
                 }
                 Err(error) => {
                     return Err(PathError::Io(std::io::Error::new(
@@ -366,10 +469,11 @@ impl TcpPath {
                         format!("connecting to rank {rank} at {address}: {error}"),
                     )))
                 }
-            }
-        };
-        connect_handshake(&stream, self.my_rank, rank, secret, deadline)?;
-        Ok(stream)
+            };
+            last_problem = Some(problem);
+            std::thread::sleep(backoff.min(deadline.saturating_duration_since(Instant::now())));
+            backoff = (backoff * 2).min(Duration::from_millis(200));
+        }
     }
 
     fn add_peer(&mut self, rank: u32, stream: TcpStream) -> Result<(), PathError> {
@@ -1002,27 +1106,6 @@ unsafe fn read_vectored(
     }
 }
 
-/// poll(2) one descriptor for input; false on timeout.
-fn wait_readable(fd: RawFd, timeout: Duration) -> Result<bool, PathError> {
-    let mut pollfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let timeout_ms = timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-    // SAFETY: one live pollfd.
-    let status = unsafe { libc::poll(&mut pollfd, 1, timeout_ms) };
-    if status < 0 {
-        let error = std::io::Error::last_os_error();
-        return if error.kind() == ErrorKind::Interrupted {
-            Ok(false)
-        } else {
-            Err(error.into())
-        };
-    }
-    Ok(status > 0)
-}
-
 fn random_nonce() -> Result<[u8; NONCE_BYTES], PathError> {
     let mut nonce = [0u8; NONCE_BYTES];
     crate::fill_random(&mut nonce)?;
@@ -1080,7 +1163,8 @@ fn decode_hello(hello: &[u8; HELLO_BYTES]) -> Result<(u32, [u8; NONCE_BYTES]), P
     Ok((rank, hello[16..].try_into().expect("nonce bytes")))
 }
 
-fn set_handshake_timeouts(stream: &TcpStream, deadline: Instant) -> Result<(), PathError> {
+/// Sets the handshake's read and write timeouts; returns the limit set.
+fn set_handshake_timeouts(stream: &TcpStream, deadline: Instant) -> Result<Duration, PathError> {
     let limit = deadline
         .saturating_duration_since(Instant::now())
         .min(HANDSHAKE_TIMEOUT)
@@ -1088,7 +1172,7 @@ fn set_handshake_timeouts(stream: &TcpStream, deadline: Instant) -> Result<(), P
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(limit))?;
     stream.set_write_timeout(Some(limit))?;
-    Ok(())
+    Ok(limit)
 }
 
 /// Connector side: we are `my_rank`, the acceptor must be `peer_rank`.
@@ -1099,13 +1183,19 @@ fn connect_handshake(
     secret: &[u8],
     deadline: Instant,
 ) -> Result<(), PathError> {
+    let limit = set_handshake_timeouts(stream, deadline)?;
     let context = |error: std::io::Error| {
+        let reason = match error.kind() {
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => {
+                format!("timed out after {limit:?} waiting for its answer")
+            }
+            _ => error.to_string(),
+        };
         PathError::Io(std::io::Error::new(
             error.kind(),
-            format!("TCP handshake with rank {peer_rank}: {error}"),
+            format!("TCP handshake with rank {peer_rank}: {reason}"),
         ))
     };
-    set_handshake_timeouts(stream, deadline)?;
     let my_nonce = random_nonce()?;
     stream
         .write_all(&encode_hello(my_rank, &my_nonce))
@@ -1141,42 +1231,114 @@ fn connect_handshake(
     Ok(())
 }
 
-/// Acceptor side: returns the proven rank of the connector, which must be
-/// one of `expected`.
-fn accept_handshake(
-    mut stream: &TcpStream,
-    my_rank: u32,
-    expected: &[u32],
-    secret: &[u8],
-    deadline: Instant,
-) -> Result<u32, PathError> {
-    set_handshake_timeouts(stream, deadline)?;
-    let mut hello = [0u8; HELLO_BYTES];
-    stream.read_exact(&mut hello)?;
-    let (their_rank, their_nonce) = decode_hello(&hello)?;
-    if !expected.contains(&their_rank) {
-        return Err(PathError::Protocol(format!(
-            "TCP handshake: unexpected rank {their_rank}"
-        )));
+/// Acceptor side of one handshake, driven by readiness: the connector's
+/// hello, then its proof. The answers are a few dozen bytes on a fresh
+/// connection, which the kernel always takes at once; a connection whose
+/// answer does not fit is dropped.
+struct PendingHandshake {
+    stream: TcpStream,
+    /// When the connection is dropped if it has not proved itself.
+    expires_at: Instant,
+    /// What has arrived of the hello, then of the proof.
+    received: Vec<u8>,
+    /// After the hello: the rank the connector claims and our nonce.
+    claimed: Option<(u32, [u8; NONCE_BYTES])>,
+}
+
+/// What one readiness event did to a [`PendingHandshake`].
+enum HandshakeStep {
+    /// More bytes are needed.
+    Waiting,
+    /// The connector proved the secret for this rank, one of those waited for.
+    Proven(u32),
+    /// A stranger, a wrong proof, a rank not waited for, or a connection
+    /// closed: forget it.
+    Dropped,
+}
+
+impl PendingHandshake {
+    fn handle_readable(&mut self, my_rank: u32, waiting: &[u32], secret: &[u8]) -> HandshakeStep {
+        loop {
+            let wanted_bytes = if self.claimed.is_none() {
+                HELLO_BYTES
+            } else {
+                PROOF_BYTES
+            };
+            let mut chunk = [0u8; HELLO_BYTES];
+            match self
+                .stream
+                .read(&mut chunk[..wanted_bytes - self.received.len()])
+            {
+                Ok(0) => return HandshakeStep::Dropped,
+                Ok(count) => self.received.extend_from_slice(&chunk[..count]),
+                Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                    return HandshakeStep::Waiting
+                }
+                Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return HandshakeStep::Dropped,
+            }
+            if self.received.len() < wanted_bytes {
+                continue;
+            }
+            let received = std::mem::take(&mut self.received);
+            match self.claimed {
+                None => {
+                    let hello: [u8; HELLO_BYTES] = received.try_into().expect("hello bytes");
+                    let Ok((their_rank, their_nonce)) = decode_hello(&hello) else {
+                        return HandshakeStep::Dropped;
+                    };
+                    if !waiting.contains(&their_rank) {
+                        return HandshakeStep::Dropped;
+                    }
+                    let Ok(my_nonce) = random_nonce() else {
+                        return HandshakeStep::Dropped;
+                    };
+                    let mut reply = [0u8; HELLO_BYTES + PROOF_BYTES];
+                    reply[..HELLO_BYTES].copy_from_slice(&encode_hello(my_rank, &my_nonce));
+                    reply[HELLO_BYTES..].copy_from_slice(&proof(
+                        secret,
+                        &their_nonce,
+                        my_rank,
+                        ROLE_ACCEPTOR,
+                    ));
+                    if !write_whole(&self.stream, &reply) {
+                        return HandshakeStep::Dropped;
+                    }
+                    self.claimed = Some((their_rank, my_nonce));
+                }
+                Some((their_rank, my_nonce)) => {
+                    let their_proof: [u8; PROOF_BYTES] = received.try_into().expect("proof bytes");
+                    let proven = proofs_equal(
+                        &their_proof,
+                        &proof(secret, &my_nonce, their_rank, ROLE_CONNECTOR),
+                    );
+                    // Another connection may have proved the same rank
+                    // meanwhile (a retry): the first one stays.
+                    if !proven || !waiting.contains(&their_rank) {
+                        write_whole(&self.stream, &[VERDICT_REJECTED]);
+                        return HandshakeStep::Dropped;
+                    }
+                    if !write_whole(&self.stream, &[VERDICT_ACCEPTED]) {
+                        return HandshakeStep::Dropped;
+                    }
+                    return HandshakeStep::Proven(their_rank);
+                }
+            }
+        }
     }
-    let my_nonce = random_nonce()?;
-    let mut reply = [0u8; HELLO_BYTES + PROOF_BYTES];
-    reply[..HELLO_BYTES].copy_from_slice(&encode_hello(my_rank, &my_nonce));
-    reply[HELLO_BYTES..].copy_from_slice(&proof(secret, &their_nonce, my_rank, ROLE_ACCEPTOR));
-    stream.write_all(&reply)?;
-    let mut their_proof = [0u8; PROOF_BYTES];
-    stream.read_exact(&mut their_proof)?;
-    if !proofs_equal(
-        &their_proof,
-        &proof(secret, &my_nonce, their_rank, ROLE_CONNECTOR),
-    ) {
-        let _ = stream.write_all(&[VERDICT_REJECTED]);
-        return Err(PathError::Protocol(format!(
-            "TCP handshake: rank {their_rank} failed to prove the job secret"
-        )));
+}
+
+/// One nonblocking write of all of `bytes`; false if the kernel did not
+/// take them all (never the case for a handshake's few bytes on a healthy
+/// connection).
+fn write_whole(mut stream: &TcpStream, bytes: &[u8]) -> bool {
+    loop {
+        match stream.write(bytes) {
+            Ok(count) => return count == bytes.len(),
+            Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        }
     }
-    stream.write_all(&[VERDICT_ACCEPTED])?;
-    Ok(their_rank)
 }
 
 #[cfg(test)]
@@ -1312,6 +1474,13 @@ mod tests {
                             path.wait(10_000).unwrap();
                         }
                     }
+                    // Everything received does not mean everything sent
+                    // has left: what the kernel did not take yet is still
+                    // in this path's send buffer, and the peers wait for it.
+                    while path.has_pending_output() {
+                        path.flush().unwrap();
+                        path.wait(10_000).unwrap();
+                    }
                     // Keep the socket open until the others are done reading.
                     path
                 })
@@ -1353,6 +1522,77 @@ mod tests {
         }
         assert_eq!(frames[0].0, 1);
         assert_eq!(&frames[0].1[resmpi_wire::HEADER_LEN_BYTES..], b"abc");
+    }
+
+    #[test]
+    fn idle_and_flooding_strangers_do_not_hold_up_the_real_peers() {
+        // Handled one at a time for up to HANDSHAKE_TIMEOUT each, 100
+        // silent connections would hold rank 0 far past its deadline.
+        const STRANGER_COUNT: usize = 100;
+        let (mut acceptor, address) = TcpPath::bind(0, localhost()).unwrap();
+        acceptor.set_connect_timeout(Duration::from_secs(20));
+        let mut strangers: Vec<TcpStream> = (0..STRANGER_COUNT)
+            .map(|_| TcpStream::connect(&address).unwrap())
+            .collect();
+        // Half a hello, then silence.
+        strangers[0].write_all(&HANDSHAKE_MAGIC).unwrap();
+        let peers = vec![
+            (1, "127.0.0.1:1".to_string()),
+            (2, "127.0.0.1:1".to_string()),
+        ];
+        let acceptor_thread =
+            std::thread::spawn(move || acceptor.connect_all(&peers, SECRET).map(|()| acceptor));
+        let connectors: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|rank| {
+                let address = address.clone();
+                std::thread::spawn(move || {
+                    let (mut path, _) = TcpPath::bind(rank, localhost()).unwrap();
+                    path.set_connect_timeout(Duration::from_secs(20));
+                    path.connect_all(&[(0, address)], SECRET).map(|()| path)
+                })
+            })
+            .collect();
+        for connector in connectors {
+            let path = connector.join().unwrap().unwrap();
+            assert_eq!(path.peer_ranks(), &[0]);
+        }
+        let acceptor = acceptor_thread.join().unwrap().unwrap();
+        assert_eq!(acceptor.peer_ranks(), &[1, 2]);
+        drop(strangers);
+    }
+
+    #[test]
+    fn a_stalled_handshake_is_retried_and_a_lasting_one_is_named_a_timeout() {
+        // A listener nobody serves: the kernel completes the connection,
+        // and the hello is never answered.
+        let silent = TcpListener::bind((localhost(), 0)).unwrap();
+        let silent_address = silent.local_addr().unwrap().to_string();
+        let (mut connector, _) = TcpPath::bind(1, localhost()).unwrap();
+        connector.set_connect_timeout(Duration::from_millis(700));
+        let error = connector
+            .connect_all(&[(0, silent_address)], SECRET)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("timed out after")
+                && error.contains("(last try: TCP handshake with rank 0: timed out after"),
+            "{error}"
+        );
+        // Rank 0 starts accepting only after the connector's first
+        // handshake has stalled past HANDSHAKE_TIMEOUT: the retry gets in.
+        let (mut acceptor, address) = TcpPath::bind(0, localhost()).unwrap();
+        acceptor.set_connect_timeout(Duration::from_secs(20));
+        let connector_thread = std::thread::spawn(move || {
+            let (mut path, _) = TcpPath::bind(1, localhost()).unwrap();
+            path.set_connect_timeout(Duration::from_secs(20));
+            path.connect_all(&[(0, address)], SECRET).map(|()| path)
+        });
+        std::thread::sleep(HANDSHAKE_TIMEOUT + Duration::from_millis(500));
+        acceptor
+            .connect_all(&[(1, "127.0.0.1:1".to_string())], SECRET)
+            .unwrap();
+        assert_eq!(connector_thread.join().unwrap().unwrap().peer_ranks(), &[0]);
     }
 
     #[test]

@@ -409,7 +409,7 @@ fn corrupted_frames_differ_from_the_original_in_exactly_one_bit_outside_the_fram
 
 #[test]
 fn pair_filter_leaves_other_pairs_untouched() {
-    let spec_text = "drop:1@ranks=1-0,corrupt:1@ranks=1-2,rail-down:0@0ns@ranks=0-1";
+    let spec_text = "drop:1@ranks=0-1,corrupt:1@ranks=1-2,rail-down:0@0ns@ranks=0-1";
     let mut endpoints = network(3, usize::MAX);
     let (_now_ns, clock) = virtual_clock();
     let mut rank_2 = endpoints.pop().unwrap();
