@@ -39,7 +39,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use resmpi_runtime::codec::{PmiLine, MAX_LINE_BYTES};
+use resmpi_runtime::codec::{decode_text, PmiLine, MAX_LINE_BYTES};
 
 /// Longest key accepted (hydra's `keylen_max`).
 pub const KEY_MAX_BYTES: usize = 64;
@@ -566,7 +566,7 @@ impl PmiServer {
                 self.state().abort_requests.push(AbortRequest {
                     rank,
                     exit_code,
-                    message: line.get("message").map(str::to_string),
+                    message: line.get("message").map(decode_text),
                 });
                 None
             }
@@ -676,7 +676,7 @@ mod tests {
     fn abort_is_recorded_and_not_answered() {
         let server = server(2, "k");
         assert_eq!(
-            request(&server, 1, "cmd=abort exitcode=7 message=bad_input"),
+            request(&server, 1, "cmd=abort exitcode=7 message=bad%20input%3D2"),
             None
         );
         assert_eq!(
@@ -684,7 +684,7 @@ mod tests {
             vec![AbortRequest {
                 rank: 1,
                 exit_code: 7,
-                message: Some("bad_input".to_string())
+                message: Some("bad input=2".to_string())
             }]
         );
     }

@@ -23,6 +23,56 @@ pub struct PmiLine {
     pub pairs: Vec<(String, String)>,
 }
 
+/// Free text (an abort message) as one PMI value: `%`, `=`, whitespace and
+/// control characters become `%XX` (UTF-8 bytes in hex), everything else
+/// stays; [`decode_text`] gives the text back. A process manager that does
+/// not decode (hydra) shows the escapes, still readable.
+pub fn encode_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for character in text.chars() {
+        if character == '%'
+            || character == '='
+            || character.is_whitespace()
+            || character.is_control()
+        {
+            let mut buffer = [0u8; 4];
+            for byte in character.encode_utf8(&mut buffer).bytes() {
+                out.push_str(&format!("%{byte:02X}"));
+            }
+        } else {
+            out.push(character);
+        }
+    }
+    out
+}
+
+/// The text of a value [`encode_text`] made; an escape that is not `%XX`
+/// stays as it is, and bytes that are not UTF-8 become U+FFFD (a peer's
+/// value is never trusted to be well formed).
+pub fn decode_text(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let escaped = (bytes[at] == b'%')
+            .then(|| bytes.get(at + 1..at + 3))
+            .flatten()
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                at += 3;
+            }
+            None => {
+                out.push(bytes[at]);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 impl PmiLine {
     /// A message for `command` with no pairs yet.
     pub fn new(command: &str) -> PmiLine {

@@ -550,24 +550,16 @@ impl Pmi {
     /// Asks the process manager to end the whole job with `exit_code`.
     /// Sends `cmd=abort exitcode=N message=...` without waiting for a reply
     /// (the manager kills us), with a bounded write so it cannot hang. The
-    /// message travels with spaces replaced by `_`; the caller should still
-    /// print it and then exit.
+    /// message travels escaped (`codec::encode_text`: a space is `%20`), so
+    /// resmpi's mpiexec shows it as written; the caller should still print
+    /// it and then exit.
     pub fn abort(&mut self, exit_code: i32, message: &str) {
         if let Transport::Connected(channel) = &mut self.transport {
             let _ = channel
                 .stream
                 .set_write_timeout(Some(Duration::from_millis(ABORT_WRITE_TIMEOUT_MS)));
-            let message: String = message
-                .chars()
-                .take(512)
-                .map(|character| {
-                    if character.is_whitespace() || character.is_control() {
-                        '_'
-                    } else {
-                        character
-                    }
-                })
-                .collect();
+            let message: String = message.chars().take(512).collect();
+            let message = crate::codec::encode_text(&message);
             let mut request = PmiLine::new("abort").with("exitcode", exit_code);
             if !message.is_empty() {
                 request = request.with("message", message);
@@ -925,7 +917,7 @@ mod tests {
     fn abort_does_not_wait_for_a_reply() {
         let (client, server) = UnixStream::pair().unwrap();
         let mut script = HANDSHAKE.to_vec();
-        script.push(("cmd=abort exitcode=3 message=out_of_memory", None));
+        script.push(("cmd=abort exitcode=3 message=out%20of%20memory", None));
         let server = scripted_server(server, script);
         let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 0, 2, 0, 1).unwrap();
         pmi.abort(3, "out of memory");

@@ -3,7 +3,7 @@
 //! 7; `resmpi_fuzz_input`): never a panic; an accepted line re-encodes to
 //! one that parses.
 use resmpi_fuzz_input::Inputs;
-use resmpi_runtime::codec::PmiLine;
+use resmpi_runtime::codec::{decode_text, encode_text, PmiLine};
 use resmpi_runtime::parse_byte_count;
 
 #[test]
@@ -31,5 +31,22 @@ fn byte_counts_from_random_text_parse_or_fail_cleanly() {
     let corpus: [&[u8]; 3] = [b"16K", b"1MiB", b"4096"];
     Inputs::new(3).check(&corpus, 20_000, 24, |bytes| {
         let _ = parse_byte_count(&String::from_utf8_lossy(bytes));
+    });
+}
+
+#[test]
+fn free_text_survives_encoding_and_any_value_decodes() {
+    let corpus: [&[u8]; 3] = [
+        b"MPI_Send: Invalid rank 7",
+        b"100% = done\n\ttab",
+        "é ü %zz %4".as_bytes(),
+    ];
+    Inputs::new(9).check(&corpus, 20_000, 128, |bytes| {
+        let text = String::from_utf8_lossy(bytes);
+        let encoded = encode_text(&text);
+        assert!(!encoded.contains([' ', '=', '\n']), "{encoded:?}");
+        assert!(PmiLine::parse(&format!("cmd=abort message={encoded}")).is_ok());
+        assert_eq!(decode_text(&encoded), text);
+        let _ = decode_text(&text);
     });
 }
