@@ -255,18 +255,28 @@ impl Call {
 /// to its parent (`me` minus it; its lowest set bit, or the tree's whole
 /// width for member 0) and its children (`me + 1`, `me + 2`, `me + 4`, ...
 /// below that distance), the child at distance `d` covering the members up
-/// to `me + 2d`.
-fn binomial_tree_node(me: u32, size: u32) -> (u32, Vec<u32>) {
+/// to `me + 2d`. The children come as a range (no allocation on the
+/// collective's path), lowest first.
+fn binomial_tree_node(
+    me: u32,
+    size: u32,
+) -> (
+    u32,
+    impl DoubleEndedIterator<Item = u32> + ExactSizeIterator + Clone,
+) {
     let parent_distance = if me == 0 {
         size.next_power_of_two()
     } else {
         1 << me.trailing_zeros()
     };
-    let children = std::iter::successors(Some(1u32), |distance| distance.checked_mul(2))
-        .take_while(|&distance| distance < parent_distance && me + distance < size)
-        .map(|distance| me + distance)
-        .collect();
-    (parent_distance, children)
+    let mut child_count = 0;
+    while (1 << child_count) < parent_distance && me + (1 << child_count) < size {
+        child_count += 1;
+    }
+    (
+        parent_distance,
+        (0..child_count).map(move |exponent| me + (1 << exponent)),
+    )
 }
 
 /// A read that was overtaken by a reclaim: a member died and the
@@ -781,16 +791,16 @@ impl<F: Interceptor> Engine<F> {
         partial.clear();
         let result = (|| {
             let own = send;
-            let partial_pointer = if children.is_empty() {
+            let partial_pointer = if children.len() == 0 {
                 own
             } else {
                 partial.resize(length_bytes, 0);
                 let target = partial.as_mut_ptr();
-                self.prefetch_contributions(call, children.iter().copied());
-                let mut rest = children.iter().rev();
-                let last = *rest.next().expect("a child");
+                self.prefetch_contributions(call, children.clone());
+                let mut rest = children.rev();
+                let last = rest.next().expect("a child");
                 self.copy_shared(call, last, 0, target, length_bytes)?;
-                for &child in rest {
+                for child in rest {
                     self.fold_shared(call, child, 0, reduction, target, length_bytes, count)?;
                 }
                 if length_bytes > 0 {
@@ -1272,7 +1282,7 @@ impl<F: Interceptor> Engine<F> {
                 // which MPI keeps apart from send).
                 unsafe { std::ptr::copy(own, target, block_bytes) };
             }
-            self.prefetch_contributions(call, children.iter().copied());
+            self.prefetch_contributions(call, children.clone());
             for child in children {
                 let child_span = (child - me).min(size - child) as usize;
                 let offset = (child - me) as usize * block_bytes;
@@ -1315,11 +1325,15 @@ mod tests {
 
     #[test]
     fn the_binomial_tree_covers_every_member_once_in_rank_order() {
-        assert_eq!(binomial_tree_node(0, 9), (16, vec![1, 2, 4, 8]));
-        assert_eq!(binomial_tree_node(4, 9), (4, vec![5, 6]));
-        assert_eq!(binomial_tree_node(6, 9), (2, vec![7]));
-        assert_eq!(binomial_tree_node(8, 9), (8, vec![]));
-        assert_eq!(binomial_tree_node(0, 1), (1, vec![]));
+        let node = |me, size| {
+            let (distance, children) = binomial_tree_node(me, size);
+            (distance, children.collect::<Vec<u32>>())
+        };
+        assert_eq!(node(0, 9), (16, vec![1, 2, 4, 8]));
+        assert_eq!(node(4, 9), (4, vec![5, 6]));
+        assert_eq!(node(6, 9), (2, vec![7]));
+        assert_eq!(node(8, 9), (8, vec![]));
+        assert_eq!(node(0, 1), (1, vec![]));
         for size in 1..40u32 {
             let mut parent_of = vec![None; size as usize];
             for me in 0..size {
