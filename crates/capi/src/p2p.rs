@@ -1,6 +1,7 @@
 //! Point-to-point entry points: sends in every mode, receives, probes,
 //! matched probes, send-receive.
 
+use resmpi_core::engine::BlockingReceive;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
@@ -168,14 +169,30 @@ pub unsafe extern "C" fn PMPI_Recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    blocking("MPI_Recv", comm, status, |mpi| {
+    entry("MPI_Recv", comm, |mpi, _| {
+        let index = comm_of(mpi, comm)?;
         if source == MPI_ANY_SOURCE {
             // ULFM: a blocking wildcard receive cannot wait for an
             // unacknowledged failure to be acknowledged.
-            mpi.check_wildcard_allowed(comm_of(mpi, comm)?)
+            mpi.check_wildcard_allowed(index)
                 .map_err(|pending| MpiError::new(ErrorClass::ProcFailed, pending.message))?;
         }
-        start_recv(mpi, buf, count, datatype, source, tag, comm)
+        let (bytes, capacity_bytes) = message_buffer(buf, count, datatype)?.into_user_bytes();
+        match mpi.recv(index, bytes, capacity_bytes, source, tag)? {
+            BlockingReceive::Done(core_status) => {
+                // SAFETY: the caller's status pointer.
+                unsafe { write_status(status, &core_status) };
+                Ok(())
+            }
+            BlockingReceive::Request(request) => {
+                mpi.wait_blocking(request)?;
+                complete_and_release(mpi, request, status)
+            }
+            BlockingReceive::Waiting => Err(MpiError::new(
+                ErrorClass::Intern,
+                "MPI_Recv returned while its receive still waits",
+            )),
+        }
     })
 }
 const _: fn_types::MPI_Recv = PMPI_Recv;

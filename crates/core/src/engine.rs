@@ -58,8 +58,12 @@ use crate::user_bytes::UserBytes;
 use resmpi_checksum::crc32c;
 use resmpi_runtime::FailureNotices;
 
+mod direct_receive;
 mod rejoin;
 mod ulfm;
+
+pub use direct_receive::BlockingReceive;
+use direct_receive::{DirectReceive, DIRECT_RECEIVE_TOKEN};
 
 pub use ulfm::revoked_error;
 use ulfm::CONTROL_ULFM;
@@ -290,6 +294,9 @@ pub struct State<F: Interceptor = PassThrough> {
     pub ulfm: resmpi_ft::ulfm::AgreementTable,
     /// Communicators revoked here; 0 keeps the revoked check to one compare.
     pub revoked_count: u32,
+    /// The blocking receive in progress without a request, if any
+    /// (`engine/direct_receive.rs`).
+    direct_receive: Option<DirectReceive>,
     /// Requests of nonblocking agreements (iagree, ishrink) not complete
     /// yet: (request, agreement, whether an unacknowledged failure is the
     /// request's error).
@@ -405,6 +412,7 @@ impl<F: Interceptor> Engine<F> {
                 deferred_receives: Vec::new(),
                 ulfm: Default::default(),
                 revoked_count: 0,
+                direct_receive: None,
                 agreement_requests: Vec::new(),
                 agreement_decisions: Vec::new(),
                 interceptor,
@@ -1604,6 +1612,9 @@ impl<F: Interceptor> Engine<F> {
         if peer >= state.size || peer == state.rank || state.is_failed(peer) {
             return;
         }
+        // A blocking receive becomes a request first, so that the failure
+        // rules of requests apply to it.
+        state.promote_direct_receive();
         let slot = peer as usize;
         state.failed[slot] = true;
         state.failed_count += 1;
@@ -2200,8 +2211,23 @@ impl<F: Interceptor> State<F> {
                         tainted,
                     });
                 if let Some(wire_id) = matched {
-                    let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
-                        return true;
+                    let index = if wire_id == DIRECT_RECEIVE_TOKEN {
+                        if self.deliver_direct(envelope, payload, tainted) {
+                            self.return_credit(peer, payload.len());
+                            if let Some(sync_id) = sync_id {
+                                self.send_sync_ack(peer, sync_id);
+                            }
+                            return true;
+                        }
+                        let Some(index) = self.promote_direct_receive() else {
+                            return true;
+                        };
+                        index
+                    } else {
+                        let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
+                            return true;
+                        };
+                        index
                     };
                     self.accept_match(index, envelope, payload.len(), tainted, payload);
                     self.return_credit(peer, payload.len());
@@ -2229,7 +2255,12 @@ impl<F: Interceptor> State<F> {
                             tainted,
                         });
                 if let Some(wire_id) = matched {
-                    let Some((index, _)) = self.requests.by_wire_id(wire_id) else {
+                    let found = if wire_id == DIRECT_RECEIVE_TOKEN {
+                        self.promote_direct_receive()
+                    } else {
+                        self.requests.by_wire_id(wire_id).map(|(index, _)| index)
+                    };
+                    let Some(index) = found else {
                         return true;
                     };
                     self.accept_match(index, envelope, length, tainted, &[]);

@@ -676,6 +676,49 @@ impl Mpi {
             .start_receive(comm_index, bytes, capacity, source_world, tag, context)
     }
 
+    /// Blocking receive (MPI_Recv): done here when the message could go
+    /// straight into the buffer (`engine/direct_receive.rs`), otherwise a
+    /// request to wait for and release as any.
+    pub fn recv(
+        &mut self,
+        comm_index: usize,
+        bytes: user_bytes::UserBytes,
+        capacity: usize,
+        source: i32,
+        tag: i32,
+    ) -> MpiResult<engine::BlockingReceive> {
+        let comm = self.comm(comm_index)?;
+        self.check_rank(comm, source, true)?;
+        Self::check_tag(tag, true)?;
+        if source == PROC_NULL {
+            return Ok(engine::BlockingReceive::Done(Status::proc_null()));
+        }
+        let source_world = (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32));
+        let tag = (tag != ANY_TAG).then_some(tag);
+        let context = comm.context;
+        let started = self.engine.start_blocking_receive(
+            comm_index,
+            bytes,
+            capacity,
+            source_world,
+            tag,
+            context,
+        )?;
+        if started != engine::BlockingReceive::Waiting {
+            return Ok(started);
+        }
+        match self
+            .engine
+            .wait_until(|engine| !engine.state.direct_receive_waiting())
+        {
+            Ok(()) => Ok(self.engine.poll_blocking_receive()),
+            Err(error) => {
+                self.engine.abandon_blocking_receive();
+                Err(error)
+            }
+        }
+    }
+
     /// Look for a matching message without receiving it (MPI_Iprobe);
     /// `remove` takes it (MPI_Improbe) and returns its message index. The
     /// outcome, found or not, is reported to the FT protocol.

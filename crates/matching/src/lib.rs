@@ -182,6 +182,18 @@ impl<M> Matcher<M> {
         }
     }
 
+    /// Give the posted receive of token `old` the token `new`, keeping its
+    /// place in the queue. True if it was still posted.
+    pub fn replace_token(&mut self, old: u64, new: u64) -> bool {
+        match self.posted.iter_mut().find(|(_, token)| *token == old) {
+            Some((_, token)) => {
+                *token = new;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Remove and return the oldest unexpected message for which `chosen`
     /// holds (a sender withdrawing a message it cancelled), or None if no
     /// such message waits any more (it was matched).

@@ -38,9 +38,11 @@ use std::sync::Arc;
 use resmpi_core::coll::{self, Reduction};
 use resmpi_core::comm::{SELF_CONTEXT, WORLD_CONTEXT};
 use resmpi_core::datatype::{BasicKind, TypeInfo};
+use resmpi_core::engine::BlockingReceive;
 use resmpi_core::op::Op;
 use resmpi_core::request::{Operation, SendMode, SendStage};
 use resmpi_core::transport::Transports;
+use resmpi_core::user_bytes::UserBytes;
 use resmpi_core::{Communicator, Destination, Engine, EngineConfig, Status, Unexpected};
 use resmpi_ft::PassThrough;
 use resmpi_path::MemoryPath;
@@ -99,6 +101,10 @@ pub struct EngineJobConfig {
     pub step_limit: u64,
     /// A rank that dies, if any.
     pub kill: Option<Kill>,
+    /// Probability that a planned receive is a blocking one
+    /// (`Engine::start_blocking_receive`: no request unless promoted); the
+    /// rank then only progresses until it ends.
+    pub blocking_receive_rate: f64,
 }
 
 impl EngineJobConfig {
@@ -138,6 +144,9 @@ impl EngineJobConfig {
             step_weights: [rng.between(1, 6), rng.between(1, 6), rng.between(1, 6)],
             step_limit: 200_000,
             kill: None,
+            // Its own generator, so that every other draw of a seed stays
+            // what it was before blocking receives were simulated.
+            blocking_receive_rate: SplitMix64::new(seed ^ 0x626c_6f63_6b).uniform(0.0, 0.6),
         }
     }
 
@@ -166,6 +175,10 @@ impl EngineJobConfig {
         config
     }
 }
+
+/// Turns a simulated rank stays blocked in a blocking receive before it
+/// gives it up (see `Simulation::blocked_turn`).
+const BLOCKED_TURNS_MAX: u64 = 400;
 
 /// Steps per planned operation over which a random kill step is drawn.
 const KILL_STEPS_PER_OPERATION: u64 = 12;
@@ -215,6 +228,11 @@ pub struct EngineJobReport {
     /// Frames from the dead rank still on the wire when its destination was
     /// told (a correct engine drops them).
     pub frames_overtaken_by_notices: usize,
+    /// Blocking receives that ended without a request.
+    pub blocking_receives_direct: usize,
+    /// Blocking receives that became requests (a rendezvous, a message too
+    /// long, a failure).
+    pub blocking_receives_promoted: usize,
 }
 
 /// A violated invariant, with what is needed to reproduce it.
@@ -239,7 +257,8 @@ impl std::fmt::Display for EngineJobFailure {
 }
 
 struct OpenReceive {
-    request: u32,
+    /// None while it is a blocking receive without a request.
+    request: Option<u32>,
     ordinal: usize,
     pattern: PlannedPattern,
     buffer: Box<[u8]>,
@@ -276,6 +295,8 @@ struct SimulatedRank {
     receives: Vec<OpenReceive>,
     sends: Vec<OpenSend>,
     collectives: Vec<OpenCollective>,
+    /// Turns this rank has spent blocked in its blocking receive.
+    blocked_turns: u64,
 }
 
 impl SimulatedRank {
@@ -307,6 +328,9 @@ struct Simulation {
     notices: Vec<Option<u64>>,
     step: u64,
     report: EngineJobReport,
+    /// Chooses which receives block (apart from `rng`, see
+    /// `blocking_receive_rate`).
+    blocking_rng: SplitMix64,
 }
 
 /// Run one simulated engine job.
@@ -365,6 +389,7 @@ impl Simulation {
                     receives: Vec::new(),
                     sends: Vec::new(),
                     collectives: Vec::new(),
+                    blocked_turns: 0,
                 }
             })
             .collect();
@@ -381,6 +406,7 @@ impl Simulation {
             in_flight: (0..size * size).map(|_| VecDeque::new()).collect(),
             notices: vec![None; size as usize],
             step: 0,
+            blocking_rng: SplitMix64::new(config.seed ^ 0x7475_726e),
         }
     }
 
@@ -441,6 +467,9 @@ impl Simulation {
 
     /// One turn of `rank`: its next action, a drain step, or progress.
     fn turn(&mut self, rank: usize) -> Result<(), String> {
+        if self.ranks[rank].engine.state.direct_receive_waiting() {
+            return self.blocked_turn(rank);
+        }
         let simulated = &self.ranks[rank];
         if !simulated.program_done() {
             if self.rng.chance(self.config.action_rate) {
@@ -456,7 +485,7 @@ impl Simulation {
             .receives
             .iter()
             .filter(|receive| !self.checker.is_matched(rank as u32, receive.ordinal))
-            .map(|receive| (receive.request, receive.pattern == PlannedPattern::ANY))
+            .filter_map(|receive| Some((receive.request?, receive.pattern == PlannedPattern::ANY)))
             .collect();
         // A receive posted with a narrower pattern may wait for a message
         // that went elsewhere: only a wildcard one is sure to be taken.
@@ -469,6 +498,38 @@ impl Simulation {
             return self.call(rank, |engine| engine.cancel(request));
         }
         self.progress(rank)
+    }
+
+    /// A turn of a rank blocked in a blocking receive: it progresses. A
+    /// random program can block a rank for ever (its message went to
+    /// another receive, or comes only after what the rank itself has yet
+    /// to send): after `BLOCKED_TURNS_MAX` turns, or when nothing is left
+    /// for it, the receive is withdrawn (`abandon_blocking_receive`, the
+    /// engine's path for a blocking receive whose call fails) and must
+    /// then look cancelled: nothing written, nothing matched.
+    fn blocked_turn(&mut self, rank: usize) -> Result<(), String> {
+        let simulated = &mut self.ranks[rank];
+        simulated.blocked_turns += 1;
+        let nothing_left = simulated.program_done() && self.checker.unclaimed(rank as u32) == 0;
+        if simulated.blocked_turns <= BLOCKED_TURNS_MAX && !nothing_left {
+            return self.progress(rank);
+        }
+        simulated.blocked_turns = 0;
+        simulated.engine.abandon_blocking_receive();
+        let position = simulated
+            .receives
+            .iter()
+            .position(|receive| receive.request.is_none())
+            .ok_or_else(|| format!("rank {rank}: a blocking receive waits but none is open"))?;
+        let open = simulated.receives.swap_remove(position);
+        self.report.receives_cancelled += 1;
+        let call = simulated.calls;
+        let status = SeenStatus {
+            cancelled: true,
+            ..seen(&Status::default())
+        };
+        self.checker
+            .receive_completed(rank as u32, open.ordinal, call, status, &open.buffer)
     }
 
     fn progress(&mut self, rank: usize) -> Result<(), String> {
@@ -496,7 +557,7 @@ impl Simulation {
                     .receives
                     .iter()
                     .find(|receive| receive.ordinal == ordinal)
-                    .map(|receive| receive.request);
+                    .and_then(|receive| receive.request);
                 match request {
                     Some(request) => self.call(rank, |engine| engine.cancel(request)),
                     None => Ok(()),
@@ -564,21 +625,55 @@ impl Simulation {
     fn post_receive(&mut self, rank: usize, pattern: PlannedPattern) -> Result<(), String> {
         let mut buffer =
             vec![SENTINEL_BYTE; self.config.shape.message_bytes_max].into_boxed_slice();
+        let blocking = self.blocking_rng.chance(self.config.blocking_receive_rate);
         let simulated = &mut self.ranks[rank];
         simulated.calls += 1;
         let call = simulated.calls;
-        let request = simulated
-            .engine
-            .start_receive(
-                WORLD,
-                buffer.as_mut_ptr(),
-                buffer.len(),
-                pattern.source,
-                pattern.tag,
-                WORLD_CONTEXT,
-            )
-            .map_err(|error| format!("rank {rank}: start_receive: {error}"))?;
+        let started = if blocking {
+            simulated
+                .engine
+                .start_blocking_receive(
+                    WORLD,
+                    UserBytes::from(buffer.as_mut_ptr()),
+                    buffer.len(),
+                    pattern.source,
+                    pattern.tag,
+                    WORLD_CONTEXT,
+                )
+                .map_err(|error| format!("rank {rank}: start_blocking_receive: {error}"))?
+        } else {
+            simulated
+                .engine
+                .start_receive(
+                    WORLD,
+                    buffer.as_mut_ptr(),
+                    buffer.len(),
+                    pattern.source,
+                    pattern.tag,
+                    WORLD_CONTEXT,
+                )
+                .map(BlockingReceive::Request)
+                .map_err(|error| format!("rank {rank}: start_receive: {error}"))?
+        };
         let ordinal = self.checker.receive_posted(rank as u32, pattern, call);
+        let request = match started {
+            BlockingReceive::Done(status) => {
+                self.report.blocking_receives_direct += 1;
+                self.checker.receive_matched(rank as u32, ordinal, call);
+                return self.checker.receive_completed(
+                    rank as u32,
+                    ordinal,
+                    call,
+                    seen(&status),
+                    &buffer,
+                );
+            }
+            BlockingReceive::Request(index) => Some(index),
+            BlockingReceive::Waiting => {
+                simulated.blocked_turns = 0;
+                None
+            }
+        };
         simulated.receives.push(OpenReceive {
             request,
             ordinal,
@@ -653,8 +748,36 @@ impl Simulation {
         check_credit_bound(simulated, self.config.eager_credit_bytes)?;
         let mut position = 0;
         while position < simulated.receives.len() {
+            let open = &mut simulated.receives[position];
+            let index = match open.request {
+                Some(index) => index,
+                None => match simulated.engine.poll_blocking_receive() {
+                    BlockingReceive::Waiting => {
+                        position += 1;
+                        continue;
+                    }
+                    BlockingReceive::Request(index) => {
+                        self.report.blocking_receives_promoted += 1;
+                        open.request = Some(index);
+                        index
+                    }
+                    BlockingReceive::Done(status) => {
+                        self.report.blocking_receives_direct += 1;
+                        let open = simulated.receives.swap_remove(position);
+                        self.checker.receive_matched(rank_id, open.ordinal, call);
+                        self.checker.receive_completed(
+                            rank_id,
+                            open.ordinal,
+                            call,
+                            seen(&status),
+                            &open.buffer,
+                        )?;
+                        continue;
+                    }
+                },
+            };
             let open = &simulated.receives[position];
-            let Some(request) = simulated.engine.state.requests.get(open.request) else {
+            let Some(request) = simulated.engine.state.requests.get(index) else {
                 return Err(format!(
                     "rank {rank}: receive #{} vanished from the request table",
                     open.ordinal
@@ -671,7 +794,7 @@ impl Simulation {
             }
             let status = seen(&request.status);
             let open = simulated.receives.swap_remove(position);
-            simulated.engine.state.requests.remove(open.request);
+            simulated.engine.state.requests.remove(index);
             if status.cancelled {
                 self.report.receives_cancelled += 1;
             }
@@ -1040,7 +1163,14 @@ impl Simulation {
                 ));
             }
             for receive in &simulated.receives {
-                let progress = match simulated.engine.state.requests.get(receive.request) {
+                let Some(index) = receive.request else {
+                    parts.push(format!(
+                        "rank {rank} blocking receive #{} waits",
+                        receive.ordinal
+                    ));
+                    continue;
+                };
+                let progress = match simulated.engine.state.requests.get(index) {
                     Some(request) => match &request.operation {
                         Operation::Receive(state) => format!(
                             "matched {}, {} of {} bytes",

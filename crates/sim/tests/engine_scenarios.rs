@@ -36,6 +36,8 @@ fn run_seeds(
         total.sends_cancelled += report.sends_cancelled;
         total.receives_cancelled += report.receives_cancelled;
         total.collectives_completed += report.collectives_completed;
+        total.blocking_receives_direct += report.blocking_receives_direct;
+        total.blocking_receives_promoted += report.blocking_receives_promoted;
         total.steps = total.steps.max(report.steps);
     }
     total
@@ -122,6 +124,32 @@ fn eight_ranks_with_long_delivery_delays_end_within_the_step_limit() {
         config.delivery_delay_steps_max = 200;
     });
     assert!(report.steps < 200_000, "{report:?}");
+}
+
+#[test]
+fn blocking_receives_take_eager_messages_without_a_request_and_become_requests_for_the_rest() {
+    let report = run_seeds(0..60, |config| config.blocking_receive_rate = 0.8);
+    // Both ways out of a blocking receive happened: straight into the
+    // buffer, and promoted to a request (a rendezvous announced, or a
+    // message longer than the buffer) with its place in the queue kept.
+    assert!(report.blocking_receives_direct > 200, "{report:?}");
+    assert!(report.blocking_receives_promoted > 20, "{report:?}");
+    assert!(report.frames_by_kind[REQUEST_TO_SEND] > 0, "{report:?}");
+}
+
+#[test]
+fn a_death_while_a_blocking_receive_waits_ends_it_as_it_ends_a_request() {
+    let jobs = run_kill_seeds(0..80, |config| config.blocking_receive_rate = 0.9);
+    let promoted: usize = jobs
+        .iter()
+        .map(|(_, report)| report.blocking_receives_promoted)
+        .sum();
+    let failed: usize = jobs.iter().map(|(_, report)| report.receives_failed).sum();
+    assert!(jobs.len() > 40, "{}", jobs.len());
+    assert!(
+        promoted > 0 && failed > 0,
+        "promoted {promoted}, failed {failed}"
+    );
 }
 
 #[test]

@@ -92,6 +92,9 @@ impl<F: Interceptor> State<F> {
     /// pending operations, forward the revoke to every other live member.
     /// The context must already be marked in the table.
     pub(super) fn apply_revocation(&mut self, context: u32) {
+        // A blocking receive becomes a request first, so that revocation
+        // ends it as it ends requests.
+        self.promote_direct_receive();
         let indices: Vec<usize> = (0..self.comms.len())
             .filter(|&index| {
                 self.comms[index]
