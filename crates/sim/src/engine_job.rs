@@ -146,7 +146,7 @@ impl EngineJobConfig {
             kill: None,
             // Its own generator, so that every other draw of a seed stays
             // what it was before blocking receives were simulated.
-            blocking_receive_rate: SplitMix64::new(seed ^ 0x626c_6f63_6b).uniform(0.0, 0.6),
+            blocking_receive_rate: SplitMix64::new(seed ^ 0x0062_6c6f_636b).uniform(0.0, 0.6),
         }
     }
 
