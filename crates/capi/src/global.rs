@@ -1,11 +1,19 @@
-//! The process-wide library state behind one lock (MPI_THREAD_SERIALIZED:
-//! the lock makes concurrent misuse safe, not fast), and the path every
-//! entry point takes: run under the lock, then dispatch an error to the
-//! communicator's error handler with the lock released, so a user handler
-//! may call MPI.
+//! The process-wide library state, and the path every entry point takes:
+//! run with the state held, then dispatch an error to the communicator's
+//! error handler with it released, so a user handler may call MPI.
+//!
+//! Who may hold the state: resmpi grants at most MPI_THREAD_SERIALIZED, so
+//! the application never makes two calls at once; a mutex is needed only
+//! while some other thread may enter too. That is before MPI_Init decides
+//! (nothing is promised yet) and, after it, in a job whose background
+//! progress thread runs (network rails). Otherwise an entry takes no
+//! lock at all: two locked instructions per call were a sixth of an 8 B
+//! shared-memory hop. Either way a thread that re-enters the library from
+//! a callback the library runs is stopped (`LOCK_OWNER`).
 
+use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
@@ -51,17 +59,41 @@ pub static INITIALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::Atomi
 /// See [`INITIALIZED`].
 pub static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-static GLOBAL: Mutex<Global> = Mutex::new(Global {
-    mpi: None,
-    initialized: false,
-    finalized: false,
-    thread_level: MPI_THREAD_SINGLE,
-    registry: Registry {
-        errhandlers: Vec::new(),
-        ops: Vec::new(),
-        objects: crate::objects::Objects::new(),
-    },
-});
+/// The state and the mutex that guards it while [`SERIALIZE_WITH_MUTEX`].
+struct LibraryState {
+    mutex: Mutex<()>,
+    global: UnsafeCell<Global>,
+}
+
+// SAFETY: `global` is reached only through a `Guard`: one at a time, by the
+// mutex while `SERIALIZE_WITH_MUTEX`, and otherwise by the MPI thread level
+// the application asked for (no two calls at once), with re-entry from the
+// holding thread stopped in `lock`.
+unsafe impl Sync for LibraryState {}
+
+/// Whether entries take the mutex (see the module comment).
+static SERIALIZE_WITH_MUTEX: AtomicBool = AtomicBool::new(true);
+
+static GLOBAL: LibraryState = LibraryState {
+    mutex: Mutex::new(()),
+    global: UnsafeCell::new(Global {
+        mpi: None,
+        initialized: false,
+        finalized: false,
+        thread_level: MPI_THREAD_SINGLE,
+        registry: Registry {
+            errhandlers: Vec::new(),
+            ops: Vec::new(),
+            objects: crate::objects::Objects::new(),
+        },
+    }),
+};
+
+/// From now on entries take no mutex: called by MPI_Init (holding the
+/// state) when no thread of the library's own will enter.
+pub fn stop_serializing_with_mutex() {
+    SERIALIZE_WITH_MUTEX.store(false, Ordering::Relaxed);
+}
 
 /// The thread that holds the library lock (its `pthread_self`), 0 when
 /// nobody does. An MPI call made by the holder comes from a user function
@@ -80,14 +112,18 @@ fn this_thread() -> usize {
     (unsafe { libc::pthread_self() }) as usize
 }
 
-/// The library state, locked; remembers which thread holds it.
-pub struct Guard(MutexGuard<'static, Global>);
+/// The library state, held (with the mutex, when one is needed);
+/// remembers which thread holds it.
+pub struct Guard {
+    /// Released after `Drop::drop` clears `LOCK_OWNER`.
+    _mutex: Option<MutexGuard<'static, ()>>,
+}
 
 impl Guard {
     #[inline]
-    fn new(guard: MutexGuard<'static, Global>) -> Guard {
+    fn new(mutex: Option<MutexGuard<'static, ()>>) -> Guard {
         LOCK_OWNER.store(this_thread(), Ordering::Relaxed);
-        Guard(guard)
+        Guard { _mutex: mutex }
     }
 }
 
@@ -102,13 +138,16 @@ impl Drop for Guard {
 impl Deref for Guard {
     type Target = Global;
     fn deref(&self) -> &Global {
-        &self.0
+        // SAFETY: a Guard is the one way to the state (see `LibraryState`).
+        unsafe { &*GLOBAL.global.get() }
     }
 }
 
 impl DerefMut for Guard {
     fn deref_mut(&mut self) -> &mut Global {
-        &mut self.0
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference
+        // through this guard.
+        unsafe { &mut *GLOBAL.global.get() }
     }
 }
 
@@ -126,11 +165,15 @@ pub fn lock() -> Guard {
     if inside_library() {
         reentered();
     }
-    Guard::new(
+    if !SERIALIZE_WITH_MUTEX.load(Ordering::Relaxed) {
+        return Guard::new(None);
+    }
+    Guard::new(Some(
         GLOBAL
+            .mutex
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
-    )
+    ))
 }
 
 /// An MPI call that needs the library state from inside a user function
@@ -151,9 +194,15 @@ pub fn try_lock() -> Result<Guard, ()> {
     if inside_library() {
         return Err(());
     }
-    match GLOBAL.try_lock() {
-        Ok(guard) => Ok(Guard::new(guard)),
-        Err(std::sync::TryLockError::Poisoned(poisoned)) => Ok(Guard::new(poisoned.into_inner())),
+    if !SERIALIZE_WITH_MUTEX.load(Ordering::Relaxed) {
+        // Only the application's thread enters now, and it is not inside.
+        return Ok(Guard::new(None));
+    }
+    match GLOBAL.mutex.try_lock() {
+        Ok(guard) => Ok(Guard::new(Some(guard))),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+            Ok(Guard::new(Some(poisoned.into_inner())))
+        }
         Err(std::sync::TryLockError::WouldBlock) => Err(()),
     }
 }

@@ -53,6 +53,8 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
             global.mpi = Some(mpi);
             if background_progress {
                 start_progress_thread();
+            } else {
+                crate::global::stop_serializing_with_mutex();
             }
             global.initialized = true;
             crate::global::INITIALIZED.store(true, std::sync::atomic::Ordering::SeqCst);
