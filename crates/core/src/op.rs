@@ -96,6 +96,87 @@ fn combine<T: Element>(input: &[u8], inout: &mut [u8], count: usize, f: impl Fn(
     }
 }
 
+/// A predefined op's loop over one basic kind, chosen once per call:
+/// `inout = input op inout` over equal-length slices of whole elements.
+pub type Kernel = fn(&[u8], &mut [u8]);
+
+/// `combine` over slices of whole elements, without per-element bounds
+/// checks (the loop the compiler can vectorise).
+#[inline(always)]
+fn combine_exact<T: Element>(input: &[u8], inout: &mut [u8], f: impl Fn(T, T) -> T) {
+    for (a, b) in input
+        .chunks_exact(T::SIZE)
+        .zip(inout.chunks_exact_mut(T::SIZE))
+    {
+        f(T::load(a), T::load(b)).store(b);
+    }
+}
+
+macro_rules! kernels {
+    ($($name:ident: $t:ty, $f:expr;)*) => {$(
+        fn $name(input: &[u8], inout: &mut [u8]) {
+            combine_exact::<$t>(input, inout, $f)
+        }
+    )*};
+}
+
+kernels! {
+    sum_i32: i32, |a, b| a.wrapping_add(b);
+    sum_u32: u32, |a, b| a.wrapping_add(b);
+    sum_i64: i64, |a, b| a.wrapping_add(b);
+    sum_u64: u64, |a, b| a.wrapping_add(b);
+    sum_f32: f32, |a, b| a + b;
+    sum_f64: f64, |a, b| a + b;
+    max_i32: i32, |a, b| a.max(b);
+    max_i64: i64, |a, b| a.max(b);
+    max_f32: f32, |a, b| if a > b { a } else { b };
+    max_f64: f64, |a, b| if a > b { a } else { b };
+    min_i32: i32, |a, b| a.min(b);
+    min_i64: i64, |a, b| a.min(b);
+    min_f32: f32, |a, b| if a < b { a } else { b };
+    min_f64: f64, |a, b| if a < b { a } else { b };
+    prod_f64: f64, |a, b| a * b;
+    prod_i32: i32, |a, b| a.wrapping_mul(b);
+    bor_i32: i32, |a, b| a | b;
+    band_i32: i32, |a, b| a & b;
+    land_i32: i32, |a, b| ((a != 0) && (b != 0)) as i32;
+    lor_i32: i32, |a, b| ((a != 0) || (b != 0)) as i32;
+}
+
+/// The kernel of the (op, kind) pairs applications use most (sums,
+/// extrema and products of 32/64-bit integers and floats, bit and logical
+/// ops on `int`): a reduction of a few elements then costs its loop and
+/// not the dispatch. None for every other pair, which
+/// [`reduce_predefined`] handles; each pair here is one the standard
+/// allows, with the same semantics as there (the unit tests compare).
+#[inline]
+pub fn kernel(op: Op, kind: BasicKind) -> Option<Kernel> {
+    use BasicKind as K;
+    Some(match (op, kind) {
+        (Op::Sum, K::I32) => sum_i32,
+        (Op::Sum, K::U32) => sum_u32,
+        (Op::Sum, K::I64) => sum_i64,
+        (Op::Sum, K::U64) => sum_u64,
+        (Op::Sum, K::F32) => sum_f32,
+        (Op::Sum, K::F64) => sum_f64,
+        (Op::Max, K::I32) => max_i32,
+        (Op::Max, K::I64) => max_i64,
+        (Op::Max, K::F32) => max_f32,
+        (Op::Max, K::F64) => max_f64,
+        (Op::Min, K::I32) => min_i32,
+        (Op::Min, K::I64) => min_i64,
+        (Op::Min, K::F32) => min_f32,
+        (Op::Min, K::F64) => min_f64,
+        (Op::Prod, K::F64) => prod_f64,
+        (Op::Prod, K::I32) => prod_i32,
+        (Op::BitwiseOr, K::I32) => bor_i32,
+        (Op::BitwiseAnd, K::I32) => band_i32,
+        (Op::LogicalAnd, K::I32) => land_i32,
+        (Op::LogicalOr, K::I32) => lor_i32,
+        _ => return None,
+    })
+}
+
 macro_rules! integer_op {
     ($t:ty, $op:expr, $input:expr, $inout:expr, $count:expr) => {{
         let (input, inout, count) = ($input, $inout, $count);
@@ -228,11 +309,30 @@ pub fn reduce_predefined(
     inout: &mut [u8],
     count: usize,
 ) -> MpiResult<()> {
-    check_op_type(op, info)?;
     let needed = info.extent_bytes * count;
     if input.len() < needed || inout.len() < needed {
         return fail(ErrorClass::Intern, "reduction buffers shorter than count");
     }
+    if info.size_bytes == info.extent_bytes {
+        if let Some(kernel) = kernel(op, info.kind) {
+            kernel(&input[..needed], &mut inout[..needed]);
+            return Ok(());
+        }
+    }
+    reduce_by_kind(op, info, input, inout, count)
+}
+
+/// [`reduce_predefined`] for every pair, by the op and the kind (buffer
+/// lengths already checked).
+fn reduce_by_kind(
+    op: Op,
+    info: &TypeInfo,
+    input: &[u8],
+    inout: &mut [u8],
+    count: usize,
+) -> MpiResult<()> {
+    check_op_type(op, info)?;
+    let needed = info.extent_bytes * count;
     match op {
         Op::NoOp => return Ok(()),
         Op::Replace => {
@@ -326,6 +426,65 @@ pub fn reduce_predefined(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kernel_gives_what_the_general_path_gives() {
+        let ops = [
+            Op::Sum,
+            Op::Prod,
+            Op::Max,
+            Op::Min,
+            Op::BitwiseOr,
+            Op::BitwiseAnd,
+            Op::LogicalAnd,
+            Op::LogicalOr,
+        ];
+        let kinds = [
+            (BasicKind::I32, 4),
+            (BasicKind::U32, 4),
+            (BasicKind::I64, 8),
+            (BasicKind::U64, 8),
+            (BasicKind::F32, 4),
+            (BasicKind::F64, 8),
+        ];
+        let mut kernels = 0;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for op in ops {
+            for (kind, size) in kinds {
+                let Some(kernel) = kernel(op, kind) else {
+                    continue;
+                };
+                kernels += 1;
+                let info = TypeInfo::basic(size, kind);
+                let count = 37;
+                // Small values (some zero, some negative) so that floats
+                // stay exact and the logical ops see both truth values.
+                let mut value = |_| {
+                    let v = (next() % 7) as i64 - 3;
+                    match kind {
+                        BasicKind::F32 => (v as f32).to_ne_bytes().to_vec(),
+                        BasicKind::F64 => (v as f64).to_ne_bytes().to_vec(),
+                        _ => v.to_ne_bytes()[..size].to_vec(),
+                    }
+                };
+                let input: Vec<u8> = (0..count).flat_map(&mut value).collect();
+                let inout: Vec<u8> = (0..count).flat_map(&mut value).collect();
+                let mut by_kernel = inout.clone();
+                kernel(&input, &mut by_kernel);
+                let mut by_kind = inout.clone();
+                reduce_by_kind(op, &info, &input, &mut by_kind, count).unwrap();
+                assert_eq!(by_kernel, by_kind, "{op:?} on {kind:?}");
+                assert_ne!(by_kernel, inout, "{op:?} on {kind:?} changed nothing");
+            }
+        }
+        assert_eq!(kernels, 20);
+    }
 
     fn bytes_of_i32(values: &[i32]) -> Vec<u8> {
         values.iter().flat_map(|v| v.to_ne_bytes()).collect()

@@ -65,7 +65,7 @@ fn plain_reduction(op: MPI_Op, datatype: MPI_Datatype) -> Option<Reduction> {
     if info.size_bytes != info.extent_bytes {
         return None;
     }
-    resmpi_core::op::reduce_predefined(op, &info, &[], &mut [], 0).ok()?;
+    resmpi_core::op::check_op_type(op, &info).ok()?;
     Some(Reduction {
         op,
         info,

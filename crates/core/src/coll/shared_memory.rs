@@ -222,11 +222,31 @@ struct Published {
     context: u32,
 }
 
+/// The group of a call's communicator, borrowed for the call without
+/// touching its reference count (two locked instructions per call, a
+/// tenth of a small broadcast's time).
+///
+/// Sound because a [`Call`] lives inside one blocking collective on its
+/// communicator: the application cannot free a communicator while it is in
+/// a collective on it, and the engine never replaces a communicator's
+/// group (shrinking makes a new communicator).
+#[derive(Clone, Copy, Debug)]
+struct GroupRef(*const Vec<u32>);
+
+impl std::ops::Deref for GroupRef {
+    type Target = [u32];
+    #[inline]
+    fn deref(&self) -> &[u32] {
+        // SAFETY: see the type's comment.
+        unsafe { &*self.0 }
+    }
+}
+
 /// One blocking collective on the fast path.
 #[derive(Debug)]
 pub struct Call {
     /// World rank of each member.
-    group: Arc<Vec<u32>>,
+    group: GroupRef,
     /// This process's rank in the communicator.
     rank: u32,
     /// Tag of every contribution of this collective.
@@ -340,7 +360,7 @@ impl<F: Interceptor> Engine<F> {
             return Err(crate::engine::revoked_error());
         }
         let call = Call {
-            group: communicator.group.clone(),
+            group: GroupRef(Arc::as_ptr(&communicator.group)),
             rank: communicator.rank,
             tag: collective_tag(key, communicator.shared_memory_sequence),
             comm,
@@ -526,14 +546,17 @@ impl<F: Interceptor> Engine<F> {
         let publication =
             unsafe { slot.publish(call.tag, |payload| fill(&mut payload[..length_bytes])) };
         match &mut self.shared_memory.published[index] {
-            Some(last) if Arc::ptr_eq(&last.group, &call.group) => {
+            Some(last) if std::ptr::eq(Arc::as_ptr(&last.group), call.group.0) => {
                 last.readers = readers;
                 last.publication = publication;
                 last.context = call.context;
             }
             entry => {
+                let Some(Some(communicator)) = self.state.comms.get(call.comm) else {
+                    return Err(MpiError::new(ErrorClass::Comm, "invalid communicator"));
+                };
                 *entry = Some(Published {
-                    group: call.group.clone(),
+                    group: communicator.group.clone(),
                     readers,
                     publication,
                     context: call.context,
