@@ -174,8 +174,10 @@ pub unsafe extern "C" fn PMPI_Recv(
         if source == MPI_ANY_SOURCE {
             // ULFM: a blocking wildcard receive cannot wait for an
             // unacknowledged failure to be acknowledged.
-            mpi.check_wildcard_allowed(index)
-                .map_err(|pending| MpiError::new(ErrorClass::ProcFailed, pending.message))?;
+            mpi.check_wildcard_allowed(index).map_err(|mut pending| {
+                pending.class = ErrorClass::ProcFailed;
+                pending
+            })?;
         }
         let (bytes, capacity_bytes) = message_buffer(buf, count, datatype)?.into_user_bytes();
         match mpi.recv(index, bytes, capacity_bytes, source, tag)? {

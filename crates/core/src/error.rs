@@ -128,8 +128,17 @@ impl ErrorClass {
 }
 
 /// An MPI error: its class plus a message saying exactly what was wrong.
+///
+/// Boxed, so that `MpiResult<()>` is one pointer returned in a register and
+/// every layer of a call passes its result on without copying a class and
+/// a string through memory (the common path never fails; errors are cold).
+/// The fields read as before through `Deref`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MpiError {
+pub struct MpiError(Box<ErrorDetail>);
+
+/// What an [`MpiError`] says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorDetail {
     /// Error class returned to the application.
     pub class: ErrorClass,
     /// Human-readable detail (printed by MPI_ERRORS_ARE_FATAL).
@@ -138,11 +147,25 @@ pub struct MpiError {
 
 impl MpiError {
     /// A new error of `class` with `message`.
+    #[cold]
     pub fn new(class: ErrorClass, message: impl Into<String>) -> MpiError {
-        MpiError {
+        MpiError(Box::new(ErrorDetail {
             class,
             message: message.into(),
-        }
+        }))
+    }
+}
+
+impl std::ops::Deref for MpiError {
+    type Target = ErrorDetail;
+    fn deref(&self) -> &ErrorDetail {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for MpiError {
+    fn deref_mut(&mut self) -> &mut ErrorDetail {
+        &mut self.0
     }
 }
 
