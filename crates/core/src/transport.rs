@@ -140,7 +140,15 @@ impl Transports {
                 .try_send_with(peer, HEADER_LEN_BYTES + payload.len(), |frame| {
                     let (head, body) = frame.split_at_mut(HEADER_LEN_BYTES);
                     stamped.emit(head.try_into().expect("a frame holds its header"));
-                    body.copy_from_slice(payload);
+                    debug_assert_eq!(body.len(), payload.len());
+                    // SAFETY: the slot's body is exactly the payload's length.
+                    unsafe {
+                        crate::user_bytes::copy_bytes(
+                            payload.as_ptr(),
+                            body.as_mut_ptr(),
+                            payload.len(),
+                        )
+                    };
                 })
                 .map_err(|error| send_error(error, peer));
         }
