@@ -77,7 +77,9 @@ $(BUILD)/bin/mpicxx: scripts/mpicc.in
 	ln -sfn mpicxx $(BUILD)/bin/mpic++
 
 # The launcher crate builds target/release/mpiexec; until it exists, warn and go on.
-mpiexec:
+# After the cargo build (which builds mpiexec too): under -j the copy must
+# not race it and install the previous binary.
+mpiexec: $(STATICLIB)
 	@mkdir -p $(BUILD)/bin
 	@if [ -x $(TARGET_DIR)/mpiexec ]; then \
 	    cp -f $(TARGET_DIR)/mpiexec $(BUILD)/bin/mpiexec && ln -sfn mpiexec $(BUILD)/bin/mpirun; \

@@ -111,3 +111,23 @@ def test_a_rank_killed_right_after_printing_has_not_lost_the_line(build):
     res = run(3, exe, mpiexec_opts=("--failure-policy", "continue", "-x", "RESMPI_LINE_BUFFERED=off",
                                     "--timeout", "30"), timeout=60)
     assert "rank 1: last line" not in res.stdout, res.describe()
+
+
+@pytest.mark.parametrize("victim", [0, 1, 2])
+def test_a_death_during_wire_up_under_continue_ends_the_job_in_bounded_time(build, victim):
+    # Every rank holds between the exchange of business cards and the TCP
+    # connections (RESMPI_TEST_WIREUP_PAUSE_MS) while one is killed: the
+    # others then wait for a peer that will never connect or accept, with
+    # nobody to tell them (they watch for failures only after wire-up).
+    # mpiexec ends the job after its start-up grace instead of letting
+    # them wait out their connect deadline (or the job's timeout).
+    exe = build("process_failure")
+    res = run(3, exe, "wait", mpiexec_opts=("--failure-policy", "continue", "--paths", "tcp",
+                                            "--inject", f"kill:{victim}@1s", "--timeout", "60"),
+              env={"RESMPI_TEST_WIREUP_PAUSE_MS": "3000"}, timeout=90)
+    assert res.returncode == 137, res.describe()
+    ended = stderr_lines(res, "during MPI_Init")
+    assert len(ended) == 1 and f"rank {victim} " in ended[0] and "ending the job" in ended[0], res.describe()
+    assert "ready" not in res.stdout, res.describe()
+    assert "timed out" not in res.stderr, res.describe()
+    assert res.elapsed < 30, res.describe()

@@ -43,6 +43,14 @@ def test_a_host_going_down_during_a_resilient_jacobi_leaves_the_fault_free_answe
         if res.returncode == 0:
             # The host went down after the job ended.
             assert sorted(found) == [0, 1, 2, 3], res.describe()
+        elif "during MPI_Init" in res.stderr or "PMI barrier (MPI_Init)" in res.stderr:
+            # The host went down while the survivors were still wiring up
+            # (start-up is slower on a busy host): a death there cannot be
+            # survived, and mpiexec ends the job, in bounded time.
+            assert res.returncode == 137, res.describe()
+            assert not found, res.describe()
+            assert res.elapsed < BOUND_SECONDS, res.describe()
+            continue
         else:
             assert res.returncode == 137, res.describe()
             assert sorted(found) == [0, 1], res.describe()

@@ -171,6 +171,19 @@ fn interface_addresses() -> Vec<(String, Ipv4Addr)> {
     found
 }
 
+/// `RESMPI_TEST_WIREUP_PAUSE_MS`: a test's way to hold every rank between
+/// the exchange of business cards and the connections, so that a kill
+/// lands there (tests/test_process_failure_launcher.py: a death during
+/// wire-up under `continue` ends the job in bounded time).
+fn pause_for_tests() {
+    if let Some(pause_ms) = std::env::var("RESMPI_TEST_WIREUP_PAUSE_MS")
+        .ok()
+        .and_then(|value| value.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+    }
+}
+
 /// Connect this rank to every other and return its paths.
 pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     let rank = pmi.rank();
@@ -229,6 +242,7 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
             .map_err(|e| runtime_error("PMI put", e))?;
     }
     pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
+    pause_for_tests();
     let secret = match &config.job_secret {
         Some(secret) => secret.clone(),
         None if need_tcp => {

@@ -106,6 +106,9 @@ struct FailureBoard {
     incarnations: Vec<u32>,
     /// Per rank: its writer, while it watches failures.
     watchers: Vec<Option<SharedWriter>>,
+    /// Per rank: whether its first process ever subscribed (its MPI_Init
+    /// got past wire-up).
+    watched: Vec<bool>,
     /// Notice lines written (backlogs included).
     notices_sent_count: u64,
 }
@@ -180,6 +183,7 @@ impl PmiServer {
                 dead: Vec::new(),
                 incarnations: vec![0; ranks],
                 watchers: vec![None; ranks],
+                watched: vec![false; ranks],
                 notices_sent_count: 0,
             }),
         })
@@ -314,6 +318,7 @@ impl PmiServer {
             incarnations,
             watchers,
             notices_sent_count,
+            ..
         } = &mut *board;
         for (watcher, slot) in watchers.iter_mut().enumerate() {
             let peer = watcher as u32;
@@ -363,7 +368,22 @@ impl PmiServer {
         lock_writer(writer).write_all(lines.as_bytes())?;
         board.notices_sent_count += backlog_count;
         board.watchers[rank as usize] = Some(writer.clone());
+        board.watched[rank as usize] = true;
         Ok(())
+    }
+
+    /// Whether the first process of `rank` is inside MPI_Init's wire-up:
+    /// it sent `cmd=init` but has not subscribed to failure notices yet
+    /// (it does once wire-up is done), so nobody can tell it of a death,
+    /// and wire-up needs every process.
+    pub fn in_startup(&self, rank: u32) -> bool {
+        let slot = rank as usize;
+        let started = {
+            let state = self.state();
+            state.initialized[slot] && !state.finalized[slot] && !state.connection_closed[slot]
+        };
+        let board = self.failures();
+        started && board.incarnations[slot] == 0 && !board.watched[slot]
     }
 
     /// The state, for the supervisor to read or to take abort requests.

@@ -64,6 +64,12 @@ const OUTPUT_DRAIN_WAIT_MS: u64 = 2000;
 const LAUNCHER_EXIT_WAIT_MS: u64 = 2000;
 /// How long an abort request waits for a rank death that may have caused it.
 const ABORT_SETTLE_MS: u64 = 50;
+/// Under `continue`, how long ranks that were inside MPI_Init's wire-up
+/// when a process died get to come out of it (those that had finished
+/// connecting to the dead do; the others wait for it until their connect
+/// deadline) before the job is ended: a death during wire-up is not one
+/// the library can survive.
+const STARTUP_DEATH_GRACE_MS: u64 = 5_000;
 
 /// Exit code when `--timeout` expires (as `timeout(1)`).
 pub const EXIT_TIMED_OUT: i32 = 124;
@@ -132,6 +138,20 @@ struct Job {
     detection_latency_max: Duration,
     /// Per rank: how many times `--respawn` started it again.
     respawn_counts: Vec<u32>,
+    /// Under `continue`: a death while other ranks were inside MPI_Init's
+    /// wire-up (see [`STARTUP_DEATH_GRACE_MS`]), until they are out of it.
+    startup_death: Option<StartupDeath>,
+}
+
+/// A death during other ranks' wire-up, being watched.
+struct StartupDeath {
+    /// When the death was judged.
+    at: Instant,
+    /// The dead process's exit code, and what the job's end will say.
+    code: i32,
+    who: String,
+    /// The ranks that were inside wire-up then.
+    starting: Vec<u32>,
 }
 
 /// Runs the job `options` describes; returns mpiexec's exit code.
@@ -208,6 +228,7 @@ pub fn run(options: &Options) -> i32 {
         kills,
         detection_latency_max: Duration::ZERO,
         respawn_counts: vec![0; options.process_count() as usize],
+        startup_death: None,
         rank_count: options.rank_count,
         replica_count: options.replica_count,
         replicas_given_up: vec![false; options.replica_count as usize],
@@ -778,6 +799,24 @@ impl Job {
     /// Under `continue`: names the death of `rank` (`how` it died), keeps
     /// the first failure's exit code, and lets the job go on.
     fn continue_without(&mut self, rank: u32, code: i32, how: &str) {
+        if self.startup_death.is_none() {
+            let starting: Vec<u32> = (0..self.ranks.len() as u32)
+                .filter(|&other| {
+                    other != rank
+                        && self.ranks[other as usize].ending.is_none()
+                        && !self.ranks[other as usize].failed
+                        && self.server.in_startup(other)
+                })
+                .collect();
+            if !starting.is_empty() {
+                self.startup_death = Some(StartupDeath {
+                    at: Instant::now(),
+                    code,
+                    who: format!("{} {how}", self.describe(rank)),
+                    starting,
+                });
+            }
+        }
         let host = &self.placement.host(rank).name;
         eprintln!(
             "{}mpiexec: rank {rank} (host {host}) {how} \u{2014} the job continues (failure policy continue)",
@@ -1108,7 +1147,11 @@ impl Job {
             if self.handle_aborts() {
                 break;
             }
-            if self.handle_lost_proxies() || self.judge_reaped() || self.barrier_deadlock() {
+            if self.handle_lost_proxies()
+                || self.judge_reaped()
+                || self.barrier_deadlock()
+                || self.stuck_in_startup()
+            {
                 break;
             }
             self.respawn_dead(options, identity);
@@ -1124,6 +1167,39 @@ impl Job {
             signals::wait_for_child(pause);
         }
         self.tear_down();
+    }
+
+    /// Under `continue`: whether ranks that were inside MPI_Init's wire-up
+    /// when a process died are still there after [`STARTUP_DEATH_GRACE_MS`]
+    /// (waiting for the dead); then the job ends with the death's code.
+    fn stuck_in_startup(&mut self) -> bool {
+        let Some(death) = &self.startup_death else {
+            return false;
+        };
+        let stuck: Vec<String> = death
+            .starting
+            .iter()
+            .filter(|&&rank| {
+                self.ranks[rank as usize].ending.is_none() && self.server.in_startup(rank)
+            })
+            .map(u32::to_string)
+            .collect();
+        if stuck.is_empty() {
+            self.startup_death = None;
+            return false;
+        }
+        if death.at.elapsed() < Duration::from_millis(STARTUP_DEATH_GRACE_MS) {
+            return false;
+        }
+        let message = format!(
+            "{} during MPI_Init, and rank(s) {} could not finish wiring up without it within {} s (a death during MPI_Init cannot be survived); ending the job",
+            death.who,
+            stuck.join(", "),
+            STARTUP_DEATH_GRACE_MS / 1000
+        );
+        let code = death.code;
+        self.fail(code, &message);
+        true
     }
 
     /// Reaps exited ranks, notifies the watchers of the deaths among them
