@@ -1,4 +1,5 @@
-# resmpi top-level build: Rust workspace -> libmpi.so.12, mpi.h, mpicc, mpiexec.
+# resmpi top-level build: Rust workspace -> libmpi.so.12, mpi.h, mpicc, mpiexec;
+# Fortran: mpif.h, mpi.mod, libmpichfort.so.12, mpifort/mpif90/mpif77.
 #
 #   make / make all         build everything into build/
 #   make install PREFIX=D   copy build/ to D (wrappers find D from their own path)
@@ -10,6 +11,10 @@ PREFIX      ?= /usr/local
 CARGO       ?= cargo
 PYTHON      ?= python3
 LINK_CC     ?= gcc
+# make's built-in FC is f77; MPICH's Fortran ABI is gfortran's.
+ifeq ($(origin FC),default)
+FC          := gfortran
+endif
 # `make CARGO_PACKAGES="-p resmpi-capi"` builds only the C ABI crate.
 CARGO_PACKAGES ?= --workspace
 
@@ -25,11 +30,14 @@ RUST_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
 HEADERS     := $(BUILD)/include/mpi.h $(BUILD)/include/mpio.h $(BUILD)/include/mpi-ext.h
 LIB         := $(BUILD)/lib/$(LIBFILE)
-WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx
+WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx $(BUILD)/bin/mpifort
+FGEN        := abi/gen_fortran.py
+FORT_SONAME := libmpichfort.so.12
+FORT_LIB    := $(BUILD)/lib/$(FORT_SONAME).0.0
 
-.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling FORCE
+.PHONY: all cargo headers lib wrappers mpiexec fortran fortran-module install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling FORCE
 
-all: headers lib wrappers mpiexec
+all: headers lib wrappers mpiexec fortran
 
 cargo:
 	$(CARGO) build --release $(CARGO_PACKAGES)
@@ -68,13 +76,48 @@ $(LIB): $(BUILD)/obj/glue.o $(STATICLIB) $(BUILD)/obj/exports.map
 wrappers: $(WRAPPERS)
 $(BUILD)/bin/mpicc: scripts/mpicc.in
 	@mkdir -p $(@D)
-	sed -e 's/@LANG@/C/' -e 's/@COMPILER@/$${RESMPI_CC:-$${MPICH_CC:-cc}}/' $< > $@
+	sed -e 's/@LANG@/C/' -e 's/@COMPILER@/$${RESMPI_CC:-$${MPICH_CC:-cc}}/' -e 's/@LIBS@/-lmpi/' $< > $@
 	chmod 755 $@
 $(BUILD)/bin/mpicxx: scripts/mpicc.in
 	@mkdir -p $(@D)
-	sed -e 's/@LANG@/C++/' -e 's/@COMPILER@/$${RESMPI_CXX:-$${MPICH_CXX:-c++}}/' $< > $@
+	sed -e 's/@LANG@/C++/' -e 's/@COMPILER@/$${RESMPI_CXX:-$${MPICH_CXX:-c++}}/' -e 's/@LIBS@/-lmpi/' $< > $@
 	chmod 755 $@
 	ln -sfn mpicxx $(BUILD)/bin/mpic++
+# One Fortran wrapper under MPICH's three names (gfortran reads the form from
+# the file name: .f fixed, .f90 free).
+$(BUILD)/bin/mpifort: scripts/mpicc.in
+	@mkdir -p $(@D)
+	sed -e 's/@LANG@/Fortran/' -e 's/@COMPILER@/$${RESMPI_FC:-$${MPICH_FC:-gfortran}}/' -e 's/@LIBS@/-lmpichfort -lmpi/' $< > $@
+	chmod 755 $@
+	ln -sfn mpifort $(BUILD)/bin/mpif90
+	ln -sfn mpifort $(BUILD)/bin/mpif77
+
+# Fortran: mpif.h and module mpi from the same table as mpi.h; the wrappers of
+# libmpichfort.so.12 are C (abi/fortran_glue.c + generated ones), so only the
+# module needs a Fortran compiler: without one it is skipped with a warning.
+fortran: $(BUILD)/include/mpif.h $(FORT_LIB) $(BUILD)/bin/mpifort fortran-module
+$(BUILD)/include/mpif.h: $(TABLE) $(GEN) $(FGEN) Cargo.toml
+	$(PYTHON) $(FGEN) mpif $@
+$(BUILD)/obj/mpi_module.f90: $(TABLE) $(GEN) $(FGEN) Cargo.toml
+	@mkdir -p $(@D)
+	$(PYTHON) $(FGEN) module $@
+fortran-module: $(BUILD)/obj/mpi_module.f90
+	@if command -v $(FC) >/dev/null 2>&1; then \
+	    if [ ! -f $(BUILD)/include/mpi.mod ] || [ $< -nt $(BUILD)/include/mpi.mod ]; then \
+	        echo "$(FC) -c $< -J$(BUILD)/include"; \
+	        $(FC) -c $< -J$(BUILD)/include -o $(BUILD)/obj/mpi_module.o || exit 1; \
+	    fi; \
+	else echo "warning: $(FC) not found; build/include/mpi.mod skipped (use mpi needs it)" >&2; fi
+$(BUILD)/obj/fortran_glue.c: $(TABLE) $(GEN) $(FGEN) abi/fortran_glue.c
+	@mkdir -p $(@D)
+	$(PYTHON) $(FGEN) glue $@
+$(BUILD)/obj/fortran_glue.o: $(BUILD)/obj/fortran_glue.c $(HEADERS)
+	$(LINK_CC) -O2 -fPIC -Wall -Wextra -I$(BUILD)/include -c $< -o $@
+$(FORT_LIB): $(BUILD)/obj/fortran_glue.o $(LIB)
+	$(LINK_CC) -shared -o $@ -Wl,-soname,$(FORT_SONAME) -Wl,--no-undefined -Wl,-z,noexecstack \
+	    $(BUILD)/obj/fortran_glue.o -L$(BUILD)/lib -lmpi
+	ln -sfn $(FORT_LIB:$(BUILD)/lib/%=%) $(BUILD)/lib/$(FORT_SONAME)
+	ln -sfn $(FORT_SONAME) $(BUILD)/lib/libmpichfort.so
 
 # The launcher crate builds target/release/mpiexec; until it exists, warn and go on.
 mpiexec:

@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""Generate resmpi's Fortran bindings from abi/mpi_abi.txt (python3 stdlib only).
+
+    gen_fortran.py mpif OUT            mpif.h (fixed and free form alike)
+    gen_fortran.py module OUT.f90      the source of `use mpi` (module mpi)
+    gen_fortran.py glue OUT.c          the wrappers of libmpichfort.so.12
+    gen_fortran.py names               the Fortran routines wrapped, one a line
+
+The C prototypes of abi/mpi_abi.txt are the table: each C parameter type maps
+to one Fortran convention (everything by reference, INTEGER handles equal to
+the C handles as in MPICH, CHARACTER with a hidden size_t length after the
+arguments, ierror last).  What the C type cannot say is in the small tables
+below: which routines are written by hand (SPECIAL), which are left out
+(SKIP), which parameters are 1-based indices in Fortran, and the MPI-1
+routines whose Fortran address arguments are default INTEGERs.
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen  # noqa: E402  (the C table parser)
+
+# Handle types: an INTEGER in Fortran with the C handle's value (MPI_Comm_c2f
+# is the identity in MPICH's ABI), so `MPI_Comm *` passes straight through.
+INT_HANDLES = {"MPI_Comm", "MPI_Datatype", "MPI_Group", "MPI_Win", "MPI_Session",
+               "MPI_Op", "MPI_Errhandler", "MPI_Request", "MPI_Message", "MPI_Info",
+               "MPIX_Grequest_class"}
+# Scalars passed by value in C and by reference in Fortran.
+BY_VALUE = INT_HANDLES | {"int", "const int", "MPI_Aint", "MPI_Count", "MPI_Offset"}
+# Choice buffers: MPI_BOTTOM and MPI_IN_PLACE arrive as common-block addresses.
+BUFFER_NAMES = {"buf", "sendbuf", "recvbuf", "inbuf", "inoutbuf", "outbuf", "origin_addr",
+                "result_addr", "compare_addr", "buffer", "location", "base"}
+# Procedure arguments whose C and Fortran calling conventions agree (all
+# arguments by reference), so the Fortran procedure's address is the C pointer.
+SAME_CALLBACKS = {"MPI_User_function *", "MPI_Comm_errhandler_function *",
+                  "MPI_Win_errhandler_function *", "MPI_File_errhandler_function *",
+                  "MPI_Session_errhandler_function *"}
+# Written by hand in the glue prologue (see FORTRAN_GLUE_PROLOGUE).
+SPECIAL = {"MPI_Init", "MPI_Init_thread", "MPI_Wtime", "MPI_Wtick", "MPI_Pcontrol",
+           "MPI_Aint_add", "MPI_Aint_diff", "MPI_Comm_get_attr", "MPI_Type_get_attr",
+           "MPI_Win_get_attr", "MPI_Comm_set_attr", "MPI_Type_set_attr", "MPI_Win_set_attr",
+           "MPI_Attr_get", "MPI_Attr_put", "MPI_Comm_create_keyval", "MPI_Type_create_keyval",
+           "MPI_Win_create_keyval", "MPI_Keyval_create"}
+# Not in the Fortran binding (C-only, or needing argv arrays or callbacks of
+# another shape that resmpi does not implement anyway).
+SKIP_PREFIXES = ("MPI_T_",)
+SKIP = {"MPI_Comm_spawn", "MPI_Comm_spawn_multiple", "MPI_Info_create_env",
+        "MPI_Register_datarep", "MPI_Grequest_start", "MPIX_Grequest_start",
+        "MPIX_Grequest_class_create", "MPIX_Grequest_class_allocate", "MPI_Status_c2f",
+        "MPI_Status_f2c"}
+# Indices that are 1-based in Fortran.
+ONE_BASED = {("MPI_Waitany", "index"), ("MPI_Testany", "index"),
+             ("MPI_Waitsome", "array_of_indices"), ("MPI_Testsome", "array_of_indices")}
+# MPI-1 routines whose Fortran form takes default INTEGER addresses where C
+# takes MPI_Aint.
+NARROW_AINT = {"MPI_Address", "MPI_Type_extent", "MPI_Type_lb", "MPI_Type_ub",
+               "MPI_Type_hvector", "MPI_Type_hindexed", "MPI_Type_struct"}
+# Fortran string constants have no room for C's terminating NUL.
+STRING_LENGTHS = {"MPI_MAX_PROCESSOR_NAME", "MPI_MAX_LIBRARY_VERSION_STRING",
+                  "MPI_MAX_ERROR_STRING", "MPI_MAX_PORT_NAME", "MPI_MAX_OBJECT_NAME",
+                  "MPI_MAX_INFO_KEY", "MPI_MAX_INFO_VAL", "MPI_MAX_DATAREP_STRING",
+                  "MPI_MAX_STRINGTAG_LEN", "MPI_MAX_PSET_NAME_LEN"}
+
+
+def split_param(p):
+    m = re.match(r"^(.*?)\b(\w+)\s*((?:\[\w*\])*)$", p.strip())
+    ctype, name, dims = m.group(1).strip(), m.group(2), m.group(3)
+    return ctype, name, dims
+
+
+def wrapped(funcs):
+    """The C functions that get a generated Fortran wrapper, and the reason others don't."""
+    out = []
+    for f in funcs:
+        if f.name in SPECIAL or f.name in SKIP or f.name.startswith(SKIP_PREFIXES):
+            continue
+        if "c2f" in f.name or "f2c" in f.name or f.ret != "int":
+            continue
+        if any(convention(f, p) is None for p in f.param_list()):
+            continue
+        out.append(f)
+    return out
+
+
+def convention(f, p):
+    """How one C parameter crosses from Fortran; None when it cannot."""
+    if p == "...":
+        return None
+    ctype, name, dims = split_param(p)
+    if f.name in NARROW_AINT and "MPI_Aint" in ctype:
+        return "aint_array_in" if dims else ("aint_out" if "*" in ctype else "aint_in")
+    if (f.name, name) in ONE_BASED:
+        return "index_array" if dims else "index"
+    if ctype in BY_VALUE and not dims:
+        return "value"
+    if ctype == "MPI_File" and not dims:
+        return "file_in"
+    if ctype == "MPI_File *":
+        return "file_inout"
+    if ctype in ("const void *", "void *") and name in BUFFER_NAMES:
+        return "buffer"
+    if ctype == "void *" and name == "baseptr":
+        return "pointer"
+    if ctype in SAME_CALLBACKS:
+        return "pointer"
+    if ctype == "MPI_Status *" and not dims:
+        return "status"
+    if ctype == "MPI_Status" and dims:
+        return "statuses"
+    if ctype == "const MPI_Status *":
+        return "pointer"
+    if (ctype == "const char *" and not dims) or (ctype == "const char" and dims == "[]"):
+        return "string_in"
+    if ctype == "void *" and name == "buffer_addr":
+        return "discard_pointer"
+    if ctype == "char *" and not dims:
+        return "string_out"
+    if ctype in ("const int", "int") and name.endswith("weights") and dims:
+        return "weights"
+    base = ctype.replace("const ", "").rstrip(" *").strip()
+    if base in INT_HANDLES | {"int", "MPI_Aint", "MPI_Count", "MPI_Offset"}:
+        if ctype.endswith("*") or dims:
+            return "pointer"
+    return None
+
+
+# ----------------------------------------------------------------- mpif.h
+def signed32(value):
+    v = int(value, 0)
+    if v >= 1 << 31:
+        v -= 1 << 32
+    return v
+
+
+def fortran_int(v):
+    # -2147483648 is not a Fortran literal (the minus is an operator).
+    return "(-2147483647-1)" if v == -(1 << 31) else str(v)
+
+
+def constants(items):
+    """(name, fortran type, value text) for every constant of mpif.h."""
+    out = [("MPI_SOURCE", "INTEGER", "3"), ("MPI_TAG", "INTEGER", "4"),
+           ("MPI_ERROR", "INTEGER", "5"), ("MPI_STATUS_SIZE", "INTEGER", "5"),
+           ("MPI_ADDRESS_KIND", "INTEGER", "8"), ("MPI_OFFSET_KIND", "INTEGER", "8"),
+           ("MPI_COUNT_KIND", "INTEGER", "8"), ("MPI_INTEGER_KIND", "INTEGER", "4"),
+           ("MPI_DISPLACEMENT_CURRENT", "INTEGER*8", "-54278278"),
+           ("MPI_SUBARRAYS_SUPPORTED", "LOGICAL", ".FALSE."),
+           ("MPI_ASYNC_PROTECTS_NONBLOCKING", "LOGICAL", ".FALSE.")]
+    taken = {n for n, _, _ in out}
+    for i in items:
+        if i.kind != "const" or i.name in taken:
+            continue
+        ctype, value = i.rest.split()[:2]
+        if ctype != "int" and ctype not in INT_HANDLES:
+            continue
+        v = signed32(value)
+        if i.name in STRING_LENGTHS:
+            v -= 1
+        out.append((i.name, "INTEGER", fortran_int(v)))
+    return out
+
+
+def declarations(items):
+    """The lines shared by mpif.h and module mpi (valid fixed and free form:
+    statements from column 7, no continuation lines, '!' comments)."""
+    o = []
+    w = o.append
+    for name, ftype, value in constants(items):
+        w(f"       {ftype} {name}")
+        w(f"       PARAMETER ({name}={value})")
+    w("!      Sentinels: libmpichfort recognises their addresses (MPICH's")
+    w("!      common blocks, so binaries built against MPICH find them too).")
+    w("       INTEGER MPI_BOTTOM, MPI_IN_PLACE")
+    w("       INTEGER MPI_STATUS_IGNORE(MPI_STATUS_SIZE)")
+    w("       INTEGER MPI_STATUSES_IGNORE(MPI_STATUS_SIZE,1)")
+    w("       INTEGER MPI_ERRCODES_IGNORE(1)")
+    w("       CHARACTER*1 MPI_ARGVS_NULL(1,1)")
+    w("       CHARACTER*1 MPI_ARGV_NULL(1)")
+    w("       INTEGER MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY")
+    w("       COMMON /MPIFCMB5/ MPI_UNWEIGHTED")
+    w("       COMMON /MPIFCMB9/ MPI_WEIGHTS_EMPTY")
+    w("       SAVE /MPIFCMB5/")
+    w("       SAVE /MPIFCMB9/")
+    w("       COMMON /MPIPRIV1/ MPI_BOTTOM, MPI_IN_PLACE, MPI_STATUS_IGNORE")
+    w("       COMMON /MPIPRIV2/ MPI_STATUSES_IGNORE, MPI_ERRCODES_IGNORE")
+    w("       SAVE /MPIPRIV1/,/MPIPRIV2/")
+    w("       COMMON /MPIPRIVC/ MPI_ARGVS_NULL, MPI_ARGV_NULL")
+    w("       SAVE /MPIPRIVC/")
+    w("       EXTERNAL MPI_DUP_FN, MPI_NULL_DELETE_FN, MPI_NULL_COPY_FN")
+    w("       EXTERNAL MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN")
+    w("       EXTERNAL MPI_COMM_NULL_COPY_FN")
+    w("       EXTERNAL MPI_WIN_DUP_FN, MPI_WIN_NULL_DELETE_FN")
+    w("       EXTERNAL MPI_WIN_NULL_COPY_FN")
+    w("       EXTERNAL MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN")
+    w("       EXTERNAL MPI_TYPE_NULL_COPY_FN")
+    w("       EXTERNAL MPI_WTIME, MPI_WTICK, PMPI_WTIME, PMPI_WTICK")
+    w("       DOUBLE PRECISION MPI_WTIME, MPI_WTICK, PMPI_WTIME, PMPI_WTICK")
+    return o
+
+
+def gen_mpif(items):
+    head = ["! mpif.h of resmpi " + gen.version() + ", generated by abi/gen_fortran.py",
+            "! from abi/mpi_abi.txt.  Do not edit.  Values and common blocks are",
+            "! MPICH 4.0.2's, so objects built with either library link with both."]
+    return "\n".join(head + declarations(items)) + "\n"
+
+
+def gen_module(items):
+    o = ["! module mpi of resmpi " + gen.version() + ", generated by abi/gen_fortran.py.",
+         "! Do not edit.  Like MPICH's, it declares no interfaces for routines with",
+         "! choice buffers; it has none at all, so any actual argument type works.",
+         "module mpi", "       implicit none"]
+    o += declarations(items)
+    o += ["end module mpi"]
+    return "\n".join(o) + "\n"
+
+
+# ----------------------------------------------------------------- glue
+def aliases(lower):
+    """MPICH's eight names of one Fortran routine (mpi_send_ and friends); the
+    strong one is pmpi_x_, as in libmpichfort."""
+    upper = lower.upper()
+    return [f"mpi_{lower}_", f"mpi_{lower}__", f"mpi_{lower}", f"pmpi_{lower}",
+            f"pmpi_{lower}__", f"MPI_{upper}", f"PMPI_{upper}"]
+
+
+def emit_aliases(w, lower):
+    for a in aliases(lower):
+        w(f'extern __typeof__(pmpi_{lower}_) {a} __attribute__((weak, alias("pmpi_{lower}_")));')
+
+
+def gen_wrapper(f):
+    lower = f.name[4:].lower() if f.name.startswith("MPI_") else f.name.lower()
+    if f.name.startswith("MPIX_"):
+        lower = "x_" + f.name[5:].lower()
+    fparams, pre, args, post, hidden = [], [], [], [], []
+    for p in f.param_list():
+        ctype, name, dims = split_param(p)
+        kind = convention(f, p)
+        n = "p_" + name
+        if kind == "value":
+            base = ctype.replace("const ", "")
+            ftype = "MPI_Fint" if base in INT_HANDLES | {"int"} else base
+            fparams.append(f"{ftype} *{n}")
+            args.append(f"*{n}")
+        elif kind == "buffer":
+            fparams.append(f"void *{n}")
+            args.append(f"fortran_buffer({n})")
+        elif kind == "pointer":
+            base = ctype.replace("const ", "").rstrip(" *").strip()
+            ftype = {"MPI_Aint": "MPI_Aint", "MPI_Count": "MPI_Count",
+                     "MPI_Offset": "MPI_Offset"}.get(
+                base, "MPI_Fint" if base in INT_HANDLES | {"int"} else "void")
+            fparams.append(f"{ftype} *{n}")
+            if dims:
+                args.append(f"({base} *){n}" if "[3]" not in dims else f"(int (*)[3]){n}")
+            else:
+                args.append(f"({ctype.replace('const ', '')}){n}")
+        elif kind == "discard_pointer":
+            # The Fortran argument has no room for a C pointer; MPICH drops it too.
+            fparams.append(f"void *{n}")
+            pre.append(f"    void *c_{name} = NULL;")
+            pre.append(f"    (void){n};")
+            args.append(f"&c_{name}")
+        elif kind == "status":
+            fparams.append(f"MPI_Fint *{n}")
+            args.append(f"fortran_status({n})")
+        elif kind == "statuses":
+            fparams.append(f"MPI_Fint *{n}")
+            args.append(f"fortran_statuses({n})")
+        elif kind == "weights":
+            fparams.append(f"MPI_Fint *{n}")
+            args.append(f"fortran_weights({n})")
+        elif kind == "string_in":
+            fparams.append(f"const char *{n}")
+            hidden.append(f"size_t {n}_len")
+            pre.append(f"    char *c_{name} = fortran_string_in({n}, {n}_len);")
+            pre.append(f"    if (!c_{name}) {{ *ierror = MPI_ERR_NO_MEM; return; }}")
+            args.append(f"c_{name}")
+            post.append(f"    free(c_{name});")
+        elif kind == "string_out":
+            fparams.append(f"char *{n}")
+            hidden.append(f"size_t {n}_len")
+            pre.append(f"    char *c_{name} = calloc({n}_len + FORTRAN_STRING_SLACK, 1);")
+            pre.append(f"    if (!c_{name}) {{ *ierror = MPI_ERR_NO_MEM; return; }}")
+            args.append(f"c_{name}")
+            post.append(f"    fortran_string_out(c_{name}, {n}, {n}_len);")
+            post.append(f"    free(c_{name});")
+        elif kind == "file_in":
+            fparams.append(f"MPI_Fint *{n}")
+            args.append(f"MPI_File_f2c(*{n})")
+        elif kind == "file_inout":
+            fparams.append(f"MPI_Fint *{n}")
+            pre.append(f"    MPI_File c_{name} = MPI_File_f2c(*{n});")
+            args.append(f"&c_{name}")
+            post.append(f"    *{n} = MPI_File_c2f(c_{name});")
+        elif kind == "index":
+            fparams.append(f"MPI_Fint *{n}")
+            args.append(n)
+            post.append(f"    if (rc == MPI_SUCCESS && *{n} >= 0) *{n} += 1;")
+        elif kind == "index_array":
+            fparams.append(f"MPI_Fint *{n}")
+            args.append(n)
+            post.append(f"    if (rc == MPI_SUCCESS && *p_outcount != MPI_UNDEFINED)")
+            post.append(f"        for (int i = 0; i < *p_outcount; i++) {n}[i] += 1;")
+        elif kind == "aint_in":
+            fparams.append(f"MPI_Fint *{n}")
+            args.append(f"(MPI_Aint)*{n}")
+        elif kind == "aint_out":
+            fparams.append(f"MPI_Fint *{n}")
+            pre.append(f"    MPI_Aint c_{name} = 0;")
+            args.append(f"&c_{name}")
+            post.append(f"    if (rc == MPI_SUCCESS) *{n} = (MPI_Fint)c_{name};")
+        elif kind == "aint_array_in":
+            fparams.append(f"MPI_Fint *{n}")
+            pre.append(f"    MPI_Aint *c_{name} = fortran_widen({n}, *p_count);")
+            pre.append(f"    if (!c_{name}) {{ *ierror = MPI_ERR_NO_MEM; return; }}")
+            args.append(f"c_{name}")
+            post.append(f"    free(c_{name});")
+        else:
+            raise SystemExit(f"gen_fortran: {f.name}: no convention for {p!r}")
+    sig = ", ".join(fparams + ["MPI_Fint *ierror"] + hidden)
+    o = [f"void pmpi_{lower}_({sig});", f"void pmpi_{lower}_({sig})", "{"]
+    o += pre
+    o.append(f"    int rc = {f.name}({', '.join(args)});")
+    o += post
+    o += ["    *ierror = rc;", "}"]
+    w = o.append
+    emit_aliases(w, lower)
+    return lower, "\n".join(o)
+
+
+def gen_glue(items, funcs):
+    o = [f"/* libmpichfort.so.12 of resmpi {gen.version()}: generated by abi/gen_fortran.py",
+         " * from abi/mpi_abi.txt.  Do not edit. */",
+         open(os.path.join(gen.HERE, "fortran_glue.c")).read()]
+    names = []
+    for f in wrapped(funcs):
+        lower, text = gen_wrapper(f)
+        names.append(lower)
+        o.append(text)
+    # The routines written by hand in fortran_glue.c get MPICH's names too.
+    for lower in HAND_WRITTEN:
+        o.append("\n".join(_alias_lines(lower)))
+    return "\n\n".join(o) + "\n", names
+
+
+HAND_WRITTEN = ["init", "init_thread", "wtime", "wtick", "pcontrol", "aint_add", "aint_diff",
+                "comm_get_attr", "type_get_attr", "win_get_attr", "comm_set_attr",
+                "type_set_attr", "win_set_attr", "attr_get", "attr_put", "comm_create_keyval",
+                "type_create_keyval", "win_create_keyval", "keyval_create", "dup_fn",
+                "null_copy_fn", "null_delete_fn", "comm_dup_fn", "comm_null_copy_fn",
+                "comm_null_delete_fn", "type_dup_fn", "type_null_copy_fn",
+                "type_null_delete_fn", "win_dup_fn", "win_null_copy_fn", "win_null_delete_fn"]
+
+
+def _alias_lines(lower):
+    o = []
+    emit_aliases(o.append, lower)
+    return o
+
+
+def main(argv):
+    items, funcs, _ = gen.parse_table()
+    if len(argv) == 3 and argv[1] == "mpif":
+        gen.write(argv[2], gen_mpif(items))
+    elif len(argv) == 3 and argv[1] == "module":
+        gen.write(argv[2], gen_module(items))
+    elif len(argv) == 3 and argv[1] == "glue":
+        text, names = gen_glue(items, funcs)
+        gen.write(argv[2], text)
+        print(f"gen_fortran: {len(names)} generated wrappers, {len(HAND_WRITTEN)} by hand")
+    elif len(argv) == 2 and argv[1] == "names":
+        for f in wrapped(funcs):
+            print(f.name)
+        for lower in HAND_WRITTEN:
+            print("MPI_" + lower.capitalize())
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
