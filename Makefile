@@ -76,18 +76,20 @@ $(LIB): $(BUILD)/obj/glue.o $(STATICLIB) $(BUILD)/obj/exports.map
 wrappers: $(WRAPPERS)
 $(BUILD)/bin/mpicc: scripts/mpicc.in
 	@mkdir -p $(@D)
-	sed -e 's/@LANG@/C/' -e 's/@COMPILER@/$${RESMPI_CC:-$${MPICH_CC:-cc}}/' -e 's/@LIBS@/-lmpi/' $< > $@
+	sed -e 's/@LANG@/C/' -e 's/@COMPILER@/$${RESMPI_CC:-$${MPICH_CC:-cc}}/' -e 's/@LIBS@/-lmpi/' -e 's/@FLAGS@//' $< > $@
 	chmod 755 $@
 $(BUILD)/bin/mpicxx: scripts/mpicc.in
 	@mkdir -p $(@D)
-	sed -e 's/@LANG@/C++/' -e 's/@COMPILER@/$${RESMPI_CXX:-$${MPICH_CXX:-c++}}/' -e 's/@LIBS@/-lmpi/' $< > $@
+	sed -e 's/@LANG@/C++/' -e 's/@COMPILER@/$${RESMPI_CXX:-$${MPICH_CXX:-c++}}/' -e 's/@LIBS@/-lmpi/' -e 's/@FLAGS@//' $< > $@
 	chmod 755 $@
 	ln -sfn mpicxx $(BUILD)/bin/mpic++
 # One Fortran wrapper under MPICH's three names (gfortran reads the form from
-# the file name: .f fixed, .f90 free).
+# the file name: .f fixed, .f90 free).  Like MPICH's, it passes
+# -fallow-argument-mismatch: without interfaces, gfortran >= 10 rejects one
+# routine called with buffers of two types in a file.
 $(BUILD)/bin/mpifort: scripts/mpicc.in
 	@mkdir -p $(@D)
-	sed -e 's/@LANG@/Fortran/' -e 's/@COMPILER@/$${RESMPI_FC:-$${MPICH_FC:-gfortran}}/' -e 's/@LIBS@/-lmpichfort -lmpi/' $< > $@
+	sed -e 's/@LANG@/Fortran/' -e 's/@COMPILER@/$${RESMPI_FC:-$${MPICH_FC:-gfortran}}/' -e 's/@LIBS@/-lmpichfort -lmpi/' -e 's/@FLAGS@/ -fallow-argument-mismatch/' $< > $@
 	chmod 755 $@
 	ln -sfn mpifort $(BUILD)/bin/mpif90
 	ln -sfn mpifort $(BUILD)/bin/mpif77

@@ -22,6 +22,7 @@
 #undef MPI_WIN_NULL_COPY_FN
 #undef MPI_WIN_NULL_DELETE_FN
 #undef MPI_WIN_DUP_FN
+#undef MPI_CONVERSION_FN_NULL
 
 /* MPICH's Fortran common blocks (same names, sizes and member order as the
  * COMMON statements of mpif.h).  A program that includes mpif.h defines them
@@ -417,5 +418,194 @@ NULL_DELETE(type_null_delete_fn, MPI_Aint)
 NULL_COPY(win_null_copy_fn, MPI_Aint)
 DUP(win_dup_fn, MPI_Aint)
 NULL_DELETE(win_null_delete_fn, MPI_Aint)
+
+void pmpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror);
+void pmpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror)
+{
+    *ierror = MPI_Info_create_env(0, NULL, info);
+}
+
+/* MPI_F_SYNC_REG only has to make the compiler believe the buffer is used. */
+void pmpi_f_sync_reg_(void *buffer);
+void pmpi_f_sync_reg_(void *buffer)
+{
+    __asm__ __volatile__("" : : "r"(buffer) : "memory");
+}
+
+/* MPI_CONVERSION_FN_NULL is a Fortran EXTERNAL that MPI_REGISTER_DATAREP
+ * recognises; it is never called. */
+void pmpi_conversion_fn_null_(void *userbuf, MPI_Fint *datatype, MPI_Fint *count, void *filebuf,
+                              MPI_Offset *position, MPI_Aint *extra_state, MPI_Fint *ierror);
+void pmpi_conversion_fn_null_(void *userbuf, MPI_Fint *datatype, MPI_Fint *count, void *filebuf,
+                              MPI_Offset *position, MPI_Aint *extra_state, MPI_Fint *ierror)
+{
+    (void)userbuf; (void)datatype; (void)count; (void)filebuf; (void)position; (void)extra_state;
+    *ierror = MPI_SUCCESS;
+}
+
+/* Fortran data conversion callbacks would need trampolines like the keyvals';
+ * resmpi's MPI_Register_datarep is unimplemented anyway, so say so plainly. */
+void pmpi_register_datarep_(const char *datarep, void *read_fn, void *write_fn, void *extent_fn,
+                            MPI_Aint *extra_state, MPI_Fint *ierror, size_t datarep_len);
+void pmpi_register_datarep_(const char *datarep, void *read_fn, void *write_fn, void *extent_fn,
+                            MPI_Aint *extra_state, MPI_Fint *ierror, size_t datarep_len)
+{
+    (void)datarep; (void)read_fn; (void)write_fn; (void)extent_fn; (void)extra_state;
+    (void)datarep_len;
+    *ierror = MPI_ERR_UNSUPPORTED_OPERATION;
+}
+
+/* Generalized requests: the Fortran callbacks and extra state ride in a
+ * block that is the C extra_state, freed after the Fortran free_fn ran. */
+typedef void(fortran_query_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
+typedef void(fortran_free_fn)(MPI_Aint *, MPI_Fint *);
+typedef void(fortran_cancel_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
+struct fortran_grequest {
+    fortran_query_fn *query;
+    fortran_free_fn *free_fn;
+    fortran_cancel_fn *cancel;
+    MPI_Aint extra_state;
+};
+
+static int grequest_query(void *state, MPI_Status *status)
+{
+    struct fortran_grequest *g = state;
+    MPI_Fint ierror = MPI_SUCCESS;
+    g->query(&g->extra_state, (MPI_Fint *)status, &ierror);
+    return ierror;
+}
+
+static int grequest_free(void *state)
+{
+    struct fortran_grequest *g = state;
+    MPI_Fint ierror = MPI_SUCCESS;
+    g->free_fn(&g->extra_state, &ierror);
+    free(g);
+    return ierror;
+}
+
+static int grequest_cancel(void *state, int complete)
+{
+    struct fortran_grequest *g = state;
+    MPI_Fint f_complete = complete != 0, ierror = MPI_SUCCESS;
+    g->cancel(&g->extra_state, &f_complete, &ierror);
+    return ierror;
+}
+
+void pmpi_grequest_start_(fortran_query_fn *query, fortran_free_fn *free_fn,
+                          fortran_cancel_fn *cancel, MPI_Aint *extra_state, MPI_Fint *request,
+                          MPI_Fint *ierror);
+void pmpi_grequest_start_(fortran_query_fn *query, fortran_free_fn *free_fn,
+                          fortran_cancel_fn *cancel, MPI_Aint *extra_state, MPI_Fint *request,
+                          MPI_Fint *ierror)
+{
+    struct fortran_grequest *g = malloc(sizeof *g);
+    if (!g) {
+        *ierror = MPI_ERR_NO_MEM;
+        return;
+    }
+    *g = (struct fortran_grequest){query, free_fn, cancel, *extra_state};
+    *ierror = MPI_Grequest_start(grequest_query, grequest_free, grequest_cancel, g, request);
+    if (*ierror != MPI_SUCCESS)
+        free(g);
+}
+
+/* Spawn.  A Fortran argv is a CHARACTER array ended by a blank entry
+ * (MPI-4.0 section 11.8.2); MPI_ARGV_NULL is a common-block address. */
+static void free_argv(char **argv)
+{
+    if (argv) {
+        for (char **a = argv; *a; a++)
+            free(*a);
+        free(argv);
+    }
+}
+
+/* Entries first, first + stride, ... of length `length` until a blank one. */
+static char **fortran_argv(const char *first, size_t stride, size_t length)
+{
+    size_t count = 0;
+    while (1) {
+        const char *entry = first + count * stride;
+        size_t used = length;
+        while (used > 0 && entry[used - 1] == ' ')
+            used--;
+        if (used == 0)
+            break;
+        count++;
+    }
+    char **argv = calloc(count + 1, sizeof *argv);
+    if (!argv)
+        return NULL;
+    for (size_t i = 0; i < count; i++)
+        if (!(argv[i] = fortran_string_in(first + i * stride, length))) {
+            free_argv(argv);
+            return NULL;
+        }
+    return argv;
+}
+
+static int *fortran_errcodes(MPI_Fint *errcodes)
+{
+    return errcodes == mpipriv2_.errcodes_ignore ? MPI_ERRCODES_IGNORE : errcodes;
+}
+
+void pmpi_comm_spawn_(const char *command, const char *argv, MPI_Fint *maxprocs, MPI_Fint *info,
+                      MPI_Fint *root, MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
+                      MPI_Fint *ierror, size_t command_len, size_t argv_len);
+void pmpi_comm_spawn_(const char *command, const char *argv, MPI_Fint *maxprocs, MPI_Fint *info,
+                      MPI_Fint *root, MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
+                      MPI_Fint *ierror, size_t command_len, size_t argv_len)
+{
+    char *c_command = fortran_string_in(command, command_len);
+    char **c_argv = argv == mpiprivc_.argv_null ? MPI_ARGV_NULL
+                                                : fortran_argv(argv, argv_len, argv_len);
+    if (!c_command || (argv != mpiprivc_.argv_null && !c_argv))
+        *ierror = MPI_ERR_NO_MEM;
+    else
+        *ierror = MPI_Comm_spawn(c_command, c_argv, *maxprocs, *info, *root, *comm, intercomm,
+                                 fortran_errcodes(errcodes));
+    free(c_command);
+    if (argv != mpiprivc_.argv_null)
+        free_argv(c_argv);
+}
+
+void pmpi_comm_spawn_multiple_(MPI_Fint *count, const char *commands, const char *argvs,
+                               MPI_Fint *maxprocs, MPI_Fint *infos, MPI_Fint *root,
+                               MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
+                               MPI_Fint *ierror, size_t commands_len, size_t argvs_len);
+void pmpi_comm_spawn_multiple_(MPI_Fint *count, const char *commands, const char *argvs,
+                               MPI_Fint *maxprocs, MPI_Fint *infos, MPI_Fint *root,
+                               MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *errcodes,
+                               MPI_Fint *ierror, size_t commands_len, size_t argvs_len)
+{
+    int n = *count > 0 ? *count : 0;
+    int ignore_argv = argvs == mpiprivc_.argvs_null;
+    char **c_commands = calloc((size_t)n + 1, sizeof *c_commands);
+    char ***c_argvs = ignore_argv ? MPI_ARGVS_NULL : calloc((size_t)n + 1, sizeof *c_argvs);
+    int rc = (c_commands && (ignore_argv || c_argvs)) ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
+        c_commands[i] = fortran_string_in(commands + (size_t)i * commands_len, commands_len);
+        /* ARRAY_OF_ARGV(COUNT, *): command i's arguments are column-strided. */
+        if (!ignore_argv)
+            c_argvs[i] = fortran_argv(argvs + (size_t)i * argvs_len, (size_t)n * argvs_len,
+                                      argvs_len);
+        if (!c_commands[i] || (!ignore_argv && !c_argvs[i]))
+            rc = MPI_ERR_NO_MEM;
+    }
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_spawn_multiple(*count, c_commands, c_argvs, maxprocs, infos, *root, *comm,
+                                     intercomm, fortran_errcodes(errcodes));
+    for (int i = 0; i < n; i++) {
+        if (c_commands)
+            free(c_commands[i]);
+        if (c_argvs)
+            free_argv(c_argvs[i]);
+    }
+    free(c_commands);
+    if (!ignore_argv)
+        free(c_argvs);
+    *ierror = rc;
+}
 
 /* ------------------------------------------------------------ generated */

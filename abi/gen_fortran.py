@@ -50,7 +50,7 @@ SKIP = {"MPI_Comm_spawn", "MPI_Comm_spawn_multiple", "MPI_Info_create_env",
         "MPIX_Grequest_class_create", "MPIX_Grequest_class_allocate", "MPI_Status_c2f",
         "MPI_Status_f2c"}
 # Indices that are 1-based in Fortran.
-ONE_BASED = {("MPI_Waitany", "index"), ("MPI_Testany", "index"),
+ONE_BASED = {("MPI_Waitany", "indx"), ("MPI_Testany", "indx"),
              ("MPI_Waitsome", "array_of_indices"), ("MPI_Testsome", "array_of_indices")}
 # MPI-1 routines whose Fortran form takes default INTEGER addresses where C
 # takes MPI_Aint.
@@ -70,7 +70,14 @@ def split_param(p):
 
 
 def wrapped(funcs):
-    """The C functions that get a generated Fortran wrapper, and the reason others don't."""
+    """The C functions that get a generated Fortran wrapper."""
+    # A renamed C parameter or function must not silently drop a conversion.
+    params = {(f.name, split_param(p)[1]) for f in funcs for p in f.param_list() if p != "..."}
+    names = {f.name for f in funcs}
+    for key in ONE_BASED - params:
+        raise SystemExit(f"gen_fortran: ONE_BASED names an unknown parameter {key}")
+    for name in (SPECIAL | NARROW_AINT | SKIP) - names:
+        raise SystemExit(f"gen_fortran: {name} is not in the C table")
     out = []
     for f in funcs:
         if f.name in SPECIAL or f.name in SKIP or f.name.startswith(SKIP_PREFIXES):
@@ -217,23 +224,23 @@ def gen_module(items):
 
 
 # ----------------------------------------------------------------- glue
-def aliases(lower):
+def aliases(prefix, lower):
     """MPICH's eight names of one Fortran routine (mpi_send_ and friends); the
-    strong one is pmpi_x_, as in libmpichfort."""
-    upper = lower.upper()
-    return [f"mpi_{lower}_", f"mpi_{lower}__", f"mpi_{lower}", f"pmpi_{lower}",
-            f"pmpi_{lower}__", f"MPI_{upper}", f"PMPI_{upper}"]
+    strong one is pmpi_send_, as in libmpichfort.  prefix: mpi or mpix."""
+    p, upper, up = prefix, lower.upper(), prefix.upper()
+    return [f"{p}_{lower}_", f"{p}_{lower}__", f"{p}_{lower}", f"p{p}_{lower}",
+            f"p{p}_{lower}__", f"{up}_{upper}", f"P{up}_{upper}"]
 
 
-def emit_aliases(w, lower):
-    for a in aliases(lower):
-        w(f'extern __typeof__(pmpi_{lower}_) {a} __attribute__((weak, alias("pmpi_{lower}_")));')
+def emit_aliases(w, prefix, lower):
+    strong = f"p{prefix}_{lower}_"
+    for a in aliases(prefix, lower):
+        w(f'extern __typeof__({strong}) {a} __attribute__((weak, alias("{strong}")));')
 
 
 def gen_wrapper(f):
-    lower = f.name[4:].lower() if f.name.startswith("MPI_") else f.name.lower()
-    if f.name.startswith("MPIX_"):
-        lower = "x_" + f.name[5:].lower()
+    prefix, _, rest = f.name.partition("_")
+    prefix, lower = prefix.lower(), rest.lower()
     fparams, pre, args, post, hidden = [], [], [], [], []
     for p in f.param_list():
         ctype, name, dims = split_param(p)
@@ -321,13 +328,13 @@ def gen_wrapper(f):
         else:
             raise SystemExit(f"gen_fortran: {f.name}: no convention for {p!r}")
     sig = ", ".join(fparams + ["MPI_Fint *ierror"] + hidden)
-    o = [f"void pmpi_{lower}_({sig});", f"void pmpi_{lower}_({sig})", "{"]
+    o = [f"void p{prefix}_{lower}_({sig});", f"void p{prefix}_{lower}_({sig})", "{"]
     o += pre
     o.append(f"    int rc = {f.name}({', '.join(args)});")
     o += post
     o += ["    *ierror = rc;", "}"]
     w = o.append
-    emit_aliases(w, lower)
+    emit_aliases(w, prefix, lower)
     return lower, "\n".join(o)
 
 
@@ -352,12 +359,14 @@ HAND_WRITTEN = ["init", "init_thread", "wtime", "wtick", "pcontrol", "aint_add",
                 "type_create_keyval", "win_create_keyval", "keyval_create", "dup_fn",
                 "null_copy_fn", "null_delete_fn", "comm_dup_fn", "comm_null_copy_fn",
                 "comm_null_delete_fn", "type_dup_fn", "type_null_copy_fn",
-                "type_null_delete_fn", "win_dup_fn", "win_null_copy_fn", "win_null_delete_fn"]
+                "type_null_delete_fn", "win_dup_fn", "win_null_copy_fn", "win_null_delete_fn",
+                "info_create_env", "f_sync_reg", "conversion_fn_null", "register_datarep",
+                "grequest_start", "comm_spawn", "comm_spawn_multiple"]
 
 
 def _alias_lines(lower):
     o = []
-    emit_aliases(o.append, lower)
+    emit_aliases(o.append, "mpi", lower)
     return o
 
 
