@@ -117,7 +117,7 @@ $(BUILD)/obj/fortran_glue.o: $(BUILD)/obj/fortran_glue.c $(HEADERS)
 	$(LINK_CC) -O2 -fPIC -Wall -Wextra -I$(BUILD)/include -c $< -o $@
 $(FORT_LIB): $(BUILD)/obj/fortran_glue.o $(LIB)
 	$(LINK_CC) -shared -o $@ -Wl,-soname,$(FORT_SONAME) -Wl,--no-undefined -Wl,-z,noexecstack \
-	    $(BUILD)/obj/fortran_glue.o -L$(BUILD)/lib -lmpi
+	    $(BUILD)/obj/fortran_glue.o -L$(BUILD)/lib -lmpi -Wl,-rpath,'$$ORIGIN'
 	ln -sfn $(FORT_LIB:$(BUILD)/lib/%=%) $(BUILD)/lib/$(FORT_SONAME)
 	ln -sfn $(FORT_SONAME) $(BUILD)/lib/libmpichfort.so
 

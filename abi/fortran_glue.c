@@ -156,6 +156,21 @@ MPI_Aint pmpi_aint_diff_(MPI_Aint *addr1, MPI_Aint *addr2)
 /* Attributes.  Fortran stores an INTEGER(KIND=MPI_ADDRESS_KIND) value where
  * C stores a pointer; the predefined attributes are pointers to the value in
  * C (to an int, or an MPI_Aint for MPI_WIN_SIZE) and values in Fortran. */
+/* MPICH's Fortran predefined keyvals are the C ones + 1 (gen_fortran.py's
+ * FORTRAN_KEYVALS). */
+static int fortran_keyval(int keyval)
+{
+    switch (keyval) {
+    case MPI_TAG_UB + 1: case MPI_HOST + 1: case MPI_IO + 1: case MPI_WTIME_IS_GLOBAL + 1:
+    case MPI_UNIVERSE_SIZE + 1: case MPI_LASTUSEDCODE + 1: case MPI_APPNUM + 1:
+    case MPI_WIN_BASE + 1: case MPI_WIN_SIZE + 1: case MPI_WIN_DISP_UNIT + 1:
+    case MPI_WIN_CREATE_FLAVOR + 1: case MPI_WIN_MODEL + 1:
+        return keyval - 1;
+    default:
+        return keyval;
+    }
+}
+
 static MPI_Aint attribute_value(int keyval, void *c_value)
 {
     switch (keyval) {
@@ -177,10 +192,10 @@ void pmpi_comm_get_attr_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Aint *value, MPI_
 {
     void *c_value = NULL;
     int c_flag = 0;
-    *ierror = MPI_Comm_get_attr(*comm, *keyval, &c_value, &c_flag);
+    *ierror = MPI_Comm_get_attr(*comm, fortran_keyval(*keyval), &c_value, &c_flag);
     *flag = c_flag != 0;
     if (*ierror == MPI_SUCCESS && c_flag)
-        *value = attribute_value(*keyval, c_value);
+        *value = attribute_value(fortran_keyval(*keyval), c_value);
 }
 
 void pmpi_type_get_attr_(MPI_Fint *type, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
@@ -203,10 +218,10 @@ void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *value, MPI_Fi
 {
     void *c_value = NULL;
     int c_flag = 0;
-    *ierror = MPI_Win_get_attr(*win, *keyval, &c_value, &c_flag);
+    *ierror = MPI_Win_get_attr(*win, fortran_keyval(*keyval), &c_value, &c_flag);
     *flag = c_flag != 0;
     if (*ierror == MPI_SUCCESS && c_flag)
-        *value = attribute_value(*keyval, c_value);
+        *value = attribute_value(fortran_keyval(*keyval), c_value);
 }
 
 void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *value, MPI_Fint *flag,
@@ -216,10 +231,10 @@ void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *value, MPI_Fint 
 {
     void *c_value = NULL;
     int c_flag = 0;
-    *ierror = MPI_Comm_get_attr(*comm, *keyval, &c_value, &c_flag);
+    *ierror = MPI_Comm_get_attr(*comm, fortran_keyval(*keyval), &c_value, &c_flag);
     *flag = c_flag != 0;
     if (*ierror == MPI_SUCCESS && c_flag)
-        *value = (MPI_Fint)attribute_value(*keyval, c_value);
+        *value = (MPI_Fint)attribute_value(fortran_keyval(*keyval), c_value);
 }
 
 void pmpi_comm_set_attr_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *ierror);

@@ -61,6 +61,15 @@ STRING_LENGTHS = {"MPI_MAX_PROCESSOR_NAME", "MPI_MAX_LIBRARY_VERSION_STRING",
                   "MPI_MAX_ERROR_STRING", "MPI_MAX_PORT_NAME", "MPI_MAX_OBJECT_NAME",
                   "MPI_MAX_INFO_KEY", "MPI_MAX_INFO_VAL", "MPI_MAX_DATAREP_STRING",
                   "MPI_MAX_STRINGTAG_LEN", "MPI_MAX_PSET_NAME_LEN"}
+# Predefined attribute keyvals: MPICH's Fortran value is the C value + 1 (the
+# low bit says the caller wants the value, not a pointer to it), and
+# libmpichfort maps it back (fortran_keyval in fortran_glue.c).
+FORTRAN_KEYVALS = {"MPI_TAG_UB", "MPI_HOST", "MPI_IO", "MPI_WTIME_IS_GLOBAL",
+                   "MPI_UNIVERSE_SIZE", "MPI_LASTUSEDCODE", "MPI_APPNUM", "MPI_WIN_BASE",
+                   "MPI_WIN_SIZE", "MPI_WIN_DISP_UNIT", "MPI_WIN_CREATE_FLAVOR",
+                   "MPI_WIN_MODEL"}
+# C-only constants: the tool interface and C's 0-based status indices.
+C_ONLY_PREFIXES = ("MPI_T_", "MPI_F_")
 
 
 def split_param(p):
@@ -152,11 +161,12 @@ def constants(items):
            ("MPI_ADDRESS_KIND", "INTEGER", "8"), ("MPI_OFFSET_KIND", "INTEGER", "8"),
            ("MPI_COUNT_KIND", "INTEGER", "8"), ("MPI_INTEGER_KIND", "INTEGER", "4"),
            ("MPI_DISPLACEMENT_CURRENT", "INTEGER*8", "-54278278"),
+           ("MPI_FILE_NULL", "INTEGER", "0"),
            ("MPI_SUBARRAYS_SUPPORTED", "LOGICAL", ".FALSE."),
            ("MPI_ASYNC_PROTECTS_NONBLOCKING", "LOGICAL", ".FALSE.")]
     taken = {n for n, _, _ in out}
     for i in items:
-        if i.kind != "const" or i.name in taken:
+        if i.kind != "const" or i.name in taken or i.name.startswith(C_ONLY_PREFIXES):
             continue
         ctype, value = i.rest.split()[:2]
         if ctype != "int" and ctype not in INT_HANDLES:
@@ -164,6 +174,8 @@ def constants(items):
         v = signed32(value)
         if i.name in STRING_LENGTHS:
             v -= 1
+        if i.name in FORTRAN_KEYVALS:
+            v += 1
         out.append((i.name, "INTEGER", fortran_int(v)))
     return out
 
@@ -219,6 +231,10 @@ def gen_module(items):
          "! choice buffers; it has none at all, so any actual argument type works.",
          "module mpi", "       implicit none"]
     o += declarations(items)
+    # MPICH's module types these (its mpif.h does not): programs written for
+    # it call them without declaring them.
+    o += ["       INTEGER(KIND=MPI_ADDRESS_KIND) MPI_AINT_ADD, MPI_AINT_DIFF",
+          "       EXTERNAL MPI_AINT_ADD, MPI_AINT_DIFF"]
     o += ["end module mpi"]
     return "\n".join(o) + "\n"
 

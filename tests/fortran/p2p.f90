@@ -7,8 +7,10 @@ program p2p
   include 'mpif.h'
   integer :: ierr, rank, nprocs, next, prev, nbad, total, i, idx, outcount, count
   integer :: status(MPI_STATUS_SIZE), statuses(MPI_STATUS_SIZE, 4)
-  integer :: reqs(4), indices(4), sbuf(10), rbuf(10), bsize
-  integer :: rbufs(4)
+  integer :: reqs(4), indices(4), bsize
+  ! volatile: the compiler must not assume a buffer is unchanged across a
+  ! wait (or unread by a start) it was not passed to; -O2 would.
+  integer, volatile :: sbuf(10), rbuf(10), rbufs(4)
   double precision :: dsend(5), drecv(5)
   character(len=1), allocatable :: attach(:)
   logical :: flag
@@ -19,15 +21,12 @@ program p2p
   next = mod(rank + 1, nprocs)
   prev = mod(rank + nprocs - 1, nprocs)
 
-  ! blocking send/recv of doubles, status fields and MPI_Get_count
+  ! send/recv of doubles (the receive is posted first: a blocking send to
+  ! oneself at 1 rank need not complete otherwise, and MPICH's does not)
   dsend = [(rank * 10.0d0 + i, i = 1, 5)]
-  if (mod(rank, 2) == 0) then
-    call MPI_Send(dsend, 5, MPI_DOUBLE_PRECISION, next, 1, MPI_COMM_WORLD, ierr)
-    call MPI_Recv(drecv, 5, MPI_DOUBLE_PRECISION, prev, 1, MPI_COMM_WORLD, status, ierr)
-  else
-    call MPI_Recv(drecv, 5, MPI_DOUBLE_PRECISION, prev, 1, MPI_COMM_WORLD, status, ierr)
-    call MPI_Send(dsend, 5, MPI_DOUBLE_PRECISION, next, 1, MPI_COMM_WORLD, ierr)
-  end if
+  call MPI_Irecv(drecv, 5, MPI_DOUBLE_PRECISION, prev, 1, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Send(dsend, 5, MPI_DOUBLE_PRECISION, next, 1, MPI_COMM_WORLD, ierr)
+  call MPI_Wait(reqs(1), status, ierr)
   call check(all(drecv == [(prev * 10.0d0 + i, i = 1, 5)]), 'send/recv data')
   call check(status(MPI_SOURCE) == prev .and. status(MPI_TAG) == 1, 'recv status')
   call MPI_Get_count(status, MPI_DOUBLE_PRECISION, count, ierr)
@@ -100,18 +99,19 @@ program p2p
   call check(flag, 'testall on nulls')
 
   ! probe / iprobe then receive what was probed
-  call MPI_Send(sbuf, 7, MPI_INTEGER, next, 11, MPI_COMM_WORLD, ierr)
+  call MPI_Isend(sbuf, 7, MPI_INTEGER, next, 11, MPI_COMM_WORLD, reqs(3), ierr)
   call MPI_Probe(MPI_ANY_SOURCE, 11, MPI_COMM_WORLD, status, ierr)
   call MPI_Get_count(status, MPI_INTEGER, count, ierr)
   call check(count == 7 .and. status(MPI_SOURCE) == prev, 'probe')
   call MPI_Recv(rbuf, count, MPI_INTEGER, status(MPI_SOURCE), 11, MPI_COMM_WORLD, status, ierr)
-  call MPI_Send(rank, 1, MPI_INTEGER, next, 12, MPI_COMM_WORLD, ierr)
+  call MPI_Isend(rank, 1, MPI_INTEGER, next, 12, MPI_COMM_WORLD, reqs(4), ierr)
   flag = .false.
   do while (.not. flag)
     call MPI_Iprobe(prev, 12, MPI_COMM_WORLD, flag, status, ierr)
   end do
   call check(status(MPI_TAG) == 12, 'iprobe status')
   call MPI_Recv(rbuf, 1, MPI_INTEGER, prev, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+  call MPI_Waitall(2, reqs(3:4), MPI_STATUSES_IGNORE, ierr)
 
   ! persistent requests, started twice
   call MPI_Send_init(sbuf, 1, MPI_INTEGER, next, 13, MPI_COMM_WORLD, reqs(1), ierr)
