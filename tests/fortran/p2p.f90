@@ -55,6 +55,7 @@ program p2p
   call MPI_Bsend(rank + 1000, 1, MPI_INTEGER, next, 4, MPI_COMM_WORLD, ierr)
   call MPI_Recv(rbuf, 1, MPI_INTEGER, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
   call check(rbuf(1) == prev + 1000, 'bsend data')
+  call check(all(MPI_STATUS_IGNORE == 0), 'nothing written into MPI_STATUS_IGNORE')
   call MPI_Buffer_detach(attach, bsize, ierr)
   call check(ierr == MPI_SUCCESS, 'buffer_detach')
 
@@ -66,6 +67,7 @@ program p2p
   call MPI_Waitall(4, reqs, MPI_STATUSES_IGNORE, ierr)
   call check(rbufs(1) == prev .and. rbufs(2) == next, 'isend/irecv/waitall')
   call check(all(reqs == MPI_REQUEST_NULL), 'waitall frees')
+  call check(all(MPI_STATUSES_IGNORE == 0), 'nothing written into MPI_STATUSES_IGNORE')
 
   reqs(1) = MPI_REQUEST_NULL
   call MPI_Irecv(rbufs(2), 1, MPI_INTEGER, prev, 8, MPI_COMM_WORLD, reqs(2), ierr)
