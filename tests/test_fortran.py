@@ -43,7 +43,8 @@ class FortranCompiler:
             exe = self.bindir / f"{name}-{self.tag}"
             # -O2: what mpif90.mpich uses, and what exposes buffer/compiler races.
             cmd = [self.wrapper, "-O2", "-o", str(exe), str(FDIR / PROGRAMS[name])]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            # cwd: gfortran writes the programs' own .mod files there.
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=self.bindir)
             if p.returncode != 0:
                 pytest.fail(f"compile failed: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}", pytrace=False)
             self.cache[name] = exe
