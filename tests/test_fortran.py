@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IS_RESMPI, PREFIX, RESMPI_LIBDIR, assert_ok, mpich_known_bug, run
+from conftest import IS_RESMPI, MPICC, PREFIX, RESMPI_LIBDIR, assert_ok, mpich_known_bug, run
 
 FDIR = Path(__file__).resolve().parent / "fortran"
 PROGRAMS = {"f77_basic": "f77_basic.f",   # fixed form, mpif.h
@@ -35,18 +35,27 @@ def abi_env():
 
 
 class FortranCompiler:
-    def __init__(self, bindir, wrapper, tag):
-        self.bindir, self.wrapper, self.tag, self.cache = Path(bindir), wrapper, tag, {}
+    def __init__(self, bindir, wrapper, c_wrapper, tag):
+        self.bindir, self.wrapper, self.c_wrapper = Path(bindir), wrapper, c_wrapper
+        self.tag, self.cache = tag, {}
 
-    def __call__(self, name):
+    def compile(self, cmd):
+        # cwd: gfortran writes the programs' own .mod files there.
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=self.bindir)
+        if p.returncode != 0:
+            pytest.fail(f"compile failed: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}", pytrace=False)
+
+    def __call__(self, name, c_source=None):
         if name not in self.cache:
             exe = self.bindir / f"{name}-{self.tag}"
+            objects = []
+            if c_source:
+                obj = self.bindir / f"{c_source}-{self.tag}.o"
+                self.compile([self.c_wrapper, "-O2", "-Wall", "-c", "-o", str(obj), str(FDIR / c_source)])
+                objects.append(str(obj))
             # -O2: what mpif90.mpich uses, and what exposes buffer/compiler races.
-            cmd = [self.wrapper, "-O2", "-o", str(exe), str(FDIR / PROGRAMS[name])]
-            # cwd: gfortran writes the programs' own .mod files there.
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=self.bindir)
-            if p.returncode != 0:
-                pytest.fail(f"compile failed: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}", pytrace=False)
+            source = FDIR / PROGRAMS.get(name, f"{name}.f90")
+            self.compile([self.wrapper, "-O2", "-o", str(exe), str(source), *objects])
             self.cache[name] = exe
         return self.cache[name]
 
@@ -62,14 +71,14 @@ def build_fortran(bindir):
     if IS_RESMPI and not Path(MPIFORT).exists():
         pytest.fail(f"{MPIFORT} does not exist: run make", pytrace=False)
     need(MPIFORT)
-    return FortranCompiler(bindir, MPIFORT, "fort")
+    return FortranCompiler(bindir, MPIFORT, MPICC, "fort")
 
 
 @pytest.fixture(scope="session")
 def build_fortran_mpich(bindir):
     need("gfortran")
     need("mpif90.mpich")
-    return FortranCompiler(bindir, "mpif90.mpich", "mpichfort")
+    return FortranCompiler(bindir, "mpif90.mpich", "mpicc.mpich", "mpichfort")
 
 
 def program_params():
@@ -84,6 +93,17 @@ def program_params():
 @pytest.mark.parametrize("name,nprocs", program_params())
 def test_fortran_program_checks_pass(build_fortran, name, nprocs):
     assert_ok(run(nprocs, build_fortran(name), timeout=90), nprocs)
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 4])
+def test_fortran_handles_and_status_used_from_c_after_f2c(build_fortran, nprocs):
+    """mixed.f90 + mixed_c.c: MPI_Comm/Type/Op_f2c, MPI_Status_f2c/c2f."""
+    assert_ok(run(nprocs, build_fortran("mixed", c_source="mixed_c.c"), timeout=90), nprocs)
+
+
+@pytest.mark.resmpi_only("MPICH-built mixed Fortran/C binary on resmpi")
+def test_mpich_built_mixed_fortran_c_binary_passes_on_resmpi(build_fortran_mpich):
+    assert_ok(run(4, build_fortran_mpich("mixed", c_source="mixed_c.c"), env=abi_env(), timeout=90), 4)
 
 
 @pytest.mark.resmpi_only("MPICH-built Fortran binaries loading resmpi's libraries")
