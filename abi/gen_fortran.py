@@ -33,6 +33,8 @@ BUFFER_NAMES = {"buf", "sendbuf", "recvbuf", "inbuf", "inoutbuf", "outbuf", "ori
                 "result_addr", "compare_addr", "buffer", "location", "base"}
 # Procedure arguments whose C and Fortran calling conventions agree (all
 # arguments by reference), so the Fortran procedure's address is the C pointer.
+# (Not quite for files: C passes an MPI_File *, a pointer to a pointer, where
+# Fortran expects an INTEGER; resmpi has no MPI-IO yet, so no file errors.)
 SAME_CALLBACKS = {"MPI_User_function *", "MPI_Comm_errhandler_function *",
                   "MPI_Win_errhandler_function *", "MPI_File_errhandler_function *",
                   "MPI_Session_errhandler_function *"}
@@ -61,6 +63,13 @@ STRING_LENGTHS = {"MPI_MAX_PROCESSOR_NAME", "MPI_MAX_LIBRARY_VERSION_STRING",
                   "MPI_MAX_ERROR_STRING", "MPI_MAX_PORT_NAME", "MPI_MAX_OBJECT_NAME",
                   "MPI_MAX_INFO_KEY", "MPI_MAX_INFO_VAL", "MPI_MAX_DATAREP_STRING",
                   "MPI_MAX_STRINGTAG_LEN", "MPI_MAX_PSET_NAME_LEN"}
+# C writes up to `valuelen` characters: no more than the Fortran variable holds.
+CLAMP_TO_STRING = {("MPI_Info_get", "valuelen"): "value"}
+# C writes up to *buflen characters into the output string: room for them.
+STRING_ROOM = {("MPI_Info_get_string", "value"): "buflen"}
+# MPI_File_open's handle is output only: no f2c of what the variable held.
+FILE_OUT_ONLY = {"MPI_File_open"}
+
 # Predefined attribute keyvals: MPICH's Fortran value is the C value + 1 (the
 # low bit says the caller wants the value, not a pointer to it), and
 # libmpichfort maps it back (fortran_keyval in fortran_glue.c).
@@ -266,7 +275,11 @@ def gen_wrapper(f):
             base = ctype.replace("const ", "")
             ftype = "MPI_Fint" if base in INT_HANDLES | {"int"} else base
             fparams.append(f"{ftype} *{n}")
-            args.append(f"*{n}")
+            string = CLAMP_TO_STRING.get((f.name, name))
+            if string:
+                args.append(f"(*{n} < (MPI_Fint)p_{string}_len ? *{n} : (int)p_{string}_len)")
+            else:
+                args.append(f"*{n}")
         elif kind == "buffer":
             fparams.append(f"void *{n}")
             args.append(f"fortran_buffer({n})")
@@ -299,25 +312,28 @@ def gen_wrapper(f):
             fparams.append(f"const char *{n}")
             hidden.append(f"size_t {n}_len")
             pre.append(f"    char *c_{name} = fortran_string_in({n}, {n}_len);")
-            pre.append(f"    if (!c_{name}) {{ *ierror = MPI_ERR_NO_MEM; return; }}")
+            pre.append(f"    if (!c_{name}) rc = MPI_ERR_NO_MEM;")
             args.append(f"c_{name}")
             post.append(f"    free(c_{name});")
         elif kind == "string_out":
             fparams.append(f"char *{n}")
             hidden.append(f"size_t {n}_len")
-            pre.append(f"    char *c_{name} = calloc({n}_len + FORTRAN_STRING_SLACK, 1);")
-            pre.append(f"    if (!c_{name}) {{ *ierror = MPI_ERR_NO_MEM; return; }}")
+            room = STRING_ROOM.get((f.name, name))
+            extra = f" + (*p_{room} > 0 ? (size_t)*p_{room} : 0)" if room else ""
+            pre.append(f"    char *c_{name} = calloc({n}_len + FORTRAN_STRING_SLACK{extra}, 1);")
+            pre.append(f"    if (!c_{name}) rc = MPI_ERR_NO_MEM;")
             args.append(f"c_{name}")
-            post.append(f"    fortran_string_out(c_{name}, {n}, {n}_len);")
+            post.append(f"    if (rc == MPI_SUCCESS) fortran_string_out(c_{name}, {n}, {n}_len);")
             post.append(f"    free(c_{name});")
         elif kind == "file_in":
             fparams.append(f"MPI_Fint *{n}")
             args.append(f"MPI_File_f2c(*{n})")
         elif kind == "file_inout":
             fparams.append(f"MPI_Fint *{n}")
-            pre.append(f"    MPI_File c_{name} = MPI_File_f2c(*{n});")
+            init = "MPI_FILE_NULL" if f.name in FILE_OUT_ONLY else f"MPI_File_f2c(*{n})"
+            pre.append(f"    MPI_File c_{name} = {init};")
             args.append(f"&c_{name}")
-            post.append(f"    *{n} = MPI_File_c2f(c_{name});")
+            post.append(f"    if (rc == MPI_SUCCESS) *{n} = MPI_File_c2f(c_{name});")
         elif kind == "index":
             fparams.append(f"MPI_Fint *{n}")
             args.append(n)
@@ -338,15 +354,19 @@ def gen_wrapper(f):
         elif kind == "aint_array_in":
             fparams.append(f"MPI_Fint *{n}")
             pre.append(f"    MPI_Aint *c_{name} = fortran_widen({n}, *p_count);")
-            pre.append(f"    if (!c_{name}) {{ *ierror = MPI_ERR_NO_MEM; return; }}")
+            pre.append(f"    if (!c_{name}) rc = MPI_ERR_NO_MEM;")
             args.append(f"c_{name}")
             post.append(f"    free(c_{name});")
         else:
             raise SystemExit(f"gen_fortran: {f.name}: no convention for {p!r}")
     sig = ", ".join(fparams + ["MPI_Fint *ierror"] + hidden)
     o = [f"void p{prefix}_{lower}_({sig});", f"void p{prefix}_{lower}_({sig})", "{"]
+    o.append("    int rc = MPI_SUCCESS;")
     o += pre
-    o.append(f"    int rc = {f.name}({', '.join(args)});")
+    call = f"{f.name}({', '.join(args)})"
+    # Only allocations in `pre` can fail before the call.
+    o.append(f"    if (rc == MPI_SUCCESS) rc = {call};" if "rc = MPI_ERR_NO_MEM" in "".join(pre)
+             else f"    rc = {call};")
     o += post
     o += ["    *ierror = rc;", "}"]
     w = o.append
