@@ -38,6 +38,15 @@ struct mpiprivc mpiprivc_;
 MPI_Fint mpifcmb5_; /* MPI_UNWEIGHTED */
 MPI_Fint mpifcmb9_; /* MPI_WEIGHTS_EMPTY */
 
+/* C code handed a Fortran status tells MPI_STATUS_IGNORE by comparing with
+ * MPI_F_STATUS_IGNORE (MPI-4.0 section 19.3.5): point libmpi's variables at
+ * the common blocks as soon as this library is loaded. */
+__attribute__((constructor)) static void fortran_sentinels_for_c(void)
+{
+    MPI_F_STATUS_IGNORE = mpipriv1_.status_ignore;
+    MPI_F_STATUSES_IGNORE = mpipriv2_.statuses_ignore;
+}
+
 /* A Fortran status is the C MPI_Status itself (5 INTEGERs, MPI_SOURCE at
  * index 3): MPICH's layout, so only the ignore sentinels need translating. */
 _Static_assert(sizeof(MPI_Status) == MPI_F_STATUS_SIZE * sizeof(MPI_Fint),

@@ -13,6 +13,7 @@ program mixed
   implicit none
   external :: add_ints
   integer :: ierr, rank, nprocs, half, hrank, hsize, op, result, status(MPI_STATUS_SIZE), x
+  integer :: ignored, not_ignored
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
@@ -25,6 +26,13 @@ program mixed
   call c_side(half, MPI_INTEGER, op, status, result)
   if (result /= hsize * (hsize - 1) / 2) then
     print '(A,I0,A,I0)', 'FAIL rank ', rank, ': C side returned ', result
+  end if
+  ! C tells MPI_STATUS_IGNORE by comparing with MPI_F_STATUS_IGNORE
+  call c_is_status_ignore(MPI_STATUS_IGNORE, ignored)
+  call c_is_status_ignore(status, not_ignored)
+  if (ignored /= 1 .or. not_ignored /= 0) then
+    print '(A,I0,A,2I2)', 'FAIL rank ', rank, ': MPI_F_STATUS_IGNORE in C ', ignored, not_ignored
+    result = -100
   end if
   call MPI_Allreduce(MPI_IN_PLACE, result, 1, MPI_INTEGER, MPI_MIN, MPI_COMM_WORLD, ierr)
   if (rank == 0 .and. result >= 0) print '(A)', 'OK'

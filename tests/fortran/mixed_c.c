@@ -29,3 +29,10 @@ void c_side_(MPI_Fint *f_comm, MPI_Fint *f_type, MPI_Fint *f_op, MPI_Fint *f_sta
     MPI_Allreduce(&rank, &sum, 1, type, op, comm);
     *result = bad ? -bad : sum;
 }
+
+/* is_ignore = 1 when the Fortran status argument was MPI_STATUS_IGNORE. */
+void c_is_status_ignore_(MPI_Fint *f_status, MPI_Fint *is_ignore);
+void c_is_status_ignore_(MPI_Fint *f_status, MPI_Fint *is_ignore)
+{
+    *is_ignore = f_status == MPI_F_STATUS_IGNORE;
+}
