@@ -96,6 +96,16 @@ def test_fortran_program_checks_pass(build_fortran, name, nprocs):
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 4])
+def test_fortran_init_thread_then_abort_ends_the_job_with_its_code(build_fortran, nprocs):
+    res = run(nprocs, build_fortran("thread_abort"), timeout=90)
+    assert res.returncode not in (0, None), f"MPI_Abort did not fail the job\n{res.describe()}"
+    assert res.stdout.count("THREAD-OK") == nprocs, res.describe()
+    assert "FAIL" not in res.output, res.describe()
+    if IS_RESMPI:  # mpiexec's line; hydra words it differently
+        assert "MPI_Abort with code 7" in res.output or "MPI_Abort(7)" in res.output, res.describe()
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 4])
 def test_fortran_handles_and_status_used_from_c_after_f2c(build_fortran, nprocs):
     """mixed.f90 + mixed_c.c: MPI_Comm/Type/Op_f2c, MPI_Status_f2c/c2f."""
     assert_ok(run(nprocs, build_fortran("mixed", c_source="mixed_c.c"), timeout=90), nprocs)
