@@ -54,6 +54,14 @@ _Static_assert(sizeof(MPI_Status) == MPI_F_STATUS_SIZE * sizeof(MPI_Fint),
 /* Handles cross unchanged (MPI_Comm_c2f is the identity). */
 _Static_assert(sizeof(MPI_Comm) == sizeof(MPI_Fint), "INTEGER handles are C handles");
 
+/* ierror is OPTIONAL in mpi_f08, whose interfaces bind to these same
+ * routines: an absent one arrives as NULL. */
+static inline void set_ierror(MPI_Fint *ierror, int code)
+{
+    if (ierror)
+        *ierror = code;
+}
+
 static void *fortran_buffer(void *buffer)
 {
     if (buffer == (void *)&mpipriv1_.bottom)
@@ -123,13 +131,13 @@ static MPI_Aint *fortran_widen(const MPI_Fint *values, MPI_Fint count)
 void pmpi_init_(MPI_Fint *ierror);
 void pmpi_init_(MPI_Fint *ierror)
 {
-    *ierror = MPI_Init(NULL, NULL);
+    set_ierror(ierror, MPI_Init(NULL, NULL));
 }
 
 void pmpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror);
 void pmpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror)
 {
-    *ierror = MPI_Init_thread(NULL, NULL, *required, provided);
+    set_ierror(ierror, MPI_Init_thread(NULL, NULL, *required, provided));
 }
 
 double pmpi_wtime_(void);
@@ -147,7 +155,7 @@ double pmpi_wtick_(void)
 void pmpi_pcontrol_(MPI_Fint *level, MPI_Fint *ierror);
 void pmpi_pcontrol_(MPI_Fint *level, MPI_Fint *ierror)
 {
-    *ierror = MPI_Pcontrol(*level);
+    set_ierror(ierror, MPI_Pcontrol(*level));
 }
 
 MPI_Aint pmpi_aint_add_(MPI_Aint *base, MPI_Aint *disp);
@@ -201,9 +209,10 @@ void pmpi_comm_get_attr_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Aint *value, MPI_
 {
     void *c_value = NULL;
     int c_flag = 0;
-    *ierror = MPI_Comm_get_attr(*comm, fortran_keyval(*keyval), &c_value, &c_flag);
+    int rc = MPI_Comm_get_attr(*comm, fortran_keyval(*keyval), &c_value, &c_flag);
+    set_ierror(ierror, rc);
     *flag = c_flag != 0;
-    if (*ierror == MPI_SUCCESS && c_flag)
+    if (rc == MPI_SUCCESS && c_flag)
         *value = attribute_value(fortran_keyval(*keyval), c_value);
 }
 
@@ -214,9 +223,10 @@ void pmpi_type_get_attr_(MPI_Fint *type, MPI_Fint *keyval, MPI_Aint *value, MPI_
 {
     void *c_value = NULL;
     int c_flag = 0;
-    *ierror = MPI_Type_get_attr(*type, *keyval, &c_value, &c_flag);
+    int rc = MPI_Type_get_attr(*type, *keyval, &c_value, &c_flag);
+    set_ierror(ierror, rc);
     *flag = c_flag != 0;
-    if (*ierror == MPI_SUCCESS && c_flag)
+    if (rc == MPI_SUCCESS && c_flag)
         *value = (MPI_Aint)(intptr_t)c_value;
 }
 
@@ -227,9 +237,10 @@ void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *value, MPI_Fi
 {
     void *c_value = NULL;
     int c_flag = 0;
-    *ierror = MPI_Win_get_attr(*win, fortran_keyval(*keyval), &c_value, &c_flag);
+    int rc = MPI_Win_get_attr(*win, fortran_keyval(*keyval), &c_value, &c_flag);
+    set_ierror(ierror, rc);
     *flag = c_flag != 0;
-    if (*ierror == MPI_SUCCESS && c_flag)
+    if (rc == MPI_SUCCESS && c_flag)
         *value = attribute_value(fortran_keyval(*keyval), c_value);
 }
 
@@ -240,34 +251,35 @@ void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *value, MPI_Fint 
 {
     void *c_value = NULL;
     int c_flag = 0;
-    *ierror = MPI_Comm_get_attr(*comm, fortran_keyval(*keyval), &c_value, &c_flag);
+    int rc = MPI_Comm_get_attr(*comm, fortran_keyval(*keyval), &c_value, &c_flag);
+    set_ierror(ierror, rc);
     *flag = c_flag != 0;
-    if (*ierror == MPI_SUCCESS && c_flag)
+    if (rc == MPI_SUCCESS && c_flag)
         *value = (MPI_Fint)attribute_value(fortran_keyval(*keyval), c_value);
 }
 
 void pmpi_comm_set_attr_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *ierror);
 void pmpi_comm_set_attr_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *ierror)
 {
-    *ierror = MPI_Comm_set_attr(*comm, *keyval, (void *)(intptr_t)*value);
+    set_ierror(ierror, MPI_Comm_set_attr(*comm, *keyval, (void *)(intptr_t)*value));
 }
 
 void pmpi_type_set_attr_(MPI_Fint *type, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *ierror);
 void pmpi_type_set_attr_(MPI_Fint *type, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *ierror)
 {
-    *ierror = MPI_Type_set_attr(*type, *keyval, (void *)(intptr_t)*value);
+    set_ierror(ierror, MPI_Type_set_attr(*type, *keyval, (void *)(intptr_t)*value));
 }
 
 void pmpi_win_set_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *ierror);
 void pmpi_win_set_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *ierror)
 {
-    *ierror = MPI_Win_set_attr(*win, *keyval, (void *)(intptr_t)*value);
+    set_ierror(ierror, MPI_Win_set_attr(*win, *keyval, (void *)(intptr_t)*value));
 }
 
 void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *value, MPI_Fint *ierror);
 void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *value, MPI_Fint *ierror)
 {
-    *ierror = MPI_Comm_set_attr(*comm, *keyval, (void *)(intptr_t)*value);
+    set_ierror(ierror, MPI_Comm_set_attr(*comm, *keyval, (void *)(intptr_t)*value));
 }
 
 /* Keyvals with Fortran callbacks.  The C library calls C-shaped callbacks
@@ -381,7 +393,7 @@ TRAMPOLINES(win, KEYVAL_WIN, MPI_Win)
         int rc = c_name(copy_##name, delete_##name, keyval, (void *)(intptr_t)*extra_state);  \
         if (rc == MPI_SUCCESS)                                                                \
             rc = keyval_remember(kind, (struct fortran_keyval){*keyval, 0, copy, delete_fn}); \
-        *ierror = rc;                                                                         \
+        set_ierror(ierror, rc);                                                                         \
     }
 CREATE_KEYVAL(comm_create_keyval, MPI_Comm_create_keyval, KEYVAL_COMM, comm)
 CREATE_KEYVAL(type_create_keyval, MPI_Type_create_keyval, KEYVAL_TYPE, type)
@@ -396,7 +408,7 @@ void pmpi_keyval_create_(fortran_copy_fn *copy, fortran_delete_fn *delete_fn, MP
                                     (void *)(intptr_t)*extra_state);
     if (rc == MPI_SUCCESS)
         rc = keyval_remember(KEYVAL_COMM, (struct fortran_keyval){*keyval, 1, copy, delete_fn});
-    *ierror = rc;
+    set_ierror(ierror, rc);
 }
 
 /* The predefined Fortran callbacks (EXTERNAL in mpif.h). */
@@ -408,7 +420,7 @@ void pmpi_keyval_create_(fortran_copy_fn *copy, fortran_delete_fn *delete_fn, MP
     {                                                                                         \
         (void)object; (void)keyval; (void)extra_state; (void)in; (void)out;                   \
         *flag = 0;                                                                            \
-        *ierror = MPI_SUCCESS;                                                                \
+        set_ierror(ierror, MPI_SUCCESS);                                                                \
     }
 #define DUP(lower, value_type)                                                                \
     void pmpi_##lower##_(MPI_Fint *object, MPI_Fint *keyval, value_type *extra_state,         \
@@ -419,7 +431,7 @@ void pmpi_keyval_create_(fortran_copy_fn *copy, fortran_delete_fn *delete_fn, MP
         (void)object; (void)keyval; (void)extra_state;                                        \
         *out = *in;                                                                           \
         *flag = 1;                                                                            \
-        *ierror = MPI_SUCCESS;                                                                \
+        set_ierror(ierror, MPI_SUCCESS);                                                                \
     }
 #define NULL_DELETE(lower, value_type)                                                        \
     void pmpi_##lower##_(MPI_Fint *object, MPI_Fint *keyval, value_type *value,               \
@@ -428,7 +440,7 @@ void pmpi_keyval_create_(fortran_copy_fn *copy, fortran_delete_fn *delete_fn, MP
                          value_type *extra_state, MPI_Fint *ierror)                           \
     {                                                                                         \
         (void)object; (void)keyval; (void)value; (void)extra_state;                           \
-        *ierror = MPI_SUCCESS;                                                                \
+        set_ierror(ierror, MPI_SUCCESS);                                                                \
     }
 NULL_COPY(null_copy_fn, MPI_Fint)
 DUP(dup_fn, MPI_Fint)
@@ -446,7 +458,7 @@ NULL_DELETE(win_null_delete_fn, MPI_Aint)
 void pmpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror);
 void pmpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror)
 {
-    *ierror = MPI_Info_create_env(0, NULL, info);
+    set_ierror(ierror, MPI_Info_create_env(0, NULL, info));
 }
 
 /* MPI_F_SYNC_REG only has to make the compiler believe the buffer is used. */
@@ -464,7 +476,7 @@ void pmpi_conversion_fn_null_(void *userbuf, MPI_Fint *datatype, MPI_Fint *count
                               MPI_Offset *position, MPI_Aint *extra_state, MPI_Fint *ierror)
 {
     (void)userbuf; (void)datatype; (void)count; (void)filebuf; (void)position; (void)extra_state;
-    *ierror = MPI_SUCCESS;
+    set_ierror(ierror, MPI_SUCCESS);
 }
 
 /* Fortran data conversion callbacks would need trampolines like the keyvals';
@@ -476,7 +488,7 @@ void pmpi_register_datarep_(const char *datarep, void *read_fn, void *write_fn, 
 {
     (void)datarep; (void)read_fn; (void)write_fn; (void)extent_fn; (void)extra_state;
     (void)datarep_len;
-    *ierror = MPI_ERR_UNSUPPORTED_OPERATION;
+    set_ierror(ierror, MPI_ERR_UNSUPPORTED_OPERATION);
 }
 
 /* Generalized requests: the Fortran callbacks and extra state ride in a
@@ -525,12 +537,13 @@ void pmpi_grequest_start_(fortran_query_fn *query, fortran_free_fn *free_fn,
 {
     struct fortran_grequest *g = malloc(sizeof *g);
     if (!g) {
-        *ierror = MPI_ERR_NO_MEM;
+        set_ierror(ierror, MPI_ERR_NO_MEM);
         return;
     }
     *g = (struct fortran_grequest){query, free_fn, cancel, *extra_state};
-    *ierror = MPI_Grequest_start(grequest_query, grequest_free, grequest_cancel, g, request);
-    if (*ierror != MPI_SUCCESS)
+    int rc = MPI_Grequest_start(grequest_query, grequest_free, grequest_cancel, g, request);
+    set_ierror(ierror, rc);
+    if (rc != MPI_SUCCESS)
         free(g);
 }
 
@@ -585,10 +598,10 @@ void pmpi_comm_spawn_(const char *command, const char *argv, MPI_Fint *maxprocs,
     char **c_argv = argv == mpiprivc_.argv_null ? MPI_ARGV_NULL
                                                 : fortran_argv(argv, argv_len, argv_len);
     if (!c_command || (argv != mpiprivc_.argv_null && !c_argv))
-        *ierror = MPI_ERR_NO_MEM;
+        set_ierror(ierror, MPI_ERR_NO_MEM);
     else
-        *ierror = MPI_Comm_spawn(c_command, c_argv, *maxprocs, *info, *root, *comm, intercomm,
-                                 fortran_errcodes(errcodes));
+        set_ierror(ierror, MPI_Comm_spawn(c_command, c_argv, *maxprocs, *info, *root, *comm, intercomm,
+                                 fortran_errcodes(errcodes)));
     free(c_command);
     if (argv != mpiprivc_.argv_null)
         free_argv(c_argv);
@@ -629,7 +642,7 @@ void pmpi_comm_spawn_multiple_(MPI_Fint *count, const char *commands, const char
     free(c_commands);
     if (!ignore_argv)
         free(c_argvs);
-    *ierror = rc;
+    set_ierror(ierror, rc);
 }
 
 /* ------------------------------------------------------------ generated */

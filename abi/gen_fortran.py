@@ -368,7 +368,7 @@ def gen_wrapper(f):
     o.append(f"    if (rc == MPI_SUCCESS) rc = {call};" if "rc = MPI_ERR_NO_MEM" in "".join(pre)
              else f"    rc = {call};")
     o += post
-    o += ["    *ierror = rc;", "}"]
+    o += ["    set_ierror(ierror, rc);", "}"]
     w = o.append
     emit_aliases(w, prefix, lower)
     return lower, "\n".join(o)
