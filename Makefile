@@ -94,9 +94,10 @@ $(BUILD)/bin/mpifort: scripts/mpicc.in
 	ln -sfn mpifort $(BUILD)/bin/mpif90
 	ln -sfn mpifort $(BUILD)/bin/mpif77
 
-# Fortran: mpif.h and module mpi from the same table as mpi.h; the wrappers of
-# libmpichfort.so.12 are C (abi/fortran_glue.c + generated ones), so only the
-# module needs a Fortran compiler: without one it is skipped with a warning.
+# Fortran: mpif.h, module mpi and module mpi_f08 from the same table as mpi.h;
+# the wrappers of libmpichfort.so.12 are C (abi/fortran_glue.c + generated
+# ones), so only the modules need a Fortran compiler: without one they are
+# skipped with a warning.
 fortran: $(BUILD)/include/mpif.h $(FORT_LIB) $(BUILD)/bin/mpifort fortran-module
 $(BUILD)/include/mpif.h: $(TABLE) $(GEN) $(FGEN) Cargo.toml
 	$(PYTHON) $(FGEN) mpif $@
@@ -115,9 +116,20 @@ $(BUILD)/obj/fortran_glue.c: $(TABLE) $(GEN) $(FGEN) abi/fortran_glue.c
 	$(PYTHON) $(FGEN) glue $@
 $(BUILD)/obj/fortran_glue.o: $(BUILD)/obj/fortran_glue.c $(HEADERS)
 	$(LINK_CC) -O2 -fPIC -Wall -Wextra -I$(BUILD)/include -c $< -o $@
-$(FORT_LIB): $(BUILD)/obj/fortran_glue.o $(LIB)
+# module mpi_f08 has procedures (== on handles, routines with CHARACTER
+# arguments): its object goes into libmpichfort, as MPICH's does.
+$(BUILD)/obj/mpi_f08.f90: $(TABLE) $(GEN) $(FGEN) Cargo.toml
+	@mkdir -p $(@D)
+	$(PYTHON) $(FGEN) module_f08 $@
+$(BUILD)/obj/mpi_f08.o: $(BUILD)/obj/mpi_f08.f90
+	@if command -v $(FC) >/dev/null 2>&1; then \
+	    echo "$(FC) -c -fPIC -O2 $< -J$(BUILD)/include"; \
+	    $(FC) -c -fPIC -O2 -ffree-line-length-none $< -J$(BUILD)/include -o $@ || exit 1; \
+	else echo "warning: $(FC) not found; use mpi_f08 skipped" >&2; fi
+$(FORT_LIB): $(BUILD)/obj/fortran_glue.o $(BUILD)/obj/mpi_f08.o $(LIB)
+	f08=; [ -f $(BUILD)/obj/mpi_f08.o ] && f08="$(BUILD)/obj/mpi_f08.o -lgfortran"; \
 	$(LINK_CC) -shared -o $@ -Wl,-soname,$(FORT_SONAME) -Wl,--no-undefined -Wl,-z,noexecstack \
-	    $(BUILD)/obj/fortran_glue.o -L$(BUILD)/lib -lmpi -Wl,-rpath,'$$ORIGIN'
+	    $(BUILD)/obj/fortran_glue.o $$f08 -L$(BUILD)/lib -lmpi -Wl,-rpath,'$$ORIGIN'
 	ln -sfn $(FORT_LIB:$(BUILD)/lib/%=%) $(BUILD)/lib/$(FORT_SONAME)
 	ln -sfn $(FORT_SONAME) $(BUILD)/lib/libmpichfort.so
 

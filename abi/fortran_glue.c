@@ -32,11 +32,14 @@
 struct mpipriv1 { MPI_Fint bottom, in_place, status_ignore[MPI_F_STATUS_SIZE]; };
 struct mpipriv2 { MPI_Fint statuses_ignore[MPI_F_STATUS_SIZE], errcodes_ignore[1]; };
 struct mpiprivc { char argvs_null[1], argv_null[1]; };
-struct mpipriv1 mpipriv1_;
-struct mpipriv2 mpipriv2_;
-struct mpiprivc mpiprivc_;
-MPI_Fint mpifcmb5_; /* MPI_UNWEIGHTED */
-MPI_Fint mpifcmb9_; /* MPI_WEIGHTS_EMPTY */
+/* gfortran aligns common blocks to 16 bytes; the same here, so the linker
+ * sees one alignment whichever definition it keeps. */
+#define COMMON_BLOCK __attribute__((aligned(16)))
+struct mpipriv1 mpipriv1_ COMMON_BLOCK;
+struct mpipriv2 mpipriv2_ COMMON_BLOCK;
+struct mpiprivc mpiprivc_ COMMON_BLOCK;
+MPI_Fint mpifcmb5_ COMMON_BLOCK; /* MPI_UNWEIGHTED */
+MPI_Fint mpifcmb9_ COMMON_BLOCK; /* MPI_WEIGHTS_EMPTY */
 
 /* C code handed a Fortran status tells MPI_STATUS_IGNORE by comparing with
  * MPI_F_STATUS_IGNORE (MPI-4.0 section 19.3.5): point libmpi's variables at

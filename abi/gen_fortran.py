@@ -3,6 +3,7 @@
 
     gen_fortran.py mpif OUT            mpif.h (fixed and free form alike)
     gen_fortran.py module OUT.f90      the source of `use mpi` (module mpi)
+    gen_fortran.py module_f08 OUT.f90  the source of `use mpi_f08`
     gen_fortran.py glue OUT.c          the wrappers of libmpichfort.so.12
     gen_fortran.py names               the Fortran routines wrapped, one a line
 
@@ -406,12 +407,270 @@ def _alias_lines(lower):
     return o
 
 
+# ----------------------------------------------------------------- mpi_f08
+# The mpi_f08 module: handle types (one INTEGER, MPI_VAL, so a TYPE(MPI_Comm)
+# passed by reference is the INTEGER handle), TYPE(MPI_Status) with the C
+# layout, and interfaces that bind straight to libmpichfort's routines
+# (BIND(C, NAME="pmpi_send_")): the Fortran 77 wrappers already take
+# everything by reference, and accept an absent (NULL) OPTIONAL ierror.
+# Routines with CHARACTER or procedure arguments cannot be BIND(C) here, so
+# they are module procedures calling the same wrappers without an interface.
+# Source compatible with MPICH's mpi_f08, not binary compatible: MPICH's
+# module procedures use descriptors (mpi_send_f08ts_) that resmpi lacks.
+F08_HANDLES = {"MPI_Comm", "MPI_Datatype", "MPI_Group", "MPI_Win", "MPI_Session", "MPI_Op",
+               "MPI_Errhandler", "MPI_Request", "MPI_Message", "MPI_Info", "MPI_File"}
+# C int parameters that are LOGICAL in Fortran.
+LOGICAL_NAMES = {"flag", "commute", "reorder", "periods", "remain_dims", "high", "weighted"}
+INTEGER_FLAGS = {"MPIX_Comm_agree", "MPIX_Comm_iagree"}  # a bitwise-AND INTEGER
+# MPI-1 routines deleted in MPI-3, and the two with both a string and a buffer.
+F08_SKIP = NARROW_AINT | {"MPI_Pack_external", "MPI_Unpack_external", "MPI_Attr_delete",
+                          "MPI_Errhandler_create", "MPI_Errhandler_get", "MPI_Errhandler_set",
+                          "MPI_Keyval_free", "MPI_Address"}
+KIND_OF = {"MPI_Aint": "MPI_ADDRESS_KIND", "MPI_Count": "MPI_COUNT_KIND",
+           "MPI_Offset": "MPI_OFFSET_KIND"}
+
+
+def f08_scalar_type(f, ctype, name):
+    base = ctype.replace("const ", "").rstrip(" *").strip()
+    if base in F08_HANDLES:
+        return f"type({base})"
+    if base in KIND_OF:
+        return f"integer(kind={KIND_OF[base]})"
+    if base == "int" and name in LOGICAL_NAMES and f.name not in INTEGER_FLAGS:
+        return "logical"
+    return "integer"
+
+
+def f08_dummy(f, p):
+    """(declaration lines, is_buffer, needs_module_procedure) of one dummy."""
+    ctype, name, dims = split_param(p)
+    kind = convention(f, p)
+    if kind == "buffer":
+        return [f"!GCC$ ATTRIBUTES NO_ARG_CHECK :: {name}",
+                f"type(*), dimension(*) :: {name}"], True, False
+    if kind in ("string_in", "string_out"):
+        intent = "in" if kind == "string_in" else "out"
+        return [f"character(len=*), intent({intent}) :: {name}"], False, True
+    if kind == "pointer" and ctype in SAME_CALLBACKS:
+        return [f"external :: {name}"], False, True
+    if kind in ("pointer", "discard_pointer") and ctype.replace("const ", "").startswith("void"):
+        return [f"type(c_ptr) :: {name}"], False, False
+    if kind in ("status",) or ctype == "const MPI_Status *":
+        return [f"type(MPI_Status) :: {name}"], False, False
+    if kind == "statuses":
+        return [f"type(MPI_Status) :: {name}(*)"], False, False
+    if kind == "weights":
+        return [f"integer :: {name}(*)"], False, False
+    if kind in ("file_in", "file_inout"):
+        return [f"type(MPI_File) :: {name}"], False, False
+    ftype = f08_scalar_type(f, ctype, name)
+    if dims == "[][3]":
+        return [f"{ftype} :: {name}(3, *)"], False, False
+    if dims:
+        return [f"{ftype} :: {name}(*)"], False, False
+    if kind == "value":
+        return [f"{ftype}, intent(in) :: {name}"], False, False
+    return [f"{ftype} :: {name}"], False, False
+
+
+def f08_name(f):
+    prefix, _, rest = f.name.partition("_")
+    return prefix.lower(), rest.lower()
+
+
+def f08_routine(f):
+    """Interface text (bind(C)) or module-procedure text, or None to skip."""
+    prefix, lower = f08_name(f)
+    names, decls, buffer, module_proc = [], [], False, False
+    for p in f.param_list():
+        _, name, _ = split_param(p)
+        lines, is_buffer, needs_proc = f08_dummy(f, p)
+        names.append(name)
+        decls += lines
+        buffer |= is_buffer
+        module_proc |= needs_proc
+    if buffer and module_proc:
+        return None, None
+    args = ", ".join(names + ["ierror"])
+    body = [f"      {d}" for d in decls] + ["      integer, optional, intent(out) :: ierror"]
+    if not module_proc:
+        return ("\n".join([f"    subroutine {f.name}({args}) bind(C, name=\"p{prefix}_{lower}_\")",
+                           "      import", "      implicit none"] + body +
+                          [f"    end subroutine {f.name}"]), None)
+    call = ", ".join(names + ["code"])
+    return None, "\n".join(
+        [f"  subroutine {f.name}({args})", "    implicit none"] +
+        [f"    {d}" for d in decls] + ["    integer, optional, intent(out) :: ierror",
+                                        "    integer :: code",
+                                        f"    call p{prefix}_{lower}({call})",
+                                        "    if (present(ierror)) ierror = code",
+                                        f"  end subroutine {f.name}"])
+
+
+F08_HAND_INTERFACES = """\
+    subroutine MPI_Init(ierror) bind(C, name="pmpi_init_")
+      integer, optional, intent(out) :: ierror
+    end subroutine MPI_Init
+    subroutine MPI_Init_thread(required, provided, ierror) bind(C, name="pmpi_init_thread_")
+      integer, intent(in) :: required
+      integer, intent(out) :: provided
+      integer, optional, intent(out) :: ierror
+    end subroutine MPI_Init_thread
+    function MPI_Wtime() bind(C, name="pmpi_wtime_")
+      import :: c_double
+      real(c_double) :: MPI_Wtime
+    end function MPI_Wtime
+    function MPI_Wtick() bind(C, name="pmpi_wtick_")
+      import :: c_double
+      real(c_double) :: MPI_Wtick
+    end function MPI_Wtick
+    function MPI_Aint_add(base, disp) bind(C, name="pmpi_aint_add_")
+      import :: MPI_ADDRESS_KIND
+      integer(kind=MPI_ADDRESS_KIND), intent(in) :: base, disp
+      integer(kind=MPI_ADDRESS_KIND) :: MPI_Aint_add
+    end function MPI_Aint_add
+    function MPI_Aint_diff(addr1, addr2) bind(C, name="pmpi_aint_diff_")
+      import :: MPI_ADDRESS_KIND
+      integer(kind=MPI_ADDRESS_KIND), intent(in) :: addr1, addr2
+      integer(kind=MPI_ADDRESS_KIND) :: MPI_Aint_diff
+    end function MPI_Aint_diff
+    subroutine MPI_Pcontrol(level, ierror) bind(C, name="pmpi_pcontrol_")
+      integer, intent(in) :: level
+      integer, optional, intent(out) :: ierror
+    end subroutine MPI_Pcontrol
+"""
+
+
+def f08_attr_interfaces():
+    o = []
+    for kind, handle in (("comm", "MPI_Comm"), ("type", "MPI_Datatype"), ("win", "MPI_Win")):
+        name = kind.capitalize()
+        o += [f"    subroutine MPI_{name}_get_attr(object, keyval, attribute_val, flag, ierror) &",
+              f"        bind(C, name=\"pmpi_{kind}_get_attr_\")",
+              "      import", f"      type({handle}), intent(in) :: object",
+              "      integer, intent(in) :: keyval",
+              "      integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val",
+              "      logical, intent(out) :: flag", "      integer, optional, intent(out) :: ierror",
+              f"    end subroutine MPI_{name}_get_attr",
+              f"    subroutine MPI_{name}_set_attr(object, keyval, attribute_val, ierror) &",
+              f"        bind(C, name=\"pmpi_{kind}_set_attr_\")",
+              "      import", f"      type({handle}), intent(in) :: object",
+              "      integer, intent(in) :: keyval",
+              "      integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val",
+              "      integer, optional, intent(out) :: ierror",
+              f"    end subroutine MPI_{name}_set_attr"]
+        for fn, shape in (("dup_fn", "copy"), ("null_copy_fn", "copy"),
+                          ("null_delete_fn", "delete")):
+            args = ("oldobj, keyval, extra_state, attribute_val_in, attribute_val_out, flag, ierror"
+                    if shape == "copy" else "obj, keyval, attribute_val, extra_state, ierror")
+            o += [f"    subroutine MPI_{kind.upper()}_{fn.upper()}({args}) &",
+                  f"        bind(C, name=\"pmpi_{kind}_{fn}_\")", "      import",
+                  f"      type({handle}) :: {'oldobj' if shape == 'copy' else 'obj'}",
+                  "      integer :: keyval, ierror"]
+            if shape == "copy":
+                o += ["      integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, "
+                      "attribute_val_out", "      logical :: flag"]
+            else:
+                o += ["      integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state"]
+            o += [f"    end subroutine MPI_{kind.upper()}_{fn.upper()}"]
+    return "\n".join(o) + "\n"
+
+
+def f08_keyval_procedures():
+    o = []
+    for kind in ("comm", "type", "win"):
+        name = kind.capitalize()
+        o += [f"  subroutine MPI_{name}_create_keyval(copy_fn, delete_fn, keyval, extra_state, ierror)",
+              "    implicit none", "    external :: copy_fn, delete_fn",
+              "    integer, intent(out) :: keyval",
+              "    integer(kind=MPI_ADDRESS_KIND), intent(in) :: extra_state",
+              "    integer, optional, intent(out) :: ierror", "    integer :: code",
+              f"    call pmpi_{kind}_create_keyval(copy_fn, delete_fn, keyval, extra_state, code)",
+              "    if (present(ierror)) ierror = code",
+              f"  end subroutine MPI_{name}_create_keyval"]
+    return "\n".join(o) + "\n"
+
+
+def gen_module_f08(items, funcs):
+    o = ["! module mpi_f08 of resmpi " + gen.version() + ", generated by abi/gen_fortran.py.",
+         "! Do not edit.  See gen_fortran.py (mpi_f08) for how it binds to libmpichfort.",
+         "module mpi_f08", "  use, intrinsic :: iso_c_binding, only: c_ptr, c_double",
+         "  implicit none"]
+    w = o.append
+    for h in sorted(F08_HANDLES):
+        w(f"  type, bind(C) :: {h}")
+        w("    integer :: MPI_VAL")
+        w(f"  end type {h}")
+    w("  type, bind(C) :: MPI_Status")
+    w("    integer :: count_lo, count_hi_and_cancelled, MPI_SOURCE, MPI_TAG, MPI_ERROR")
+    w("  end type MPI_Status")
+    handles = {i.name: i.rest.split()[0] for i in items if i.kind == "const"}
+    for name, ftype, value in constants(items):
+        ctype = handles.get(name)
+        if ctype in F08_HANDLES:
+            w(f"  type({ctype}), parameter :: {name} = {ctype}({value})")
+        elif name == "MPI_FILE_NULL":
+            w(f"  type(MPI_File), parameter :: {name} = MPI_File({value})")
+        elif ftype == "INTEGER*8":
+            w(f"  integer(kind=8), parameter :: {name} = {value}")
+        else:
+            w(f"  {ftype.lower()}, parameter :: {name} = {value}")
+    w("  ! the sentinels: MPICH's common blocks, as in mpif.h")
+    w("  integer :: MPI_BOTTOM, MPI_IN_PLACE, MPI_ERRCODES_IGNORE(1)")
+    w("  type(MPI_Status) :: MPI_STATUS_IGNORE, MPI_STATUSES_IGNORE(1)")
+    w("  character(len=1) :: MPI_ARGVS_NULL(1, 1), MPI_ARGV_NULL(1)")
+    w("  integer :: MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY")
+    w("  common /mpifcmb5/ MPI_UNWEIGHTED")
+    w("  common /mpifcmb9/ MPI_WEIGHTS_EMPTY")
+    w("  common /mpipriv1/ MPI_BOTTOM, MPI_IN_PLACE, MPI_STATUS_IGNORE")
+    w("  common /mpipriv2/ MPI_STATUSES_IGNORE, MPI_ERRCODES_IGNORE")
+    w("  common /mpiprivc/ MPI_ARGVS_NULL, MPI_ARGV_NULL")
+    w("  save /mpifcmb5/, /mpifcmb9/, /mpipriv1/, /mpipriv2/, /mpiprivc/")
+    w("  interface operator(==)")
+    w("    module procedure " + ", ".join(f"{h[4:].lower()}_eq" for h in sorted(F08_HANDLES)))
+    w("  end interface")
+    w("  interface operator(/=)")
+    w("    module procedure " + ", ".join(f"{h[4:].lower()}_ne" for h in sorted(F08_HANDLES)))
+    w("  end interface")
+    interfaces, procedures = [], []
+    for f in wrapped(funcs):
+        if f.name in F08_SKIP or f.name.startswith("MPIX_Grequest"):
+            continue
+        iface, proc = f08_routine(f)
+        if iface:
+            interfaces.append(iface)
+        if proc:
+            procedures.append(proc)
+    w("  interface")
+    o.extend(interfaces)
+    o.append(F08_HAND_INTERFACES.rstrip("\n"))
+    o.append(f08_attr_interfaces().rstrip("\n"))
+    w("  end interface")
+    w("contains")
+    for h in sorted(F08_HANDLES):
+        short = h[4:].lower()
+        w(f"  elemental logical function {short}_eq(a, b)")
+        w(f"    type({h}), intent(in) :: a, b")
+        w(f"    {short}_eq = a%MPI_VAL == b%MPI_VAL")
+        w(f"  end function {short}_eq")
+        w(f"  elemental logical function {short}_ne(a, b)")
+        w(f"    type({h}), intent(in) :: a, b")
+        w(f"    {short}_ne = a%MPI_VAL /= b%MPI_VAL")
+        w(f"  end function {short}_ne")
+    o.extend(procedures)
+    o.append(f08_keyval_procedures().rstrip("\n"))
+    w("end module mpi_f08")
+    return "\n".join(o) + "\n"
+
+
 def main(argv):
     items, funcs, _ = gen.parse_table()
     if len(argv) == 3 and argv[1] == "mpif":
         gen.write(argv[2], gen_mpif(items))
     elif len(argv) == 3 and argv[1] == "module":
         gen.write(argv[2], gen_module(items))
+    elif len(argv) == 3 and argv[1] == "module_f08":
+        gen.write(argv[2], gen_module_f08(items, funcs))
     elif len(argv) == 3 and argv[1] == "glue":
         text, names = gen_glue(items, funcs)
         gen.write(argv[2], text)

@@ -28,6 +28,8 @@ MPICH_FORT_LIB = Path("/usr/lib/x86_64-linux-gnu/libmpichfort.so.12")
 MPICH_MPIF_H = Path("/usr/include/x86_64-linux-gnu/mpich/mpif.h")
 # MPICH 4.0.2's Fortran MPI_WAITANY/MPI_TESTANY add 1 to MPI_UNDEFINED too.
 MPICH_UNDEFINED_INDEX = mpich_known_bug("Fortran WAITANY/TESTANY return MPI_UNDEFINED+1")
+# MPICH 4.0.2's mpi_f08 MPI_Waitany returns a 0-based index.
+MPICH_F08_INDEX = mpich_known_bug("mpi_f08 MPI_Waitany returns a 0-based index")
 
 
 def abi_env():
@@ -93,6 +95,14 @@ def program_params():
 @pytest.mark.parametrize("name,nprocs", program_params())
 def test_fortran_program_checks_pass(build_fortran, name, nprocs):
     assert_ok(run(nprocs, build_fortran(name), timeout=90), nprocs)
+
+
+@MPICH_F08_INDEX
+@pytest.mark.parametrize("nprocs", [1, 2, 4])
+def test_mpi_f08_program_checks_pass(build_fortran, nprocs):
+    """`use mpi_f08` (source compatible with MPICH's; its binaries are not
+    compatible: MPICH's mpi_f08 calls descriptor-based routines)."""
+    assert_ok(run(nprocs, build_fortran("f08"), timeout=90), nprocs)
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 4])
