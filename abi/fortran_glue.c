@@ -111,6 +111,16 @@ static char *fortran_string_in(const char *text, size_t length)
     return copy;
 }
 
+/* An Info key or value: leading blanks go as well as trailing ones. */
+static char *fortran_info_string(const char *text, size_t length)
+{
+    while (length > 0 && text[0] == ' ') {
+        text++;
+        length--;
+    }
+    return fortran_string_in(text, length);
+}
+
 /* A C string into a Fortran CHARACTER variable: blank-padded, not terminated. */
 static void fortran_string_out(const char *text, char *out, size_t length)
 {
@@ -499,18 +509,20 @@ void pmpi_register_datarep_(const char *datarep, void *read_fn, void *write_fn, 
 typedef void(fortran_query_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
 typedef void(fortran_free_fn)(MPI_Aint *, MPI_Fint *);
 typedef void(fortran_cancel_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
+/* extra_state is the caller's variable itself, as with MPICH: a free_fn
+ * that updates it updates the program's variable (MPICH's greqf test). */
 struct fortran_grequest {
     fortran_query_fn *query;
     fortran_free_fn *free_fn;
     fortran_cancel_fn *cancel;
-    MPI_Aint extra_state;
+    MPI_Aint *extra_state;
 };
 
 static int grequest_query(void *state, MPI_Status *status)
 {
     struct fortran_grequest *g = state;
     MPI_Fint ierror = MPI_SUCCESS;
-    g->query(&g->extra_state, (MPI_Fint *)status, &ierror);
+    g->query(g->extra_state, (MPI_Fint *)status, &ierror);
     return ierror;
 }
 
@@ -518,7 +530,7 @@ static int grequest_free(void *state)
 {
     struct fortran_grequest *g = state;
     MPI_Fint ierror = MPI_SUCCESS;
-    g->free_fn(&g->extra_state, &ierror);
+    g->free_fn(g->extra_state, &ierror);
     free(g);
     return ierror;
 }
@@ -527,7 +539,7 @@ static int grequest_cancel(void *state, int complete)
 {
     struct fortran_grequest *g = state;
     MPI_Fint f_complete = complete != 0, ierror = MPI_SUCCESS;
-    g->cancel(&g->extra_state, &f_complete, &ierror);
+    g->cancel(g->extra_state, &f_complete, &ierror);
     return ierror;
 }
 
@@ -543,7 +555,7 @@ void pmpi_grequest_start_(fortran_query_fn *query, fortran_free_fn *free_fn,
         set_ierror(ierror, MPI_ERR_NO_MEM);
         return;
     }
-    *g = (struct fortran_grequest){query, free_fn, cancel, *extra_state};
+    *g = (struct fortran_grequest){query, free_fn, cancel, extra_state};
     int rc = MPI_Grequest_start(grequest_query, grequest_free, grequest_cancel, g, request);
     set_ierror(ierror, rc);
     if (rc != MPI_SUCCESS)
@@ -645,6 +657,41 @@ void pmpi_comm_spawn_multiple_(MPI_Fint *count, const char *commands, const char
     free(c_commands);
     if (!ignore_argv)
         free(c_argvs);
+    set_ierror(ierror, rc);
+}
+
+/* MPI_INFO_GET_STRING: buflen is the room in value on entry and the value's
+ * length (no NUL in Fortran) on return; buflen 0 asks only for the length;
+ * value is left alone when the key is absent. */
+void pmpi_info_get_string_(MPI_Fint *info, const char *key, MPI_Fint *buflen, char *value,
+                           MPI_Fint *flag, MPI_Fint *ierror, size_t key_len, size_t value_len);
+void pmpi_info_get_string_(MPI_Fint *info, const char *key, MPI_Fint *buflen, char *value,
+                           MPI_Fint *flag, MPI_Fint *ierror, size_t key_len, size_t value_len)
+{
+    char *c_key = fortran_info_string(key, key_len), *c_value = NULL, probe[1];
+    int rc = c_key ? MPI_SUCCESS : MPI_ERR_NO_MEM, c_flag = 0, c_buflen = 0;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Info_get_string(*info, c_key, &c_buflen, probe, &c_flag);
+    if (rc == MPI_SUCCESS && c_flag && *buflen > 0) {
+        int needed = c_buflen;
+        if (!(c_value = calloc((size_t)needed + 1, 1)))
+            rc = MPI_ERR_NO_MEM;
+        else
+            rc = MPI_Info_get_string(*info, c_key, &needed, c_value, &c_flag);
+        if (rc == MPI_SUCCESS) {
+            size_t room = (size_t)*buflen < value_len ? (size_t)*buflen : value_len;
+            size_t used = strnlen(c_value, room);
+            memcpy(value, c_value, used);
+            memset(value + used, ' ', value_len - used);
+        }
+    }
+    if (rc == MPI_SUCCESS) {
+        *flag = c_flag != 0;
+        if (c_flag)
+            *buflen = c_buflen > 0 ? c_buflen - 1 : 0;
+    }
+    free(c_key);
+    free(c_value);
     set_ierror(ierror, rc);
 }
 

@@ -40,7 +40,7 @@ SAME_CALLBACKS = {"MPI_User_function *", "MPI_Comm_errhandler_function *",
                   "MPI_Win_errhandler_function *", "MPI_File_errhandler_function *",
                   "MPI_Session_errhandler_function *"}
 # Written by hand in the glue prologue (see FORTRAN_GLUE_PROLOGUE).
-SPECIAL = {"MPI_Init", "MPI_Init_thread", "MPI_Wtime", "MPI_Wtick", "MPI_Pcontrol",
+SPECIAL = {"MPI_Info_get_string", "MPI_Init", "MPI_Init_thread", "MPI_Wtime", "MPI_Wtick", "MPI_Pcontrol",
            "MPI_Aint_add", "MPI_Aint_diff", "MPI_Comm_get_attr", "MPI_Type_get_attr",
            "MPI_Win_get_attr", "MPI_Comm_set_attr", "MPI_Type_set_attr", "MPI_Win_set_attr",
            "MPI_Attr_get", "MPI_Attr_put", "MPI_Comm_create_keyval", "MPI_Type_create_keyval",
@@ -66,8 +66,7 @@ STRING_LENGTHS = {"MPI_MAX_PROCESSOR_NAME", "MPI_MAX_LIBRARY_VERSION_STRING",
                   "MPI_MAX_STRINGTAG_LEN", "MPI_MAX_PSET_NAME_LEN"}
 # C writes up to `valuelen` characters: no more than the Fortran variable holds.
 CLAMP_TO_STRING = {("MPI_Info_get", "valuelen"): "value"}
-# C writes up to *buflen characters into the output string: room for them.
-STRING_ROOM = {("MPI_Info_get_string", "value"): "buflen"}
+STRING_ROOM = {}  # (function, string) -> a parameter bounding what C writes
 # MPI_File_open's handle is output only: no f2c of what the variable held.
 FILE_OUT_ONLY = {"MPI_File_open"}
 
@@ -312,7 +311,9 @@ def gen_wrapper(f):
         elif kind == "string_in":
             fparams.append(f"const char *{n}")
             hidden.append(f"size_t {n}_len")
-            pre.append(f"    char *c_{name} = fortran_string_in({n}, {n}_len);")
+            # Info keys and values lose leading blanks too (MPI-4.0 section 10.1)
+            trim = "fortran_info_string" if f.name.startswith("MPI_Info_") else "fortran_string_in"
+            pre.append(f"    char *c_{name} = {trim}({n}, {n}_len);")
             pre.append(f"    if (!c_{name}) rc = MPI_ERR_NO_MEM;")
             args.append(f"c_{name}")
             post.append(f"    free(c_{name});")
@@ -324,7 +325,10 @@ def gen_wrapper(f):
             pre.append(f"    char *c_{name} = calloc({n}_len + FORTRAN_STRING_SLACK{extra}, 1);")
             pre.append(f"    if (!c_{name}) rc = MPI_ERR_NO_MEM;")
             args.append(f"c_{name}")
-            post.append(f"    if (rc == MPI_SUCCESS) fortran_string_out(c_{name}, {n}, {n}_len);")
+            # a value that was not found leaves the variable as it was
+            flag_names = [split_param(q)[1] for q in f.param_list()]
+            found = " && *p_flag" if "flag" in flag_names else ""
+            post.append(f"    if (rc == MPI_SUCCESS{found}) fortran_string_out(c_{name}, {n}, {n}_len);")
             post.append(f"    free(c_{name});")
         elif kind == "file_in":
             fparams.append(f"MPI_Fint *{n}")
@@ -398,7 +402,7 @@ HAND_WRITTEN = ["init", "init_thread", "wtime", "wtick", "pcontrol", "aint_add",
                 "comm_null_delete_fn", "type_dup_fn", "type_null_copy_fn",
                 "type_null_delete_fn", "win_dup_fn", "win_null_copy_fn", "win_null_delete_fn",
                 "info_create_env", "f_sync_reg", "conversion_fn_null", "register_datarep",
-                "grequest_start", "comm_spawn", "comm_spawn_multiple"]
+                "grequest_start", "comm_spawn", "comm_spawn_multiple", "info_get_string"]
 
 
 def _alias_lines(lower):
@@ -588,6 +592,14 @@ def f08_keyval_procedures():
               f"    call pmpi_{kind}_create_keyval(copy_fn, delete_fn, keyval, extra_state, code)",
               "    if (present(ierror)) ierror = code",
               f"  end subroutine MPI_{name}_create_keyval"]
+    o += ["  subroutine MPI_Info_get_string(info, key, buflen, value, flag, ierror)",
+          "    implicit none", "    type(MPI_Info), intent(in) :: info",
+          "    character(len=*), intent(in) :: key", "    integer, intent(inout) :: buflen",
+          "    character(len=*), intent(out) :: value", "    logical, intent(out) :: flag",
+          "    integer, optional, intent(out) :: ierror", "    integer :: code",
+          "    call pmpi_info_get_string(info, key, buflen, value, flag, code)",
+          "    if (present(ierror)) ierror = code",
+          "  end subroutine MPI_Info_get_string"]
     return "\n".join(o) + "\n"
 
 
