@@ -35,7 +35,7 @@ FGEN        := abi/gen_fortran.py
 FORT_SONAME := libmpichfort.so.12
 FORT_LIB    := $(BUILD)/lib/$(FORT_SONAME).0.0
 
-.PHONY: all cargo headers lib wrappers mpiexec fortran fortran-module install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling FORCE
+.PHONY: all cargo headers lib wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling FORCE
 
 all: headers lib wrappers mpiexec fortran
 
@@ -98,26 +98,25 @@ $(BUILD)/bin/mpifort: scripts/mpicc.in
 # the wrappers of libmpichfort.so.12 are C (abi/fortran_glue.c + generated
 # ones), so only the modules need a Fortran compiler: without one they are
 # skipped with a warning.
-fortran: $(BUILD)/include/mpif.h $(FORT_LIB) $(BUILD)/bin/mpifort fortran-module
+fortran: $(BUILD)/include/mpif.h $(FORT_LIB) $(BUILD)/bin/mpifort
 $(BUILD)/include/mpif.h: $(TABLE) $(GEN) $(FGEN) Cargo.toml
 	$(PYTHON) $(FGEN) mpif $@
 $(BUILD)/obj/mpi_module.f90: $(TABLE) $(GEN) $(FGEN) Cargo.toml
 	@mkdir -p $(@D)
 	$(PYTHON) $(FGEN) module $@
-fortran-module: $(BUILD)/obj/mpi_module.f90
+# Both modules have procedures (MPI_SIZEOF; in mpi_f08 also == on handles and
+# the routines with CHARACTER arguments): their objects go into libmpichfort,
+# as MPICH's do.
+$(BUILD)/obj/mpi_module.o: $(BUILD)/obj/mpi_module.f90
 	@if command -v $(FC) >/dev/null 2>&1; then \
-	    if [ ! -f $(BUILD)/include/mpi.mod ] || [ $< -nt $(BUILD)/include/mpi.mod ]; then \
-	        echo "$(FC) -c $< -J$(BUILD)/include"; \
-	        $(FC) -c $< -J$(BUILD)/include -o $(BUILD)/obj/mpi_module.o || exit 1; \
-	    fi; \
-	else echo "warning: $(FC) not found; build/include/mpi.mod skipped (use mpi needs it)" >&2; fi
+	    echo "$(FC) -c -fPIC -O2 $< -J$(BUILD)/include"; \
+	    $(FC) -c -fPIC -O2 $< -J$(BUILD)/include -o $@ || exit 1; \
+	else echo "warning: $(FC) not found; use mpi skipped" >&2; fi
 $(BUILD)/obj/fortran_glue.c: $(TABLE) $(GEN) $(FGEN) abi/fortran_glue.c
 	@mkdir -p $(@D)
 	$(PYTHON) $(FGEN) glue $@
 $(BUILD)/obj/fortran_glue.o: $(BUILD)/obj/fortran_glue.c $(HEADERS)
 	$(LINK_CC) -O2 -fPIC -Wall -Wextra -I$(BUILD)/include -c $< -o $@
-# module mpi_f08 has procedures (== on handles, routines with CHARACTER
-# arguments): its object goes into libmpichfort, as MPICH's does.
 $(BUILD)/obj/mpi_f08.f90: $(TABLE) $(GEN) $(FGEN) Cargo.toml
 	@mkdir -p $(@D)
 	$(PYTHON) $(FGEN) module_f08 $@
@@ -126,8 +125,8 @@ $(BUILD)/obj/mpi_f08.o: $(BUILD)/obj/mpi_f08.f90
 	    echo "$(FC) -c -fPIC -O2 $< -J$(BUILD)/include"; \
 	    $(FC) -c -fPIC -O2 -ffree-line-length-none $< -J$(BUILD)/include -o $@ || exit 1; \
 	else echo "warning: $(FC) not found; use mpi_f08 skipped" >&2; fi
-$(FORT_LIB): $(BUILD)/obj/fortran_glue.o $(BUILD)/obj/mpi_f08.o $(LIB)
-	f08=; [ -f $(BUILD)/obj/mpi_f08.o ] && f08="$(BUILD)/obj/mpi_f08.o -lgfortran"; \
+$(FORT_LIB): $(BUILD)/obj/fortran_glue.o $(BUILD)/obj/mpi_module.o $(BUILD)/obj/mpi_f08.o $(LIB)
+	f08=; [ -f $(BUILD)/obj/mpi_f08.o ] && f08="$(BUILD)/obj/mpi_module.o $(BUILD)/obj/mpi_f08.o -lgfortran"; \
 	$(LINK_CC) -shared -o $@ -Wl,-soname,$(FORT_SONAME) -Wl,--no-undefined -Wl,-z,noexecstack \
 	    $(BUILD)/obj/fortran_glue.o $$f08 -L$(BUILD)/lib -lmpi -Wl,-rpath,'$$ORIGIN'
 	ln -sfn $(FORT_LIB:$(BUILD)/lib/%=%) $(BUILD)/lib/$(FORT_SONAME)

@@ -112,6 +112,9 @@ program f08
   call check(vec == MPI_DATATYPE_NULL, 'type_free')
 
   call check(MPI_Wtime() >= t0 .and. MPI_Wtick() > 0, 'wtime')
+  call MPI_Sizeof(t0, x)
+  call MPI_Sizeof(arr, y, ierr)
+  call check(x == 8 .and. y == 4 .and. ierr == MPI_SUCCESS, 'MPI_Sizeof')
   call MPI_Comm_free(split)
   call MPI_Comm_free(dup)
   call MPI_Allreduce(nbad, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
