@@ -1,4 +1,5 @@
-# resmpi top-level build: Rust workspace -> libmpi.so.12, mpi.h, mpicc, mpiexec.
+# resmpi top-level build: Rust workspace -> libmpi.so.12, mpi.h, mpicc, mpiexec;
+# Fortran: mpif.h, mpi.mod, libmpichfort.so.12, mpifort/mpif90/mpif77.
 #
 #   make / make all         build everything into build/
 #   make install PREFIX=D   copy build/ to D (wrappers find D from their own path)
@@ -10,6 +11,10 @@ PREFIX      ?= /usr/local
 CARGO       ?= cargo
 PYTHON      ?= python3
 LINK_CC     ?= gcc
+# make's built-in FC is f77; MPICH's Fortran ABI is gfortran's.
+ifeq ($(origin FC),default)
+FC          := gfortran
+endif
 # `make CARGO_PACKAGES="-p resmpi-capi"` builds only the C ABI crate.
 CARGO_PACKAGES ?= --workspace
 
@@ -25,11 +30,14 @@ RUST_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
 HEADERS     := $(BUILD)/include/mpi.h $(BUILD)/include/mpio.h $(BUILD)/include/mpi-ext.h
 LIB         := $(BUILD)/lib/$(LIBFILE)
-WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx
+WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx $(BUILD)/bin/mpifort
+FGEN        := abi/gen_fortran.py
+FORT_SONAME := libmpichfort.so.12
+FORT_LIB    := $(BUILD)/lib/$(FORT_SONAME).0.0
 
-.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling FORCE
+.PHONY: all cargo headers lib wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling FORCE
 
-all: headers lib wrappers mpiexec
+all: headers lib wrappers mpiexec fortran
 
 cargo:
 	$(CARGO) build --release $(CARGO_PACKAGES)
@@ -68,13 +76,61 @@ $(LIB): $(BUILD)/obj/glue.o $(STATICLIB) $(BUILD)/obj/exports.map
 wrappers: $(WRAPPERS)
 $(BUILD)/bin/mpicc: scripts/mpicc.in
 	@mkdir -p $(@D)
-	sed -e 's/@LANG@/C/' -e 's/@COMPILER@/$${RESMPI_CC:-$${MPICH_CC:-cc}}/' $< > $@
+	sed -e 's/@LANG@/C/' -e 's/@COMPILER@/$${RESMPI_CC:-$${MPICH_CC:-cc}}/' -e 's/@LIBS@/-lmpi/' -e 's/@FLAGS@//' $< > $@
 	chmod 755 $@
 $(BUILD)/bin/mpicxx: scripts/mpicc.in
 	@mkdir -p $(@D)
-	sed -e 's/@LANG@/C++/' -e 's/@COMPILER@/$${RESMPI_CXX:-$${MPICH_CXX:-c++}}/' $< > $@
+	sed -e 's/@LANG@/C++/' -e 's/@COMPILER@/$${RESMPI_CXX:-$${MPICH_CXX:-c++}}/' -e 's/@LIBS@/-lmpi/' -e 's/@FLAGS@//' $< > $@
 	chmod 755 $@
 	ln -sfn mpicxx $(BUILD)/bin/mpic++
+# One Fortran wrapper under MPICH's three names (gfortran reads the form from
+# the file name: .f fixed, .f90 free).  Like MPICH's, it passes
+# -fallow-argument-mismatch: without interfaces, gfortran >= 10 rejects one
+# routine called with buffers of two types in a file.
+$(BUILD)/bin/mpifort: scripts/mpicc.in
+	@mkdir -p $(@D)
+	sed -e 's/@LANG@/Fortran/' -e 's/@COMPILER@/$${RESMPI_FC:-$${MPICH_FC:-gfortran}}/' -e 's/@LIBS@/-lmpichfort -lmpi/' -e 's/@FLAGS@/ -fallow-argument-mismatch/' $< > $@
+	chmod 755 $@
+	ln -sfn mpifort $(BUILD)/bin/mpif90
+	ln -sfn mpifort $(BUILD)/bin/mpif77
+
+# Fortran: mpif.h, module mpi and module mpi_f08 from the same table as mpi.h;
+# the wrappers of libmpichfort.so.12 are C (abi/fortran_glue.c + generated
+# ones), so only the modules need a Fortran compiler: without one they are
+# skipped with a warning.
+fortran: $(BUILD)/include/mpif.h $(FORT_LIB) $(BUILD)/bin/mpifort
+$(BUILD)/include/mpif.h: $(TABLE) $(GEN) $(FGEN) Cargo.toml
+	$(PYTHON) $(FGEN) mpif $@
+$(BUILD)/obj/mpi_module.f90: $(TABLE) $(GEN) $(FGEN) Cargo.toml
+	@mkdir -p $(@D)
+	$(PYTHON) $(FGEN) module $@
+# Both modules have procedures (MPI_SIZEOF; in mpi_f08 also == on handles and
+# the routines with CHARACTER arguments): their objects go into libmpichfort,
+# as MPICH's do.
+$(BUILD)/obj/mpi_module.o: $(BUILD)/obj/mpi_module.f90
+	@if command -v $(FC) >/dev/null 2>&1; then \
+	    echo "$(FC) -c -fPIC -O2 $< -J$(BUILD)/include"; \
+	    $(FC) -c -fPIC -O2 $< -J$(BUILD)/include -o $@ || exit 1; \
+	else echo "warning: $(FC) not found; use mpi skipped" >&2; fi
+$(BUILD)/obj/fortran_glue.c: $(TABLE) $(GEN) $(FGEN) abi/fortran_glue.c
+	@mkdir -p $(@D)
+	$(PYTHON) $(FGEN) glue $@
+$(BUILD)/obj/fortran_glue.o: $(BUILD)/obj/fortran_glue.c $(HEADERS)
+	$(LINK_CC) -O2 -fPIC -Wall -Wextra -I$(BUILD)/include -c $< -o $@
+$(BUILD)/obj/mpi_f08.f90: $(TABLE) $(GEN) $(FGEN) Cargo.toml
+	@mkdir -p $(@D)
+	$(PYTHON) $(FGEN) module_f08 $@
+$(BUILD)/obj/mpi_f08.o: $(BUILD)/obj/mpi_f08.f90
+	@if command -v $(FC) >/dev/null 2>&1; then \
+	    echo "$(FC) -c -fPIC -O2 $< -J$(BUILD)/include"; \
+	    $(FC) -c -fPIC -O2 -ffree-line-length-none $< -J$(BUILD)/include -o $@ || exit 1; \
+	else echo "warning: $(FC) not found; use mpi_f08 skipped" >&2; fi
+$(FORT_LIB): $(BUILD)/obj/fortran_glue.o $(BUILD)/obj/mpi_module.o $(BUILD)/obj/mpi_f08.o $(LIB)
+	f08=; [ -f $(BUILD)/obj/mpi_f08.o ] && f08="$(BUILD)/obj/mpi_module.o $(BUILD)/obj/mpi_f08.o -lgfortran"; \
+	$(LINK_CC) -shared -o $@ -Wl,-soname,$(FORT_SONAME) -Wl,--no-undefined -Wl,-z,noexecstack \
+	    $(BUILD)/obj/fortran_glue.o $$f08 -L$(BUILD)/lib -lmpi -Wl,-rpath,'$$ORIGIN'
+	ln -sfn $(FORT_LIB:$(BUILD)/lib/%=%) $(BUILD)/lib/$(FORT_SONAME)
+	ln -sfn $(FORT_SONAME) $(BUILD)/lib/libmpichfort.so
 
 # The launcher crate builds target/release/mpiexec; until it exists, warn and go on.
 # After the cargo build (which builds mpiexec too): under -j the copy must

@@ -1,0 +1,45 @@
+C     Fixed-form FORTRAN 77 with mpif.h: the oldest way in.  A ring
+C     exchange with status fields, MPI_GET_COUNT, an allreduce, the
+C     processor name and version.  Rank 0 prints OK when all ranks agree.
+      PROGRAM F77BASIC
+      IMPLICIT NONE
+      INCLUDE 'mpif.h'
+      INTEGER IERR, RANK, NPROCS, NEXT, PREV, IVAL, JVAL, COUNT
+      INTEGER STATUS(MPI_STATUS_SIZE), NBAD, TOTAL, LEN, V, SV
+      CHARACTER*(MPI_MAX_PROCESSOR_NAME) PNAME
+      DOUBLE PRECISION T0
+      LOGICAL FLAG
+      NBAD = 0
+      CALL MPI_INIT(IERR)
+      IF (IERR .NE. MPI_SUCCESS) NBAD = NBAD + 1
+      CALL MPI_INITIALIZED(FLAG, IERR)
+      IF (.NOT. FLAG) NBAD = NBAD + 1
+      CALL MPI_COMM_RANK(MPI_COMM_WORLD, RANK, IERR)
+      CALL MPI_COMM_SIZE(MPI_COMM_WORLD, NPROCS, IERR)
+      T0 = MPI_WTIME()
+      NEXT = MOD(RANK + 1, NPROCS)
+      PREV = MOD(RANK + NPROCS - 1, NPROCS)
+      IVAL = 100 + RANK
+      CALL MPI_SENDRECV(IVAL, 1, MPI_INTEGER, NEXT, 7, JVAL, 1,
+     &     MPI_INTEGER, PREV, 7, MPI_COMM_WORLD, STATUS, IERR)
+      IF (JVAL .NE. 100 + PREV) NBAD = NBAD + 1
+      IF (STATUS(MPI_SOURCE) .NE. PREV) NBAD = NBAD + 1
+      IF (STATUS(MPI_TAG) .NE. 7) NBAD = NBAD + 1
+      CALL MPI_GET_COUNT(STATUS, MPI_INTEGER, COUNT, IERR)
+      IF (COUNT .NE. 1) NBAD = NBAD + 1
+      CALL MPI_GET_PROCESSOR_NAME(PNAME, LEN, IERR)
+      IF (LEN .LE. 0 .OR. LEN .GT. MPI_MAX_PROCESSOR_NAME) NBAD=NBAD+1
+      IF (PNAME(LEN+1:) .NE. ' ') NBAD = NBAD + 1
+C     Not MPI_VERSION: a binary built with MPICH's mpif.h (4.0) runs on
+C     resmpi (3.1) too.
+      CALL MPI_GET_VERSION(V, SV, IERR)
+      IF (V .LT. 3 .OR. SV .LT. 0) NBAD = NBAD + 1
+      IF (MPI_WTIME() .LT. T0 .OR. MPI_WTICK() .LE. 0D0) NBAD=NBAD+1
+      IF (NBAD .NE. 0) PRINT *, 'FAIL rank', RANK, NBAD
+      CALL MPI_ALLREDUCE(NBAD, TOTAL, 1, MPI_INTEGER, MPI_SUM,
+     &     MPI_COMM_WORLD, IERR)
+      IF (RANK .EQ. 0 .AND. TOTAL .EQ. 0) PRINT '(A)', 'OK'
+      CALL MPI_FINALIZE(IERR)
+      CALL MPI_FINALIZED(FLAG, IERR)
+      IF (.NOT. FLAG) PRINT *, 'FAIL finalized'
+      END
