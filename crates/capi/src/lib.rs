@@ -23,6 +23,8 @@ mod datatype_queries;
 mod errhandler;
 mod error_codes;
 mod external32;
+mod file;
+mod file_access;
 mod global;
 mod grequest;
 mod group;

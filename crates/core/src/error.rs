@@ -71,7 +71,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 41] = [
+    pub const ALL: [ErrorClass; 42] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -143,13 +143,17 @@ impl ErrorClass {
             ErrorClass::Amode => "Invalid amode value in MPI_File_open",
             ErrorClass::BadFile => "Invalid file name",
             ErrorClass::FileExists => "File exists",
-            ErrorClass::FileInUse => "File in use by some process",
+            ErrorClass::FileInUse => {
+                "File operation could not be completed, as the file is currently open by some process"
+            },
             ErrorClass::File => "Invalid MPI_File",
             ErrorClass::Io => "Other I/O error",
-            ErrorClass::NotSame => "Collective argument not identical on all processes",
-            ErrorClass::NoSpace => "Not enough space",
+            ErrorClass::NotSame => {
+                "Collective argument not identical on all processes or collective routines called in a different order"
+            },
+            ErrorClass::NoSpace => "Not enough space for file",
             ErrorClass::NoSuchFile => "File does not exist",
-            ErrorClass::ReadOnly => "Read-only file or file system",
+            ErrorClass::ReadOnly => "Read-only file or filesystem name",
             ErrorClass::UnsupportedDatarep => "Unsupported datarep passed to MPI_File_set_view",
             ErrorClass::Info => "Invalid MPI_Info",
             ErrorClass::InfoKey => "Invalid info key",
