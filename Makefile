@@ -83,6 +83,8 @@ mpiexec:
 	    cp -f $(TARGET_DIR)/mpiexec $(BUILD)/bin/mpiexec && ln -sfn mpiexec $(BUILD)/bin/mpirun; \
 	    echo "installed $(BUILD)/bin/mpiexec"; \
 	else echo "warning: $(TARGET_DIR)/mpiexec not built yet; build/bin/mpiexec skipped" >&2; fi
+	@if [ -x $(TARGET_DIR)/resmpi-io ]; then \
+	    cp -f $(TARGET_DIR)/resmpi-io $(BUILD)/bin/resmpi-io; fi
 
 install: all
 	mkdir -p $(DESTDIR)$(PREFIX)

@@ -150,3 +150,32 @@ def test_environment_defaults_replicate_an_unmodified_program(build, tmp_path):
     res = run(4, exe, "read", cwd=tmp_path, timeout=90)
     assert_ok(res)
     assert repairs(res)[0] > 0, res.describe()
+
+
+def test_resmpi_io_check_finds_and_scrub_rebuilds_a_replaced_target(build, tmp_path):
+    """A copy nobody reads is only checked by the scrub command: check
+    reports it (exit 1), scrub rebuilds it (a target replaced by an empty
+    directory, another copy's bytes flipped), check is then clean."""
+    from conftest import PREFIX, run_cmd
+    tool = str(PREFIX / "bin" / "resmpi-io")
+    exe = build("io_replica")
+    write_replicated(exe, tmp_path, 3)
+    primary = str(tmp_path / "rep.dat")
+    res = run_cmd([tool, "info", primary])
+    assert res.returncode == 0 and "replication_factor=3" in res.stdout, res.describe()
+    assert run_cmd([tool, "check", primary]).returncode == 0
+    shutil.rmtree(tmp_path / "target1")
+    (tmp_path / "target1").mkdir()
+    damage(tmp_path, 2, "flip")
+    res = run_cmd([tool, "check", primary])
+    assert res.returncode == 1 and "target1" in res.stdout and "target2" in res.stdout, res.describe()
+    assert "NOT repaired" in res.stdout, res.describe()
+    res = run_cmd([tool, "scrub", primary])
+    assert res.returncode == 0 and "0 remaining" in res.stdout, res.describe()
+    res = run_cmd([tool, "check", primary])
+    assert res.returncode == 0 and " 0 damaged" in res.stdout, res.describe()
+    assert any(p.name.endswith(".meta") for p in (tmp_path / "target1").iterdir())
+    # The rebuilt copies carry the data: lose the primary, read from them.
+    damage(tmp_path, 0, "delete")
+    assert_ok(run(2, exe, "read", cwd=tmp_path, timeout=90))
+    assert run_cmd([tool, "check", str(tmp_path / "plain.dat")]).returncode == 2

@@ -408,6 +408,11 @@ impl Store {
             for index in 0..replicated.copies.len() {
                 replicated.reopen(index, true);
             }
+            // A replaced target gets its copy of the metadata back too.
+            let text = replicated.layout.encode();
+            for replica in &self.names.replicas {
+                let _ = std::fs::write(with_suffix(replica, ".meta"), &text);
+            }
         }
         let writable = replicated.writable;
         replicated.writable = repair && writable;
