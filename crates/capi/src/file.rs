@@ -1140,7 +1140,7 @@ pub unsafe extern "C" fn PMPI_File_get_view(
             *disp = file.view.displacement_bytes() as MPI_Offset;
             *etype = etype_copy;
             *filetype = filetype_copy;
-            std::ptr::copy_nonoverlapping(b"native\0".as_ptr() as *const c_char, datarep, 7);
+            std::ptr::copy_nonoverlapping(c"native".as_ptr(), datarep, 7);
         }
         Ok(())
     })
