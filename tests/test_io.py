@@ -22,6 +22,22 @@ def test_mpi_io_core(build, tmp_path, nprocs, subtest):
     assert_ok(run(nprocs, build("io_core"), subtest, cwd=tmp_path, timeout=90))
 
 
+
+@pytest.mark.parametrize("nprocs", [2, 3, 4])
+@pytest.mark.parametrize("storage", ["plain", "replicated"])
+@pytest.mark.parametrize("mode", ["enable", "disable", "automatic"])
+def test_collective_io_through_aggregators_and_without(build, tmp_path, nprocs, storage, mode):
+    """An irregular interleaved view (rank r owns r+1 ints of each tile)
+    written and read collectively in many small exchange rounds with two
+    aggregators (romio_cb_write/read=enable), independently (disable) or as
+    the access pattern decides (automatic): the same file every time; on a
+    replicated file every copy agrees afterwards."""
+    target = tmp_path / "target"
+    target.mkdir()
+    where = "plain" if storage == "plain" else str(target)
+    assert_ok(run(nprocs, build("io_collective"), mode, where, cwd=tmp_path, timeout=90))
+
+
 # ---------------------------------------------------------------- replication
 
 FAULTS = ["delete", "truncate", "flip", "directory_is_a_file"]

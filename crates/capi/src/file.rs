@@ -42,6 +42,8 @@ pub(crate) struct OpenFile {
     pub comm: MPI_Comm,
     /// This process's rank in it.
     pub rank: c_int,
+    /// Its size.
+    pub size: c_int,
     /// The name given to MPI_File_open.
     pub path: PathBuf,
     /// The access mode.
@@ -210,7 +212,7 @@ pub(crate) fn io_error(what: &str, error: &std::io::Error) -> MpiError {
 }
 
 /// An error code returned by a call on the file's communicator, as an error.
-fn checked(code: c_int, what: &str) -> MpiResult<()> {
+pub(crate) fn checked(code: c_int, what: &str) -> MpiResult<()> {
     if code == MPI_SUCCESS {
         return Ok(());
     }
@@ -311,7 +313,40 @@ pub(crate) struct Hints {
     pub targets: Vec<PathBuf>,
     /// resmpi_verify_reads=all: check every copy on every read.
     pub verify_all_copies: bool,
+    /// romio_cb_write: two-phase collective writes.
+    pub collective_buffering_write: CollectiveBuffering,
+    /// romio_cb_read: two-phase collective reads.
+    pub collective_buffering_read: CollectiveBuffering,
+    /// cb_nodes: aggregators (None: one per 8 processes).
+    pub aggregator_count: Option<usize>,
+    /// cb_buffer_size: bytes an aggregator handles per exchange round.
+    pub aggregator_buffer_bytes: u64,
 }
+
+/// ROMIO's romio_cb_write / romio_cb_read values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum CollectiveBuffering {
+    /// Always aggregate.
+    Enable,
+    /// Never: every process does its own I/O.
+    Disable,
+    /// Aggregate when the processes' byte ranges interleave.
+    #[default]
+    Automatic,
+}
+
+impl CollectiveBuffering {
+    fn name(self) -> &'static str {
+        match self {
+            CollectiveBuffering::Enable => "enable",
+            CollectiveBuffering::Disable => "disable",
+            CollectiveBuffering::Automatic => "automatic",
+        }
+    }
+}
+
+/// The default cb_buffer_size (ROMIO's).
+const DEFAULT_AGGREGATOR_BUFFER_BYTES: u64 = 16 << 20;
 
 /// The (key, value) pairs of `info` (none for MPI_INFO_NULL).
 unsafe fn info_pairs(info: MPI_Info) -> MpiResult<Vec<(String, String)>> {
@@ -378,6 +413,7 @@ impl Hints {
         let mut hints = Hints {
             replication_factor: 1,
             block_size_bytes: DEFAULT_BLOCK_SIZE_BYTES,
+            aggregator_buffer_bytes: DEFAULT_AGGREGATOR_BUFFER_BYTES,
             ..Hints::default()
         };
         let environment = [
@@ -419,6 +455,27 @@ impl Hints {
                     .map(|target| resmpi_io::placement::absolute(&target))
                     .collect()
             }
+            "romio_cb_write" | "romio_cb_read" => {
+                let mode = match value.trim() {
+                    "enable" => CollectiveBuffering::Enable,
+                    "disable" => CollectiveBuffering::Disable,
+                    "automatic" => CollectiveBuffering::Automatic,
+                    _ => return Err(bad_hint(key, value, "must be enable, disable or automatic")),
+                };
+                if key == "romio_cb_write" {
+                    self.collective_buffering_write = mode;
+                } else {
+                    self.collective_buffering_read = mode;
+                }
+            }
+            "cb_nodes" => match number() {
+                Ok(count @ 1..=1_000_000) => self.aggregator_count = Some(count as usize),
+                _ => return Err(bad_hint(key, value, "must be a positive whole number")),
+            },
+            "cb_buffer_size" => match number() {
+                Ok(bytes @ 1..=0x4000_0000) => self.aggregator_buffer_bytes = bytes,
+                _ => return Err(bad_hint(key, value, "must be a byte count from 1 to 2^30")),
+            },
             "resmpi_verify_reads" => match value.trim() {
                 "all" | "true" | "1" => self.verify_all_copies = true,
                 "first" | "false" | "0" => self.verify_all_copies = false,
@@ -553,11 +610,16 @@ unsafe fn open_on(
     amode: c_int,
     info: MPI_Info,
 ) -> MpiResult<MPI_File> {
-    let mut rank = 0;
-    // SAFETY: valid out pointer.
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: valid out pointers.
     checked(
         unsafe { crate::comm::PMPI_Comm_rank(comm, &mut rank) },
         "MPI_Comm_rank",
+    )?;
+    // SAFETY: as above.
+    checked(
+        unsafe { crate::comm::PMPI_Comm_size(comm, &mut size) },
+        "MPI_Comm_size",
     )?;
     // Argument errors: every rank sees its own, then all agree.
     let prepared: MpiResult<(PathBuf, Hints, Option<ReplicaLayout>)> = (|| {
@@ -648,6 +710,7 @@ unsafe fn open_on(
     let file = OpenFile {
         comm,
         rank,
+        size,
         path,
         amode,
         store,
@@ -967,6 +1030,23 @@ pub unsafe extern "C" fn PMPI_File_get_info(fh: MPI_File, info_used: *mut MPI_In
             }
             None => pairs.push(("replication_factor".to_string(), "1".to_string())),
         }
+        let hints = &file.hints;
+        pairs.push((
+            "romio_cb_write".to_string(),
+            hints.collective_buffering_write.name().to_string(),
+        ));
+        pairs.push((
+            "romio_cb_read".to_string(),
+            hints.collective_buffering_read.name().to_string(),
+        ));
+        pairs.push((
+            "cb_buffer_size".to_string(),
+            hints.aggregator_buffer_bytes.to_string(),
+        ));
+        pairs.push((
+            "cb_nodes".to_string(),
+            crate::file_collective::aggregator_count(hints, file.size).to_string(),
+        ));
         pairs.push((
             "resmpi_repaired_blocks".to_string(),
             file.repaired_blocks.to_string(),
@@ -986,7 +1066,14 @@ const _: fn_types::MPI_File_get_info = PMPI_File_get_info;
 unsafe fn apply_runtime_hints(file: &mut OpenFile, info: MPI_Info) -> MpiResult<()> {
     // SAFETY: the application's info handle.
     for (key, value) in unsafe { info_pairs(info) }? {
-        if key == "resmpi_verify_reads" {
+        if matches!(
+            key.as_str(),
+            "resmpi_verify_reads"
+                | "romio_cb_write"
+                | "romio_cb_read"
+                | "cb_nodes"
+                | "cb_buffer_size"
+        ) {
             file.hints.apply(&key, &value)?;
             file.store.verify_all_copies = file.hints.verify_all_copies;
         }

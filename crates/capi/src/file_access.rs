@@ -17,8 +17,13 @@
 //! its status). Nonblocking collectives do not synchronize, so they can
 //! never deadlock against other work the application overlaps with them.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use resmpi_core::datatype::Datatype;
 use resmpi_core::request::{Operation, Request, Status};
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
+use resmpi_io::view::Extent;
 
 use crate::abi::*;
 use crate::file::{
@@ -27,7 +32,7 @@ use crate::file::{
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Direction {
+pub(crate) enum Direction {
     Read,
     Write,
 }
@@ -53,9 +58,149 @@ enum Completion {
     NonblockingCollective,
 }
 
-/// Move `count` elements of `datatype` at `buffer` to or from view
-/// position `position_etypes`; the bytes moved (fewer than asked on a read
-/// that reaches the end of the file).
+/// One access, checked and mapped onto the file.
+pub(crate) struct Prepared {
+    layout: Arc<Datatype>,
+    count: usize,
+    base: *mut u8,
+    /// Bytes of data.
+    pub total_bytes: usize,
+    /// Where they go in the file, in view order.
+    pub extents: Vec<Extent>,
+}
+
+/// Check an access of `count` elements of `datatype` at `buffer` starting
+/// at view position `position_etypes`, and map it onto file extents.
+pub(crate) unsafe fn prepare(
+    file: &OpenFile,
+    position_etypes: u64,
+    buffer: *mut c_void,
+    count: usize,
+    datatype: MPI_Datatype,
+) -> MpiResult<Prepared> {
+    let layout = crate::datatype::committed_layout(datatype)?;
+    let total = layout.packed_bytes(count).ok_or_else(|| {
+        MpiError::new(
+            ErrorClass::Count,
+            format!("{count} elements are more bytes than memory holds"),
+        )
+    })?;
+    let etype = file.view.etype_size_bytes() as usize;
+    if total % etype != 0 {
+        return Err(MpiError::new(
+            ErrorClass::Type,
+            format!("{total} bytes of data are not a whole number of {etype}-byte etypes"),
+        ));
+    }
+    if total > 0 && buffer.is_null() && layout.true_lb_bytes == 0 {
+        return Err(MpiError::new(ErrorClass::Buffer, "buffer is NULL"));
+    }
+    let start = position_etypes
+        .checked_mul(etype as u64)
+        .ok_or_else(|| MpiError::new(ErrorClass::Arg, "offset overflows the file"))?;
+    let extents = file.view.extents(start, total as u64);
+    Ok(Prepared {
+        layout,
+        count,
+        base: buffer as *mut u8,
+        total_bytes: total,
+        extents,
+    })
+}
+
+impl Prepared {
+    /// The data to write, packed (borrowed when the buffer is contiguous).
+    pub(crate) unsafe fn packed(&self) -> Cow<'_, [u8]> {
+        match self.layout.contiguous_span(self.count) {
+            // SAFETY: the application promises `count` elements at `buffer`.
+            Some((offset, length)) => Cow::Borrowed(unsafe {
+                std::slice::from_raw_parts(self.base.wrapping_offset(offset), length)
+            }),
+            None => {
+                let mut bytes = vec![0u8; self.total_bytes];
+                // SAFETY: as above.
+                unsafe { self.layout.pack(self.base, self.count, 0, &mut bytes) };
+                Cow::Owned(bytes)
+            }
+        }
+    }
+
+    /// Run `fill` on the packed bytes a read delivers, then scatter them
+    /// into the buffer (in place when it is contiguous). `fill` returns how
+    /// many bytes it delivered.
+    pub(crate) unsafe fn read_into(
+        &self,
+        fill: impl FnOnce(&mut [u8]) -> MpiResult<usize>,
+    ) -> MpiResult<usize> {
+        match self.layout.contiguous_span(self.count) {
+            Some((offset, length)) => {
+                // SAFETY: the application promises `count` writable elements.
+                let target = unsafe {
+                    std::slice::from_raw_parts_mut(self.base.wrapping_offset(offset), length)
+                };
+                fill(target)
+            }
+            None => {
+                let mut staging = vec![0u8; self.total_bytes];
+                let delivered = fill(&mut staging)?;
+                // SAFETY: the application promises `count` writable elements.
+                unsafe {
+                    self.layout
+                        .unpack(self.base, self.count, 0, &staging[..delivered])
+                };
+                Ok(delivered)
+            }
+        }
+    }
+}
+
+/// Each process on its own: one `pwrite` or `pread` per extent; the bytes
+/// moved (fewer than asked on a read that reaches the end of the file).
+pub(crate) unsafe fn independent(
+    file: &mut OpenFile,
+    prepared: &Prepared,
+    direction: Direction,
+) -> MpiResult<usize> {
+    if prepared.total_bytes == 0 {
+        return Ok(0);
+    }
+    match direction {
+        Direction::Write => {
+            // SAFETY: the caller's buffer.
+            let packed = unsafe { prepared.packed() };
+            let mut cursor = 0usize;
+            for extent in &prepared.extents {
+                let length = extent.length_bytes as usize;
+                file.store
+                    .write_at(extent.offset_bytes, &packed[cursor..cursor + length])
+                    .map_err(|error| io_error("write failed", &error))?;
+                cursor += length;
+            }
+            Ok(prepared.total_bytes)
+        }
+        Direction::Read => {
+            let store = &mut file.store;
+            // SAFETY: the caller's buffer.
+            unsafe {
+                prepared.read_into(|packed| {
+                    let mut cursor = 0usize;
+                    for extent in &prepared.extents {
+                        let length = extent.length_bytes as usize;
+                        let read = store
+                            .read_at(extent.offset_bytes, &mut packed[cursor..cursor + length])
+                            .map_err(|error| io_error("read failed", &error))?;
+                        cursor += read;
+                        if read < length {
+                            break;
+                        }
+                    }
+                    Ok(cursor)
+                })
+            }
+        }
+    }
+}
+
 unsafe fn transfer(
     file: &mut OpenFile,
     position_etypes: u64,
@@ -64,100 +209,19 @@ unsafe fn transfer(
     datatype: MPI_Datatype,
     direction: Direction,
 ) -> MpiResult<usize> {
-    let layout = crate::datatype::committed_layout(datatype)?;
-    let total = layout.packed_bytes(count).ok_or_else(|| {
-        MpiError::new(
-            ErrorClass::Count,
-            format!("{count} elements are more bytes than memory holds"),
-        )
-    })?;
-    if total == 0 {
-        return Ok(0);
-    }
-    let etype = file.view.etype_size_bytes() as usize;
-    if total % etype != 0 {
-        return Err(MpiError::new(
-            ErrorClass::Type,
-            format!("{total} bytes of data are not a whole number of {etype}-byte etypes"),
-        ));
-    }
-    if buffer.is_null() && layout.true_lb_bytes == 0 {
-        return Err(MpiError::new(ErrorClass::Buffer, "buffer is NULL"));
-    }
-    let start = position_etypes
-        .checked_mul(etype as u64)
-        .ok_or_else(|| MpiError::new(ErrorClass::Arg, "offset overflows the file"))?;
-    let extents = file.view.extents(start, total as u64);
-    let contiguous = layout.contiguous_span(count);
-    let base = buffer as *mut u8;
-    match direction {
-        Direction::Write => {
-            let packed_copy;
-            let packed: &[u8] = match contiguous {
-                // SAFETY: the application promises `count` elements at `buffer`.
-                Some((offset, length)) => unsafe {
-                    std::slice::from_raw_parts(base.wrapping_offset(offset), length)
-                },
-                None => {
-                    let mut bytes = vec![0u8; total];
-                    // SAFETY: as above.
-                    unsafe { layout.pack(base, count, 0, &mut bytes) };
-                    packed_copy = bytes;
-                    &packed_copy
-                }
-            };
-            let mut cursor = 0usize;
-            for extent in extents {
-                let length = extent.length_bytes as usize;
-                file.store
-                    .write_at(extent.offset_bytes, &packed[cursor..cursor + length])
-                    .map_err(|error| io_error("write failed", &error))?;
-                cursor += length;
-            }
-            Ok(total)
-        }
-        Direction::Read => {
-            let mut staging;
-            let packed: &mut [u8] = match contiguous {
-                // SAFETY: the application promises `count` writable elements.
-                Some((offset, length)) => unsafe {
-                    std::slice::from_raw_parts_mut(base.wrapping_offset(offset), length)
-                },
-                None => {
-                    staging = vec![0u8; total];
-                    &mut staging
-                }
-            };
-            let mut cursor = 0usize;
-            for extent in extents {
-                let length = extent.length_bytes as usize;
-                let read = file
-                    .store
-                    .read_at(extent.offset_bytes, &mut packed[cursor..cursor + length])
-                    .map_err(|error| io_error("read failed", &error))?;
-                cursor += read;
-                if read < length {
-                    break;
-                }
-            }
-            if contiguous.is_none() {
-                // SAFETY: the application promises `count` writable elements.
-                unsafe { layout.unpack(base, count, 0, &packed[..cursor]) };
-            }
-            Ok(cursor)
-        }
-    }
+    // SAFETY: the caller's buffer.
+    let prepared = unsafe { prepare(file, position_etypes, buffer, count, datatype) }?;
+    // SAFETY: as above.
+    unsafe { independent(file, &prepared, direction) }
 }
 
-/// Where the access starts, in etypes, and the pointer update it makes.
-unsafe fn access(
-    file: &mut OpenFile,
-    position: Position,
-    buffer: *mut c_void,
+/// Check the access and say how many elements and etypes it asks for.
+fn check_access(
+    file: &OpenFile,
     count: c_int,
     datatype: MPI_Datatype,
     direction: Direction,
-) -> MpiResult<usize> {
+) -> MpiResult<(usize, u64)> {
     let count = crate::datatype::check_count(count)?;
     match direction {
         Direction::Read if file.amode & MPI_MODE_WRONLY != 0 => {
@@ -174,34 +238,77 @@ unsafe fn access(
         }
         _ => {}
     }
-    let requested_etypes = {
-        let layout = crate::datatype::committed_layout(datatype)?;
-        (layout.size_bytes as u64 * count as u64) / file.view.etype_size_bytes()
-    };
+    let layout = crate::datatype::committed_layout(datatype)?;
+    Ok((
+        count,
+        (layout.size_bytes as u64 * count as u64) / file.view.etype_size_bytes(),
+    ))
+}
+
+/// Where the access starts and the pointer update it makes. A collective
+/// access takes part in its collectives even when its own arguments are
+/// bad, so that no other process waits for it forever.
+unsafe fn access(
+    file: &mut OpenFile,
+    position: Position,
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    direction: Direction,
+    collective: bool,
+) -> MpiResult<usize> {
+    let checked = check_access(file, count, datatype, direction);
     match position {
         Position::Explicit(offset) => {
-            not_sequential(file, "an explicit-offset access")?;
-            let offset = u64::try_from(offset).map_err(|_| {
-                MpiError::new(ErrorClass::Arg, format!("offset {offset} is negative"))
-            })?;
+            let start = checked.and_then(|(count, _)| {
+                not_sequential(file, "an explicit-offset access")?;
+                let offset = u64::try_from(offset).map_err(|_| {
+                    MpiError::new(ErrorClass::Arg, format!("offset {offset} is negative"))
+                })?;
+                Ok((count, offset))
+            });
+            if collective {
+                // SAFETY: the caller's buffer.
+                return unsafe {
+                    crate::file_collective::collective_transfer(
+                        file, start, buffer, datatype, direction,
+                    )
+                };
+            }
+            let (count, offset) = start?;
             // SAFETY: the caller's buffer.
             unsafe { transfer(file, offset, buffer, count, datatype, direction) }
         }
         Position::Individual => {
-            not_sequential(file, "an individual file pointer access")?;
-            let start = file.position_etypes;
-            // SAFETY: the caller's buffer.
-            let moved = unsafe { transfer(file, start, buffer, count, datatype, direction) }?;
-            file.position_etypes = start + moved as u64 / file.view.etype_size_bytes();
+            let start_etypes = file.position_etypes;
+            let start = checked.and_then(|(count, _)| {
+                not_sequential(file, "an individual file pointer access")?;
+                Ok((count, start_etypes))
+            });
+            let moved = if collective {
+                // SAFETY: the caller's buffer.
+                unsafe {
+                    crate::file_collective::collective_transfer(
+                        file, start, buffer, datatype, direction,
+                    )
+                }
+            } else {
+                let (count, _) = start?;
+                // SAFETY: the caller's buffer.
+                unsafe { transfer(file, start_etypes, buffer, count, datatype, direction) }
+            }?;
+            file.position_etypes = start_etypes + moved as u64 / file.view.etype_size_bytes();
             Ok(moved)
         }
         Position::Shared => {
+            let (count, requested_etypes) = checked?;
             let start = shared_position(file, requested_etypes)?;
             // SAFETY: the caller's buffer.
             unsafe { transfer(file, start, buffer, count, datatype, direction) }
         }
         Position::Ordered => {
             let comm = file.comm;
+            let requested_etypes = checked.as_ref().map_or(0, |(_, requested)| *requested);
             let below = exclusive_prefix_sum(comm, file.rank, requested_etypes as i64)?;
             let total = crate::file::allreduce_i64(comm, requested_etypes as i64, MPI_SUM)?;
             let base = if file.rank == 0 {
@@ -211,6 +318,7 @@ unsafe fn access(
             };
             // Everyone learns whether rank 0 got the pointer.
             let base = broadcast_i64(comm, base.as_ref().map_or(-1, |base| *base))?;
+            let (count, _) = checked?;
             if base < 0 {
                 return Err(MpiError::new(
                     ErrorClass::Io,
@@ -289,12 +397,16 @@ unsafe fn data_call(
                 "a split collective is already in progress on this file",
             ));
         }
+        let collective = matches!(completion, Completion::Collective | Completion::SplitBegin);
         // SAFETY: the caller's buffer.
-        let result = unsafe { access(file, position, buffer, count, datatype, direction) };
-        if matches!(completion, Completion::Collective | Completion::SplitBegin) {
-            // Every process's bytes are in the file when any returns, and no
-            // process's next access overtakes another's collective read
-            // (ROMIO's two-phase exchange synchronizes as much).
+        let result = unsafe {
+            access(
+                file, position, buffer, count, datatype, direction, collective,
+            )
+        };
+        if collective && position == Position::Ordered {
+            // Every process's bytes are in the file when any returns (the
+            // other collective accesses synchronize in their exchange).
             let agreed = barrier(file.comm);
             if result.is_ok() {
                 agreed?;

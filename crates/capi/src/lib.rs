@@ -25,6 +25,7 @@ mod error_codes;
 mod external32;
 mod file;
 mod file_access;
+mod file_collective;
 mod global;
 mod grequest;
 mod group;

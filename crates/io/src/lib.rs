@@ -13,10 +13,13 @@
 //!   the metadata kept with a replicated file.
 //! - [`store`]: a file as the library sees it, plain or replicated, with
 //!   per-block CRC32C, read fallback, read-repair and scrub.
+//! - [`aggregation`]: two-phase collective I/O: file domains, rounds and
+//!   the pieces each process sends to each aggregator.
 //! - [`lock`]: fcntl byte-range locks (atomic mode, block updates, the
 //!   shared file pointer).
 #![warn(missing_docs)]
 
+pub mod aggregation;
 pub mod lock;
 pub mod placement;
 pub mod store;
