@@ -185,6 +185,21 @@ static void test_view(void) {
     memset(buf, 0, sizeof buf);
     MPI_OK(MPI_File_read_all(fh, buf, 2 * records, MPI_INT, &status));
     for (int i = 0; i < 2 * records; i++) CHECK(buf[i] == g_rank * 100 + i, "view read [%d] = %d", i, buf[i]);
+    /* Independently through the view, with data sieving and without. */
+    for (int sieve = 0; sieve < 2; sieve++) {
+        MPI_Info hints;
+        MPI_OK(MPI_Info_create(&hints));
+        MPI_OK(MPI_Info_set(hints, "romio_ds_read", sieve ? "enable" : "disable"));
+        MPI_OK(MPI_Info_set(hints, "ind_rd_buffer_size", "100"));
+        MPI_OK(MPI_File_set_info(fh, hints));
+        MPI_OK(MPI_Info_free(&hints));
+        memset(buf, 0, sizeof buf);
+        MPI_OK(MPI_File_read_at(fh, 1, buf, 2 * records + 5, MPI_INT, &status));
+        CHECK(count_of(&status, MPI_INT) == 2 * records - 1, "sieve %d: count %d", sieve,
+              count_of(&status, MPI_INT));
+        for (int i = 0; i < 2 * records - 1; i++)
+            CHECK(buf[i] == g_rank * 100 + i + 1, "sieve %d: [%d] = %d", sieve, i, buf[i]);
+    }
     MPI_OK(MPI_File_seek(fh, -4, MPI_SEEK_END));
     MPI_OK(MPI_File_get_position(fh, &position));
     CHECK(position == 2 * records - 4, "SEEK_END position %lld", (long long)position);
@@ -210,6 +225,19 @@ static void test_view(void) {
     CHECK(count_of(&status, strided) == 1, "strided count");
     for (int i = 0; i < 4; i++) CHECK(sparse[2 * i] == file[i] && sparse[2 * i + 1] == 0, "strided [%d]", i);
     MPI_OK(MPI_Type_free(&strided));
+    /* external32: big-endian ints in the file, native ones in memory. */
+    MPI_OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "external32", MPI_INFO_NULL));
+    MPI_OK(MPI_File_get_view(fh, &disp, &etype, &got_filetype, datarep));
+    CHECK(!strcmp(datarep, "external32"), "datarep %s", datarep);
+    int word = 0x01020304 + g_rank, back = 0;
+    MPI_OK(MPI_File_write_at(fh, 1000 + g_rank, &word, 1, MPI_INT, &status));
+    MPI_OK(MPI_File_read_at(fh, 1000 + g_rank, &back, 1, MPI_INT, &status));
+    CHECK(back == word, "external32 round trip %#x", back);
+    MPI_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    unsigned char raw[4];
+    MPI_OK(MPI_File_read_at(fh, 4 * (1000 + g_rank), raw, 4, MPI_BYTE, &status));
+    CHECK(raw[0] == 1 && raw[1] == 2 && raw[2] == 3 && raw[3] == 4 + g_rank, "not big-endian: %d %d %d %d",
+          raw[0], raw[1], raw[2], raw[3]);
     MPI_OK(MPI_File_close(&fh));
     MPI_OK(MPI_Type_free(&pair));
     MPI_OK(MPI_Type_free(&filetype));

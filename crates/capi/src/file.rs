@@ -56,6 +56,8 @@ pub(crate) struct OpenFile {
     pub etype: MPI_Datatype,
     /// The view's filetype (likewise).
     pub filetype: MPI_Datatype,
+    /// The view's data representation is "external32" (else "native").
+    pub external32: bool,
     /// The individual file pointer, in etypes.
     pub position_etypes: u64,
     /// The shared file pointer's counter file (etypes).
@@ -321,6 +323,10 @@ pub(crate) struct Hints {
     pub aggregator_count: Option<usize>,
     /// cb_buffer_size: bytes an aggregator handles per exchange round.
     pub aggregator_buffer_bytes: u64,
+    /// romio_ds_read: data sieving for independent non-contiguous reads.
+    pub data_sieving_read: CollectiveBuffering,
+    /// ind_rd_buffer_size: the most file bytes one sieving read spans.
+    pub sieve_buffer_bytes: u64,
 }
 
 /// ROMIO's romio_cb_write / romio_cb_read values.
@@ -344,6 +350,9 @@ impl CollectiveBuffering {
         }
     }
 }
+
+/// The default ind_rd_buffer_size (ROMIO's).
+const DEFAULT_SIEVE_BUFFER_BYTES: u64 = 4 << 20;
 
 /// The default cb_buffer_size (ROMIO's).
 const DEFAULT_AGGREGATOR_BUFFER_BYTES: u64 = 16 << 20;
@@ -414,6 +423,7 @@ impl Hints {
             replication_factor: 1,
             block_size_bytes: DEFAULT_BLOCK_SIZE_BYTES,
             aggregator_buffer_bytes: DEFAULT_AGGREGATOR_BUFFER_BYTES,
+            sieve_buffer_bytes: DEFAULT_SIEVE_BUFFER_BYTES,
             ..Hints::default()
         };
         let environment = [
@@ -455,6 +465,18 @@ impl Hints {
                     .map(|target| resmpi_io::placement::absolute(&target))
                     .collect()
             }
+            "romio_ds_read" => {
+                self.data_sieving_read = match value.trim() {
+                    "enable" => CollectiveBuffering::Enable,
+                    "disable" => CollectiveBuffering::Disable,
+                    "automatic" => CollectiveBuffering::Automatic,
+                    _ => return Err(bad_hint(key, value, "must be enable, disable or automatic")),
+                }
+            }
+            "ind_rd_buffer_size" => match number() {
+                Ok(bytes @ 1..=0x4000_0000) => self.sieve_buffer_bytes = bytes,
+                _ => return Err(bad_hint(key, value, "must be a byte count from 1 to 2^30")),
+            },
             "romio_cb_write" | "romio_cb_read" => {
                 let mode = match value.trim() {
                     "enable" => CollectiveBuffering::Enable,
@@ -717,6 +739,7 @@ unsafe fn open_on(
         view: FileView::bytes(),
         etype: MPI_BYTE,
         filetype: MPI_BYTE,
+        external32: false,
         position_etypes,
         shared_pointer,
         errhandler: NULL_FILE_ERRHANDLER.load(Ordering::Relaxed),
@@ -1040,6 +1063,14 @@ pub unsafe extern "C" fn PMPI_File_get_info(fh: MPI_File, info_used: *mut MPI_In
             hints.collective_buffering_read.name().to_string(),
         ));
         pairs.push((
+            "romio_ds_read".to_string(),
+            hints.data_sieving_read.name().to_string(),
+        ));
+        pairs.push((
+            "ind_rd_buffer_size".to_string(),
+            hints.sieve_buffer_bytes.to_string(),
+        ));
+        pairs.push((
             "cb_buffer_size".to_string(),
             hints.aggregator_buffer_bytes.to_string(),
         ));
@@ -1073,6 +1104,8 @@ unsafe fn apply_runtime_hints(file: &mut OpenFile, info: MPI_Info) -> MpiResult<
                 | "romio_cb_read"
                 | "cb_nodes"
                 | "cb_buffer_size"
+                | "romio_ds_read"
+                | "ind_rd_buffer_size"
         ) {
             file.hints.apply(&key, &value)?;
             file.store.verify_all_copies = file.hints.verify_all_copies;
@@ -1144,12 +1177,20 @@ unsafe fn set_view(
     let representation = unsafe { CStr::from_ptr(datarep) }
         .to_string_lossy()
         .into_owned();
-    if representation != "native" {
-        return Err(MpiError::new(
-            ErrorClass::UnsupportedDatarep,
-            format!("data representation {representation:?} (resmpi supports \"native\")"),
-        ));
-    }
+    let external32 = match representation.as_str() {
+        "native" => false,
+        // On x86-64 LP64 every predefined type has its external32 size:
+        // the representation is the native bytes, each element big-endian.
+        "external32" => true,
+        _ => {
+            return Err(MpiError::new(
+                ErrorClass::UnsupportedDatarep,
+                format!(
+                    "data representation {representation:?} (resmpi supports \"native\" and \"external32\")"
+                ),
+            ))
+        }
+    };
     if file.split.is_some() {
         return Err(MpiError::new(
             ErrorClass::Other,
@@ -1181,6 +1222,7 @@ unsafe fn set_view(
     file.etype = kept_etype;
     file.filetype = kept_filetype;
     file.view = view;
+    file.external32 = external32;
     file.position_etypes = 0;
     if file.rank == 0 {
         if let Some(counter) = &file.shared_pointer {
@@ -1227,7 +1269,12 @@ pub unsafe extern "C" fn PMPI_File_get_view(
             *disp = file.view.displacement_bytes() as MPI_Offset;
             *etype = etype_copy;
             *filetype = filetype_copy;
-            std::ptr::copy_nonoverlapping(c"native".as_ptr(), datarep, 7);
+            let name = if file.external32 {
+                c"external32"
+            } else {
+                c"native"
+            };
+            std::ptr::copy_nonoverlapping(name.as_ptr(), datarep, name.to_bytes_with_nul().len());
         }
         Ok(())
     })

@@ -28,7 +28,7 @@ use resmpi_io::view::Extent;
 use crate::abi::*;
 use crate::file::{
     barrier, broadcast_i64, exclusive_prefix_sum, file_entry, io_error, not_sequential,
-    shared_position, OpenFile, SplitCollective,
+    shared_position, CollectiveBuffering, OpenFile, SplitCollective,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -63,6 +63,8 @@ pub(crate) struct Prepared {
     layout: Arc<Datatype>,
     count: usize,
     base: *mut u8,
+    /// The file holds big-endian elements (the "external32" view).
+    external32: bool,
     /// Bytes of data.
     pub total_bytes: usize,
     /// Where they go in the file, in view order.
@@ -103,6 +105,7 @@ pub(crate) unsafe fn prepare(
         layout,
         count,
         base: buffer as *mut u8,
+        external32: file.external32,
         total_bytes: total,
         extents,
     })
@@ -111,7 +114,11 @@ pub(crate) unsafe fn prepare(
 impl Prepared {
     /// The data to write, packed (borrowed when the buffer is contiguous).
     pub(crate) unsafe fn packed(&self) -> Cow<'_, [u8]> {
-        match self.layout.contiguous_span(self.count) {
+        let contiguous = self
+            .layout
+            .contiguous_span(self.count)
+            .filter(|_| !self.external32);
+        match contiguous {
             // SAFETY: the application promises `count` elements at `buffer`.
             Some((offset, length)) => Cow::Borrowed(unsafe {
                 std::slice::from_raw_parts(self.base.wrapping_offset(offset), length)
@@ -120,6 +127,9 @@ impl Prepared {
                 let mut bytes = vec![0u8; self.total_bytes];
                 // SAFETY: as above.
                 unsafe { self.layout.pack(self.base, self.count, 0, &mut bytes) };
+                if self.external32 {
+                    crate::external32::reverse_elements(&self.layout, &mut bytes);
+                }
                 Cow::Owned(bytes)
             }
         }
@@ -132,7 +142,11 @@ impl Prepared {
         &self,
         fill: impl FnOnce(&mut [u8]) -> MpiResult<usize>,
     ) -> MpiResult<usize> {
-        match self.layout.contiguous_span(self.count) {
+        let contiguous = self
+            .layout
+            .contiguous_span(self.count)
+            .filter(|_| !self.external32);
+        match contiguous {
             Some((offset, length)) => {
                 // SAFETY: the application promises `count` writable elements.
                 let target = unsafe {
@@ -143,6 +157,12 @@ impl Prepared {
             None => {
                 let mut staging = vec![0u8; self.total_bytes];
                 let delivered = fill(&mut staging)?;
+                if self.external32 {
+                    // Whole elements only: a partial one at the end of the
+                    // file stays as read.
+                    let whole = delivered / self.layout.size_bytes.max(1) * self.layout.size_bytes;
+                    crate::external32::reverse_elements(&self.layout, &mut staging[..whole]);
+                }
                 // SAFETY: the application promises `count` writable elements.
                 unsafe {
                     self.layout
@@ -179,26 +199,77 @@ pub(crate) unsafe fn independent(
             Ok(prepared.total_bytes)
         }
         Direction::Read => {
+            let sieve_bytes = match file.hints.data_sieving_read {
+                CollectiveBuffering::Disable => 0,
+                _ => file.hints.sieve_buffer_bytes,
+            };
             let store = &mut file.store;
             // SAFETY: the caller's buffer.
             unsafe {
-                prepared.read_into(|packed| {
-                    let mut cursor = 0usize;
-                    for extent in &prepared.extents {
-                        let length = extent.length_bytes as usize;
-                        let read = store
-                            .read_at(extent.offset_bytes, &mut packed[cursor..cursor + length])
-                            .map_err(|error| io_error("read failed", &error))?;
-                        cursor += read;
-                        if read < length {
-                            break;
-                        }
-                    }
-                    Ok(cursor)
-                })
+                prepared
+                    .read_into(|packed| sieved_read(store, &prepared.extents, packed, sieve_bytes))
             }
         }
     }
+}
+
+/// Read `extents` into `packed`, in groups that span at most
+/// `sieve_bytes` of the file with one `pread` each (data sieving: a
+/// non-contiguous view costs a few large reads, not one per run); the
+/// bytes delivered, up to the end of the file.
+fn sieved_read(
+    store: &mut resmpi_io::store::Store,
+    extents: &[Extent],
+    packed: &mut [u8],
+    sieve_bytes: u64,
+) -> MpiResult<usize> {
+    let mut cursor = 0usize;
+    let mut index = 0;
+    let mut span = Vec::new();
+    while index < extents.len() {
+        // The group: extents[index..next], from `low` to `high`.
+        let (low, mut high) = (
+            extents[index].offset_bytes,
+            extents[index].offset_bytes + extents[index].length_bytes,
+        );
+        let mut next = index + 1;
+        while next < extents.len() {
+            let extent = extents[next];
+            let end = extent.offset_bytes + extent.length_bytes;
+            if extent.offset_bytes < high || end - low > sieve_bytes {
+                break;
+            }
+            high = end;
+            next += 1;
+        }
+        if next == index + 1 {
+            let length = extents[index].length_bytes as usize;
+            let read = store
+                .read_at(low, &mut packed[cursor..cursor + length])
+                .map_err(|error| io_error("read failed", &error))?;
+            cursor += read;
+            if read < length {
+                return Ok(cursor);
+            }
+        } else {
+            span.resize((high - low) as usize, 0);
+            let read = store
+                .read_at(low, &mut span)
+                .map_err(|error| io_error("read failed", &error))? as u64;
+            for extent in &extents[index..next] {
+                let start = extent.offset_bytes - low;
+                let available = read.saturating_sub(start).min(extent.length_bytes) as usize;
+                packed[cursor..cursor + available]
+                    .copy_from_slice(&span[start as usize..start as usize + available]);
+                cursor += available;
+                if available < extent.length_bytes as usize {
+                    return Ok(cursor);
+                }
+            }
+        }
+        index = next;
+    }
+    Ok(cursor)
 }
 
 unsafe fn transfer(
