@@ -527,10 +527,13 @@ impl Replicated {
         let checksum = (entry_read == 8
             && u32::from_le_bytes(entry[..4].try_into().expect("4 bytes")) == ENTRY_MARKER)
             .then(|| u32::from_le_bytes(entry[4..].try_into().expect("4 bytes")));
-        if read < expected
-            && checksum.is_some()
-            && block_checksum(&bytes, block_size) != checksum.unwrap()
-        {
+        // A copy that ends before the block does is short, unless its
+        // checksum says the missing bytes are zeros anyway. (A hole in a
+        // healthy copy is inside its length: copies are kept as long as
+        // the file.)
+        let intact_anyway =
+            checksum.is_some_and(|checksum| block_checksum(&bytes, block_size) == checksum);
+        if read < expected && !intact_anyway {
             return Err(Damage::Short);
         }
         Ok((bytes, checksum))
@@ -574,12 +577,16 @@ impl Replicated {
             }
         }
         let Some((bytes, checksum)) = good else {
-            if bad
-                .iter()
-                .any(|(_, _, damage)| *damage == Damage::BadChecksum || *damage == Damage::Short)
+            // Never written only if some copy holds the block's bytes and
+            // no copy has a checksum for it; a block every copy of which is
+            // missing, short or wrong is lost, and says so.
+            if unchecked.is_empty()
+                || bad.iter().any(|(_, _, damage)| {
+                    *damage == Damage::BadChecksum || *damage == Damage::Short
+                })
             {
                 return Err(other(format!(
-                    "block {block} has no intact copy (all {} copies are damaged)",
+                    "block {block} has no intact copy (all {} copies are damaged or missing)",
                     self.layout.replication_factor
                 )));
             }

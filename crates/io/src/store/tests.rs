@@ -216,6 +216,45 @@ fn all_copies_damaged_is_an_error_not_wrong_data() {
 }
 
 #[test]
+fn every_copy_of_a_block_missing_is_an_error_not_zeros() {
+    // R = 2 over two targets: target 0 holds copy 1 of the even blocks.
+    let scratch = Scratch::new("all-missing");
+    let (path, targets) = setup(&scratch, 2, 2);
+    let names = FileNames::new(&path, &targets);
+    damage(&names.replicas[0], Fault::Delete);
+    damage(&path, Fault::Delete);
+    let mut store = reopen(&path);
+    let mut buffer = vec![0u8; 1000];
+    let error = store.read_at(0, &mut buffer).unwrap_err();
+    assert!(error.to_string().contains("no intact copy"), "{error}");
+    // The odd blocks are still there.
+    assert_eq!(
+        store.read_at(BLOCK, &mut buffer[..BLOCK as usize]).unwrap(),
+        BLOCK as usize
+    );
+    assert_eq!(
+        &buffer[..BLOCK as usize],
+        &pattern(1000, 7)[BLOCK as usize..2 * BLOCK as usize]
+    );
+}
+
+#[test]
+fn never_written_blocks_read_as_zeros() {
+    let scratch = Scratch::new("holes");
+    let (path, _) = setup(&scratch, 2, 1);
+    let mut store = reopen(&path);
+    store.write_at(100 * BLOCK, b"end").unwrap();
+    store.verify_all_copies = true;
+    let mut buffer = vec![1u8; BLOCK as usize];
+    assert_eq!(
+        store.read_at(50 * BLOCK + 3, &mut buffer).unwrap(),
+        BLOCK as usize
+    );
+    assert!(buffer.iter().all(|byte| *byte == 0));
+    assert!(store.repairs.is_empty(), "{:?}", store.repairs);
+}
+
+#[test]
 fn partial_block_writes_keep_their_neighbours() {
     let scratch = Scratch::new("partial");
     let (path, _) = setup(&scratch, 3, 4);
