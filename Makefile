@@ -27,7 +27,7 @@ HEADERS     := $(BUILD)/include/mpi.h $(BUILD)/include/mpio.h $(BUILD)/include/m
 LIB         := $(BUILD)/lib/$(LIBFILE)
 WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx
 
-.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling FORCE
+.PHONY: all cargo headers lib wrappers mpiexec install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling bench-io FORCE
 
 all: headers lib wrappers mpiexec
 
@@ -109,6 +109,7 @@ bench:
 bench-ft: ; bench/network_ft.sh
 bench-coll: ; bench/coll.sh
 bench-dtype: ; bench/dtype.sh
+bench-io: ; bench/io.sh
 bench-msgrate: ; bench/msgrate.sh
 bench-ulfm: ; bench/ulfm.sh
 bench-process-ft: ; $(PYTHON) bench/process_ft.py

@@ -7,6 +7,7 @@
  *
  *   io DIR MIB_PER_RANK R [TARGET...]
  *
+ * IO_BENCH_HINTS="key=value,..." adds hints (cb_nodes=2, romio_cb_write=...).
  * Prints one line per measurement: "<what> <MB/s>".  The page cache is not
  * dropped: this measures what the library adds (copies, checksums, system
  * calls), not the disk. */
@@ -34,6 +35,18 @@ static MPI_Info hints(int factor, int targets, char **target) {
             strncat(list, target[i], sizeof list - strlen(list) - 1);
         }
         MPI_Info_set(info, "resmpi_replica_targets", list);
+    }
+    /* IO_BENCH_HINTS="key=value,key=value": more hints (cb_nodes, ...) */
+    const char *extra = getenv("IO_BENCH_HINTS");
+    if (extra && *extra) {
+        char copy[4096], *item, *rest;
+        snprintf(copy, sizeof copy, "%s", extra);
+        for (item = strtok_r(copy, ",", &rest); item; item = strtok_r(NULL, ",", &rest)) {
+            char *equals = strchr(item, '=');
+            if (!equals) continue;
+            *equals = 0;
+            MPI_Info_set(info, item, equals + 1);
+        }
     }
     return info;
 }

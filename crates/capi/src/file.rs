@@ -68,6 +68,8 @@ pub(crate) struct OpenFile {
     pub split: Option<SplitCollective>,
     /// Hints in use, for MPI_File_get_info.
     pub hints: Hints,
+    /// Buffers two-phase collective I/O reuses between rounds and calls.
+    pub exchange_buffers: crate::file_collective::ExchangeBuffers,
     /// Damaged block copies repaired since open.
     pub repaired_blocks: u64,
     /// Damaged block copies found that could not be repaired.
@@ -744,6 +746,7 @@ unsafe fn open_on(
         shared_pointer,
         errhandler: NULL_FILE_ERRHANDLER.load(Ordering::Relaxed),
         split: None,
+        exchange_buffers: Default::default(),
         hints,
         repaired_blocks: 0,
         unrepaired_blocks: 0,

@@ -51,25 +51,80 @@ fn allreduce_many(comm: MPI_Comm, values: &[i64], op: MPI_Op) -> MpiResult<Vec<i
     Ok(result)
 }
 
-/// Send `outgoing[r]` to rank r, receive what every rank sent here.
-fn exchange(comm: MPI_Comm, outgoing: &[Vec<u8>]) -> MpiResult<Vec<Vec<u8>>> {
-    let size = outgoing.len();
+/// Buffers an exchange round reuses, kept with the file so that rounds
+/// and calls do not pay for fresh memory (page faults on 16 MiB every
+/// round cost more than the copies).
+#[derive(Default)]
+pub(crate) struct ExchangeBuffers {
+    /// What this process sends, destination after destination.
+    outgoing: Vec<u8>,
+    /// Bytes for each destination.
+    send_counts: Vec<c_int>,
+    /// What it received, source after source.
+    incoming: Vec<u8>,
+    /// Where each source's bytes are in `incoming`.
+    received: Vec<std::ops::Range<usize>>,
+    /// The aggregator's window (writes) or sieved span (reads).
+    window: Vec<u8>,
+}
+
+impl ExchangeBuffers {
+    fn start_round(&mut self, size: usize) {
+        self.outgoing.clear();
+        self.send_counts.clear();
+        self.send_counts.resize(size, 0);
+    }
+
+    /// Append a message for `destination` (destinations in increasing order).
+    fn message_for(&mut self, destination: usize) -> MessageWriter<'_> {
+        MessageWriter {
+            start: self.outgoing.len(),
+            buffers: self,
+            destination,
+        }
+    }
+}
+
+/// Appends one message to the outgoing buffer; its length is recorded
+/// when dropped.
+struct MessageWriter<'a> {
+    buffers: &'a mut ExchangeBuffers,
+    destination: usize,
+    start: usize,
+}
+
+impl MessageWriter<'_> {
+    fn bytes(&mut self) -> &mut Vec<u8> {
+        &mut self.buffers.outgoing
+    }
+}
+
+impl Drop for MessageWriter<'_> {
+    fn drop(&mut self) {
+        let length = self.buffers.outgoing.len() - self.start;
+        self.buffers.send_counts[self.destination] += length as c_int;
+    }
+}
+
+/// Send each destination its part of `buffers.outgoing`; fill
+/// `buffers.incoming` and `buffers.received`.
+fn exchange(comm: MPI_Comm, buffers: &mut ExchangeBuffers) -> MpiResult<()> {
+    let size = buffers.send_counts.len();
     let too_big = || {
         MpiError::new(
             ErrorClass::Intern,
             "a collective I/O exchange round exceeds 2 GiB (lower cb_buffer_size)",
         )
     };
-    let send_counts: Vec<c_int> = outgoing
-        .iter()
-        .map(|bytes| c_int::try_from(bytes.len()).map_err(|_| too_big()))
-        .collect::<MpiResult<_>>()?;
+    if buffers.outgoing.len() > i32::MAX as usize {
+        return Err(too_big());
+    }
     let mut receive_counts = vec![0 as c_int; size];
     // SAFETY: arrays of `size` ints.
     checked(
         unsafe {
             crate::coll::exchange::PMPI_Alltoall(
-                send_counts.as_ptr() as *const c_void,
+                buffers.send_counts.as_ptr() as *const c_void,
                 1,
                 MPI_INT,
                 receive_counts.as_mut_ptr() as *mut c_void,
@@ -91,20 +146,22 @@ fn exchange(comm: MPI_Comm, outgoing: &[Vec<u8>]) -> MpiResult<Vec<Vec<u8>>> {
             })
             .collect()
     };
-    let send_displacements = displacements(&send_counts)?;
+    let send_displacements = displacements(&buffers.send_counts)?;
     let receive_displacements = displacements(&receive_counts)?;
-    let flat: Vec<u8> = outgoing.concat();
     let total: usize = receive_counts.iter().map(|count| *count as usize).sum();
-    let mut incoming = vec![0u8; total];
+    // Grown, never shrunk or zeroed: every byte up to `total` is received.
+    if buffers.incoming.len() < total {
+        buffers.incoming.resize(total, 0);
+    }
     // SAFETY: buffers and count/displacement arrays of the sizes given.
     checked(
         unsafe {
             crate::coll::exchange::PMPI_Alltoallv(
-                flat.as_ptr() as *const c_void,
-                send_counts.as_ptr(),
+                buffers.outgoing.as_ptr() as *const c_void,
+                buffers.send_counts.as_ptr(),
                 send_displacements.as_ptr(),
                 MPI_BYTE,
-                incoming.as_mut_ptr() as *mut c_void,
+                buffers.incoming.as_mut_ptr() as *mut c_void,
                 receive_counts.as_ptr(),
                 receive_displacements.as_ptr(),
                 MPI_BYTE,
@@ -113,11 +170,12 @@ fn exchange(comm: MPI_Comm, outgoing: &[Vec<u8>]) -> MpiResult<Vec<Vec<u8>>> {
         },
         "MPI_Alltoallv",
     )?;
-    Ok(receive_counts
+    buffers.received = receive_counts
         .iter()
         .zip(&receive_displacements)
-        .map(|(count, start)| incoming[*start as usize..][..*count as usize].to_vec())
-        .collect())
+        .map(|(count, start)| *start as usize..*start as usize + *count as usize)
+        .collect();
+    Ok(())
 }
 
 fn push_u64(bytes: &mut Vec<u8>, value: u64) {
@@ -246,71 +304,41 @@ unsafe fn two_phase_write(
     // SAFETY: the caller's buffer.
     let packed = unsafe { prepared.packed() };
     let mine = my_aggregator(file, plan);
+    let size = file.size as usize;
+    let mut buffers = std::mem::take(&mut file.exchange_buffers);
     let mut local: MpiResult<()> = Ok(());
     for round in 0..plan.rounds {
-        let mut outgoing = vec![Vec::new(); file.size as usize];
+        buffers.start_round(size);
         for (index, rank) in plan.aggregators.iter().enumerate() {
             let (low, high) = plan.window(index, round);
             let pieces = access.pieces_in(low, high);
             if pieces.is_empty() {
                 continue;
             }
-            let message = &mut outgoing[*rank];
-            push_u64(message, pieces.len() as u64);
+            let mut message = buffers.message_for(*rank);
+            let bytes = message.bytes();
+            push_u64(bytes, pieces.len() as u64);
             for piece in &pieces {
-                push_u64(message, piece.offset_bytes);
-                push_u64(message, piece.length_bytes);
+                push_u64(bytes, piece.offset_bytes);
+                push_u64(bytes, piece.length_bytes);
             }
             for piece in &pieces {
                 let start = piece.packed_offset_bytes as usize;
-                message.extend_from_slice(&packed[start..start + piece.length_bytes as usize]);
+                bytes.extend_from_slice(&packed[start..start + piece.length_bytes as usize]);
             }
         }
-        let incoming = exchange(file.comm, &outgoing)?;
+        if let Err(error) = exchange(file.comm, &mut buffers) {
+            file.exchange_buffers = buffers;
+            return Err(error);
+        }
         let Some(index) = mine else { continue };
         let (low, high) = plan.window(index, round);
         if low >= high || local.is_err() {
             continue;
         }
-        // Assemble the window, then write its covered runs.
-        let mut window = vec![0u8; (high - low) as usize];
-        let mut covered: Vec<(u64, u64)> = Vec::new();
-        for message in incoming.iter().filter(|message| !message.is_empty()) {
-            let mut at = 0;
-            let pieces = read_pieces(message, &mut at)?;
-            for (offset, length) in pieces {
-                if offset < low || offset + length > high {
-                    return Err(MpiError::new(
-                        ErrorClass::Intern,
-                        "collective I/O piece outside its window",
-                    ));
-                }
-                let data = message.get(at..at + length as usize).ok_or_else(|| {
-                    MpiError::new(ErrorClass::Intern, "short collective I/O message")
-                })?;
-                window[(offset - low) as usize..][..length as usize].copy_from_slice(data);
-                at += length as usize;
-                covered.push((offset, offset + length));
-            }
-        }
-        covered.sort_unstable();
-        let mut runs: Vec<(u64, u64)> = Vec::new();
-        for (start, end) in covered {
-            match runs.last_mut() {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => runs.push((start, end)),
-            }
-        }
-        for (start, end) in runs {
-            if let Err(error) = file
-                .store
-                .write_at(start, &window[(start - low) as usize..(end - low) as usize])
-            {
-                local = Err(io_error("collective write failed", &error));
-                break;
-            }
-        }
+        local = write_window(file, &mut buffers, low, high);
     }
+    file.exchange_buffers = buffers;
     // Everyone learns whether every aggregator wrote.
     let failed = allreduce_many(file.comm, &[local.is_err() as i64], MPI_MAX)?[0];
     local?;
@@ -323,6 +351,58 @@ unsafe fn two_phase_write(
     Ok(prepared.total_bytes)
 }
 
+/// An aggregator's part of a write round: place every received piece in
+/// the window `[low, high)` and write the covered runs.
+fn write_window(
+    file: &mut OpenFile,
+    buffers: &mut ExchangeBuffers,
+    low: u64,
+    high: u64,
+) -> MpiResult<()> {
+    let malformed = || MpiError::new(ErrorClass::Intern, "malformed collective I/O message");
+    let window_length = (high - low) as usize;
+    if buffers.window.len() < window_length {
+        buffers.window.resize(window_length, 0);
+    }
+    let mut covered: Vec<(u64, u64)> = Vec::new();
+    for range in &buffers.received {
+        let message = &buffers.incoming[range.clone()];
+        if message.is_empty() {
+            continue;
+        }
+        let mut at = 0;
+        let pieces = read_pieces(message, &mut at)?;
+        for (offset, length) in pieces {
+            if offset < low || offset + length > high {
+                return Err(malformed());
+            }
+            let data = message
+                .get(at..at + length as usize)
+                .ok_or_else(malformed)?;
+            buffers.window[(offset - low) as usize..][..length as usize].copy_from_slice(data);
+            at += length as usize;
+            covered.push((offset, offset + length));
+        }
+    }
+    covered.sort_unstable();
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for (start, end) in covered {
+        match runs.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => runs.push((start, end)),
+        }
+    }
+    for (start, end) in runs {
+        file.store
+            .write_at(
+                start,
+                &buffers.window[(start - low) as usize..(end - low) as usize],
+            )
+            .map_err(|error| io_error("collective write failed", &error))?;
+    }
+    Ok(())
+}
+
 unsafe fn two_phase_read(
     file: &mut OpenFile,
     prepared: &Prepared,
@@ -331,69 +411,95 @@ unsafe fn two_phase_read(
 ) -> MpiResult<usize> {
     let mine = my_aggregator(file, plan);
     let size = file.size as usize;
+    let mut buffers = std::mem::take(&mut file.exchange_buffers);
     let mut local: MpiResult<()> = Ok(());
     // SAFETY: the caller's buffer.
-    unsafe {
+    let result = unsafe {
         prepared.read_into(|packed| {
             for round in 0..plan.rounds {
                 // 1. Tell each aggregator which pieces this process wants.
-                let mut wanted: Vec<Vec<Piece>> = vec![Vec::new(); size];
-                let mut requests = vec![Vec::new(); size];
+                buffers.start_round(size);
+                let mut wanted: Vec<(usize, Vec<Piece>)> = Vec::new();
                 for (index, rank) in plan.aggregators.iter().enumerate() {
                     let (low, high) = plan.window(index, round);
                     let pieces = access.pieces_in(low, high);
                     if pieces.is_empty() {
                         continue;
                     }
-                    push_u64(&mut requests[*rank], pieces.len() as u64);
+                    let mut message = buffers.message_for(*rank);
+                    let bytes = message.bytes();
+                    push_u64(bytes, pieces.len() as u64);
                     for piece in &pieces {
-                        push_u64(&mut requests[*rank], piece.offset_bytes);
-                        push_u64(&mut requests[*rank], piece.length_bytes);
+                        push_u64(bytes, piece.offset_bytes);
+                        push_u64(bytes, piece.length_bytes);
                     }
-                    wanted[*rank] = pieces;
+                    drop(message);
+                    wanted.push((*rank, pieces));
                 }
-                let asked = exchange(file.comm, &requests)?;
+                exchange(file.comm, &mut buffers)?;
                 // 2. An aggregator reads the span the requests cover once
-                //    (data sieving) and answers each process.
-                let mut replies = vec![Vec::new(); size];
+                //    (data sieving) and answers each process in rank order.
+                let mut lists: Vec<Vec<(u64, u64)>> = Vec::with_capacity(size);
+                for range in &buffers.received {
+                    let message = &buffers.incoming[range.clone()];
+                    let mut at = 0;
+                    lists.push(if message.is_empty() {
+                        Vec::new()
+                    } else {
+                        read_pieces(message, &mut at)?
+                    });
+                }
+                buffers.start_round(size);
                 if let Some(index) = mine {
-                    let (low, high) = plan.window(index, round);
-                    let mut lists = Vec::with_capacity(size);
-                    let (mut first, mut last) = (high, low);
-                    for message in &asked {
-                        let mut at = 0;
-                        let list = if message.is_empty() {
-                            Vec::new()
-                        } else {
-                            read_pieces(message, &mut at)?
-                        };
-                        for (offset, length) in &list {
-                            first = first.min(*offset);
-                            last = last.max(offset + length);
-                        }
-                        lists.push(list);
+                    let (low, _) = plan.window(index, round);
+                    let first = lists
+                        .iter()
+                        .flatten()
+                        .map(|piece| piece.0)
+                        .min()
+                        .unwrap_or(low);
+                    let last = lists
+                        .iter()
+                        .flatten()
+                        .map(|piece| piece.0 + piece.1)
+                        .max()
+                        .unwrap_or(low);
+                    let span_length = last.saturating_sub(first) as usize;
+                    if buffers.window.len() < span_length {
+                        buffers.window.resize(span_length, 0);
                     }
-                    let mut span = vec![0u8; last.saturating_sub(first) as usize];
-                    if !span.is_empty() && local.is_ok() {
-                        if let Err(error) = file.store.read_at(first, &mut span) {
-                            local = Err(io_error("collective read failed", &error));
+                    if span_length > 0 && local.is_ok() {
+                        match file
+                            .store
+                            .read_at(first, &mut buffers.window[..span_length])
+                        {
+                            // Past the end of the file reads as zeros.
+                            Ok(read) => buffers.window[read..span_length].fill(0),
+                            Err(error) => local = Err(io_error("collective read failed", &error)),
                         }
                     }
+                    let ExchangeBuffers {
+                        outgoing,
+                        send_counts,
+                        window,
+                        ..
+                    } = &mut buffers;
                     for (source, list) in lists.iter().enumerate() {
                         for (offset, length) in list {
                             let start = (offset - first) as usize;
-                            replies[source]
-                                .extend_from_slice(&span[start..start + *length as usize]);
+                            outgoing.extend_from_slice(&window[start..start + *length as usize]);
+                            send_counts[source] += *length as c_int;
                         }
                     }
                 }
-                let answers = exchange(file.comm, &replies)?;
+                exchange(file.comm, &mut buffers)?;
                 // 3. Place the answers where the pieces belong.
-                for (rank, pieces) in wanted.iter().enumerate() {
+                for (rank, pieces) in &wanted {
+                    let answer = &buffers.incoming[buffers.received[*rank].clone()];
                     let mut at = 0usize;
                     for piece in pieces {
                         let length = piece.length_bytes as usize;
-                        let data = answers[rank].get(at..at + length).ok_or_else(|| {
+                        let data = answer.get(at..at + length).ok_or_else(|| {
                             MpiError::new(ErrorClass::Intern, "short collective I/O reply")
                         })?;
                         let start = piece.packed_offset_bytes as usize;
@@ -426,5 +532,7 @@ unsafe fn two_phase_read(
             }
             Ok(delivered as usize)
         })
-    }
+    };
+    file.exchange_buffers = buffers;
+    result
 }
