@@ -692,12 +692,20 @@ impl Replicated {
         let span_start = first * block_size;
         let span_end = ((last + 1) * block_size).min(length);
         let _lock = self.lock_blocks(first, last)?;
-        // Fast path: the primary's span and checksums in one read each.
-        let mut span = vec![0u8; (span_end - span_start) as usize];
+        // Fast path: the primary's span and checksums in one read each,
+        // straight into the caller's buffer when the request is whole blocks.
+        let direct = offset == span_start && wanted as u64 == span_end - span_start;
+        let mut owned = Vec::new();
+        let span: &mut [u8] = if direct {
+            &mut buffer[..wanted]
+        } else {
+            owned.resize((span_end - span_start) as usize, 0);
+            &mut owned
+        };
         let mut entries = vec![0u8; ((last - first + 1) * ENTRY_BYTES) as usize];
         let primary_ok = match (&self.copies[0].data, &self.copies[0].checksums) {
             (Some(data), Some(checksums)) => {
-                read_full(data, &mut span, span_start).is_ok()
+                read_full(data, span, span_start).is_ok()
                     && read_full(checksums, &mut entries, first * ENTRY_BYTES).is_ok()
             }
             _ => false,
@@ -717,8 +725,10 @@ impl Replicated {
             }
         }
         self.extend_copies(length, found);
-        let skip = (offset - span_start) as usize;
-        buffer[..wanted].copy_from_slice(&span[skip..skip + wanted]);
+        if !direct {
+            let skip = (offset - span_start) as usize;
+            buffer[..wanted].copy_from_slice(&owned[skip..skip + wanted]);
+        }
         Ok(wanted)
     }
 
@@ -734,6 +744,13 @@ impl Replicated {
         let old_length = self.logical_len();
         let new_length = old_length.max(end);
         let span_start = first * block_size;
+        // Whole blocks (or a tail past the old end of the file, which pads
+        // with zeros): checksum and write the caller's bytes as they are.
+        let whole_blocks =
+            offset == span_start && (end.is_multiple_of(block_size) || end >= old_length);
+        if whole_blocks {
+            return self.write_span(data, first, last, new_length, found);
+        }
         let mut span = vec![0u8; ((last - first + 1) * block_size) as usize];
         // The head and tail blocks keep the bytes this write does not cover.
         if offset > span_start && span_start < old_length {
@@ -749,6 +766,22 @@ impl Replicated {
             span[(last_start - span_start) as usize..].copy_from_slice(&bytes);
         }
         span[(offset - span_start) as usize..][..data.len()].copy_from_slice(data);
+        self.write_span(&span, first, last, new_length, found)
+    }
+
+    /// Write `span` (blocks `first..=last`, from the start of `first`; the
+    /// last block may be short where the file ends) with its checksums to
+    /// every copy at once, one thread per copy file.
+    fn write_span(
+        &self,
+        span: &[u8],
+        first: u64,
+        last: u64,
+        new_length: u64,
+        found: &mut Vec<Repair>,
+    ) -> io::Result<()> {
+        let block_size = self.block_size();
+        let span_start = first * block_size;
         let checksums: Vec<u32> = span
             .chunks(block_size as usize)
             .map(|block| block_checksum(block, block_size))
@@ -762,7 +795,6 @@ impl Replicated {
                 .iter()
                 .enumerate()
                 .map(|(index, copy)| {
-                    let span = &span;
                     let checksums = &checksums;
                     scope.spawn(move || {
                         (
