@@ -1172,6 +1172,7 @@ unsafe fn set_view(
     filetype: MPI_Datatype,
     datarep: *const c_char,
     info: MPI_Info,
+    current_shared_etypes: i64,
 ) -> MpiResult<()> {
     if datarep.is_null() {
         return Err(MpiError::new(ErrorClass::Arg, "datarep is NULL"));
@@ -1207,16 +1208,24 @@ unsafe fn set_view(
                 "MPI_DISPLACEMENT_CURRENT needs MPI_MODE_SEQUENTIAL",
             ));
         }
-        let etypes = shared_position(file, 0)?;
+        let etypes = u64::try_from(current_shared_etypes)
+            .map_err(|_| MpiError::new(ErrorClass::Io, "the shared file pointer is unavailable"))?;
         file.view
             .file_offset_of(etypes * file.view.etype_size_bytes())
     } else {
         offset_argument(disp, "displacement")?
     };
-    let (_, _, etype_size) = type_geometry(etype, "etype")?;
+    let (etype_segments, _, etype_size) = type_geometry(etype, "etype")?;
     let (segments, extent, _) = type_geometry(filetype, "filetype")?;
+    // A type map MPI-IO cannot use is MPI_ERR_IO, as in ROMIO; overlapping
+    // runs only make sense for reading.
+    let read_only = file.amode & MPI_MODE_RDONLY != 0;
+    for (segments, what) in [(&etype_segments, "etype"), (&segments, "filetype")] {
+        resmpi_io::view::check_monotonic(segments, what, read_only)
+            .map_err(|error| MpiError::new(ErrorClass::Io, error.0))?;
+    }
     let view = FileView::new(displacement, etype_size, segments, extent)
-        .map_err(|error| MpiError::new(ErrorClass::Type, error.0))?;
+        .map_err(|error| MpiError::new(ErrorClass::Io, error.0))?;
     // SAFETY: the application's info handle.
     unsafe { apply_runtime_hints(file, info) }?;
     let kept_etype = keep_type(etype)?;
@@ -1246,8 +1255,17 @@ pub unsafe extern "C" fn PMPI_File_set_view(
     info: MPI_Info,
 ) -> c_int {
     file_entry("MPI_File_set_view", fh, |file| {
+        // Every process's earlier shared-pointer accesses are done, and all
+        // learn the pointer (MPI_DISPLACEMENT_CURRENT) before rank 0 resets it.
+        barrier(file.comm)?;
+        let current = if file.rank == 0 {
+            shared_position(file, 0).map_or(-1, |etypes| etypes as i64)
+        } else {
+            0
+        };
+        let current = broadcast_i64(file.comm, current)?;
         // SAFETY: the application's arguments.
-        let local = unsafe { set_view(file, disp, etype, filetype, datarep, info) };
+        let local = unsafe { set_view(file, disp, etype, filetype, datarep, info, current) };
         agree(file.comm, local)
     })
 }

@@ -189,13 +189,19 @@ pub(crate) unsafe fn independent(
             // SAFETY: the caller's buffer.
             let packed = unsafe { prepared.packed() };
             let mut cursor = 0usize;
-            for extent in &prepared.extents {
-                let length = extent.length_bytes as usize;
-                file.store
-                    .write_at(extent.offset_bytes, &packed[cursor..cursor + length])
-                    .map_err(|error| io_error("write failed", &error))?;
-                cursor += length;
-            }
+            let pieces: Vec<(u64, &[u8])> = prepared
+                .extents
+                .iter()
+                .map(|extent| {
+                    let length = extent.length_bytes as usize;
+                    let piece = (extent.offset_bytes, &packed[cursor..cursor + length]);
+                    cursor += length;
+                    piece
+                })
+                .collect();
+            file.store
+                .write_pieces(&pieces)
+                .map_err(|error| io_error("write failed", &error))?;
             Ok(prepared.total_bytes)
         }
         Direction::Read => {

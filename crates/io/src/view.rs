@@ -43,6 +43,40 @@ pub struct FileView {
     tile_extent_bytes: u64,
 }
 
+/// MPI's rule for etypes and filetypes: no data before the displacement,
+/// and displacements that never decrease; runs may overlap only when
+/// `overlap_allowed` (a file opened read-only, as in ROMIO).
+pub fn check_monotonic(
+    segments: &[FiletypeSegment],
+    what: &str,
+    overlap_allowed: bool,
+) -> Result<(), ViewError> {
+    if let Some(segment) = segments.iter().find(|segment| segment.offset_bytes < 0) {
+        return Err(ViewError(format!(
+            "the {what} has data at negative displacement {}",
+            segment.offset_bytes
+        )));
+    }
+    for pair in segments.windows(2) {
+        let previous_end = pair[0].offset_bytes + pair[0].length_bytes as i64;
+        let limit = if overlap_allowed {
+            pair[0].offset_bytes
+        } else {
+            previous_end
+        };
+        if pair[1].offset_bytes < limit {
+            return Err(ViewError(format!(
+                "the {what}'s displacements decrease or overlap (bytes at {} after bytes at {}..{}); \
+                 MPI requires them to be monotonically nondecreasing",
+                pair[1].offset_bytes,
+                pair[0].offset_bytes,
+                previous_end
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl FileView {
     /// The default view: displacement 0, etype and filetype MPI_BYTE.
     pub fn bytes() -> FileView {
@@ -92,6 +126,8 @@ impl FileView {
                 segment.offset_bytes
             )));
         }
+        // Overlaps are the caller's to refuse (see check_monotonic).
+        check_monotonic(&segments, "filetype", true)?;
         if tile_extent_bytes <= 0 {
             return Err(ViewError(format!(
                 "the filetype's extent ({tile_extent_bytes} bytes) is not positive"
@@ -283,6 +319,10 @@ mod tests {
         assert!(FileView::new(0, 1, vec![segment(-1, 2)], 8).is_err());
         assert!(FileView::new(0, 1, vec![], 8).is_err());
         assert!(FileView::new(0, 1, vec![segment(0, 1)], 0).is_err());
+        // decreasing, overlapping
+        assert!(FileView::new(0, 4, vec![segment(12, 4), segment(0, 4)], 16).is_err());
+        assert!(check_monotonic(&[segment(0, 12), segment(4, 4)], "filetype", false).is_err());
+        assert!(check_monotonic(&[segment(0, 12), segment(4, 4)], "filetype", true).is_ok());
         assert!(FileView::new(0, 0, vec![segment(0, 1)], 1).is_err());
     }
 

@@ -48,8 +48,13 @@ pub struct OpenRequest {
 pub enum Damage {
     /// Its file (or its checksum file) is missing or cannot be opened.
     Missing,
-    /// Its file ends before the block does.
+    /// Its file ends before the block does, and its checksum says bytes
+    /// are missing.
     Short,
+    /// Its file ends before the block does and it has no checksum for the
+    /// block: lost, unless another copy shows the block was never written
+    /// (a copy a concurrent writer of another block has not extended yet).
+    ShortUnchecked,
     /// Reading it failed.
     Unreadable,
     /// Its data does not match its checksum, or it has no checksum while
@@ -64,6 +69,7 @@ impl std::fmt::Display for Damage {
         formatter.write_str(match self {
             Damage::Missing => "missing",
             Damage::Short => "short",
+            Damage::ShortUnchecked => "short, no checksum",
             Damage::Unreadable => "unreadable",
             Damage::BadChecksum => "bad checksum",
             Damage::WriteFailed => "write failed",
@@ -350,6 +356,24 @@ impl Store {
         }
     }
 
+    /// Write each `(offset, bytes)` piece; pieces in increasing file order,
+    /// not overlapping (a non-contiguous view's runs). A replicated file
+    /// updates each block once however many pieces fall in it, instead of
+    /// a read-modify-write per piece.
+    pub fn write_pieces(&mut self, pieces: &[(u64, &[u8])]) -> io::Result<()> {
+        match &mut self.replicated {
+            Some(replicated) if pieces.len() > 1 => {
+                replicated.write_pieces(pieces, &mut self.repairs)
+            }
+            _ => {
+                for (offset, bytes) in pieces {
+                    self.write_at(*offset, bytes)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// MPI_File_set_size: truncate or extend.
     pub fn set_len(&mut self, length_bytes: u64) -> io::Result<()> {
         match &mut self.replicated {
@@ -534,7 +558,11 @@ impl Replicated {
         let intact_anyway =
             checksum.is_some_and(|checksum| block_checksum(&bytes, block_size) == checksum);
         if read < expected && !intact_anyway {
-            return Err(Damage::Short);
+            return Err(if checksum.is_some() {
+                Damage::Short
+            } else {
+                Damage::ShortUnchecked
+            });
         }
         Ok((bytes, checksum))
     }
@@ -832,6 +860,85 @@ impl Replicated {
             )));
         }
         Ok(())
+    }
+
+    /// Pieces in groups of neighbouring blocks (at most 64 blocks a group),
+    /// each group updated with one read of its partly covered blocks and
+    /// one write of every copy.
+    fn write_pieces(&mut self, pieces: &[(u64, &[u8])], found: &mut Vec<Repair>) -> io::Result<()> {
+        if !self.writable {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
+        const GROUP_BLOCKS_MAX: u64 = 64;
+        let block_size = self.block_size();
+        let pieces: Vec<(u64, &[u8])> = pieces
+            .iter()
+            .copied()
+            .filter(|(_, bytes)| !bytes.is_empty())
+            .collect();
+        let mut start = 0;
+        while start < pieces.len() {
+            let first = pieces[start].0 / block_size;
+            let mut last = (pieces[start].0 + pieces[start].1.len() as u64 - 1) / block_size;
+            let mut end = start + 1;
+            while end < pieces.len() {
+                let (offset, bytes) = pieces[end];
+                let piece_first = offset / block_size;
+                let piece_last = (offset + bytes.len() as u64 - 1) / block_size;
+                if piece_first > last + 1 || piece_last - first >= GROUP_BLOCKS_MAX {
+                    break;
+                }
+                last = last.max(piece_last);
+                end += 1;
+            }
+            self.write_group(&pieces[start..end], first, last, found)?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    fn write_group(
+        &mut self,
+        pieces: &[(u64, &[u8])],
+        first: u64,
+        last: u64,
+        found: &mut Vec<Repair>,
+    ) -> io::Result<()> {
+        let block_size = self.block_size();
+        let _lock = self.lock_blocks(first, last)?;
+        let old_length = self.logical_len();
+        let span_start = first * block_size;
+        let blocks = (last - first + 1) as usize;
+        let mut covered = vec![0u64; blocks];
+        let mut group_end = 0;
+        for (offset, bytes) in pieces {
+            let end = offset + bytes.len() as u64;
+            group_end = group_end.max(end);
+            let mut position = *offset;
+            while position < end {
+                let block = position / block_size;
+                let block_end = ((block + 1) * block_size).min(end);
+                covered[(block - first) as usize] += block_end - position;
+                position = block_end;
+            }
+        }
+        let mut span = vec![0u8; blocks * block_size as usize];
+        for (index, covered_bytes) in covered.iter().enumerate() {
+            let block = first + index as u64;
+            let block_start = block * block_size;
+            // Blocks the pieces cover only in part keep their other bytes.
+            if *covered_bytes < block_size && block_start < old_length {
+                let bytes = self.examine_block(block, old_length, false, found)?;
+                let at = index * block_size as usize;
+                span[at..at + block_size as usize].copy_from_slice(&bytes);
+            }
+        }
+        for (offset, bytes) in pieces {
+            let at = (offset - span_start) as usize;
+            span[at..at + bytes.len()].copy_from_slice(bytes);
+        }
+        let new_length = old_length.max(group_end);
+        self.write_span(&span, first, last, new_length, found)
     }
 
     fn set_len(&mut self, length: u64, found: &mut Vec<Repair>) -> io::Result<()> {

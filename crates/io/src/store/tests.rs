@@ -288,6 +288,30 @@ fn partial_block_writes_keep_their_neighbours() {
 }
 
 #[test]
+fn pieces_update_each_block_once_and_keep_the_bytes_between() {
+    let scratch = Scratch::new("pieces");
+    let (path, _) = setup(&scratch, 3, 2);
+    let mut store = reopen(&path);
+    let mut expected = pattern(1000, 7);
+    // Every 10th byte over 1500 bytes (past the old end), then a far piece.
+    let ones = [1u8; 1];
+    let mut pieces: Vec<(u64, &[u8])> = (0..150).map(|i| (i * 10, &ones[..])).collect();
+    let far = pattern(100, 9);
+    pieces.push((40 * BLOCK + 3, &far[..]));
+    store.write_pieces(&pieces).unwrap();
+    expected.resize((40 * BLOCK + 103) as usize, 0);
+    for i in 0..150 {
+        expected[i * 10] = 1;
+    }
+    expected[(40 * BLOCK + 3) as usize..].copy_from_slice(&far);
+    store.verify_all_copies = true;
+    let mut buffer = vec![0u8; 4000];
+    let read = store.read_at(0, &mut buffer).unwrap();
+    assert_eq!(&buffer[..read], &expected[..]);
+    assert!(store.repairs.is_empty(), "{:?}", store.repairs);
+}
+
+#[test]
 fn metadata_survives_without_hints_and_delete_removes_everything() {
     let scratch = Scratch::new("metadata");
     let (path, targets) = setup(&scratch, 2, 2);
