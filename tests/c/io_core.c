@@ -339,6 +339,64 @@ static void test_collective_nonblocking(void) {
     remove_file("coll.dat");
 }
 
+/* MPI_MODE_SEQUENTIAL: a header, then records in rank order; reopened
+ * sequential, the view starts at MPI_DISPLACEMENT_CURRENT (after the
+ * header, where the shared pointer is) and read_ordered gets each rank its
+ * own record back. (MPICH's setviewcur.) */
+static void test_sequential(void) {
+    MPI_File fh;
+    MPI_Status status;
+    int value;
+    remove_file("sequential.dat");
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, "sequential.dat", MPI_MODE_CREATE | MPI_MODE_WRONLY,
+                         MPI_INFO_NULL, &fh));
+    value = 1000 + g_size;
+    MPI_OK(MPI_File_write_all(fh, &value, 1, MPI_INT, &status));
+    MPI_Offset offset;
+    MPI_OK(MPI_File_get_position(fh, &offset));
+    MPI_OK(MPI_File_seek_shared(fh, offset, MPI_SEEK_SET));
+    value = g_rank;
+    MPI_OK(MPI_File_write_ordered(fh, &value, 1, MPI_INT, &status));
+    MPI_OK(MPI_File_close(&fh));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, "sequential.dat",
+                         MPI_MODE_RDONLY | MPI_MODE_SEQUENTIAL | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL,
+                         &fh));
+    EXPECT_CLASS(MPI_File_read_at(fh, 0, &value, 1, MPI_INT, &status), MPI_ERR_UNSUPPORTED_OPERATION);
+    if (g_rank == 0) {
+        MPI_OK(MPI_File_read_shared(fh, &value, 1, MPI_INT, &status));
+        CHECK(value == 1000 + g_size, "header %d", value);
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_File_set_view(fh, MPI_DISPLACEMENT_CURRENT, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+    value = -1;
+    MPI_OK(MPI_File_read_ordered(fh, &value, 1, MPI_INT, &status));
+    CHECK(value == g_rank, "record %d, expected %d", value, g_rank);
+    MPI_OK(MPI_File_close(&fh));
+}
+
+/* Type maps MPI-IO cannot use: MPI_ERR_IO as in ROMIO; overlapping runs
+ * are fine for a read-only file. (MPICH's tst_fileview.) */
+static void test_bad_type_maps(void) {
+    MPI_File fh;
+    MPI_Datatype type;
+    int lengths[2] = {1, 1}, decreasing[2] = {3, 0}, overlapping_lengths[2] = {3, 1}, overlapping[2] = {0, 1};
+    remove_file("maps.dat");
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, "maps.dat", MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_Type_indexed(2, lengths, decreasing, MPI_INT, &type));
+    MPI_OK(MPI_Type_commit(&type));
+    EXPECT_CLASS(MPI_File_set_view(fh, 0, MPI_INT, type, "native", MPI_INFO_NULL), MPI_ERR_IO);
+    MPI_OK(MPI_Type_free(&type));
+    MPI_OK(MPI_Type_indexed(2, overlapping_lengths, overlapping, MPI_INT, &type));
+    MPI_OK(MPI_Type_commit(&type));
+    EXPECT_CLASS(MPI_File_set_view(fh, 0, MPI_INT, type, "native", MPI_INFO_NULL), MPI_ERR_IO);
+    MPI_OK(MPI_File_close(&fh));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, "maps.dat", MPI_MODE_RDONLY | MPI_MODE_DELETE_ON_CLOSE,
+                         MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_set_view(fh, 0, MPI_INT, type, "native", MPI_INFO_NULL));
+    MPI_OK(MPI_File_close(&fh));
+    MPI_OK(MPI_Type_free(&type));
+}
+
 static int handler_calls = 0;
 static MPI_File handler_file = MPI_FILE_NULL;
 static int handler_class = -1;
@@ -388,5 +446,7 @@ int main(int argc, char **argv) {
     if (selected(argc, argv, "shared")) test_shared();
     if (selected(argc, argv, "collective")) test_collective_nonblocking();
     if (selected(argc, argv, "errhandler")) test_errhandler();
+    if (selected(argc, argv, "sequential")) test_sequential();
+    if (selected(argc, argv, "errors")) test_bad_type_maps();
     return test_finish();
 }

@@ -8,7 +8,8 @@
  *                                defaults), and plain.dat unreplicated with
  *                                the same calls
  *   io_replica read              read rep.dat back (no hints) and check it;
- *                                rank 0 prints "repaired N unrepaired M" */
+ *                                rank 0 prints "repaired N unrepaired M"
+ *   io_replica concurrent TARGETS  interleaved small independent writes */
 #include "expect.h"
 
 #define PER_RANK 20000 /* not a multiple of the block size */
@@ -70,6 +71,46 @@ static void read_file(void) {
     free(buf);
 }
 
+/* Every rank writes many small unaligned pieces, interleaved with the
+ * other ranks' inside shared 512-byte blocks, with independent nonblocking
+ * writes (no collective in between): block updates must not lose each
+ * other's bytes, and a copy another rank has not extended yet is no lost
+ * block. MPIO_Request and MPIO_Wait come from mpi.h alone. */
+static void concurrent(const char *targets) {
+    MPI_Info info;
+    MPI_File fh;
+    MPI_Status status;
+    MPI_OK(MPI_Info_create(&info));
+    MPI_OK(MPI_Info_set(info, "replication_factor", "3"));
+    MPI_OK(MPI_Info_set(info, "striping_unit", "512"));
+    MPI_OK(MPI_Info_set(info, "resmpi_replica_targets", targets));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, "race.dat", MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+    const int pieces = 400, piece = 13; /* piece i of rank r at (i * size + r) * piece */
+    unsigned char bytes[13];
+    for (int i = 0; i < pieces; i++) {
+        memset(bytes, (unsigned char)(g_rank * 50 + i % 50), piece);
+        MPIO_Request request;
+        MPI_OK(MPI_File_iwrite_at(fh, ((MPI_Offset)i * g_size + g_rank) * piece, bytes, piece, MPI_BYTE,
+                                  &request));
+        MPI_OK(MPIO_Wait(&request, &status));
+    }
+    MPI_OK(MPI_File_sync(fh));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_File_sync(fh));
+    size_t total = (size_t)pieces * g_size * piece;
+    unsigned char *all = malloc(total);
+    MPI_OK(MPI_File_read_at(fh, 0, all, (int)total, MPI_BYTE, &status));
+    for (size_t k = 0; k < total; k++) {
+        size_t index = k / piece;
+        int rank = (int)(index % g_size), i = (int)(index / g_size);
+        CHECK(all[k] == (unsigned char)(rank * 50 + i % 50), "byte %zu (rank %d piece %d) is %d", k, rank, i,
+              all[k]);
+    }
+    free(all);
+    MPI_OK(MPI_File_close(&fh));
+    MPI_OK(MPI_Info_free(&info));
+}
+
 int main(int argc, char **argv) {
     test_init(&argc, &argv);
     errors_return();
@@ -103,6 +144,8 @@ int main(int argc, char **argv) {
         CHECK(flag && strlen(value) > 0, "no targets");
         MPI_OK(MPI_Info_free(&info));
         MPI_OK(MPI_File_close(&fh));
+    } else if (argc >= 3 && !strcmp(argv[1], "concurrent")) {
+        concurrent(argv[2]);
     } else if (argc >= 2 && !strcmp(argv[1], "read")) {
         read_file();
     } else {

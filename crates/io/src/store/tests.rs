@@ -239,6 +239,27 @@ fn every_copy_of_a_block_missing_is_an_error_not_zeros() {
 }
 
 #[test]
+fn a_copy_not_yet_extended_by_another_writer_is_no_lost_block() {
+    // Another process extending the file has written the primary and not
+    // yet the replicas: a never-written block past the replicas' end is a
+    // hole, not a block every copy of which is lost.
+    let scratch = Scratch::new("extending");
+    let (path, _) = setup(&scratch, 3, 2);
+    OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(5000)
+        .unwrap();
+    let mut store = reopen(&path);
+    store.write_at(3000, b"partial").unwrap();
+    let mut buffer = vec![9u8; 20];
+    store.read_at(2995, &mut buffer).unwrap();
+    assert_eq!(&buffer[..5], &[0u8; 5]);
+    assert_eq!(&buffer[5..12], b"partial");
+}
+
+#[test]
 fn never_written_blocks_read_as_zeros() {
     let scratch = Scratch::new("holes");
     let (path, _) = setup(&scratch, 2, 1);
