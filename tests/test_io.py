@@ -10,7 +10,7 @@ import pytest
 
 from conftest import assert_ok, run
 
-SUBTESTS = ["basic", "errors", "view", "shared", "collective", "errhandler", "sequential"]
+SUBTESTS = ["basic", "errors", "view", "shared", "collective", "errhandler", "sequential", "atomicity"]
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 4])

@@ -397,6 +397,41 @@ static void test_bad_type_maps(void) {
     MPI_OK(MPI_Type_free(&type));
 }
 
+/* Atomic mode: rank 0 rewrites every other int of a region (a vector
+ * filetype) while the others read it through the same view; each read
+ * sees one write whole, never a mix. (ROMIO's atomicity test.) */
+static void test_atomicity(void) {
+    enum { INTS = 20000, ROUNDS = 10 };
+    MPI_File fh;
+    MPI_Status status;
+    MPI_Datatype every_other;
+    int *buf = malloc(INTS * sizeof(int));
+    remove_file("atomic.dat");
+    MPI_OK(MPI_Type_vector(INTS, 1, 2, MPI_INT, &every_other));
+    MPI_OK(MPI_Type_commit(&every_other));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, "atomic.dat", MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_set_view(fh, 0, MPI_INT, every_other, "native", MPI_INFO_NULL));
+    if (g_rank == 0) {
+        memset(buf, 0, INTS * sizeof(int));
+        MPI_OK(MPI_File_write_at(fh, 0, buf, INTS, MPI_INT, &status));
+    }
+    MPI_OK(MPI_File_set_atomicity(fh, 1));
+    for (int round = 1; round <= ROUNDS; round++) {
+        if (g_rank == 0) {
+            for (int i = 0; i < INTS; i++) buf[i] = round;
+            MPI_OK(MPI_File_write_at(fh, 0, buf, INTS, MPI_INT, &status));
+        } else {
+            MPI_OK(MPI_File_read_at(fh, 0, buf, INTS, MPI_INT, &status));
+            for (int i = 1; i < INTS; i++)
+                CHECK(buf[i] == buf[0], "round %d: a torn read: [0] = %d, [%d] = %d", round, buf[0], i, buf[i]);
+        }
+    }
+    MPI_OK(MPI_File_close(&fh));
+    MPI_OK(MPI_Type_free(&every_other));
+    free(buf);
+    remove_file("atomic.dat");
+}
+
 static int handler_calls = 0;
 static MPI_File handler_file = MPI_FILE_NULL;
 static int handler_class = -1;
@@ -447,6 +482,7 @@ int main(int argc, char **argv) {
     if (selected(argc, argv, "collective")) test_collective_nonblocking();
     if (selected(argc, argv, "errhandler")) test_errhandler();
     if (selected(argc, argv, "sequential")) test_sequential();
+    if (selected(argc, argv, "atomicity")) test_atomicity();
     if (selected(argc, argv, "errors")) test_bad_type_maps();
     return test_finish();
 }

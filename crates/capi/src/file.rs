@@ -58,6 +58,8 @@ pub(crate) struct OpenFile {
     pub filetype: MPI_Datatype,
     /// The view's data representation is "external32" (else "native").
     pub external32: bool,
+    /// MPI atomic mode: each access holds a lock over all its bytes.
+    pub atomic: bool,
     /// The individual file pointer, in etypes.
     pub position_etypes: u64,
     /// The shared file pointer's counter file (etypes).
@@ -742,6 +744,7 @@ unsafe fn open_on(
         etype: MPI_BYTE,
         filetype: MPI_BYTE,
         external32: false,
+        atomic: false,
         position_etypes,
         shared_pointer,
         errhandler: NULL_FILE_ERRHANDLER.load(Ordering::Relaxed),
@@ -969,7 +972,7 @@ const _: fn_types::MPI_File_get_group = PMPI_File_get_group;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
     file_entry("MPI_File_set_atomicity", fh, |file| {
-        file.store.atomic = flag != 0;
+        file.atomic = flag != 0;
         barrier(file.comm)
     })
 }
@@ -980,7 +983,7 @@ pub unsafe extern "C" fn PMPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int)
     file_entry("MPI_File_get_atomicity", fh, |file| {
         crate::global::out_pointer(flag, "flag")?;
         // SAFETY: checked non-null.
-        unsafe { *flag = file.store.atomic as c_int };
+        unsafe { *flag = file.atomic as c_int };
         Ok(())
     })
 }

@@ -184,6 +184,29 @@ pub(crate) unsafe fn independent(
     if prepared.total_bytes == 0 {
         return Ok(0);
     }
+    // Atomic mode: one lock over every byte the access touches, so another
+    // process sees all of it or none of it.
+    let _atomic_lock = match (
+        file.atomic,
+        prepared.extents.first(),
+        prepared.extents.last(),
+    ) {
+        (true, Some(first), Some(last)) => {
+            let start = first.offset_bytes.min(last.offset_bytes);
+            let end = prepared
+                .extents
+                .iter()
+                .map(|extent| extent.offset_bytes + extent.length_bytes)
+                .max()
+                .unwrap_or(start);
+            Some(
+                file.store
+                    .lock_range(start, end - start, direction == Direction::Write)
+                    .map_err(|error| io_error("atomic-mode lock", &error))?,
+            )
+        }
+        _ => None,
+    };
     match direction {
         Direction::Write => {
             // SAFETY: the caller's buffer.

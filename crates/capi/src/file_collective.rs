@@ -253,8 +253,12 @@ pub(crate) unsafe fn collective_transfer(
         Direction::Write => file.hints.collective_buffering_write,
         Direction::Read => file.hints.collective_buffering_read,
     };
-    let mut aggregate =
-        file.size > 1 && summary[1] == 0 && global_high > 0 && mode != CollectiveBuffering::Disable;
+    // Atomic mode: each process's access under its own lock (independent).
+    let mut aggregate = !file.atomic
+        && file.size > 1
+        && summary[1] == 0
+        && global_high > 0
+        && mode != CollectiveBuffering::Disable;
     if aggregate && mode == CollectiveBuffering::Automatic {
         // Interleaved when the ranges together are longer than their union.
         let total_span = allreduce_many(comm, &[span], MPI_SUM)?[0];

@@ -374,6 +374,27 @@ impl Store {
         }
     }
 
+    /// Lock `[start, start + length)` of the file (shared for readers,
+    /// exclusive for writers) until the lock is dropped: MPI's atomic mode
+    /// for an access made of several runs holds one lock over all of them.
+    /// Callers that do this leave `atomic` false, so no inner lock of a
+    /// sub-range releases part of theirs.
+    pub fn lock_range(
+        &self,
+        start_bytes: u64,
+        length_bytes: u64,
+        exclusive: bool,
+    ) -> io::Result<RangeLock> {
+        // On the primary's descriptor, never on the block lock file: closing
+        // any descriptor of a file drops all of this process's fcntl locks
+        // on it, and block locks come and go inside the access.
+        if exclusive {
+            RangeLock::exclusive(&self.primary, start_bytes, length_bytes)
+        } else {
+            RangeLock::shared(&self.primary, start_bytes, length_bytes)
+        }
+    }
+
     /// MPI_File_set_size: truncate or extend.
     pub fn set_len(&mut self, length_bytes: u64) -> io::Result<()> {
         match &mut self.replicated {
