@@ -1041,11 +1041,6 @@ pub unsafe extern "C" fn PMPI_File_get_info(fh: MPI_File, info_used: *mut MPI_In
                     "striping_unit".to_string(),
                     layout.block_size_bytes.to_string(),
                 ));
-                // The failure domains blocks are spread over: the primary's and the targets.
-                pairs.push((
-                    "striping_factor".to_string(),
-                    (layout.targets.len() + 1).to_string(),
-                ));
                 pairs.push(("resmpi_replica_targets".to_string(), targets.join(",")));
                 pairs.push((
                     "resmpi_verify_reads".to_string(),

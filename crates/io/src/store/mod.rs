@@ -229,6 +229,14 @@ impl Store {
             if let Some(wanted) = &request.replication {
                 if primary.metadata()?.len() == 0 {
                     let names = FileNames::new(path, &wanted.targets);
+                    // A new file: copies and checksums left by an earlier
+                    // file of this name (removed without MPI_File_delete)
+                    // must not pass for this one's.
+                    let _ = std::fs::remove_file(&names.primary_checksums);
+                    for replica in &names.replicas {
+                        let _ = std::fs::remove_file(replica);
+                        let _ = std::fs::remove_file(with_suffix(replica, ".crc"));
+                    }
                     let text = wanted.encode();
                     std::fs::write(&names.metadata, &text)?;
                     // A copy of the metadata on every target (best effort: a

@@ -347,6 +347,34 @@ fn metadata_survives_without_hints_and_delete_removes_everything() {
 }
 
 #[test]
+fn a_new_file_ignores_copies_left_by_an_old_one_of_the_same_name() {
+    let scratch = Scratch::new("stale");
+    let (path, targets) = setup(&scratch, 2, 1);
+    // Removed behind the library's back: the replica and its checksums stay.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::remove_file(path.with_file_name(".data.resmpi-meta")).unwrap();
+    std::fs::remove_file(path.with_file_name(".data.resmpi-crc")).unwrap();
+    let layout = ReplicaLayout::new(2, BLOCK, targets).unwrap();
+    let mut store = Store::open(
+        &path,
+        &OpenRequest {
+            read: true,
+            write: true,
+            create: true,
+            exclusive: false,
+            replication: Some(layout),
+        },
+    )
+    .unwrap();
+    store.write_at(10, b"new").unwrap();
+    store.verify_all_copies = true;
+    let mut buffer = vec![7u8; 13];
+    assert_eq!(store.read_at(0, &mut buffer).unwrap(), 13);
+    assert_eq!(&buffer, b"\0\0\0\0\0\0\0\0\0\0new");
+    assert!(store.repairs.is_empty(), "{:?}", store.repairs);
+}
+
+#[test]
 fn lost_primary_is_rebuilt() {
     let scratch = Scratch::new("lost-primary");
     let (path, _) = setup(&scratch, 2, 1);
