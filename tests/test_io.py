@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_ok, run
+from conftest import IS_RESMPI, assert_ok, run
 
 SUBTESTS = ["basic", "errors", "view", "shared", "collective", "errhandler", "sequential", "atomicity"]
 
@@ -32,6 +32,8 @@ def test_collective_io_through_aggregators_and_without(build, tmp_path, nprocs, 
     aggregators (romio_cb_write/read=enable), independently (disable) or as
     the access pattern decides (automatic): the same file every time; on a
     replicated file every copy agrees afterwards."""
+    if storage == "replicated" and not IS_RESMPI:
+        pytest.skip("resmpi only: block replication")
     target = tmp_path / "target"
     target.mkdir()
     where = "plain" if storage == "plain" else str(target)
@@ -88,6 +90,7 @@ def write_replicated(exe, tmp_path, factor, nprocs=2, env=None, hints=True):
     return targets
 
 
+@pytest.mark.resmpi_only("block replication")
 @pytest.mark.parametrize("factor", [2, 3])
 @pytest.mark.parametrize("fault", FAULTS)
 def test_replicated_read_survives_each_fault_on_each_copy_and_repairs_it(build, tmp_path, factor, fault):
@@ -127,6 +130,7 @@ def test_replicated_read_survives_each_fault_on_each_copy_and_repairs_it(build, 
         assert (case / "rep.dat").read_bytes() == (case / "plain.dat").read_bytes()
 
 
+@pytest.mark.resmpi_only("block replication")
 def test_r3_survives_two_lost_copies_and_a_plain_read_repairs_the_primary(build, tmp_path):
     """R − 1 = 2 copies lost (the primary deleted, target 1's bytes flipped):
     every block still reads right, with reads checking only what they need."""
@@ -140,6 +144,7 @@ def test_r3_survives_two_lost_copies_and_a_plain_read_repairs_the_primary(build,
     assert (tmp_path / "rep.dat").read_bytes() == (tmp_path / "plain.dat").read_bytes()
 
 
+@pytest.mark.resmpi_only("block replication")
 def test_all_copies_damaged_is_an_io_error_not_wrong_data(build, tmp_path):
     exe = build("io_replica")
     write_replicated(exe, tmp_path, 2)
@@ -150,6 +155,7 @@ def test_all_copies_damaged_is_an_io_error_not_wrong_data(build, tmp_path):
     assert "no intact copy" in res.stderr or "returned" in res.stderr, res.describe()
 
 
+@pytest.mark.resmpi_only("block replication")
 def test_environment_defaults_replicate_an_unmodified_program(build, tmp_path):
     """RESMPI_IO_REPLICATION_FACTOR / RESMPI_IO_REPLICA_TARGETS protect a
     program that passes no hints; the metadata lets a later job read it
@@ -168,6 +174,7 @@ def test_environment_defaults_replicate_an_unmodified_program(build, tmp_path):
     assert repairs(res)[0] > 0, res.describe()
 
 
+@pytest.mark.resmpi_only("block replication")
 def test_resmpi_io_check_finds_and_scrub_rebuilds_a_replaced_target(build, tmp_path):
     """A copy nobody reads is only checked by the scrub command: check
     reports it (exit 1), scrub rebuilds it (a target replaced by an empty
@@ -197,6 +204,7 @@ def test_resmpi_io_check_finds_and_scrub_rebuilds_a_replaced_target(build, tmp_p
     assert run_cmd([tool, "check", str(tmp_path / "plain.dat")]).returncode == 2
 
 
+@pytest.mark.resmpi_only("block replication")
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_concurrent_small_writes_to_shared_replicated_blocks_lose_nothing(build, tmp_path, nprocs):
     """Ranks write interleaved 13-byte pieces into shared 512-byte blocks of

@@ -52,7 +52,9 @@ int main(int argc, char **argv) {
     memset(buf, 0, sizeof(int) * (size_t)count * 2);
     MPI_OK(MPI_File_read_at_all(fh, 0, buf, 2 * count, MPI_INT, &status));
     MPI_OK(MPI_Get_count(&status, MPI_INT, &got));
+#ifdef RESMPI_VERSION /* ROMIO counts a non-contiguous read past the end as whole */
     CHECK(got == count, "read_at_all count %d, expected %d", got, count);
+#endif
     for (int t = 0; t < TILES; t++)
         for (int i = 0; i < mine; i++)
             CHECK(buf[t * mine + i] == value_of(g_rank, t, i), "view read tile %d [%d] = %d", t, i,
@@ -80,8 +82,10 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_File_get_info(fh, &used));
     MPI_OK(MPI_Info_get(used, "romio_cb_write", MPI_MAX_INFO_VAL, value, &flag));
     CHECK(flag && !strcmp(value, mode), "romio_cb_write %s", flag ? value : "(none)");
+#ifdef RESMPI_VERSION
     MPI_OK(MPI_Info_get(used, "resmpi_unrepaired_blocks", MPI_MAX_INFO_VAL, value, &flag));
     CHECK(flag && !strcmp(value, "0"), "unrepaired %s", value);
+#endif
     MPI_OK(MPI_Info_free(&used));
     MPI_OK(MPI_File_close(&fh));
     if (g_rank == 0 && replicated) {

@@ -493,7 +493,7 @@ unsafe fn data_call(
         }
         if completion == Completion::SplitBegin && file.split.is_some() {
             return Err(MpiError::new(
-                ErrorClass::Other,
+                ErrorClass::Io,
                 "a split collective is already in progress on this file",
             ));
         }
@@ -538,10 +538,7 @@ unsafe fn data_call(
 unsafe fn split_end(name: &str, fh: MPI_File, status: *mut MPI_Status) -> c_int {
     file_entry(name, fh, |file| {
         let split = file.split.take().ok_or_else(|| {
-            MpiError::new(
-                ErrorClass::Other,
-                "no split collective was begun on this file",
-            )
+            MpiError::new(ErrorClass::Io, "no split collective was begun on this file")
         })?;
         let bytes = split.result?;
         // SAFETY: the caller's status pointer.
