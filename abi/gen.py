@@ -192,6 +192,8 @@ def gen_header(items, funcs, cfuncs):
     w("#define PMPIO_Wait PMPI_Wait")
     w("#define PMPIO_Test PMPI_Test")
     w("#define MPIO_USES_MPI_REQUEST 1")
+    w("/* MPICH's mpio.h says MPI-IO is there this way (mpi4py checks it). */")
+    w("#define ROMIO_VERSION 126")
     w("")
     w("#if defined(__cplusplus)")
     w("}")
@@ -260,6 +262,7 @@ def gen_mpio_header():
 #define PMPIO_Wait PMPI_Wait
 #define PMPIO_Test PMPI_Test
 #define MPIO_USES_MPI_REQUEST 1
+#define ROMIO_VERSION 126
 #endif /* RESMPI_MPIO_H_INCLUDED */
 """
 
