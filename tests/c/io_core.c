@@ -448,11 +448,12 @@ static void test_atomicity(void) {
 
 static int handler_calls = 0;
 static MPI_File handler_file = MPI_FILE_NULL;
-static int handler_class = -1;
+static int handler_class = -1, handler_code = -1;
 
 static void file_handler(MPI_File *file, int *code, ...) {
     handler_calls++;
     handler_file = *file;
+    handler_code = *code;
     MPI_Error_class(*code, &handler_class);
 }
 
@@ -475,7 +476,7 @@ static void test_errhandler(void) {
     CHECK(rc != MPI_SUCCESS && handler_calls == 1 && handler_file == fh && handler_class == MPI_ERR_ARG,
           "handler: rc %d calls %d class %d", rc, handler_calls, handler_class);
     MPI_OK(MPI_File_call_errhandler(fh, MPI_ERR_IO));
-    CHECK(handler_calls == 2 && handler_class == MPI_ERR_IO, "call_errhandler");
+    CHECK(handler_calls == 2 && handler_code == MPI_ERR_IO, "call_errhandler: code %d", handler_code);
     MPI_OK(MPI_File_close(&fh));
     MPI_OK(MPI_File_set_errhandler(MPI_FILE_NULL, handler));
     rc = MPI_File_open(MPI_COMM_WORLD, "no-such.dat", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);

@@ -117,6 +117,18 @@ pub(crate) fn raise_file(
     error: MpiError,
 ) -> c_int {
     let code = crate::error_codes::detailed_code(error.class as c_int, format!("{name}: {error}"));
+    dispatch_file_error(name, handle, errhandler, code, &error)
+}
+
+/// Hand error `code` to `errhandler` of file `handle` (fatal handlers end
+/// the job with `error`'s text); returns the code.
+fn dispatch_file_error(
+    name: &str,
+    handle: MPI_File,
+    errhandler: MPI_Errhandler,
+    code: c_int,
+    error: &MpiError,
+) -> c_int {
     match errhandler {
         MPI_ERRORS_RETURN => code,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
@@ -1567,12 +1579,20 @@ pub unsafe extern "C" fn PMPI_File_call_errhandler(fh: MPI_File, errorcode: c_in
             }
         }
     };
-    let class = ErrorClass::from_i32(errorcode).unwrap_or(ErrorClass::Other);
-    raise_file(
+    if errorcode == MPI_SUCCESS {
+        return MPI_SUCCESS;
+    }
+    // The handler gets the code exactly as given (mpi4py checks it).
+    let class = crate::error_codes::detail_of(errorcode)
+        .map(|(class, _)| class)
+        .unwrap_or(errorcode);
+    let class = ErrorClass::from_i32(class).unwrap_or(ErrorClass::Other);
+    dispatch_file_error(
         "MPI_File_call_errhandler",
         fh,
         errhandler,
-        MpiError::new(class, "raised by MPI_File_call_errhandler"),
+        errorcode,
+        &MpiError::new(class, "raised by MPI_File_call_errhandler"),
     );
     MPI_SUCCESS
 }
