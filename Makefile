@@ -35,7 +35,7 @@ FGEN        := abi/gen_fortran.py
 FORT_SONAME := libmpichfort.so.12
 FORT_LIB    := $(BUILD)/lib/$(FORT_SONAME).0.0
 
-.PHONY: all cargo headers lib wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling FORCE
+.PHONY: all cargo headers lib wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling bench-io FORCE
 
 all: headers lib wrappers mpiexec fortran
 
@@ -141,6 +141,8 @@ mpiexec: $(STATICLIB)
 	    cp -f $(TARGET_DIR)/mpiexec $(BUILD)/bin/mpiexec && ln -sfn mpiexec $(BUILD)/bin/mpirun; \
 	    echo "installed $(BUILD)/bin/mpiexec"; \
 	else echo "warning: $(TARGET_DIR)/mpiexec not built yet; build/bin/mpiexec skipped" >&2; fi
+	@if [ -x $(TARGET_DIR)/resmpi-io ]; then \
+	    cp -f $(TARGET_DIR)/resmpi-io $(BUILD)/bin/resmpi-io; fi
 
 install: all
 	mkdir -p $(DESTDIR)$(PREFIX)
@@ -165,6 +167,7 @@ bench:
 bench-ft: ; bench/network_ft.sh
 bench-coll: ; bench/coll.sh
 bench-dtype: ; bench/dtype.sh
+bench-io: ; bench/io.sh
 bench-msgrate: ; bench/msgrate.sh
 bench-ulfm: ; bench/ulfm.sh
 bench-process-ft: ; $(PYTHON) bench/process_ft.py

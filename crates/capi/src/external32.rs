@@ -39,7 +39,7 @@ unsafe fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
 /// Reverse the bytes of every basic element in `packed`, which holds whole
 /// elements of `datatype` in native packed form (the same call converts
 /// back: the reversal is its own inverse).
-fn reverse_elements(datatype: &Datatype, packed: &mut [u8]) {
+pub(crate) fn reverse_elements(datatype: &Datatype, packed: &mut [u8]) {
     let halves = datatype.unit.is_some_and(|unit| {
         matches!(
             unit.kind,

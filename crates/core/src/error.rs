@@ -29,11 +29,35 @@ pub enum ErrorClass {
     InStatus = 17,
     Pending = 18,
     Request = 19,
+    /// MPI-IO: permission denied (MPI_ERR_ACCESS).
+    Access = 20,
+    /// MPI-IO: bad amode combination at MPI_File_open.
+    Amode = 21,
+    /// MPI-IO: invalid file name.
+    BadFile = 22,
+    /// MPI-IO: the file exists (MPI_MODE_EXCL).
+    FileExists = 25,
+    /// MPI-IO: the file is open elsewhere (MPI_File_delete).
+    FileInUse = 26,
+    /// MPI-IO: invalid file handle.
+    File = 27,
     Info = 28,
     InfoKey = 29,
     InfoValue = 30,
     InfoNokey = 31,
+    /// MPI-IO: an I/O error (including a block no replica holds intact).
+    Io = 32,
     NoMem = 34,
+    /// MPI-IO: collective arguments differ between processes.
+    NotSame = 35,
+    /// MPI-IO: no space left on the device.
+    NoSpace = 36,
+    /// MPI-IO: the file does not exist.
+    NoSuchFile = 37,
+    /// MPI-IO: write to a file opened read-only.
+    ReadOnly = 40,
+    /// MPI-IO: a data representation other than "native".
+    UnsupportedDatarep = 43,
     Unsupported = 44,
     Keyval = 48,
     /// MPIX_ERR_PROC_FAILED (MPICH's value): a process the operation needs has failed.
@@ -47,7 +71,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 30] = [
+    pub const ALL: [ErrorClass; 42] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -68,11 +92,23 @@ impl ErrorClass {
         ErrorClass::InStatus,
         ErrorClass::Pending,
         ErrorClass::Request,
+        ErrorClass::Access,
+        ErrorClass::Amode,
+        ErrorClass::BadFile,
+        ErrorClass::FileExists,
+        ErrorClass::FileInUse,
+        ErrorClass::File,
         ErrorClass::Info,
         ErrorClass::InfoKey,
         ErrorClass::InfoValue,
         ErrorClass::InfoNokey,
+        ErrorClass::Io,
         ErrorClass::NoMem,
+        ErrorClass::NotSame,
+        ErrorClass::NoSpace,
+        ErrorClass::NoSuchFile,
+        ErrorClass::ReadOnly,
+        ErrorClass::UnsupportedDatarep,
         ErrorClass::Unsupported,
         ErrorClass::Keyval,
         ErrorClass::ProcFailed,
@@ -103,6 +139,22 @@ impl ErrorClass {
             ErrorClass::InStatus => "Error code is in status",
             ErrorClass::Pending => "Pending request",
             ErrorClass::Request => "Invalid MPI_Request",
+            ErrorClass::Access => "Permission denied",
+            ErrorClass::Amode => "Invalid amode value in MPI_File_open",
+            ErrorClass::BadFile => "Invalid file name",
+            ErrorClass::FileExists => "File exists",
+            ErrorClass::FileInUse => {
+                "File operation could not be completed, as the file is currently open by some process"
+            },
+            ErrorClass::File => "Invalid MPI_File",
+            ErrorClass::Io => "Other I/O error",
+            ErrorClass::NotSame => {
+                "Collective argument not identical on all processes or collective routines called in a different order"
+            },
+            ErrorClass::NoSpace => "Not enough space for file",
+            ErrorClass::NoSuchFile => "File does not exist",
+            ErrorClass::ReadOnly => "Read-only file or filesystem name",
+            ErrorClass::UnsupportedDatarep => "Unsupported datarep passed to MPI_File_set_view",
             ErrorClass::Info => "Invalid MPI_Info",
             ErrorClass::InfoKey => "Invalid info key",
             ErrorClass::InfoValue => "Invalid info value",

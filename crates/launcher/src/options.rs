@@ -188,6 +188,11 @@ options (each also as --name=value or -name value):
   -x VAR=VALUE          set VAR to VALUE in every rank
   -genv VAR VALUE       set VAR to VALUE in every rank (also -env)
   --tag-output          prefix each output line with [rank] (also -l)
+  --io-replication-factor R
+                        MPI-IO files the job creates keep R copies of every
+                        block (RESMPI_IO_REPLICATION_FACTOR)
+  --io-replica-targets DIR1,DIR2,...
+                        directories for copies 2..R (RESMPI_IO_REPLICA_TARGETS)
   --timeout S           kill the job after S seconds and exit 124
   --paths auto|tcp      paths between ranks (sets RESMPI_PATHS)
   --eager-limit BYTES   largest eager message (sets RESMPI_EAGER_LIMIT)
@@ -317,6 +322,7 @@ fn arity_of(name: &str) -> Option<Arity> {
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
         | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler"
         | "replicas" => Some(Arity::One),
+        "io-replication-factor" | "io-replica-targets" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
     }
@@ -558,6 +564,29 @@ pub fn parse(
             "genv" | "env" => {
                 check_variable_name(&values[0], "-genv")?;
                 environment.push((values[0].clone(), values[1].clone()));
+            }
+            "io-replication-factor" => {
+                values[0]
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|factor| (1..=16).contains(factor))
+                    .ok_or_else(|| {
+                        format!(
+                            "--io-replication-factor '{}': expected a whole number from 1 to 16",
+                            values[0]
+                        )
+                    })?;
+                environment.push(("RESMPI_IO_REPLICATION_FACTOR".into(), values[0].clone()));
+            }
+            "io-replica-targets" => {
+                // Absolute here, so every rank names the same directories.
+                let directory = std::env::current_dir().unwrap_or_default();
+                let targets: Vec<String> = values[0]
+                    .split(',')
+                    .filter(|target| !target.is_empty())
+                    .map(|target| directory.join(target).display().to_string())
+                    .collect();
+                environment.push(("RESMPI_IO_REPLICA_TARGETS".into(), targets.join(",")));
             }
             "timeout" => {
                 let seconds = values[0]
@@ -842,6 +871,19 @@ mod tests {
         assert!(!options.tag_output);
         assert_eq!(options.timeout_seconds, None);
         assert!(options.environment.is_empty());
+    }
+
+    #[test]
+    fn io_replication_options_set_the_mpi_io_defaults() {
+        let options = run("--io-replication-factor 3 --io-replica-targets /a,/b p");
+        assert_eq!(
+            options.environment,
+            vec![
+                ("RESMPI_IO_REPLICATION_FACTOR".to_string(), "3".to_string()),
+                ("RESMPI_IO_REPLICA_TARGETS".to_string(), "/a,/b".to_string()),
+            ]
+        );
+        assert!(error("--io-replication-factor 0 p").contains("1 to 16"));
     }
 
     #[test]
