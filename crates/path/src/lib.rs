@@ -24,6 +24,8 @@
 
 pub mod collective_area;
 pub mod faulty;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inject_spec;
 pub mod memory;
 mod ring;
