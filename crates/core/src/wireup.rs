@@ -333,12 +333,17 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
             }
         }
     }
-    let mut shm = match own_segment {
-        Some(segment) => Some(
-            ShmPath::attach(segment, rank, &local_peers)
-                .map_err(|e| runtime_error("shared memory attach", e))?,
-        ),
-        None => None,
+    // An attach error is reported only after the barrier below: a peer
+    // that died after publishing its card cannot be mapped any more (its
+    // descriptor went with it), and then the barrier waits for it, so the
+    // launcher reports that death and its exit code instead of this rank
+    // failing first with a consequence of it.
+    let (mut shm, shm_error) = match own_segment {
+        Some(segment) => match ShmPath::attach(segment, rank, &local_peers) {
+            Ok(path) => (Some(path), None),
+            Err(error) => (None, Some(error)),
+        },
+        None => (None, None),
     };
     for (rail, path) in rails.iter_mut().enumerate() {
         let peers: Vec<(u32, String)> = tcp_peers
@@ -352,6 +357,9 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         rails.clear();
     }
     pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
+    if let Some(error) = shm_error {
+        return Err(runtime_error("shared memory attach", error));
+    }
     // Every local peer has mapped this rank's segment: nobody needs to
     // open it any more.
     if let Some(shm) = &mut shm {
