@@ -8,6 +8,12 @@ make all
 cargo fmt --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --release
+# The decoder fuzz tests again in a debug build, whose overflow and
+# pointer-alignment checks turn a silent wrap-around into a failure (one such
+# was found in the shm ring; issue 16, item 7). A few seconds once built.
+cargo test -q -p resmpi-wire -p resmpi-runtime -p resmpi-path -p resmpi-ft -p resmpi-core \
+    -p resmpi-launcher --test decoders_fuzz
+cargo test -q -p resmpi-launcher --bin mpiexec decoders_fuzz
 # Breadth for the reliability layer: a few thousand seeded simulated jobs.
 cargo run --release -q -p resmpi-sim --bin sim-sweep -- --seeds 3000 --ranks 4 --rails 3
 # The production engine (credit, rendezvous, Ssend, cancel, collectives) under a seeded scheduler,

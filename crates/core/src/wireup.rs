@@ -1,13 +1,15 @@
 //! Wire-up at MPI_Init: exchange business cards through PMI, pick a path
 //! per peer (shared memory on the same host unless `--paths tcp`, TCP
-//! otherwise), connect, and remove the shared-memory names at once so a
-//! killed job leaves nothing behind in /dev/shm.
+//! otherwise), connect. Shared-memory segments are anonymous (memfd) and
+//! reached through the owner's descriptor, so a killed job can leave nothing
+//! behind in /dev/shm; each rank closes that descriptor once its local
+//! peers have mapped the segment.
 
 use std::net::{IpAddr, Ipv4Addr};
 
 use resmpi_path::faulty::FaultyPath;
 use resmpi_path::inject_spec::FaultSpec;
-use resmpi_path::shm::{ShmPath, ShmSegment};
+use resmpi_path::shm::{ShmLocator, ShmPath, ShmSegment};
 use resmpi_path::tcp::TcpPath;
 use resmpi_runtime::{
     hex_decode, hex_encode, random_bytes, Config, FailurePolicy, PathsChoice, Pmi,
@@ -184,6 +186,80 @@ fn pause_for_tests() {
     }
 }
 
+/// A rank's business card, published under `resmpi-card-RANK` (or
+/// `resmpi-card-RANK-INCARNATION` by a replacement process) as
+/// `HOST;SHM;TCP`: the host key, the locator of its shared-memory segment
+/// (`-` for none) and its TCP rail addresses joined by `|` (`-` for none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Card {
+    /// `host_key` of the rank's host.
+    pub host: String,
+    /// Where local peers find its segment.
+    pub shm: Option<ShmLocator>,
+    /// One `IP:PORT` per TCP rail, in rail order.
+    pub tcp: Vec<String>,
+}
+
+impl Card {
+    /// Bytes a card may have (PMI values are shorter still).
+    pub const MAX_BYTES: usize = 4096;
+
+    /// Decode a card as `Display` writes it; a malformed one (another field
+    /// count, an empty host, a bad locator, an empty or spaced address) is
+    /// refused with the reason.
+    pub fn parse(text: &str) -> Result<Card, String> {
+        if text.len() > Card::MAX_BYTES {
+            return Err(format!("a card of {} bytes is too long", text.len()));
+        }
+        let fields: Vec<&str> = text.split(';').collect();
+        let [host, shm, tcp] = fields[..] else {
+            return Err(format!("'{text}' is not HOST;SHM;TCP"));
+        };
+        if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!("'{text}': bad host key '{host}'"));
+        }
+        let shm = match shm {
+            "-" => None,
+            locator => Some(locator.parse::<ShmLocator>()?),
+        };
+        let tcp = match tcp {
+            "-" => Vec::new(),
+            addresses => addresses
+                .split('|')
+                .map(|address| {
+                    if address.is_empty()
+                        || address.chars().any(|c| c.is_whitespace() || c.is_control())
+                    {
+                        Err(format!("'{text}': bad TCP address '{address}'"))
+                    } else {
+                        Ok(address.to_string())
+                    }
+                })
+                .collect::<Result<Vec<String>, String>>()?,
+        };
+        Ok(Card {
+            host: host.to_string(),
+            shm,
+            tcp,
+        })
+    }
+}
+
+impl std::fmt::Display for Card {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{};", self.host)?;
+        match &self.shm {
+            Some(locator) => write!(f, "{locator};")?,
+            None => write!(f, "-;")?,
+        }
+        if self.tcp.is_empty() {
+            write!(f, "-")
+        } else {
+            write!(f, "{}", self.tcp.join("|"))
+        }
+    }
+}
+
 /// Connect this rank to every other and return its paths.
 pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     let rank = pmi.rank();
@@ -191,26 +267,12 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     if size == 1 {
         return Ok(Transports::loopback_only());
     }
-    let job_id = match &config.job_id {
-        Some(job_id) => job_id.clone(),
-        None => pmi
-            .kvs_name()
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .take(48)
-            .collect(),
-    };
     let use_shm = config.paths == PathsChoice::Auto && pmi.local_size() > 1;
     let need_tcp = config.paths == PathsChoice::Tcp || pmi.local_size() < size;
     let own_segment = if use_shm {
         Some(
-            ShmSegment::create(
-                &job_id,
-                rank,
-                size,
-                config.shm_ring_bytes.next_power_of_two(),
-            )
-            .map_err(|e| runtime_error("shared memory", e))?,
+            ShmSegment::create(rank, size, config.shm_ring_bytes.next_power_of_two())
+                .map_err(|e| runtime_error("shared memory", e))?,
         )
     } else {
         None
@@ -225,17 +287,14 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
             rail_addresses.push(address);
         }
     }
-    let tcp_address = if rail_addresses.is_empty() {
-        "-".to_string()
-    } else {
-        rail_addresses.join("|")
-    };
     let host = host_key(config);
-    pmi.put(
-        &format!("resmpi-card-{rank}"),
-        &format!("{host};{};{tcp_address}", use_shm as u8),
-    )
-    .map_err(|e| runtime_error("PMI put", e))?;
+    let card = Card {
+        host: host.clone(),
+        shm: own_segment.as_ref().map(ShmSegment::locator),
+        tcp: rail_addresses,
+    };
+    pmi.put(&format!("resmpi-card-{rank}"), &card.to_string())
+        .map_err(|e| runtime_error("PMI put", e))?;
     let needs_secret = config.job_secret.is_none() && need_tcp;
     if needs_secret && rank == 0 {
         pmi.put("resmpi-secret", &hex_encode(&random_bytes(32)))
@@ -261,42 +320,44 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         if peer == rank {
             continue;
         }
-        let card = pmi
+        let text = pmi
             .get(&format!("resmpi-card-{peer}"))
             .map_err(|e| runtime_error("PMI get", e))?;
-        let fields: Vec<&str> = card.split(';').collect();
-        if fields.len() != 3 {
-            return Err(runtime_error(
-                "business card",
-                format!("rank {peer} published '{card}'"),
-            ));
-        }
-        if use_shm && fields[0] == host && fields[1] == "1" {
-            routes[peer as usize] = Route::Shm;
-            local_peers.push(peer);
-        } else {
-            if fields[2] == "-" {
-                return Err(runtime_error(
-                    "wire-up",
-                    format!("rank {peer} has no TCP address"),
-                ));
+        let card = Card::parse(&text)
+            .map_err(|e| runtime_error("business card", format!("rank {peer}: {e}")))?;
+        match card.shm {
+            Some(locator) if use_shm && card.host == host => {
+                routes[peer as usize] = Route::Shm;
+                local_peers.push((peer, locator));
             }
-            let addresses: Vec<String> = fields[2].split('|').map(str::to_string).collect();
-            if addresses.len() != rails.len() {
-                return Err(runtime_error(
-                    "wire-up",
-                    format!("rank {peer} has {} TCP rails and this rank has {}: give every rank the same --rails", addresses.len(), rails.len()),
-                ));
+            _ => {
+                if card.tcp.is_empty() {
+                    return Err(runtime_error(
+                        "wire-up",
+                        format!("rank {peer} has no TCP address"),
+                    ));
+                }
+                if card.tcp.len() != rails.len() {
+                    return Err(runtime_error(
+                        "wire-up",
+                        format!("rank {peer} has {} TCP rails and this rank has {}: give every rank the same --rails", card.tcp.len(), rails.len()),
+                    ));
+                }
+                tcp_peers.push((peer, card.tcp));
             }
-            tcp_peers.push((peer, addresses));
         }
     }
-    let shm = match own_segment {
-        Some(segment) => Some(
-            ShmPath::attach(segment, &job_id, rank, &local_peers)
-                .map_err(|e| runtime_error("shared memory attach", e))?,
-        ),
-        None => None,
+    // An attach error is reported only after the barrier below: a peer
+    // that died after publishing its card cannot be mapped any more (its
+    // descriptor went with it), and then the barrier waits for it, so the
+    // launcher reports that death and its exit code instead of this rank
+    // failing first with a consequence of it.
+    let (mut shm, shm_error) = match own_segment {
+        Some(segment) => match ShmPath::attach(segment, rank, &local_peers) {
+            Ok(path) => (Some(path), None),
+            Err(error) => (None, Some(error)),
+        },
+        None => (None, None),
     };
     for (rail, path) in rails.iter_mut().enumerate() {
         let peers: Vec<(u32, String)> = tcp_peers
@@ -310,9 +371,13 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         rails.clear();
     }
     pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
-    if let Some(shm) = &shm {
-        shm.unlink_own()
-            .map_err(|e| runtime_error("shared memory unlink", e))?;
+    if let Some(error) = shm_error {
+        return Err(runtime_error("shared memory attach", error));
+    }
+    // Every local peer has mapped this rank's segment: nobody needs to
+    // open it any more.
+    if let Some(shm) = &mut shm {
+        shm.close_own_descriptor();
     }
     let spec = injection_spec(config)?;
     // Every rail's clock counts from the same instant, so `rail-down:R@T`
@@ -375,8 +440,8 @@ fn rejoin_error(what: &str, error: impl std::fmt::Display) -> MpiError {
 /// listening at `address` over TCP rail 0 (made now if this rank had no TCP
 /// rail), replacing whatever the rail held for the old process. A
 /// re-joined peer is always reached over TCP, never shared memory: the
-/// shared-memory names were unlinked at MPI_Init, so a new process could
-/// not attach to them.
+/// survivors closed their segments' descriptors at MPI_Init, so a new
+/// process could not map them.
 pub fn connect_rejoined_peer(
     transports: &mut Transports,
     rank: u32,
@@ -442,10 +507,14 @@ pub fn wire_up_replacement(
     let ip = ips[0];
     let (mut path, address) =
         TcpPath::bind(rank, ip).map_err(|e| runtime_error("TCP listen", e))?;
-    let host = host_key(config);
+    let card = Card {
+        host: host_key(config),
+        shm: None,
+        tcp: vec![address.clone()],
+    };
     pmi.put(
         &format!("resmpi-card-{rank}-{incarnation}"),
-        &format!("{host};0;{address}"),
+        &card.to_string(),
     )
     .map_err(|e| runtime_error("PMI put", e))?;
     let secret = match &config.job_secret {

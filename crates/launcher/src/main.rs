@@ -14,7 +14,7 @@
 //! proxy), `output` (line forwarding), `supervisor` (the job loop and exit
 //! code),
 //! `ft_report` (the end-of-job fault-tolerance report), `process_faults`
-//! (the kills `--inject` schedules), `signals`, `shm_cleanup`.
+//! (the kills `--inject` schedules), `signals`.
 
 mod ft_report;
 mod hosts;
@@ -26,7 +26,6 @@ mod process_faults;
 mod proxy;
 mod proxy_link;
 mod replicated_output;
-mod shm_cleanup;
 mod signals;
 mod spawn;
 mod supervisor;

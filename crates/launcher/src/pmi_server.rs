@@ -1053,4 +1053,47 @@ mod tests {
         }
         assert_eq!(server.dead_ranks(), vec![3, 3]);
     }
+
+    /// The server side of PMI lines (issue 16, item 7; `decoders_fuzz`):
+    /// random and mutated byte streams from a rank, split into lines,
+    /// parsed and answered as `serve` does (one rank, so a barrier never
+    /// waits), then the FT reports put into the key-value space are decoded
+    /// as mpiexec does at exit. Nothing panics, every line gets its answer
+    /// or is refused, and the key-value space stays within its bound.
+    #[test]
+    fn decoders_fuzz_pmi_server_takes_random_and_mutated_streams() {
+        use resmpi_fuzz_input::Inputs;
+        let corpus: [&[u8]; 6] = [
+            b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=get_maxes\n",
+            b"cmd=put kvsname=kvs_fuzz key=resmpi-report-0 value=frames_sent=3;corrupt_caught=1\n",
+            b"cmd=get kvsname=kvs_fuzz key=resmpi-card-0\ncmd=barrier_in\n",
+            b"cmd=abort exitcode=7 message=a%20b\n",
+            b"cmd=resmpi_watch_failures\ncmd=resmpi_rejoin incarnation=0 address=1.2.3.4:5\n",
+            b"cmd=finalize\ncmd=nosuch x=y\n",
+        ];
+        let mut inputs = Inputs::new(23);
+        let mut answered = 0usize;
+        for round in 0..4_000 {
+            let case = if round < corpus.len() {
+                corpus[round].to_vec()
+            } else {
+                inputs.next_case(&corpus, 512)
+            };
+            let server = server(1, "kvs_fuzz");
+            let sink: SharedWriter = Arc::new(Mutex::new(Box::new(Vec::<u8>::new())));
+            server.serve_lines(0, &mut std::io::Cursor::new(&case), &sink);
+            let reply = server
+                .handle_line(0, &PmiLine::parse("cmd=get_appnum").unwrap())
+                .expect("the server still answers");
+            assert_eq!(reply.command, "appnum");
+            answered += 1;
+            let state = server.state();
+            assert!(state.key_values_bytes <= KVS_MAX_BYTES);
+            let key_values = state.key_values.clone();
+            drop(state);
+            let report = crate::ft_report::FtReport::collect(1, |key| key_values.get(key).cloned());
+            assert!(report.ranks_reported <= 1);
+        }
+        assert_eq!(answered, 4_000);
+    }
 }

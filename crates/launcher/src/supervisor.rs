@@ -27,7 +27,6 @@
 use std::collections::HashMap;
 use std::io::{self, IsTerminal};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
 use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -45,7 +44,6 @@ use crate::process_faults::KillSchedule;
 use crate::proxy_link::{self, ProxyLink, RemoteExits, StartError};
 use crate::proxy_protocol::Launch;
 use crate::replicated_output::{self, RankOutput};
-use crate::shm_cleanup::{remove_job_segments, SHM_DIRECTORY};
 use crate::signals;
 use crate::spawn::{self, JobIdentity, StandardInput};
 
@@ -255,7 +253,7 @@ pub fn run(options: &Options) -> i32 {
     } else {
         job.tear_down();
     }
-    job.finish(&identity.job_id);
+    job.finish();
     let code = match started {
         Ok(()) => job.final_exit_code(),
         Err(code) => code,
@@ -1277,8 +1275,8 @@ impl Job {
 
     /// After the ranks: kill what local ranks left in their process groups,
     /// close every proxy (which kills what is left on its host and exits),
-    /// let the output drain, remove the job's shm segments.
-    fn finish(&mut self, job_id: &str) {
+    /// let the output drain. (Shared memory needs nothing: it has no name.)
+    fn finish(&mut self) {
         for rank in self.ranks.iter().filter(|rank| rank.proxy.is_none()) {
             // SAFETY: as in `signal_rank`; only the group, the rank is reaped.
             unsafe {
@@ -1300,7 +1298,6 @@ impl Job {
                 let _ = thread.join();
             }
         }
-        remove_job_segments(Path::new(SHM_DIRECTORY), job_id);
     }
 
     /// Closes every proxy's connection and waits (bounded) for its launcher

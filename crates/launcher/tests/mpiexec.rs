@@ -512,27 +512,6 @@ fn ranks_die_when_mpiexec_is_killed_with_sigkill() {
     std::fs::remove_dir_all(directory).unwrap();
 }
 
-#[test]
-fn shm_segments_of_the_job_are_removed_even_after_kill_9() {
-    let directory = scratch_directory("shm");
-    for (name, ending) in [("killed", "kill -9 $$"), ("clean", "exit 0")] {
-        let script = format!(
-            "touch /dev/shm/resmpi-$RESMPI_JOB_ID-x; echo $RESMPI_JOB_ID > {}/{name}; {ending}",
-            directory.display()
-        );
-        let output = run(&["-n", "1", "sh", "-c", &script]);
-        let job_id = std::fs::read_to_string(directory.join(name)).unwrap();
-        let segment = PathBuf::from(format!("/dev/shm/resmpi-{}-x", job_id.trim()));
-        assert!(
-            !segment.exists(),
-            "{} left behind ({name}): {}",
-            segment.display(),
-            describe(&output)
-        );
-    }
-    std::fs::remove_dir_all(directory).unwrap();
-}
-
 /// A launcher-exec for tests: `fake-launcher HOST CMD…` runs CMD here with
 /// `FAKE_HOST=HOST` (like `ssh HOST CMD…` would run it there). With
 /// `linger` it stays alive after CMD ends, as an ssh to a dead host may.

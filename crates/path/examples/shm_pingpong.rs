@@ -158,11 +158,13 @@ fn main() {
     let ring_bytes = numbers.first().copied().unwrap_or(1 << 20);
     let fragment_bytes_requested = numbers.get(1).copied().unwrap_or(64 << 10);
     let pin = arguments.iter().any(|argument| argument == "--pin");
-    let job_id = format!("pingpong-{}", std::process::id());
     let segments = [
-        ShmSegment::create(&job_id, 0, 2, ring_bytes).expect("create segment 0"),
-        ShmSegment::create(&job_id, 1, 2, ring_bytes).expect("create segment 1"),
+        ShmSegment::create(0, 2, ring_bytes).expect("create segment 0"),
+        ShmSegment::create(1, 2, ring_bytes).expect("create segment 1"),
     ];
+    // Both segments are created before fork, so both processes hold both
+    // descriptors under the parent's pid and numbers.
+    let locators = [(0, segments[0].locator()), (1, segments[1].locator())];
     // SAFETY: single-threaded at this point; the child only runs this
     // program's own code and leaves through _exit.
     let child = unsafe { libc::fork() };
@@ -173,12 +175,9 @@ fn main() {
     }
     let [segment_zero, segment_one] = segments;
     let own = if me == 0 { segment_zero } else { segment_one };
-    let mut path = ShmPath::attach(own, &job_id, me, &[0, 1]).expect("attach");
-    // Both names were created before fork, so both exist: unlink our own
-    // once the peer has certainly attached (after the first exchange).
+    let mut path = ShmPath::attach(own, me, &locators).expect("attach");
     let fragment_bytes = fragment_bytes_requested.min(path.max_payload_bytes());
     let one_way_seconds = latency(&mut path, me);
-    path.unlink_own().expect("unlink");
     let megabytes_per_second = bandwidth(&mut path, me, fragment_bytes);
     if me == 0 {
         println!(

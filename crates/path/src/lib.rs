@@ -7,7 +7,8 @@
 //! [`Path`] trait. Three paths exist:
 //!
 //! - [`shm::ShmPath`]: one single-producer / single-consumer ring per
-//!   (sender, receiver) pair in POSIX shared memory, for peers on this host.
+//!   (sender, receiver) pair in anonymous shared memory (memfd), for peers on
+//!   this host.
 //!   The hot path has no allocation, syscall or lock; a futex doorbell is rung
 //!   only when the receiver has announced that it is going to sleep.
 //! - [`tcp::TcpPath`]: a full mesh of authenticated, nonblocking TCP
@@ -23,6 +24,8 @@
 
 pub mod collective_area;
 pub mod faulty;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inject_spec;
 pub mod memory;
 mod ring;
@@ -30,7 +33,7 @@ pub mod shm;
 pub mod tcp;
 
 pub use memory::MemoryPath;
-pub use shm::{ShmPath, ShmSegment};
+pub use shm::{ShmLocator, ShmPath, ShmSegment};
 pub use tcp::TcpPath;
 
 /// Payloads shorter than this are never placed: a copy of them costs less

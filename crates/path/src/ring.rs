@@ -157,7 +157,9 @@ impl Producer {
     pub(crate) fn new(view: RingView) -> Producer {
         Producer {
             view,
-            tail: view.tail().load(Ordering::Acquire),
+            // The shared counters are as the peer left them: a tail that is
+            // not a record boundary would put records at unaligned offsets.
+            tail: view.tail().load(Ordering::Acquire) & !(RECORD_ALIGN_BYTES as u64 - 1),
             cached_head: view.head().load(Ordering::Acquire),
         }
     }
@@ -187,14 +189,17 @@ impl Producer {
         } else {
             (0, record)
         };
-        if self.tail + need as u64 - self.cached_head > ring_bytes as u64 {
+        // Wrapping: the head is the consumer's word, and one that is ahead
+        // of the tail (a faulty peer) must read as "no room", not overflow.
+        let room_needed = |head: u64| self.tail.wrapping_add(need as u64).wrapping_sub(head);
+        if room_needed(self.cached_head) > ring_bytes as u64 {
             self.cached_head = self.view.head().load(Ordering::Acquire);
-            if self.tail + need as u64 - self.cached_head > ring_bytes as u64 {
+            if room_needed(self.cached_head) > ring_bytes as u64 {
                 return false;
             }
         }
         let data = self.view.data();
-        let record_position = self.tail + skip as u64;
+        let record_position = self.tail.wrapping_add(skip as u64);
         let record_offset = if skip > 0 { 0 } else { offset };
         // SAFETY: [record_offset, record_offset + record) lies inside the
         // data area (the record fits in the contiguous space chosen above),
@@ -224,7 +229,7 @@ impl Producer {
                     .store(self.tail ^ self.view.key, Ordering::Release);
             }
         }
-        self.tail += need as u64;
+        self.tail = self.tail.wrapping_add(need as u64);
         self.view.tail().store(self.tail, Ordering::Release);
         true
     }
@@ -249,7 +254,9 @@ impl Consumer {
     pub(crate) fn new(view: RingView) -> Consumer {
         Consumer {
             view,
-            head: view.head().load(Ordering::Acquire),
+            // As the peer left it: rounded down to a record boundary, so
+            // that every stamp read below is aligned.
+            head: view.head().load(Ordering::Acquire) & !(RECORD_ALIGN_BYTES as u64 - 1),
         }
     }
 
@@ -312,11 +319,76 @@ impl Consumer {
                 delivered += 1;
                 record_bytes(frame_bytes)
             };
-            self.head += record as u64;
+            self.head = self.head.wrapping_add(record as u64);
             self.view.head().store(self.head, Ordering::Release);
         }
         Ok(delivered)
     }
+}
+
+/// A ring as a faulty or hostile peer may leave it, built from `bytes`,
+/// and both ends run over it (the decoder fuzzers' entry point, through
+/// `crate::fuzzing`): bytes 0..8 and 8..16 are the shared head and tail
+/// words; then each 9-byte item writes one record prefix where the consumer
+/// looks next (with the right stamp, so that it is read) whose length word
+/// is the item's 8 bytes, kept as they are, made a small length or the skip
+/// marker by the item's first byte, and the consumer polls it; the rest
+/// (under 9 bytes) sets the sizes of frames a producer then pushes.
+/// Returns the frames delivered, or the consumer's error. Whatever the
+/// bytes, nothing may panic or touch memory outside the ring.
+pub(crate) fn fuzz_records(bytes: &[u8]) -> Result<usize, String> {
+    const RING_BYTES: usize = MIN_RING_BYTES;
+    const KEY: u64 = 0x5eed_0000_1234_5679;
+    let word = |at: usize| -> u64 {
+        let mut word = [0u8; 8];
+        if let Some(found) = bytes.get(at..(at + 8).min(bytes.len())) {
+            word[..found.len()].copy_from_slice(found);
+        }
+        u64::from_le_bytes(word)
+    };
+    // Heap memory standing in for the segment, 64-byte aligned.
+    let mut memory = vec![0u64; (RING_HEADER_BYTES + RING_BYTES + 64) / 8];
+    let raw = memory.as_mut_ptr() as *mut u8;
+    // SAFETY: align_offset(64) of an 8-aligned pointer is below 64, inside
+    // the over-allocation.
+    let base = unsafe { raw.add(raw.align_offset(64)) };
+    // SAFETY: base is 64-aligned with RING_HEADER_BYTES + RING_BYTES zeroed
+    // bytes that outlive every use below (`memory` is dropped last).
+    let view = unsafe { RingView::new(base, RING_BYTES, KEY) };
+    view.head().store(word(0), Ordering::Relaxed);
+    view.tail().store(word(8), Ordering::Relaxed);
+    let mut consumer = Consumer::new(view);
+    let mut delivered = 0;
+    let mut items = bytes.get(16..).unwrap_or(&[]).chunks_exact(9);
+    for item in items.by_ref() {
+        let position = consumer.head;
+        let offset = (position as usize) & (RING_BYTES - 1);
+        let raw_length = u64::from_le_bytes(item[1..].try_into().expect("8 bytes"));
+        let length = match item[0] % 4 {
+            0 => raw_length,
+            1 => SKIP_MARKER,
+            _ => raw_length % (max_frame_bytes(RING_BYTES) as u64 + 64),
+        };
+        // SAFETY: writes inside the data area: `offset` is where the consumer
+        // reads next, which it keeps 16-aligned and below RING_BYTES.
+        unsafe {
+            (view.data().add(offset + LENGTH_OFFSET_BYTES) as *mut u64).write(length);
+            view.stamp(offset).store(position ^ KEY, Ordering::Release);
+        }
+        delivered += consumer.poll(1, |frame| {
+            assert!(
+                frame.len() <= max_frame_bytes(RING_BYTES),
+                "oversized frame delivered"
+            );
+        })?;
+    }
+    let mut producer = Producer::new(view);
+    for &size in items.remainder() {
+        let frame_bytes = (size as usize * 7) % (max_frame_bytes(RING_BYTES) + 1);
+        producer.try_push(frame_bytes, |frame| frame.fill(size));
+    }
+    drop(memory);
+    Ok(delivered)
 }
 
 #[cfg(test)]

@@ -1,12 +1,11 @@
 //! The shared-memory path: how ranks on one host hand each other frames.
 //!
-//! Each rank creates one *receive* segment, `/dev/shm/resmpi-<job>-<rank>`,
-//! holding a small control block and one SPSC ring (see `ring.rs`) per
-//! possible sender rank. A sender writes straight into its ring in the
-//! receiver's segment; the receiver hands the frame to its handler in place
-//! and frees it afterwards. So a frame is copied exactly twice (in by the
-//! sender, out by whoever consumes it), and the fast path has no syscall,
-//! lock or allocation.
+//! Each rank creates one *receive* segment holding a small control block
+//! and one SPSC ring (see `ring.rs`) per possible sender rank. A sender
+//! writes straight into its ring in the receiver's segment; the receiver
+//! hands the frame to its handler in place and frees it afterwards. So a
+//! frame is copied exactly twice (in by the sender, out by whoever consumes
+//! it), and the fast path has no syscall, lock or allocation.
 //!
 //! Sleeping: a receiver with nothing to do may call [`ShmPath::wait`]. It
 //! raises `sleeping` in its control block, re-checks its rings, and
@@ -21,11 +20,22 @@
 //! the slots small blocking collectives publish their contributions in, read
 //! by the peers through the same mappings.
 //!
-//! Segments are created 0600 with `O_EXCL`; the name is removed by
-//! [`ShmPath::unlink_own`] as soon as every peer has mapped it, so nothing is
-//! left in /dev/shm even if the job is later killed.
+//! Why segments have no name (issue 16, item 3): a segment is an anonymous
+//! `memfd_create` file, so there is never anything in /dev/shm or any other
+//! directory that a killed job could leave behind; the memory goes when the
+//! last process mapping it exits, whoever is killed and when. A peer reaches
+//! it through the owner's descriptor, `/proc/<pid>/fd/<fd>` (the
+//! [`ShmLocator`] in the owner's business card). That needs no server
+//! thread and no socket, works wherever the ranks of a host see each other's
+//! /proc (our launcher, hydra, re-join), and the kernel lets only processes
+//! that may read the owner's memory anyway (same user, ptrace read access)
+//! open it; the file is also made 0600. A random nonce in the control block,
+//! repeated in the locator, catches a descriptor number or pid that no longer
+//! names the segment. The owner closes its descriptor once every peer has
+//! mapped the segment ([`ShmPath::close_own_descriptor`], after the second
+//! wire-up barrier), so from then on nobody new can open it at all.
 
-use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 use crate::collective_area::{collective_area_bytes, CollectiveArea, COLLECTIVE_SLOTS};
@@ -41,6 +51,8 @@ const WORLD_SIZE_OFFSET_BYTES: usize = 8;
 const RING_BYTES_OFFSET_BYTES: usize = 16;
 /// Random per-segment value from which each ring's stamp key is derived.
 const KEY_OFFSET_BYTES: usize = 24;
+/// Random per-segment value a peer checks against the owner's locator.
+const NONCE_OFFSET_BYTES: usize = 32;
 /// Doorbell and sleeping flag each on their own 128-byte span, away from the
 /// read-mostly fields.
 const DOORBELL_OFFSET_BYTES: usize = 64;
@@ -77,40 +89,42 @@ impl Drop for Mapping {
 }
 
 impl Mapping {
-    /// Create (exclusively, mode 0600) and map a segment of `length_bytes`.
-    fn create(name: &CString, length_bytes: usize) -> std::io::Result<Mapping> {
-        // SAFETY: `name` is a valid NUL-terminated string.
-        let fd = unsafe {
-            libc::shm_open(
-                name.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
-                0o600,
-            )
-        };
-        if fd < 0 {
+    /// Create an anonymous segment of `length_bytes` (mode 0600, closed on
+    /// exec) and map it; returns the mapping and the descriptor.
+    fn create(length_bytes: usize) -> std::io::Result<(Mapping, OwnedFd)> {
+        // SAFETY: a NUL-terminated literal; flags are plain values.
+        let raw = unsafe { libc::memfd_create(c"resmpi-shm".as_ptr(), libc::MFD_CLOEXEC) };
+        if raw < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let result = Self::map_fd(fd, Some(length_bytes));
-        // SAFETY: fd is ours; the mapping (if any) stays valid after close.
-        unsafe { libc::close(fd) };
-        if result.is_err() {
-            // SAFETY: as above; we created the name, so we remove it.
-            unsafe { libc::shm_unlink(name.as_ptr()) };
+        // SAFETY: memfd_create just returned this descriptor; nobody else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: plain syscall on a descriptor we own.
+        if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
+            return Err(std::io::Error::last_os_error());
         }
-        result
+        let mapping = Self::map_fd(fd.as_raw_fd(), Some(length_bytes))?;
+        Ok((mapping, fd))
     }
 
-    /// Map an existing segment, whatever its size.
-    fn open(name: &CString) -> std::io::Result<Mapping> {
-        // SAFETY: `name` is a valid NUL-terminated string.
-        let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
+    /// Map the segment another process of this host holds open, through
+    /// `/proc/<pid>/fd/<fd>`, whatever its size.
+    fn open(locator: &ShmLocator) -> std::io::Result<Mapping> {
+        let path = format!("/proc/{}/fd/{}", locator.pid, locator.fd);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|error| std::io::Error::new(error.kind(), format!("{path}: {error}")))?;
+        let metadata = file.metadata()?;
+        if !metadata.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{path} is not a shared-memory segment"),
+            ));
         }
-        let result = Self::map_fd(fd, None);
-        // SAFETY: fd is ours; the mapping (if any) stays valid after close.
-        unsafe { libc::close(fd) };
-        result
+        // The mapping stays valid after `file` closes.
+        Self::map_fd(file.as_raw_fd(), None)
     }
 
     fn map_fd(fd: libc::c_int, truncate_to: Option<usize>) -> std::io::Result<Mapping> {
@@ -202,6 +216,68 @@ impl Mapping {
     }
 }
 
+/// Where a peer finds a rank's segment: the owner's pid, the descriptor
+/// number it holds the segment under, and the segment's nonce. Written in
+/// business cards as `PID.FD.NONCE` (decimal, decimal, 16 hex digits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShmLocator {
+    /// The owner process.
+    pub pid: u32,
+    /// The owner's descriptor of the segment.
+    pub fd: i32,
+    /// Random value the segment's control block holds too.
+    pub nonce: u64,
+}
+
+impl std::fmt::Display for ShmLocator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{:016x}", self.pid, self.fd, self.nonce)
+    }
+}
+
+impl std::str::FromStr for ShmLocator {
+    type Err = String;
+
+    /// Parse `PID.FD.NONCE` as written by `Display`; anything else (signs,
+    /// spaces, a zero pid, a negative or huge number, a nonce that is not
+    /// 16 hex digits) is refused with the reason.
+    fn from_str(text: &str) -> Result<ShmLocator, String> {
+        let fields: Vec<&str> = text.split('.').collect();
+        let [pid, fd, nonce] = fields[..] else {
+            return Err(format!("shm locator '{text}' must be PID.FD.NONCE"));
+        };
+        let decimal = |field: &str, what: &str| -> Result<u32, String> {
+            if field.is_empty() || field.len() > 10 || !field.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!(
+                    "shm locator '{text}': {what} '{field}' is not a number"
+                ));
+            }
+            field
+                .parse::<u32>()
+                .map_err(|_| format!("shm locator '{text}': {what} '{field}' is too large"))
+        };
+        let pid = decimal(pid, "pid")?;
+        let fd = decimal(fd, "descriptor")?;
+        if pid == 0 || fd > i32::MAX as u32 {
+            return Err(format!(
+                "shm locator '{text}': pid or descriptor out of range"
+            ));
+        }
+        if nonce.len() != 16 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "shm locator '{text}': nonce '{nonce}' is not 16 hex digits"
+            ));
+        }
+        let nonce = u64::from_str_radix(nonce, 16)
+            .map_err(|_| format!("shm locator '{text}': bad nonce"))?;
+        Ok(ShmLocator {
+            pid,
+            fd: fd as i32,
+            nonce,
+        })
+    }
+}
+
 /// Doorbell and sleeping flag of one segment.
 #[derive(Clone, Copy, Debug)]
 struct ControlView {
@@ -255,23 +331,6 @@ impl ControlView {
     }
 }
 
-fn segment_name(job_id: &str, rank: u32) -> Result<CString, PathError> {
-    let valid = !job_id.is_empty()
-        && job_id.len() <= 200
-        && job_id
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || b"._-".contains(&byte));
-    if !valid {
-        return Err(PathError::Protocol(format!(
-            "job id {job_id:?} must be 1..=200 characters of [A-Za-z0-9._-]"
-        )));
-    }
-    Ok(
-        CString::new(format!("/resmpi-{job_id}-{rank}"))
-            .expect("checked characters contain no NUL"),
-    )
-}
-
 fn segment_bytes(world_size: u32, ring_bytes: usize) -> Option<usize> {
     (RING_HEADER_BYTES + ring_bytes)
         .checked_mul(world_size as usize)?
@@ -283,24 +342,21 @@ fn segment_bytes(world_size: u32, ring_bytes: usize) -> Option<usize> {
 /// the collective area.
 #[derive(Debug)]
 pub struct ShmSegment {
-    name: CString,
+    /// The segment's descriptor, held until every peer has opened it.
+    fd: Option<OwnedFd>,
     mapping: Mapping,
     rank: u32,
     world_size: u32,
     ring_bytes: usize,
+    nonce: u64,
 }
 
 impl ShmSegment {
-    /// Create `/dev/shm/resmpi-<job_id>-<rank>` (exclusively, mode 0600)
-    /// with one ring of `ring_bytes` (a power of two, 4 KiB ..= 1 GiB) per
-    /// rank of the world. Pages are allocated lazily by the kernel, so rings
-    /// of ranks that never send here cost no memory.
-    pub fn create(
-        job_id: &str,
-        rank: u32,
-        world_size: u32,
-        ring_bytes: usize,
-    ) -> Result<ShmSegment, PathError> {
+    /// Create an anonymous segment (memfd, mode 0600) with one ring of
+    /// `ring_bytes` (a power of two, 4 KiB ..= 1 GiB) per rank of the
+    /// world. Pages are allocated lazily by the kernel, so rings of ranks
+    /// that never send here cost no memory.
+    pub fn create(rank: u32, world_size: u32, ring_bytes: usize) -> Result<ShmSegment, PathError> {
         if rank >= world_size {
             return Err(PathError::Protocol(format!(
                 "rank {rank} outside world of {world_size}"
@@ -313,16 +369,17 @@ impl ShmSegment {
                 ring::MAX_RING_BYTES
             )));
         }
-        let name = segment_name(job_id, rank)?;
-        let mut key = [0u8; 8];
-        crate::fill_random(&mut key)?;
+        let mut random = [0u8; 16];
+        crate::fill_random(&mut random)?;
+        let key = u64::from_le_bytes(random[..8].try_into().expect("8 bytes"));
+        let nonce = u64::from_le_bytes(random[8..].try_into().expect("8 bytes"));
         let length_bytes = segment_bytes(world_size, ring_bytes).ok_or_else(|| {
             PathError::Protocol(format!("{world_size} rings of {ring_bytes} bytes overflow"))
         })?;
-        let mapping = Mapping::create(&name, length_bytes).map_err(|error| {
+        let (mapping, fd) = Mapping::create(length_bytes).map_err(|error| {
             PathError::Io(std::io::Error::new(
                 error.kind(),
-                format!("creating shm segment {}: {error}", name.to_string_lossy()),
+                format!("creating the {length_bytes}-byte shm segment: {error}"),
             ))
         })?;
         mapping
@@ -333,41 +390,36 @@ impl ShmSegment {
             .store(ring_bytes as u64, Ordering::Relaxed);
         mapping
             .u64_at(KEY_OFFSET_BYTES)
-            .store(u64::from_le_bytes(key), Ordering::Relaxed);
+            .store(key, Ordering::Relaxed);
+        mapping
+            .u64_at(NONCE_OFFSET_BYTES)
+            .store(nonce, Ordering::Relaxed);
         mapping
             .u64_at(MAGIC_OFFSET_BYTES)
             .store(SEGMENT_MAGIC, Ordering::Release);
         Ok(ShmSegment {
-            name,
+            fd: Some(fd),
             mapping,
             rank,
             world_size,
             ring_bytes,
+            nonce,
         })
     }
 
-    /// The POSIX shared-memory name, e.g. `/resmpi-job7-3` (the file
-    /// `/dev/shm/resmpi-job7-3`).
-    pub fn name(&self) -> &str {
-        self.name.to_str().expect("built from a str")
+    /// Where a peer on this host finds this segment (for the business card).
+    /// Valid until [`ShmPath::close_own_descriptor`].
+    pub fn locator(&self) -> ShmLocator {
+        ShmLocator {
+            pid: std::process::id(),
+            fd: self.fd.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
+            nonce: self.nonce,
+        }
     }
 
     /// Bytes of data per ring.
     pub fn ring_bytes(&self) -> usize {
         self.ring_bytes
-    }
-
-    /// Remove the segment's name (the memory stays mapped by everyone who
-    /// has it). Removing a name that is already gone is not an error.
-    pub fn unlink(&self) -> Result<(), PathError> {
-        // SAFETY: valid NUL-terminated name.
-        if unsafe { libc::shm_unlink(self.name.as_ptr()) } != 0 {
-            let error = std::io::Error::last_os_error();
-            if error.raw_os_error() != Some(libc::ENOENT) {
-                return Err(PathError::Io(error));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -421,46 +473,38 @@ pub struct ShmPath {
 }
 
 impl ShmPath {
-    /// Map every local peer's segment (they must all exist already: the
-    /// caller runs a barrier between `ShmSegment::create` and this). Peers
-    /// must have the same world size and ring size. `local_peers` may
-    /// contain `my_rank`; it is ignored. On error the own segment's name is
-    /// removed too (the caller no longer holds the segment to do it).
+    /// Map every local peer's segment, found through its locator (the peers
+    /// must all have created theirs already: the caller runs a barrier
+    /// between `ShmSegment::create` and this). Peers must have the same
+    /// world size and ring size. An entry for `my_rank` is ignored.
     pub fn attach(
         own: ShmSegment,
-        job_id: &str,
         my_rank: u32,
-        local_peers: &[u32],
+        local_peers: &[(u32, ShmLocator)],
     ) -> Result<ShmPath, PathError> {
-        match Self::attach_peers(&own, job_id, my_rank, local_peers) {
-            Ok(AttachedPeers {
-                outgoing,
-                incoming,
-                collective_areas,
-                peer_mappings,
-            }) => Ok(ShmPath {
-                outgoing,
-                incoming,
-                poll_start: 0,
-                max_frame_bytes: ring::max_frame_bytes(own.ring_bytes),
-                my_rank,
-                collective_areas,
-                next_collective_slot: 0,
-                peer_mappings,
-                own,
-            }),
-            Err(error) => {
-                let _ = own.unlink();
-                Err(error)
-            }
-        }
+        let AttachedPeers {
+            outgoing,
+            incoming,
+            collective_areas,
+            peer_mappings,
+        } = Self::attach_peers(&own, my_rank, local_peers)?;
+        Ok(ShmPath {
+            outgoing,
+            incoming,
+            poll_start: 0,
+            max_frame_bytes: ring::max_frame_bytes(own.ring_bytes),
+            my_rank,
+            collective_areas,
+            next_collective_slot: 0,
+            peer_mappings,
+            own,
+        })
     }
 
     fn attach_peers(
         own: &ShmSegment,
-        job_id: &str,
         my_rank: u32,
-        local_peers: &[u32],
+        local_peers: &[(u32, ShmLocator)],
     ) -> Result<AttachedPeers, PathError> {
         if my_rank != own.rank {
             return Err(PathError::Protocol(format!(
@@ -478,7 +522,7 @@ impl ShmPath {
         // SAFETY: our own segment was created with `segment_bytes`.
         collective_areas[my_rank as usize] =
             Some(unsafe { own.mapping.collective_area(world_size, ring_bytes) });
-        for &peer in local_peers {
+        for &(peer, locator) in local_peers {
             if peer == my_rank {
                 continue;
             }
@@ -492,17 +536,26 @@ impl ShmPath {
                     "local peer {peer} listed twice"
                 )));
             }
-            let name = segment_name(job_id, peer)?;
-            let mapping = Mapping::open(&name).map_err(|error| {
+            let mapping = Mapping::open(&locator).map_err(|error| {
                 PathError::Io(std::io::Error::new(
                     error.kind(),
                     format!(
-                        "opening shm segment {} of rank {peer}: {error}",
-                        name.to_string_lossy()
+                        "opening the shm segment of rank {peer} (pid {}): {error} (ranks of \
+                         one host must see each other in /proc and run as the same user; \
+                         RESMPI_PATHS=tcp avoids shared memory)",
+                        locator.pid
                     ),
                 ))
             })?;
             let magic = mapping.u64_at(MAGIC_OFFSET_BYTES).load(Ordering::Acquire);
+            let nonce = mapping.u64_at(NONCE_OFFSET_BYTES).load(Ordering::Relaxed);
+            if magic != SEGMENT_MAGIC || nonce != locator.nonce {
+                return Err(PathError::Protocol(format!(
+                    "/proc/{}/fd/{} is not the shm segment rank {peer} published (the process \
+                     exited or closed it)",
+                    locator.pid, locator.fd
+                )));
+            }
             let peer_world_size = mapping
                 .u64_at(WORLD_SIZE_OFFSET_BYTES)
                 .load(Ordering::Relaxed);
@@ -553,10 +606,11 @@ impl ShmPath {
         })
     }
 
-    /// Remove this rank's segment name from /dev/shm. Call once every peer
-    /// has attached (after a second barrier).
-    pub fn unlink_own(&self) -> Result<(), PathError> {
-        self.own.unlink()
+    /// Close this rank's descriptor of its own segment, so that no process
+    /// can open it any more (the mappings stay). Call once every peer has
+    /// attached (after a second barrier); calling it again does nothing.
+    pub fn close_own_descriptor(&mut self) {
+        self.own.fd = None;
     }
 
     /// This rank.
@@ -682,8 +736,8 @@ impl ShmPath {
 }
 
 /// Ask the kernel to allocate the pages of the ring from `sender` now rather
-/// than on first touch in the hot path. This also turns a full /dev/shm
-/// (tmpfs does not reserve space at ftruncate) into a clear error here,
+/// than on first touch in the hot path. This also turns a lack of memory
+/// (shmem does not reserve pages at ftruncate) into a clear error here,
 /// instead of a SIGBUS in the middle of a send later. Kernels before 5.14
 /// lack MADV_POPULATE_WRITE (EINVAL); then the first lap takes the faults.
 fn prefault(mapping: &Mapping, sender: u32, ring_bytes: usize) -> Result<(), PathError> {
@@ -707,7 +761,7 @@ fn prefault(mapping: &Mapping, sender: u32, ring_bytes: usize) -> Result<(), Pat
             return Err(PathError::Io(std::io::Error::new(
                 error.kind(),
                 format!(
-                    "allocating the {ring_bytes}-byte shm ring from rank {sender} (is /dev/shm full? \
+                    "allocating the {ring_bytes}-byte shm ring from rank {sender} (out of memory? \
                      each rank needs one ring per local peer): {error}"
                 ),
             )));
@@ -776,33 +830,26 @@ impl Path for ShmPath {
 mod tests {
     use super::*;
     use resmpi_wire::{FrameHeader, FrameKind};
-    use std::sync::atomic::AtomicUsize;
     use std::time::{Duration, Instant};
 
-    fn unique_job_id(test: &str) -> String {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        format!(
-            "test-{}-{test}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        )
-    }
-
     /// Create segments for `world_size` ranks, attach each to all others,
-    /// and unlink the names (as the lead does after its second barrier).
-    fn world(test: &str, world_size: u32, ring_bytes: usize) -> Vec<ShmPath> {
-        let job_id = unique_job_id(test);
+    /// and close the descriptors (as every rank does after its second
+    /// barrier).
+    fn world(world_size: u32, ring_bytes: usize) -> Vec<ShmPath> {
         let segments: Vec<ShmSegment> = (0..world_size)
-            .map(|rank| ShmSegment::create(&job_id, rank, world_size, ring_bytes).unwrap())
+            .map(|rank| ShmSegment::create(rank, world_size, ring_bytes).unwrap())
             .collect();
-        let ranks: Vec<u32> = (0..world_size).collect();
-        let paths: Vec<ShmPath> = segments
+        let locators: Vec<(u32, ShmLocator)> = segments
+            .iter()
+            .map(|segment| (segment.rank, segment.locator()))
+            .collect();
+        let mut paths: Vec<ShmPath> = segments
             .into_iter()
             .enumerate()
-            .map(|(rank, segment)| ShmPath::attach(segment, &job_id, rank as u32, &ranks).unwrap())
+            .map(|(rank, segment)| ShmPath::attach(segment, rank as u32, &locators).unwrap())
             .collect();
-        for path in &paths {
-            path.unlink_own().unwrap();
+        for path in &mut paths {
+            path.close_own_descriptor();
         }
         paths
     }
@@ -845,30 +892,63 @@ mod tests {
     }
 
     #[test]
-    fn segment_is_private_exclusive_and_unlinked() {
+    fn segment_is_private_nameless_and_its_descriptor_closes() {
         use std::os::unix::fs::PermissionsExt;
-        let job_id = unique_job_id("private");
-        let segment = ShmSegment::create(&job_id, 0, 2, 4096).unwrap();
-        assert_eq!(segment.name(), format!("/resmpi-{job_id}-0"));
-        let file = format!("/dev/shm/resmpi-{job_id}-0");
-        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
+        let segment = ShmSegment::create(0, 2, 4096).unwrap();
+        let locator = segment.locator();
+        assert_eq!(locator.pid, std::process::id());
+        let link = format!("/proc/self/fd/{}", locator.fd);
+        let target = std::fs::read_link(&link).unwrap();
         assert!(
-            ShmSegment::create(&job_id, 0, 2, 4096).is_err(),
-            "O_EXCL must refuse a second creation"
+            target.to_string_lossy().starts_with("/memfd:resmpi-shm"),
+            "{target:?} is not an anonymous memfd"
         );
-        let path = ShmPath::attach(segment, &job_id, 0, &[]).unwrap();
-        path.unlink_own().unwrap();
-        assert!(!std::path::Path::new(&file).exists());
-        path.unlink_own().unwrap();
+        let mode = std::fs::metadata(&link).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(locator.to_string().parse::<ShmLocator>(), Ok(locator));
+        let mut path = ShmPath::attach(segment, 0, &[]).unwrap();
+        path.close_own_descriptor();
+        assert!(
+            std::fs::read_link(&link).map_or(true, |now| now != target),
+            "the descriptor is closed"
+        );
+        path.close_own_descriptor();
+    }
+
+    #[test]
+    fn locators_parse_strictly() {
+        let good = "123.7.00000000000000ff";
+        assert_eq!(
+            good.parse::<ShmLocator>(),
+            Ok(ShmLocator {
+                pid: 123,
+                fd: 7,
+                nonce: 255
+            })
+        );
+        for bad in [
+            "",
+            "1.2",
+            "1.2.3.4",
+            "0.7.00000000000000ff",
+            "+1.7.00000000000000ff",
+            "1.-7.00000000000000ff",
+            "1.2147483648.00000000000000ff",
+            "99999999999.7.00000000000000ff",
+            "1.7.ff",
+            "1.7.+0000000000000ff",
+            "1.7.0000000000000ffg",
+            " 1.7.00000000000000ff",
+        ] {
+            assert!(bad.parse::<ShmLocator>().is_err(), "{bad:?} accepted");
+        }
     }
 
     #[test]
     fn bad_arguments_are_errors() {
-        assert!(ShmSegment::create("a/b", 0, 2, 4096).is_err());
-        assert!(ShmSegment::create("job", 2, 2, 4096).is_err());
-        assert!(ShmSegment::create("job", 0, 2, 5000).is_err());
-        let mut paths = world("errors", 2, 4096);
+        assert!(ShmSegment::create(2, 2, 4096).is_err());
+        assert!(ShmSegment::create(0, 2, 5000).is_err());
+        let mut paths = world(2, 4096);
         let max_payload = paths[0].max_payload_bytes();
         assert_eq!(max_payload, 1024 - resmpi_wire::HEADER_LEN_BYTES);
         let header = frame_header(0, 0, 0);
@@ -887,18 +967,35 @@ mod tests {
         assert!(paths[0]
             .try_send(1, &header, &vec![0; max_payload])
             .unwrap());
-        let job_id = unique_job_id("missing");
-        let lonely = ShmSegment::create(&job_id, 0, 2, 4096).unwrap();
-        assert!(ShmPath::attach(lonely, &job_id, 0, &[1]).is_err());
-        assert!(
-            !std::path::Path::new(&format!("/dev/shm/resmpi-{job_id}-0")).exists(),
-            "failed attach must not leak the name"
-        );
+        // A locator that names no segment, a segment of another shape, or
+        // one whose nonce differs: each is refused, nothing is mapped.
+        let lonely = ShmSegment::create(0, 2, 4096).unwrap();
+        let mut missing = lonely.locator();
+        missing.fd = 1_000_000;
+        assert!(ShmPath::attach(lonely, 0, &[(1, missing)]).is_err());
+        let lonely = ShmSegment::create(0, 2, 4096).unwrap();
+        let other_shape = ShmSegment::create(1, 3, 4096).unwrap();
+        assert!(matches!(
+            ShmPath::attach(lonely, 0, &[(1, other_shape.locator())]),
+            Err(PathError::Protocol(_))
+        ));
+        let lonely = ShmSegment::create(0, 2, 4096).unwrap();
+        let peer = ShmSegment::create(1, 2, 4096).unwrap();
+        let mut stale = peer.locator();
+        stale.nonce ^= 1;
+        assert!(matches!(
+            ShmPath::attach(lonely, 0, &[(1, stale)]),
+            Err(PathError::Protocol(_))
+        ));
+        let lonely = ShmSegment::create(0, 2, 4096).unwrap();
+        let mut not_a_segment = peer.locator();
+        not_a_segment.fd = 0;
+        assert!(ShmPath::attach(lonely, 0, &[(1, not_a_segment)]).is_err());
     }
 
     #[test]
     fn full_ring_pushes_back_and_frees_after_poll() {
-        let mut paths = world("full", 2, 4096);
+        let mut paths = world(2, 4096);
         let payload = [7u8; 1024 - resmpi_wire::HEADER_LEN_BYTES];
         let header = frame_header(0, 0, payload.len());
         let mut sent = 0;
@@ -920,7 +1017,7 @@ mod tests {
 
     #[test]
     fn has_input_sees_a_frame_until_it_is_polled() {
-        let mut paths = world("input", 3, 4096);
+        let mut paths = world(3, 4096);
         let payload = [3u8; 8];
         let header = frame_header(2, 0, payload.len());
         assert!(!paths[0].has_input(), "nothing sent yet");
@@ -936,7 +1033,7 @@ mod tests {
     #[test]
     fn two_ranks_stream_100k_random_frames_each_way_with_content_intact() {
         const FRAMES: u64 = 100_000;
-        let paths = world("stream", 2, 64 << 10);
+        let paths = world(2, 64 << 10);
         let started = Instant::now();
         let workers: Vec<_> = paths
             .into_iter()
@@ -1000,7 +1097,7 @@ mod tests {
     fn oversubscribed_all_to_all_makes_progress() {
         const WORLD: u32 = 8;
         const FRAMES_PER_PEER: u64 = 2_000;
-        let paths = world("oversubscribed", WORLD, 16 << 10);
+        let paths = world(WORLD, 16 << 10);
         let started = Instant::now();
         let workers: Vec<_> = paths
             .into_iter()
@@ -1056,27 +1153,6 @@ mod tests {
         );
     }
 
-    /// Attach, retrying while the peer's segment is not there (or not fully
-    /// initialized) yet: stands in for the launcher's barrier.
-    fn attach_when_ready(own: ShmSegment, job_id: &str, my_rank: u32, peers: &[u32]) -> ShmPath {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut own = Some(own);
-        loop {
-            // `attach` consumes our segment, so probe the peers first.
-            let ready = peers.iter().all(|peer| {
-                let name = segment_name(job_id, *peer).unwrap();
-                Mapping::open(&name).is_ok_and(|mapping| {
-                    mapping.u64_at(MAGIC_OFFSET_BYTES).load(Ordering::Acquire) == SEGMENT_MAGIC
-                })
-            });
-            if ready {
-                return ShmPath::attach(own.take().unwrap(), job_id, my_rank, peers).unwrap();
-            }
-            assert!(Instant::now() < deadline, "peer segment never appeared");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
     /// Streams frames both ways with one process; used by the two-process
     /// test below.
     fn stream_both_ways(path: &mut ShmPath, peer: u32, frames: u64) {
@@ -1120,27 +1196,40 @@ mod tests {
         }
     }
 
-    const CHILD_JOB_VARIABLE: &str = "RESMPI_PATH_TEST_CHILD_JOB";
+    const PARENT_LOCATOR_VARIABLE: &str = "RESMPI_PATH_TEST_PARENT_LOCATOR";
+    const CHILD_LOCATOR_FILE_VARIABLE: &str = "RESMPI_PATH_TEST_CHILD_LOCATOR_FILE";
 
     /// The child half of `two_processes_stream_100k_frames_each_way`; does
     /// nothing when run on its own.
     #[test]
     fn two_process_child() {
-        let Ok(job_id) = std::env::var(CHILD_JOB_VARIABLE) else {
+        let (Ok(parent), Ok(file)) = (
+            std::env::var(PARENT_LOCATOR_VARIABLE),
+            std::env::var(CHILD_LOCATOR_FILE_VARIABLE),
+        ) else {
             return;
         };
-        let segment = ShmSegment::create(&job_id, 1, 2, 64 << 10).unwrap();
-        let mut path = attach_when_ready(segment, &job_id, 1, &[0]);
+        let parent: ShmLocator = parent.parse().unwrap();
+        let segment = ShmSegment::create(1, 2, 64 << 10).unwrap();
+        // Written whole, then renamed, so the parent never reads half of it.
+        std::fs::write(format!("{file}.part"), segment.locator().to_string()).unwrap();
+        std::fs::rename(format!("{file}.part"), &file).unwrap();
+        let mut path = ShmPath::attach(segment, 1, &[(0, parent)]).unwrap();
         stream_both_ways(&mut path, 0, 100_000);
-        path.unlink_own().unwrap();
+        path.close_own_descriptor();
     }
 
     /// Two real processes (this test binary re-run as the child), so the
-    /// futex doorbell and the rings are exercised across address spaces.
+    /// futex doorbell and the rings are exercised across address spaces, and
+    /// each maps the other's segment through /proc/PID/fd.
     #[test]
     fn two_processes_stream_100k_frames_each_way() {
-        let job_id = unique_job_id("process");
-        let segment = ShmSegment::create(&job_id, 0, 2, 64 << 10).unwrap();
+        let segment = ShmSegment::create(0, 2, 64 << 10).unwrap();
+        let file = std::env::temp_dir().join(format!(
+            "resmpi-path-test-{}-child-locator",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&file);
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -1148,15 +1237,27 @@ mod tests {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env(CHILD_JOB_VARIABLE, &job_id)
+            .env(PARENT_LOCATOR_VARIABLE, segment.locator().to_string())
+            .env(CHILD_LOCATOR_FILE_VARIABLE, &file)
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let mut path = attach_when_ready(segment, &job_id, 0, &[1]);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let child_locator: ShmLocator = loop {
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                break text.parse().unwrap();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the child never wrote its locator"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        std::fs::remove_file(&file).unwrap();
+        let mut path = ShmPath::attach(segment, 0, &[(1, child_locator)]).unwrap();
+        path.close_own_descriptor();
         stream_both_ways(&mut path, 1, 100_000);
         assert!(child.wait().unwrap().success(), "child process failed");
-        path.unlink_own().unwrap();
-        assert!(!std::path::Path::new(&format!("/dev/shm/resmpi-{job_id}-1")).exists());
     }
 
     /// `wait` with a long timeout returns promptly when a frame arrives, and
@@ -1164,7 +1265,7 @@ mod tests {
     #[test]
     fn sleeper_is_woken_by_a_frame_and_by_freed_room() {
         const LONG_TIMEOUT_US: u64 = 20_000_000;
-        let mut paths = world("wake", 2, 4096);
+        let mut paths = world(2, 4096);
         let mut other = paths.pop().unwrap();
         let mut sleeper = paths.pop().unwrap();
         // Woken by input.
@@ -1215,7 +1316,7 @@ mod tests {
     #[test]
     fn every_rank_reads_the_collective_areas_of_its_local_peers() {
         use crate::collective_area::{collective_tag, COLLECTIVE_SLOTS};
-        let mut paths = world("areas", 3, 4096);
+        let mut paths = world(3, 4096);
         let index = paths[1].take_collective_slot();
         assert_eq!(index, 0);
         let slot = paths[1].collective_area(1).unwrap().slot(index);
@@ -1255,7 +1356,7 @@ mod tests {
     /// A frame filled in place through `try_send_with` arrives as written.
     #[test]
     fn try_send_with_writes_in_place() {
-        let mut paths = world("in-place", 2, 8192);
+        let mut paths = world(2, 8192);
         let payload_bytes = 100;
         assert!(paths[1]
             .try_send_with(0, resmpi_wire::HEADER_LEN_BYTES + payload_bytes, |frame| {

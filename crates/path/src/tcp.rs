@@ -1341,6 +1341,67 @@ fn write_whole(mut stream: &TcpStream, bytes: &[u8]) -> bool {
     }
 }
 
+/// The secret of the handshake fuzzers: they play a stranger, who does
+/// not know it.
+const FUZZ_SECRET: &[u8] = b"resmpi-fuzz-secret";
+
+/// A connected pair of loopback sockets (ours, the stranger's).
+fn fuzz_socket_pair() -> std::io::Result<(TcpStream, TcpStream)> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let stranger = TcpStream::connect(listener.local_addr()?)?;
+    let (ours, _) = listener.accept()?;
+    Ok((ours, stranger))
+}
+
+/// The acceptor's side of a handshake with a stranger who sends `bytes` and
+/// closes (the decoder fuzzers' entry point, through `crate::fuzzing`):
+/// true if the stranger was taken for a rank, which must never happen
+/// without the secret. Rank 1 accepts, waiting for ranks 0 and 2.
+pub(crate) fn fuzz_acceptor_handshake(bytes: &[u8]) -> std::io::Result<bool> {
+    let (ours, mut stranger) = fuzz_socket_pair()?;
+    ours.set_nonblocking(true)?;
+    stranger.write_all(bytes)?;
+    stranger.shutdown(std::net::Shutdown::Write)?;
+    let mut handshake = PendingHandshake {
+        stream: ours,
+        expires_at: Instant::now() + HANDSHAKE_TIMEOUT,
+        received: Vec::with_capacity(HELLO_BYTES),
+        claimed: None,
+    };
+    // Everything was sent before: each call reads what is there; a few
+    // rounds cover the kernel delivering it in pieces.
+    for _ in 0..100 {
+        match handshake.handle_readable(1, &[0, 2], FUZZ_SECRET) {
+            HandshakeStep::Waiting => std::thread::sleep(Duration::from_micros(50)),
+            HandshakeStep::Proven(_) => return Ok(true),
+            HandshakeStep::Dropped => return Ok(false),
+        }
+    }
+    Ok(false)
+}
+
+/// The connector's side of a handshake with a stranger who answers `bytes`
+/// and closes (the decoder fuzzers' entry point): rank 0 connects to what
+/// should be rank 1. Ok only if the stranger proved the secret, which it
+/// cannot.
+pub(crate) fn fuzz_connector_handshake(bytes: &[u8]) -> Result<(), PathError> {
+    let (ours, mut stranger) = fuzz_socket_pair()?;
+    stranger.write_all(bytes)?;
+    stranger.shutdown(std::net::Shutdown::Write)?;
+    connect_handshake(
+        &ours,
+        0,
+        1,
+        FUZZ_SECRET,
+        Instant::now() + Duration::from_secs(2),
+    )
+}
+
+/// A well-formed hello of `rank` (a seed for the handshake fuzzers).
+pub(crate) fn fuzz_hello(rank: u32) -> Vec<u8> {
+    encode_hello(rank, &[7u8; NONCE_BYTES]).to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@
 //! | `RESMPI_EAGER_CREDIT`   | unconsumed eager bytes a sender may have at one receiver (`K`/`M`) | 32 MiB / ranks, 4 eager messages to 1 MiB |
 //! | `RESMPI_HELD_SEND_WARNING_S` | seconds a blocked rank waits with small sends held back (no eager credit) before it says so; 0: never | 60 |
 //! | `RESMPI_SHM_RING_BYTES` | size of each shared-memory ring, bytes     | 1 MiB   |
-//! | `RESMPI_JOB_ID`         | job id, names `/dev/shm/resmpi-<id>-*`     | none    |
+//! | `RESMPI_JOB_ID`         | job id (mpiexec sets it; checked, not used) | none    |
 //! | `RESMPI_JOB_SECRET`     | job secret in hex, proven by peers on connect | none |
 //! | `RESMPI_RELIABLE`       | `on`/`off`: reliability layer on network paths | `on` |
 //! | `RESMPI_CHECKSUM`       | `crc32c`/`none` on reliable links          | `crc32c` |

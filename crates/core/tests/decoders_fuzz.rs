@@ -1,0 +1,56 @@
+//! Business cards (`resmpi_core::wireup::Card`, the `HOST;SHM;TCP` value
+//! every rank reads from PMI for each peer at MPI_Init, shm locator
+//! included) on random and mutated text (issue 16, item 7;
+//! `resmpi_fuzz_input`): a card parses and writes back the same, or is
+//! refused with a message; never a panic.
+use resmpi_core::wireup::Card;
+use resmpi_fuzz_input::Inputs;
+
+#[test]
+fn business_cards_from_random_and_mutated_text_parse_or_fail_cleanly() {
+    let corpus: [&[u8]; 4] = [
+        b"6c6f63616c686f7374-1234;4242.17.0123456789abcdef;10.0.0.1:4000|10.0.1.1:4001",
+        b"aa;-;127.0.0.1:5000",
+        b"aa;1.3.00000000000000ff;-",
+        b"host-key;2147483647.2147483647.ffffffffffffffff;[::1]:7",
+    ];
+    let (mut accepted, mut refused) = (0, 0);
+    Inputs::new(21).check(&corpus, 50_000, 160, |bytes| {
+        let text = String::from_utf8_lossy(bytes);
+        match Card::parse(&text) {
+            Ok(card) => {
+                assert_eq!(
+                    Card::parse(&card.to_string()).as_ref(),
+                    Ok(&card),
+                    "{text:?}"
+                );
+                accepted += 1;
+            }
+            Err(message) => {
+                assert!(!message.is_empty());
+                refused += 1;
+            }
+        }
+    });
+    assert!(
+        accepted >= corpus.len() && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
+}
+
+#[test]
+fn malformed_cards_are_refused_with_the_reason() {
+    for (card, reason) in [
+        ("aa;-", "HOST;SHM;TCP"),
+        (";-;1.2.3.4:5", "host key"),
+        ("aa;0;1.2.3.4:5", "PID.FD.NONCE"),
+        ("aa;1.2.3;-", "16 hex digits"),
+        ("aa;-;1.2.3.4:5||6.7.8.9:1", "TCP address"),
+        ("a a;-;-", "host key"),
+    ] {
+        let error = Card::parse(card).expect_err(card);
+        assert!(error.contains(reason), "{card:?}: {error}");
+    }
+    let long = format!("aa;-;{}", "1".repeat(Card::MAX_BYTES));
+    assert!(Card::parse(&long).unwrap_err().contains("too long"));
+}
