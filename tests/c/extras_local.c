@@ -84,6 +84,12 @@ static void status_derived(void) {
 
 }
 
+static int recorded_code = -1;
+static void record_code(MPI_Comm *comm, int *code, ...) {
+    (void)comm;
+    recorded_code = *code;
+}
+
 static void error_classes(void) {
     int *attribute = NULL, flag = 0, last = 0;
     MPI_OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &attribute, &flag));
@@ -119,6 +125,21 @@ static void error_classes(void) {
     MPI_OK(MPI_Add_error_string(code, "replaced"));
     MPI_OK(MPI_Error_string(code, text, &length));
     CHECK(!strcmp(text, "replaced"), "'%s'", text);
+
+    /* MPI_Comm_call_errhandler hands a user handler the code it was
+     * given, the application's own included. */
+    MPI_Errhandler handler;
+    MPI_OK(MPI_Comm_create_errhandler(record_code, &handler));
+    MPI_Comm dup;
+    MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    MPI_OK(MPI_Comm_set_errhandler(dup, handler));
+    recorded_code = -1;
+    MPI_OK(MPI_Comm_call_errhandler(dup, code));
+    CHECK(recorded_code == code, "handler got %d, called with %d", recorded_code, code);
+    MPI_OK(MPI_Comm_call_errhandler(dup, MPI_ERR_TAG));
+    CHECK(recorded_code == MPI_ERR_TAG, "handler got %d for MPI_ERR_TAG", recorded_code);
+    MPI_OK(MPI_Comm_free(&dup));
+    MPI_OK(MPI_Errhandler_free(&handler));
 
     /* A code of a predefined class. */
     int other_code = -1;

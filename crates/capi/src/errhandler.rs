@@ -3,7 +3,7 @@
 use resmpi_core::{ErrorClass, MpiError};
 
 use crate::abi::*;
-use crate::global::{entry, raise_error};
+use crate::global::{entry, raise_code};
 use crate::handles::{errhandler_handle, errhandler_index, is_builtin_errhandler};
 use crate::p2p::comm_of;
 
@@ -92,10 +92,14 @@ const _: fn_types::MPI_Errhandler_free = PMPI_Errhandler_free;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
     let class = ErrorClass::from_i32(errorcode).unwrap_or(ErrorClass::Other);
-    raise_error(
+    raise_code(
         "MPI_Comm_call_errhandler",
         comm,
-        MpiError::new(class, "raised by MPI_Comm_call_errhandler"),
+        errorcode,
+        &MpiError::new(
+            class,
+            format!("error code {errorcode} raised by MPI_Comm_call_errhandler"),
+        ),
     );
     MPI_SUCCESS
 }

@@ -324,6 +324,14 @@ pub fn entry(
 /// handler; returns the error code for ERRORS_RETURN-style handlers.
 pub fn raise_error(name: &str, comm: MPI_Comm, error: MpiError) -> c_int {
     let code = crate::error_codes::detailed_code(error.class as c_int, format!("{name}: {error}"));
+    raise_code(name, comm, code, &error)
+}
+
+/// Dispatch error code `code` (described by `error` if the job must end)
+/// raised by function `name` on `comm` to its error handler, as is: the
+/// code a user handler receives is `code` itself (MPI_Comm_call_errhandler
+/// passes the application's own codes, e.g. from MPI_Add_error_code).
+pub fn raise_code(name: &str, comm: MPI_Comm, code: c_int, error: &MpiError) -> c_int {
     let (handler, rank) = {
         let guard = lock();
         let mpi = guard.mpi.as_ref();
