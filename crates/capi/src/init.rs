@@ -60,6 +60,7 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
             crate::global::INITIALIZED.store(true, std::sync::atomic::Ordering::SeqCst);
             // One lock serialises every call: SERIALIZED is what we can promise.
             global.thread_level = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+            THREAD_LEVEL.store(global.thread_level, std::sync::atomic::Ordering::Relaxed);
             if !provided.is_null() {
                 // SAFETY: the caller's output pointer.
                 unsafe { *provided = global.thread_level };
@@ -222,11 +223,17 @@ pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
 }
 const _: fn_types::MPI_Abort = PMPI_Abort;
 
+/// The thread level MPI_Init granted, readable from any thread without
+/// the library state (MPI_Query_thread may be called by any thread at any
+/// time, and the state has no lock in a job on one host).
+static THREAD_LEVEL: std::sync::atomic::AtomicI32 =
+    std::sync::atomic::AtomicI32::new(MPI_THREAD_SINGLE);
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
     if !provided.is_null() {
         // SAFETY: the caller's output pointer.
-        unsafe { *provided = lock().thread_level };
+        unsafe { *provided = THREAD_LEVEL.load(std::sync::atomic::Ordering::Relaxed) };
     }
     MPI_SUCCESS
 }
