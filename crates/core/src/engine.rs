@@ -50,9 +50,7 @@ use resmpi_wire::{
 use crate::comm::Communicator;
 use crate::error::{fail, ErrorClass, MpiError, MpiResult};
 use crate::reliability::{Check, Loan, ReliableLinks};
-use crate::request::{
-    Operation, ReceiveState, Request, RequestTable, SendMode, SendStage, SendState, Status,
-};
+use crate::request::{Operation, Request, RequestTable, SendMode, SendStage, SendState, Status};
 use crate::transport::Transports;
 use crate::user_bytes::UserBytes;
 use resmpi_checksum::crc32c;
@@ -746,24 +744,7 @@ impl<F: Interceptor> Engine<F> {
             source: source_world,
             tag,
         };
-        let request = Request {
-            operation: Operation::Receive(ReceiveState {
-                bytes: bytes.into(),
-                capacity,
-                total: 0,
-                received: 0,
-                pattern,
-                matched: false,
-                sender: None,
-            }),
-            comm,
-            complete: false,
-            status: Status::default(),
-            generation: 0,
-            persistent: None,
-            free_when_complete: false,
-            inner: None,
-        };
+        let request = direct_receive::receive_request(comm, bytes.into(), capacity, pattern);
         let index = self.insert_request(request)?;
         self.post_receive(index);
         Ok(index)

@@ -248,8 +248,9 @@ impl<F: Interceptor> State<F> {
     }
 }
 
-/// A receive request as `Engine::start_receive` builds it.
-fn receive_request(
+/// A receive request, not matched yet (`Engine::start_receive`, and a
+/// direct receive promoted).
+pub(super) fn receive_request(
     comm: usize,
     bytes: UserBytes,
     capacity: usize,
