@@ -68,6 +68,24 @@ def test_a_killed_rank_started_again_joins_and_talks_both_ways_with_every_surviv
     assert res.stdout.count("incarnation 1 joined") == 1, res.describe()
 
 
+@pytest.mark.parametrize("paths", ["auto", "tcp"])
+def test_a_survivor_still_in_mpi_init_when_the_replacement_announces_itself_is_not_left_out(
+        rejoin_exe, paths):
+    # Rank 1 holds 2 s between wire-up and its subscription to failure
+    # notices (a slow start on a busy host), while the victim dies and its
+    # replacement announces itself. The announcement must wait for it:
+    # otherwise rank 1 never hears of the new process and never connects,
+    # and the replacement counts it as failed (seen under CI load).
+    res = run(4, rejoin_exe, mpiexec_opts=options(4, 40, paths), timeout=BOUND_SECONDS + 30,
+              env={"RESMPI_TEST_SUBSCRIBE_PAUSE": "1:2000"})
+    assert "FAIL" not in res.stderr, res.describe()
+    assert res.returncode == 137, res.describe()
+    assert "rank 3: exchanged 5 rounds with 3 survivors" in res.stdout, res.describe()
+    done = {int(m[1]): int(m[2]) for m in SURVIVOR_DONE.finditer(res.stdout)}
+    assert done == {rank: ROUNDS for rank in range(3)}, res.describe()
+    assert res.elapsed < BOUND_SECONDS, res.describe()
+
+
 def test_without_respawn_nobody_comes_back_and_the_survivors_say_so(rejoin_exe):
     res = run(3, rejoin_exe, "2", mpiexec_opts=options(3, 7, "auto", respawn=False),
               timeout=BOUND_SECONDS + 30)

@@ -292,6 +292,7 @@ impl Mpi {
             // The job outlives a death: learn of it from the launcher, and
             // take a peer the network loses for the same event.
             let notices = Arc::new(FailureNotices::new());
+            wireup::pause_before_watching_for_tests(rank);
             pmi.watch_failures(notices.clone())
                 .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
             engine.watch_notices(notices);

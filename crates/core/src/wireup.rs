@@ -260,6 +260,23 @@ impl std::fmt::Display for Card {
     }
 }
 
+/// `RESMPI_TEST_SUBSCRIBE_PAUSE=RANK:MS`: a test's way to hold one rank
+/// between wire-up and its subscription to failure notices, the end of its
+/// MPI_Init, as a rank on a busy host may be (tests/test_rejoin.py: a
+/// re-join announced meanwhile must still reach it).
+pub fn pause_before_watching_for_tests(rank: u32) {
+    let Ok(value) = std::env::var("RESMPI_TEST_SUBSCRIBE_PAUSE") else {
+        return;
+    };
+    if let Some((paused, pause_ms)) = value.split_once(':') {
+        if let (Ok(paused), Ok(pause_ms)) = (paused.parse::<u32>(), pause_ms.parse::<u64>()) {
+            if paused == rank {
+                std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+            }
+        }
+    }
+}
+
 /// Connect this rank to every other and return its paths.
 pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     let rank = pmi.rank();

@@ -54,6 +54,9 @@ pub const KVS_MAX_BYTES: usize = 64 * 1024 * 1024;
 /// Never reached in practice: a connection is sent at most one notice per
 /// rank of the job, a few tens of KiB, less than a socket buffer.
 pub const WRITE_TIMEOUT_MS: u64 = 1000;
+/// Longest wait of a re-join announcement for the ranks still in their
+/// first MPI_Init (see `PmiServer::wait_for_first_watchers`).
+pub const REJOIN_WATCH_WAIT_MS: u64 = 10_000;
 /// A rank's request to end the job (`cmd=abort`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AbortRequest {
@@ -301,6 +304,7 @@ impl PmiServer {
         let Some(address) = line.get("address").filter(|address| !address.is_empty()) else {
             return failure("resmpi_rejoin_needs_an_address");
         };
+        self.wait_for_first_watchers(rank);
         let finalized = self.state().finalized.clone();
         let mut board = self.failures();
         let incarnation = board.incarnations[rank as usize];
@@ -344,6 +348,40 @@ impl PmiServer {
         PmiLine::new("resmpi_rejoin_ok")
             .with("rc", 0)
             .with("peers", peers)
+    }
+
+    /// Before a re-join is announced: wait (at most
+    /// [`REJOIN_WATCH_WAIT_MS`]) until every live first process other than
+    /// `joining` watches failures. One that does not yet is still inside
+    /// its MPI_Init (slow to start, e.g. on a busy host); the announcement
+    /// would pass it by (a subscriber's backlog holds deaths, not re-joins,
+    /// and not even the death of a process since replaced), so it would
+    /// never connect to the new process, which would count it as failed.
+    fn wait_for_first_watchers(&self, joining: u32) {
+        let deadline = std::time::Instant::now() + Duration::from_millis(REJOIN_WATCH_WAIT_MS);
+        loop {
+            // The two locks one after the other, never nested this way
+            // round (`report_deaths` takes them the other way).
+            let (finalized, closed) = {
+                let state = self.state();
+                (state.finalized.clone(), state.connection_closed.clone())
+            };
+            let waiting = {
+                let board = self.failures();
+                (0..self.rank_count as usize).any(|slot| {
+                    slot != joining as usize
+                        && board.incarnations[slot] == 0
+                        && !finalized[slot]
+                        && !closed[slot]
+                        && board.watchers[slot].is_none()
+                        && !board.dead.contains(&(slot as u32, 0))
+                })
+            };
+            if !waiting || std::time::Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// Notice lines written so far (backlogs included).
