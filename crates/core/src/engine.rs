@@ -2193,11 +2193,7 @@ impl<F: Interceptor> State<F> {
                     });
                 if let Some(wire_id) = matched {
                     let index = if wire_id == DIRECT_RECEIVE_TOKEN {
-                        if self.deliver_direct(envelope, payload, tainted) {
-                            self.return_credit(peer, payload.len());
-                            if let Some(sync_id) = sync_id {
-                                self.send_sync_ack(peer, sync_id);
-                            }
+                        if self.deliver_direct(envelope, payload, tainted, sync_id) {
                             return true;
                         }
                         let Some(index) = self.promote_direct_receive() else {

@@ -109,15 +109,7 @@ impl<F: Interceptor> Engine<F> {
         } = &message
         {
             if data.len() <= capacity {
-                let status = state.direct_status(comm, envelope, data.len());
-                // SAFETY: the caller guarantees `capacity` writable packed
-                // bytes until this receive ends.
-                unsafe { bytes.write(capacity, 0, data) };
-                state.return_credit(envelope.source, data.len());
-                if let Some(sync_id) = *sync_id {
-                    state.send_sync_ack(envelope.source, sync_id);
-                }
-                state.interceptor.on_receive_complete(&envelope, data.len());
+                let status = state.take_eager(&bytes, capacity, comm, envelope, data, *sync_id);
                 return Ok(BlockingReceive::Done(status));
             }
         }
@@ -165,36 +157,60 @@ impl<F: Interceptor> State<F> {
         matches!(self.direct_receive, Some(DirectReceive::Posted { .. }))
     }
 
-    /// An eager message matched the direct receive: copy it into the
-    /// buffer and end the receive, unless it needs the request path
-    /// (longer than the buffer, or tainted by a failure). True if taken.
+    /// An eager message matched the direct receive: take it (see
+    /// [`State::take_eager`]) and end the receive, unless it needs the
+    /// request path (longer than the buffer, or tainted by a failure).
+    /// True if taken.
     #[inline]
     pub(super) fn deliver_direct(
         &mut self,
         envelope: Envelope,
         payload: &[u8],
         tainted: bool,
+        sync_id: Option<u64>,
     ) -> bool {
+        match &self.direct_receive {
+            Some(DirectReceive::Posted { capacity, .. })
+                if !tainted && payload.len() <= *capacity => {}
+            _ => return false,
+        }
         let Some(DirectReceive::Posted {
             bytes,
             capacity,
             comm,
             ..
-        }) = &self.direct_receive
+        }) = self.direct_receive.take()
         else {
-            return false;
+            unreachable!("checked above");
         };
-        if tainted || payload.len() > *capacity {
-            return false;
-        }
-        // SAFETY: the blocking receive's caller guarantees `capacity`
-        // writable packed bytes until it returns.
-        unsafe { bytes.write(*capacity, 0, payload) };
-        let status = self.direct_status(*comm, envelope, payload.len());
-        self.interceptor
-            .on_receive_complete(&envelope, payload.len());
+        let status = self.take_eager(&bytes, capacity, comm, envelope, payload, sync_id);
         self.direct_receive = Some(DirectReceive::Delivered(status));
         true
+    }
+
+    /// An eager message goes into a blocking receive's buffer without a
+    /// request (arriving, or found unexpected): copy it, give the sender
+    /// its credit back, acknowledge a synchronous send, tell the protocol;
+    /// returns the receive's status.
+    fn take_eager(
+        &mut self,
+        bytes: &UserBytes,
+        capacity: usize,
+        comm: usize,
+        envelope: Envelope,
+        payload: &[u8],
+        sync_id: Option<u64>,
+    ) -> Status {
+        // SAFETY: the blocking receive's caller guarantees `capacity`
+        // writable packed bytes until it returns.
+        unsafe { bytes.write(capacity, 0, payload) };
+        self.return_credit(envelope.source, payload.len());
+        if let Some(sync_id) = sync_id {
+            self.send_sync_ack(envelope.source, sync_id);
+        }
+        self.interceptor
+            .on_receive_complete(&envelope, payload.len());
+        self.direct_status(comm, envelope, payload.len())
     }
 
     /// Turn a waiting direct receive into request (see the module
