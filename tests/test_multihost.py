@@ -80,6 +80,26 @@ def _pump(stream, sink):
     sink.put(None)
 
 
+def test_a_rail_missing_on_a_remote_host_is_a_usage_error(build, two_hosts):
+    """Every rank is remote (a proxy per namespace host): the proxy checks
+    the rails against its own host before it starts a rank, so a rail no
+    host has is exit 2 with the host and the rail named, before any rank
+    runs, as mpiexec's own check does for a job on one host.  The same
+    job with rails both hosts have runs."""
+    exe = build("hosts")
+    h = two_hosts
+    opts = [*h.mpiexec_opts(), "--timeout", "20"]
+    res = run_cmd(h.run_in_a(mpiexec_cmd(2, exe, mpiexec_opts=[*opts, "--rails", "tcp:rail0,tcp:nosuchif0"])),
+                  timeout=25)
+    assert res.returncode == 2, res.describe()
+    assert re.search(r"on host \S+: --rails item 2 'tcp:nosuchif0'", res.stderr), res.describe()
+    assert "HOST " not in res.stdout, res.describe()
+    res = run_cmd(h.run_in_a(mpiexec_cmd(2, exe, mpiexec_opts=[*opts, "--rails", "tcp:rail0,tcp:rail1"])),
+                  timeout=25)
+    assert_ok(res)
+    assert sorted(host_lines(res)) == [0, 1], res.describe()
+
+
 def test_killing_a_remote_rank_ends_the_job_naming_rank_and_host(build, two_hosts):
     """kill -9 of rank 3 (in namespace B) ends the job: exit 137, a message
     naming rank 3 and its host, and nothing of the job left running."""

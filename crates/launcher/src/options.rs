@@ -300,8 +300,8 @@ exit status: 0 on success; the first non-zero rank exit code (128+signal
 for a rank killed by a signal; 1 for a rank that exited 0 before
 MPI_Finalize under continue); N for MPI_Abort(N) (1 when N is 0); 124 on
 timeout; 127 when the program cannot be run; 2 for a bad command line
-(every option value is checked before anything starts, against the job and
-this host: the rails' interfaces or subnets when every rank runs here,
+(every option value is checked before any rank starts, against the job and
+its hosts: the rails' interfaces or subnets on every host with ranks,
 --control-addr, --report-json).
 ";
 

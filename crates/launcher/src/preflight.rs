@@ -19,7 +19,7 @@ use crate::options::Options;
 
 /// Every check of this module; the first failure is the message.
 pub fn check(options: &Options) -> Result<(), String> {
-    if runs_only_here(options) {
+    if runs_here(options) {
         if let Some(rails) = rails_of(options) {
             check_rails_exist(&rails, &interface_addresses())?;
         }
@@ -33,15 +33,16 @@ pub fn check(options: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether every rank runs on this host: then the rails must exist here.
-/// With remote hosts each host resolves its rails at wire-up (interface
-/// names may differ from host to host) and reports a missing one there.
-fn runs_only_here(options: &Options) -> bool {
+/// Whether ranks run on this host (no host list, or one that names this
+/// host): then the rails must exist here. Each remote host's proxy makes
+/// the same check before it starts a rank there (interface names may
+/// differ from host to host; [`check_launch_rails`]).
+fn runs_here(options: &Options) -> bool {
     let host_name = this_host_name();
     options.hosts.as_ref().is_none_or(|hosts| {
         hosts
             .iter()
-            .all(|host| is_this_host(&host.name, &host_name))
+            .any(|host| is_this_host(&host.name, &host_name))
     })
 }
 
@@ -59,7 +60,10 @@ fn rails_of(options: &Options) -> Option<String> {
 /// Each rail needs an up interface of that name with an IPv4 address, or
 /// an address of this host in that subnet: what the library looks for at
 /// wire-up (`RESMPI_RAILS` in crates/core/src/wireup.rs).
-fn check_rails_exist(rails: &str, interfaces: &[(String, Ipv4Addr)]) -> Result<(), String> {
+pub(crate) fn check_rails_exist(
+    rails: &str,
+    interfaces: &[(String, Ipv4Addr)],
+) -> Result<(), String> {
     for (index, raw) in rails.split(',').enumerate() {
         let item = raw.trim();
         let Some(target) = item.strip_prefix("tcp:") else {
@@ -100,6 +104,22 @@ fn check_rails_exist(rails: &str, interfaces: &[(String, Ipv4Addr)]) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The proxy's check of a remote host before it starts a rank: the rails
+/// the rank will see (`RESMPI_RAILS` of its launch environment, else of
+/// the proxy's own) must exist on this host.
+pub(crate) fn check_launch_rails(environment: &[(String, String)]) -> Result<(), String> {
+    let rails = environment
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "RESMPI_RAILS")
+        .map(|(_, rails)| rails.clone())
+        .or_else(|| std::env::var("RESMPI_RAILS").ok());
+    match rails {
+        Some(rails) => check_rails_exist(&rails, &interface_addresses()),
+        None => Ok(()),
+    }
 }
 
 /// `--control-addr` must resolve to an address of this host: mpiexec

@@ -371,6 +371,17 @@ fn start(shared: &Arc<Shared>, rank: u32, incarnation: u32, launch: &Launch) {
             reason: error.to_string(),
         })
     };
+    // An option value this host cannot honour is refused with EINVAL,
+    // which mpiexec reports as a usage error (exit 2).
+    if let Err(reason) = crate::preflight::check_launch_rails(environment) {
+        shared.send(&Frame::StartFailed {
+            rank,
+            incarnation,
+            error_number: libc::EINVAL,
+            reason,
+        });
+        return;
+    }
     let mut ranks = lock(&shared.ranks);
     if ranks.contains_key(&rank) {
         return failed(io::Error::new(
@@ -765,6 +776,43 @@ mod tests {
             panic!("expected a start failure");
         };
         assert_eq!(error_number, libc::ENOENT);
+        close(connection, reader, thread);
+    }
+
+    #[test]
+    fn a_rail_this_host_lacks_is_refused_before_the_rank_starts() {
+        let (connection, mut reader, thread) = proxy();
+        let mut frame = start_frame(3, 0, "touch /nonexistent/started");
+        if let Frame::Start { launch, .. } = &mut frame {
+            launch.environment.push((
+                "RESMPI_RAILS".to_string(),
+                "tcp:lo,tcp:nosuchif0".to_string(),
+            ));
+        }
+        send(&connection, &frame);
+        let Frame::StartFailed {
+            rank: 3,
+            error_number,
+            reason,
+            ..
+        } = reader.read_frame().unwrap()
+        else {
+            panic!("expected a start failure");
+        };
+        assert_eq!(error_number, libc::EINVAL);
+        assert!(reason.contains("'tcp:nosuchif0'"), "{reason}");
+        // A rail the host has starts the rank.
+        let mut frame = start_frame(3, 0, "exit 0");
+        if let Frame::Start { launch, .. } = &mut frame {
+            launch
+                .environment
+                .push(("RESMPI_RAILS".to_string(), "tcp:lo".to_string()));
+        }
+        send(&connection, &frame);
+        assert!(matches!(
+            reader.read_frame().unwrap(),
+            Frame::Started { rank: 3, .. }
+        ));
         close(connection, reader, thread);
     }
 

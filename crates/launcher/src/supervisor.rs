@@ -586,6 +586,13 @@ impl Job {
                 failed: false,
                 killed_at: None,
             }),
+            Err(StartError::Refused(error_number, reason)) if error_number == libc::EINVAL => {
+                // The proxy's check of an option value on its host
+                // (`preflight::check_launch_rails`): a usage error, as
+                // the same value is on this host.
+                eprintln!("mpiexec: on host {}: {reason}", link.host);
+                Err(crate::EXIT_USAGE)
+            }
             Err(StartError::Refused(error_number, reason)) => {
                 let kind = io::Error::from_raw_os_error(error_number).kind();
                 eprintln!(
