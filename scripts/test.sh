@@ -1,5 +1,5 @@
 #!/bin/sh
-# Everything CI checks, in order: deps, build, fmt, clippy, unit tests, ABI, system tests.
+# Everything CI checks, in order: deps, build, fmt, clippy, unit tests, fuzzing, ABI, system tests.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,6 +14,9 @@ cargo test --workspace --release
 cargo test -q -p resmpi-wire -p resmpi-runtime -p resmpi-path -p resmpi-ft -p resmpi-core \
     -p resmpi-launcher --test decoders_fuzz
 cargo test -q -p resmpi-launcher --bin mpiexec decoders_fuzz
+# Coverage-guided: every cargo-fuzz target for 20 s from its seeds (about 4 min
+# with the build; installs cargo-fuzz from crates.io when missing).
+FUZZ_SECONDS=20 scripts/fuzz.sh
 # Breadth for the reliability layer: a few thousand seeded simulated jobs.
 cargo run --release -q -p resmpi-sim --bin sim-sweep -- --seeds 3000 --ranks 4 --rails 3
 # The production engine (credit, rendezvous, Ssend, cancel, collectives) under a seeded scheduler,

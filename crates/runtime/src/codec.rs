@@ -116,6 +116,15 @@ impl PmiLine {
         }
         let line = line.strip_suffix('\n').unwrap_or(line);
         let line = line.strip_suffix('\r').unwrap_or(line);
+        // One line, printable: a newline inside would make a command or a
+        // value that no encoded line can carry (cargo-fuzz found
+        // `cmd=\n\n\n` parsing as the command "\n\n").
+        if line.chars().any(char::is_control) {
+            return Err(PmiError::new(format!(
+                "PMI line contains a control character: {}",
+                printable(line)
+            )));
+        }
         let mut tokens = line.split(' ').filter(|token| !token.is_empty());
         let first = tokens
             .next()
@@ -221,6 +230,16 @@ mod tests {
         let line = PmiLine::parse("cmd=barrier_out  rc=0 \r\n").unwrap();
         assert_eq!(line.command, "barrier_out");
         assert_eq!(line.get("rc"), Some("0"));
+    }
+
+    #[test]
+    fn a_control_character_inside_the_line_is_an_error() {
+        // Found by cargo-fuzz: accepted as the command "\n\n", which no
+        // encoded line can carry.
+        for line in ["cmd=\n\n\n", "cmd=put key=a\tb", "cmd=get\n key=x"] {
+            let error = PmiLine::parse(line).unwrap_err();
+            assert!(error.to_string().contains("control character"), "{error}");
+        }
     }
 
     #[test]
