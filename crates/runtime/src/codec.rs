@@ -178,6 +178,103 @@ impl PmiLine {
     }
 }
 
+/// Bytes of the decimal length that precedes every PMI-2 message.
+pub const PMI2_LENGTH_BYTES: usize = 6;
+
+/// The most bytes of one PMI-2 message body: what its 6-digit length can
+/// say, and MPICH's and Slurm's 64 KiB command limit.
+pub const PMI2_MAX_BODY_BYTES: usize = 64 * 1024;
+
+impl PmiLine {
+    /// Encodes this message in the PMI-2 wire format (MPICH's `simple2pmi`,
+    /// Slurm's `mpi/pmi2`): a 6-character decimal length, then
+    /// `cmd=NAME;key=value;...;` where a `;` inside a value is doubled.
+    pub fn encode_pmi2(&self) -> Vec<u8> {
+        let mut body = format!("cmd={};", self.command);
+        for (key, value) in &self.pairs {
+            body.push_str(key);
+            body.push('=');
+            body.push_str(&value.replace(';', ";;"));
+            body.push(';');
+        }
+        let mut message = format!("{:<width$}", body.len(), width = PMI2_LENGTH_BYTES).into_bytes();
+        message.extend_from_slice(body.as_bytes());
+        message
+    }
+
+    /// The length a PMI-2 message announces in its first
+    /// [`PMI2_LENGTH_BYTES`] bytes (decimal, padded with spaces on either
+    /// side).
+    pub fn parse_pmi2_length(header: &[u8]) -> Result<usize, PmiError> {
+        let length = std::str::from_utf8(header)
+            .ok()
+            .and_then(|text| text.trim_matches(' ').parse::<usize>().ok())
+            .filter(|&length| length <= PMI2_MAX_BODY_BYTES)
+            .ok_or_else(|| {
+                PmiError::new(format!(
+                    "PMI-2 message length '{}' is not a number of at most {PMI2_MAX_BODY_BYTES} bytes",
+                    printable(&String::from_utf8_lossy(header))
+                ))
+            })?;
+        Ok(length)
+    }
+
+    /// Parses a PMI-2 message body (after its length): `cmd=NAME;` first,
+    /// then `key=value;` pairs, `;;` standing for a `;` inside a value.
+    pub fn parse_pmi2_body(body: &[u8]) -> Result<PmiLine, PmiError> {
+        let text =
+            std::str::from_utf8(body).map_err(|_| PmiError::new("a PMI-2 message is not UTF-8"))?;
+        if text.chars().any(char::is_control) {
+            return Err(PmiError::new(format!(
+                "PMI-2 message contains a control character: {}",
+                printable(text)
+            )));
+        }
+        let mut fields = Vec::new();
+        let mut field = String::new();
+        let mut characters = text.chars().peekable();
+        while let Some(character) = characters.next() {
+            if character != ';' {
+                field.push(character);
+            } else if characters.peek() == Some(&';') {
+                characters.next();
+                field.push(';');
+            } else {
+                fields.push(std::mem::take(&mut field));
+            }
+        }
+        if !field.is_empty() {
+            fields.push(field);
+        }
+        let mut fields = fields.into_iter().filter(|field| !field.is_empty());
+        let command = fields
+            .next()
+            .and_then(|first| first.strip_prefix("cmd=").map(str::to_string))
+            .filter(|command| !command.is_empty() && !command.contains('='))
+            .ok_or_else(|| {
+                PmiError::new(format!(
+                    "PMI-2 message does not start with 'cmd=NAME;': {}",
+                    printable(text)
+                ))
+            })?;
+        let mut pairs = Vec::new();
+        for field in fields {
+            let (key, value) = field
+                .split_once('=')
+                .filter(|(key, _)| !key.is_empty())
+                .ok_or_else(|| {
+                    PmiError::new(format!(
+                        "PMI-2 field '{}' is not key=value in: {}",
+                        printable(&field),
+                        printable(text)
+                    ))
+                })?;
+            pairs.push((key.to_string(), value.to_string()));
+        }
+        Ok(PmiLine { command, pairs })
+    }
+}
+
 /// Checks that `text` can travel as a PMI key (`is_key`) or value: no space,
 /// no control character (newline included), and for keys no `=` and not
 /// empty. Returns what is wrong, for the caller's error message.
@@ -239,6 +336,39 @@ mod tests {
         for line in ["cmd=\n\n\n", "cmd=put key=a\tb", "cmd=get\n key=x"] {
             let error = PmiLine::parse(line).unwrap_err();
             assert!(error.to_string().contains("control character"), "{error}");
+        }
+    }
+
+    #[test]
+    fn pmi2_messages_round_trip_with_doubled_semicolons() {
+        let message = PmiLine::new("kvs-put")
+            .with("key", "card-0")
+            .with("value", "a;b;;c=d");
+        let bytes = message.encode_pmi2();
+        let length = PmiLine::parse_pmi2_length(&bytes[..PMI2_LENGTH_BYTES]).unwrap();
+        let body = &bytes[PMI2_LENGTH_BYTES..];
+        assert_eq!(length, body.len());
+        assert_eq!(body, b"cmd=kvs-put;key=card-0;value=a;;b;;;;c=d;");
+        assert_eq!(PmiLine::parse_pmi2_body(body).unwrap(), message);
+        // Slurm pads the length on the left, MPICH on the right.
+        assert_eq!(PmiLine::parse_pmi2_length(b"    42").unwrap(), 42);
+        assert_eq!(PmiLine::parse_pmi2_length(b"42    ").unwrap(), 42);
+        for bad in [&b"abcdef"[..], b"999999", b"      "] {
+            assert!(PmiLine::parse_pmi2_length(bad).is_err());
+        }
+        let reply = PmiLine::parse_pmi2_body(
+            b"cmd=fullinit-response;rc=0;pmi-version=2;rank=1;size=4;appnum=0;",
+        )
+        .unwrap();
+        assert_eq!(reply.command, "fullinit-response");
+        assert_eq!(reply.get("size"), Some("4"));
+        for bad in [
+            &b"key=value;"[..],
+            b"cmd=;",
+            b"cmd=x;novalue;",
+            b"cmd=x;=v;",
+        ] {
+            assert!(PmiLine::parse_pmi2_body(bad).is_err(), "{bad:?}");
         }
     }
 

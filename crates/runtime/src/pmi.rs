@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use crate::codec::{check_token, PmiLine, MAX_LINE_BYTES};
+use crate::codec::{check_token, PmiLine, MAX_LINE_BYTES, PMI2_LENGTH_BYTES, PMI2_MAX_BODY_BYTES};
 use crate::notices::FailureNotices;
 use crate::PmiError;
 
@@ -110,9 +110,19 @@ impl Write for Stream {
     }
 }
 
-/// A stream plus the bytes read past the last complete line.
+/// Which framing the connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wire {
+    /// PMI-1: `cmd=NAME key=value ...` lines.
+    Pmi1,
+    /// PMI-2: a 6-character length, then `cmd=NAME;key=value;...;`.
+    Pmi2,
+}
+
+/// A stream plus the bytes read past the last complete message.
 struct Channel {
     stream: Stream,
+    wire: Wire,
     pending: Vec<u8>,
     /// Once failure notices are watched, a thread owns the reading side and
     /// hands every line that is not a notice (the replies) here.
@@ -123,14 +133,19 @@ impl Channel {
     fn new(stream: Stream) -> Channel {
         Channel {
             stream,
+            wire: Wire::Pmi1,
             pending: Vec::new(),
             replies: None,
         }
     }
 
     fn send(&mut self, line: &PmiLine) -> Result<(), PmiError> {
+        let bytes = match self.wire {
+            Wire::Pmi1 => line.encode().into_bytes(),
+            Wire::Pmi2 => line.encode_pmi2(),
+        };
         self.stream
-            .write_all(line.encode().as_bytes())
+            .write_all(&bytes)
             .map_err(|error| match error.kind() {
                 io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => PmiError::new(format!(
                     "cannot send 'cmd={}': the process manager closed the PMI connection (did mpiexec die?)",
@@ -152,16 +167,32 @@ impl Channel {
             });
         }
         loop {
-            if let Some(end) = self.pending.iter().position(|&byte| byte == b'\n') {
+            if self.wire == Wire::Pmi2 && self.pending.len() >= PMI2_LENGTH_BYTES {
+                let length = PmiLine::parse_pmi2_length(&self.pending[..PMI2_LENGTH_BYTES])?;
+                if self.pending.len() >= PMI2_LENGTH_BYTES + length {
+                    let message: Vec<u8> =
+                        self.pending.drain(..PMI2_LENGTH_BYTES + length).collect();
+                    return PmiLine::parse_pmi2_body(&message[PMI2_LENGTH_BYTES..]);
+                }
+            }
+            let line_end = match self.wire {
+                Wire::Pmi1 => self.pending.iter().position(|&byte| byte == b'\n'),
+                Wire::Pmi2 => None,
+            };
+            if let Some(end) = line_end {
                 let line: Vec<u8> = self.pending.drain(..=end).collect();
                 let text = String::from_utf8(line).map_err(|_| {
                     PmiError::new("the process manager sent a line that is not UTF-8")
                 })?;
                 return PmiLine::parse(&text);
             }
-            if self.pending.len() > MAX_LINE_BYTES {
+            let limit_bytes = match self.wire {
+                Wire::Pmi1 => MAX_LINE_BYTES,
+                Wire::Pmi2 => PMI2_LENGTH_BYTES + PMI2_MAX_BODY_BYTES,
+            };
+            if self.pending.len() > limit_bytes {
                 return Err(PmiError::new(format!(
-                    "the process manager sent a line longer than {MAX_LINE_BYTES} bytes"
+                    "the process manager sent a message longer than {limit_bytes} bytes"
                 )));
             }
             let mut chunk = [0u8; 4096];
@@ -203,6 +234,52 @@ impl Channel {
             ))),
         }
     }
+}
+
+/// A value as it travels in a PMI-2 `kvs-put`: `%` and `;` as `%25` and
+/// `%3B` (undone by `codec::decode_text` on the get). PMI-2 says a `;` in a
+/// value is doubled, but Slurm's `mpi/pmi2` server does not undo that (a
+/// business card came back cut at its first `;`), so no `;` may travel.
+fn escape_pmi2_value(value: &str) -> String {
+    value.replace('%', "%25").replace(';', "%3B")
+}
+
+/// The PMI wire to speak over `PMI_FD`: `RESMPI_PMI=1|2` when set, else
+/// PMI-2 where Slurm's `mpi/pmi2` started the process (it sets
+/// `PMI_JOBID`; hydra and resmpi's mpiexec do not), else PMI-1.
+fn wire_from(lookup: &impl Fn(&str) -> Option<String>) -> Result<Wire, PmiError> {
+    match lookup("RESMPI_PMI").as_deref().map(str::trim) {
+        Some("1") => Ok(Wire::Pmi1),
+        Some("2") => Ok(Wire::Pmi2),
+        Some(other) => Err(PmiError::new(format!(
+            "RESMPI_PMI={other:?}: expected 1 or 2 (the PMI version to speak over PMI_FD)"
+        ))),
+        None if lookup("PMI_JOBID").is_some() => Ok(Wire::Pmi2),
+        None => Ok(Wire::Pmi1),
+    }
+}
+
+/// This process's place among the tasks on its node under Slurm:
+/// `SLURM_LOCALID`, and the count for `SLURM_NODEID` in
+/// `SLURM_STEP_TASKS_PER_NODE` (`2(x3),1`: two tasks on each of the first
+/// three nodes, one on the fourth). None outside Slurm or when malformed.
+fn slurm_local_layout(lookup: &impl Fn(&str) -> Option<String>) -> Option<(u32, u32)> {
+    let local_rank = lookup("SLURM_LOCALID")?.trim().parse::<u32>().ok()?;
+    let node = lookup("SLURM_NODEID")?.trim().parse::<usize>().ok()?;
+    let tasks = lookup("SLURM_STEP_TASKS_PER_NODE")?;
+    let mut nodes_before = 0usize;
+    for group in tasks.trim().split(',') {
+        let (count, repeat) = match group.split_once("(x") {
+            Some((count, repeat)) => (count, repeat.strip_suffix(')')?.parse::<usize>().ok()?),
+            None => (group, 1),
+        };
+        let count = count.parse::<u32>().ok()?;
+        nodes_before += repeat;
+        if node < nodes_before {
+            return (local_rank < count).then_some((local_rank, count));
+        }
+    }
+    None
 }
 
 /// Reads variable `name` through `lookup` as a number, `None` when unset.
@@ -284,12 +361,23 @@ impl Pmi {
     fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Pmi, PmiError> {
         let local_rank = number_from::<u32>(&lookup, "MPI_LOCALRANKID")?.unwrap_or(0);
         let local_size = number_from::<u32>(&lookup, "MPI_LOCALNRANKS")?.unwrap_or(1);
+        // Slurm gives no MPI_LOCAL*: its own variables say the same.
+        let (local_rank, local_size) = match slurm_local_layout(&lookup) {
+            Some(layout) if lookup("MPI_LOCALRANKID").is_none() => layout,
+            _ => (local_rank, local_size),
+        };
         if let Some(fd) = number_from::<i32>(&lookup, "PMI_FD")? {
             let reason = "PMI_FD is (the process manager must say which rank this is)";
             let rank = required_number::<u32>(&lookup, "PMI_RANK", reason)?;
             let size = required_number::<u32>(&lookup, "PMI_SIZE", reason)?;
             let channel = Channel::new(Stream::Unix(stream_from_fd(fd)?));
-            return Pmi::handshake(channel, rank, size, local_rank, local_size);
+            return match wire_from(&lookup)? {
+                Wire::Pmi1 => Pmi::handshake(channel, rank, size, local_rank, local_size),
+                Wire::Pmi2 => {
+                    let job = lookup("PMI_JOBID");
+                    Pmi::handshake_pmi2(channel, job.as_deref(), rank, local_rank, local_size)
+                }
+            };
         }
         if let Some(address) = lookup("PMI_PORT") {
             let stream = TcpStream::connect(address.trim()).map_err(|error| {
@@ -311,6 +399,24 @@ impl Pmi {
                 token.as_deref().map(str::trim),
             )?;
             return Pmi::handshake(channel, rank, size, local_rank, local_size);
+        }
+        // Without a PMI connection this process would run alone: say so
+        // where the environment shows it was started as one of many.
+        if let Some(namespace) = lookup("PMIX_NAMESPACE") {
+            return Err(PmiError::new(format!(
+                "started by a PMIx process manager (PMIX_NAMESPACE={namespace}), which resmpi \
+                 cannot speak yet: under Slurm use 'srun --mpi=pmi2'"
+            )));
+        }
+        // SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: srun's tasks have it, a
+        // batch script that runs the program itself (one process) does not.
+        if let Some(tasks) =
+            number_from::<u32>(&lookup, "SLURM_STEP_NUM_TASKS")?.filter(|&tasks| tasks > 1)
+        {
+            return Err(PmiError::new(format!(
+                "started by Slurm as one of {tasks} tasks without a PMI connection \
+                 (srun --mpi=none?): use 'srun --mpi=pmi2'"
+            )));
         }
         Ok(Pmi {
             transport: Transport::Singleton(HashMap::new()),
@@ -408,6 +514,68 @@ impl Pmi {
         })
     }
 
+    /// PMI-2 (Slurm's `srun --mpi=pmi2`, hydra): the version is agreed on
+    /// in a PMI-1 line (`cmd=init pmi_version=2`), then `fullinit` says
+    /// rank, size and appnum, and `job-getid` names the key-value space.
+    fn handshake_pmi2(
+        mut channel: Channel,
+        job: Option<&str>,
+        rank: u32,
+        local_rank: u32,
+        local_size: u32,
+    ) -> Result<Pmi, PmiError> {
+        let reply = channel.request(
+            &PmiLine::new("init")
+                .with("pmi_version", 2)
+                .with("pmi_subversion", 0),
+            "response_to_init",
+        )?;
+        if reply.get("pmi_version") != Some("2") {
+            return Err(PmiError::new(format!(
+                "the process manager does not speak PMI-2 (it answered '{}'); set RESMPI_PMI=1",
+                reply.encode().trim_end()
+            )));
+        }
+        channel.wire = Wire::Pmi2;
+        // Slurm wants the job it set in PMI_JOBID back (it refuses the
+        // fullinit without it); hydra sets none.
+        let mut fullinit = PmiLine::new("fullinit");
+        if let Some(job) = job {
+            check_token(job, false).map_err(PmiError::new)?;
+            fullinit = fullinit.with("pmijobid", job.trim());
+        }
+        let init = channel.request(
+            &fullinit.with("pmirank", rank).with("threaded", "FALSE"),
+            "fullinit-response",
+        )?;
+        let rank = parse_field::<u32>(&init, "rank")?;
+        let size = parse_field::<u32>(&init, "size")?;
+        if size == 0 || rank >= size {
+            return Err(PmiError::new(format!(
+                "rank {rank} is not within a job of size {size}"
+            )));
+        }
+        let appnum = init
+            .get("appnum")
+            .map_or(Ok(0), |_| parse_field::<i32>(&init, "appnum"))?;
+        let job = channel.request(&PmiLine::new("job-getid"), "job-getid-response")?;
+        let kvs_name = job.require("jobid")?.to_string();
+        Ok(Pmi {
+            transport: Transport::Connected(channel),
+            rank,
+            size,
+            local_rank,
+            local_size: local_size.max(1),
+            kvs_name,
+            appnum,
+            universe_size: size,
+            // PMI2_MAX_KEYLEN and PMI2_MAX_VALLEN of MPICH's and Slurm's pmi2.h.
+            key_max_bytes: 64,
+            value_max_bytes: 1024,
+            finalized: false,
+        })
+    }
+
     /// This process's rank in the job (`PMI_RANK`).
     pub fn rank(&self) -> u32 {
         self.rank
@@ -499,12 +667,23 @@ impl Pmi {
                 Ok(())
             }
             Transport::Connected(channel) => {
-                let request = PmiLine::new("put")
-                    .with("kvsname", kvs_name)
-                    .with("key", key)
-                    .with("value", value);
+                let (request, expected) = match channel.wire {
+                    Wire::Pmi1 => (
+                        PmiLine::new("put")
+                            .with("kvsname", kvs_name)
+                            .with("key", key)
+                            .with("value", value),
+                        "put_result",
+                    ),
+                    Wire::Pmi2 => (
+                        PmiLine::new("kvs-put")
+                            .with("key", key)
+                            .with("value", escape_pmi2_value(value)),
+                        "kvs-put-response",
+                    ),
+                };
                 channel
-                    .request(&request, "put_result")
+                    .request(&request, expected)
                     .map(|_| ())
                     .map_err(|error| {
                         PmiError::new(format!("put of key '{key}': {}", error.message()))
@@ -519,9 +698,11 @@ impl Pmi {
         self.check_usable("barrier")?;
         match &mut self.transport {
             Transport::Singleton(_) => Ok(()),
-            Transport::Connected(channel) => channel
-                .request(&PmiLine::new("barrier_in"), "barrier_out")
-                .map(|_| ()),
+            Transport::Connected(channel) => match channel.wire {
+                Wire::Pmi1 => channel.request(&PmiLine::new("barrier_in"), "barrier_out"),
+                Wire::Pmi2 => channel.request(&PmiLine::new("kvs-fence"), "kvs-fence-response"),
+            }
+            .map(|_| ()),
         }
     }
 
@@ -536,13 +717,32 @@ impl Pmi {
                 .cloned()
                 .ok_or_else(|| PmiError::new(format!("PMI get: no value for key '{key}'"))),
             Transport::Connected(channel) => {
-                let request = PmiLine::new("get")
-                    .with("kvsname", kvs_name)
-                    .with("key", key);
-                let reply = channel.request(&request, "get_result").map_err(|error| {
+                let (request, expected) = match channel.wire {
+                    Wire::Pmi1 => (
+                        PmiLine::new("get")
+                            .with("kvsname", kvs_name)
+                            .with("key", key),
+                        "get_result",
+                    ),
+                    Wire::Pmi2 => (
+                        PmiLine::new("kvs-get")
+                            .with("jobid", kvs_name)
+                            .with("srcid", -1)
+                            .with("key", key),
+                        "kvs-get-response",
+                    ),
+                };
+                let reply = channel.request(&request, expected).map_err(|error| {
                     PmiError::new(format!("get of key '{key}': {}", error.message()))
                 })?;
-                Ok(reply.require("value")?.to_string())
+                if reply.get("found").is_some_and(|found| found != "TRUE") {
+                    return Err(PmiError::new(format!("PMI get: no value for key '{key}'")));
+                }
+                let value = reply.require("value")?;
+                Ok(match channel.wire {
+                    Wire::Pmi1 => value.to_string(),
+                    Wire::Pmi2 => crate::codec::decode_text(value),
+                })
             }
         }
     }
@@ -560,10 +760,20 @@ impl Pmi {
                 .set_write_timeout(Some(Duration::from_millis(ABORT_WRITE_TIMEOUT_MS)));
             let message: String = message.chars().take(512).collect();
             let message = crate::codec::encode_text(&message);
-            let mut request = PmiLine::new("abort").with("exitcode", exit_code);
-            if !message.is_empty() {
-                request = request.with("message", message);
-            }
+            let request = match channel.wire {
+                Wire::Pmi1 => {
+                    let request = PmiLine::new("abort").with("exitcode", exit_code);
+                    if message.is_empty() {
+                        request
+                    } else {
+                        request.with("message", message)
+                    }
+                }
+                // PMI-2's abort carries no exit code: the manager ends the job.
+                Wire::Pmi2 => PmiLine::new("abort")
+                    .with("isworld", "TRUE")
+                    .with("msg", message),
+            };
             let _ = channel.send(&request);
         }
     }
@@ -635,9 +845,11 @@ impl Pmi {
         self.finalized = true;
         match &mut self.transport {
             Transport::Singleton(_) => Ok(()),
-            Transport::Connected(channel) => channel
-                .request(&PmiLine::new("finalize"), "finalize_ack")
-                .map(|_| ()),
+            Transport::Connected(channel) => match channel.wire {
+                Wire::Pmi1 => channel.request(&PmiLine::new("finalize"), "finalize_ack"),
+                Wire::Pmi2 => channel.request(&PmiLine::new("finalize"), "finalize-response"),
+            }
+            .map(|_| ()),
         }
     }
 }
@@ -993,5 +1205,139 @@ mod tests {
             .err()
             .unwrap();
         assert!(error.to_string().contains("PMI_RANK"), "{error}");
+    }
+
+    /// A PMI-2 server as Slurm's `mpi/pmi2` answers: the PMI-1 `init`
+    /// line, then length-prefixed messages. Returns the bodies received.
+    fn pmi2_server(
+        stream: UnixStream,
+        replies: Vec<&'static str>,
+    ) -> thread::JoinHandle<Vec<String>> {
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut writer = stream;
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            assert_eq!(line, "cmd=init pmi_version=2 pmi_subversion=0\n");
+            writer
+                .write_all(b"cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0\n")
+                .unwrap();
+            let mut received = Vec::new();
+            for reply in replies {
+                let mut header = [0u8; PMI2_LENGTH_BYTES];
+                if reader.read_exact(&mut header).is_err() {
+                    break;
+                }
+                let length = PmiLine::parse_pmi2_length(&header).unwrap();
+                let mut body = vec![0u8; length];
+                reader.read_exact(&mut body).unwrap();
+                received.push(String::from_utf8(body).unwrap());
+                if !reply.is_empty() {
+                    // Slurm right-aligns the length.
+                    writer
+                        .write_all(format!("{:>6}{reply}", reply.len()).as_bytes())
+                        .unwrap();
+                }
+            }
+            received
+        })
+    }
+
+    #[test]
+    fn client_speaks_the_slurm_pmi2_dialogue() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let server = pmi2_server(
+            server,
+            vec![
+                "cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=1;size=3;appnum=0;debugged=FALSE;pmiverbose=FALSE;",
+                "cmd=job-getid-response;rc=0;jobid=12.0;",
+                "cmd=kvs-put-response;rc=0;",
+                "cmd=kvs-fence-response;rc=0;",
+                "cmd=kvs-get-response;rc=0;found=TRUE;value=x%3By%25;",
+                "cmd=kvs-get-response;rc=0;found=FALSE;",
+                "cmd=finalize-response;rc=0;",
+            ],
+        );
+        let mut pmi =
+            Pmi::handshake_pmi2(Channel::new(Stream::Unix(client)), Some("12.0"), 1, 1, 2).unwrap();
+        assert_eq!((pmi.rank(), pmi.size(), pmi.kvs_name()), (1, 3, "12.0"));
+        pmi.put("card-1", "a=b;c%").unwrap();
+        pmi.barrier().unwrap();
+        assert_eq!(pmi.get("card-0").unwrap(), "x;y%");
+        assert!(pmi
+            .get("none")
+            .unwrap_err()
+            .to_string()
+            .contains("no value"));
+        pmi.finalize().unwrap();
+        let received = server.join().unwrap();
+        assert_eq!(
+            received,
+            [
+                "cmd=fullinit;pmijobid=12.0;pmirank=1;threaded=FALSE;",
+                "cmd=job-getid;",
+                "cmd=kvs-put;key=card-1;value=a=b%3Bc%25;",
+                "cmd=kvs-fence;",
+                "cmd=kvs-get;jobid=12.0;srcid=-1;key=card-0;",
+                "cmd=kvs-get;jobid=12.0;srcid=-1;key=none;",
+                "cmd=finalize;",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_wire_follows_the_environment_and_slurm_gives_the_local_layout() {
+        let environment = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| value.to_string())
+            }
+        };
+        assert_eq!(wire_from(&environment(&[])).unwrap(), Wire::Pmi1);
+        assert_eq!(
+            wire_from(&environment(&[("PMI_JOBID", "5.0")])).unwrap(),
+            Wire::Pmi2
+        );
+        assert_eq!(
+            wire_from(&environment(&[("PMI_JOBID", "5.0"), ("RESMPI_PMI", "1")])).unwrap(),
+            Wire::Pmi1
+        );
+        assert!(wire_from(&environment(&[("RESMPI_PMI", "3")])).is_err());
+        let layout = |node: &'static str, local: &'static str, tasks: &'static str| {
+            let pairs: &'static [(&'static str, &'static str)] = Box::leak(Box::new([
+                ("SLURM_NODEID", node),
+                ("SLURM_LOCALID", local),
+                ("SLURM_STEP_TASKS_PER_NODE", tasks),
+            ]));
+            slurm_local_layout(&environment(pairs))
+        };
+        assert_eq!(layout("0", "1", "4"), Some((1, 4)));
+        assert_eq!(layout("2", "0", "2(x3),1"), Some((0, 2)));
+        assert_eq!(layout("3", "0", "2(x3),1"), Some((0, 1)));
+        assert_eq!(layout("4", "0", "2(x3),1"), None);
+        assert_eq!(layout("0", "5", "2"), None);
+        assert_eq!(layout("0", "0", "2(x"), None);
+        assert_eq!(slurm_local_layout(&environment(&[])), None);
+    }
+
+    #[test]
+    fn a_task_of_a_larger_launch_without_pmi_is_an_error_not_a_singleton() {
+        let error = Pmi::from_lookup(|name| {
+            (name == "PMIX_NAMESPACE").then(|| "slurm.pmix.8.0".to_string())
+        })
+        .err()
+        .unwrap();
+        assert!(error.to_string().contains("srun --mpi=pmi2"), "{error}");
+        let error =
+            Pmi::from_lookup(|name| (name == "SLURM_STEP_NUM_TASKS").then(|| "4".to_string()))
+                .err()
+                .unwrap();
+        assert!(error.to_string().contains("one of 4 tasks"), "{error}");
+        // One task under Slurm is a singleton, as without any launcher.
+        let pmi =
+            Pmi::from_lookup(|name| (name == "SLURM_NTASKS").then(|| "1".to_string())).unwrap();
+        assert!(pmi.is_singleton());
     }
 }
