@@ -220,6 +220,10 @@ pub struct EngineConfig {
     pub eager_credit_bytes: usize,
 }
 
+/// How long a rank waits idle before it looks for local peers that
+/// exited, and how often it looks again ([`Engine::check_local_exits`]).
+const LOCAL_EXIT_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Everything except the paths, so frame handlers can run while a path is
 /// borrowed for polling.
 pub struct State<F: Interceptor = PassThrough> {
@@ -356,6 +360,12 @@ pub struct Engine<F: Interceptor = PassThrough> {
     pub held_send_warning: Option<std::time::Duration>,
     /// The held-send diagnostic was printed.
     held_send_warned: bool,
+    /// Whether a waiting rank looks for local peers whose process exited
+    /// ([`Engine::check_local_exits`]): on where no resmpi launcher reports
+    /// deaths (Slurm, hydra).
+    pub watches_local_exits: bool,
+    /// When the local peers were last looked at.
+    local_exits_checked_at: Option<std::time::Instant>,
     /// Where protocol timers read the time (nanoseconds); read on progress
     /// only when the protocol uses timers (`F::USES_TIMERS`). Tests and the
     /// simulator put a virtual clock here.
@@ -422,6 +432,8 @@ impl<F: Interceptor> Engine<F> {
             failures_are_events: false,
             held_send_warning: None,
             held_send_warned: false,
+            watches_local_exits: false,
+            local_exits_checked_at: None,
             timer_clock: monotonic_now_ns,
             shared_memory: Default::default(),
         }
@@ -1083,6 +1095,13 @@ impl<F: Interceptor> Engine<F> {
                 idler.reset();
             } else {
                 idler.pause(&self.transports);
+                if self.watches_local_exits
+                    && idler
+                        .idle_for()
+                        .is_some_and(|idle| idle >= LOCAL_EXIT_CHECK_INTERVAL)
+                {
+                    self.check_local_exits()?;
+                }
                 if let Some(after) = self.held_send_warning {
                     if !self.held_send_warned && idler.idle_for().is_some_and(|idle| idle >= after)
                     {
@@ -1091,6 +1110,44 @@ impl<F: Interceptor> Engine<F> {
                 }
             }
         }
+    }
+
+    /// Looks, at most every [`LOCAL_EXIT_CHECK_INTERVAL`], for ranks on
+    /// this host whose process exited. Before `MPI_Finalize` (whose barrier
+    /// no rank leaves before every rank entered it) an exit is a death:
+    /// the failure event where failures are events, else an error that
+    /// names the rank, so the job ends (the default handler aborts) rather
+    /// than waiting for ever on a ring nobody will write.
+    #[cold]
+    fn check_local_exits(&mut self) -> MpiResult<()> {
+        let now = std::time::Instant::now();
+        if self.state.finalizing
+            || self
+                .local_exits_checked_at
+                .is_some_and(|checked| now.duration_since(checked) < LOCAL_EXIT_CHECK_INTERVAL)
+        {
+            return Ok(());
+        }
+        self.local_exits_checked_at = Some(now);
+        let exited = match self.transports.shm.as_mut() {
+            Some(shm) => shm.exited_peers(),
+            None => return Ok(()),
+        };
+        for peer in exited {
+            if self.failures_are_events {
+                self.handle_peer_failure(peer);
+            } else if !self.state.is_failed(peer) {
+                return Err(MpiError::new(
+                    ErrorClass::Other,
+                    format!(
+                        "rank {peer} on this host exited before MPI_Finalize (killed or \
+                         crashed?) while rank {} waited",
+                        self.state.rank
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A program that relies on MPI buffering its small standard-mode

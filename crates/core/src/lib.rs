@@ -288,6 +288,8 @@ impl Mpi {
                 }
             }
         }
+        // No resmpi launcher (Slurm, hydra): nobody tells of a local death.
+        engine.watches_local_exits = config.failure_policy.is_none();
         if config.failure_policy == Some(FailurePolicy::Continue) {
             // The job outlives a death: learn of it from the launcher, and
             // take a peer the network loses for the same event.

@@ -449,6 +449,44 @@ struct AttachedPeers {
     incoming: Vec<Incoming>,
     collective_areas: Vec<Option<CollectiveArea>>,
     peer_mappings: Vec<Mapping>,
+    peer_processes: Vec<PeerProcess>,
+}
+
+/// A local peer's process, as a pidfd: readable once the process has
+/// exited (a zombie included, which `kill(pid, 0)` still finds), and never
+/// another process that reuses the pid.
+#[derive(Debug)]
+struct PeerProcess {
+    rank: u32,
+    pidfd: std::os::fd::OwnedFd,
+}
+
+impl PeerProcess {
+    /// None where the kernel has no `pidfd_open` (before Linux 5.3) or the
+    /// process is already gone (the caller's checks of its segment fail).
+    fn open(rank: u32, pid: u32) -> Option<PeerProcess> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new
+        // descriptor (or -1); nothing else is read or written.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: fd was just returned by pidfd_open and is owned by no one else.
+        let pidfd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) };
+        Some(PeerProcess { rank, pidfd })
+    }
+
+    fn has_exited(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut poll = libc::pollfd {
+            fd: self.pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        unsafe { libc::poll(&mut poll, 1, 0) == 1 && poll.revents & libc::POLLIN != 0 }
+    }
 }
 
 /// Frames to and from the ranks on this host, through shared-memory rings.
@@ -469,6 +507,9 @@ pub struct ShmPath {
     /// are in use.
     #[allow(dead_code)]
     peer_mappings: Vec<Mapping>,
+    /// The local peers whose exit [`ShmPath::exited_peers`] has not yet
+    /// reported.
+    peer_processes: Vec<PeerProcess>,
     own: ShmSegment,
 }
 
@@ -487,6 +528,7 @@ impl ShmPath {
             incoming,
             collective_areas,
             peer_mappings,
+            peer_processes,
         } = Self::attach_peers(&own, my_rank, local_peers)?;
         Ok(ShmPath {
             outgoing,
@@ -497,6 +539,7 @@ impl ShmPath {
             collective_areas,
             next_collective_slot: 0,
             peer_mappings,
+            peer_processes,
             own,
         })
     }
@@ -517,6 +560,7 @@ impl ShmPath {
         let mut outgoing: Vec<Option<Outgoing>> = (0..world_size).map(|_| None).collect();
         let mut incoming = Vec::new();
         let mut peer_mappings = Vec::new();
+        let mut peer_processes = Vec::new();
         let mut collective_areas: Vec<Option<CollectiveArea>> =
             (0..world_size).map(|_| None).collect();
         // SAFETY: our own segment was created with `segment_bytes`.
@@ -597,12 +641,14 @@ impl ShmPath {
                 peer_control: mapping.control(),
             });
             peer_mappings.push(mapping);
+            peer_processes.extend(PeerProcess::open(peer, locator.pid));
         }
         Ok(AttachedPeers {
             outgoing,
             incoming,
             collective_areas,
             peer_mappings,
+            peer_processes,
         })
     }
 
@@ -611,6 +657,23 @@ impl ShmPath {
     /// attached (after a second barrier); calling it again does nothing.
     pub fn close_own_descriptor(&mut self) {
         self.own.fd = None;
+    }
+
+    /// The local peers whose process has exited since the last call, each
+    /// reported once. A ring has no connection to close, so a launcher that
+    /// tells no one of a death (Slurm, hydra) would leave a rank waiting on
+    /// a dead peer for ever; this is how it learns. A few poll calls with
+    /// no wait: meant for a rank that has been idle a while.
+    pub fn exited_peers(&mut self) -> Vec<u32> {
+        let mut exited = Vec::new();
+        self.peer_processes.retain(|process| {
+            let gone = process.has_exited();
+            if gone {
+                exited.push(process.rank);
+            }
+            !gone
+        });
+        exited
     }
 
     /// This rank.
