@@ -245,8 +245,9 @@ fn escape_pmi2_value(value: &str) -> String {
 }
 
 /// The PMI wire to speak over `PMI_FD`: `RESMPI_PMI=1|2` when set, else
-/// PMI-2 where Slurm's `mpi/pmi2` started the process (it sets
-/// `PMI_JOBID`; hydra and resmpi's mpiexec do not), else PMI-1.
+/// PMI-2 where Slurm's `mpi/pmi2` started the process (`PMI_JOBID` in a
+/// Slurm job, without the `RESMPI_JOB_ID` that resmpi's mpiexec, which
+/// sets `PMI_JOBID` too, gives every rank), else PMI-1 (hydra).
 fn wire_from(lookup: &impl Fn(&str) -> Option<String>) -> Result<Wire, PmiError> {
     match lookup("RESMPI_PMI").as_deref().map(str::trim) {
         Some("1") => Ok(Wire::Pmi1),
@@ -254,7 +255,12 @@ fn wire_from(lookup: &impl Fn(&str) -> Option<String>) -> Result<Wire, PmiError>
         Some(other) => Err(PmiError::new(format!(
             "RESMPI_PMI={other:?}: expected 1 or 2 (the PMI version to speak over PMI_FD)"
         ))),
-        None if lookup("PMI_JOBID").is_some() => Ok(Wire::Pmi2),
+        None if lookup("PMI_JOBID").is_some()
+            && lookup("SLURM_JOB_ID").is_some()
+            && lookup("RESMPI_JOB_ID").is_none() =>
+        {
+            Ok(Wire::Pmi2)
+        }
         None => Ok(Wire::Pmi1),
     }
 }
@@ -1296,14 +1302,25 @@ mod tests {
             }
         };
         assert_eq!(wire_from(&environment(&[])).unwrap(), Wire::Pmi1);
+        let slurm = &[("PMI_JOBID", "5.0"), ("SLURM_JOB_ID", "5")];
+        assert_eq!(wire_from(&environment(slurm)).unwrap(), Wire::Pmi2);
+        // resmpi's mpiexec (inside a Slurm job or not) speaks PMI-1.
+        let under_mpiexec = &[
+            ("PMI_JOBID", "5.0"),
+            ("SLURM_JOB_ID", "5"),
+            ("RESMPI_JOB_ID", "0123456789abcdef"),
+        ];
+        assert_eq!(wire_from(&environment(under_mpiexec)).unwrap(), Wire::Pmi1);
         assert_eq!(
-            wire_from(&environment(&[("PMI_JOBID", "5.0")])).unwrap(),
-            Wire::Pmi2
-        );
-        assert_eq!(
-            wire_from(&environment(&[("PMI_JOBID", "5.0"), ("RESMPI_PMI", "1")])).unwrap(),
+            wire_from(&environment(&[("PMI_JOBID", "j")])).unwrap(),
             Wire::Pmi1
         );
+        let chosen = &[
+            ("PMI_JOBID", "5.0"),
+            ("SLURM_JOB_ID", "5"),
+            ("RESMPI_PMI", "1"),
+        ];
+        assert_eq!(wire_from(&environment(chosen)).unwrap(), Wire::Pmi1);
         assert!(wire_from(&environment(&[("RESMPI_PMI", "3")])).is_err());
         let layout = |node: &'static str, local: &'static str, tasks: &'static str| {
             let pairs: &'static [(&'static str, &'static str)] = Box::leak(Box::new([
