@@ -250,7 +250,7 @@ impl PmiLine {
         let command = fields
             .next()
             .and_then(|first| first.strip_prefix("cmd=").map(str::to_string))
-            .filter(|command| !command.is_empty() && !command.contains('='))
+            .filter(|command| !command.is_empty() && !command.contains(['=', ';']))
             .ok_or_else(|| {
                 PmiError::new(format!(
                     "PMI-2 message does not start with 'cmd=NAME;': {}",
@@ -261,7 +261,8 @@ impl PmiLine {
         for field in fields {
             let (key, value) = field
                 .split_once('=')
-                .filter(|(key, _)| !key.is_empty())
+                // `;;` is a `;` in values only.
+                .filter(|(key, _)| !key.is_empty() && !key.contains(';'))
                 .ok_or_else(|| {
                     PmiError::new(format!(
                         "PMI-2 field '{}' is not key=value in: {}",

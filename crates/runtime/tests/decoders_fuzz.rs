@@ -50,3 +50,21 @@ fn free_text_survives_encoding_and_any_value_decodes() {
         let _ = decode_text(&text);
     });
 }
+
+#[test]
+fn pmi2_messages_from_random_and_mutated_bytes_parse_or_fail_cleanly() {
+    let corpus: [&[u8]; 4] = [
+        b"cmd=fullinit-response;rc=0;rank=1;size=4;appnum=0;",
+        b"cmd=kvs-get-response;rc=0;found=TRUE;value=a;;b%3B;",
+        b"cmd=job-getid-response;rc=0;jobid=12.0;",
+        b"    42",
+    ];
+    Inputs::new(4).check(&corpus, 50_000, 256, |bytes| {
+        let _ = PmiLine::parse_pmi2_length(&bytes[..bytes.len().min(6)]);
+        if let Ok(message) = PmiLine::parse_pmi2_body(bytes) {
+            let encoded = message.encode_pmi2();
+            let again = PmiLine::parse_pmi2_body(&encoded[6..]).expect("re-encoded message parses");
+            assert_eq!(again, message, "{bytes:?}");
+        }
+    });
+}
