@@ -2,9 +2,10 @@
 slurmd from Debian's slurm-wlm, configured in a temporary directory, no
 munge: auth/none) and jobs started with `srun`.
 
-- `srun --mpi=pmi2`: the library's PMI-2 client (PMI_JOBID set) runs the
-  job; results are those of the same program under resmpi's mpiexec.
-- `srun --mpi=pmix` and `--mpi=none`: a clear error, not N singletons.
+- `srun --mpi=pmi2` (the library's PMI-2 client, PMI_JOBID set) and
+  `srun --mpi=pmix` (its PMIx client over Debian's libpmix): the job runs,
+  and its results are those of the same program under resmpi's mpiexec.
+- `srun --mpi=none`: a clear error, not N singletons.
 - A rank killed under srun: Slurm tells the other ranks nothing, so they
   learn it from the dead process's pidfd and the job ends in bounded time
   with the rank named, as under mpiexec.
@@ -25,7 +26,7 @@ import pytest
 
 from conftest import MPIEXEC, assert_ok, launch, mpiexec_cmd, run_cmd
 
-pytestmark = pytest.mark.resmpi_only("the PMI-2 client and Slurm integration are resmpi's")
+pytestmark = pytest.mark.resmpi_only("the PMI-2/PMIx clients and Slurm integration are resmpi's")
 
 HOST_LINE = re.compile(r"^HOST (\d+) (\d+) ", re.M)
 
@@ -135,20 +136,21 @@ def slurm():
             _stop_slurm(slurm)
 
 
-def test_srun_pmi2_runs_a_job_of_four_ranks(build, slurm):
+@pytest.mark.parametrize("plugin", ["pmi2", "pmix"])
+def test_srun_runs_a_job_of_four_ranks(build, slurm, plugin):
     exe = build("hosts")
-    res = run_cmd(slurm.srun("--mpi=pmi2", "-n", 4, exe), env=slurm.env, timeout=60)
+    res = run_cmd(slurm.srun(f"--mpi={plugin}", "-n", 4, exe), env=slurm.env, timeout=60)
     assert_ok(res)
     ranks = {int(m[1]): int(m[2]) for m in HOST_LINE.finditer(res.stdout)}
     assert ranks == {0: 4, 1: 4, 2: 4, 3: 4}, res.describe()
 
 
-@pytest.mark.parametrize("program", ["coll", "p2p"])
-def test_srun_pmi2_gives_the_results_of_mpiexec(build, slurm, program):
-    """The same self-checking program, the same output under srun (PMI-2)
-    and under resmpi's mpiexec (PMI-1), line for line."""
+@pytest.mark.parametrize("plugin, program", [("pmi2", "coll"), ("pmi2", "p2p"), ("pmix", "coll")])
+def test_srun_gives_the_results_of_mpiexec(build, slurm, plugin, program):
+    """The same self-checking program, the same output under srun (PMI-2,
+    PMIx) and under resmpi's mpiexec (PMI-1), line for line."""
     exe = build(program)
-    under_srun = run_cmd(slurm.srun("--mpi=pmi2", "-n", 4, exe), env=slurm.env, timeout=90)
+    under_srun = run_cmd(slurm.srun(f"--mpi={plugin}", "-n", 4, exe), env=slurm.env, timeout=90)
     assert_ok(under_srun)
     under_mpiexec = run_cmd(mpiexec_cmd(4, exe), timeout=90)
     assert_ok(under_mpiexec)
@@ -156,25 +158,22 @@ def test_srun_pmi2_gives_the_results_of_mpiexec(build, slurm, program):
         under_srun.describe()
 
 
-@pytest.mark.parametrize("plugin, needle", [
-    ("pmix", "PMIx process manager"),
-    ("none", "without a PMI connection"),
-])
-def test_srun_without_pmi2_is_a_clear_error(build, slurm, plugin, needle):
-    """Not four singletons each believing it is the whole job."""
+def test_srun_without_pmi_is_a_clear_error(build, slurm):
+    """Not two singletons each believing it is the whole job."""
     exe = build("hosts")
-    res = run_cmd(slurm.srun(f"--mpi={plugin}", "-n", 2, exe), env=slurm.env, timeout=60)
+    res = run_cmd(slurm.srun("--mpi=none", "-n", 2, exe), env=slurm.env, timeout=60)
     assert res.returncode != 0, res.describe()
-    assert needle in res.stderr and "srun --mpi=pmi2" in res.stderr, res.describe()
+    assert "without a PMI connection" in res.stderr and "srun --mpi=pmi2" in res.stderr, res.describe()
     assert "OK" not in res.stdout, res.describe()
 
 
-def test_a_rank_killed_under_srun_ends_the_job_naming_it(build, slurm):
+@pytest.mark.parametrize("plugin", ["pmi2", "pmix"])
+def test_a_rank_killed_under_srun_ends_the_job_naming_it(build, slurm, plugin):
     """kill -9 of rank 2 while every rank waits in MPI_Recv: Slurm tells
     the others nothing; they see the exit through a pidfd and fail their
     receive naming rank 2, so srun ends in seconds, not at its time limit."""
     exe = build("hosts")
-    p = launch(slurm.srun("--mpi=pmi2", "-n", 4, exe, "block"), env=slurm.env)
+    p = launch(slurm.srun(f"--mpi={plugin}", "-n", 4, exe, "block"), env=slurm.env)
     pids, lines = {}, []
     try:
         deadline = time.monotonic() + 30

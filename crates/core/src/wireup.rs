@@ -323,7 +323,7 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         Some(secret) => secret.clone(),
         None if need_tcp => {
             let text = pmi
-                .get("resmpi-secret")
+                .get_from(0, "resmpi-secret")
                 .map_err(|e| runtime_error("PMI get", e))?;
             hex_decode(&text).ok_or_else(|| runtime_error("job secret", "not hex"))?
         }
@@ -338,7 +338,7 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
             continue;
         }
         let text = pmi
-            .get(&format!("resmpi-card-{peer}"))
+            .get_from(peer, &format!("resmpi-card-{peer}"))
             .map_err(|e| runtime_error("PMI get", e))?;
         let card = Card::parse(&text)
             .map_err(|e| runtime_error("business card", format!("rank {peer}: {e}")))?;
@@ -538,7 +538,7 @@ pub fn wire_up_replacement(
         Some(secret) => secret.clone(),
         None => {
             let text = pmi
-                .get("resmpi-secret")
+                .get_from(0, "resmpi-secret")
                 .map_err(|e| runtime_error("PMI get", e))?;
             hex_decode(&text).ok_or_else(|| runtime_error("job secret", "not hex"))?
         }

@@ -1,10 +1,12 @@
 //! Runtime services a resmpi rank needs before any message moves: who am I,
 //! how many are we, where do my peers listen, and how is this job configured.
 //!
-//! The process manager (our `mpiexec`, MPICH's `mpiexec.hydra`, later Slurm)
-//! is reached through the PMI-1 "simple" wire protocol, so the same library
-//! runs under any of them. This crate owns that client ([`Pmi`]), the line
-//! codec shared with the launcher's PMI server ([`codec`]), the job
+//! The process manager (our `mpiexec`, MPICH's `mpiexec.hydra`, Slurm's
+//! `srun`) is reached through whichever interface it offers: the PMI-1
+//! "simple" wire protocol, PMI-2 (Slurm's `mpi/pmi2`), or PMIx through
+//! libpmix (`pmix`), so the same library runs under any of them. This crate
+//! owns that client ([`Pmi`]), the line codec shared with the launcher's PMI
+//! server ([`codec`]), the job
 //! configuration read from `RESMPI_*` variables ([`Config`]) and the source of
 //! job secrets ([`random_bytes`]).
 //!
@@ -18,6 +20,7 @@ mod error;
 mod hex;
 pub mod notices;
 mod pmi;
+mod pmix;
 mod random;
 
 pub use config::{parse_byte_count, Config, FailurePolicy, PathsChoice, StripeChoice};

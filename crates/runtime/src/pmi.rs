@@ -50,6 +50,7 @@ pub struct Pmi {
 enum Transport {
     Singleton(HashMap<String, String>),
     Connected(Channel),
+    Pmix(crate::pmix::PmixClient),
 }
 
 enum Stream {
@@ -406,14 +407,11 @@ impl Pmi {
             )?;
             return Pmi::handshake(channel, rank, size, local_rank, local_size);
         }
+        if lookup("PMIX_NAMESPACE").is_some() {
+            return Pmi::from_pmix();
+        }
         // Without a PMI connection this process would run alone: say so
         // where the environment shows it was started as one of many.
-        if let Some(namespace) = lookup("PMIX_NAMESPACE") {
-            return Err(PmiError::new(format!(
-                "started by a PMIx process manager (PMIX_NAMESPACE={namespace}), which resmpi \
-                 cannot speak yet: under Slurm use 'srun --mpi=pmi2'"
-            )));
-        }
         // SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: srun's tasks have it, a
         // batch script that runs the program itself (one process) does not.
         if let Some(tasks) =
@@ -516,6 +514,30 @@ impl Pmi {
             universe_size,
             key_max_bytes,
             value_max_bytes,
+            finalized: false,
+        })
+    }
+
+    /// PMIx (Slurm's `srun --mpi=pmix`, prterun): through libpmix.
+    fn from_pmix() -> Result<Pmi, PmiError> {
+        let (client, job) = crate::pmix::PmixClient::init()?;
+        if job.size == 0 || job.rank >= job.size {
+            return Err(PmiError::new(format!(
+                "PMIx: rank {} is not within a job of size {}",
+                job.rank, job.size
+            )));
+        }
+        Ok(Pmi {
+            transport: Transport::Pmix(client),
+            rank: job.rank,
+            size: job.size,
+            local_rank: job.local_rank,
+            local_size: job.local_size,
+            kvs_name: job.namespace,
+            appnum: 0,
+            universe_size: job.size,
+            key_max_bytes: 511,
+            value_max_bytes: crate::pmix::VALUE_MAX_BYTES - 1,
             finalized: false,
         })
     }
@@ -672,6 +694,7 @@ impl Pmi {
                 map.insert(key.to_string(), value.to_string());
                 Ok(())
             }
+            Transport::Pmix(client) => client.put(key, value),
             Transport::Connected(channel) => {
                 let (request, expected) = match channel.wire {
                     Wire::Pmi1 => (
@@ -704,6 +727,7 @@ impl Pmi {
         self.check_usable("barrier")?;
         match &mut self.transport {
             Transport::Singleton(_) => Ok(()),
+            Transport::Pmix(client) => client.fence(),
             Transport::Connected(channel) => match channel.wire {
                 Wire::Pmi1 => channel.request(&PmiLine::new("barrier_in"), "barrier_out"),
                 Wire::Pmi2 => channel.request(&PmiLine::new("kvs-fence"), "kvs-fence-response"),
@@ -712,7 +736,26 @@ impl Pmi {
         }
     }
 
+    /// The value rank `owner` put under `key`; an error when there is
+    /// none. PMI-1 and PMI-2 have one key-value space for the job and need
+    /// only the key; PMIx keeps each process's keys apart and needs both.
+    pub fn get_from(&mut self, owner: u32, key: &str) -> Result<String, PmiError> {
+        if matches!(self.transport, Transport::Pmix(_)) {
+            self.check_usable("get")?;
+            self.check_key(key)?;
+            if let Transport::Pmix(client) = &mut self.transport {
+                return client.get(owner, key)?.ok_or_else(|| {
+                    PmiError::new(format!(
+                        "PMI get: rank {owner} put no value for key '{key}'"
+                    ))
+                });
+            }
+        }
+        self.get(key)
+    }
+
     /// The value some rank put under `key`; an error when there is none.
+    /// Under PMIx, only what rank 0 put (see [`Pmi::get_from`]).
     pub fn get(&mut self, key: &str) -> Result<String, PmiError> {
         self.check_usable("get")?;
         self.check_key(key)?;
@@ -721,6 +764,9 @@ impl Pmi {
             Transport::Singleton(map) => map
                 .get(key)
                 .cloned()
+                .ok_or_else(|| PmiError::new(format!("PMI get: no value for key '{key}'"))),
+            Transport::Pmix(client) => client
+                .get(0, key)?
                 .ok_or_else(|| PmiError::new(format!("PMI get: no value for key '{key}'"))),
             Transport::Connected(channel) => {
                 let (request, expected) = match channel.wire {
@@ -760,6 +806,9 @@ impl Pmi {
     /// resmpi's mpiexec shows it as written; the caller should still print
     /// it and then exit.
     pub fn abort(&mut self, exit_code: i32, message: &str) {
+        if let Transport::Pmix(client) = &mut self.transport {
+            client.abort(exit_code, message);
+        }
         if let Transport::Connected(channel) = &mut self.transport {
             let _ = channel
                 .stream
@@ -851,6 +900,7 @@ impl Pmi {
         self.finalized = true;
         match &mut self.transport {
             Transport::Singleton(_) => Ok(()),
+            Transport::Pmix(client) => client.finalize(),
             Transport::Connected(channel) => match channel.wire {
                 Wire::Pmi1 => channel.request(&PmiLine::new("finalize"), "finalize_ack"),
                 Wire::Pmi2 => channel.request(&PmiLine::new("finalize"), "finalize-response"),
@@ -1341,12 +1391,6 @@ mod tests {
 
     #[test]
     fn a_task_of_a_larger_launch_without_pmi_is_an_error_not_a_singleton() {
-        let error = Pmi::from_lookup(|name| {
-            (name == "PMIX_NAMESPACE").then(|| "slurm.pmix.8.0".to_string())
-        })
-        .err()
-        .unwrap();
-        assert!(error.to_string().contains("srun --mpi=pmi2"), "{error}");
         let error =
             Pmi::from_lookup(|name| (name == "SLURM_STEP_NUM_TASKS").then(|| "4".to_string()))
                 .err()
