@@ -198,3 +198,15 @@ def test_a_rank_killed_under_srun_ends_the_job_naming_it(build, slurm, plugin):
     assert code != 0, err
     assert "rank 2 on this host exited before MPI_Finalize" in err, err
     assert elapsed < 15, f"the job took {elapsed:.1f} s to end\n{err}"
+
+
+@pytest.mark.parametrize("plugin", ["pmi2", "pmix"])
+def test_mpi_abort_under_srun_ends_the_step_with_its_code(build, slurm, plugin):
+    """MPI_Abort(WORLD, 7) on rank 1 while the others wait in MPI_Recv:
+    the process manager ends the step; rank 1's exit code is 7."""
+    exe = build("launcher")
+    res = run_cmd(slurm.srun(f"--mpi={plugin}", "-n", 4, exe, "abort", 7, 1), env=slurm.env, timeout=60)
+    assert res.returncode != 0, res.describe()
+    assert "rank 1 called MPI_Abort with error code 7" in res.stderr, res.describe()
+    assert re.search(r"task 1: Exited with exit code 7", res.stderr), res.describe()
+    assert "FAIL" not in res.stdout, res.describe()
