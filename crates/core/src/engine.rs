@@ -38,8 +38,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use resmpi_ft::{
-    CompletionCall, CompletionChoice, Interceptor, PassThrough, Payload, ProbeOutcome,
-    SendEnvelope, SendTargets, SentMessage, WildcardDecision,
+    CompletionCall, CompletionChoice, Interceptor, MessageArrival, PassThrough, Payload,
+    PeerFailureAction, ProbeOutcome, SendEnvelope, SendTargets, SentMessage, WildcardDecision,
 };
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
 use resmpi_path::{Path, PathError, Placed, Placement};
@@ -477,9 +477,22 @@ impl<F: Interceptor> Engine<F> {
             };
             self.state.interceptor.route_send(&send, &mut targets);
         }
+        if F::REPLICATES && targets.as_slice().is_empty() {
+            // Every replica of the destination this process sends for is
+            // dead: nothing to transmit, the send waits for acks only.
+            let mut request =
+                send_request(comm, peer, (context, tag), bytes, length, owned, tainted);
+            if let Operation::Send(send) = &mut request.operation {
+                send.logical_seq = self.state.interceptor.send_logical_seq();
+                send.gated = true;
+            }
+            let index = self.insert_request(request)?;
+            self.state.complete_send(index);
+            return Ok(index);
+        }
         let primary = targets.as_slice()[0];
         let copies = &targets.as_slice()[1..];
-        let request = send_request(
+        let mut request = send_request(
             comm,
             primary,
             (context, tag),
@@ -488,6 +501,12 @@ impl<F: Interceptor> Engine<F> {
             owned,
             tainted,
         );
+        if F::REPLICATES {
+            if let Operation::Send(send) = &mut request.operation {
+                send.logical_seq = self.state.interceptor.send_logical_seq();
+                send.gated = true;
+            }
+        }
         let index = self.insert_request(request)?;
         if F::ROUTES_SENDS && !copies.is_empty() {
             return self.fan_out(index, copies, mode, bytes, tainted);
@@ -518,12 +537,13 @@ impl<F: Interceptor> Engine<F> {
         else {
             return fail(ErrorClass::Intern, "fan_out of a non-send request");
         };
-        let (comm, context, tag, length, buffered) = (
+        let (comm, context, tag, length, buffered, logical_seq) = (
             *comm,
             parent.context,
             parent.tag,
             parent.length,
             parent.owned.is_some(),
+            parent.logical_seq,
         );
         let mut copy_indices = Vec::with_capacity(copies.len());
         for &peer in copies {
@@ -549,6 +569,7 @@ impl<F: Interceptor> Engine<F> {
             request.free_when_complete = true;
             if let Operation::Send(send) = &mut request.operation {
                 send.copy_of = Some(parent_wire_id);
+                send.logical_seq = logical_seq;
             }
             copy_indices.push(self.insert_request(request)?);
         }
@@ -673,13 +694,14 @@ impl<F: Interceptor> Engine<F> {
         else {
             return fail(ErrorClass::Intern, "launch_send on a non-send request");
         };
-        let (peer, bytes, length, context, tag, tainted) = (
+        let (peer, bytes, length, context, tag, tainted, logical_seq) = (
             send.peer,
             send.bytes.clone(),
             send.length,
             send.context,
             send.tag,
             send.tainted,
+            send.logical_seq,
         );
         if self.state.is_failed(peer) {
             self.state.fail_request(index);
@@ -687,7 +709,11 @@ impl<F: Interceptor> Engine<F> {
         }
         let mut header = eager_header(rank, Destination { peer, context, tag }, length);
         header.message_id = wire_id;
-        header.logical_seq = self.state.next_message_seq(peer);
+        header.logical_seq = if F::REPLICATES && logical_seq != 0 {
+            logical_seq
+        } else {
+            self.state.next_message_seq(peer)
+        };
         if tainted {
             header.flags |= FLAG_FAILURE_TAINTED;
         }
@@ -998,6 +1024,9 @@ impl<F: Interceptor> Engine<F> {
                 self.send_protocol_frame(peer, &bytes)?;
                 frames += 1;
             }
+        }
+        if F::REPLICATES {
+            frames += self.replication_progress()?;
         }
         // Rails buffer output until flushed, so with rails the flush runs
         // even when no frame waits in an outbox.
@@ -1589,6 +1618,28 @@ impl<F: Interceptor> Engine<F> {
     /// operation goes on. Idempotent; this process itself and ranks out of
     /// range are ignored.
     pub fn handle_peer_failure(&mut self, peer: u32) {
+        if F::REPLICATES {
+            let state = &mut self.state;
+            if peer >= state.size || peer == state.rank || state.is_failed(peer) {
+                return;
+            }
+            match state.interceptor.on_peer_failure(peer) {
+                PeerFailureAction::Handled => return self.replica_lost(peer),
+                PeerFailureAction::AbortJob => {
+                    // Every replica of its rank is dead: the process of
+                    // this replica (whose frames the substitutes stood
+                    // for) fails too, with the usual rules.
+                    let logical = state.interceptor.logical_peer(peer);
+                    self.fail_peer(peer);
+                    return self.fail_peer(logical);
+                }
+            }
+        }
+        self.fail_peer(peer);
+    }
+
+    /// [`Engine::handle_peer_failure`] without a protocol that masks it.
+    fn fail_peer(&mut self, peer: u32) {
         let state = &mut self.state;
         if peer >= state.size || peer == state.rank || state.is_failed(peer) {
             return;
@@ -1614,9 +1665,102 @@ impl<F: Interceptor> Engine<F> {
         {}
         state.fail_requests_involving(peer);
         state.ulfm_peer_failure(peer);
-        // Until a protocol can act on it (replication, logging), the event
-        // is only reported: the policy was applied by the launcher.
-        let _ = state.interceptor.on_peer_failure(peer);
+        // Until a protocol can act on it (logging), the event is only
+        // reported: the policy was applied by the launcher. (Replication
+        // was asked first, in `handle_peer_failure`.)
+        if !F::REPLICATES {
+            let _ = state.interceptor.on_peer_failure(peer);
+        }
+    }
+
+    /// Replication: complete the sends the protocol released and make
+    /// the re-sends it asks for (a substitute's take-over). Returns how
+    /// many there were.
+    fn replication_progress(&mut self) -> MpiResult<usize> {
+        let mut events = 0;
+        while let Some(wire_id) = self.state.interceptor.poll_released_send() {
+            if let Some((index, _)) = self.state.requests.by_wire_id(wire_id) {
+                self.state.complete_send(index);
+            }
+            events += 1;
+        }
+        while let Some((wire_id, to, logical_seq)) = self.state.interceptor.poll_resend() {
+            self.resend(wire_id, to, logical_seq)?;
+            events += 1;
+        }
+        Ok(events)
+    }
+
+    /// Replication: transmit the held send `wire_id` again, to process
+    /// `to`, with its logical number: an internal request over the same
+    /// bytes (the held request keeps them valid until the protocol, told
+    /// by `on_resent`, releases it).
+    fn resend(&mut self, wire_id: u64, to: u32, logical_seq: u64) -> MpiResult<()> {
+        let Some((
+            _,
+            Request {
+                operation: Operation::Send(send),
+                comm,
+                complete: false,
+                ..
+            },
+        )) = self.state.requests.by_wire_id(wire_id)
+        else {
+            return Ok(());
+        };
+        let mut request = send_request(
+            *comm,
+            to,
+            (send.context, send.tag),
+            send.bytes.clone(),
+            send.length,
+            None,
+            send.tainted,
+        );
+        request.free_when_complete = true;
+        if let Operation::Send(copy) = &mut request.operation {
+            copy.logical_seq = logical_seq;
+            copy.resend = true;
+        }
+        let index = self.insert_request(request)?;
+        self.launch_send(index, SendMode::Standard)
+    }
+
+    /// Replication: process `dead` died and its rank lives on in another
+    /// replica (the protocol has elected the substitute). Nothing fails:
+    /// what was queued for it is dropped, and each transmission to it
+    /// counts as out, so its send waits only for the acks the protocol
+    /// still expects.
+    fn replica_lost(&mut self, dead: u32) {
+        let state = &mut self.state;
+        state.promote_direct_receive();
+        let slot = dead as usize;
+        self.links.forget(dead);
+        state.queued_frames -= state.outbox[slot].len();
+        state.outbox[slot].clear();
+        state.streaming_sends -= state.streams[slot].len();
+        state.streams[slot].clear();
+        state.credit_owed[slot] = 0;
+        for index in state.requests.live_indices() {
+            let Some(Request {
+                operation: Operation::Send(send),
+                complete: false,
+                ..
+            }) = state.requests.get_mut(index)
+            else {
+                continue;
+            };
+            if send.peer != dead || send.cancel_requested {
+                continue;
+            }
+            send.stage = SendStage::Done;
+            send.loan = None;
+            state.complete_send(index);
+        }
+        let requests = &state.requests;
+        state
+            .sends_awaiting_acks
+            .retain(|&index| requests.get(index).is_some_and(|request| !request.complete));
     }
 
     /// Whether world rank `peer` is known to have failed.
@@ -1779,6 +1923,36 @@ impl<F: Interceptor> State<F> {
         false
     }
 
+    /// Replication: a message frame from process `physical` standing for
+    /// `peer`: the protocol decides by its rank channel's logical number
+    /// (and acks the sender's other replicas). A duplicate (a substitute's
+    /// re-send) is dropped, its eager credit returned. True = deliver.
+    fn replicated_arrival(&mut self, physical: u32, peer: u32, header: &FrameHeader) -> bool {
+        match self
+            .interceptor
+            .on_message_arrival(physical, header.logical_seq)
+        {
+            MessageArrival::Deliver => true,
+            MessageArrival::Duplicate => {
+                self.duplicate_messages_dropped += 1;
+                if header.kind == FrameKind::Eager {
+                    self.return_credit(peer, header.payload_len as usize);
+                }
+                false
+            }
+            MessageArrival::OutOfOrder { expected } => {
+                self.pending_error.get_or_insert(MpiError::new(
+                    ErrorClass::Intern,
+                    format!(
+                        "replication: message {} from process {physical} arrived while {expected} was expected: messages in between were lost",
+                        header.logical_seq
+                    ),
+                ));
+                false
+            }
+        }
+    }
+
     /// Whether world rank `peer` has failed (false for ranks out of range).
     /// Until a first death, one compare: this sits on every send and frame.
     #[inline]
@@ -1896,6 +2070,13 @@ impl<F: Interceptor> State<F> {
     /// Queue a frame for `peer` (used while a path is borrowed). Nothing
     /// goes to a failed peer.
     fn queue_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) {
+        // Replication: an answer (credit, clear-to-send, sync ack) to the
+        // process a substitute stands for goes to the substitute.
+        let peer = if F::REPLICATES {
+            self.interceptor.physical_peer(peer)
+        } else {
+            peer
+        };
         if self.is_failed(peer) {
             return;
         }
@@ -1907,6 +2088,9 @@ impl<F: Interceptor> State<F> {
     }
 
     fn complete_send(&mut self, index: u32) {
+        if F::REPLICATES && self.replication_holds(index) {
+            return;
+        }
         let Some(request) = self.requests.get_mut(index) else {
             return;
         };
@@ -1930,6 +2114,32 @@ impl<F: Interceptor> State<F> {
                 self.copy_finished(parent);
             }
         }
+    }
+
+    /// Replication: send `index` is out. A substitute's re-send is
+    /// reported to the protocol; the application's send (every copy out)
+    /// is held until the protocol releases it (`release_held_sends`).
+    /// True = it does not complete now.
+    fn replication_holds(&mut self, index: u32) -> bool {
+        let wire_id = self.requests.wire_id(index);
+        let Some(Request {
+            operation: Operation::Send(send),
+            ..
+        }) = self.requests.get_mut(index)
+        else {
+            return false;
+        };
+        if send.resend {
+            let (peer, logical_seq) = (send.peer, send.logical_seq);
+            self.interceptor.on_resent(peer, logical_seq);
+            return false;
+        }
+        if !send.gated || send.copies_pending > 0 {
+            return false;
+        }
+        send.gated = false;
+        let (peer, logical_seq) = (send.peer, send.logical_seq);
+        self.interceptor.hold_send(wire_id, peer, logical_seq)
     }
 
     #[inline]
@@ -2163,16 +2373,28 @@ impl<F: Interceptor> State<F> {
             return true;
         }
         let payload = &frame[HEADER_LEN_BYTES..payload_end];
+        let physical = peer;
+        let peer = if F::REPLICATES && is_sender_frame(&header) {
+            // A substitute's frames stand for its dead sibling: matched as
+            // from the process of this replica.
+            self.interceptor.logical_peer(peer)
+        } else {
+            peer
+        };
         if header.kind == FrameKind::Data {
             return self.receive_data(peer, &header, payload, check);
         }
         if check.is_some_and(|check| !check(crc32c(payload))) {
             return false;
         }
-        if matches!(header.kind, FrameKind::Eager | FrameKind::RequestToSend)
-            && !self.take_message_seq(peer, header.logical_seq)
-        {
-            return true;
+        if matches!(header.kind, FrameKind::Eager | FrameKind::RequestToSend) {
+            if F::REPLICATES {
+                if !self.replicated_arrival(physical, peer, &header) {
+                    return true;
+                }
+            } else if !self.take_message_seq(peer, header.logical_seq) {
+                return true;
+            }
         }
         match header.kind {
             FrameKind::Eager => {
@@ -2473,6 +2695,20 @@ fn take_deferred(deferred: &mut Vec<u64>, wire_id: u64) -> bool {
     }
 }
 
+/// Whether a frame comes from the sending side of a message (eager,
+/// request-to-send, data, a cancel), so that under replication a
+/// substitute's frame stands for its dead sibling; answers (clear-to-send,
+/// sync ack, credit, protocol frames) are taken from the process that sent
+/// them.
+#[inline]
+fn is_sender_frame(header: &FrameHeader) -> bool {
+    match header.kind {
+        FrameKind::Eager | FrameKind::RequestToSend | FrameKind::Data => true,
+        FrameKind::Control => header.message_id == CONTROL_CANCEL_SEND,
+        _ => false,
+    }
+}
+
 /// A send request to world rank `peer` with (context, tag), not yet
 /// launched; `tainted` as in [`SendState::tainted`].
 fn send_request(
@@ -2498,6 +2734,9 @@ fn send_request(
             tainted,
             copies_pending: 0,
             copy_of: None,
+            logical_seq: 0,
+            gated: false,
+            resend: false,
         }),
         comm,
         complete: false,

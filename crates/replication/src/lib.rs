@@ -41,6 +41,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+mod interceptor;
+pub use interceptor::Replication;
+
 /// One process of a replicated job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Process {
