@@ -163,3 +163,80 @@ def test_what_is_not_built_is_refused_with_a_clear_message(build, options, messa
     assert res.returncode == 2, res.describe()
     assert message in res.stderr, res.describe()
     assert res.stdout == "", res.describe()
+
+
+# --replica-masking process: the replication protocol in the library
+# (lib/replication/libmpi.so.12, Engine<Replication>): a death loses only
+# the dead process; a surviving replica of its rank (the substitute) re-sends
+# what the dead one's destinations had not acknowledged and sends for it from
+# then on.
+
+PROCESS_MASKING = ("--replica-masking", "process")
+SURVIVED = re.compile(r"WARNING: mpiexec: rank (\d+) replica (\d+) \(pid \d+\) killed by signal 9 \(SIGKILL\) "
+                      r"\u2014 rank (\d+) goes on with replica\(s\) ([\d, ]+) \(replica masking process\)")
+
+
+@pytest.mark.parametrize("replicas", [2, 3])
+def test_process_masking_runs_fault_free_with_the_unreplicated_output(build, replicas):
+    expected = fault_free(build, 3).stdout
+    res = run(3, build("replication"), ROUNDS, mpiexec_opts=("--replicas", replicas, *PROCESS_MASKING),
+              timeout=60)
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == expected, res.describe()
+
+
+def survivors_of(res):
+    return [SURVIVED.fullmatch(line) for line in res.stderr.splitlines() if line.startswith("WARNING: ")]
+
+
+@pytest.mark.parametrize("replicas, seed, target, at", [
+    (2, *kill) for kill in seeded_kills(2, range(200, 206))
+] + [
+    (3, *kill) for kill in seeded_kills(3, range(300, 304))
+])
+def test_process_masking_masks_a_killed_replica_process(build, replicas, seed, target, at):
+    expected = fault_free(build, 3, ROUNDS_UNDER_FAULT).stdout
+    res = under_fault(build, 3, ("--replicas", replicas, *PROCESS_MASKING, "--inject", f"kill:{target}@{at}"))
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == expected, res.describe()
+    survived = survivors_of(res)
+    rank, replica = target.split(".")
+    assert len(survived) == 1 and survived[0] is not None, res.describe()
+    assert survived[0].group(1, 2, 3) == (rank, replica, rank), res.describe()
+    # Only the dead process is lost, not its replica of the other ranks.
+    assert "given up" not in res.stderr, res.describe()
+    assert re.search(r"^mpiexec: FT report: .*processes lost 1($|[,;])", res.stderr, re.M), res.describe()
+
+
+@pytest.mark.parametrize("target, sends", [("1.0", 25), ("0.1", 60), ("2.1", 101), ("0.0", 7)])
+def test_process_masking_masks_a_replica_killed_after_its_nth_send(build, target, sends):
+    # A kill at an exact point of the message stream (mid-round, with sends
+    # in flight and unacknowledged), not at a time that may fall in a pause.
+    expected = fault_free(build, 3, ROUNDS_UNDER_FAULT).stdout
+    res = under_fault(build, 3, ("--replicas", 2, *PROCESS_MASKING, "--inject", f"kill:{target}@sends={sends}"))
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == expected, res.describe()
+    assert f"rank {target.split('.')[0]} replica {target.split('.')[1]}" in res.stderr, res.describe()
+
+
+@pytest.mark.parametrize("replicas, kills", [
+    (2, "kill:0.0@0.2s,kill:2.1@0.4s"),   # replicas of two different ranks
+    (3, "kill:1.1@0.2s,kill:1.0@0.35s"),  # two replicas of one rank, the third goes on
+    (3, "kill:0.2@sends=30,kill:2.0@sends=50"),
+])
+def test_process_masking_masks_two_deaths(build, replicas, kills):
+    expected = fault_free(build, 3, ROUNDS_UNDER_FAULT).stdout
+    res = under_fault(build, 3, ("--replicas", replicas, *PROCESS_MASKING, "--inject", kills))
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == expected, res.describe()
+    assert len([match for match in survivors_of(res) if match]) == 2, res.describe()
+
+
+def test_process_masking_fails_the_job_naming_the_rank_when_all_its_replicas_die(build):
+    res = under_fault(build, 3, ("--replicas", 2, *PROCESS_MASKING, "--inject", "kill:1.0@0.2s,kill:1.1@0.4s"))
+    assert res.returncode == 137, res.describe()
+    assert re.search(r"^mpiexec: rank 1 replica 1 \(pid \d+\) killed by signal 9 \(SIGKILL\); every replica "
+                     r"of rank 1 is now dead, so the job cannot go on$", res.stderr, re.M), res.describe()
+    assert "timed out" not in res.stderr, res.describe()
+    expected = fault_free(build, 3, ROUNDS_UNDER_FAULT).stdout
+    assert expected.startswith(res.stdout), res.describe()
