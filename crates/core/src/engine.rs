@@ -80,6 +80,10 @@ const CONTROL_CANCEL_ANSWER: u64 = 3;
 /// (and is retransmitted) like every control frame, and is not numbered as
 /// an application message.
 const CONTROL_PROTOCOL: u64 = 4;
+/// `tag` of a clear-to-send (replication) that answers a re-sent
+/// request-to-send whose message the receiver has whole already: the
+/// sender's copy ends without data.
+const CLEAR_TO_SEND_ALREADY_DELIVERED: i32 = 1;
 /// Empty progress rounds spent spinning before the waiter starts yielding:
 /// ~1-2 µs of idle rounds on one host (10-20 ns each), several times a
 /// shared-memory round trip. Longer spins only cost, when ranks share a
@@ -302,8 +306,29 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Decisions of completed nonblocking agreements, by request, until
     /// the C layer takes them.
     agreement_decisions: Vec<(u32, resmpi_ft::agreement::Decision)>,
+    /// Replication: rendezvous messages delivered here whose data has not
+    /// all landed (empty otherwise).
+    rendezvous_in: Vec<RendezvousIn>,
     /// The fault-tolerance protocol.
     pub interceptor: F,
+}
+
+/// Replication: a rendezvous message taken here (its request-to-send
+/// delivered) whose data has not all landed. If its sender dies, the
+/// substitute's re-sent request-to-send (same logical number) re-points it:
+/// the clear-to-send goes to the substitute, and only its data counts.
+#[derive(Clone, Copy, Debug)]
+struct RendezvousIn {
+    /// The sender as matched (the process of this replica).
+    peer: u32,
+    /// The process whose request-to-send is current.
+    physical: u32,
+    /// Its logical number.
+    logical_seq: u64,
+    /// The current sender's request id.
+    send_id: u64,
+    /// The receive it matched, once it has.
+    receive: Option<u32>,
 }
 
 /// A message MPI_Iprobe / MPI_Improbe found.
@@ -413,6 +438,7 @@ impl<F: Interceptor> Engine<F> {
                 direct_receive: None,
                 agreement_requests: Vec::new(),
                 agreement_decisions: Vec::new(),
+                rendezvous_in: Vec::new(),
                 interceptor,
             },
             schedules: Default::default(),
@@ -581,8 +607,17 @@ impl<F: Interceptor> Engine<F> {
             parent.copies_pending = copy_indices.len() as u32;
         }
         self.launch_send(index, mode)?;
+        // Replication: a copy to a dead sibling's destination is standard
+        // mode: the receiver may answer a synchronous send's ack to the
+        // dead sibling before it hears of the death, and the application's
+        // synchronous send is decided by its own copy.
+        let copy_mode = if F::REPLICATES && mode == SendMode::Synchronous {
+            SendMode::Standard
+        } else {
+            mode
+        };
         for copy in copy_indices {
-            self.launch_send(copy, mode)?;
+            self.launch_send(copy, copy_mode)?;
         }
         Ok(index)
     }
@@ -1928,14 +1963,28 @@ impl<F: Interceptor> State<F> {
     /// (and acks the sender's other replicas). A duplicate (a substitute's
     /// re-send) is dropped, its eager credit returned. True = deliver.
     fn replicated_arrival(&mut self, physical: u32, peer: u32, header: &FrameHeader) -> bool {
+        let data_follows = header.kind == FrameKind::RequestToSend;
         match self
             .interceptor
-            .on_message_arrival(physical, header.logical_seq)
+            .on_message_arrival(physical, header.logical_seq, data_follows)
         {
-            MessageArrival::Deliver => true,
+            MessageArrival::Deliver => {
+                if data_follows {
+                    self.rendezvous_in.push(RendezvousIn {
+                        peer,
+                        physical,
+                        logical_seq: header.logical_seq,
+                        send_id: header.message_id,
+                        receive: None,
+                    });
+                }
+                true
+            }
             MessageArrival::Duplicate => {
                 self.duplicate_messages_dropped += 1;
-                if header.kind == FrameKind::Eager {
+                if data_follows {
+                    self.repoint_rendezvous(physical, peer, header);
+                } else {
                     self.return_credit(peer, header.payload_len as usize);
                 }
                 false
@@ -1951,6 +2000,100 @@ impl<F: Interceptor> State<F> {
                 false
             }
         }
+    }
+
+    /// Replication: a substitute (`physical`) re-sent the request-to-send
+    /// of a rendezvous from `peer` taken here already. If its data has not
+    /// all landed (its first sender died), the substitute's copy takes
+    /// over: an unexpected announcement gets its request id, a matched
+    /// receive starts over with a clear-to-send to it.
+    fn repoint_rendezvous(&mut self, physical: u32, peer: u32, header: &FrameHeader) {
+        let Some(entry) = self
+            .rendezvous_in
+            .iter_mut()
+            .find(|entry| entry.peer == peer && entry.logical_seq == header.logical_seq)
+        else {
+            // Its data is in already: the re-send's copy has nothing to
+            // deliver, and must still end.
+            let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.rank);
+            answer.message_id = header.message_id;
+            answer.tag = CLEAR_TO_SEND_ALREADY_DELIVERED;
+            self.queue_frame(physical, &answer, &[]);
+            return;
+        };
+        let old_send_id = entry.send_id;
+        entry.send_id = header.message_id;
+        entry.physical = physical;
+        match entry.receive {
+            None => {
+                for (envelope, message) in self.matcher.unexpected_mut() {
+                    if let Unexpected::Rendezvous { send_id, .. } = message {
+                        if envelope.source == peer && *send_id == old_send_id {
+                            *send_id = header.message_id;
+                            break;
+                        }
+                    }
+                }
+            }
+            Some(index) => {
+                let wire_id = self.requests.wire_id(index);
+                let Some(Request {
+                    operation: Operation::Receive(receive),
+                    complete: false,
+                    ..
+                }) = self.requests.get_mut(index)
+                else {
+                    return;
+                };
+                receive.received = 0;
+                let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.rank);
+                answer.message_id = header.message_id;
+                answer.aux = wire_id;
+                self.queue_frame(physical, &answer, &[]);
+            }
+        }
+    }
+
+    /// Replication: the receive `index` of a rendezvous matched (clear-to-
+    /// send for `send_id` of `peer`): where the clear-to-send goes.
+    fn rendezvous_matched(&mut self, index: u32, peer: u32, send_id: u64) -> u32 {
+        match self
+            .rendezvous_in
+            .iter_mut()
+            .find(|entry| entry.peer == peer && entry.send_id == send_id)
+        {
+            Some(entry) => {
+                entry.receive = Some(index);
+                entry.physical
+            }
+            None => peer,
+        }
+    }
+
+    /// Replication: the data of receive `index` has all landed: the
+    /// protocol may ack it.
+    fn rendezvous_landed(&mut self, index: u32) {
+        if let Some(position) = self
+            .rendezvous_in
+            .iter()
+            .position(|entry| entry.receive == Some(index))
+        {
+            let entry = self.rendezvous_in.swap_remove(position);
+            self.interceptor
+                .on_message_landed(entry.physical, entry.logical_seq);
+        }
+    }
+
+    /// Replication: whether a data frame from `physical` for receive
+    /// `wire_id` comes from a sender the rendezvous no longer listens to
+    /// (a dead sender's last fragments after the substitute took over).
+    fn stale_rendezvous_data(&self, physical: u32, wire_id: u64) -> bool {
+        self.rendezvous_in.iter().any(|entry| {
+            entry.physical != physical
+                && entry
+                    .receive
+                    .is_some_and(|index| self.requests.wire_id(index) == wire_id)
+        })
     }
 
     /// Whether world rank `peer` has failed (false for ranks out of range).
@@ -2239,13 +2382,21 @@ impl<F: Interceptor> State<F> {
             self.fail_request(index);
             return;
         }
+        let to = if F::REPLICATES {
+            self.rendezvous_matched(index, envelope.source, send_id)
+        } else {
+            envelope.source
+        };
         if length == 0 {
+            if F::REPLICATES {
+                self.rendezvous_landed(index);
+            }
             self.complete_receive(index, envelope);
         }
         let mut header = FrameHeader::new(FrameKind::ClearToSend, self.rank);
         header.message_id = send_id;
         header.aux = self.requests.wire_id(index);
-        self.queue_frame(envelope.source, &header, &[]);
+        self.queue_frame(to, &header, &[]);
     }
 
     /// `peer` cancelled its send `send_id`: withdraw the message if it is
@@ -2382,6 +2533,9 @@ impl<F: Interceptor> State<F> {
             peer
         };
         if header.kind == FrameKind::Data {
+            if F::REPLICATES && self.stale_rendezvous_data(physical, header.message_id) {
+                return true;
+            }
             return self.receive_data(peer, &header, payload, check);
         }
         if check.is_some_and(|check| !check(crc32c(payload))) {
@@ -2476,6 +2630,12 @@ impl<F: Interceptor> State<F> {
                     return true;
                 }
                 if let Operation::Send(send) = &mut request.operation {
+                    if F::REPLICATES && header.tag == CLEAR_TO_SEND_ALREADY_DELIVERED {
+                        // Replication: a re-sent message the receiver has.
+                        send.stage = SendStage::Done;
+                        self.complete_send(index);
+                        return true;
+                    }
                     if send.length == 0 {
                         send.stage = SendStage::Done;
                         self.complete_send(index);
@@ -2579,6 +2739,9 @@ impl<F: Interceptor> State<F> {
                 context: receive.pattern.context,
                 tag: status.tag,
             };
+            if F::REPLICATES {
+                self.rendezvous_landed(index);
+            }
             self.complete_receive(index, envelope);
         }
     }

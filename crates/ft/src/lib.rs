@@ -351,11 +351,22 @@ pub trait Interceptor {
 
     /// A message frame (eager or request-to-send) numbered `logical_seq`
     /// arrived from process `peer` (only with `REPLICATES`, instead of the
-    /// engine's own per-channel check).
+    /// engine's own per-channel check). `data_follows`: a rendezvous, whose
+    /// data is in only at [`Interceptor::on_message_landed`].
     #[inline]
-    fn on_message_arrival(&mut self, _peer: u32, _logical_seq: u64) -> MessageArrival {
+    fn on_message_arrival(
+        &mut self,
+        _peer: u32,
+        _logical_seq: u64,
+        _data_follows: bool,
+    ) -> MessageArrival {
         MessageArrival::Deliver
     }
+
+    /// The data of rendezvous message `logical_seq` from process `peer`
+    /// has all landed (only with `REPLICATES`).
+    #[inline]
+    fn on_message_landed(&mut self, _peer: u32, _logical_seq: u64) {}
 
     /// The send request with wire id `wire_id` to process `destination`,
     /// numbered `logical_seq`, is out (only with `REPLICATES`): true holds

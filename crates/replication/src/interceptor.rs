@@ -18,6 +18,9 @@ use crate::{Action, Arrival, Process, Replica, SendId};
 /// Protocol frame: an ack (`ACK_FRAME`, then the logical number, u64 LE).
 const ACK_FRAME: u8 = 1;
 
+/// A protocol frame to send: (process, bytes).
+type Frame = (u32, Vec<u8>);
+
 /// The replication protocol as an engine interceptor.
 #[derive(Clone, Debug)]
 pub struct Replication {
@@ -38,6 +41,9 @@ pub struct Replication {
     deferred_resends: BTreeMap<SendId, Vec<Process>>,
     /// Protocol frames to send: (process, bytes).
     frames: VecDeque<(u32, Vec<u8>)>,
+    /// Acks of rendezvous messages whose data has not landed yet, by
+    /// (sender rank, logical number).
+    deferred_acks: BTreeMap<(u32, u64), Vec<Frame>>,
     /// Ranks whose every replica is dead.
     pub lost_ranks: Vec<u32>,
     /// Messages dropped as duplicates (a substitute's re-sends).
@@ -64,6 +70,7 @@ impl Replication {
             resends: VecDeque::new(),
             deferred_resends: BTreeMap::new(),
             frames: VecDeque::new(),
+            deferred_acks: BTreeMap::new(),
             lost_ranks: Vec::new(),
             duplicates_dropped: 0,
             resends_made: 0,
@@ -146,10 +153,23 @@ impl Interceptor for Replication {
         self.last_seq
     }
 
-    fn on_message_arrival(&mut self, peer: u32, logical_seq: u64) -> MessageArrival {
+    fn on_message_arrival(
+        &mut self,
+        peer: u32,
+        logical_seq: u64,
+        data_follows: bool,
+    ) -> MessageArrival {
         let from = self.process_of(peer);
         let arrival = self.replica.handle_arrival(from, logical_seq);
+        let queued = self.frames.len();
         self.drain(None);
+        if data_follows && arrival == Arrival::Deliver {
+            // `irecvComplete` of a rendezvous is its data landing: were it
+            // acked now and its sender died before the data, the
+            // substitute would not re-send it.
+            let acks: Vec<Frame> = self.frames.drain(queued..).collect();
+            self.deferred_acks.insert((from.rank, logical_seq), acks);
+        }
         match arrival {
             Arrival::Deliver => MessageArrival::Deliver,
             Arrival::Duplicate => {
@@ -157,6 +177,19 @@ impl Interceptor for Replication {
                 MessageArrival::Duplicate
             }
             Arrival::OutOfOrder { expected } => MessageArrival::OutOfOrder { expected },
+        }
+    }
+
+    fn on_message_landed(&mut self, peer: u32, logical_seq: u64) {
+        let rank = self.process_of(peer).rank;
+        for (to, frame) in self
+            .deferred_acks
+            .remove(&(rank, logical_seq))
+            .unwrap_or_default()
+        {
+            if self.replica.is_alive(self.process_of(to)) {
+                self.frames.push_back((to, frame));
+            }
         }
     }
 

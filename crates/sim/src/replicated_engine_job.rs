@@ -300,7 +300,7 @@ impl Job {
                     p.phases.len(),
                     p.phases.get(p.next_phase),
                     p.engine.state.interceptor.replica().pending_send_count()
-                )
+                ) + &format!(" {:?}", p.engine.state.interceptor.replica().pending_sends())
             })
             .collect::<Vec<_>>()
             .join("; ")
