@@ -1984,7 +1984,7 @@ impl<F: Interceptor> State<F> {
                 self.duplicate_messages_dropped += 1;
                 if data_follows {
                     self.repoint_rendezvous(physical, peer, header);
-                } else {
+                } else if physical == peer {
                     self.return_credit(peer, header.payload_len as usize);
                 }
                 false
@@ -2021,6 +2021,11 @@ impl<F: Interceptor> State<F> {
             self.queue_frame(physical, &answer, &[]);
             return;
         };
+        if !self.interceptor.supersedes(physical, entry.physical) {
+            // A late copy from earlier in the chain of substitutes (its
+            // sender is dead, though this process may not know it yet).
+            return;
+        }
         let old_send_id = entry.send_id;
         entry.send_id = header.message_id;
         entry.physical = physical;
@@ -2213,13 +2218,12 @@ impl<F: Interceptor> State<F> {
     /// Queue a frame for `peer` (used while a path is borrowed). Nothing
     /// goes to a failed peer.
     fn queue_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) {
-        // Replication: an answer (credit, clear-to-send, sync ack) to the
-        // process a substitute stands for goes to the substitute.
-        let peer = if F::REPLICATES {
-            self.interceptor.physical_peer(peer)
-        } else {
-            peer
-        };
+        // Replication: nothing goes to a dead replica (an answer to what it
+        // sent carries its request ids, which mean nothing to its
+        // substitute; the substitute's own copies get their answers).
+        if F::REPLICATES && self.interceptor.replica_dead(peer) {
+            return;
+        }
         if self.is_failed(peer) {
             return;
         }
@@ -2524,6 +2528,11 @@ impl<F: Interceptor> State<F> {
             return true;
         }
         let payload = &frame[HEADER_LEN_BYTES..payload_end];
+        if F::REPLICATES && self.interceptor.replica_dead(peer) {
+            // A dead replica's last frames, read after its death is known:
+            // what they carried and was not acked, its substitute re-sends.
+            return true;
+        }
         let physical = peer;
         let peer = if F::REPLICATES && is_sender_frame(&header) {
             // A substitute's frames stand for its dead sibling: matched as
@@ -2543,6 +2552,12 @@ impl<F: Interceptor> State<F> {
         }
         if matches!(header.kind, FrameKind::Eager | FrameKind::RequestToSend) {
             if F::REPLICATES {
+                if physical != peer && header.kind == FrameKind::Eager {
+                    // A substitute's message: its credit goes back to it
+                    // now (answers to the process it stands for, dead, are
+                    // dropped).
+                    self.return_credit(physical, header.payload_len as usize);
+                }
                 if !self.replicated_arrival(physical, peer, &header) {
                     return true;
                 }

@@ -259,8 +259,9 @@ pub trait Interceptor {
     /// arrival ([`Interceptor::on_message_arrival`]), holds a send's
     /// completion until its acks are in ([`Interceptor::hold_send`],
     /// [`Interceptor::poll_released_send`]), asks for re-sends
-    /// ([`Interceptor::poll_resend`]) and says which process of another
-    /// replica a frame stands for ([`Interceptor::logical_peer`]).
+    /// ([`Interceptor::poll_resend`]), says which process of another
+    /// replica a frame stands for ([`Interceptor::logical_peer`]) and
+    /// which processes are dead ([`Interceptor::replica_dead`]).
     const REPLICATES: bool = false;
 
     /// Short name, as given to `--ft`.
@@ -404,11 +405,20 @@ pub trait Interceptor {
         peer
     }
 
-    /// The process that now answers for process `peer` (only with
-    /// `REPLICATES`): a dead process's substitute, `peer` otherwise.
+    /// Whether process `peer` is known dead while its rank lives on in
+    /// other replicas (only with `REPLICATES`): nothing goes to it, nothing
+    /// from it is taken.
     #[inline]
-    fn physical_peer(&self, peer: u32) -> u32 {
-        peer
+    fn replica_dead(&self, _peer: u32) -> bool {
+        false
+    }
+
+    /// Whether a message re-sent by process `new` replaces the copy
+    /// process `current` was sending (only with `REPLICATES`): `new` took
+    /// over later in the chain of substitutes of the receiver's source.
+    #[inline]
+    fn supersedes(&self, _new: u32, _current: u32) -> bool {
+        false
     }
 
     /// When the protocol's next timer is due (clock nanoseconds), if any.

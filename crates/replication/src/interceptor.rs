@@ -26,6 +26,7 @@ type Frame = (u32, Vec<u8>);
 pub struct Replication {
     replica: Replica,
     ranks: u32,
+    replicas: u32,
     /// Logical number of the send `route_send` routed last.
     last_seq: u64,
     /// Sends the engine holds, by send: the request's wire id.
@@ -63,6 +64,7 @@ impl Replication {
         Replication {
             replica: Replica::new(me, ranks, replicas),
             ranks,
+            replicas,
             last_seq: 0,
             held: BTreeMap::new(),
             completed: BTreeSet::new(),
@@ -143,6 +145,11 @@ impl Interceptor for Replication {
         self.last_seq = id.logical_seq;
         let mut list = Vec::new();
         self.drain(Some((&mut list, id)));
+        // The primary copy (the request's own, which a synchronous send's
+        // ack answers) goes to this replica's destination; copies for dead
+        // siblings follow.
+        let own = send.destination;
+        list.sort_by_key(|&process| process != own);
         targets.clear();
         for process in list {
             targets.add(process);
@@ -245,15 +252,19 @@ impl Interceptor for Replication {
         })
     }
 
-    fn physical_peer(&self, peer: u32) -> u32 {
-        let to = self.process_of(peer);
-        if self.replica.is_alive(to) {
-            return peer;
-        }
-        self.index_of(Process {
-            rank: to.rank,
-            replica: self.replica.source_replica(to.rank),
-        })
+    fn replica_dead(&self, peer: u32) -> bool {
+        let process = self.process_of(peer);
+        !self.replica.is_alive(process) && !self.lost_ranks.contains(&process.rank)
+    }
+
+    fn supersedes(&self, new: u32, current: u32) -> bool {
+        // Substitutes are elected cyclically after the dead replica, so
+        // the later one in the chain is further from this replica.
+        let mine = self.replica.me().replica;
+        let replicas = self.replicas;
+        let distance =
+            |process: u32| (self.process_of(process).replica + replicas - mine) % replicas;
+        distance(new) > distance(current)
     }
 
     fn on_peer_failure(&mut self, peer: u32) -> PeerFailureAction {

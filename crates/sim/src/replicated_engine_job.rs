@@ -36,6 +36,9 @@ use resmpi_replication::Replication;
 use crate::rng::SplitMix64;
 
 const WORLD: usize = 0;
+/// Byte a completed send's buffer is overwritten with: a message that
+/// shows it was read after its send completed.
+const SCRIBBLE_BYTE: u8 = 0xEE;
 /// Tags of the gather phase are `GATHER_TAG + round`.
 const GATHER_TAG: i32 = 1000;
 
@@ -156,6 +159,8 @@ struct Process {
     next_phase: usize,
     open: Option<OpenPhase>,
     trace: Vec<Vec<u8>>,
+    /// Buffers of completed sends, scribbled on (see `finish_phase_if_done`).
+    retired_buffers: Vec<Box<[u8]>>,
 }
 
 /// Run one replicated engine job; the error names the seed and what went
@@ -230,6 +235,7 @@ impl Job {
                     next_phase: 0,
                     open: None,
                     trace: Vec::new(),
+                    retired_buffers: Vec::new(),
                 }
             })
             .collect();
@@ -300,7 +306,7 @@ impl Job {
                     p.phases.len(),
                     p.phases.get(p.next_phase),
                     p.engine.state.interceptor.replica().pending_send_count()
-                ) + &format!(" {:?}", p.engine.state.interceptor.replica().pending_sends())
+                ) + &format!(" {:?} posted {} unexpected {} dups {} resends {}", p.engine.state.interceptor.replica().pending_sends(), p.engine.state.matcher.posted_len(), p.engine.state.matcher.unexpected_len(), p.engine.state.interceptor.duplicates_dropped, p.engine.state.interceptor.resends_made)
             })
             .collect::<Vec<_>>()
             .join("; ")
@@ -592,6 +598,13 @@ impl Job {
             }
             if is_receive {
                 received.push(buffer[..finished.status.count_bytes].to_vec());
+            } else {
+                // The send is complete: the application may reuse its
+                // buffer. Scribble on it (and keep it, so a bug reading it
+                // later shows in the trace instead of reading freed memory).
+                let mut buffer = buffer;
+                buffer.fill(SCRIBBLE_BYTE);
+                simulated.retired_buffers.push(buffer);
             }
         }
         // ANY_SOURCE receives may match in any order: the trace keeps the
@@ -646,11 +659,25 @@ impl Job {
                     .zip(&expected)
                     .position(|(got, want)| got != want)
                     .unwrap_or(process.trace.len().min(expected.len()));
+                let show = |entry: Option<&Vec<u8>>| {
+                    entry.map(|bytes| {
+                        let mismatch = expected
+                            .get(first)
+                            .map(|want| bytes.iter().zip(want).position(|(a, b)| a != b));
+                        format!(
+                            "{} bytes, head {:02x?}, first difference at {mismatch:?}",
+                            bytes.len(),
+                            &bytes[..bytes.len().min(8)]
+                        )
+                    })
+                };
                 return Err(format!(
-                    "process {index} (rank {}): trace differs from the fault-free one at entry {first} of {} (got {} entries)",
+                    "process {index} (rank {}): trace differs from the fault-free one at entry {first} of {} (got {} entries): got {:?}, want {:?}",
                     process.rank,
                     expected.len(),
-                    process.trace.len()
+                    process.trace.len(),
+                    show(process.trace.get(first)),
+                    show(expected.get(first)),
                 ));
             }
         }
