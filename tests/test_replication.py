@@ -3,10 +3,13 @@ of N ranks in each replica, the job's output once, the job's exit code.
 
 A process killed (--inject kill:RANK.REPLICA@...) gives up its replica of
 every rank; the job goes on with the others, its output byte-identical to a
-fault-free run, and fails, naming the rank, when no replica is whole. What is
-not built yet (issue 12: per-process substitution of the parallel protocol,
-see crates/replication; placement on several hosts; re-join) is refused with
-a clear message. Every test is bounded by the harness's timeout."""
+fault-free run, and fails, naming the rank, when no replica is whole. With
+--replica-masking process only the dead process is lost: the replication
+protocol in the library (crates/replication, Engine<Replication>) has a
+substitute take over, and the job fails only when a rank has no live
+replica. What is not built yet (issue 12: placement on several hosts;
+re-join) is refused with a clear message. Every test is bounded by the
+harness's timeout."""
 import os
 import random
 import re
