@@ -1150,6 +1150,29 @@ mod tests {
     }
 
     #[test]
+    fn replica_masking_defaults_to_replica_and_reaches_the_processes() {
+        let masking = |options: &Options| {
+            options
+                .environment
+                .iter()
+                .find(|(name, _)| name == REPLICA_MASKING_VARIABLE)
+                .map(|(_, value)| value.clone())
+        };
+        let plain = run("--replicas 2 -n 3 p");
+        assert_eq!(plain.replica_masking, ReplicaMasking::Replica);
+        assert_eq!(masking(&plain).as_deref(), Some("replica"));
+        let process = run("--replicas 3 --replica-masking process -n 2 p");
+        assert_eq!(process.replica_masking, ReplicaMasking::Process);
+        assert_eq!(masking(&process).as_deref(), Some("process"));
+        assert_eq!(masking(&run("-n 2 p")), None);
+        let message = error("--replicas 2 --replica-masking rank -n 2 p");
+        assert!(
+            message.contains("--replica-masking 'rank': expected replica or process"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn the_initial_errhandler_goes_to_the_ranks_in_lower_case() {
         let variable = |text: &str| {
             run(text)
