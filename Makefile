@@ -35,9 +35,9 @@ FGEN        := abi/gen_fortran.py
 FORT_SONAME := libmpichfort.so.12
 FORT_LIB    := $(BUILD)/lib/$(FORT_SONAME).0.0
 
-.PHONY: all cargo headers lib wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling bench-io FORCE
+.PHONY: all cargo headers lib lib-replication wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling bench-io FORCE
 
-all: headers lib wrappers mpiexec fortran
+all: headers lib lib-replication wrappers mpiexec fortran
 
 cargo:
 	$(CARGO) build --release $(CARGO_PACKAGES)
@@ -72,6 +72,28 @@ $(LIB): $(BUILD)/obj/glue.o $(STATICLIB) $(BUILD)/obj/exports.map
 	ln -sfn $(SONAME) $(BUILD)/lib/libmpi.so
 	ln -sfn $(SONAME) $(BUILD)/lib/libmpich.so.12
 	ln -sfn libmpich.so.12 $(BUILD)/lib/libmpich.so
+
+# The same library built with the replication protocol as the engine's
+# interceptor (resmpi-core's feature `replication`), in its own target
+# directory so the default build never unifies that feature in:
+# `mpiexec --replicas R --replica-masking process` puts lib/replication
+# first on the processes' LD_LIBRARY_PATH.
+REPL_TARGET_DIR := target/replication/release
+REPL_STATICLIB  := $(REPL_TARGET_DIR)/libresmpi_capi.a
+REPL_LIB        := $(BUILD)/lib/replication/$(LIBFILE)
+
+$(REPL_STATICLIB): FORCE
+	$(CARGO) build --release -p resmpi-capi --features resmpi-core/replication --target-dir target/replication
+
+lib-replication: $(REPL_LIB)
+$(REPL_LIB): $(BUILD)/obj/glue.o $(REPL_STATICLIB) $(BUILD)/obj/exports.map
+	@mkdir -p $(@D)
+	$(LINK_CC) -shared -o $@ -Wl,-soname,$(SONAME) \
+	    -Wl,--version-script=$(BUILD)/obj/exports.map -Wl,--gc-sections -Wl,--no-undefined \
+	    -Wl,-z,noexecstack $(BUILD)/obj/glue.o \
+	    -Wl,--whole-archive $(REPL_STATICLIB) -Wl,--no-whole-archive $(RUST_NATIVE_LIBS)
+	ln -sfn $(LIBFILE) $(BUILD)/lib/replication/$(SONAME)
+	ln -sfn $(SONAME) $(BUILD)/lib/replication/libmpich.so.12
 
 wrappers: $(WRAPPERS)
 $(BUILD)/bin/mpicc: scripts/mpicc.in

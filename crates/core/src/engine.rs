@@ -38,8 +38,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use resmpi_ft::{
-    CompletionCall, CompletionChoice, Interceptor, PassThrough, Payload, ProbeOutcome,
-    SendEnvelope, SendTargets, SentMessage, WildcardDecision,
+    CompletionCall, CompletionChoice, Interceptor, MessageArrival, PassThrough, Payload,
+    PeerFailureAction, ProbeOutcome, SendEnvelope, SendTargets, SentMessage, WildcardDecision,
 };
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
 use resmpi_path::{Path, PathError, Placed, Placement};
@@ -80,6 +80,10 @@ const CONTROL_CANCEL_ANSWER: u64 = 3;
 /// (and is retransmitted) like every control frame, and is not numbered as
 /// an application message.
 const CONTROL_PROTOCOL: u64 = 4;
+/// `tag` of a clear-to-send (replication) that answers a re-sent
+/// request-to-send whose message the receiver has whole already: the
+/// sender's copy ends without data.
+const CLEAR_TO_SEND_ALREADY_DELIVERED: i32 = 1;
 /// Empty progress rounds spent spinning before the waiter starts yielding:
 /// ~1-2 µs of idle rounds on one host (10-20 ns each), several times a
 /// shared-memory round trip. Longer spins only cost, when ranks share a
@@ -306,8 +310,29 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Decisions of completed nonblocking agreements, by request, until
     /// the C layer takes them.
     agreement_decisions: Vec<(u32, resmpi_ft::agreement::Decision)>,
+    /// Replication: rendezvous messages delivered here whose data has not
+    /// all landed (empty otherwise).
+    rendezvous_in: Vec<RendezvousIn>,
     /// The fault-tolerance protocol.
     pub interceptor: F,
+}
+
+/// Replication: a rendezvous message taken here (its request-to-send
+/// delivered) whose data has not all landed. If its sender dies, the
+/// substitute's re-sent request-to-send (same logical number) re-points it:
+/// the clear-to-send goes to the substitute, and only its data counts.
+#[derive(Clone, Copy, Debug)]
+struct RendezvousIn {
+    /// The sender as matched (the process of this replica).
+    peer: u32,
+    /// The process whose request-to-send is current.
+    physical: u32,
+    /// Its logical number.
+    logical_seq: u64,
+    /// The current sender's request id.
+    send_id: u64,
+    /// The receive it matched, once it has.
+    receive: Option<u32>,
 }
 
 /// A message MPI_Iprobe / MPI_Improbe found.
@@ -423,6 +448,7 @@ impl<F: Interceptor> Engine<F> {
                 direct_receive: None,
                 agreement_requests: Vec::new(),
                 agreement_decisions: Vec::new(),
+                rendezvous_in: Vec::new(),
                 interceptor,
             },
             schedules: Default::default(),
@@ -489,9 +515,22 @@ impl<F: Interceptor> Engine<F> {
             };
             self.state.interceptor.route_send(&send, &mut targets);
         }
+        if F::REPLICATES && targets.as_slice().is_empty() {
+            // Every replica of the destination this process sends for is
+            // dead: nothing to transmit, the send waits for acks only.
+            let mut request =
+                send_request(comm, peer, (context, tag), bytes, length, owned, tainted);
+            if let Operation::Send(send) = &mut request.operation {
+                send.logical_seq = self.state.interceptor.send_logical_seq();
+                send.gated = true;
+            }
+            let index = self.insert_request(request)?;
+            self.state.complete_send(index);
+            return Ok(index);
+        }
         let primary = targets.as_slice()[0];
         let copies = &targets.as_slice()[1..];
-        let request = send_request(
+        let mut request = send_request(
             comm,
             primary,
             (context, tag),
@@ -500,6 +539,12 @@ impl<F: Interceptor> Engine<F> {
             owned,
             tainted,
         );
+        if F::REPLICATES {
+            if let Operation::Send(send) = &mut request.operation {
+                send.logical_seq = self.state.interceptor.send_logical_seq();
+                send.gated = true;
+            }
+        }
         let index = self.insert_request(request)?;
         if F::ROUTES_SENDS && !copies.is_empty() {
             return self.fan_out(index, copies, mode, bytes, tainted);
@@ -530,12 +575,13 @@ impl<F: Interceptor> Engine<F> {
         else {
             return fail(ErrorClass::Intern, "fan_out of a non-send request");
         };
-        let (comm, context, tag, length, buffered) = (
+        let (comm, context, tag, length, buffered, logical_seq) = (
             *comm,
             parent.context,
             parent.tag,
             parent.length,
             parent.owned.is_some(),
+            parent.logical_seq,
         );
         let mut copy_indices = Vec::with_capacity(copies.len());
         for &peer in copies {
@@ -561,6 +607,7 @@ impl<F: Interceptor> Engine<F> {
             request.free_when_complete = true;
             if let Operation::Send(send) = &mut request.operation {
                 send.copy_of = Some(parent_wire_id);
+                send.logical_seq = logical_seq;
             }
             copy_indices.push(self.insert_request(request)?);
         }
@@ -572,8 +619,17 @@ impl<F: Interceptor> Engine<F> {
             parent.copies_pending = copy_indices.len() as u32;
         }
         self.launch_send(index, mode)?;
+        // Replication: a copy to a dead sibling's destination is standard
+        // mode: the receiver may answer a synchronous send's ack to the
+        // dead sibling before it hears of the death, and the application's
+        // synchronous send is decided by its own copy.
+        let copy_mode = if F::REPLICATES && mode == SendMode::Synchronous {
+            SendMode::Standard
+        } else {
+            mode
+        };
         for copy in copy_indices {
-            self.launch_send(copy, mode)?;
+            self.launch_send(copy, copy_mode)?;
         }
         Ok(index)
     }
@@ -685,13 +741,14 @@ impl<F: Interceptor> Engine<F> {
         else {
             return fail(ErrorClass::Intern, "launch_send on a non-send request");
         };
-        let (peer, bytes, length, context, tag, tainted) = (
+        let (peer, bytes, length, context, tag, tainted, logical_seq) = (
             send.peer,
             send.bytes.clone(),
             send.length,
             send.context,
             send.tag,
             send.tainted,
+            send.logical_seq,
         );
         if self.state.is_failed(peer) {
             self.state.fail_request(index);
@@ -699,7 +756,11 @@ impl<F: Interceptor> Engine<F> {
         }
         let mut header = eager_header(rank, Destination { peer, context, tag }, length);
         header.message_id = wire_id;
-        header.logical_seq = self.state.next_message_seq(peer);
+        header.logical_seq = if F::REPLICATES && logical_seq != 0 {
+            logical_seq
+        } else {
+            self.state.next_message_seq(peer)
+        };
         if tainted {
             header.flags |= FLAG_FAILURE_TAINTED;
         }
@@ -1010,6 +1071,9 @@ impl<F: Interceptor> Engine<F> {
                 self.send_protocol_frame(peer, &bytes)?;
                 frames += 1;
             }
+        }
+        if F::REPLICATES {
+            frames += self.replication_progress()?;
         }
         // Rails buffer output until flushed, so with rails the flush runs
         // even when no frame waits in an outbox.
@@ -1646,6 +1710,28 @@ impl<F: Interceptor> Engine<F> {
     /// operation goes on. Idempotent; this process itself and ranks out of
     /// range are ignored.
     pub fn handle_peer_failure(&mut self, peer: u32) {
+        if F::REPLICATES {
+            let state = &mut self.state;
+            if peer >= state.size || peer == state.rank || state.is_failed(peer) {
+                return;
+            }
+            match state.interceptor.on_peer_failure(peer) {
+                PeerFailureAction::Handled => return self.replica_lost(peer),
+                PeerFailureAction::AbortJob => {
+                    // Every replica of its rank is dead: the process of
+                    // this replica (whose frames the substitutes stood
+                    // for) fails too, with the usual rules.
+                    let logical = state.interceptor.logical_peer(peer);
+                    self.fail_peer(peer);
+                    return self.fail_peer(logical);
+                }
+            }
+        }
+        self.fail_peer(peer);
+    }
+
+    /// [`Engine::handle_peer_failure`] without a protocol that masks it.
+    fn fail_peer(&mut self, peer: u32) {
         let state = &mut self.state;
         if peer >= state.size || peer == state.rank || state.is_failed(peer) {
             return;
@@ -1671,9 +1757,102 @@ impl<F: Interceptor> Engine<F> {
         {}
         state.fail_requests_involving(peer);
         state.ulfm_peer_failure(peer);
-        // Until a protocol can act on it (replication, logging), the event
-        // is only reported: the policy was applied by the launcher.
-        let _ = state.interceptor.on_peer_failure(peer);
+        // Until a protocol can act on it (logging), the event is only
+        // reported: the policy was applied by the launcher. (Replication
+        // was asked first, in `handle_peer_failure`.)
+        if !F::REPLICATES {
+            let _ = state.interceptor.on_peer_failure(peer);
+        }
+    }
+
+    /// Replication: complete the sends the protocol released and make
+    /// the re-sends it asks for (a substitute's take-over). Returns how
+    /// many there were.
+    fn replication_progress(&mut self) -> MpiResult<usize> {
+        let mut events = 0;
+        while let Some(wire_id) = self.state.interceptor.poll_released_send() {
+            if let Some((index, _)) = self.state.requests.by_wire_id(wire_id) {
+                self.state.complete_send(index);
+            }
+            events += 1;
+        }
+        while let Some((wire_id, to, logical_seq)) = self.state.interceptor.poll_resend() {
+            self.resend(wire_id, to, logical_seq)?;
+            events += 1;
+        }
+        Ok(events)
+    }
+
+    /// Replication: transmit the held send `wire_id` again, to process
+    /// `to`, with its logical number: an internal request over the same
+    /// bytes (the held request keeps them valid until the protocol, told
+    /// by `on_resent`, releases it).
+    fn resend(&mut self, wire_id: u64, to: u32, logical_seq: u64) -> MpiResult<()> {
+        let Some((
+            _,
+            Request {
+                operation: Operation::Send(send),
+                comm,
+                complete: false,
+                ..
+            },
+        )) = self.state.requests.by_wire_id(wire_id)
+        else {
+            return Ok(());
+        };
+        let mut request = send_request(
+            *comm,
+            to,
+            (send.context, send.tag),
+            send.bytes.clone(),
+            send.length,
+            None,
+            send.tainted,
+        );
+        request.free_when_complete = true;
+        if let Operation::Send(copy) = &mut request.operation {
+            copy.logical_seq = logical_seq;
+            copy.resend = true;
+        }
+        let index = self.insert_request(request)?;
+        self.launch_send(index, SendMode::Standard)
+    }
+
+    /// Replication: process `dead` died and its rank lives on in another
+    /// replica (the protocol has elected the substitute). Nothing fails:
+    /// what was queued for it is dropped, and each transmission to it
+    /// counts as out, so its send waits only for the acks the protocol
+    /// still expects.
+    fn replica_lost(&mut self, dead: u32) {
+        let state = &mut self.state;
+        state.promote_direct_receive();
+        let slot = dead as usize;
+        self.links.forget(dead);
+        state.queued_frames -= state.outbox[slot].len();
+        state.outbox[slot].clear();
+        state.streaming_sends -= state.streams[slot].len();
+        state.streams[slot].clear();
+        state.credit_owed[slot] = 0;
+        for index in state.requests.live_indices() {
+            let Some(Request {
+                operation: Operation::Send(send),
+                complete: false,
+                ..
+            }) = state.requests.get_mut(index)
+            else {
+                continue;
+            };
+            if send.peer != dead || send.cancel_requested {
+                continue;
+            }
+            send.stage = SendStage::Done;
+            send.loan = None;
+            state.complete_send(index);
+        }
+        let requests = &state.requests;
+        state
+            .sends_awaiting_acks
+            .retain(|&index| requests.get(index).is_some_and(|request| !request.complete));
     }
 
     /// Whether world rank `peer` is known to have failed.
@@ -1836,6 +2015,149 @@ impl<F: Interceptor> State<F> {
         false
     }
 
+    /// Replication: a message frame from process `physical` standing for
+    /// `peer`: the protocol decides by its rank channel's logical number
+    /// (and acks the sender's other replicas). A duplicate (a substitute's
+    /// re-send) is dropped, its eager credit returned. True = deliver.
+    fn replicated_arrival(&mut self, physical: u32, peer: u32, header: &FrameHeader) -> bool {
+        let data_follows = header.kind == FrameKind::RequestToSend;
+        match self
+            .interceptor
+            .on_message_arrival(physical, header.logical_seq, data_follows)
+        {
+            MessageArrival::Deliver => {
+                if data_follows {
+                    self.rendezvous_in.push(RendezvousIn {
+                        peer,
+                        physical,
+                        logical_seq: header.logical_seq,
+                        send_id: header.message_id,
+                        receive: None,
+                    });
+                }
+                true
+            }
+            MessageArrival::Duplicate => {
+                self.duplicate_messages_dropped += 1;
+                if data_follows {
+                    self.repoint_rendezvous(physical, peer, header);
+                } else if physical == peer {
+                    self.return_credit(peer, header.payload_len as usize);
+                }
+                false
+            }
+            MessageArrival::OutOfOrder { expected } => {
+                self.pending_error.get_or_insert(MpiError::new(
+                    ErrorClass::Intern,
+                    format!(
+                        "replication: message {} from process {physical} arrived while {expected} was expected: messages in between were lost",
+                        header.logical_seq
+                    ),
+                ));
+                false
+            }
+        }
+    }
+
+    /// Replication: a substitute (`physical`) re-sent the request-to-send
+    /// of a rendezvous from `peer` taken here already. If its data has not
+    /// all landed (its first sender died), the substitute's copy takes
+    /// over: an unexpected announcement gets its request id, a matched
+    /// receive starts over with a clear-to-send to it.
+    fn repoint_rendezvous(&mut self, physical: u32, peer: u32, header: &FrameHeader) {
+        let Some(entry) = self
+            .rendezvous_in
+            .iter_mut()
+            .find(|entry| entry.peer == peer && entry.logical_seq == header.logical_seq)
+        else {
+            // Its data is in already: the re-send's copy has nothing to
+            // deliver, and must still end.
+            let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.rank);
+            answer.message_id = header.message_id;
+            answer.tag = CLEAR_TO_SEND_ALREADY_DELIVERED;
+            self.queue_frame(physical, &answer, &[]);
+            return;
+        };
+        if !self.interceptor.supersedes(physical, entry.physical) {
+            // A late copy from earlier in the chain of substitutes (its
+            // sender is dead, though this process may not know it yet).
+            return;
+        }
+        let old_send_id = entry.send_id;
+        entry.send_id = header.message_id;
+        entry.physical = physical;
+        match entry.receive {
+            None => {
+                for (envelope, message) in self.matcher.unexpected_mut() {
+                    if let Unexpected::Rendezvous { send_id, .. } = message {
+                        if envelope.source == peer && *send_id == old_send_id {
+                            *send_id = header.message_id;
+                            break;
+                        }
+                    }
+                }
+            }
+            Some(index) => {
+                let wire_id = self.requests.wire_id(index);
+                let Some(Request {
+                    operation: Operation::Receive(receive),
+                    complete: false,
+                    ..
+                }) = self.requests.get_mut(index)
+                else {
+                    return;
+                };
+                receive.received = 0;
+                let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.rank);
+                answer.message_id = header.message_id;
+                answer.aux = wire_id;
+                self.queue_frame(physical, &answer, &[]);
+            }
+        }
+    }
+
+    /// Replication: the receive `index` of a rendezvous matched (clear-to-
+    /// send for `send_id` of `peer`): where the clear-to-send goes.
+    fn rendezvous_matched(&mut self, index: u32, peer: u32, send_id: u64) -> u32 {
+        match self
+            .rendezvous_in
+            .iter_mut()
+            .find(|entry| entry.peer == peer && entry.send_id == send_id)
+        {
+            Some(entry) => {
+                entry.receive = Some(index);
+                entry.physical
+            }
+            None => peer,
+        }
+    }
+
+    /// Replication: the data of receive `index` has all landed: the
+    /// protocol may ack it.
+    fn rendezvous_landed(&mut self, index: u32) {
+        if let Some(position) = self
+            .rendezvous_in
+            .iter()
+            .position(|entry| entry.receive == Some(index))
+        {
+            let entry = self.rendezvous_in.swap_remove(position);
+            self.interceptor
+                .on_message_landed(entry.physical, entry.logical_seq);
+        }
+    }
+
+    /// Replication: whether a data frame from `physical` for receive
+    /// `wire_id` comes from a sender the rendezvous no longer listens to
+    /// (a dead sender's last fragments after the substitute took over).
+    fn stale_rendezvous_data(&self, physical: u32, wire_id: u64) -> bool {
+        self.rendezvous_in.iter().any(|entry| {
+            entry.physical != physical
+                && entry
+                    .receive
+                    .is_some_and(|index| self.requests.wire_id(index) == wire_id)
+        })
+    }
+
     /// Whether world rank `peer` has failed (false for ranks out of range).
     /// Until a first death, one compare: this sits on every send and frame.
     #[inline]
@@ -1953,6 +2275,12 @@ impl<F: Interceptor> State<F> {
     /// Queue a frame for `peer` (used while a path is borrowed). Nothing
     /// goes to a failed peer.
     fn queue_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) {
+        // Replication: nothing goes to a dead replica (an answer to what it
+        // sent carries its request ids, which mean nothing to its
+        // substitute; the substitute's own copies get their answers).
+        if F::REPLICATES && self.interceptor.replica_dead(peer) {
+            return;
+        }
         if self.is_failed(peer) {
             return;
         }
@@ -1964,6 +2292,9 @@ impl<F: Interceptor> State<F> {
     }
 
     fn complete_send(&mut self, index: u32) {
+        if F::REPLICATES && self.replication_holds(index) {
+            return;
+        }
         let Some(request) = self.requests.get_mut(index) else {
             return;
         };
@@ -1987,6 +2318,32 @@ impl<F: Interceptor> State<F> {
                 self.copy_finished(parent);
             }
         }
+    }
+
+    /// Replication: send `index` is out. A substitute's re-send is
+    /// reported to the protocol; the application's send (every copy out)
+    /// is held until the protocol releases it (`release_held_sends`).
+    /// True = it does not complete now.
+    fn replication_holds(&mut self, index: u32) -> bool {
+        let wire_id = self.requests.wire_id(index);
+        let Some(Request {
+            operation: Operation::Send(send),
+            ..
+        }) = self.requests.get_mut(index)
+        else {
+            return false;
+        };
+        if send.resend {
+            let (peer, logical_seq) = (send.peer, send.logical_seq);
+            self.interceptor.on_resent(peer, logical_seq);
+            return false;
+        }
+        if !send.gated || send.copies_pending > 0 {
+            return false;
+        }
+        send.gated = false;
+        let (peer, logical_seq) = (send.peer, send.logical_seq);
+        self.interceptor.hold_send(wire_id, peer, logical_seq)
     }
 
     #[inline]
@@ -2086,13 +2443,21 @@ impl<F: Interceptor> State<F> {
             self.fail_request(index);
             return;
         }
+        let to = if F::REPLICATES {
+            self.rendezvous_matched(index, envelope.source, send_id)
+        } else {
+            envelope.source
+        };
         if length == 0 {
+            if F::REPLICATES {
+                self.rendezvous_landed(index);
+            }
             self.complete_receive(index, envelope);
         }
         let mut header = FrameHeader::new(FrameKind::ClearToSend, self.rank);
         header.message_id = send_id;
         header.aux = self.requests.wire_id(index);
-        self.queue_frame(envelope.source, &header, &[]);
+        self.queue_frame(to, &header, &[]);
     }
 
     /// `peer` cancelled its send `send_id`: withdraw the message if it is
@@ -2220,16 +2585,42 @@ impl<F: Interceptor> State<F> {
             return true;
         }
         let payload = &frame[HEADER_LEN_BYTES..payload_end];
+        if F::REPLICATES && self.interceptor.replica_dead(peer) {
+            // A dead replica's last frames, read after its death is known:
+            // what they carried and was not acked, its substitute re-sends.
+            return true;
+        }
+        let physical = peer;
+        let peer = if F::REPLICATES && is_sender_frame(&header) {
+            // A substitute's frames stand for its dead sibling: matched as
+            // from the process of this replica.
+            self.interceptor.logical_peer(peer)
+        } else {
+            peer
+        };
         if header.kind == FrameKind::Data {
+            if F::REPLICATES && self.stale_rendezvous_data(physical, header.message_id) {
+                return true;
+            }
             return self.receive_data(peer, &header, payload, check);
         }
         if check.is_some_and(|check| !check(crc32c(payload))) {
             return false;
         }
-        if matches!(header.kind, FrameKind::Eager | FrameKind::RequestToSend)
-            && !self.take_message_seq(peer, header.logical_seq)
-        {
-            return true;
+        if matches!(header.kind, FrameKind::Eager | FrameKind::RequestToSend) {
+            if F::REPLICATES {
+                if physical != peer && header.kind == FrameKind::Eager {
+                    // A substitute's message: its credit goes back to it
+                    // now (answers to the process it stands for, dead, are
+                    // dropped).
+                    self.return_credit(physical, header.payload_len as usize);
+                }
+                if !self.replicated_arrival(physical, peer, &header) {
+                    return true;
+                }
+            } else if !self.take_message_seq(peer, header.logical_seq) {
+                return true;
+            }
         }
         match header.kind {
             FrameKind::Eager => {
@@ -2311,6 +2702,12 @@ impl<F: Interceptor> State<F> {
                     return true;
                 }
                 if let Operation::Send(send) = &mut request.operation {
+                    if F::REPLICATES && header.tag == CLEAR_TO_SEND_ALREADY_DELIVERED {
+                        // Replication: a re-sent message the receiver has.
+                        send.stage = SendStage::Done;
+                        self.complete_send(index);
+                        return true;
+                    }
                     if send.length == 0 {
                         send.stage = SendStage::Done;
                         self.complete_send(index);
@@ -2414,6 +2811,9 @@ impl<F: Interceptor> State<F> {
                 context: receive.pattern.context,
                 tag: status.tag,
             };
+            if F::REPLICATES {
+                self.rendezvous_landed(index);
+            }
             self.complete_receive(index, envelope);
         }
     }
@@ -2530,6 +2930,20 @@ fn take_deferred(deferred: &mut Vec<u64>, wire_id: u64) -> bool {
     }
 }
 
+/// Whether a frame comes from the sending side of a message (eager,
+/// request-to-send, data, a cancel), so that under replication a
+/// substitute's frame stands for its dead sibling; answers (clear-to-send,
+/// sync ack, credit, protocol frames) are taken from the process that sent
+/// them.
+#[inline]
+fn is_sender_frame(header: &FrameHeader) -> bool {
+    match header.kind {
+        FrameKind::Eager | FrameKind::RequestToSend | FrameKind::Data => true,
+        FrameKind::Control => header.message_id == CONTROL_CANCEL_SEND,
+        _ => false,
+    }
+}
+
 /// A send request to world rank `peer` with (context, tag), not yet
 /// launched; `tainted` as in [`SendState::tainted`].
 fn send_request(
@@ -2555,6 +2969,9 @@ fn send_request(
             tainted,
             copies_pending: 0,
             copy_of: None,
+            logical_seq: 0,
+            gated: false,
+            resend: false,
         }),
         comm,
         complete: false,

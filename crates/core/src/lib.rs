@@ -32,7 +32,6 @@ pub mod wireup;
 use std::sync::Arc;
 
 pub use resmpi_ft::CompletionCall;
-use resmpi_ft::PassThrough;
 use resmpi_runtime::{Config, FailureNotices, FailurePolicy, Pmi, StripeChoice};
 
 pub use comm::Communicator;
@@ -96,12 +95,40 @@ pub struct BsendBuffer {
     pub in_flight: Vec<(u32, usize)>,
 }
 
+/// The fault-tolerance protocol of this build of the library. The
+/// default build is `PassThrough` (`--ft none`): the engine without hooks,
+/// instruction for instruction. Built with the `replication` feature (the
+/// library `mpiexec --replicas R --replica-masking process` loads), it is
+/// the replication protocol, so that a build never pays for a protocol it
+/// does not run (see docs/design.md, "Replication in the engine").
+#[cfg(not(feature = "replication"))]
+pub type JobProtocol = resmpi_ft::PassThrough;
+/// The fault-tolerance protocol of this build of the library: replication.
+#[cfg(feature = "replication")]
+pub type JobProtocol = resmpi_replication::Replication;
+
+/// This build's protocol for process `rank` of a job mapped by `replicas`.
+#[cfg(not(feature = "replication"))]
+fn job_protocol(_rank: u32, _replicas: Replicas) -> MpiResult<JobProtocol> {
+    Ok(resmpi_ft::PassThrough)
+}
+
+/// This build's protocol for process `rank` of a job mapped by `replicas`.
+#[cfg(feature = "replication")]
+fn job_protocol(rank: u32, replicas: Replicas) -> MpiResult<JobProtocol> {
+    Ok(resmpi_replication::Replication::new(
+        rank,
+        replicas.ranks,
+        replicas.count,
+    ))
+}
+
 /// One MPI process's library state.
 pub struct Mpi {
     /// How the job's processes map to ranks (`--replicas`).
     pub replicas: Replicas,
     /// The progress engine.
-    pub engine: Engine<PassThrough>,
+    pub engine: Engine<JobProtocol>,
     pmi: Pmi,
     /// Next context id this process has not used.
     next_context: u32,
@@ -197,11 +224,12 @@ impl Mpi {
         let held_send_warning = (config.held_send_warning_s > 0)
             .then(|| std::time::Duration::from_secs(config.held_send_warning_s));
         let rail_count = transports.rails.len().max(1) as u32;
-        // The protocol is chosen here, once. Each protocol will be its own
-        // monomorphic engine (docs/design.md, "Interceptors"); `none` is
+        // The protocol is chosen here, once: this build's `JobProtocol`
+        // (docs/design.md, "Interceptors"); `none` in the default build is
         // `Engine<PassThrough>`, exactly the engine without hooks.
+        let replicas = Replicas::of_job(size, config.replica_count)?;
         let protocol = match resmpi_ft::Mode::from_name(&config.ft_protocol) {
-            Ok(resmpi_ft::Mode::None) => PassThrough,
+            Ok(resmpi_ft::Mode::None) => job_protocol(rank, replicas)?,
             Err(problem) => {
                 return fail(ErrorClass::Other, format!("MPI_Init: RESMPI_FT: {problem}"))
             }
@@ -236,7 +264,6 @@ impl Mpi {
                 |peer| routes[peer as usize] == transport::Route::Tcp,
             );
         }
-        let replicas = Replicas::of_job(size, config.replica_count)?;
         if replicas.count > 1 {
             // Each replica's collectives must be messages (which the
             // parallel protocol will acknowledge), and the replicas of a
@@ -290,7 +317,10 @@ impl Mpi {
         }
         // No resmpi launcher (Slurm, hydra): nobody tells of a local death.
         engine.watches_local_exits = config.failure_policy.is_none();
-        if config.failure_policy == Some(FailurePolicy::Continue) {
+        // The replication protocol masks a replica's death: it must hear
+        // of it from the launcher.
+        let masks_deaths = cfg!(feature = "replication") && replicas.count > 1;
+        if config.failure_policy == Some(FailurePolicy::Continue) || masks_deaths {
             // The job outlives a death: learn of it from the launcher, and
             // take a peer the network loses for the same event.
             let notices = Arc::new(FailureNotices::new());

@@ -98,6 +98,15 @@ pub struct SendState {
     /// An extra copy of a fanned-out send: the wire id of the request
     /// that completes once every copy has.
     pub copy_of: Option<u64>,
+    /// Replication: the message's logical number on its rank channel, the
+    /// same in every replica (0: the engine numbers it per channel).
+    pub logical_seq: u64,
+    /// Replication: the application's request, whose completion the
+    /// protocol holds until the acks are in.
+    pub gated: bool,
+    /// Replication: a substitute's re-send of a held send (the protocol
+    /// hears when it is out).
+    pub resend: bool,
 }
 
 impl SendState {

@@ -81,6 +81,13 @@ impl SendTargets {
         *self = SendTargets::single(destination);
     }
 
+    /// No target at all (replication: every replica this process sends
+    /// for is dead; the send only waits for acks).
+    #[inline]
+    pub fn clear(&mut self) {
+        self.count = 0;
+    }
+
     /// Add a copy to `destination`. False (nothing added) when the bound
     /// [`SEND_TARGETS_MAX`] is reached or `destination` is already a target.
     pub fn add(&mut self, destination: u32) -> bool {
@@ -158,6 +165,21 @@ impl Payload<'_> {
     }
 }
 
+/// What the engine does with an arrived message frame (replication).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageArrival {
+    /// New: deliver it.
+    Deliver,
+    /// Already delivered (a substitute's re-send): drop it (returning an
+    /// eager message's credit).
+    Duplicate,
+    /// It skips numbers not delivered yet: a protocol or transport bug.
+    OutOfOrder {
+        /// The number expected next.
+        expected: u64,
+    },
+}
+
 /// What becomes of a receive posted with MPI_ANY_SOURCE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WildcardDecision {
@@ -232,6 +254,15 @@ pub trait Interceptor {
     /// The engine reads its clock on progress and drives
     /// [`Interceptor::poll_timeout`] / [`Interceptor::handle_timeout`].
     const USES_TIMERS: bool = false;
+    /// Replication (SDR-MPI): the protocol numbers every message per rank
+    /// channel ([`Interceptor::send_logical_seq`]), decides on every
+    /// arrival ([`Interceptor::on_message_arrival`]), holds a send's
+    /// completion until its acks are in ([`Interceptor::hold_send`],
+    /// [`Interceptor::poll_released_send`]), asks for re-sends
+    /// ([`Interceptor::poll_resend`]), says which process of another
+    /// replica a frame stands for ([`Interceptor::logical_peer`]) and
+    /// which processes are dead ([`Interceptor::replica_dead`]).
+    const REPLICATES: bool = false;
 
     /// Short name, as given to `--ft`.
     fn name(&self) -> &'static str;
@@ -309,6 +340,85 @@ pub trait Interceptor {
     #[inline]
     fn poll_protocol_frame(&mut self) -> Option<(u32, Vec<u8>)> {
         None
+    }
+
+    /// The logical number [`Interceptor::route_send`] gave the send it
+    /// just routed (only with `REPLICATES`); 0: the engine numbers it per
+    /// channel as usual.
+    #[inline]
+    fn send_logical_seq(&self) -> u64 {
+        0
+    }
+
+    /// A message frame (eager or request-to-send) numbered `logical_seq`
+    /// arrived from process `peer` (only with `REPLICATES`, instead of the
+    /// engine's own per-channel check). `data_follows`: a rendezvous, whose
+    /// data is in only at [`Interceptor::on_message_landed`].
+    #[inline]
+    fn on_message_arrival(
+        &mut self,
+        _peer: u32,
+        _logical_seq: u64,
+        _data_follows: bool,
+    ) -> MessageArrival {
+        MessageArrival::Deliver
+    }
+
+    /// The data of rendezvous message `logical_seq` from process `peer`
+    /// has all landed (only with `REPLICATES`).
+    #[inline]
+    fn on_message_landed(&mut self, _peer: u32, _logical_seq: u64) {}
+
+    /// The send request with wire id `wire_id` to process `destination`,
+    /// numbered `logical_seq`, is out (only with `REPLICATES`): true holds
+    /// its completion until [`Interceptor::poll_released_send`] hands the
+    /// wire id back.
+    #[inline]
+    fn hold_send(&mut self, _wire_id: u64, _destination: u32, _logical_seq: u64) -> bool {
+        false
+    }
+
+    /// A held send that may complete now (wire id), polled on progress
+    /// (only with `REPLICATES`).
+    #[inline]
+    fn poll_released_send(&mut self) -> Option<u64> {
+        None
+    }
+
+    /// A held send to transmit again (only with `REPLICATES`): the wire id
+    /// of its request, the process to send it to, its logical number.
+    #[inline]
+    fn poll_resend(&mut self) -> Option<(u64, u32, u64)> {
+        None
+    }
+
+    /// A re-send [`Interceptor::poll_resend`] asked for is out: message
+    /// `logical_seq` to process `destination` (only with `REPLICATES`).
+    #[inline]
+    fn on_resent(&mut self, _destination: u32, _logical_seq: u64) {}
+
+    /// The process a message frame from process `peer` stands for (only
+    /// with `REPLICATES`): a substitute's frames are matched as its dead
+    /// sibling's, the process of the receiver's own replica.
+    #[inline]
+    fn logical_peer(&self, peer: u32) -> u32 {
+        peer
+    }
+
+    /// Whether process `peer` is known dead while its rank lives on in
+    /// other replicas (only with `REPLICATES`): nothing goes to it, nothing
+    /// from it is taken.
+    #[inline]
+    fn replica_dead(&self, _peer: u32) -> bool {
+        false
+    }
+
+    /// Whether a message re-sent by process `new` replaces the copy
+    /// process `current` was sending (only with `REPLICATES`): `new` took
+    /// over later in the chain of substitutes of the receiver's source.
+    #[inline]
+    fn supersedes(&self, _new: u32, _current: u32) -> bool {
+        false
     }
 
     /// When the protocol's next timer is due (clock nanoseconds), if any.
@@ -411,7 +521,8 @@ mod tests {
         assert!(!protocol.wants_match_events());
         assert_eq!(protocol.on_peer_failure(3), PeerFailureAction::AbortJob);
         assert_eq!(std::mem::size_of::<PassThrough>(), 0);
-        const GUARDS: [bool; 6] = [
+        const GUARDS: [bool; 7] = [
+            PassThrough::REPLICATES,
             PassThrough::ROUTES_SENDS,
             PassThrough::WANTS_PAYLOADS,
             PassThrough::PINS_WILDCARDS,
@@ -419,7 +530,7 @@ mod tests {
             PassThrough::SENDS_PROTOCOL_FRAMES,
             PassThrough::USES_TIMERS,
         ];
-        assert_eq!(GUARDS, [false; 6]);
+        assert_eq!(GUARDS, [false; 7]);
     }
 
     #[test]

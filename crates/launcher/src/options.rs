@@ -111,6 +111,9 @@ pub struct Options {
     /// has `rank_count * replica_count` processes; process
     /// `replica * rank_count + rank` is replica `replica` of `rank`.
     pub replica_count: u32,
+    /// `--replica-masking`: what a replicated job does when one of its
+    /// processes dies.
+    pub replica_masking: ReplicaMasking,
     /// The program to run, looked up in `PATH` like a shell would.
     pub program: String,
     /// The program's arguments.
@@ -133,6 +136,33 @@ impl Options {
         replica * self.rank_count + rank
     }
 }
+
+/// What a replicated job (`--replicas R`, R > 1) does when a process dies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaMasking {
+    /// The dead process's replica is given up: that replica of every rank
+    /// is killed, the job goes on with the others (the default; the
+    /// processes run the plain library).
+    Replica,
+    /// Only the dead process is lost: the processes run the library built
+    /// with the replication protocol (`lib/replication/`), whose substitute
+    /// replica takes over the dead one's messages; the job fails when a
+    /// rank has no live replica.
+    Process,
+}
+
+impl ReplicaMasking {
+    /// The name on the command line and in `RESMPI_REPLICA_MASKING`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplicaMasking::Replica => "replica",
+            ReplicaMasking::Process => "process",
+        }
+    }
+}
+
+/// The variable that mirrors `--replica-masking`.
+pub const REPLICA_MASKING_VARIABLE: &str = "RESMPI_REPLICA_MASKING";
 
 /// Most replicas of one rank `--replicas` accepts: the interceptor's
 /// bound on the copies of one send (`resmpi_ft::SEND_TARGETS_MAX`).
@@ -254,6 +284,14 @@ fault tolerance (each sets a variable in every rank):
                         up that replica of every rank and the job goes on
                         with the others; it fails when none is left
                         (docs/user-guide.md, Replicas)
+  --replica-masking replica|process
+                        what a replica's death costs (RESMPI_REPLICA_MASKING):
+                        replica (default) gives up that replica of every
+                        rank; process loses only the dead process: the
+                        processes run lib/replication/libmpi.so (the
+                        replication protocol), a surviving replica of its
+                        rank takes over its messages, and the job fails
+                        only when a rank has no live replica
   --respawn N           test-only re-join policy (needs continue): a rank
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
@@ -321,7 +359,7 @@ fn arity_of(name: &str) -> Option<Arity> {
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
         | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler"
-        | "replicas" => Some(Arity::One),
+        | "replicas" | "replica-masking" => Some(Arity::One),
         "io-replication-factor" | "io-replica-targets" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
@@ -362,6 +400,16 @@ fn parse_bind_to(text: &str, source: &str) -> Result<&'static str, String> {
         "core" | "cores" | "hwthread" | "hwthreads" => Ok("core"),
         "none" => Ok("none"),
         _ => Err(format!("{source} '{text}': expected core or none")),
+    }
+}
+
+fn parse_replica_masking(text: &str) -> Result<ReplicaMasking, String> {
+    match text {
+        "replica" => Ok(ReplicaMasking::Replica),
+        "process" => Ok(ReplicaMasking::Process),
+        other => Err(format!(
+            "--replica-masking '{other}': expected replica or process"
+        )),
     }
 }
 
@@ -491,6 +539,7 @@ pub fn parse(
     let mut frame_rules: Vec<FaultRule> = Vec::new();
     let mut respawn_count_max = 0;
     let mut replica_count = 1;
+    let mut replica_masking = None;
     let mut index = 0;
     while index < arguments.len() {
         let word = &arguments[index];
@@ -696,6 +745,7 @@ pub fn parse(
                         )
                     })?;
             }
+            "replica-masking" => replica_masking = Some(parse_replica_masking(&values[0])?),
             "respawn" => {
                 respawn_count_max = values[0].parse::<u32>().map_err(|_| {
                     format!(
@@ -789,8 +839,19 @@ pub fn parse(
                 .to_string(),
         );
     }
+    let replica_masking = match replica_masking {
+        Some(masking) => masking,
+        None => match lookup(REPLICA_MASKING_VARIABLE) {
+            Some(text) => parse_replica_masking(&text)?,
+            None => ReplicaMasking::Replica,
+        },
+    };
     if replica_count > 1 {
         check_replication_supported(&hosts, failure_policy, respawn_count_max)?;
+        environment.push((
+            REPLICA_MASKING_VARIABLE.to_string(),
+            replica_masking.name().to_string(),
+        ));
         if u64::from(rank_count) * u64::from(replica_count) > u64::from(MAX_RANK_COUNT) {
             return Err(format!(
                 "--replicas {replica_count} -n {rank_count}: more than {MAX_RANK_COUNT} processes"
@@ -806,6 +867,7 @@ pub fn parse(
         process_faults,
         respawn_count_max,
         replica_count,
+        replica_masking,
         hosts,
         ranks_per_host,
         launcher_exec,
@@ -1083,6 +1145,29 @@ mod tests {
         let message = from_environment("all").unwrap_err();
         assert!(
             message.contains("RESMPI_BIND_TO 'all': expected core or none"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn replica_masking_defaults_to_replica_and_reaches_the_processes() {
+        let masking = |options: &Options| {
+            options
+                .environment
+                .iter()
+                .find(|(name, _)| name == REPLICA_MASKING_VARIABLE)
+                .map(|(_, value)| value.clone())
+        };
+        let plain = run("--replicas 2 -n 3 p");
+        assert_eq!(plain.replica_masking, ReplicaMasking::Replica);
+        assert_eq!(masking(&plain).as_deref(), Some("replica"));
+        let process = run("--replicas 3 --replica-masking process -n 2 p");
+        assert_eq!(process.replica_masking, ReplicaMasking::Process);
+        assert_eq!(masking(&process).as_deref(), Some("process"));
+        assert_eq!(masking(&run("-n 2 p")), None);
+        let message = error("--replicas 2 --replica-masking rank -n 2 p");
+        assert!(
+            message.contains("--replica-masking 'rank': expected replica or process"),
             "{message}"
         );
     }

@@ -427,6 +427,7 @@ mod tests {
             respawn_count_max: 0,
             rank_count: 4,
             replica_count: 1,
+            replica_masking: crate::options::ReplicaMasking::Replica,
             environment: vec![("A".to_string(), "x y".to_string())],
             tag_output: false,
             timeout_seconds: None,

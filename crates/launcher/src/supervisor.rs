@@ -37,7 +37,7 @@ use resmpi_runtime::{hex_encode, random_bytes};
 
 use crate::ft_report::{FtReport, LauncherCounters};
 use crate::hosts::{is_this_host, this_host_name, Placement};
-use crate::options::{FailurePolicy, Options};
+use crate::options::{FailurePolicy, Options, ReplicaMasking};
 use crate::output::{self, Destination};
 use crate::pmi_server::PmiServer;
 use crate::process_faults::KillSchedule;
@@ -104,6 +104,8 @@ struct Job {
     rank_count: u32,
     /// `--replicas`: processes per rank.
     replica_count: u32,
+    /// `--replica-masking`.
+    replica_masking: ReplicaMasking,
     /// Per replica index: that replica of every rank was given up after
     /// one of its processes died (see [`Job::give_up_replica`]).
     replicas_given_up: Vec<bool>,
@@ -157,6 +159,10 @@ pub fn run(options: &Options) -> i32 {
     signals::install();
     signals::install_child_wakeup();
     raise_descriptor_limit();
+    if let Err(problem) = check_replication_library(options) {
+        eprintln!("mpiexec: {problem}");
+        return EXIT_LAUNCHER_FAILURE;
+    }
     let identity = JobIdentity {
         job_id: hex_encode(&random_bytes(8)),
         job_secret_hex: hex_encode(&random_bytes(32)),
@@ -229,6 +235,7 @@ pub fn run(options: &Options) -> i32 {
         startup_death: None,
         rank_count: options.rank_count,
         replica_count: options.replica_count,
+        replica_masking: options.replica_masking,
         replicas_given_up: vec![false; options.replica_count as usize],
         replicated_outputs: if options.replica_count > 1 {
             (0..options.rank_count)
@@ -328,8 +335,49 @@ fn library_path(options: &Options) -> String {
         .map(str::to_string)
         .or_else(|| std::env::var("LD_LIBRARY_PATH").ok());
     match spawn::library_directory() {
-        Some(directory) => spawn::prepend_path(&directory, existing.as_deref()),
+        Some(directory) => {
+            let path = spawn::prepend_path(&directory, existing.as_deref());
+            if replicates_in_the_library(options) {
+                // The build of libmpi.so.12 that runs the replication
+                // protocol, found before the plain one.
+                return spawn::prepend_path(
+                    &directory.join(REPLICATION_LIBRARY_DIRECTORY),
+                    Some(&path),
+                );
+            }
+            path
+        }
         None => existing.unwrap_or_default(),
+    }
+}
+
+/// Where, under our `lib` directory, the build of the library with the
+/// replication protocol lies (`make` builds it).
+const REPLICATION_LIBRARY_DIRECTORY: &str = "replication";
+
+/// Whether the processes run the replication protocol (`--replicas R`,
+/// R > 1, `--replica-masking process`).
+fn replicates_in_the_library(options: &Options) -> bool {
+    options.replica_count > 1 && options.replica_masking == ReplicaMasking::Process
+}
+
+/// `--replica-masking process` needs `lib/replication/libmpi.so.12`.
+fn check_replication_library(options: &Options) -> Result<(), String> {
+    if !replicates_in_the_library(options) {
+        return Ok(());
+    }
+    let library = spawn::library_directory().map(|directory| {
+        directory
+            .join(REPLICATION_LIBRARY_DIRECTORY)
+            .join("libmpi.so.12")
+    });
+    match library {
+        Some(library) if library.exists() => Ok(()),
+        Some(library) => Err(format!(
+            "--replica-masking process needs the library built with the replication protocol, {} (make builds it)",
+            library.display()
+        )),
+        None => Err("--replica-masking process: cannot find mpiexec's lib directory".to_string()),
     }
 }
 
@@ -747,9 +795,46 @@ impl Job {
         self.judge(aborted)
     }
 
-    /// Whether process `process` belongs to a replica given up.
+    /// Whether process `process` belongs to a replica given up (under
+    /// `--replica-masking process`: whether it is itself lost).
     fn given_up(&self, process: u32) -> bool {
+        if self.replica_count > 1 && self.replica_masking == ReplicaMasking::Process {
+            return self.ranks[process as usize].failed;
+        }
         self.replica_count > 1 && self.replicas_given_up[(process / self.rank_count) as usize]
+    }
+
+    /// Under `--replicas` with `--replica-masking process`: process
+    /// `process` died (`how`, exit code `code`). Only it is lost: the
+    /// replication protocol in the library has a surviving replica of its
+    /// rank take over its messages, and its rank's output switches to a
+    /// survivor. True (the job ends, with the death as its cause) when its
+    /// rank has no live replica left.
+    fn give_up_process(&mut self, process: u32, code: i32, how: &str) -> bool {
+        let (rank, replica) = (process % self.rank_count, process / self.rank_count);
+        let who = self.describe(process);
+        self.ranks[process as usize].failed = true;
+        for output in &self.replicated_outputs[rank as usize] {
+            output.give_up(replica as usize);
+        }
+        let live: Vec<String> = (0..self.replica_count)
+            .filter(|&other| !self.ranks[(other * self.rank_count + rank) as usize].failed)
+            .map(|other| other.to_string())
+            .collect();
+        if live.is_empty() {
+            self.fail(
+                code,
+                &format!(
+                    "{who} {how}; every replica of rank {rank} is now dead, so the job cannot go on"
+                ),
+            );
+            return true;
+        }
+        eprintln!(
+            "WARNING: mpiexec: {who} {how} \u{2014} rank {rank} goes on with replica(s) {} (replica masking process)",
+            live.join(", ")
+        );
+        false
     }
 
     /// Under `--replicas`: process `process` died (`how`, exit code
@@ -1066,7 +1151,11 @@ impl Job {
         };
         match self.policy {
             FailurePolicy::Abort if self.replica_count > 1 => {
-                self.give_up_replica(rank, code, &how)
+                if self.replica_masking == ReplicaMasking::Process {
+                    self.give_up_process(rank, code, &how)
+                } else {
+                    self.give_up_replica(rank, code, &how)
+                }
             }
             FailurePolicy::Abort => {
                 let message = format!("{} {how}", self.describe(rank));

@@ -41,6 +41,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+mod interceptor;
+pub use interceptor::Replication;
+
 /// One process of a replicated job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Process {
@@ -104,6 +107,10 @@ pub enum Action {
     /// another protocol, or fail naming the rank).
     RankLost(u32),
 }
+
+/// A pending send for diagnostics: its id, the replicas of its
+/// destination transmitted to (and whether out), those whose ack is in.
+pub type PendingSummary = (SendId, Vec<(u32, bool)>, Vec<u32>);
 
 /// What became of an arrived message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,6 +201,26 @@ impl Replica {
     /// Sends started and not complete.
     pub fn pending_send_count(&self) -> usize {
         self.pending.len()
+    }
+
+    /// The sends not complete yet, for diagnostics: each with the
+    /// replicas of its destination transmitted to (and whether out) and
+    /// those whose ack is in.
+    pub fn pending_sends(&self) -> Vec<PendingSummary> {
+        self.pending
+            .iter()
+            .map(|(send, pending)| {
+                (
+                    *send,
+                    pending
+                        .transmissions
+                        .iter()
+                        .map(|(&r, &o)| (r, o))
+                        .collect(),
+                    pending.acked_by.iter().copied().collect(),
+                )
+            })
+            .collect()
     }
 
     /// The replica of `rank` this process receives from.

@@ -47,6 +47,7 @@ pub mod engine_plan;
 pub mod faults;
 pub mod job;
 pub mod network;
+pub mod replicated_engine_job;
 pub mod replication_job;
 pub mod rng;
 pub mod workload;

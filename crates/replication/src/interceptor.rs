@@ -1,0 +1,296 @@
+//! The engine's interceptor for replication: drives one [`Replica`] from
+//! the engine's hooks (`resmpi_ft::Interceptor` with `REPLICATES`).
+//!
+//! Why a separate layer: [`Replica`] speaks ranks, replicas and logical
+//! numbers; the engine speaks processes (its "world ranks"), wire ids of
+//! requests and frames. This type translates, and keeps what only the
+//! engine pairing needs: which request a pending send is, sends the
+//! protocol completed before the engine asked to hold them, re-sends the
+//! engine has yet to make, acks to send. Process `p` of a job of N ranks
+//! runs replica `p / N` of rank `p % N` (`resmpi_core::Replicas`).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use resmpi_ft::{Interceptor, MessageArrival, PeerFailureAction, SendEnvelope, SendTargets};
+
+use crate::{Action, Arrival, Process, Replica, SendId};
+
+/// Protocol frame: an ack (`ACK_FRAME`, then the logical number, u64 LE).
+const ACK_FRAME: u8 = 1;
+
+/// A protocol frame to send: (process, bytes).
+type Frame = (u32, Vec<u8>);
+
+/// The replication protocol as an engine interceptor.
+#[derive(Clone, Debug)]
+pub struct Replication {
+    replica: Replica,
+    ranks: u32,
+    replicas: u32,
+    /// Logical number of the send `route_send` routed last.
+    last_seq: u64,
+    /// Sends the engine holds, by send: the request's wire id.
+    held: BTreeMap<SendId, u64>,
+    /// Sends the protocol completed before the engine asked to hold them.
+    completed: BTreeSet<SendId>,
+    /// Held sends that may complete now (wire ids).
+    released: VecDeque<u64>,
+    /// Transmissions of held sends to make again (a substitute's take-over).
+    resends: VecDeque<(SendId, Process)>,
+    /// Re-sends of sends the engine has not held yet (their first
+    /// transmission still going out): made once it holds them.
+    deferred_resends: BTreeMap<SendId, Vec<Process>>,
+    /// Protocol frames to send: (process, bytes).
+    frames: VecDeque<(u32, Vec<u8>)>,
+    /// Acks of rendezvous messages whose data has not landed yet, by
+    /// (sender rank, logical number).
+    deferred_acks: BTreeMap<(u32, u64), Vec<Frame>>,
+    /// Ranks whose every replica is dead.
+    pub lost_ranks: Vec<u32>,
+    /// Messages dropped as duplicates (a substitute's re-sends).
+    pub duplicates_dropped: u64,
+    /// Sends re-transmitted after a take-over.
+    pub resends_made: u64,
+}
+
+impl Replication {
+    /// The interceptor of process `process` in a job of `ranks` ranks with
+    /// `replicas` replicas each.
+    pub fn new(process: u32, ranks: u32, replicas: u32) -> Replication {
+        let me = Process {
+            rank: process % ranks,
+            replica: process / ranks,
+        };
+        Replication {
+            replica: Replica::new(me, ranks, replicas),
+            ranks,
+            replicas,
+            last_seq: 0,
+            held: BTreeMap::new(),
+            completed: BTreeSet::new(),
+            released: VecDeque::new(),
+            resends: VecDeque::new(),
+            deferred_resends: BTreeMap::new(),
+            frames: VecDeque::new(),
+            deferred_acks: BTreeMap::new(),
+            lost_ranks: Vec::new(),
+            duplicates_dropped: 0,
+            resends_made: 0,
+        }
+    }
+
+    /// The protocol state.
+    pub fn replica(&self) -> &Replica {
+        &self.replica
+    }
+
+    fn process_of(&self, index: u32) -> Process {
+        Process {
+            rank: index % self.ranks,
+            replica: index / self.ranks,
+        }
+    }
+
+    fn index_of(&self, process: Process) -> u32 {
+        process.replica * self.ranks + process.rank
+    }
+
+    /// Carry out the protocol's actions; transmissions of the send being
+    /// routed go into `targets`, any other into the re-send queue.
+    fn drain(&mut self, mut targets: Option<(&mut Vec<u32>, SendId)>) {
+        while let Some(action) = self.replica.poll_action() {
+            match action {
+                Action::Transmit { send, to } => match &mut targets {
+                    Some((list, routed)) if *routed == send => {
+                        list.push(self.index_of(to));
+                        // The engine reports the send out only once every
+                        // copy is: the protocol need not track each.
+                        self.replica.handle_transmitted(send, to);
+                    }
+                    _ => self.resends.push_back((send, to)),
+                },
+                Action::Ack {
+                    to, logical_seq, ..
+                } => {
+                    let mut bytes = vec![ACK_FRAME];
+                    bytes.extend_from_slice(&logical_seq.to_le_bytes());
+                    let to = self.index_of(to);
+                    self.frames.push_back((to, bytes));
+                }
+                Action::SendComplete(send) => match self.held.remove(&send) {
+                    Some(wire_id) => self.released.push_back(wire_id),
+                    None => {
+                        self.completed.insert(send);
+                    }
+                },
+                Action::ReceiveFrom { .. } => {}
+                Action::RankLost(rank) => self.lost_ranks.push(rank),
+            }
+        }
+    }
+}
+
+impl Interceptor for Replication {
+    const ROUTES_SENDS: bool = true;
+    const SENDS_PROTOCOL_FRAMES: bool = true;
+    const REPLICATES: bool = true;
+
+    fn name(&self) -> &'static str {
+        "replication"
+    }
+
+    fn route_send(&mut self, send: &SendEnvelope, targets: &mut SendTargets) {
+        let destination = send.destination % self.ranks;
+        let id = self.replica.handle_send(destination);
+        self.last_seq = id.logical_seq;
+        let mut list = Vec::new();
+        self.drain(Some((&mut list, id)));
+        // The primary copy (the request's own, which a synchronous send's
+        // ack answers) goes to this replica's destination; copies for dead
+        // siblings follow.
+        let own = send.destination;
+        list.sort_by_key(|&process| process != own);
+        targets.clear();
+        for process in list {
+            targets.add(process);
+        }
+    }
+
+    fn send_logical_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    fn on_message_arrival(
+        &mut self,
+        peer: u32,
+        logical_seq: u64,
+        data_follows: bool,
+    ) -> MessageArrival {
+        let from = self.process_of(peer);
+        let arrival = self.replica.handle_arrival(from, logical_seq);
+        let queued = self.frames.len();
+        self.drain(None);
+        if data_follows && arrival == Arrival::Deliver {
+            // `irecvComplete` of a rendezvous is its data landing: were it
+            // acked now and its sender died before the data, the
+            // substitute would not re-send it.
+            let acks: Vec<Frame> = self.frames.drain(queued..).collect();
+            self.deferred_acks.insert((from.rank, logical_seq), acks);
+        }
+        match arrival {
+            Arrival::Deliver => MessageArrival::Deliver,
+            Arrival::Duplicate => {
+                self.duplicates_dropped += 1;
+                MessageArrival::Duplicate
+            }
+            Arrival::OutOfOrder { expected } => MessageArrival::OutOfOrder { expected },
+        }
+    }
+
+    fn on_message_landed(&mut self, peer: u32, logical_seq: u64) {
+        let rank = self.process_of(peer).rank;
+        for (to, frame) in self
+            .deferred_acks
+            .remove(&(rank, logical_seq))
+            .unwrap_or_default()
+        {
+            if self.replica.is_alive(self.process_of(to)) {
+                self.frames.push_back((to, frame));
+            }
+        }
+    }
+
+    fn hold_send(&mut self, wire_id: u64, destination: u32, logical_seq: u64) -> bool {
+        let send = SendId {
+            destination: destination % self.ranks,
+            logical_seq,
+        };
+        if self.completed.remove(&send) {
+            return false;
+        }
+        self.held.insert(send, wire_id);
+        if let Some(deferred) = self.deferred_resends.remove(&send) {
+            self.resends
+                .extend(deferred.into_iter().map(|process| (send, process)));
+        }
+        true
+    }
+
+    fn poll_released_send(&mut self) -> Option<u64> {
+        self.released.pop_front()
+    }
+
+    fn poll_resend(&mut self) -> Option<(u64, u32, u64)> {
+        while let Some((send, to)) = self.resends.pop_front() {
+            let Some(&wire_id) = self.held.get(&send) else {
+                // Not held by the engine yet (its first transmission is
+                // still going out): re-sent once the engine holds it.
+                self.deferred_resends.entry(send).or_default().push(to);
+                continue;
+            };
+            self.resends_made += 1;
+            return Some((wire_id, self.index_of(to), send.logical_seq));
+        }
+        None
+    }
+
+    fn on_resent(&mut self, destination: u32, logical_seq: u64) {
+        let send = SendId {
+            destination: destination % self.ranks,
+            logical_seq,
+        };
+        self.replica
+            .handle_transmitted(send, self.process_of(destination));
+        self.drain(None);
+    }
+
+    fn logical_peer(&self, peer: u32) -> u32 {
+        let from = self.process_of(peer);
+        self.index_of(Process {
+            rank: from.rank,
+            replica: self.replica.me().replica,
+        })
+    }
+
+    fn replica_dead(&self, peer: u32) -> bool {
+        let process = self.process_of(peer);
+        !self.replica.is_alive(process) && !self.lost_ranks.contains(&process.rank)
+    }
+
+    fn supersedes(&self, new: u32, current: u32) -> bool {
+        // Substitutes are elected cyclically after the dead replica, so
+        // the later one in the chain is further from this replica.
+        let mine = self.replica.me().replica;
+        let replicas = self.replicas;
+        let distance =
+            |process: u32| (self.process_of(process).replica + replicas - mine) % replicas;
+        distance(new) > distance(current)
+    }
+
+    fn on_peer_failure(&mut self, peer: u32) -> PeerFailureAction {
+        let dead = self.process_of(peer);
+        let lost_before = self.lost_ranks.len();
+        self.replica.handle_failure(dead);
+        self.drain(None);
+        if self.lost_ranks.len() > lost_before || self.lost_ranks.contains(&dead.rank) {
+            PeerFailureAction::AbortJob
+        } else {
+            PeerFailureAction::Handled
+        }
+    }
+
+    fn on_protocol_frame(&mut self, peer: u32, bytes: &[u8]) {
+        if bytes.len() == 9 && bytes[0] == ACK_FRAME {
+            let logical_seq = u64::from_le_bytes(bytes[1..9].try_into().expect("8 bytes"));
+            let from = self.process_of(peer);
+            if self.replica.is_alive(from) {
+                self.replica.handle_ack(from, logical_seq);
+                self.drain(None);
+            }
+        }
+    }
+
+    fn poll_protocol_frame(&mut self) -> Option<(u32, Vec<u8>)> {
+        self.frames.pop_front()
+    }
+}
