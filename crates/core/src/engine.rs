@@ -58,12 +58,14 @@ use resmpi_runtime::FailureNotices;
 
 mod direct_receive;
 mod rejoin;
+pub mod rma;
 mod ulfm;
 
 pub use direct_receive::BlockingReceive;
 use direct_receive::{DirectReceive, DIRECT_RECEIVE_TOKEN};
 
 pub use ulfm::revoked_error;
+use rma::CONTROL_RMA;
 use ulfm::CONTROL_ULFM;
 
 /// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).
@@ -302,6 +304,9 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Decisions of completed nonblocking agreements, by request, until
     /// the C layer takes them.
     agreement_decisions: Vec<(u32, resmpi_ft::agreement::Decision)>,
+    /// One-sided communication: windows this process exposes and its
+    /// operations in flight (`engine/rma.rs`).
+    pub rma: rma::RmaState,
     /// The fault-tolerance protocol.
     pub interceptor: F,
 }
@@ -413,6 +418,7 @@ impl<F: Interceptor> Engine<F> {
                 direct_receive: None,
                 agreement_requests: Vec::new(),
                 agreement_decisions: Vec::new(),
+                rma: rma::RmaState::default(),
                 interceptor,
             },
             schedules: Default::default(),
@@ -2286,6 +2292,7 @@ impl<F: Interceptor> State<F> {
                 CONTROL_CANCEL_ANSWER => self.finish_send_cancel(header.aux, header.tag == 1),
                 CONTROL_PROTOCOL => self.interceptor.on_protocol_frame(peer, payload),
                 CONTROL_ULFM => self.handle_ulfm_frame(peer, payload),
+                CONTROL_RMA => self.handle_rma_frame(peer, payload),
                 _ => {}
             },
             FrameKind::Ack => {}
