@@ -839,6 +839,7 @@ pub unsafe extern "C" fn PMPI_Win_post(group: MPI_Group, _assert: c_int, win: MP
         let origins = group_in_window(window, group)?;
         let id = window.id;
         with_engine("MPI_Win_post", |mpi| mpi.engine.rma_post(id, &origins))?;
+        window.epoch.fence = false;
         window.epoch.post = Some(origins);
         Ok(())
     })
@@ -943,9 +944,12 @@ pub unsafe extern "C" fn PMPI_Win_lock(
         if window.epoch.locks.contains_key(&rank) || window.epoch.lock_all {
             return Err(sync_error(format!("rank {rank} of this window is already locked by this process")));
         }
-        if window.epoch.fence || window.epoch.start.is_some() {
-            return Err(sync_error("MPI_Win_lock inside a fence or start epoch"));
+        if window.epoch.start.is_some() {
+            return Err(sync_error("MPI_Win_lock inside a start epoch"));
         }
+        // A fence without MPI_MODE_NOSUCCEED leaves a fence epoch open that
+        // may hold no operations; a lock ends it (as MPICH allows).
+        window.epoch.fence = false;
         let acquire = assert & MPI_MODE_NOCHECK == 0;
         if acquire {
             let id = window.id;
@@ -985,9 +989,10 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
         if window.epoch.lock_all || !window.epoch.locks.is_empty() {
             return Err(sync_error("MPI_Win_lock_all while this process holds locks on the window"));
         }
-        if window.epoch.fence || window.epoch.start.is_some() {
-            return Err(sync_error("MPI_Win_lock_all inside a fence or start epoch"));
+        if window.epoch.start.is_some() {
+            return Err(sync_error("MPI_Win_lock_all inside a start epoch"));
         }
+        window.epoch.fence = false;
         if assert & MPI_MODE_NOCHECK == 0 {
             let (id, members) = (window.id, window.group.clone());
             with_engine("MPI_Win_lock_all", |mpi| {
