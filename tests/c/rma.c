@@ -320,9 +320,11 @@ static void passive(void) {
     const long long per_rank = 50;
     if (g_rank == 0) {
         long long expected = per_rank * (g_size - 1);
+        const char *wait_text = getenv("RMA_PASSIVE_WAIT_S");
+        long wait_s = wait_text ? atol(wait_text) : 60;
         time_t start = time(NULL);
         while (*base != expected) {
-            CHECK(time(NULL) - start < 60, "target outside MPI served %lld of %lld", *base, expected);
+            CHECK(time(NULL) - start < wait_s, "target outside MPI served %lld of %lld", *base, expected);
             __sync_synchronize();
         }
     } else {
@@ -350,6 +352,8 @@ static void large(void) {
     MPI_OK(MPI_Put(mine, count, MPI_INT, target, 0, count, MPI_INT, win));
     MPI_OK(MPI_Win_fence(0, win));
     for (int i = 0; i < count; i++) CHECK(base[i] == (i ^ (left << 24)), "large put [%d]=%d", i, base[i]);
+    /* every rank has checked its memory before the next epoch updates it */
+    MPI_OK(MPI_Win_fence(0, win));
     MPI_OK(MPI_Accumulate(mine, count, MPI_INT, target, 0, count, MPI_INT, MPI_BXOR, win));
     MPI_OK(MPI_Win_fence(0, win));
     MPI_OK(MPI_Get(back, count, MPI_INT, target, 0, count, MPI_INT, win));
@@ -452,6 +456,15 @@ static void errors(void) {
     MPI_OK(MPI_Errhandler_free(&handler));
 }
 
+/* A put with no epoch under MPI_ERRORS_ARE_FATAL: the job ends. */
+static void fatal(void) {
+    int *base, value = 1;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_Put(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+    FAIL("MPI_Put outside an epoch returned under MPI_ERRORS_ARE_FATAL");
+}
+
 int main(int argc, char **argv) {
     test_init(&argc, &argv);
     const char *subtest = argc > 1 ? argv[1] : "";
@@ -463,6 +476,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(subtest, "passive")) passive();
     else if (!strcmp(subtest, "large")) large();
     else if (!strcmp(subtest, "errors")) errors();
+    else if (!strcmp(subtest, "fatal")) fatal();
     else FAIL("unknown subtest '%s'", subtest);
     return test_finish();
 }
