@@ -216,6 +216,26 @@ fn ensure_background_progress() {
     crate::init::ensure_progress_thread();
 }
 
+/// The window hints MPI defines (and MPICH's `alloc_shm`); others are
+/// ignored, as MPI allows, so MPI_Win_get_info does not report them.
+const KNOWN_HINTS: [&str; 8] = [
+    "no_locks",
+    "accumulate_ordering",
+    "accumulate_ops",
+    "same_size",
+    "same_disp_unit",
+    "alloc_shared_noncontig",
+    "mpi_accumulate_granularity",
+    "alloc_shm",
+];
+
+fn known_hints(pairs: Vec<(String, String)>) -> Vec<(String, String)> {
+    pairs
+        .into_iter()
+        .filter(|(key, _)| KNOWN_HINTS.contains(&key.as_str()))
+        .collect()
+}
+
 fn check_create_arguments(size: MPI_Aint, disp_unit: c_int) -> MpiResult<()> {
     if size < 0 {
         return Err(MpiError::new(
@@ -350,7 +370,7 @@ unsafe fn create_window(
 ) -> MpiResult<(MPI_Win, *mut c_void)> {
     check_create_arguments(size, disp_unit)?;
     // SAFETY: the caller's info handle.
-    let hints = unsafe { crate::file::info_pairs(info) }?;
+    let hints = known_hints(unsafe { crate::file::info_pairs(info) }?);
     let mut is_inter = 0;
     // SAFETY: valid out pointer.
     checked(
@@ -390,8 +410,14 @@ unsafe fn create_on(
     let (mut rank, mut ranks) = (0, 0);
     // SAFETY: valid out pointers.
     unsafe {
-        checked(crate::comm::PMPI_Comm_rank(comm, &mut rank), "MPI_Comm_rank")?;
-        checked(crate::comm::PMPI_Comm_size(comm, &mut ranks), "MPI_Comm_size")?;
+        checked(
+            crate::comm::PMPI_Comm_rank(comm, &mut rank),
+            "MPI_Comm_rank",
+        )?;
+        checked(
+            crate::comm::PMPI_Comm_size(comm, &mut ranks),
+            "MPI_Comm_size",
+        )?;
     }
     let (sizes, disp_units) = exchange_geometry(comm, size, disp_unit, ranks as usize)?;
     let (base, flavor, owned, shared_bases) = match memory {
@@ -426,7 +452,12 @@ unsafe fn create_on(
             let mut bases = Vec::with_capacity(sizes.len());
             let mut offset = 0;
             for &size in &sizes {
-                bases.push(mapping as usize + offset);
+                // A rank without memory has no base (MPI_Win_shared_query gives NULL).
+                bases.push(if size == 0 {
+                    0
+                } else {
+                    mapping as usize + offset
+                });
                 offset += size as usize;
             }
             (
@@ -527,7 +558,12 @@ pub unsafe extern "C" fn PMPI_Win_create(
     }
     // SAFETY: the caller's arguments.
     let result = unsafe { create_window(size, disp_unit, info, comm, Memory::Given(base)) };
-    created("MPI_Win_create", comm, win, result.map(|(handle, _)| handle))
+    created(
+        "MPI_Win_create",
+        comm,
+        win,
+        result.map(|(handle, _)| handle),
+    )
 }
 const _: fn_types::MPI_Win_create = PMPI_Win_create;
 
@@ -732,8 +768,7 @@ pub unsafe extern "C" fn PMPI_Win_free(win: *mut MPI_Win) -> c_int {
     };
     let mut open = lock_window(&window);
     let epoch = &open.epoch;
-    if !epoch.locks.is_empty() || epoch.lock_all || epoch.start.is_some() || epoch.post.is_some()
-    {
+    if !epoch.locks.is_empty() || epoch.lock_all || epoch.start.is_some() || epoch.post.is_some() {
         let errhandler = open.errhandler;
         drop(open);
         return raise_window(
@@ -845,7 +880,7 @@ const _: fn_types::MPI_Win_get_name = PMPI_Win_get_name;
 pub unsafe extern "C" fn PMPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
     window_entry("MPI_Win_set_info", win, |window| {
         // SAFETY: the caller's info handle.
-        let pairs = unsafe { crate::file::info_pairs(info) }?;
+        let pairs = known_hints(unsafe { crate::file::info_pairs(info) }?);
         for (key, value) in pairs {
             match window.info.iter_mut().find(|(known, _)| *known == key) {
                 Some(entry) => entry.1 = value,
@@ -921,7 +956,10 @@ fn valid_errhandler(errhandler: MPI_Errhandler) -> MpiResult<()> {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
+pub unsafe extern "C" fn PMPI_Win_set_errhandler(
+    win: MPI_Win,
+    errhandler: MPI_Errhandler,
+) -> c_int {
     window_entry("MPI_Win_set_errhandler", win, |window| {
         valid_errhandler(errhandler)?;
         window.errhandler = errhandler;
@@ -958,7 +996,13 @@ pub unsafe extern "C" fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int
         ErrorClass::from_i32(errorcode).unwrap_or(ErrorClass::Other),
         format!("MPI_Win_call_errhandler with error code {errorcode}"),
     );
-    dispatch_window_code("MPI_Win_call_errhandler", win, errhandler, errorcode, &error);
+    dispatch_window_code(
+        "MPI_Win_call_errhandler",
+        win,
+        errhandler,
+        errorcode,
+        &error,
+    );
     // MPI: returns MPI_SUCCESS if the handler returned.
     MPI_SUCCESS
 }
@@ -977,16 +1021,22 @@ pub unsafe extern "C" fn PMPI_Win_create_keyval(
         crate::global::out_pointer(win_keyval, "win_keyval")?;
         registry.objects.keyvals.push(crate::objects::Keyval {
             // SAFETY: the same C signatures (MPI_Win and MPI_Comm are ints).
-            copy: unsafe { std::mem::transmute::<MPI_Win_copy_attr_function, MPI_Comm_copy_attr_function>(win_copy_attr_fn) },
+            copy: unsafe {
+                std::mem::transmute::<MPI_Win_copy_attr_function, MPI_Comm_copy_attr_function>(
+                    win_copy_attr_fn,
+                )
+            },
             // SAFETY: as above.
-            delete: unsafe { std::mem::transmute::<MPI_Win_delete_attr_function, MPI_Comm_delete_attr_function>(win_delete_attr_fn) },
+            delete: unsafe {
+                std::mem::transmute::<MPI_Win_delete_attr_function, MPI_Comm_delete_attr_function>(
+                    win_delete_attr_fn,
+                )
+            },
             extra_state: extra_state as usize,
             freed: false,
         });
         // SAFETY: checked non-null.
-        unsafe {
-            *win_keyval = crate::handles::keyval_handle(registry.objects.keyvals.len() - 1)
-        };
+        unsafe { *win_keyval = crate::handles::keyval_handle(registry.objects.keyvals.len() - 1) };
         Ok(())
     })
 }
@@ -1001,7 +1051,10 @@ pub unsafe extern "C" fn PMPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
         let index = crate::handles::keyval_index(keyval)
             .filter(|&index| index < registry.objects.keyvals.len())
             .ok_or_else(|| {
-                MpiError::new(ErrorClass::Keyval, format!("keyval {keyval:#x} is not valid"))
+                MpiError::new(
+                    ErrorClass::Keyval,
+                    format!("keyval {keyval:#x} is not valid"),
+                )
             })?;
         if registry.objects.keyvals[index].freed {
             return Err(MpiError::new(
@@ -1035,7 +1088,14 @@ fn run_delete(handle: MPI_Win, keyval: c_int, value: usize) -> MpiResult<()> {
         return Ok(());
     };
     // SAFETY: the application's callback, registered with its keyval.
-    let code = unsafe { delete(handle, keyval, value as *mut c_void, entry.extra_state as *mut c_void) };
+    let code = unsafe {
+        delete(
+            handle,
+            keyval,
+            value as *mut c_void,
+            entry.extra_state as *mut c_void,
+        )
+    };
     if code == MPI_SUCCESS {
         Ok(())
     } else {
@@ -1061,7 +1121,11 @@ pub unsafe extern "C" fn PMPI_Win_set_attr(
             ));
         }
         user_keyval(win_keyval)?;
-        match window.attributes.iter_mut().find(|(keyval, _)| *keyval == win_keyval) {
+        match window
+            .attributes
+            .iter_mut()
+            .find(|(keyval, _)| *keyval == win_keyval)
+        {
             Some(entry) => replaced = Some(std::mem::replace(&mut entry.1, attribute_val as usize)),
             None => window.attributes.push((win_keyval, attribute_val as usize)),
         }
@@ -1072,7 +1136,8 @@ pub unsafe extern "C" fn PMPI_Win_set_attr(
     }
     match replaced.map(|old| run_delete(win, win_keyval, old)) {
         Some(Err(error)) => {
-            let errhandler = lookup(win).map_or(MPI_ERRORS_ARE_FATAL, |w| lock_window(&w).errhandler);
+            let errhandler =
+                lookup(win).map_or(MPI_ERRORS_ARE_FATAL, |w| lock_window(&w).errhandler);
             raise_window("MPI_Win_set_attr", win, errhandler, error)
         }
         _ => MPI_SUCCESS,
@@ -1146,7 +1211,8 @@ pub unsafe extern "C" fn PMPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -
     }
     match removed.map(|value| run_delete(win, win_keyval, value)) {
         Some(Err(error)) => {
-            let errhandler = lookup(win).map_or(MPI_ERRORS_ARE_FATAL, |w| lock_window(&w).errhandler);
+            let errhandler =
+                lookup(win).map_or(MPI_ERRORS_ARE_FATAL, |w| lock_window(&w).errhandler);
             raise_window("MPI_Win_delete_attr", win, errhandler, error)
         }
         _ => MPI_SUCCESS,

@@ -147,31 +147,13 @@ fn target_blocks(
     datatype: MPI_Datatype,
 ) -> MpiResult<(Vec<TargetBlock>, usize)> {
     let count = count_argument(count, "target count")?;
-    if displacement < 0 && target.size_bytes.is_some() {
-        return Err(MpiError::new(
-            ErrorClass::Disp,
-            format!("target displacement {displacement} is negative"),
-        ));
-    }
     let layout = crate::datatype::committed_layout(datatype)?;
     let start = (displacement as isize)
         .checked_mul(target.disp_unit)
         .ok_or_else(|| MpiError::new(ErrorClass::Disp, "target displacement overflows"))?;
     let runs = flatten(&layout, count, start);
     let total = runs.iter().map(|&(_, length)| length).sum();
-    if let Some(size_bytes) = target.size_bytes {
-        for &(offset, length) in &runs {
-            if offset < 0 || offset as usize + length > size_bytes {
-                return Err(MpiError::new(
-                    ErrorClass::RmaRange,
-                    format!(
-                        "target bytes [{offset}, {}) lie outside rank's window of {size_bytes} bytes",
-                        offset + length as isize
-                    ),
-                ));
-            }
-        }
-    }
+    check_in_window(target, &runs, displacement)?;
     Ok((
         runs.into_iter()
             .map(|(offset, length)| TargetBlock {
@@ -181,6 +163,35 @@ fn target_blocks(
             .collect(),
         total,
     ))
+}
+
+/// Every run lies inside the target's window (unless dynamic: the target checks).
+fn check_in_window(
+    target: &Target,
+    runs: &[(isize, usize)],
+    displacement: MPI_Aint,
+) -> MpiResult<()> {
+    let Some(size_bytes) = target.size_bytes else {
+        return Ok(());
+    };
+    if displacement < 0 {
+        return Err(MpiError::new(
+            ErrorClass::Disp,
+            format!("target displacement {displacement} is negative"),
+        ));
+    }
+    for &(offset, length) in runs {
+        if offset < 0 || offset as usize + length > size_bytes {
+            return Err(MpiError::new(
+                ErrorClass::RmaRange,
+                format!(
+                    "target bytes [{offset}, {}) lie outside the target's window of {size_bytes} bytes",
+                    offset + length as isize
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn same_size(origin: usize, target: usize, what: &str) -> MpiResult<()> {
@@ -239,54 +250,51 @@ fn accumulate_op(op: MPI_Op) -> MpiResult<Op> {
     })
 }
 
-/// The basic element type of an accumulate's target datatype, checked
-/// against the op.
-fn accumulate_unit(
-    op: Op,
-    datatype: MPI_Datatype,
-) -> MpiResult<resmpi_core::datatype::TypeInfo> {
-    let (unit, _) = crate::datatype::reduction_element(datatype)?;
+/// The basic element type of an accumulate's datatype, checked against the op.
+fn accumulate_unit(op: Op, datatype: MPI_Datatype) -> MpiResult<resmpi_core::datatype::TypeInfo> {
+    let unit = crate::datatype::committed_layout(datatype)?
+        .unit
+        .ok_or_else(|| {
+            MpiError::new(
+                ErrorClass::Type,
+                "an accumulate's datatype must be made of one predefined type",
+            )
+        })?;
     if !matches!(op, Op::Replace | Op::NoOp) {
         resmpi_core::op::check_op_type(op, &unit)?;
-    }
-    if unit.size_bytes != unit.extent_bytes && crate::datatype::builtin_info(datatype).is_none() {
-        return Err(MpiError::new(
-            ErrorClass::Type,
-            "accumulates on derived types of pair types (MPI_DOUBLE_INT...) are not implemented by resmpi; use the predefined pair type",
-        ));
     }
     Ok(unit)
 }
 
-/// Pair types are moved at their extent (the reduction kernels' layout).
-fn pair_blocks(
-    target: &Target,
-    displacement: MPI_Aint,
-    count: c_int,
+/// Runs of whole elements of `unit` at its extent (the reduction kernels'
+/// layout): for a type whose elements have holes (MPI_SHORT_INT,
+/// MPI_LONG_DOUBLE_INT and types made of them), each element starts where
+/// the packed stream reaches a multiple of the element's size.
+fn element_runs(
+    layout: &Datatype,
+    count: usize,
+    start: isize,
     unit: &resmpi_core::datatype::TypeInfo,
-) -> MpiResult<(Vec<TargetBlock>, usize)> {
-    let count = count_argument(count, "target count")?;
-    let length = count * unit.extent_bytes;
-    let start = displacement as isize * target.disp_unit;
-    if let Some(size_bytes) = target.size_bytes {
-        if start < 0 || start as usize + length > size_bytes {
-            return Err(MpiError::new(
-                ErrorClass::RmaRange,
-                format!("target bytes [{start}, {}) lie outside rank's window of {size_bytes} bytes", start + length as isize),
-            ));
-        }
+) -> Vec<(isize, usize)> {
+    let runs = flatten(layout, count, start);
+    if unit.size_bytes == unit.extent_bytes {
+        return runs;
     }
-    Ok((
-        if length == 0 {
-            Vec::new()
-        } else {
-            vec![TargetBlock {
-                offset_bytes: start as i64,
-                length_bytes: length as u64,
-            }]
-        },
-        length,
-    ))
+    let mut elements: Vec<(isize, usize)> = Vec::new();
+    let mut packed = 0usize;
+    for (offset, length) in runs {
+        let mut next = packed.next_multiple_of(unit.size_bytes);
+        while next < packed + length {
+            let address = offset + (next - packed) as isize;
+            match elements.last_mut() {
+                Some(last) if last.0 + last.1 as isize == address => last.1 += unit.extent_bytes,
+                _ => elements.push((address, unit.extent_bytes)),
+            }
+            next += unit.size_bytes;
+        }
+        packed += length;
+    }
+    elements
 }
 
 /// Everything an accumulate-like call takes.
@@ -312,46 +320,68 @@ unsafe fn accumulate(
         return Ok(None);
     };
     let op = accumulate_op(call.op)?;
+    let target_count = count_argument(call.target_count, "target count")?;
+    if crate::datatype::committed_layout(call.target_datatype)?.size_bytes * target_count == 0 {
+        // Nothing at the target: nothing to combine or fetch (MPICH's rule).
+        return Ok(None);
+    }
     let unit = accumulate_unit(op, call.target_datatype)?;
-    let pair = unit.size_bytes != unit.extent_bytes;
-    let (blocks, target_total) = if pair {
-        pair_blocks(&target, call.target_disp, call.target_count, &unit)?
-    } else {
-        target_blocks(&target, call.target_disp, call.target_count, call.target_datatype)?
+    let target_layout = crate::datatype::committed_layout(call.target_datatype)?;
+    let target_start = (call.target_disp as isize)
+        .checked_mul(target.disp_unit)
+        .ok_or_else(|| MpiError::new(ErrorClass::Disp, "target displacement overflows"))?;
+    let target_runs = element_runs(&target_layout, target_count, target_start, &unit);
+    check_in_window(&target, &target_runs, call.target_disp)?;
+    let target_total: usize = target_runs.iter().map(|&(_, length)| length).sum();
+    let blocks: Vec<TargetBlock> = target_runs
+        .iter()
+        .map(|&(offset, length)| TargetBlock {
+            offset_bytes: offset as i64,
+            length_bytes: length as u64,
+        })
+        .collect();
+    let side_runs = |address: *const c_void,
+                     count: c_int,
+                     datatype: MPI_Datatype,
+                     what: &str|
+     -> MpiResult<Vec<(usize, usize)>> {
+        let count = count_argument(count, &format!("{what} count"))?;
+        let side_unit = accumulate_unit(op, datatype)?;
+        if side_unit.kind != unit.kind {
+            return Err(MpiError::new(
+                ErrorClass::Type,
+                format!("the {what} and target datatypes of an accumulate must be made of the same predefined type"),
+            ));
+        }
+        let layout = crate::datatype::committed_layout(datatype)?;
+        let runs = element_runs(&layout, count, address as isize, &unit);
+        let total: usize = runs.iter().map(|&(_, length)| length).sum();
+        same_size(total, target_total, what)?;
+        if address.is_null() && total > 0 && layout.true_lb_bytes == 0 {
+            return Err(MpiError::new(
+                ErrorClass::Buffer,
+                format!("{what} buffer is NULL with {total} bytes to move"),
+            ));
+        }
+        Ok(runs
+            .into_iter()
+            .map(|(offset, length)| (offset as usize, length))
+            .collect())
     };
     let data = if matches!(op, Op::NoOp) {
         Vec::new()
     } else {
-        let (origin_unit, _) = crate::datatype::reduction_element(call.origin_datatype)?;
-        if origin_unit.kind != unit.kind {
-            return Err(MpiError::new(
-                ErrorClass::Type,
-                "origin and target datatypes of an accumulate must be made of the same predefined type",
-            ));
-        }
-        let (runs, total) = if pair {
-            let count = count_argument(call.origin_count, "origin count")?;
-            let length = count * unit.extent_bytes;
-            (vec![(call.origin_addr as usize, length)], length)
-        } else {
-            origin_runs(call.origin_addr, call.origin_count, call.origin_datatype, "origin")?
-        };
-        same_size(total, target_total, "origin")?;
-        gather(&runs, total)
+        let runs = side_runs(
+            call.origin_addr,
+            call.origin_count,
+            call.origin_datatype,
+            "origin",
+        )?;
+        gather(&runs, target_total)
     };
     let destination = match call.result {
         None => Vec::new(),
-        Some((address, count, datatype)) => {
-            let (runs, total) = if pair {
-                let count = count_argument(count, "result count")?;
-                let length = count * unit.extent_bytes;
-                (vec![(address as usize, length)], length)
-            } else {
-                origin_runs(address, count, datatype, "result")?
-            };
-            same_size(total, target_total, "result")?;
-            runs
-        }
+        Some((address, count, datatype)) => side_runs(address, count, datatype, "result")?,
     };
     let access = Access::Accumulate {
         op,
@@ -402,7 +432,8 @@ unsafe fn put(
     let Some(target) = target_of(window, target_rank)? else {
         return Ok(());
     };
-    let (blocks, target_total) = target_blocks(&target, target_disp, target_count, target_datatype)?;
+    let (blocks, target_total) =
+        target_blocks(&target, target_disp, target_count, target_datatype)?;
     let (runs, total) = origin_runs(origin_addr, origin_count, origin_datatype, "origin")?;
     same_size(total, target_total, "origin")?;
     let data = gather(&runs, total);
@@ -424,7 +455,8 @@ unsafe fn get(
     let Some(target) = target_of(window, target_rank)? else {
         return Ok(None);
     };
-    let (blocks, target_total) = target_blocks(&target, target_disp, target_count, target_datatype)?;
+    let (blocks, target_total) =
+        target_blocks(&target, target_disp, target_count, target_datatype)?;
     let (runs, total) = origin_runs(origin_addr, origin_count, origin_datatype, "origin")?;
     same_size(total, target_total, "origin")?;
     // SAFETY: the origin buffer is the application's (MPI's contract).
@@ -611,7 +643,17 @@ pub unsafe extern "C" fn PMPI_Compare_and_swap(
         use resmpi_core::datatype::BasicKind as K;
         if !matches!(
             unit.kind,
-            K::I8 | K::U8 | K::I16 | K::U16 | K::I32 | K::U32 | K::I64 | K::U64 | K::Char | K::Bool | K::Byte
+            K::I8
+                | K::U8
+                | K::I16
+                | K::U16
+                | K::I32
+                | K::U32
+                | K::I64
+                | K::U64
+                | K::Char
+                | K::Bool
+                | K::Byte
         ) {
             return Err(MpiError::new(
                 ErrorClass::Type,
@@ -629,7 +671,10 @@ pub unsafe extern "C" fn PMPI_Compare_and_swap(
         }
         let (blocks, _) = target_blocks(&target, target_disp, 1, datatype)?;
         let mut data = gather(&[(origin_addr as usize, unit.size_bytes)], unit.size_bytes);
-        data.extend(gather(&[(compare_addr as usize, unit.size_bytes)], unit.size_bytes));
+        data.extend(gather(
+            &[(compare_addr as usize, unit.size_bytes)],
+            unit.size_bytes,
+        ));
         // SAFETY: the result buffer is the application's.
         unsafe {
             issue(
@@ -801,8 +846,7 @@ pub unsafe extern "C" fn PMPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         // Everything this process started has completed at its target...
         let flushed = with_engine("MPI_Win_fence", |mpi| mpi.engine.rma_flush(id, None));
         // ...and, once everyone is here, everything aimed at this process.
-        let synchronised = if assert & MPI_MODE_NOPRECEDE != 0 && assert & MPI_MODE_NOSUCCEED != 0
-        {
+        let synchronised = if assert & MPI_MODE_NOPRECEDE != 0 && assert & MPI_MODE_NOSUCCEED != 0 {
             Ok(())
         } else {
             crate::file::barrier(window.comm)
@@ -856,7 +900,9 @@ pub unsafe extern "C" fn PMPI_Win_start(group: MPI_Group, _assert: c_int, win: M
         let id = window.id;
         // MPI_MODE_NOCHECK promises the posts happened; waiting for their
         // notices is still right (each post sends one), so it is ignored.
-        with_engine("MPI_Win_start", |mpi| mpi.engine.rma_wait_posts(id, &targets))?;
+        with_engine("MPI_Win_start", |mpi| {
+            mpi.engine.rma_wait_posts(id, &targets)
+        })?;
         window.epoch.fence = false;
         window.epoch.start = Some(targets);
         Ok(())
@@ -871,7 +917,9 @@ pub unsafe extern "C" fn PMPI_Win_complete(win: MPI_Win) -> c_int {
             return Err(sync_error("MPI_Win_complete without MPI_Win_start"));
         };
         let id = window.id;
-        with_engine("MPI_Win_complete", |mpi| mpi.engine.rma_complete(id, &targets))
+        with_engine("MPI_Win_complete", |mpi| {
+            mpi.engine.rma_complete(id, &targets)
+        })
     })
 }
 const _: fn_types::MPI_Win_complete = PMPI_Win_complete;
@@ -881,7 +929,9 @@ fn wait_or_test(name: &str, window: &mut Window, block: bool) -> MpiResult<bool>
         return Err(sync_error(format!("{name} without MPI_Win_post")));
     };
     let id = window.id;
-    let done = with_engine(name, |mpi| mpi.engine.rma_wait_completes(id, &origins, block))?;
+    let done = with_engine(name, |mpi| {
+        mpi.engine.rma_wait_completes(id, &origins, block)
+    })?;
     if done {
         window.epoch.post = None;
     }
@@ -927,22 +977,25 @@ pub unsafe extern "C" fn PMPI_Win_lock(
     win: MPI_Win,
 ) -> c_int {
     window_entry("MPI_Win_lock", win, |window| {
-        let exclusive = match lock_type {
-            MPI_LOCK_EXCLUSIVE => true,
-            MPI_LOCK_SHARED => false,
-            _ => {
-                return Err(MpiError::new(
+        let exclusive =
+            match lock_type {
+                MPI_LOCK_EXCLUSIVE => true,
+                MPI_LOCK_SHARED => false,
+                _ => return Err(MpiError::new(
                     ErrorClass::LockType,
-                    format!("lock type {lock_type} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"),
-                ))
-            }
-        };
+                    format!(
+                        "lock type {lock_type} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"
+                    ),
+                )),
+            };
         if rank == MPI_PROC_NULL {
             return Ok(());
         }
         let world = checked_rank(window, rank)?;
         if window.epoch.locks.contains_key(&rank) || window.epoch.lock_all {
-            return Err(sync_error(format!("rank {rank} of this window is already locked by this process")));
+            return Err(sync_error(format!(
+                "rank {rank} of this window is already locked by this process"
+            )));
         }
         if window.epoch.start.is_some() {
             return Err(sync_error("MPI_Win_lock inside a start epoch"));
@@ -953,7 +1006,9 @@ pub unsafe extern "C" fn PMPI_Win_lock(
         let acquire = assert & MPI_MODE_NOCHECK == 0;
         if acquire {
             let id = window.id;
-            with_engine("MPI_Win_lock", |mpi| mpi.engine.rma_lock(id, world, exclusive))?;
+            with_engine("MPI_Win_lock", |mpi| {
+                mpi.engine.rma_lock(id, world, exclusive)
+            })?;
         }
         window.epoch.locks.insert(rank, (exclusive, acquire));
         Ok(())
@@ -969,7 +1024,9 @@ pub unsafe extern "C" fn PMPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         }
         let world = checked_rank(window, rank)?;
         let Some((_, acquired)) = window.epoch.locks.remove(&rank) else {
-            return Err(sync_error(format!("rank {rank} of this window is not locked by this process")));
+            return Err(sync_error(format!(
+                "rank {rank} of this window is not locked by this process"
+            )));
         };
         let id = window.id;
         with_engine("MPI_Win_unlock", |mpi| {
@@ -987,7 +1044,9 @@ const _: fn_types::MPI_Win_unlock = PMPI_Win_unlock;
 pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
     window_entry("MPI_Win_lock_all", win, |window| {
         if window.epoch.lock_all || !window.epoch.locks.is_empty() {
-            return Err(sync_error("MPI_Win_lock_all while this process holds locks on the window"));
+            return Err(sync_error(
+                "MPI_Win_lock_all while this process holds locks on the window",
+            ));
         }
         if window.epoch.start.is_some() {
             return Err(sync_error("MPI_Win_lock_all inside a start epoch"));
@@ -1103,4 +1162,3 @@ pub unsafe extern "C" fn PMPI_Win_sync(win: MPI_Win) -> c_int {
     })
 }
 const _: fn_types::MPI_Win_sync = PMPI_Win_sync;
-

@@ -64,8 +64,8 @@ mod ulfm;
 pub use direct_receive::BlockingReceive;
 use direct_receive::{DirectReceive, DIRECT_RECEIVE_TOKEN};
 
-pub use ulfm::revoked_error;
 use rma::CONTROL_RMA;
+pub use ulfm::revoked_error;
 use ulfm::CONTROL_ULFM;
 
 /// Control-frame subtype (in `message_id`): eager credit returned (`aux` bytes).

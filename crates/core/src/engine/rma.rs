@@ -145,10 +145,17 @@ impl WindowMemory {
         if self.dynamic {
             let address = usize::try_from(block.offset_bytes).ok()?;
             let end = address.checked_add(length)?;
-            self.regions
-                .iter()
-                .any(|&(base, size)| address >= base && end <= base + size)
-                .then_some(address)
+            // Adjacent attached regions together cover an access that
+            // crosses from one into the next.
+            let mut covered = address;
+            while covered < end {
+                let &(base, size) = self
+                    .regions
+                    .iter()
+                    .find(|&&(base, size)| covered >= base && covered < base + size)?;
+                covered = base + size;
+            }
+            Some(address)
         } else {
             let offset = usize::try_from(block.offset_bytes).ok()?;
             (offset.checked_add(length)? <= self.size_bytes).then_some(self.base + offset)
@@ -562,7 +569,10 @@ impl<F: Interceptor> Engine<F> {
                 match access {
                     Access::CompareAndSwap { .. } => payload.extend_from_slice(data),
                     _ => payload.extend_from_slice(data.get(start..end).ok_or_else(|| {
-                        MpiError::new(ErrorClass::Intern, "RMA origin data shorter than its target")
+                        MpiError::new(
+                            ErrorClass::Intern,
+                            "RMA origin data shorter than its target",
+                        )
                     })?),
                 }
             }
@@ -599,14 +609,18 @@ impl<F: Interceptor> Engine<F> {
     }
 
     fn outstanding(&self, window: u32, target: Option<u32>) -> u32 {
-        self.state.rma.windows.get(&window).map_or(0, |state| match target {
-            Some(target) => state
-                .responses_outstanding
-                .get(&target)
-                .copied()
-                .unwrap_or(0),
-            None => state.responses_outstanding.values().sum(),
-        })
+        self.state
+            .rma
+            .windows
+            .get(&window)
+            .map_or(0, |state| match target {
+                Some(target) => state
+                    .responses_outstanding
+                    .get(&target)
+                    .copied()
+                    .unwrap_or(0),
+                None => state.responses_outstanding.values().sum(),
+            })
     }
 
     fn any_failed(&self, targets: &[u32]) -> Option<u32> {
@@ -655,9 +669,13 @@ impl<F: Interceptor> Engine<F> {
         payload.push(exclusive as u8);
         self.rma_send(target, &payload)?;
         self.wait_until(|engine| {
-            engine.state.rma.windows.get(&window).is_none_or(|state| {
-                state.locks_granted.get(&target).copied().unwrap_or(0) > 0
-            }) || engine.peer_failed(target)
+            engine
+                .state
+                .rma
+                .windows
+                .get(&window)
+                .is_none_or(|state| state.locks_granted.get(&target).copied().unwrap_or(0) > 0)
+                || engine.peer_failed(target)
         })?;
         if self.peer_failed(target) {
             return Err(peer_failed_error(target));
@@ -873,8 +891,8 @@ impl<F: Interceptor> State<F> {
         let mut granted = Vec::new();
         if let Some(state) = self.rma.windows.get_mut(&window) {
             while let Some(&(origin, exclusive)) = state.lock_queue.front() {
-                let free = state.exclusive_holder.is_none()
-                    && (!exclusive || state.shared_holders == 0);
+                let free =
+                    state.exclusive_holder.is_none() && (!exclusive || state.shared_holders == 0);
                 if !free {
                     break;
                 }
@@ -950,12 +968,28 @@ impl<F: Interceptor> State<F> {
                 if matches!(op, Op::NoOp) {
                     return Ok(fetched);
                 }
+                // The kernels read typed elements (long double with
+                // aligned loads): the frame's bytes are copied to 16-byte
+                // aligned memory first.
+                let mut aligned = vec![0u128; total.div_ceil(16)];
+                // SAFETY: `aligned` holds at least `total` bytes.
+                let input = unsafe {
+                    std::slice::from_raw_parts_mut(aligned.as_mut_ptr().cast::<u8>(), total)
+                };
+                input.copy_from_slice(&data[..total]);
                 for &(address, length) in &addresses {
                     let count = length / unit.extent_bytes;
                     // SAFETY: as above.
-                    let target = unsafe { std::slice::from_raw_parts_mut(address as *mut u8, length) };
-                    reduce_predefined(op, &unit, &data[consumed..consumed + length], target, count)
-                        .map_err(|error| error.class)?;
+                    let target =
+                        unsafe { std::slice::from_raw_parts_mut(address as *mut u8, length) };
+                    reduce_predefined(
+                        op,
+                        &unit,
+                        &input[consumed..consumed + length],
+                        target,
+                        count,
+                    )
+                    .map_err(|error| error.class)?;
                     consumed += length;
                 }
             }
