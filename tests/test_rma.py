@@ -8,7 +8,7 @@ import pytest
 
 from conftest import IS_RESMPI, assert_ok, run
 
-SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors"]
+SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges"]
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 4])

@@ -456,6 +456,89 @@ static void errors(void) {
     MPI_OK(MPI_Errhandler_free(&handler));
 }
 
+/* What MPICH's suite found: pair types with holes in derived types,
+ * long double accumulates (aligned kernels), an access across two adjacent
+ * attached regions, zero-byte operations with any datatypes. */
+typedef struct { short value; int index; } short_int_t;
+static void edges(void) {
+    short_int_t *pairs;
+    MPI_Win win;
+    const int count = 12;
+    MPI_OK(MPI_Win_allocate(count * sizeof(short_int_t), sizeof(short_int_t), MPI_INFO_NULL, MPI_COMM_WORLD, &pairs, &win));
+    for (int i = 0; i < count; i++) { pairs[i].value = -1; pairs[i].index = -1; }
+    MPI_Datatype every_third;
+    MPI_OK(MPI_Type_vector(4, 2, 3, MPI_SHORT_INT, &every_third));
+    MPI_OK(MPI_Type_commit(&every_third));
+    short_int_t mine[8];
+    for (int i = 0; i < 8; i++) { mine[i].value = (short)(10 * g_rank + i); mine[i].index = g_rank; }
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Accumulate(mine, 8, MPI_SHORT_INT, 0, 0, 1, every_third, MPI_MAXLOC, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    if (g_rank == 0) {
+        for (int i = 0, k = 0; i < count; i++) {
+            if (i % 3 == 2) {
+                CHECK(pairs[i].value == -1 && pairs[i].index == -1, "hole %d touched", i);
+                continue;
+            }
+            CHECK(pairs[i].value == 10 * (g_size - 1) + k && pairs[i].index == g_size - 1,
+                  "maxloc [%d] = (%d, %d)", i, pairs[i].value, pairs[i].index);
+            k++;
+        }
+    }
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    MPI_OK(MPI_Type_free(&every_third));
+    MPI_OK(MPI_Win_free(&win));
+
+    long double *sums;
+    MPI_OK(MPI_Win_allocate(2 * sizeof(long double), sizeof(long double), MPI_INFO_NULL, MPI_COMM_WORLD, &sums, &win));
+    sums[0] = sums[1] = 0;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_lock_all(0, win));
+    long double half = 0.5L, old;
+    for (int i = 0; i < 10; i++) MPI_OK(MPI_Fetch_and_op(&half, &old, MPI_LONG_DOUBLE, 0, 1, MPI_SUM, win));
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_rank == 0) CHECK(sums[1] == 5.0L * g_size, "long double sum %Lf", sums[1]);
+    MPI_OK(MPI_Win_free(&win));
+
+    MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    int *memory = malloc(2 * N * sizeof(int));
+    for (int i = 0; i < 2 * N; i++) memory[i] = -1;
+    MPI_OK(MPI_Win_attach(win, memory, N * sizeof(int)));
+    MPI_OK(MPI_Win_attach(win, memory + N, N * sizeof(int)));
+    MPI_Aint address, *addresses = malloc(g_size * sizeof(MPI_Aint));
+    MPI_OK(MPI_Get_address(memory, &address));
+    MPI_OK(MPI_Allgather(&address, 1, MPI_AINT, addresses, 1, MPI_AINT, MPI_COMM_WORLD));
+    int across[N];
+    for (int i = 0; i < N; i++) across[i] = g_rank * 1000 + i;
+    int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Put(across, N, MPI_INT, right, addresses[right] + N / 2 * sizeof(int), N, MPI_INT, win));
+    /* zero bytes: any datatypes, even mismatched, and NULL buffers */
+    MPI_OK(MPI_Put(NULL, 0, MPI_INT, right, addresses[right], 0, MPI_DOUBLE, win));
+    MPI_OK(MPI_Accumulate(NULL, 0, MPI_DOUBLE, right, addresses[right], 0, MPI_INT, MPI_SUM, win));
+    MPI_OK(MPI_Get_accumulate(NULL, 0, MPI_INT, NULL, 0, MPI_INT, right, addresses[right], 0, MPI_SHORT, MPI_SUM, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < 2 * N; i++) {
+        int want = i >= N / 2 && i < N / 2 + N ? left * 1000 + i - N / 2 : -1;
+        CHECK(memory[i] == want, "across regions [%d]=%d want %d", i, memory[i], want);
+    }
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    MPI_OK(MPI_Win_detach(win, memory));
+    /* detached: the first half is no longer in the window */
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    EXPECT_CLASS(MPI_Win_detach(win, memory), MPI_ERR_RMA_ATTACH);
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD)); /* every rank has detached */
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    MPI_OK(MPI_Put(across, 1, MPI_INT, right, addresses[right], 1, MPI_INT, win));
+    EXPECT_CLASS(MPI_Win_unlock(right, win), MPI_ERR_RMA_RANGE);
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_detach(win, memory + N));
+    MPI_OK(MPI_Win_free(&win));
+    free(memory);
+    free(addresses);
+}
+
 /* A put with no epoch under MPI_ERRORS_ARE_FATAL: the job ends. */
 static void fatal(void) {
     int *base, value = 1;
@@ -477,6 +560,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(subtest, "large")) large();
     else if (!strcmp(subtest, "errors")) errors();
     else if (!strcmp(subtest, "fatal")) fatal();
+    else if (!strcmp(subtest, "edges")) edges();
     else FAIL("unknown subtest '%s'", subtest);
     return test_finish();
 }
