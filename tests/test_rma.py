@@ -54,3 +54,14 @@ def test_an_operation_outside_an_epoch_is_a_clear_fatal_error(build):
     res = run(2, build("rma"), "fatal", timeout=60)
     assert res.returncode != 0, res.describe()
     assert "MPI_Put" in res.output and "no access epoch toward rank" in res.output, res.describe()
+
+
+@pytest.mark.resmpi_only("ULFM's failure policy is resmpi's mpiexec option")
+def test_an_epoch_toward_a_dead_rank_fails_with_proc_failed_instead_of_hanging(build):
+    """Under ULFM the last rank SIGKILLs itself: each survivor's lock,
+    accumulate and unlock toward it end with MPIX_ERR_PROC_FAILED (101), in
+    bounded time, and the survivor's own window still works."""
+    res = run(3, build("rma"), "failure", mpiexec_opts=("--with-ft", "ulfm", "--timeout", "30"), timeout=60)
+    for rank in (0, 1):
+        assert f"rank {rank}: survived with class 101" in res.stdout, res.describe()
+    assert "FAIL" not in res.stderr, res.describe()

@@ -5,6 +5,7 @@
  * results (works at any number of ranks >= 1). */
 #include "expect.h"
 #include <time.h>
+#include <signal.h>
 
 #define N 64
 
@@ -539,6 +540,41 @@ static void edges(void) {
     free(addresses);
 }
 
+/* Under ULFM: the last rank dies; synchronising with it fails with
+ * MPIX_ERR_PROC_FAILED instead of hanging, and windows among the
+ * survivors keep working. */
+static void failure(void) {
+    long long *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(sizeof(long long), sizeof(long long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    *base = 0;
+    int victim = g_size - 1;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_rank == victim) raise(SIGKILL);
+    long long one = 1;
+    int rc = MPI_SUCCESS, cls = MPI_SUCCESS;
+    /* until the death is noticed an epoch may still succeed */
+    for (int i = 0; i < 100000 && rc == MPI_SUCCESS; i++) {
+        rc = MPI_Win_lock(MPI_LOCK_SHARED, victim, 0, win);
+        if (rc == MPI_SUCCESS) {
+            MPI_Accumulate(&one, 1, MPI_LONG_LONG, victim, 0, 1, MPI_LONG_LONG, MPI_SUM, win);
+            rc = MPI_Win_unlock(victim, win);
+        }
+    }
+    MPI_OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPIX_ERR_PROC_FAILED, "epoch toward a dead rank: class %d", cls);
+    /* the window still serves this survivor's own epochs */
+    long long before = *base;
+    MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, g_rank, 0, win));
+    MPI_OK(MPI_Accumulate(&one, 1, MPI_LONG_LONG, g_rank, 0, 1, MPI_LONG_LONG, MPI_SUM, win));
+    MPI_OK(MPI_Win_unlock(g_rank, win));
+    CHECK(*base == before + 1, "own window after the death: %lld", *base);
+    printf("rank %d: survived with class %d\n", g_rank, cls);
+    fflush(stdout);
+    exit(0);
+}
+
 /* A put with no epoch under MPI_ERRORS_ARE_FATAL: the job ends. */
 static void fatal(void) {
     int *base, value = 1;
@@ -561,6 +597,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(subtest, "errors")) errors();
     else if (!strcmp(subtest, "fatal")) fatal();
     else if (!strcmp(subtest, "edges")) edges();
+    else if (!strcmp(subtest, "failure")) failure();
     else FAIL("unknown subtest '%s'", subtest);
     return test_finish();
 }
