@@ -259,7 +259,7 @@ fn exchange_geometry(
     disp_unit: c_int,
     ranks: usize,
 ) -> MpiResult<(Vec<MPI_Aint>, Vec<c_int>)> {
-    let mine = [size as i64, disp_unit as i64];
+    let mine = [size, disp_unit as i64];
     let mut all = vec![0i64; 2 * ranks];
     // SAFETY: two long longs in, 2 * ranks out, at valid addresses.
     checked(
@@ -925,10 +925,9 @@ pub unsafe extern "C" fn PMPI_Win_create_errhandler(
             return Err(MpiError::new(ErrorClass::Arg, "function is NULL"));
         };
         crate::global::out_pointer(errhandler, "errhandler")?;
-        // SAFETY: both are C functions taking (int handle pointer, int
-        // pointer, ...); dispatch_window_code calls it as such.
-        let stored: unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...) =
-            unsafe { std::mem::transmute(function) };
+        // MPI_Win and MPI_Comm are both ints: a window handler has the
+        // communicator handler's C type, and dispatch_window_code calls it so.
+        let stored: unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...) = function;
         global.errhandlers.push(Some(Some(stored)));
         // SAFETY: checked non-null.
         unsafe { *errhandler = errhandler_handle(global.errhandlers.len() - 1) };
@@ -1020,18 +1019,9 @@ pub unsafe extern "C" fn PMPI_Win_create_keyval(
     crate::global::entry("MPI_Win_create_keyval", MPI_COMM_WORLD, |_, registry| {
         crate::global::out_pointer(win_keyval, "win_keyval")?;
         registry.objects.keyvals.push(crate::objects::Keyval {
-            // SAFETY: the same C signatures (MPI_Win and MPI_Comm are ints).
-            copy: unsafe {
-                std::mem::transmute::<MPI_Win_copy_attr_function, MPI_Comm_copy_attr_function>(
-                    win_copy_attr_fn,
-                )
-            },
-            // SAFETY: as above.
-            delete: unsafe {
-                std::mem::transmute::<MPI_Win_delete_attr_function, MPI_Comm_delete_attr_function>(
-                    win_delete_attr_fn,
-                )
-            },
+            // MPI_Win and MPI_Comm are both ints: the same C signatures.
+            copy: win_copy_attr_fn,
+            delete: win_delete_attr_fn,
             extra_state: extra_state as usize,
             freed: false,
         });
