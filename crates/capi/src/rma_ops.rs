@@ -977,17 +977,18 @@ pub unsafe extern "C" fn PMPI_Win_lock(
     win: MPI_Win,
 ) -> c_int {
     window_entry("MPI_Win_lock", win, |window| {
-        let exclusive =
-            match lock_type {
-                MPI_LOCK_EXCLUSIVE => true,
-                MPI_LOCK_SHARED => false,
-                _ => return Err(MpiError::new(
+        let exclusive = match lock_type {
+            MPI_LOCK_EXCLUSIVE => true,
+            MPI_LOCK_SHARED => false,
+            _ => {
+                return Err(MpiError::new(
                     ErrorClass::LockType,
                     format!(
                         "lock type {lock_type} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         if rank == MPI_PROC_NULL {
             return Ok(());
         }
