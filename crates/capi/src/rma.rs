@@ -300,7 +300,13 @@ fn map_shared_segment(comm: MPI_Comm, rank: c_int, total_bytes: usize) -> MpiRes
     let pid = unsafe { libc::getpid() } as i64;
     let owner = crate::file::broadcast_i64(comm, pid)?;
     let owner_descriptor = crate::file::broadcast_i64(comm, descriptor as i64)?;
-    if rank != 0 && owner_descriptor >= 0 {
+    // /proc/PID/fd/N names rank 0's segment only on rank 0's host (and
+    // boot): elsewhere it could be another process's file.
+    let host = this_host();
+    let owner_host = crate::file::broadcast_i64(comm, host)?;
+    if rank != 0 && owner_host != host {
+        failure = Some("the window's ranks are not all on one host".to_string());
+    } else if rank != 0 && owner_descriptor >= 0 {
         let path = std::ffi::CString::new(format!("/proc/{owner}/fd/{owner_descriptor}"))
             .expect("no NUL in a path of numbers");
         // SAFETY: a NUL-terminated path.
@@ -350,6 +356,21 @@ fn map_shared_segment(comm: MPI_Comm, rank: c_int, total_bytes: usize) -> MpiRes
         ));
     }
     Ok(mapping)
+}
+
+/// This host and boot, as a number: a hash of the kernel's boot id (new at
+/// every boot of every host) and the host name.
+fn this_host() -> i64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    let mut name = [0u8; 256];
+    // SAFETY: a buffer of the size given.
+    unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    name.hash(&mut hasher);
+    hasher.finish() as i64
 }
 
 /// How a new window gets its memory.
