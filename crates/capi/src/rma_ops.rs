@@ -958,6 +958,19 @@ pub unsafe extern "C" fn PMPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int 
 }
 const _: fn_types::MPI_Win_test = PMPI_Win_test;
 
+/// This process's rank in the window.
+fn window_rank(window: &Window) -> c_int {
+    let me = crate::global::lock()
+        .mpi
+        .as_ref()
+        .map_or(0, |mpi| mpi.rank());
+    window
+        .group
+        .iter()
+        .position(|&member| member == me)
+        .map_or(-1, |rank| rank as c_int)
+}
+
 fn checked_rank(window: &Window, rank: c_int) -> MpiResult<u32> {
     let ranks = window.group.len() as c_int;
     if !(0..ranks).contains(&rank) {
@@ -1007,8 +1020,10 @@ pub unsafe extern "C" fn PMPI_Win_lock(
         let acquire = assert & MPI_MODE_NOCHECK == 0;
         if acquire {
             let id = window.id;
+            // Direct loads and stores need the lock held on return.
+            let wait = rank == window_rank(window) || window.flavor == MPI_WIN_FLAVOR_SHARED;
             with_engine("MPI_Win_lock", |mpi| {
-                mpi.engine.rma_lock(id, world, exclusive)
+                mpi.engine.rma_lock(id, world, exclusive, wait)
             })?;
         }
         window.epoch.locks.insert(rank, (exclusive, acquire));
@@ -1055,10 +1070,13 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
         window.epoch.fence = false;
         if assert & MPI_MODE_NOCHECK == 0 {
             let (id, members) = (window.id, window.group.clone());
+            let shared = window.flavor == MPI_WIN_FLAVOR_SHARED;
+            let me = window_rank(window);
             with_engine("MPI_Win_lock_all", |mpi| {
-                members
-                    .iter()
-                    .try_for_each(|&member| mpi.engine.rma_lock(id, member, false))
+                members.iter().enumerate().try_for_each(|(rank, &member)| {
+                    let wait = shared || rank as c_int == me;
+                    mpi.engine.rma_lock(id, member, false, wait)
+                })
             })?;
         }
         window.epoch.lock_all = true;

@@ -171,8 +171,12 @@ struct WindowState {
     exclusive_holder: Option<u32>,
     /// Target: how many shared locks are held.
     shared_holders: u32,
-    /// Target: lock requests waiting, (origin, exclusive), in arrival order.
-    lock_queue: VecDeque<(u32, bool)>,
+    /// Target: lock requests waiting, (origin, exclusive, whether the
+    /// origin waits for the grant), in arrival order.
+    lock_queue: VecDeque<(u32, bool, bool)>,
+    /// Target: frames of origins whose lock request waits in `lock_queue`,
+    /// in arrival order; handled when their lock is granted.
+    deferred: VecDeque<(u32, Vec<u8>)>,
     /// Origin: MPI_Win_post notices received, per target, not yet consumed.
     posts_from: HashMap<u32, u32>,
     /// Target: MPI_Win_complete notices received, per origin.
@@ -663,11 +667,25 @@ impl<F: Interceptor> Engine<F> {
         }
     }
 
-    /// MPI_Win_lock: ask `target` for its lock and wait for the grant.
-    pub fn rma_lock(&mut self, window: u32, target: u32, exclusive: bool) -> MpiResult<()> {
+    /// MPI_Win_lock: ask `target` for its lock. The target holds back this
+    /// process's later frames until it grants the lock, so the call need
+    /// not wait (one round trip less per epoch, as MPICH); it waits for the
+    /// grant only when `wait_for_grant` (the caller will load or store the
+    /// window memory directly: its own, or a shared window's).
+    pub fn rma_lock(
+        &mut self,
+        window: u32,
+        target: u32,
+        exclusive: bool,
+        wait_for_grant: bool,
+    ) -> MpiResult<()> {
         let mut payload = common_header(KIND_LOCK, window, 0, 0);
         payload.push(exclusive as u8);
+        payload.push(wait_for_grant as u8);
         self.rma_send(target, &payload)?;
+        if !wait_for_grant {
+            return Ok(());
+        }
         self.wait_until(|engine| {
             engine
                 .state
@@ -822,6 +840,20 @@ impl<F: Interceptor> State<F> {
         let operation = reader.u64()?;
         let packed_offset = reader.u64()?;
         let header = payload[..COMMON_HEADER_BYTES].to_vec();
+        let held_back = matches!(
+            kind,
+            KIND_PUT | KIND_GET | KIND_ACCUMULATE | KIND_COMPARE_AND_SWAP | KIND_LOCK | KIND_UNLOCK
+        );
+        if held_back {
+            if let Some(state) = self.rma.windows.get_mut(&window) {
+                if state.lock_queue.iter().any(|&(origin, ..)| origin == peer) {
+                    // Its lock is not granted yet: everything it sends
+                    // after the request waits, in order.
+                    state.deferred.push_back((peer, payload.to_vec()));
+                    return Some(());
+                }
+            }
+        }
         match kind {
             KIND_PUT | KIND_GET | KIND_ACCUMULATE | KIND_COMPARE_AND_SWAP => {
                 let access = match kind {
@@ -856,8 +888,9 @@ impl<F: Interceptor> State<F> {
             }
             KIND_LOCK => {
                 let exclusive = reader.u8()? != 0;
+                let notify = reader.u8()? != 0;
                 if let Some(state) = self.rma.windows.get_mut(&window) {
-                    state.lock_queue.push_back((peer, exclusive));
+                    state.lock_queue.push_back((peer, exclusive, notify));
                 }
                 self.grant_locks(window);
             }
@@ -886,11 +919,12 @@ impl<F: Interceptor> State<F> {
         Some(())
     }
 
-    /// Grant queued lock requests of `window` in order while compatible.
+    /// Grant queued lock requests of `window` in order while compatible,
+    /// then handle the frames each granted origin sent after its request.
     fn grant_locks(&mut self, window: u32) {
         let mut granted = Vec::new();
         if let Some(state) = self.rma.windows.get_mut(&window) {
-            while let Some(&(origin, exclusive)) = state.lock_queue.front() {
+            while let Some(&(origin, exclusive, notify)) = state.lock_queue.front() {
                 let free =
                     state.exclusive_holder.is_none() && (!exclusive || state.shared_holders == 0);
                 if !free {
@@ -902,15 +936,33 @@ impl<F: Interceptor> State<F> {
                 } else {
                     state.shared_holders += 1;
                 }
-                granted.push(origin);
+                granted.push((origin, notify));
             }
         }
-        for origin in granted {
-            let payload = common_header(KIND_LOCK_GRANTED, window, 0, 0);
-            let mut header = FrameHeader::new(FrameKind::Control, self.rank);
-            header.message_id = CONTROL_RMA;
-            header.payload_len = payload.len() as u32;
-            self.queue_frame(origin, &header, &payload);
+        for (origin, notify) in granted {
+            if notify {
+                let payload = common_header(KIND_LOCK_GRANTED, window, 0, 0);
+                let mut header = FrameHeader::new(FrameKind::Control, self.rank);
+                header.message_id = CONTROL_RMA;
+                header.payload_len = payload.len() as u32;
+                self.queue_frame(origin, &header, &payload);
+            }
+            // Its held-back frames, in order; one may be a new request
+            // that is held back again, or an unlock that grants others.
+            let frames: Vec<Vec<u8>> = match self.rma.windows.get_mut(&window) {
+                Some(state) => {
+                    let (mine, others): (VecDeque<_>, VecDeque<_>) = state
+                        .deferred
+                        .drain(..)
+                        .partition(|(peer, _)| *peer == origin);
+                    state.deferred = others;
+                    mine.into_iter().map(|(_, frame)| frame).collect()
+                }
+                None => Vec::new(),
+            };
+            for frame in frames {
+                self.handle_rma_frame(origin, &frame);
+            }
         }
     }
 
