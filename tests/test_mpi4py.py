@@ -47,6 +47,9 @@ SUBSET = [
     # the package itself
     "test_package", "test_pickle", "test_threads", "test_toplevel", "test_ctypes",
     "test_doc", "test_mpiabi", "test_win", "test_status",
+    # one-sided communication (issue 17): windows, RMA operations and
+    # synchronisation, RMA message specs, mpi4py.util.sync (built on RMA)
+    "test_rma", "test_rma_nb", "test_msgspec", "test_util_sync",
     # ULFM (issue 11): revoke, shrink, agree, failure_ack/get_acked on a
     # fault-free run (no test of the module kills a process)
     "test_ulfm",

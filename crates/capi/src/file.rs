@@ -374,7 +374,7 @@ const DEFAULT_SIEVE_BUFFER_BYTES: u64 = 4 << 20;
 const DEFAULT_AGGREGATOR_BUFFER_BYTES: u64 = 16 << 20;
 
 /// The (key, value) pairs of `info` (none for MPI_INFO_NULL).
-unsafe fn info_pairs(info: MPI_Info) -> MpiResult<Vec<(String, String)>> {
+pub(crate) unsafe fn info_pairs(info: MPI_Info) -> MpiResult<Vec<(String, String)>> {
     if info == MPI_INFO_NULL {
         return Ok(Vec::new());
     }
@@ -1017,7 +1017,7 @@ pub unsafe extern "C" fn PMPI_File_sync(fh: MPI_File) -> c_int {
 const _: fn_types::MPI_File_sync = PMPI_File_sync;
 
 /// `pairs` as a new MPI_Info.
-unsafe fn new_info(pairs: &[(String, String)]) -> MpiResult<MPI_Info> {
+pub(crate) unsafe fn new_info(pairs: &[(String, String)]) -> MpiResult<MPI_Info> {
     let mut info = MPI_INFO_NULL;
     // SAFETY: valid out pointer.
     checked(

@@ -95,6 +95,13 @@ pub fn stop_serializing_with_mutex() {
     SERIALIZE_WITH_MUTEX.store(false, Ordering::Relaxed);
 }
 
+/// From now on entries take the mutex again: a thread of the library's
+/// own (the progress thread a window starts) is about to enter. Called
+/// without the state held.
+pub fn start_serializing_with_mutex() {
+    SERIALIZE_WITH_MUTEX.store(true, Ordering::SeqCst);
+}
+
 /// The thread that holds the library lock (its `pthread_self`), 0 when
 /// nobody does. An MPI call made by the holder comes from a user function
 /// the library called (a reduction op), and taking the lock again would

@@ -125,6 +125,31 @@ fn line_buffer_standard_output() {
     }
 }
 
+/// Whether the background progress thread runs.
+static PROGRESS_THREAD_RUNNING: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Start the background progress thread if it does not run yet and
+/// `RESMPI_PROGRESS_THREAD` allows it: a window's passive-target operations
+/// are executed by whoever progresses the target's engine, so a target
+/// that computes outside MPI still serves them (shared-memory-only jobs do
+/// not start the thread at MPI_Init). Called with the library state not
+/// held, from the thread that makes MPI calls: from here on every entry
+/// takes the mutex.
+pub(crate) fn ensure_progress_thread() {
+    if PROGRESS_THREAD_RUNNING.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let allowed = crate::global::lock()
+        .mpi
+        .as_ref()
+        .is_some_and(|mpi| mpi.config.progress_thread);
+    if allowed {
+        crate::global::start_serializing_with_mutex();
+        start_progress_thread();
+    }
+}
+
 /// How often the background thread looks for work when the application is
 /// outside MPI.
 const BACKGROUND_PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
@@ -135,6 +160,7 @@ const BACKGROUND_PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::f
 /// The thread only takes the library lock when the application does not
 /// hold it, so it never competes with an MPI call in progress.
 fn start_progress_thread() {
+    PROGRESS_THREAD_RUNNING.store(true, std::sync::atomic::Ordering::SeqCst);
     let spawned = std::thread::Builder::new()
         .name("resmpi-progress".into())
         .spawn(|| loop {

@@ -38,6 +38,8 @@ mod objects;
 mod p2p;
 mod persistent_coll;
 mod requests;
+mod rma;
+mod rma_ops;
 mod topo;
 mod ulfm;
 

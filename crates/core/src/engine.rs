@@ -58,11 +58,13 @@ use resmpi_runtime::FailureNotices;
 
 mod direct_receive;
 mod rejoin;
+pub mod rma;
 mod ulfm;
 
 pub use direct_receive::BlockingReceive;
 use direct_receive::{DirectReceive, DIRECT_RECEIVE_TOKEN};
 
+use rma::CONTROL_RMA;
 pub use ulfm::revoked_error;
 use ulfm::CONTROL_ULFM;
 
@@ -313,6 +315,9 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Replication: rendezvous messages delivered here whose data has not
     /// all landed (empty otherwise).
     rendezvous_in: Vec<RendezvousIn>,
+    /// One-sided communication: windows this process exposes and its
+    /// operations in flight (`engine/rma.rs`).
+    pub rma: rma::RmaState,
     /// The fault-tolerance protocol.
     pub interceptor: F,
 }
@@ -449,6 +454,7 @@ impl<F: Interceptor> Engine<F> {
                 agreement_requests: Vec::new(),
                 agreement_decisions: Vec::new(),
                 rendezvous_in: Vec::new(),
+                rma: rma::RmaState::default(),
                 interceptor,
             },
             schedules: Default::default(),
@@ -2740,6 +2746,7 @@ impl<F: Interceptor> State<F> {
                 CONTROL_CANCEL_ANSWER => self.finish_send_cancel(header.aux, header.tag == 1),
                 CONTROL_PROTOCOL => self.interceptor.on_protocol_frame(peer, payload),
                 CONTROL_ULFM => self.handle_ulfm_frame(peer, payload),
+                CONTROL_RMA => self.handle_rma_frame(peer, payload),
                 _ => {}
             },
             FrameKind::Ack => {}

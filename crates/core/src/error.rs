@@ -59,7 +59,19 @@ pub enum ErrorClass {
     /// MPI-IO: a data representation other than "native".
     UnsupportedDatarep = 43,
     Unsupported = 44,
+    Win = 45,
+    Base = 46,
+    LockType = 47,
     Keyval = 48,
+    RmaConflict = 49,
+    RmaSync = 50,
+    Size = 51,
+    Disp = 52,
+    Assert = 53,
+    RmaRange = 55,
+    RmaAttach = 56,
+    RmaShared = 57,
+    RmaFlavor = 58,
     /// MPIX_ERR_PROC_FAILED (MPICH's value): a process the operation needs has failed.
     ProcFailed = 101,
     /// MPIX_ERR_PROC_FAILED_PENDING: a wildcard receive cannot start while a
@@ -71,7 +83,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 42] = [
+    pub const ALL: [ErrorClass; 54] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -110,7 +122,19 @@ impl ErrorClass {
         ErrorClass::ReadOnly,
         ErrorClass::UnsupportedDatarep,
         ErrorClass::Unsupported,
+        ErrorClass::Win,
+        ErrorClass::Base,
+        ErrorClass::LockType,
+        ErrorClass::Size,
+        ErrorClass::Disp,
+        ErrorClass::Assert,
         ErrorClass::Keyval,
+        ErrorClass::RmaConflict,
+        ErrorClass::RmaSync,
+        ErrorClass::RmaRange,
+        ErrorClass::RmaAttach,
+        ErrorClass::RmaShared,
+        ErrorClass::RmaFlavor,
         ErrorClass::ProcFailed,
         ErrorClass::ProcFailedPending,
         ErrorClass::Revoked,
@@ -162,6 +186,18 @@ impl ErrorClass {
             ErrorClass::NoMem => "Out of memory",
             ErrorClass::Unsupported => "Unsupported operation",
             ErrorClass::Keyval => "Invalid keyval",
+            ErrorClass::Win => "Invalid MPI_Win",
+            ErrorClass::Base => "Invalid base address",
+            ErrorClass::LockType => "Invalid lock type",
+            ErrorClass::Size => "Invalid size argument",
+            ErrorClass::Disp => "Invalid displacement argument",
+            ErrorClass::Assert => "Invalid assert argument",
+            ErrorClass::RmaConflict => "Conflicting accesses to window",
+            ErrorClass::RmaSync => "Wrong synchronization of RMA calls",
+            ErrorClass::RmaRange => "Target memory is not part of the window",
+            ErrorClass::RmaAttach => "Memory cannot be attached",
+            ErrorClass::RmaShared => "Memory cannot be shared",
+            ErrorClass::RmaFlavor => "Passed window has the wrong flavor for the called function",
             ErrorClass::ProcFailed => "Process failed",
             ErrorClass::ProcFailedPending => {
                 "Process failure not acknowledged: wildcard receives wait for MPIX_Comm_failure_ack"

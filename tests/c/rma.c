@@ -1,0 +1,603 @@
+/* One-sided communication (issue 17): every window flavor, every operation,
+ * every synchronisation mode, derived datatypes, accumulate atomicity under
+ * contention, passive target progress while the target computes, and the
+ * errors of bad calls.  Usage: rma SUBTEST; each subtest checks its own
+ * results (works at any number of ranks >= 1). */
+#include "expect.h"
+#include <time.h>
+#include <signal.h>
+
+#define N 64
+
+static void check_attributes(MPI_Win win, void *base, MPI_Aint size, int disp_unit, int flavor) {
+    void *value;
+    int flag;
+    MPI_OK(MPI_Win_get_attr(win, MPI_WIN_BASE, &value, &flag));
+    CHECK(flag && value == base, "MPI_WIN_BASE %p, expected %p", value, base);
+    MPI_OK(MPI_Win_get_attr(win, MPI_WIN_SIZE, &value, &flag));
+    CHECK(flag && *(MPI_Aint *)value == size, "MPI_WIN_SIZE %ld", (long)*(MPI_Aint *)value);
+    MPI_OK(MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &value, &flag));
+    CHECK(flag && *(int *)value == disp_unit, "MPI_WIN_DISP_UNIT %d", *(int *)value);
+    MPI_OK(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &value, &flag));
+    CHECK(flag && *(int *)value == flavor, "flavor %d, expected %d", *(int *)value, flavor);
+    MPI_OK(MPI_Win_get_attr(win, MPI_WIN_MODEL, &value, &flag));
+    CHECK(flag && *(int *)value == MPI_WIN_UNIFIED, "model %d", *(int *)value);
+}
+
+/* Ring exchange under fences: put my rank into the right neighbour's slot
+ * [1], get the left neighbour's [0]; disp is where `base` lies at the target. */
+static void ring_exchange(MPI_Win win, int *base, MPI_Aint disp0) {
+    int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    for (int i = 0; i < N; i++) base[i] = 1000 * g_rank + i;
+    int mine[N], got[N];
+    for (int i = 0; i < N; i++) mine[i] = -(g_rank + 1) * (i + 1);
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Put(mine, N / 2, MPI_INT, right, disp0 + N / 2, N / 2, MPI_INT, win));
+    MPI_OK(MPI_Get(got, N / 2, MPI_INT, left, disp0, N / 2, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < N / 2; i++) {
+        CHECK(got[i] == 1000 * left + i, "got[%d]=%d from %d", i, got[i], left);
+        CHECK(base[i] == 1000 * g_rank + i, "base[%d]=%d clobbered", i, base[i]);
+        CHECK(base[N / 2 + i] == -(left + 1) * (i + 1), "base[%d]=%d", N / 2 + i, base[N / 2 + i]);
+    }
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+}
+
+static void flavors(void) {
+    /* create */
+    int *memory = malloc(N * sizeof(int));
+    MPI_Win win;
+    MPI_OK(MPI_Win_create(memory, N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    check_attributes(win, memory, N * sizeof(int), sizeof(int), MPI_WIN_FLAVOR_CREATE);
+    ring_exchange(win, memory, 0);
+    MPI_OK(MPI_Win_free(&win));
+    CHECK(win == MPI_WIN_NULL, "freed window not MPI_WIN_NULL");
+    free(memory);
+
+    /* allocate */
+    int *base;
+    MPI_OK(MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    check_attributes(win, base, N * sizeof(int), sizeof(int), MPI_WIN_FLAVOR_ALLOCATE);
+    ring_exchange(win, base, 0);
+    MPI_OK(MPI_Win_free(&win));
+
+    /* allocate_shared: real shared memory, contiguous across ranks */
+    MPI_OK(MPI_Win_allocate_shared(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    check_attributes(win, base, N * sizeof(int), sizeof(int), MPI_WIN_FLAVOR_SHARED);
+    ring_exchange(win, base, 0);
+    MPI_OK(MPI_Win_lock_all(0, win));
+    for (int i = 0; i < N; i++) base[i] = 7 * g_rank + i;
+    MPI_OK(MPI_Win_sync(win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_sync(win));
+    for (int r = 0; r < g_size; r++) {
+        MPI_Aint size;
+        int unit;
+        int *theirs;
+        MPI_OK(MPI_Win_shared_query(win, r, &size, &unit, &theirs));
+        CHECK(size == N * sizeof(int) && unit == sizeof(int), "rank %d: size %ld unit %d", r, (long)size, unit);
+        if (r > 0) {
+            int *previous;
+            MPI_OK(MPI_Win_shared_query(win, r - 1, &size, &unit, &previous));
+            CHECK(theirs == previous + N, "shared memory not contiguous at rank %d", r);
+        }
+        for (int i = 0; i < N; i++) CHECK(theirs[i] == 7 * r + i, "load from rank %d [%d] = %d", r, i, theirs[i]);
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Win_free(&win));
+
+    /* dynamic: displacements are addresses */
+    MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    memory = malloc(N * sizeof(int));
+    MPI_OK(MPI_Win_attach(win, memory, N * sizeof(int)));
+    MPI_Aint address, *addresses = malloc(g_size * sizeof(MPI_Aint));
+    MPI_OK(MPI_Get_address(memory, &address));
+    MPI_OK(MPI_Allgather(&address, 1, MPI_AINT, addresses, 1, MPI_AINT, MPI_COMM_WORLD));
+    int right = (g_rank + 1) % g_size;
+    for (int i = 0; i < N; i++) memory[i] = 0;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    int value = 4242 + g_rank;
+    MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    MPI_OK(MPI_Put(&value, 1, MPI_INT, right, addresses[right] + 5 * sizeof(int), 1, MPI_INT, win));
+    MPI_OK(MPI_Win_unlock(right, win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    int left = (g_rank + g_size - 1) % g_size;
+    CHECK(memory[5] == 4242 + left, "dynamic put: %d", memory[5]);
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_detach(win, memory));
+    MPI_OK(MPI_Win_free(&win));
+    free(memory);
+    free(addresses);
+}
+
+static void operations(void) {
+    long long *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(N * sizeof(long long), sizeof(long long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    for (int i = 0; i < N; i++) base[i] = i;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    int target = (g_rank + 1) % g_size;
+    long long ones[N], result[N];
+    for (int i = 0; i < N; i++) ones[i] = 1;
+
+    /* Accumulate SUM from every rank to every rank's [0..N) */
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int r = 0; r < g_size; r++) MPI_OK(MPI_Accumulate(ones, N, MPI_LONG_LONG, r, 0, N, MPI_LONG_LONG, MPI_SUM, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < N; i++) CHECK(base[i] == i + g_size, "sum [%d]=%lld", i, base[i]);
+
+    /* MAX, then REPLACE, then Get_accumulate with NO_OP reads */
+    MPI_OK(MPI_Win_fence(0, win));
+    long long big = 1000 + g_rank;
+    MPI_OK(MPI_Accumulate(&big, 1, MPI_LONG_LONG, 0, 3, 1, MPI_LONG_LONG, MPI_MAX, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    if (g_rank == 0) CHECK(base[3] == 1000 + g_size - 1, "max %lld", base[3]);
+    long long seven = 7;
+    MPI_OK(MPI_Accumulate(&seven, 1, MPI_LONG_LONG, target, 4, 1, MPI_LONG_LONG, MPI_REPLACE, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    CHECK(base[4] == 7, "replace %lld", base[4]);
+    MPI_OK(MPI_Get_accumulate(NULL, 0, MPI_LONG_LONG, result, N, MPI_LONG_LONG, target, 0, N, MPI_LONG_LONG, MPI_NO_OP, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < N; i++) {
+        long long expect = i == 4 ? 7 : (i == 3 && target == 0) ? 1000 + g_size - 1 : i + g_size;
+        CHECK(result[i] == expect, "no_op fetch [%d]=%lld want %lld", i, result[i], expect);
+    }
+
+    /* Get_accumulate PROD returns the old values */
+    long long twos[N];
+    for (int i = 0; i < N; i++) twos[i] = 2;
+    MPI_OK(MPI_Win_fence(0, win));
+    if (g_rank == 0) MPI_OK(MPI_Get_accumulate(twos, 2, MPI_LONG_LONG, result, 2, MPI_LONG_LONG, target, 10, 2, MPI_LONG_LONG, MPI_PROD, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    if (g_rank == 0) CHECK(result[0] == 10 + g_size && result[1] == 11 + g_size, "old %lld %lld", result[0], result[1]);
+    if (g_rank == (g_size > 1 ? 1 : 0)) CHECK(base[10] == 2 * (10 + g_size), "prod %lld", base[10]);
+
+    /* Fetch_and_op and Compare_and_swap under a lock */
+    MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win));
+    long long old = -1, add = 5;
+    MPI_OK(MPI_Fetch_and_op(&add, &old, MPI_LONG_LONG, target, 20, MPI_SUM, win));
+    MPI_OK(MPI_Win_flush(target, win));
+    CHECK(old == 20 + g_size, "fetch_and_op old %lld", old);
+    long long compare = 20 + g_size + 5, swap = -99, was = 0;
+    MPI_OK(MPI_Compare_and_swap(&swap, &compare, &was, MPI_LONG_LONG, target, 20, win));
+    MPI_OK(MPI_Win_flush(target, win));
+    CHECK(was == compare, "cas old %lld", was);
+    long long wrong = 12345;
+    MPI_OK(MPI_Compare_and_swap(&wrong, &wrong, &was, MPI_LONG_LONG, target, 20, win));
+    MPI_OK(MPI_Win_unlock(target, win));
+    CHECK(was == -99, "cas must not swap: old %lld", was);
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(base[20] == -99, "after cas %lld", base[20]);
+
+    /* Request-based forms */
+    MPI_OK(MPI_Win_lock_all(0, win));
+    MPI_Request requests[3];
+    long long forty = 40, got = 0, fetched = 0;
+    MPI_OK(MPI_Rput(&forty, 1, MPI_LONG_LONG, target, 30, 1, MPI_LONG_LONG, win, &requests[0]));
+    MPI_OK(MPI_Win_flush(target, win));
+    MPI_OK(MPI_Rget(&got, 1, MPI_LONG_LONG, target, 30, 1, MPI_LONG_LONG, win, &requests[1]));
+    MPI_OK(MPI_Raccumulate(&forty, 1, MPI_LONG_LONG, target, 30, 1, MPI_LONG_LONG, MPI_SUM, win, &requests[2]));
+    MPI_OK(MPI_Waitall(3, requests, MPI_STATUSES_IGNORE));
+    CHECK(got == 40, "rget %lld", got);
+    MPI_OK(MPI_Rget_accumulate(&forty, 1, MPI_LONG_LONG, &fetched, 1, MPI_LONG_LONG, target, 30, 1, MPI_LONG_LONG, MPI_SUM, win, &requests[0]));
+    MPI_OK(MPI_Wait(&requests[0], MPI_STATUS_IGNORE));
+    CHECK(fetched == 80, "rget_accumulate %lld", fetched);
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(base[30] == 120, "after R* %lld", base[30]);
+    MPI_OK(MPI_Win_free(&win));
+}
+
+/* Origin and target datatypes of different layouts. */
+static void derived(void) {
+    int *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(4 * N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    for (int i = 0; i < 4 * N; i++) base[i] = -1;
+    MPI_Datatype every_other, block3;
+    MPI_OK(MPI_Type_vector(N, 1, 2, MPI_INT, &every_other));
+    MPI_OK(MPI_Type_commit(&every_other));
+    int lengths[2] = {3, 5}, displacements[2] = {0, 10};
+    MPI_OK(MPI_Type_indexed(2, lengths, displacements, MPI_INT, &block3));
+    MPI_OK(MPI_Type_commit(&block3));
+    int origin[2 * N];
+    for (int i = 0; i < 2 * N; i++) origin[i] = 100 * g_rank + i;
+    int target = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+
+    MPI_OK(MPI_Win_fence(0, win));
+    /* contiguous origin -> strided target */
+    MPI_OK(MPI_Put(origin, N, MPI_INT, target, 0, 1, every_other, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < N; i++) {
+        CHECK(base[2 * i] == 100 * left + i, "strided put [%d]=%d", 2 * i, base[2 * i]);
+        CHECK(base[2 * i + 1] == -1, "hole [%d]=%d", 2 * i + 1, base[2 * i + 1]);
+    }
+    /* contiguous target -> strided origin get */
+    int strided[2 * N];
+    for (int i = 0; i < 2 * N; i++) strided[i] = -7;
+    MPI_OK(MPI_Get(strided, 1, every_other, target, 0, N, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < 2 * N; i++) {
+        int want = i % 2 ? -7 : (i / 2 % 2 ? -1 : 100 * g_rank + i / 4);
+        CHECK(strided[i] == want, "strided get [%d]=%d want %d", i, strided[i], want);
+    }
+    /* contiguous origin -> indexed target, accumulate */
+    int gathered[8];
+    MPI_OK(MPI_Accumulate(origin, 8, MPI_INT, target, 3 * N, 1, block3, MPI_SUM, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    int expect_index[8] = {0, 1, 2, 10, 11, 12, 13, 14};
+    for (int k = 0; k < 8; k++)
+        CHECK(base[3 * N + expect_index[k]] == -1 + 100 * left + k, "indexed acc [%d]=%d", expect_index[k], base[3 * N + expect_index[k]]);
+    CHECK(base[3 * N + 3] == -1, "indexed hole %d", base[3 * N + 3]);
+    /* indexed target -> contiguous origin get */
+    MPI_OK(MPI_Get(gathered, 8, MPI_INT, target, 3 * N, 1, block3, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int k = 0; k < 8; k++) CHECK(gathered[k] == -1 + 100 * g_rank + k, "indexed get [%d]=%d", k, gathered[k]);
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    MPI_OK(MPI_Type_free(&every_other));
+    MPI_OK(MPI_Type_free(&block3));
+    MPI_OK(MPI_Win_free(&win));
+}
+
+static void pscw(void) {
+    int *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(g_size * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    for (int i = 0; i < g_size; i++) base[i] = -1;
+    MPI_Group world, everyone;
+    MPI_OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    MPI_OK(MPI_Win_get_group(win, &everyone));
+    int comparison;
+    MPI_OK(MPI_Group_compare(world, everyone, &comparison));
+    CHECK(comparison == MPI_IDENT, "window group differs: %d", comparison);
+    for (int round = 0; round < 3; round++) {
+        MPI_OK(MPI_Win_post(everyone, 0, win));
+        MPI_OK(MPI_Win_start(everyone, 0, win));
+        for (int r = 0; r < g_size; r++) {
+            int value = round * 100 + g_rank;
+            MPI_OK(MPI_Put(&value, 1, MPI_INT, r, g_rank, 1, MPI_INT, win));
+        }
+        MPI_OK(MPI_Win_complete(win));
+        if (round == 1) {
+            int flag = 0;
+            while (!flag) MPI_OK(MPI_Win_test(win, &flag));
+        } else {
+            MPI_OK(MPI_Win_wait(win));
+        }
+        for (int r = 0; r < g_size; r++) CHECK(base[r] == round * 100 + r, "round %d base[%d]=%d", round, r, base[r]);
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    MPI_OK(MPI_Group_free(&world));
+    MPI_OK(MPI_Group_free(&everyone));
+    MPI_OK(MPI_Win_free(&win));
+}
+
+/* Many ranks update one counter: the total is exact. */
+static void contention(void) {
+    long long *base;
+    MPI_Win win;
+    const int rounds = 200;
+    MPI_OK(MPI_Win_allocate(4 * sizeof(long long), sizeof(long long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    base[0] = base[1] = base[2] = base[3] = 0;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_lock_all(0, win));
+    long long one = 1, old, seen_max = -1;
+    for (int i = 0; i < rounds; i++) {
+        MPI_OK(MPI_Fetch_and_op(&one, &old, MPI_LONG_LONG, 0, 0, MPI_SUM, win));
+        MPI_OK(MPI_Accumulate(&one, 1, MPI_LONG_LONG, 0, 1, 1, MPI_LONG_LONG, MPI_SUM, win));
+        MPI_OK(MPI_Win_flush(0, win));
+        CHECK(old > seen_max, "fetch_and_op went backwards: %lld after %lld", old, seen_max);
+        seen_max = old;
+    }
+    MPI_OK(MPI_Win_unlock_all(win));
+    /* exclusive locks: read-modify-write with get + put is atomic under them */
+    for (int i = 0; i < rounds / 4; i++) {
+        long long value;
+        MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+        MPI_OK(MPI_Get(&value, 1, MPI_LONG_LONG, 0, 2, 1, MPI_LONG_LONG, win));
+        MPI_OK(MPI_Win_flush(0, win));
+        value += 1;
+        MPI_OK(MPI_Put(&value, 1, MPI_LONG_LONG, 0, 2, 1, MPI_LONG_LONG, win));
+        MPI_OK(MPI_Win_unlock(0, win));
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_rank == 0) {
+        CHECK(base[0] == (long long)rounds * g_size, "fetch_and_op total %lld, expected %lld", base[0], (long long)rounds * g_size);
+        CHECK(base[1] == (long long)rounds * g_size, "accumulate total %lld", base[1]);
+        CHECK(base[2] == (long long)rounds / 4 * g_size, "exclusive-lock total %lld", base[2]);
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_free(&win));
+}
+
+/* The target computes outside MPI while others lock, accumulate and unlock. */
+static void passive(void) {
+    volatile long long *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(sizeof(long long), sizeof(long long), MPI_INFO_NULL, MPI_COMM_WORLD, (void *)&base, &win));
+    *base = 0;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    const long long per_rank = 50;
+    if (g_rank == 0) {
+        long long expected = per_rank * (g_size - 1);
+        const char *wait_text = getenv("RMA_PASSIVE_WAIT_S");
+        long wait_s = wait_text ? atol(wait_text) : 60;
+        time_t start = time(NULL);
+        while (*base != expected) {
+            CHECK(time(NULL) - start < wait_s, "target outside MPI served %lld of %lld", *base, expected);
+            __sync_synchronize();
+        }
+    } else {
+        long long one = 1;
+        for (int i = 0; i < per_rank; i++) {
+            MPI_OK(MPI_Win_lock(i % 2 ? MPI_LOCK_SHARED : MPI_LOCK_EXCLUSIVE, 0, 0, win));
+            MPI_OK(MPI_Accumulate(&one, 1, MPI_LONG_LONG, 0, 0, 1, MPI_LONG_LONG, MPI_SUM, win));
+            MPI_OK(MPI_Win_unlock(0, win));
+        }
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_free(&win));
+}
+
+/* Operations bigger than a frame: split and reassembled exactly. */
+static void large(void) {
+    const int count = 1 << 20; /* 4 MiB of ints */
+    int *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate((MPI_Aint)count * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    int *mine = malloc((size_t)count * sizeof(int)), *back = malloc((size_t)count * sizeof(int));
+    for (int i = 0; i < count; i++) mine[i] = i ^ (g_rank << 24);
+    int target = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Put(mine, count, MPI_INT, target, 0, count, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < count; i++) CHECK(base[i] == (i ^ (left << 24)), "large put [%d]=%d", i, base[i]);
+    /* every rank has checked its memory before the next epoch updates it */
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Accumulate(mine, count, MPI_INT, target, 0, count, MPI_INT, MPI_BXOR, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Get(back, count, MPI_INT, target, 0, count, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    /* at the target: my put (its left neighbour is me), then my xor: 0 */
+    for (int i = 0; i < count; i++) CHECK(back[i] == 0, "large get [%d]=%d", i, back[i]);
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    free(mine);
+    free(back);
+    MPI_OK(MPI_Win_free(&win));
+}
+
+static int handler_calls, handler_code;
+static void window_handler(MPI_Win *win, int *code, ...) {
+    (void)win;
+    handler_calls++;
+    handler_code = *code;
+}
+static int deletes;
+static int count_delete(MPI_Win win, int keyval, void *value, void *extra) {
+    (void)win; (void)keyval; (void)extra;
+    deletes += *(int *)value;
+    return MPI_SUCCESS;
+}
+
+static void errors(void) {
+    errors_return();
+    int *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    int value = 1, cls;
+    EXPECT_CLASS(MPI_Put(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_unlock(0, win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_complete(win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_wait(win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_flush(0, win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Put(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_WIN_NULL), MPI_ERR_WIN);
+    EXPECT_CLASS(MPI_Win_fence(0, MPI_WIN_NULL), MPI_ERR_WIN);
+    EXPECT_CLASS(MPI_Win_lock(99, 0, 0, win), MPI_ERR_LOCKTYPE);
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    EXPECT_CLASS(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Put(&value, 1, MPI_INT, g_size, 0, 1, MPI_INT, win), MPI_ERR_RANK);
+    EXPECT_CLASS(MPI_Put(&value, 1, MPI_INT, -5, 0, 1, MPI_INT, win), MPI_ERR_RANK);
+    EXPECT_CLASS(MPI_Put(&value, 1, MPI_INT, 0, N, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
+    EXPECT_CLASS(MPI_Get(&value, 1, MPI_INT, 0, -1, 1, MPI_INT, win), MPI_ERR_DISP);
+    EXPECT_CLASS(MPI_Accumulate(&value, 2, MPI_INT, 0, N - 1, 2, MPI_INT, MPI_SUM, win), MPI_ERR_RMA_RANGE);
+    EXPECT_CLASS(MPI_Put(&value, 2, MPI_INT, 0, 0, 1, MPI_INT, win), MPI_ERR_TYPE);
+    EXPECT_CLASS(MPI_Win_shared_query(win, 0, NULL, NULL, NULL), MPI_ERR_RMA_FLAVOR);
+    EXPECT_CLASS(MPI_Win_attach(win, base, 4), MPI_ERR_RMA_FLAVOR);
+    MPI_Op user;
+    MPI_OK(MPI_Op_create((MPI_User_function *)window_handler, 1, &user));
+    EXPECT_CLASS(MPI_Accumulate(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, user, win), MPI_ERR_OP);
+    MPI_OK(MPI_Op_free(&user));
+    /* the failed calls left the epoch usable */
+    MPI_OK(MPI_Put(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_unlock(0, win));
+    MPI_OK(MPI_Win_free(&win));
+    EXPECT_CLASS(MPI_Win_free(&win), MPI_ERR_WIN);
+    EXPECT_CLASS(MPI_Win_create(base, -1, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win), MPI_ERR_SIZE);
+
+    /* a user error handler gets the error; MPI_Win_call_errhandler reaches it */
+    MPI_Errhandler handler;
+    MPI_OK(MPI_Win_create_errhandler(window_handler, &handler));
+    MPI_OK(MPI_Win_create(base, N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MPI_OK(MPI_Win_set_errhandler(win, handler));
+    MPI_Errhandler current;
+    MPI_OK(MPI_Win_get_errhandler(win, &current));
+    CHECK(current == handler, "get_errhandler");
+    int rc = MPI_Put(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+    CHECK(rc != MPI_SUCCESS && handler_calls == 1, "handler calls %d rc %d", handler_calls, rc);
+    MPI_OK(MPI_Error_class(handler_code, &cls));
+    CHECK(cls == MPI_ERR_RMA_SYNC, "handler got class %d", cls);
+    MPI_OK(MPI_Win_call_errhandler(win, MPI_ERR_OTHER));
+    CHECK(handler_calls == 2 && handler_code == MPI_ERR_OTHER, "call_errhandler %d %d", handler_calls, handler_code);
+
+    /* names, info, attributes with delete callbacks */
+    char name[MPI_MAX_OBJECT_NAME];
+    int length;
+    MPI_OK(MPI_Win_set_name(win, "ring window"));
+    MPI_OK(MPI_Win_get_name(win, name, &length));
+    CHECK(strcmp(name, "ring window") == 0 && length == 11, "name '%s'", name);
+    MPI_Info info;
+    MPI_OK(MPI_Win_get_info(win, &info));
+    int nkeys;
+    MPI_OK(MPI_Info_get_nkeys(info, &nkeys));
+    CHECK(nkeys >= 1, "info keys %d", nkeys);
+    MPI_OK(MPI_Info_free(&info));
+    int keyval, one = 1, two = 2, flag;
+    void *got;
+    MPI_OK(MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, count_delete, &keyval, NULL));
+    MPI_OK(MPI_Win_set_attr(win, keyval, &one));
+    MPI_OK(MPI_Win_set_attr(win, keyval, &two));
+    CHECK(deletes == 1, "replacing an attribute deletes the old: %d", deletes);
+    MPI_OK(MPI_Win_get_attr(win, keyval, &got, &flag));
+    CHECK(flag && got == &two, "get_attr");
+    MPI_OK(MPI_Win_free(&win));
+    CHECK(deletes == 3, "freeing the window deletes its attributes: %d", deletes);
+    MPI_OK(MPI_Win_free_keyval(&keyval));
+    MPI_OK(MPI_Errhandler_free(&handler));
+}
+
+/* What MPICH's suite found: pair types with holes in derived types,
+ * long double accumulates (aligned kernels), an access across two adjacent
+ * attached regions, zero-byte operations with any datatypes. */
+typedef struct { short value; int index; } short_int_t;
+static void edges(void) {
+    short_int_t *pairs;
+    MPI_Win win;
+    const int count = 12;
+    MPI_OK(MPI_Win_allocate(count * sizeof(short_int_t), sizeof(short_int_t), MPI_INFO_NULL, MPI_COMM_WORLD, &pairs, &win));
+    for (int i = 0; i < count; i++) { pairs[i].value = -1; pairs[i].index = -1; }
+    MPI_Datatype every_third;
+    MPI_OK(MPI_Type_vector(4, 2, 3, MPI_SHORT_INT, &every_third));
+    MPI_OK(MPI_Type_commit(&every_third));
+    short_int_t mine[8];
+    for (int i = 0; i < 8; i++) { mine[i].value = (short)(10 * g_rank + i); mine[i].index = g_rank; }
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Accumulate(mine, 8, MPI_SHORT_INT, 0, 0, 1, every_third, MPI_MAXLOC, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    if (g_rank == 0) {
+        for (int i = 0, k = 0; i < count; i++) {
+            if (i % 3 == 2) {
+                CHECK(pairs[i].value == -1 && pairs[i].index == -1, "hole %d touched", i);
+                continue;
+            }
+            CHECK(pairs[i].value == 10 * (g_size - 1) + k && pairs[i].index == g_size - 1,
+                  "maxloc [%d] = (%d, %d)", i, pairs[i].value, pairs[i].index);
+            k++;
+        }
+    }
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    MPI_OK(MPI_Type_free(&every_third));
+    MPI_OK(MPI_Win_free(&win));
+
+    long double *sums;
+    MPI_OK(MPI_Win_allocate(2 * sizeof(long double), sizeof(long double), MPI_INFO_NULL, MPI_COMM_WORLD, &sums, &win));
+    sums[0] = sums[1] = 0;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_lock_all(0, win));
+    long double half = 0.5L, old;
+    for (int i = 0; i < 10; i++) MPI_OK(MPI_Fetch_and_op(&half, &old, MPI_LONG_DOUBLE, 0, 1, MPI_SUM, win));
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_rank == 0) CHECK(sums[1] == 5.0L * g_size, "long double sum %Lf", sums[1]);
+    MPI_OK(MPI_Win_free(&win));
+
+    MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    int *memory = malloc(2 * N * sizeof(int));
+    for (int i = 0; i < 2 * N; i++) memory[i] = -1;
+    MPI_OK(MPI_Win_attach(win, memory, N * sizeof(int)));
+    MPI_OK(MPI_Win_attach(win, memory + N, N * sizeof(int)));
+    MPI_Aint address, *addresses = malloc(g_size * sizeof(MPI_Aint));
+    MPI_OK(MPI_Get_address(memory, &address));
+    MPI_OK(MPI_Allgather(&address, 1, MPI_AINT, addresses, 1, MPI_AINT, MPI_COMM_WORLD));
+    int across[N];
+    for (int i = 0; i < N; i++) across[i] = g_rank * 1000 + i;
+    int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Put(across, N, MPI_INT, right, addresses[right] + N / 2 * sizeof(int), N, MPI_INT, win));
+    /* zero bytes: any datatypes, even mismatched, and NULL buffers */
+    MPI_OK(MPI_Put(NULL, 0, MPI_INT, right, addresses[right], 0, MPI_DOUBLE, win));
+    MPI_OK(MPI_Accumulate(NULL, 0, MPI_DOUBLE, right, addresses[right], 0, MPI_INT, MPI_SUM, win));
+    MPI_OK(MPI_Get_accumulate(NULL, 0, MPI_INT, NULL, 0, MPI_INT, right, addresses[right], 0, MPI_SHORT, MPI_SUM, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < 2 * N; i++) {
+        int want = i >= N / 2 && i < N / 2 + N ? left * 1000 + i - N / 2 : -1;
+        CHECK(memory[i] == want, "across regions [%d]=%d want %d", i, memory[i], want);
+    }
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    MPI_OK(MPI_Win_detach(win, memory));
+    /* detached: the first half is no longer in the window */
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    EXPECT_CLASS(MPI_Win_detach(win, memory), MPI_ERR_RMA_ATTACH);
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD)); /* every rank has detached */
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    MPI_OK(MPI_Put(across, 1, MPI_INT, right, addresses[right], 1, MPI_INT, win));
+    EXPECT_CLASS(MPI_Win_unlock(right, win), MPI_ERR_RMA_RANGE);
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_detach(win, memory + N));
+    MPI_OK(MPI_Win_free(&win));
+    free(memory);
+    free(addresses);
+}
+
+/* Under ULFM: the last rank dies; synchronising with it fails with
+ * MPIX_ERR_PROC_FAILED instead of hanging, and windows among the
+ * survivors keep working. */
+static void failure(void) {
+    long long *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(sizeof(long long), sizeof(long long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    *base = 0;
+    int victim = g_size - 1;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_rank == victim) raise(SIGKILL);
+    long long one = 1;
+    int rc = MPI_SUCCESS, cls = MPI_SUCCESS;
+    /* until the death is noticed an epoch may still succeed */
+    for (int i = 0; i < 100000 && rc == MPI_SUCCESS; i++) {
+        rc = MPI_Win_lock(MPI_LOCK_SHARED, victim, 0, win);
+        if (rc == MPI_SUCCESS) {
+            MPI_Accumulate(&one, 1, MPI_LONG_LONG, victim, 0, 1, MPI_LONG_LONG, MPI_SUM, win);
+            rc = MPI_Win_unlock(victim, win);
+        }
+    }
+    MPI_OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPIX_ERR_PROC_FAILED, "epoch toward a dead rank: class %d", cls);
+    /* the window still serves this survivor's own epochs */
+    long long before = *base;
+    MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, g_rank, 0, win));
+    MPI_OK(MPI_Accumulate(&one, 1, MPI_LONG_LONG, g_rank, 0, 1, MPI_LONG_LONG, MPI_SUM, win));
+    MPI_OK(MPI_Win_unlock(g_rank, win));
+    CHECK(*base == before + 1, "own window after the death: %lld", *base);
+    printf("rank %d: survived with class %d\n", g_rank, cls);
+    fflush(stdout);
+    exit(0);
+}
+
+/* A put with no epoch under MPI_ERRORS_ARE_FATAL: the job ends. */
+static void fatal(void) {
+    int *base, value = 1;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_Put(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+    FAIL("MPI_Put outside an epoch returned under MPI_ERRORS_ARE_FATAL");
+}
+
+int main(int argc, char **argv) {
+    test_init(&argc, &argv);
+    const char *subtest = argc > 1 ? argv[1] : "";
+    if (!strcmp(subtest, "flavors")) flavors();
+    else if (!strcmp(subtest, "operations")) operations();
+    else if (!strcmp(subtest, "derived")) derived();
+    else if (!strcmp(subtest, "pscw")) pscw();
+    else if (!strcmp(subtest, "contention")) contention();
+    else if (!strcmp(subtest, "passive")) passive();
+    else if (!strcmp(subtest, "large")) large();
+    else if (!strcmp(subtest, "errors")) errors();
+    else if (!strcmp(subtest, "fatal")) fatal();
+    else if (!strcmp(subtest, "edges")) edges();
+    else if (!strcmp(subtest, "failure")) failure();
+    else FAIL("unknown subtest '%s'", subtest);
+    return test_finish();
+}
