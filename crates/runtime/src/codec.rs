@@ -119,9 +119,14 @@ impl PmiLine {
         // One line, printable: a newline inside would make a command or a
         // value that no encoded line can carry (cargo-fuzz found
         // `cmd=\n\n\n` parsing as the command "\n\n").
-        if line.chars().any(char::is_control) {
+        // Tokens are separated by ' ' only: other whitespace (a tab, a
+        // no-break space) would be part of a token here and not in a
+        // reader that splits on it (cargo-fuzz: `cmd=\u{a0}`).
+        if line.chars().any(|character| {
+            character.is_control() || (character.is_whitespace() && character != ' ')
+        }) {
             return Err(PmiError::new(format!(
-                "PMI line contains a control character: {}",
+                "PMI line contains a control character or whitespace other than a space: {}",
                 printable(line)
             )));
         }
@@ -334,7 +339,12 @@ mod tests {
     fn a_control_character_inside_the_line_is_an_error() {
         // Found by cargo-fuzz: accepted as the command "\n\n", which no
         // encoded line can carry.
-        for line in ["cmd=\n\n\n", "cmd=put key=a\tb", "cmd=get\n key=x"] {
+        for line in [
+            "cmd=\n\n\n",
+            "cmd=put key=a\tb",
+            "cmd=get\n key=x",
+            "cmd=\u{a0}   ",
+        ] {
             let error = PmiLine::parse(line).unwrap_err();
             assert!(error.to_string().contains("control character"), "{error}");
         }
