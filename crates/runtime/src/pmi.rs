@@ -740,23 +740,6 @@ impl Pmi {
     /// none. PMI-1 and PMI-2 have one key-value space for the job and need
     /// only the key; PMIx keeps each process's keys apart and needs both.
     pub fn get_from(&mut self, owner: u32, key: &str) -> Result<String, PmiError> {
-        if matches!(self.transport, Transport::Pmix(_)) {
-            self.check_usable("get")?;
-            self.check_key(key)?;
-            if let Transport::Pmix(client) = &mut self.transport {
-                return client.get(owner, key)?.ok_or_else(|| {
-                    PmiError::new(format!(
-                        "PMI get: rank {owner} put no value for key '{key}'"
-                    ))
-                });
-            }
-        }
-        self.get(key)
-    }
-
-    /// The value some rank put under `key`; an error when there is none.
-    /// Under PMIx, only what rank 0 put (see [`Pmi::get_from`]).
-    pub fn get(&mut self, key: &str) -> Result<String, PmiError> {
         self.check_usable("get")?;
         self.check_key(key)?;
         let kvs_name = self.kvs_name.clone();
@@ -765,9 +748,11 @@ impl Pmi {
                 .get(key)
                 .cloned()
                 .ok_or_else(|| PmiError::new(format!("PMI get: no value for key '{key}'"))),
-            Transport::Pmix(client) => client
-                .get(0, key)?
-                .ok_or_else(|| PmiError::new(format!("PMI get: no value for key '{key}'"))),
+            Transport::Pmix(client) => client.get(owner, key)?.ok_or_else(|| {
+                PmiError::new(format!(
+                    "PMI get: rank {owner} put no value for key '{key}'"
+                ))
+            }),
             Transport::Connected(channel) => {
                 let (request, expected) = match channel.wire {
                     Wire::Pmi1 => (
@@ -797,6 +782,12 @@ impl Pmi {
                 })
             }
         }
+    }
+
+    /// The value some rank put under `key`; an error when there is none.
+    /// Under PMIx, only what rank 0 put (see [`Pmi::get_from`]).
+    pub fn get(&mut self, key: &str) -> Result<String, PmiError> {
+        self.get_from(0, key)
     }
 
     /// Asks the process manager to end the whole job with `exit_code`.
