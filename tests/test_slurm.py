@@ -167,13 +167,17 @@ def test_srun_without_pmi_is_a_clear_error(build, slurm):
     assert "OK" not in res.stdout, res.describe()
 
 
-@pytest.mark.parametrize("plugin", ["pmi2", "pmix"])
-def test_a_rank_killed_under_srun_ends_the_job_naming_it(build, slurm, plugin):
-    """kill -9 of rank 2 while every rank waits in MPI_Recv: Slurm tells
-    the others nothing; they see the exit through a pidfd and fail their
-    receive naming rank 2, so srun ends in seconds, not at its time limit."""
+@pytest.mark.parametrize("plugin, mode", [("pmi2", ["block"]), ("pmix", ["block"]),
+                                          ("pmi2", ["barrier", "2"])],
+                         ids=["pmi2-recv", "pmix-recv", "pmi2-barrier"])
+def test_a_rank_killed_under_srun_ends_the_job_naming_it(build, slurm, plugin, mode):
+    """kill -9 of rank 2 while every other rank waits in MPI_Recv (block)
+    or in a shared-memory MPI_Barrier rank 2 never entered (barrier):
+    Slurm tells the others nothing; they see the exit through a pidfd and
+    fail their call naming rank 2, so srun ends in seconds, not at its
+    time limit."""
     exe = build("hosts")
-    p = launch(slurm.srun(f"--mpi={plugin}", "-n", 4, exe, "block"), env=slurm.env)
+    p = launch(slurm.srun(f"--mpi={plugin}", "-n", 4, exe, *mode), env=slurm.env)
     pids, lines = {}, []
     try:
         deadline = time.monotonic() + 30

@@ -1,4 +1,4 @@
-/* Multi-host smoke test.  usage: hosts [block]
+/* Multi-host smoke test.  usage: hosts [block | barrier VICTIM]
  * Each rank prints
  *   "HOST <rank> <size> <processor name> <netns> <RESMPI_HOST_KEY|->"
  * where <netns> is the target of /proc/self/ns/net ("net:[inode]"), since
@@ -6,7 +6,10 @@
  * small and large messages (checked contents) and allreduces (checked sums);
  * rank 0 prints OK.
  * block: after the checks, prints "PID <rank> <pid>" and blocks in MPI_Recv
- * (for failure tests). */
+ * (for failure tests).
+ * barrier VICTIM: after the checks, prints "PID <rank> <pid>"; rank VICTIM
+ * sleeps outside MPI while the others wait in MPI_Barrier (a death seen
+ * from inside a shared-memory collective). */
 #include "common.h"
 
 #define BIG (1 << 20) /* ints: 4 MiB, past any eager limit */
@@ -62,6 +65,16 @@ int main(int argc, char **argv) {
         fflush(stdout);
         MPI_Recv(&dummy, 1, MPI_INT, MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         printf("FAIL: rank %d returned from a Recv nobody satisfied\n", g_rank);
+        return 1;
+    }
+    if (argc > 2 && !strcmp(argv[1], "barrier")) {
+        printf("PID %d %d\n", g_rank, (int)getpid());
+        fflush(stdout);
+        if (g_rank == atoi(argv[2])) {
+            for (;;) pause();
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        printf("FAIL: rank %d left a barrier rank %s never entered\n", g_rank, argv[2]);
         return 1;
     }
     MPI_OK(MPI_Finalize());

@@ -1165,21 +1165,30 @@ impl<F: Interceptor> Engine<F> {
                 idler.reset();
             } else {
                 idler.pause(&self.transports);
-                if self.watches_local_exits
-                    && idler
-                        .idle_for()
-                        .is_some_and(|idle| idle >= LOCAL_EXIT_CHECK_INTERVAL)
-                {
-                    self.check_local_exits()?;
-                }
-                if let Some(after) = self.held_send_warning {
-                    if !self.held_send_warned && idler.idle_for().is_some_and(|idle| idle >= after)
-                    {
-                        self.warn_of_held_sends(after);
-                    }
+                if let Some(idle) = idler.idle_for() {
+                    self.while_idle(idle)?;
                 }
             }
         }
+    }
+
+    /// What every blocking loop does once it has been idle for `idle`
+    /// (nothing moved): look for local peers whose process exited, where
+    /// no launcher reports deaths, and say once which small sends are
+    /// held back for lack of eager credit. Every loop that can wait for
+    /// ever calls it ([`Engine::wait_until`], the shared-memory collectives,
+    /// blocking probe), so a death under Slurm or hydra ends each of them.
+    #[inline]
+    pub(crate) fn while_idle(&mut self, idle: std::time::Duration) -> MpiResult<()> {
+        if self.watches_local_exits && idle >= LOCAL_EXIT_CHECK_INTERVAL {
+            self.check_local_exits()?;
+        }
+        if let Some(after) = self.held_send_warning {
+            if !self.held_send_warned && idle >= after {
+                self.warn_of_held_sends(after);
+            }
+        }
+        Ok(())
     }
 
     /// Looks, at most every [`LOCAL_EXIT_CHECK_INTERVAL`], for ranks on

@@ -828,6 +828,9 @@ impl Mpi {
                 }
             }
             idler.pause(&self.engine.transports);
+            if let Some(idle) = idler.idle_for() {
+                self.engine.while_idle(idle)?;
+            }
         }
     }
 

@@ -456,11 +456,12 @@ impl<F: Interceptor> Engine<F> {
                 continue;
             }
             self.check_members(call)?;
-            let since = *since.get_or_insert_with(std::time::Instant::now);
-            if since.elapsed() < YIELD_PHASE {
+            let idle = since.get_or_insert_with(std::time::Instant::now).elapsed();
+            if idle < YIELD_PHASE {
                 std::thread::yield_now();
             } else {
                 self.transports.sleep_until_traffic(SLEEP_US);
+                self.while_idle(idle)?;
             }
         }
     }
