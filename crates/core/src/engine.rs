@@ -163,6 +163,18 @@ struct NoticeCounter(*const AtomicU64);
 unsafe impl Send for NoticeCounter {}
 unsafe impl Sync for NoticeCounter {}
 
+/// The answer a synchronous send waits for: its request id at the process
+/// that sent this copy. Under replication that process may be a
+/// substitute standing for a dead sibling (the envelope names the
+/// sibling), and the answer must go to the process that waits for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncAnswer {
+    /// The process that sent the copy (a world rank).
+    pub to: u32,
+    /// Its request id.
+    pub id: u64,
+}
+
 /// A message that arrived before any receive wanted it.
 #[derive(Debug)]
 pub enum Unexpected {
@@ -170,8 +182,11 @@ pub enum Unexpected {
     Eager {
         /// The payload.
         data: Vec<u8>,
-        /// Sender's request id when it asked for a SyncAck.
-        sync_id: Option<u64>,
+        /// Where the SyncAck goes, when the sender asked for one.
+        sync: Option<SyncAnswer>,
+        /// Its logical number on the channel from its source (under
+        /// replication a substitute's re-send of it carries the same).
+        logical_seq: u64,
         /// Sender's request id (0 for a send without a request, which can
         /// never be cancelled).
         send_id: u64,
@@ -1813,7 +1828,17 @@ impl<F: Interceptor> Engine<F> {
             },
         )) = self.state.requests.by_wire_id(wire_id)
         else {
-            return Ok(());
+            // The protocol holds every send it may re-send until its acks
+            // are in: a re-send of a completed one would read a buffer the
+            // application owns again, and skipping it would leave the
+            // protocol waiting for ever.
+            return fail(
+                ErrorClass::Intern,
+                format!(
+                    "replication: message {logical_seq} to process {to} must be re-sent, \
+                     but its send request has completed"
+                ),
+            );
         };
         let mut request = send_request(
             *comm,
@@ -1857,7 +1882,11 @@ impl<F: Interceptor> Engine<F> {
             else {
                 continue;
             };
-            if send.peer != dead || send.cancel_requested {
+            // A send whose message is out already (stage Done) waits for
+            // its copies or is held by the protocol until its acks are in;
+            // completing it here would let the application reuse a buffer
+            // a substitute may still have to re-send from.
+            if send.peer != dead || send.cancel_requested || send.stage == SendStage::Done {
                 continue;
             }
             send.stage = SendStage::Done;
@@ -2056,8 +2085,13 @@ impl<F: Interceptor> State<F> {
                 self.duplicate_messages_dropped += 1;
                 if data_follows {
                     self.repoint_rendezvous(physical, peer, header);
-                } else if physical == peer {
-                    self.return_credit(peer, header.payload_len as usize);
+                } else {
+                    if physical == peer {
+                        self.return_credit(peer, header.payload_len as usize);
+                    }
+                    if header.flags & FLAG_SYNC != 0 {
+                        self.answer_duplicate_sync(physical, peer, header);
+                    }
                 }
                 false
             }
@@ -2072,6 +2106,35 @@ impl<F: Interceptor> State<F> {
                 false
             }
         }
+    }
+
+    /// Replication: a substitute (`physical`) re-sent a synchronous eager
+    /// message from `peer` taken here already. Its send waits for a
+    /// SyncAck that the first copy's answer (sent to the first sender,
+    /// dead) never brings: if that copy is still unmatched, the answer at
+    /// its match goes to the substitute instead; if it was matched, the
+    /// substitute gets its answer now.
+    fn answer_duplicate_sync(&mut self, physical: u32, peer: u32, header: &FrameHeader) {
+        let substitute = SyncAnswer {
+            to: physical,
+            id: header.message_id,
+        };
+        for (envelope, message) in self.matcher.unexpected_mut() {
+            if let Unexpected::Eager {
+                sync: Some(answer),
+                logical_seq,
+                ..
+            } = message
+            {
+                if envelope.source == peer && *logical_seq == header.logical_seq {
+                    if self.interceptor.supersedes(physical, answer.to) {
+                        *answer = substitute;
+                    }
+                    return;
+                }
+            }
+        }
+        self.send_sync_ack(substitute);
     }
 
     /// Replication: a substitute (`physical`) re-sent the request-to-send
@@ -2439,10 +2502,10 @@ impl<F: Interceptor> State<F> {
             return;
         }
         match message {
-            Unexpected::Eager { data, sync_id, .. } => {
+            Unexpected::Eager { data, sync, .. } => {
                 self.return_credit(envelope.source, data.len());
-                if let Some(sync_id) = sync_id {
-                    self.send_sync_ack(envelope.source, sync_id);
+                if let Some(answer) = sync {
+                    self.send_sync_ack(answer);
                 }
                 self.complete_receive(index, envelope);
             }
@@ -2531,10 +2594,10 @@ impl<F: Interceptor> State<F> {
         }
     }
 
-    fn send_sync_ack(&mut self, peer: u32, sync_id: u64) {
+    fn send_sync_ack(&mut self, answer: SyncAnswer) {
         let mut header = FrameHeader::new(FrameKind::SyncAck, self.rank);
-        header.message_id = sync_id;
-        self.queue_frame(peer, &header, &[]);
+        header.message_id = answer.id;
+        self.queue_frame(answer.to, &header, &[]);
     }
 
     #[inline]
@@ -2644,19 +2707,23 @@ impl<F: Interceptor> State<F> {
                     context: header.context,
                     tag: header.tag,
                 };
-                let sync_id = (header.flags & FLAG_SYNC != 0).then_some(header.message_id);
+                let sync = (header.flags & FLAG_SYNC != 0).then_some(SyncAnswer {
+                    to: physical,
+                    id: header.message_id,
+                });
                 let tainted = header.flags & FLAG_FAILURE_TAINTED != 0;
                 let matched = self
                     .matcher
                     .handle_arrival_with(envelope, || Unexpected::Eager {
                         data: payload.to_vec(),
-                        sync_id,
+                        sync,
+                        logical_seq: header.logical_seq,
                         send_id: header.message_id,
                         tainted,
                     });
                 if let Some(wire_id) = matched {
                     let index = if wire_id == DIRECT_RECEIVE_TOKEN {
-                        if self.deliver_direct(envelope, payload, tainted, sync_id) {
+                        if self.deliver_direct(envelope, payload, tainted, sync) {
                             return true;
                         }
                         let Some(index) = self.promote_direct_receive() else {
@@ -2671,8 +2738,8 @@ impl<F: Interceptor> State<F> {
                     };
                     self.accept_match(index, envelope, payload.len(), tainted, payload);
                     self.return_credit(peer, payload.len());
-                    if let Some(sync_id) = sync_id {
-                        self.send_sync_ack(peer, sync_id);
+                    if let Some(answer) = sync {
+                        self.send_sync_ack(answer);
                     }
                     self.complete_receive(index, envelope);
                     self.report_matches();

@@ -307,6 +307,17 @@ impl Job {
                     p.phases.get(p.next_phase),
                     p.engine.state.interceptor.replica().pending_send_count()
                 ) + &format!(" {:?} posted {} unexpected {} dups {} resends {}", p.engine.state.interceptor.replica().pending_sends(), p.engine.state.matcher.posted_len(), p.engine.state.matcher.unexpected_len(), p.engine.state.interceptor.duplicates_dropped, p.engine.state.interceptor.resends_made)
+                    + &format!(
+                        "\n    matcher: {:?}\n    live requests: {:?}\n",
+                        p.engine.state.matcher,
+                        p.engine
+                            .state
+                            .requests
+                            .live_indices()
+                            .iter()
+                            .map(|&index| p.engine.state.requests.get(index))
+                            .collect::<Vec<_>>()
+                    )
             })
             .collect::<Vec<_>>()
             .join("; ")

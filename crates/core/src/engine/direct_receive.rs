@@ -25,7 +25,7 @@
 use resmpi_ft::Interceptor;
 use resmpi_matching::{Envelope, ReceivePattern};
 
-use super::{Engine, State, Unexpected};
+use super::{Engine, State, SyncAnswer, Unexpected};
 use crate::error::MpiResult;
 use crate::request::{Operation, ReceiveState, Request, Status};
 use crate::user_bytes::UserBytes;
@@ -103,13 +103,13 @@ impl<F: Interceptor> Engine<F> {
         };
         if let Unexpected::Eager {
             data,
-            sync_id,
+            sync,
             tainted: false,
             ..
         } = &message
         {
             if data.len() <= capacity {
-                let status = state.take_eager(&bytes, capacity, comm, envelope, data, *sync_id);
+                let status = state.take_eager(&bytes, capacity, comm, envelope, data, *sync);
                 return Ok(BlockingReceive::Done(status));
             }
         }
@@ -167,7 +167,7 @@ impl<F: Interceptor> State<F> {
         envelope: Envelope,
         payload: &[u8],
         tainted: bool,
-        sync_id: Option<u64>,
+        sync: Option<SyncAnswer>,
     ) -> bool {
         match &self.direct_receive {
             Some(DirectReceive::Posted { capacity, .. })
@@ -183,7 +183,7 @@ impl<F: Interceptor> State<F> {
         else {
             unreachable!("checked above");
         };
-        let status = self.take_eager(&bytes, capacity, comm, envelope, payload, sync_id);
+        let status = self.take_eager(&bytes, capacity, comm, envelope, payload, sync);
         self.direct_receive = Some(DirectReceive::Delivered(status));
         true
     }
@@ -199,14 +199,14 @@ impl<F: Interceptor> State<F> {
         comm: usize,
         envelope: Envelope,
         payload: &[u8],
-        sync_id: Option<u64>,
+        sync: Option<SyncAnswer>,
     ) -> Status {
         // SAFETY: the blocking receive's caller guarantees `capacity`
         // writable packed bytes until it returns.
         unsafe { bytes.write(capacity, 0, payload) };
         self.return_credit(envelope.source, payload.len());
-        if let Some(sync_id) = sync_id {
-            self.send_sync_ack(envelope.source, sync_id);
+        if let Some(answer) = sync {
+            self.send_sync_ack(answer);
         }
         self.interceptor
             .on_receive_complete(&envelope, payload.len());
