@@ -560,13 +560,20 @@ impl<F: Interceptor> Engine<F> {
             owned,
             tainted,
         );
+        let logical_seq = self.state.interceptor.send_logical_seq();
         if F::REPLICATES {
             if let Operation::Send(send) = &mut request.operation {
-                send.logical_seq = self.state.interceptor.send_logical_seq();
+                send.logical_seq = logical_seq;
                 send.gated = true;
             }
         }
         let index = self.insert_request(request)?;
+        if F::REPLICATES {
+            let wire_id = self.state.requests.wire_id(index);
+            self.state
+                .interceptor
+                .send_started(wire_id, primary, logical_seq);
+        }
         if F::ROUTES_SENDS && !copies.is_empty() {
             return self.fan_out(index, copies, mode, bytes, tainted);
         }

@@ -370,6 +370,13 @@ pub trait Interceptor {
     fn on_message_landed(&mut self, _peer: u32, _logical_seq: u64) {}
 
     /// The send request with wire id `wire_id` to process `destination`,
+    /// numbered `logical_seq`, has started (only with `REPLICATES`): from
+    /// now on a take-over can re-send from it at once, in order with the
+    /// sends after it, instead of waiting for it to be out.
+    #[inline]
+    fn send_started(&mut self, _wire_id: u64, _destination: u32, _logical_seq: u64) {}
+
+    /// The send request with wire id `wire_id` to process `destination`,
     /// numbered `logical_seq`, is out (only with `REPLICATES`): true holds
     /// its completion until [`Interceptor::poll_released_send`] hands the
     /// wire id back.

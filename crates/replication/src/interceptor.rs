@@ -31,6 +31,9 @@ pub struct Replication {
     last_seq: u64,
     /// Sends the engine holds, by send: the request's wire id.
     held: BTreeMap<SendId, u64>,
+    /// Sends started and not yet out (so not held), by send: the
+    /// request's wire id, so that a take-over re-sends them at once.
+    started: BTreeMap<SendId, u64>,
     /// Sends the protocol completed before the engine asked to hold them.
     completed: BTreeSet<SendId>,
     /// Held sends that may complete now (wire ids).
@@ -67,6 +70,7 @@ impl Replication {
             replicas,
             last_seq: 0,
             held: BTreeMap::new(),
+            started: BTreeMap::new(),
             completed: BTreeSet::new(),
             released: VecDeque::new(),
             resends: VecDeque::new(),
@@ -120,6 +124,7 @@ impl Replication {
                 Action::SendComplete(send) => match self.held.remove(&send) {
                     Some(wire_id) => self.released.push_back(wire_id),
                     None => {
+                        self.started.remove(&send);
                         self.completed.insert(send);
                     }
                 },
@@ -200,11 +205,22 @@ impl Interceptor for Replication {
         }
     }
 
+    fn send_started(&mut self, wire_id: u64, destination: u32, logical_seq: u64) {
+        let send = SendId {
+            destination: destination % self.ranks,
+            logical_seq,
+        };
+        if !self.completed.contains(&send) {
+            self.started.insert(send, wire_id);
+        }
+    }
+
     fn hold_send(&mut self, wire_id: u64, destination: u32, logical_seq: u64) -> bool {
         let send = SendId {
             destination: destination % self.ranks,
             logical_seq,
         };
+        self.started.remove(&send);
         if self.completed.remove(&send) {
             return false;
         }
@@ -222,7 +238,7 @@ impl Interceptor for Replication {
 
     fn poll_resend(&mut self) -> Option<(u64, u32, u64)> {
         while let Some((send, to)) = self.resends.pop_front() {
-            let Some(&wire_id) = self.held.get(&send) else {
+            let Some(&wire_id) = self.held.get(&send).or_else(|| self.started.get(&send)) else {
                 // Not held by the engine yet (its first transmission is
                 // still going out): re-sent once the engine holds it.
                 self.deferred_resends.entry(send).or_default().push(to);

@@ -64,6 +64,10 @@ pub struct ReplicatedEngineJobConfig {
     pub replicas: u32,
     /// Rounds of ring + gather + allreduce.
     pub rounds: u32,
+    /// Messages each rank sends its ring neighbour per round, all with
+    /// the same envelope and in flight together (nonblocking), so that a
+    /// later one can overtake an earlier one a substitute must re-send.
+    pub ring_burst: u32,
     /// Largest message (bytes, at least 8).
     pub message_bytes_max: usize,
     /// The engines' eager limit (messages above it go by rendezvous).
@@ -86,6 +90,7 @@ impl ReplicatedEngineJobConfig {
             ranks,
             replicas,
             rounds: 4,
+            ring_burst: 1,
             message_bytes_max: 64,
             eager_limit_bytes: 256,
             kills: Vec::new(),
@@ -135,6 +140,12 @@ fn message(seed: u64, kind: u8, source: u32, round: u32, length_max: usize) -> V
     bytes
 }
 
+/// The `round` argument of [`message`] for message `burst` of a ring
+/// round (the first keeps the round's own).
+fn ring_message_round(round: u32, burst: u32) -> u32 {
+    round + 1_000 * burst
+}
+
 /// An allreduce contribution.
 fn contribution(seed: u64, rank: u32, round: u32) -> u64 {
     SplitMix64::new(seed ^ 0xa11 ^ (u64::from(rank) << 20) ^ u64::from(round)).below(1 << 40)
@@ -145,6 +156,9 @@ fn contribution(seed: u64, rank: u32, round: u32) -> u64 {
 struct OpenPhase {
     requests: Vec<(u32, Box<[u8]>, bool)>,
     collective: Option<OpenCollective>,
+    /// Its receives take ANY_SOURCE: only the set of what they got is
+    /// determined, not the order.
+    wildcard: bool,
 }
 
 /// An allreduce in progress: its request, input (kept alive for the
@@ -467,10 +481,11 @@ impl Job {
     }
 
     fn start_phase(&mut self, process: usize, phase: Phase) -> Result<(), String> {
-        let (ranks, seed, length_max) = (
+        let (ranks, seed, length_max, ring_burst) = (
             self.config.ranks,
             self.config.seed,
             self.config.message_bytes_max,
+            self.config.ring_burst,
         );
         let simulated = &mut self.processes[process];
         let rank = simulated.rank;
@@ -479,6 +494,7 @@ impl Job {
         let mut open = OpenPhase {
             requests: Vec::new(),
             collective: None,
+            wildcard: matches!(phase, Phase::Gather(_)),
         };
         let error = |what: &str, error: resmpi_core::MpiError| {
             format!("process {process}: {what}: {error}")
@@ -487,34 +503,40 @@ impl Job {
             Phase::Ring(round) => {
                 let next = (rank + 1) % ranks;
                 let previous = (rank + ranks - 1) % ranks;
-                let mut buffer = vec![0u8; length_max.max(8)].into_boxed_slice();
-                let request = engine
-                    .start_receive(
-                        WORLD,
-                        buffer.as_mut_ptr(),
-                        buffer.len(),
-                        Some(first + previous),
-                        Some(round as i32),
-                        WORLD_CONTEXT,
-                    )
-                    .map_err(|e| error("start_receive", e))?;
-                open.requests.push((request, buffer, true));
-                let bytes = message(seed, 1, rank, round, length_max).into_boxed_slice();
-                let destination = Destination {
-                    peer: first + next,
-                    context: WORLD_CONTEXT,
-                    tag: round as i32,
-                };
-                let request = engine
-                    .start_send(
-                        WORLD,
-                        destination,
-                        bytes.as_ptr(),
-                        bytes.len(),
-                        SendMode::Standard,
-                    )
-                    .map_err(|e| error("start_send", e))?;
-                open.requests.push((request, bytes, false));
+                for _ in 0..ring_burst {
+                    let mut buffer = vec![0u8; length_max.max(8)].into_boxed_slice();
+                    let request = engine
+                        .start_receive(
+                            WORLD,
+                            buffer.as_mut_ptr(),
+                            buffer.len(),
+                            Some(first + previous),
+                            Some(round as i32),
+                            WORLD_CONTEXT,
+                        )
+                        .map_err(|e| error("start_receive", e))?;
+                    open.requests.push((request, buffer, true));
+                }
+                for burst in 0..ring_burst {
+                    let bytes =
+                        message(seed, 1, rank, ring_message_round(round, burst), length_max)
+                            .into_boxed_slice();
+                    let destination = Destination {
+                        peer: first + next,
+                        context: WORLD_CONTEXT,
+                        tag: round as i32,
+                    };
+                    let request = engine
+                        .start_send(
+                            WORLD,
+                            destination,
+                            bytes.as_ptr(),
+                            bytes.len(),
+                            SendMode::Standard,
+                        )
+                        .map_err(|e| error("start_send", e))?;
+                    open.requests.push((request, bytes, false));
+                }
             }
             Phase::Gather(round) => {
                 let tag = GATHER_TAG + round as i32;
@@ -620,7 +642,10 @@ impl Job {
         }
         // ANY_SOURCE receives may match in any order: the trace keeps the
         // set, which is what a send-deterministic program may rely on.
-        received.sort();
+        // Receives from one source match its messages in the order sent.
+        if open.wildcard {
+            received.sort();
+        }
         simulated.trace.extend(received);
         if let Some((request, _input, result)) = open.collective {
             engine
@@ -633,15 +658,19 @@ impl Job {
 
     /// The trace a process of `rank` must show.
     fn expected_trace(&self, rank: u32) -> Vec<Vec<u8>> {
-        let (ranks, seed, length_max) = (
+        let (ranks, seed, length_max, ring_burst) = (
             self.config.ranks,
             self.config.seed,
             self.config.message_bytes_max,
+            self.config.ring_burst,
         );
         let mut trace = Vec::new();
         for round in 0..self.config.rounds {
             let previous = (rank + ranks - 1) % ranks;
-            trace.push(message(seed, 1, previous, round, length_max));
+            for burst in 0..ring_burst {
+                let round = ring_message_round(round, burst);
+                trace.push(message(seed, 1, previous, round, length_max));
+            }
             if rank == 0 {
                 let mut gathered: Vec<Vec<u8>> = (1..ranks)
                     .map(|source| message(seed, 2, source, round, length_max))
