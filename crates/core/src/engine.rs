@@ -197,6 +197,11 @@ pub enum Unexpected {
     Rendezvous {
         /// Sender's request id.
         send_id: u64,
+        /// Its logical number on the channel from its source: under
+        /// replication the announcements of several senders (a dead one's,
+        /// its substitute's) stand for one message, and request ids of
+        /// different processes can be equal.
+        logical_seq: u64,
         /// Message length.
         length: usize,
         /// The content depends on a failed process (`FLAG_FAILURE_TAINTED`).
@@ -2168,14 +2173,18 @@ impl<F: Interceptor> State<F> {
             // sender is dead, though this process may not know it yet).
             return;
         }
-        let old_send_id = entry.send_id;
         entry.send_id = header.message_id;
         entry.physical = physical;
         match entry.receive {
             None => {
                 for (envelope, message) in self.matcher.unexpected_mut() {
-                    if let Unexpected::Rendezvous { send_id, .. } = message {
-                        if envelope.source == peer && *send_id == old_send_id {
+                    if let Unexpected::Rendezvous {
+                        send_id,
+                        logical_seq,
+                        ..
+                    } = message
+                    {
+                        if envelope.source == peer && *logical_seq == header.logical_seq {
                             *send_id = header.message_id;
                             break;
                         }
@@ -2201,13 +2210,14 @@ impl<F: Interceptor> State<F> {
         }
     }
 
-    /// Replication: the receive `index` of a rendezvous matched (clear-to-
-    /// send for `send_id` of `peer`): where the clear-to-send goes.
-    fn rendezvous_matched(&mut self, index: u32, peer: u32, send_id: u64) -> u32 {
+    /// Replication: the receive `index` matched rendezvous `logical_seq` of
+    /// `peer`: where the clear-to-send goes (the sender whose announcement
+    /// the rendezvous follows now).
+    fn rendezvous_matched(&mut self, index: u32, peer: u32, logical_seq: u64) -> u32 {
         match self
             .rendezvous_in
             .iter_mut()
-            .find(|entry| entry.peer == peer && entry.send_id == send_id)
+            .find(|entry| entry.peer == peer && entry.logical_seq == logical_seq)
         {
             Some(entry) => {
                 entry.receive = Some(index);
@@ -2517,19 +2527,30 @@ impl<F: Interceptor> State<F> {
                 self.complete_receive(index, envelope);
             }
             Unexpected::Rendezvous {
-                send_id, length, ..
-            } => self.clear_to_send(index, envelope, send_id, length),
+                send_id,
+                logical_seq,
+                length,
+                ..
+            } => self.clear_to_send(index, envelope, (send_id, logical_seq), length),
         }
     }
 
-    fn clear_to_send(&mut self, index: u32, envelope: Envelope, send_id: u64, length: usize) {
+    /// Answer the announcement (`send_id`, `logical_seq`) that receive
+    /// `index` matched: the sender may stream its data.
+    fn clear_to_send(
+        &mut self,
+        index: u32,
+        envelope: Envelope,
+        (send_id, logical_seq): (u64, u64),
+        length: usize,
+    ) {
         if self.is_failed(envelope.source) {
             // An announcement the dead sender can no longer follow with data.
             self.fail_request(index);
             return;
         }
         let to = if F::REPLICATES {
-            self.rendezvous_matched(index, envelope.source, send_id)
+            self.rendezvous_matched(index, envelope.source, logical_seq)
         } else {
             envelope.source
         };
@@ -2765,6 +2786,7 @@ impl<F: Interceptor> State<F> {
                     self.matcher
                         .handle_arrival_with(envelope, || Unexpected::Rendezvous {
                             send_id,
+                            logical_seq: header.logical_seq,
                             length,
                             tainted,
                         });
@@ -2778,7 +2800,7 @@ impl<F: Interceptor> State<F> {
                         return true;
                     };
                     self.accept_match(index, envelope, length, tainted, &[]);
-                    self.clear_to_send(index, envelope, send_id, length);
+                    self.clear_to_send(index, envelope, (send_id, header.logical_seq), length);
                     self.report_matches();
                 }
             }

@@ -139,7 +139,7 @@ fn bursts_with_one_envelope_are_masked_in_order() {
         .ok()
         .and_then(|count| count.parse().ok())
         .unwrap_or(1_500);
-    let seeds = (0..sweep).filter(|seed| !KNOWN_BURST_HANGS.contains(seed));
+    let seeds = (0..sweep).chain(BURST_REGRESSIONS);
     let (failures, resends) = run_bursts(seeds);
     assert!(
         failures.is_empty(),
@@ -151,19 +151,12 @@ fn bursts_with_one_envelope_are_masked_in_order() {
 }
 
 /// Seeds of [`bursts_with_one_envelope_are_masked_in_order`]'s sweep (8
-/// of its first 20,000) that still hang: several rendezvous messages of
-/// one envelope in flight when a replica dies, where a receiver's data
-/// for a re-pointed rendezvous never lands (the substitute's re-sent
-/// announcements arrive, no clear-to-send or data completes them). Known
-/// bug, left open; run with `cargo test -- --ignored`.
-const KNOWN_BURST_HANGS: [u64; 8] = [973, 4518, 5431, 6127, 10527, 13506, 15156, 15257];
-
-#[test]
-#[ignore = "known bug: re-pointed rendezvous in bursts (see KNOWN_BURST_HANGS)"]
-fn known_burst_hangs() {
-    let (failures, _) = run_bursts(KNOWN_BURST_HANGS.into_iter());
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
+/// of its first 20,000) that hung until a receiver told the announcements
+/// standing for one rendezvous apart by logical number rather than by the
+/// sender's request id (ids of different processes can be equal, so a
+/// substitute's clear-to-send went to the wrong sender and its data never
+/// landed).
+const BURST_REGRESSIONS: [u64; 8] = [973, 4518, 5431, 6127, 10527, 13506, 15156, 15257];
 
 /// Runs the burst scenario for each seed: the failures, and how many
 /// re-sends the substitutes made.
