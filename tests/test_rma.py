@@ -4,9 +4,13 @@ atomicity under contention, passive target progress while the target
 computes outside MPI, and clear errors for bad calls; on shared memory and
 TCP, and under injected loss, corruption and duplication with exact
 results. Every program checks its own results (tests/c/rma.c)."""
+import re
+
 import pytest
 
-from conftest import IS_RESMPI, assert_ok, run
+from conftest import IS_RESMPI, assert_ok, mpiexec_cmd, run, run_cmd
+from netns import two_hosts  # noqa: F401  (pytest fixture)
+from test_rails import NAMESPACE_RAILS, _run_breaking_links
 
 SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges"]
 
@@ -34,6 +38,50 @@ def test_rma_under_injected_faults_gives_the_fault_free_results(build, subtest, 
     twice or lost (the counters under contention are exact)."""
     res = run(3, build("rma"), subtest, mpiexec_opts=("--paths", "tcp", "--inject", spec), timeout=180)
     assert_ok(res)
+
+
+DIGEST = re.compile(r"digest ([0-9a-f]+) after (\d+) iterations")
+
+
+def _rma_on_two_hosts(exe, hosts, iterations):
+    """`rma rails ITERATIONS` on two namespace hosts, one rank each, over
+    both rails (mpiexec's own --timeout bounds a hang)."""
+    opts = [*hosts.mpiexec_opts(), *NAMESPACE_RAILS, "--timeout", "120"]
+    return hosts.run_in_a(mpiexec_cmd(2, exe, ["rails", str(iterations)], mpiexec_opts=opts))
+
+
+@pytest.mark.resmpi_only("rails are resmpi's")
+def test_rma_between_hosts_with_a_rail_taken_down_gives_the_fault_free_results(build, two_hosts):
+    """Fence and passive epochs (put, get, accumulate, fetch_and_op, each
+    checked by the program) between two namespace hosts while rail1's link
+    goes down in host B: the job ends normally with the window digest of a
+    fault-free run, and the FT report shows the rail failed (so the outage
+    really happened during RMA traffic)."""
+    exe = build("rma")
+    clean = run_cmd(_rma_on_two_hosts(exe, two_hosts, 1500), timeout=150)
+    assert_ok(clean)
+    expected = DIGEST.search(clean.stdout)
+    assert expected, clean.describe()
+    code, stdout, stderr, _ = _run_breaking_links(_rma_on_two_hosts(exe, two_hosts, 1500), two_hosts, ["rail1"],
+                                                  timeout=150)
+    assert code == 0, f"exit {code}\n{stdout}\n{stderr}"
+    assert "FAIL" not in stderr, stderr
+    got = DIGEST.search(stdout)
+    assert got and got.group(1) == expected.group(1), f"{stdout}\n{stderr}"
+    assert re.search(r"rails failed [1-9]", stderr), stderr
+
+
+@pytest.mark.resmpi_only("rails are resmpi's")
+def test_rma_between_hosts_with_every_rail_down_ends_naming_the_unreachable_peer(build, two_hosts):
+    """Negative control of the rail test: with both rails down no epoch can
+    complete; the job ends (no hang) naming the peer it lost, not with a
+    digest."""
+    exe = build("rma")
+    code, stdout, stderr, _ = _run_breaking_links(_rma_on_two_hosts(exe, two_hosts, 100000), two_hosts,
+                                                  ["rail0", "rail1"], timeout=150)
+    assert code != 0, f"{stdout}\n{stderr}"
+    assert not DIGEST.search(stdout), stdout
+    assert re.search(r"rank [01] is unreachable", stderr), stderr
 
 
 @pytest.mark.resmpi_only("RESMPI_PROGRESS_THREAD is resmpi's")
