@@ -12,7 +12,7 @@ from conftest import IS_RESMPI, assert_ok, mpiexec_cmd, run, run_cmd
 from netns import two_hosts  # noqa: F401  (pytest fixture)
 from test_rails import NAMESPACE_RAILS, _run_breaking_links
 
-SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges"]
+SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges", "large_count"]
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 4])
@@ -113,3 +113,17 @@ def test_an_epoch_toward_a_dead_rank_fails_with_proc_failed_instead_of_hanging(b
     for rank in (0, 1):
         assert f"rank {rank}: survived with class 101" in res.stdout, res.describe()
     assert "FAIL" not in res.stderr, res.describe()
+
+
+@pytest.mark.resmpi_only("ULFM's failure policy is resmpi's mpiexec option")
+def test_a_lock_held_by_a_dead_rank_is_released_for_the_survivors(build):
+    """Under ULFM the last rank dies holding an exclusive lock on rank 0's
+    window (its flushed accumulate applied): the survivors' exclusive
+    epochs on rank 0 complete, each fetch_and_op counted once, rather than
+    waiting for an unlock that never comes (mpiexec's --timeout ends a
+    hang, which fails the test)."""
+    res = run(3, build("rma"), "failure_holder", mpiexec_opts=("--with-ft", "ulfm", "--timeout", "40"), timeout=60)
+    for rank in (0, 1):
+        assert f"rank {rank}: locked rank 0 after the holder died" in res.stdout, res.describe()
+    assert "FAIL" not in res.stderr, res.describe()
+
