@@ -127,3 +127,40 @@ def test_a_lock_held_by_a_dead_rank_is_released_for_the_survivors(build):
         assert f"rank {rank}: locked rank 0 after the holder died" in res.stdout, res.describe()
     assert "FAIL" not in res.stderr, res.describe()
 
+
+
+def _rails_digest(res):
+    match = DIGEST.search(res.stdout)
+    assert match, res.describe()
+    return match.group(1)
+
+
+@pytest.mark.resmpi_only("--replicas is resmpi's")
+@pytest.mark.parametrize("victim", ["1.1", "0.0"])
+def test_replicas_finish_rma_with_the_unreplicated_results_when_a_replica_dies(build, victim):
+    """--replicas 2 (default --replica-masking replica): each replica set
+    runs its own windows, so a death mid-run (fence and passive epochs)
+    gives up that replica set and the other one finishes with the window
+    digest of the unreplicated run."""
+    exe = build("rma")
+    plain = run(2, exe, "rails", "3000", timeout=120)
+    assert_ok(plain)
+    res = run(2, exe, "rails", "3000", timeout=120,
+              mpiexec_opts=("--replicas", "2", "--timeout", "90", "--inject", f"kill:{victim}@0.3s"))
+    assert res.returncode == 0, res.describe()
+    assert "is given up" in res.stderr, res.describe()
+    assert _rails_digest(res) == _rails_digest(plain), res.describe()
+
+
+@pytest.mark.resmpi_only("--replica-masking is resmpi's")
+def test_process_masking_ends_an_rma_job_with_a_clear_error_when_a_replica_dies(build):
+    """--replica-masking process does not mask RMA (a substitute takes over
+    point-to-point traffic, not window state): the replica whose epochs
+    target the dead one gets its lock back (the dead one held it) and then
+    an error naming the cause, instead of waiting until --timeout."""
+    res = run(2, build("rma"), "rails", "3000", timeout=120,
+              mpiexec_opts=("--replicas", "2", "--replica-masking", "process", "--timeout", "90",
+                            "--inject", "kill:1.1@0.3s"))
+    assert res.returncode not in (0, 124), res.describe()
+    assert "job timed out" not in res.stderr, res.describe()
+    assert "replication does not mask RMA" in res.stderr, res.describe()

@@ -1895,6 +1895,8 @@ impl<F: Interceptor> Engine<F> {
         state
             .sends_awaiting_acks
             .retain(|&index| requests.get(index).is_some_and(|request| !request.complete));
+        // RMA is not masked: a lock the dead replica held here goes with it.
+        state.rma_peer_failed(dead);
     }
 
     /// Whether world rank `peer` is known to have failed.

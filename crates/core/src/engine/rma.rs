@@ -513,8 +513,8 @@ impl<F: Interceptor> Engine<F> {
 
     /// Send `frame` (from [`frame_with_header`]) to `peer`.
     fn rma_send(&mut self, peer: u32, frame: Vec<u8>) -> MpiResult<()> {
-        if self.peer_failed(peer) {
-            return Err(peer_failed_error(peer));
+        if self.rma_peer_lost(peer) {
+            return Err(self.rma_lost_error(peer));
         }
         let header = rma_frame_header(self.state.rank, &frame);
         self.send_built_frame(peer, &header, frame)
@@ -635,11 +635,11 @@ impl<F: Interceptor> Engine<F> {
     /// Wait for operation `operation` (request-based RMA) at `target`.
     pub fn rma_wait_operation(&mut self, operation: u64, target: u32) -> MpiResult<()> {
         self.wait_until(|engine| {
-            engine.rma_operation_done(operation) || engine.peer_failed(target)
+            engine.rma_operation_done(operation) || engine.rma_peer_lost(target)
         })?;
         if !self.rma_operation_done(operation) {
             self.state.rma.operations.remove(&operation);
-            return Err(peer_failed_error(target));
+            return Err(self.rma_lost_error(target));
         }
         Ok(())
     }
@@ -660,7 +660,32 @@ impl<F: Interceptor> Engine<F> {
     }
 
     fn any_failed(&self, targets: &[u32]) -> Option<u32> {
-        targets.iter().copied().find(|&peer| self.peer_failed(peer))
+        targets
+            .iter()
+            .copied()
+            .find(|&peer| self.rma_peer_lost(peer))
+    }
+
+    /// Whether `peer` will never answer this process's RMA frames: it has
+    /// failed, or (replication) it is a dead replica. Replication masks a
+    /// dead replica for point-to-point traffic (a substitute re-sends), not
+    /// for RMA: windows and epochs live in each process, and frames to a
+    /// dead replica are dropped, so a wait for its answer would never end.
+    fn rma_peer_lost(&self, peer: u32) -> bool {
+        self.peer_failed(peer) || (F::REPLICATES && self.state.interceptor.replica_dead(peer))
+    }
+
+    /// The error of an RMA call that needs `peer` (see `rma_peer_lost`).
+    fn rma_lost_error(&self, peer: u32) -> MpiError {
+        if self.peer_failed(peer) {
+            return peer_failed_error(peer);
+        }
+        MpiError::new(
+            ErrorClass::ProcFailed,
+            format!(
+                "process {peer}, a replica that this process's RMA epochs target, has died: replication does not mask RMA (--replica-masking replica gives up the whole replica set instead)"
+            ),
+        )
     }
 
     /// Complete every operation of this process on `window` at `target`
@@ -685,7 +710,7 @@ impl<F: Interceptor> Engine<F> {
             if let Some(state) = self.state.rma.windows.get_mut(&window) {
                 state.responses_outstanding.remove(&peer);
             }
-            return Err(peer_failed_error(peer));
+            return Err(self.rma_lost_error(peer));
         }
         match self
             .state
@@ -725,10 +750,10 @@ impl<F: Interceptor> Engine<F> {
                 .windows
                 .get(&window)
                 .is_none_or(|state| state.locks_granted.get(&target).copied().unwrap_or(0) > 0)
-                || engine.peer_failed(target)
+                || engine.rma_peer_lost(target)
         })?;
-        if self.peer_failed(target) {
-            return Err(peer_failed_error(target));
+        if self.rma_peer_lost(target) {
+            return Err(self.rma_lost_error(target));
         }
         let state = self
             .state
@@ -767,7 +792,7 @@ impl<F: Interceptor> Engine<F> {
                 })
         })?;
         if let Some(peer) = self.any_failed(targets) {
-            return Err(peer_failed_error(peer));
+            return Err(self.rma_lost_error(peer));
         }
         let state = self
             .state
@@ -822,7 +847,7 @@ impl<F: Interceptor> Engine<F> {
         }
         if !all_done(self) {
             if let Some(peer) = self.any_failed(origins) {
-                return Err(peer_failed_error(peer));
+                return Err(self.rma_lost_error(peer));
             }
             return Ok(false);
         }
