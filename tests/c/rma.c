@@ -522,6 +522,43 @@ static void large_count(void) {
     MPI_OK(MPI_Comm_free(&node));
 }
 
+/* An operation on the origin's own window is applied before anything that
+ * follows it causally (mpi4py's MCS mutex depends on it): each round rank 0
+ * resets its slot with an accumulate, tells rank 1, and rank 1 writes the
+ * slot; the slot must end with rank 1's value. Rank 0 makes no MPI call
+ * for a while after telling, so rank 1's write is waiting when it next
+ * progresses (deterministic with RESMPI_PROGRESS_THREAD=off). */
+static void self_order(void) {
+    int *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    *base = -2;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_lock_all(0, win));
+    for (int round = 0; round < 20 && g_size > 1; round++) {
+        int value = round;
+        if (g_rank == 0) {
+            int reset = -1;
+            MPI_OK(MPI_Accumulate(&reset, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_REPLACE, win));
+            MPI_OK(MPI_Send(&value, 1, MPI_INT, 1, 0, MPI_COMM_WORLD));
+            struct timespec pause = {0, 20 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+            MPI_OK(MPI_Recv(&value, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_OK(MPI_Win_flush(0, win));
+            MPI_OK(MPI_Win_sync(win));
+            CHECK(*base == round, "round %d: slot %d (own reset applied after rank 1's write)", round, *base);
+        } else if (g_rank == 1) {
+            MPI_OK(MPI_Recv(&value, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_OK(MPI_Accumulate(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_REPLACE, win));
+            MPI_OK(MPI_Win_flush(0, win));
+            MPI_OK(MPI_Send(&value, 1, MPI_INT, 0, 1, MPI_COMM_WORLD));
+        }
+    }
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_free(&win));
+}
+
 static int handler_calls, handler_code;
 static void window_handler(MPI_Win *win, int *code, ...) {
     (void)win;
@@ -800,6 +837,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(subtest, "failure")) failure();
     else if (!strcmp(subtest, "failure_holder")) failure_holder();
     else if (!strcmp(subtest, "large_count")) large_count();
+    else if (!strcmp(subtest, "self_order")) self_order();
     else if (!strcmp(subtest, "rails")) rails(argc > 2 ? atoi(argv[2]) : 100);
     else FAIL("unknown subtest '%s'", subtest);
     return test_finish();

@@ -516,6 +516,19 @@ impl<F: Interceptor> Engine<F> {
         if self.rma_peer_lost(peer) {
             return Err(self.rma_lost_error(peer));
         }
+        if peer == self.state.rank {
+            // To itself: handled now, as MPICH applies operations on its
+            // own window at once. Through the loopback queue, which a
+            // progress round drains after the other paths, a frame of
+            // another process that causally follows this one could be
+            // applied first: mpi4py's MCS mutex resets its own `next`
+            // field, publishes itself at the tail, and its successor then
+            // writes `next`; applied in the wrong order the reset erased
+            // the successor and the holder waited for it forever.
+            self.state
+                .handle_rma_frame(peer, &frame[HEADER_LEN_BYTES..]);
+            return Ok(());
+        }
         let header = rma_frame_header(self.state.rank, &frame);
         self.send_built_frame(peer, &header, frame)
     }
