@@ -199,3 +199,5 @@ bench-coll-sweep: ; bench/coll_sweep.sh
 clean:
 	rm -rf $(BUILD)
 	$(CARGO) clean --release -p resmpi-capi
+.PHONY: bench-osu-rma
+bench-osu-rma: ; bench/osu_rma.sh

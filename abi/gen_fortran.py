@@ -102,6 +102,8 @@ def wrapped(funcs):
             continue
         if "c2f" in f.name or "f2c" in f.name or f.ret != "int":
             continue
+        if "large-count" in f.tags:
+            continue  # the "_c" forms are C only, as in MPICH's Fortran library
         if any(convention(f, p) is None for p in f.param_list()):
             continue
         out.append(f)

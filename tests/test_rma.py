@@ -4,11 +4,15 @@ atomicity under contention, passive target progress while the target
 computes outside MPI, and clear errors for bad calls; on shared memory and
 TCP, and under injected loss, corruption and duplication with exact
 results. Every program checks its own results (tests/c/rma.c)."""
+import re
+
 import pytest
 
-from conftest import IS_RESMPI, assert_ok, run
+from conftest import IS_RESMPI, assert_ok, mpiexec_cmd, run, run_cmd
+from netns import two_hosts  # noqa: F401  (pytest fixture)
+from test_rails import NAMESPACE_RAILS, _run_breaking_links
 
-SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges"]
+SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges", "large_count"]
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 4])
@@ -34,6 +38,50 @@ def test_rma_under_injected_faults_gives_the_fault_free_results(build, subtest, 
     twice or lost (the counters under contention are exact)."""
     res = run(3, build("rma"), subtest, mpiexec_opts=("--paths", "tcp", "--inject", spec), timeout=180)
     assert_ok(res)
+
+
+DIGEST = re.compile(r"digest ([0-9a-f]+) after (\d+) iterations")
+
+
+def _rma_on_two_hosts(exe, hosts, iterations):
+    """`rma rails ITERATIONS` on two namespace hosts, one rank each, over
+    both rails (mpiexec's own --timeout bounds a hang)."""
+    opts = [*hosts.mpiexec_opts(), *NAMESPACE_RAILS, "--timeout", "120"]
+    return hosts.run_in_a(mpiexec_cmd(2, exe, ["rails", str(iterations)], mpiexec_opts=opts))
+
+
+@pytest.mark.resmpi_only("rails are resmpi's")
+def test_rma_between_hosts_with_a_rail_taken_down_gives_the_fault_free_results(build, two_hosts):
+    """Fence and passive epochs (put, get, accumulate, fetch_and_op, each
+    checked by the program) between two namespace hosts while rail1's link
+    goes down in host B: the job ends normally with the window digest of a
+    fault-free run, and the FT report shows the rail failed (so the outage
+    really happened during RMA traffic)."""
+    exe = build("rma")
+    clean = run_cmd(_rma_on_two_hosts(exe, two_hosts, 1500), timeout=150)
+    assert_ok(clean)
+    expected = DIGEST.search(clean.stdout)
+    assert expected, clean.describe()
+    code, stdout, stderr, _ = _run_breaking_links(_rma_on_two_hosts(exe, two_hosts, 1500), two_hosts, ["rail1"],
+                                                  timeout=150)
+    assert code == 0, f"exit {code}\n{stdout}\n{stderr}"
+    assert "FAIL" not in stderr, stderr
+    got = DIGEST.search(stdout)
+    assert got and got.group(1) == expected.group(1), f"{stdout}\n{stderr}"
+    assert re.search(r"rails failed [1-9]", stderr), stderr
+
+
+@pytest.mark.resmpi_only("rails are resmpi's")
+def test_rma_between_hosts_with_every_rail_down_ends_naming_the_unreachable_peer(build, two_hosts):
+    """Negative control of the rail test: with both rails down no epoch can
+    complete; the job ends (no hang) naming the peer it lost, not with a
+    digest."""
+    exe = build("rma")
+    code, stdout, stderr, _ = _run_breaking_links(_rma_on_two_hosts(exe, two_hosts, 100000), two_hosts,
+                                                  ["rail0", "rail1"], timeout=150)
+    assert code != 0, f"{stdout}\n{stderr}"
+    assert not DIGEST.search(stdout), stdout
+    assert re.search(r"rank [01] is unreachable", stderr), stderr
 
 
 @pytest.mark.resmpi_only("RESMPI_PROGRESS_THREAD is resmpi's")
@@ -65,3 +113,66 @@ def test_an_epoch_toward_a_dead_rank_fails_with_proc_failed_instead_of_hanging(b
     for rank in (0, 1):
         assert f"rank {rank}: survived with class 101" in res.stdout, res.describe()
     assert "FAIL" not in res.stderr, res.describe()
+
+
+@pytest.mark.resmpi_only("ULFM's failure policy is resmpi's mpiexec option")
+def test_a_lock_held_by_a_dead_rank_is_released_for_the_survivors(build):
+    """Under ULFM the last rank dies holding an exclusive lock on rank 0's
+    window (its flushed accumulate applied): the survivors' exclusive
+    epochs on rank 0 complete, each fetch_and_op counted once, rather than
+    waiting for an unlock that never comes (mpiexec's --timeout ends a
+    hang, which fails the test)."""
+    res = run(3, build("rma"), "failure_holder", mpiexec_opts=("--with-ft", "ulfm", "--timeout", "40"), timeout=60)
+    for rank in (0, 1):
+        assert f"rank {rank}: locked rank 0 after the holder died" in res.stdout, res.describe()
+    assert "FAIL" not in res.stderr, res.describe()
+
+
+
+def _rails_digest(res):
+    match = DIGEST.search(res.stdout)
+    assert match, res.describe()
+    return match.group(1)
+
+
+@pytest.mark.resmpi_only("--replicas is resmpi's")
+@pytest.mark.parametrize("victim", ["1.1", "0.0"])
+def test_replicas_finish_rma_with_the_unreplicated_results_when_a_replica_dies(build, victim):
+    """--replicas 2 (default --replica-masking replica): each replica set
+    runs its own windows, so a death mid-run (fence and passive epochs)
+    gives up that replica set and the other one finishes with the window
+    digest of the unreplicated run."""
+    exe = build("rma")
+    plain = run(2, exe, "rails", "3000", timeout=120)
+    assert_ok(plain)
+    res = run(2, exe, "rails", "3000", timeout=120,
+              mpiexec_opts=("--replicas", "2", "--timeout", "90", "--inject", f"kill:{victim}@0.3s"))
+    assert res.returncode == 0, res.describe()
+    assert "is given up" in res.stderr, res.describe()
+    assert _rails_digest(res) == _rails_digest(plain), res.describe()
+
+
+@pytest.mark.resmpi_only("--replica-masking is resmpi's")
+def test_process_masking_ends_an_rma_job_with_a_clear_error_when_a_replica_dies(build):
+    """--replica-masking process does not mask RMA (a substitute takes over
+    point-to-point traffic, not window state): the replica whose epochs
+    target the dead one gets its lock back (the dead one held it) and then
+    an error naming the cause, instead of waiting until --timeout."""
+    res = run(2, build("rma"), "rails", "3000", timeout=120,
+              mpiexec_opts=("--replicas", "2", "--replica-masking", "process", "--timeout", "90",
+                            "--inject", "kill:1.1@0.3s"))
+    assert res.returncode not in (0, 124), res.describe()
+    assert "job timed out" not in res.stderr, res.describe()
+    assert "replication does not mask RMA" in res.stderr, res.describe()
+
+
+@pytest.mark.parametrize("progress_thread", ["on", "off"])
+def test_an_operation_on_the_own_window_is_applied_before_what_follows_it(build, progress_thread):
+    """Rank 0 resets its own slot, then tells rank 1, which writes it: the
+    slot ends with rank 1's value. (Frames to itself went through the
+    loopback queue, drained after the other paths in a progress round, so
+    rank 1's later write was applied first and then erased by the reset:
+    mpi4py's MCS mutex in test_util_sync hung at -n 4 under load.)"""
+    env = {} if progress_thread == "on" or not IS_RESMPI else {"RESMPI_PROGRESS_THREAD": "off"}
+    assert_ok(run(2, build("rma"), "self_order", env=env, timeout=60))
+

@@ -367,6 +367,198 @@ static void large(void) {
     MPI_OK(MPI_Win_free(&win));
 }
 
+/* Fence and passive epochs over the reliable links while a rail goes down
+ * (tests/test_rma.py, two namespace hosts): usage rma rails ITERATIONS.
+ * Each iteration: a fence epoch (put to the right neighbour, accumulate on
+ * it, get it back), checked exactly; then an exclusive lock on rank 0
+ * (accumulate of the block, fetch_and_op on a counter). Rank 0 prints
+ * "started" after the first iteration, and at the end checks its window and
+ * prints a digest of it, the same for every correct run. */
+static void rails(int iterations) {
+    const int count = 16384; /* 64 KiB per operation: several frames */
+    /* two blocks and a counter, padded to 16 B: Debian's MPICH 4.0.2 shifts
+     * the shared-memory windows of higher ranks by the remainder when the
+     * size is not a multiple of 8 (its own result was off by one element) */
+    const size_t words = 2 * (size_t)count + 4;
+    unsigned *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate((MPI_Aint)(words * sizeof(unsigned)), sizeof(unsigned), MPI_INFO_NULL,
+                            MPI_COMM_WORLD, &base, &win));
+    memset(base, 0, words * sizeof(unsigned));
+    unsigned *mine = malloc((size_t)count * sizeof(unsigned)), *back = malloc((size_t)count * sizeof(unsigned));
+    int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int it = 0; it < iterations; it++) {
+        for (int i = 0; i < count; i++) mine[i] = (unsigned)i * 31u + (unsigned)it * 7u + (unsigned)g_rank;
+        MPI_OK(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
+        MPI_OK(MPI_Put(mine, count, MPI_UNSIGNED, right, 0, count, MPI_UNSIGNED, win));
+        MPI_OK(MPI_Win_fence(0, win));
+        for (int i = 0; i < count; i++) {
+            unsigned expected = (unsigned)i * 31u + (unsigned)it * 7u + (unsigned)left;
+            CHECK(base[i] == expected, "iteration %d: put [%d]=%u, expected %u", it, i, base[i], expected);
+        }
+        MPI_OK(MPI_Win_fence(0, win));
+        MPI_OK(MPI_Accumulate(mine, count, MPI_UNSIGNED, right, 0, count, MPI_UNSIGNED, MPI_SUM, win));
+        MPI_OK(MPI_Win_fence(0, win));
+        MPI_OK(MPI_Get(back, count, MPI_UNSIGNED, right, 0, count, MPI_UNSIGNED, win));
+        MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+        for (int i = 0; i < count; i++)
+            CHECK(back[i] == 2u * mine[i], "iteration %d: get [%d]=%u, expected %u", it, i, back[i], 2u * mine[i]);
+        unsigned one = 1, old;
+        MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+        MPI_OK(MPI_Accumulate(mine, count, MPI_UNSIGNED, 0, count, count, MPI_UNSIGNED, MPI_SUM, win));
+        MPI_OK(MPI_Fetch_and_op(&one, &old, MPI_UNSIGNED, 0, 2 * count, MPI_SUM, win));
+        MPI_OK(MPI_Win_unlock(0, win));
+        if (it == 0 && g_rank == 0) {
+            printf("started\n");
+            fflush(stdout);
+        }
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_rank == 0) {
+        MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        unsigned long long digest = 1469598103934665603ull;
+        for (int i = 0; i < count; i++) {
+            unsigned expected = 0;
+            for (int it = 0; it < iterations; it++)
+                for (int r = 0; r < g_size; r++) expected += (unsigned)i * 31u + (unsigned)it * 7u + (unsigned)r;
+            CHECK(base[count + i] == expected, "passive accumulate [%d]=%u, expected %u", i, base[count + i], expected);
+            digest = (digest ^ base[count + i]) * 1099511628211ull;
+        }
+        CHECK(base[2 * count] == (unsigned)(iterations * g_size), "fetch_and_op counter %u, expected %d",
+              base[2 * count], iterations * g_size);
+        digest = (digest ^ base[2 * count]) * 1099511628211ull;
+        MPI_OK(MPI_Win_unlock(0, win));
+        printf("digest %016llx after %d iterations\n", digest, iterations);
+        fflush(stdout);
+    }
+    free(mine);
+    free(back);
+    MPI_OK(MPI_Win_free(&win));
+}
+
+/* The MPI-4 large-count forms: MPI_Count counts, MPI_Aint displacement
+ * units, the same results as the int forms; a count above INT_MAX is not
+ * truncated (a truncating library would put one element and succeed). */
+static void large_count(void) {
+    int *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate_c((MPI_Aint)N * sizeof(int), (MPI_Aint)sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                              &base, &win));
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    for (int i = 0; i < N; i++) base[i] = 0;
+    int mine[N], back[N], result[N];
+    for (int i = 0; i < N; i++) mine[i] = i + 100 * g_rank;
+    int target = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    MPI_Count n = N;
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Put_c(mine, n, MPI_INT, target, 0, n, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < N; i++) CHECK(base[i] == i + 100 * left, "MPI_Put_c [%d]=%d", i, base[i]);
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Accumulate_c(mine, n, MPI_INT, target, 0, n, MPI_INT, MPI_SUM, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Get_c(back, n, MPI_INT, target, 0, n, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < N; i++) CHECK(back[i] == 2 * mine[i], "MPI_Accumulate_c/MPI_Get_c [%d]=%d", i, back[i]);
+    MPI_OK(MPI_Get_accumulate_c(mine, n, MPI_INT, result, n, MPI_INT, target, 0, n, MPI_INT, MPI_SUM, win));
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    for (int i = 0; i < N; i++) CHECK(result[i] == 2 * mine[i], "MPI_Get_accumulate_c [%d]=%d", i, result[i]);
+    /* request-based forms in a passive epoch */
+    MPI_Request requests[2];
+    MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win));
+    MPI_OK(MPI_Rget_c(back, n, MPI_INT, target, 0, n, MPI_INT, win, &requests[0]));
+    MPI_OK(MPI_Wait(&requests[0], MPI_STATUS_IGNORE));
+    for (int i = 0; i < N; i++) CHECK(back[i] == 3 * mine[i], "MPI_Rget_c [%d]=%d", i, back[i]);
+    MPI_OK(MPI_Rput_c(mine, n, MPI_INT, target, 0, n, MPI_INT, win, &requests[0]));
+    MPI_OK(MPI_Wait(&requests[0], MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Win_flush(target, win));
+    MPI_OK(MPI_Raccumulate_c(mine, n, MPI_INT, target, 0, n, MPI_INT, MPI_SUM, win, &requests[0]));
+    MPI_OK(MPI_Rget_accumulate_c(NULL, 0, MPI_INT, result, n, MPI_INT, target, 0, n, MPI_INT, MPI_NO_OP, win,
+                                 &requests[1]));
+    MPI_OK(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE));
+    MPI_OK(MPI_Win_unlock(target, win));
+    for (int i = 0; i < N; i++) CHECK(result[i] == 2 * mine[i], "MPI_Rget_accumulate_c [%d]=%d", i, result[i]);
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win));
+#ifdef RESMPI_VERSION /* Debian's MPICH 4.0.2 returns MPI_SUCCESS for this put past the window */
+    MPI_Count huge = ((MPI_Count)1 << 32) + 1;
+    EXPECT_CLASS(MPI_Put_c(mine, huge, MPI_INT, target, 0, huge, MPI_INT, win), MPI_ERR_RMA_RANGE);
+#endif
+    EXPECT_CLASS(MPI_Get_c(back, -1, MPI_INT, target, 0, -1, MPI_INT, win), MPI_ERR_COUNT);
+    MPI_OK(MPI_Win_unlock(target, win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_free(&win));
+
+    /* MPI_Win_create_c over the application's memory */
+    int memory[N];
+    for (int i = 0; i < N; i++) memory[i] = -1;
+    MPI_OK(MPI_Win_create_c(memory, (MPI_Aint)sizeof memory, (MPI_Aint)sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                            &win));
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Put_c(&mine[1], 1, MPI_INT, target, N - 1, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    CHECK(memory[N - 1] == 1 + 100 * left && memory[0] == -1, "MPI_Win_create_c: [%d]=%d, [0]=%d", N - 1,
+          memory[N - 1], memory[0]);
+    MPI_OK(MPI_Win_free(&win));
+
+    /* MPI_Win_allocate_shared_c and MPI_Win_shared_query_c */
+    MPI_Comm node;
+    MPI_OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int node_rank;
+    MPI_OK(MPI_Comm_rank(node, &node_rank));
+    long long *mine_shared;
+    MPI_OK(MPI_Win_allocate_shared_c((MPI_Aint)(node_rank + 1) * sizeof(long long), (MPI_Aint)sizeof(long long),
+                                     MPI_INFO_NULL, node, &mine_shared, &win));
+    mine_shared[0] = 1000 + node_rank;
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_Aint size = -1, disp_unit = -1;
+    long long *first;
+    MPI_OK(MPI_Win_shared_query_c(win, 0, &size, &disp_unit, &first));
+    CHECK(size == (MPI_Aint)sizeof(long long) && disp_unit == (MPI_Aint)sizeof(long long),
+          "MPI_Win_shared_query_c: size %ld, disp_unit %ld", (long)size, (long)disp_unit);
+    CHECK(first[0] == 1000, "rank 0's shared memory holds %lld", first[0]);
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Win_free(&win));
+    MPI_OK(MPI_Comm_free(&node));
+}
+
+/* An operation on the origin's own window is applied before anything that
+ * follows it causally (mpi4py's MCS mutex depends on it): each round rank 0
+ * resets its slot with an accumulate, tells rank 1, and rank 1 writes the
+ * slot; the slot must end with rank 1's value. Rank 0 makes no MPI call
+ * for a while after telling, so rank 1's write is waiting when it next
+ * progresses (deterministic with RESMPI_PROGRESS_THREAD=off). */
+static void self_order(void) {
+    int *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    *base = -2;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_lock_all(0, win));
+    for (int round = 0; round < 20 && g_size > 1; round++) {
+        int value = round;
+        if (g_rank == 0) {
+            int reset = -1;
+            MPI_OK(MPI_Accumulate(&reset, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_REPLACE, win));
+            MPI_OK(MPI_Send(&value, 1, MPI_INT, 1, 0, MPI_COMM_WORLD));
+            struct timespec pause = {0, 20 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+            MPI_OK(MPI_Recv(&value, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_OK(MPI_Win_flush(0, win));
+            MPI_OK(MPI_Win_sync(win));
+            CHECK(*base == round, "round %d: slot %d (own reset applied after rank 1's write)", round, *base);
+        } else if (g_rank == 1) {
+            MPI_OK(MPI_Recv(&value, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_OK(MPI_Accumulate(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_REPLACE, win));
+            MPI_OK(MPI_Win_flush(0, win));
+            MPI_OK(MPI_Send(&value, 1, MPI_INT, 0, 1, MPI_COMM_WORLD));
+        }
+    }
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_free(&win));
+}
+
 static int handler_calls, handler_code;
 static void window_handler(MPI_Win *win, int *code, ...) {
     (void)win;
@@ -575,6 +767,51 @@ static void failure(void) {
     exit(0);
 }
 
+/* Under ULFM the last rank dies holding an exclusive lock on rank 0's
+ * window: its lock goes with it, and the survivors' epochs on rank 0
+ * complete instead of waiting for an unlock that never comes. */
+static void failure_holder(void) {
+    long long *base;
+    MPI_Win win;
+    MPI_OK(MPI_Win_allocate(2 * sizeof(long long), sizeof(long long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    base[0] = base[1] = 0;
+    int victim = g_size - 1;
+    long long one = 1, old = -1;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_rank == victim) {
+        MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+        MPI_OK(MPI_Accumulate(&one, 1, MPI_LONG_LONG, 0, 1, 1, MPI_LONG_LONG, MPI_SUM, win));
+        MPI_OK(MPI_Win_flush(0, win)); /* applied, so the lock is held */
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        raise(SIGKILL);
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD)); /* the victim holds the lock */
+    MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+    MPI_OK(MPI_Fetch_and_op(&one, &old, MPI_LONG_LONG, 0, 0, MPI_SUM, win));
+    MPI_OK(MPI_Win_unlock(0, win));
+    CHECK(old >= 0 && old < g_size - 1, "fetch_and_op returned %lld", old);
+    if (g_rank == 0) {
+        long long survivors = g_size - 1, seen = 0, applied = 0;
+        time_t start = time(NULL);
+        while (seen != survivors) {
+            MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+            seen = base[0];
+            applied = base[1];
+            MPI_OK(MPI_Win_unlock(0, win));
+            CHECK(time(NULL) - start < 30, "counter %lld of %lld survivors", seen, survivors);
+        }
+        CHECK(applied == 1, "the dead holder's flushed accumulate: %lld", applied);
+    }
+    /* a fence needs every member: it fails rather than waits */
+    int rc = MPI_Win_fence(0, win), cls = MPI_SUCCESS;
+    MPI_OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPIX_ERR_PROC_FAILED, "fence with a dead member: class %d", cls);
+    printf("rank %d: locked rank 0 after the holder died\n", g_rank);
+    fflush(stdout);
+    exit(0);
+}
+
 /* A put with no epoch under MPI_ERRORS_ARE_FATAL: the job ends. */
 static void fatal(void) {
     int *base, value = 1;
@@ -598,6 +835,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(subtest, "fatal")) fatal();
     else if (!strcmp(subtest, "edges")) edges();
     else if (!strcmp(subtest, "failure")) failure();
+    else if (!strcmp(subtest, "failure_holder")) failure_holder();
+    else if (!strcmp(subtest, "large_count")) large_count();
+    else if (!strcmp(subtest, "self_order")) self_order();
+    else if (!strcmp(subtest, "rails")) rails(argc > 2 ? atoi(argv[2]) : 100);
     else FAIL("unknown subtest '%s'", subtest);
     return test_finish();
 }

@@ -928,7 +928,7 @@ pub const MPI_T_SOURCE_ORDERED: c_int = 0;
 /// C: `#define MPI_T_SOURCE_UNORDERED 1`
 pub const MPI_T_SOURCE_UNORDERED: c_int = 1;
 
-/// Every C function of the table (485), by its `MPI_` name; each is
+/// Every C function of the table (497), by its `MPI_` name; each is
 /// exported as `PMPI_x` (strong) and `MPI_x` (weak alias).
 pub const FUNCTIONS: &[&str] = &[
     "MPIX_Comm_agree",
@@ -1379,6 +1379,18 @@ pub const FUNCTIONS: &[&str] = &[
     "MPI_Waitsome",
     "MPI_Win_allocate",
     "MPI_Win_allocate_shared",
+    "MPI_Put_c",
+    "MPI_Get_c",
+    "MPI_Accumulate_c",
+    "MPI_Get_accumulate_c",
+    "MPI_Rput_c",
+    "MPI_Rget_c",
+    "MPI_Raccumulate_c",
+    "MPI_Rget_accumulate_c",
+    "MPI_Win_allocate_c",
+    "MPI_Win_allocate_shared_c",
+    "MPI_Win_create_c",
+    "MPI_Win_shared_query_c",
     "MPI_Win_attach",
     "MPI_Win_call_errhandler",
     "MPI_Win_complete",
@@ -3730,6 +3742,138 @@ pub mod fn_types {
         *mut c_void,
         *mut MPI_Win,
     ) -> c_int;
+    /// C: `int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)`
+    pub type MPI_Put_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Aint,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Win,
+    ) -> c_int;
+    /// C: `int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)`
+    pub type MPI_Get_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Aint,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Win,
+    ) -> c_int;
+    /// C: `int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)`
+    pub type MPI_Accumulate_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Aint,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Win,
+    ) -> c_int;
+    /// C: `int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)`
+    pub type MPI_Get_accumulate_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Aint,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Win,
+    ) -> c_int;
+    /// C: `int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)`
+    pub type MPI_Rput_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Aint,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Win,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)`
+    pub type MPI_Rget_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Aint,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Win,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)`
+    pub type MPI_Raccumulate_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Aint,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Win,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)`
+    pub type MPI_Rget_accumulate_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Aint,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Win,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)`
+    pub type MPI_Win_allocate_c = unsafe extern "C" fn(
+        MPI_Aint,
+        MPI_Aint,
+        MPI_Info,
+        MPI_Comm,
+        *mut c_void,
+        *mut MPI_Win,
+    ) -> c_int;
+    /// C: `int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)`
+    pub type MPI_Win_allocate_shared_c = unsafe extern "C" fn(
+        MPI_Aint,
+        MPI_Aint,
+        MPI_Info,
+        MPI_Comm,
+        *mut c_void,
+        *mut MPI_Win,
+    ) -> c_int;
+    /// C: `int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)`
+    pub type MPI_Win_create_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Aint,
+        MPI_Aint,
+        MPI_Info,
+        MPI_Comm,
+        *mut MPI_Win,
+    ) -> c_int;
+    /// C: `int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr)`
+    pub type MPI_Win_shared_query_c =
+        unsafe extern "C" fn(MPI_Win, c_int, *mut MPI_Aint, *mut MPI_Aint, *mut c_void) -> c_int;
     /// C: `int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)`
     pub type MPI_Win_attach = unsafe extern "C" fn(MPI_Win, *mut c_void, MPI_Aint) -> c_int;
     /// C: `int MPI_Win_call_errhandler(MPI_Win win, int errorcode)`

@@ -236,7 +236,9 @@ fn known_hints(pairs: Vec<(String, String)>) -> Vec<(String, String)> {
         .collect()
 }
 
-fn check_create_arguments(size: MPI_Aint, disp_unit: c_int) -> MpiResult<()> {
+/// Checks the size and displacement unit of a new window; returns the
+/// unit as the `int` the window keeps (the `_c` forms pass an `MPI_Aint`).
+fn check_create_arguments(size: MPI_Aint, disp_unit: MPI_Aint) -> MpiResult<c_int> {
     if size < 0 {
         return Err(MpiError::new(
             ErrorClass::Size,
@@ -249,7 +251,15 @@ fn check_create_arguments(size: MPI_Aint, disp_unit: c_int) -> MpiResult<()> {
             format!("displacement unit {disp_unit} must be positive"),
         ));
     }
-    Ok(())
+    c_int::try_from(disp_unit).map_err(|_| {
+        MpiError::new(
+            ErrorClass::Disp,
+            format!(
+                "displacement unit {disp_unit} is larger than {}",
+                c_int::MAX
+            ),
+        )
+    })
 }
 
 /// Every rank's (size, displacement unit) over `comm`.
@@ -384,12 +394,12 @@ enum Memory {
 /// Create a window over `comm` (collective); returns its handle.
 unsafe fn create_window(
     size: MPI_Aint,
-    disp_unit: c_int,
+    disp_unit: MPI_Aint,
     info: MPI_Info,
     comm: MPI_Comm,
     memory: Memory,
 ) -> MpiResult<(MPI_Win, *mut c_void)> {
-    check_create_arguments(size, disp_unit)?;
+    let disp_unit = check_create_arguments(size, disp_unit)?;
     // SAFETY: the caller's info handle.
     let hints = known_hints(unsafe { crate::file::info_pairs(info) }?);
     let mut is_inter = 0;
@@ -565,6 +575,24 @@ fn created(name: &str, comm: MPI_Comm, win: *mut MPI_Win, result: MpiResult<MPI_
     }
 }
 
+/// MPI_Win_create and MPI_Win_create_c.
+unsafe fn create(
+    name: &str,
+    base: *mut c_void,
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut MPI_Win,
+) -> c_int {
+    if let Err(error) = crate::global::out_pointer(win, "win") {
+        return crate::global::raise_error(name, comm, error);
+    }
+    // SAFETY: the caller's arguments.
+    let result = unsafe { create_window(size, disp_unit, info, comm, Memory::Given(base)) };
+    created(name, comm, win, result.map(|(handle, _)| handle))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_create(
     base: *mut c_void,
@@ -574,24 +602,40 @@ pub unsafe extern "C" fn PMPI_Win_create(
     comm: MPI_Comm,
     win: *mut MPI_Win,
 ) -> c_int {
-    if let Err(error) = crate::global::out_pointer(win, "win") {
-        return crate::global::raise_error("MPI_Win_create", comm, error);
-    }
     // SAFETY: the caller's arguments.
-    let result = unsafe { create_window(size, disp_unit, info, comm, Memory::Given(base)) };
-    created(
-        "MPI_Win_create",
-        comm,
-        win,
-        result.map(|(handle, _)| handle),
-    )
+    unsafe {
+        create(
+            "MPI_Win_create",
+            base,
+            size,
+            disp_unit.into(),
+            info,
+            comm,
+            win,
+        )
+    }
 }
 const _: fn_types::MPI_Win_create = PMPI_Win_create;
 
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Win_create_c(
+    base: *mut c_void,
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { create("MPI_Win_create_c", base, size, disp_unit, info, comm, win) }
+}
+const _: fn_types::MPI_Win_create_c = PMPI_Win_create_c;
+
+/// MPI_Win_allocate and MPI_Win_allocate_shared, in both widths.
 unsafe fn allocate(
     name: &str,
     size: MPI_Aint,
-    disp_unit: c_int,
+    disp_unit: MPI_Aint,
     info: MPI_Info,
     comm: MPI_Comm,
     baseptr: *mut c_void,
@@ -628,7 +672,7 @@ pub unsafe extern "C" fn PMPI_Win_allocate(
         allocate(
             "MPI_Win_allocate",
             size,
-            disp_unit,
+            disp_unit.into(),
             info,
             comm,
             baseptr,
@@ -638,6 +682,31 @@ pub unsafe extern "C" fn PMPI_Win_allocate(
     }
 }
 const _: fn_types::MPI_Win_allocate = PMPI_Win_allocate;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Win_allocate_c(
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        allocate(
+            "MPI_Win_allocate_c",
+            size,
+            disp_unit,
+            info,
+            comm,
+            baseptr,
+            win,
+            Memory::Allocate,
+        )
+    }
+}
+const _: fn_types::MPI_Win_allocate_c = PMPI_Win_allocate_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_allocate_shared(
@@ -653,7 +722,7 @@ pub unsafe extern "C" fn PMPI_Win_allocate_shared(
         allocate(
             "MPI_Win_allocate_shared",
             size,
-            disp_unit,
+            disp_unit.into(),
             info,
             comm,
             baseptr,
@@ -663,6 +732,31 @@ pub unsafe extern "C" fn PMPI_Win_allocate_shared(
     }
 }
 const _: fn_types::MPI_Win_allocate_shared = PMPI_Win_allocate_shared;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Win_allocate_shared_c(
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        allocate(
+            "MPI_Win_allocate_shared_c",
+            size,
+            disp_unit,
+            info,
+            comm,
+            baseptr,
+            win,
+            Memory::Shared,
+        )
+    }
+}
+const _: fn_types::MPI_Win_allocate_shared_c = PMPI_Win_allocate_shared_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_create_dynamic(
@@ -684,15 +778,17 @@ pub unsafe extern "C" fn PMPI_Win_create_dynamic(
 }
 const _: fn_types::MPI_Win_create_dynamic = PMPI_Win_create_dynamic;
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_shared_query(
+/// MPI_Win_shared_query (`D` = int) and MPI_Win_shared_query_c (`D` =
+/// MPI_Aint): only the width of the displacement unit written differs.
+unsafe fn shared_query<D: From<c_int>>(
+    name: &str,
     win: MPI_Win,
     rank: c_int,
     size: *mut MPI_Aint,
-    disp_unit: *mut c_int,
+    disp_unit: *mut D,
     baseptr: *mut c_void,
 ) -> c_int {
-    window_entry("MPI_Win_shared_query", win, |window| {
+    window_entry(name, win, |window| {
         if window.flavor != MPI_WIN_FLAVOR_SHARED {
             return Err(MpiError::new(
                 ErrorClass::RmaFlavor,
@@ -720,13 +816,47 @@ pub unsafe extern "C" fn PMPI_Win_shared_query(
         // SAFETY: checked non-null output pointers; baseptr is really void**.
         unsafe {
             *size = window.sizes[index];
-            *disp_unit = window.disp_units[index];
+            *disp_unit = D::from(window.disp_units[index]);
             *baseptr.cast::<*mut c_void>() = window.shared_bases[index] as *mut c_void;
         }
         Ok(())
     })
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Win_shared_query(
+    win: MPI_Win,
+    rank: c_int,
+    size: *mut MPI_Aint,
+    disp_unit: *mut c_int,
+    baseptr: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { shared_query("MPI_Win_shared_query", win, rank, size, disp_unit, baseptr) }
+}
 const _: fn_types::MPI_Win_shared_query = PMPI_Win_shared_query;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Win_shared_query_c(
+    win: MPI_Win,
+    rank: c_int,
+    size: *mut MPI_Aint,
+    disp_unit: *mut MPI_Aint,
+    baseptr: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        shared_query(
+            "MPI_Win_shared_query_c",
+            win,
+            rank,
+            size,
+            disp_unit,
+            baseptr,
+        )
+    }
+}
+const _: fn_types::MPI_Win_shared_query_c = PMPI_Win_shared_query_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {

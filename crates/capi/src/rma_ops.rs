@@ -14,6 +14,8 @@
 //! completion); a fetching one (Rget, Rget_accumulate) waits for its bytes
 //! before it returns its already complete request.
 
+use std::borrow::Cow;
+
 use resmpi_core::datatype::Datatype;
 use resmpi_core::engine::rma::{Access, TargetBlock};
 use resmpi_core::op::Op;
@@ -45,7 +47,7 @@ fn flatten(layout: &Datatype, count: usize, start: isize) -> Vec<(isize, usize)>
     runs
 }
 
-fn count_argument(count: c_int, what: &str) -> MpiResult<usize> {
+fn count_argument(count: MPI_Count, what: &str) -> MpiResult<usize> {
     usize::try_from(count)
         .map_err(|_| MpiError::new(ErrorClass::Count, format!("{what} {count} is negative")))
 }
@@ -53,7 +55,7 @@ fn count_argument(count: c_int, what: &str) -> MpiResult<usize> {
 /// The origin side of an operation: (address, length) runs.
 fn origin_runs(
     address: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     what: &str,
 ) -> MpiResult<(Vec<(usize, usize)>, usize)> {
@@ -75,14 +77,24 @@ fn origin_runs(
     ))
 }
 
-fn gather(runs: &[(usize, usize)], total: usize) -> Vec<u8> {
+/// The origin's bytes as one slice: the application's own memory where its
+/// datatype is contiguous (no staging copy: the engine copies it once, into
+/// the frames), else gathered into a buffer.
+///
+/// # Safety
+/// `runs` must describe readable memory of the application's origin buffer
+/// that stays valid and unmodified for `'a` (MPI's contract: the call).
+unsafe fn gather<'a>(runs: &[(usize, usize)], total: usize) -> Cow<'a, [u8]> {
+    if let &[(address, length)] = runs {
+        // SAFETY: by the caller's promise.
+        return Cow::Borrowed(unsafe { std::slice::from_raw_parts(address as *const u8, length) });
+    }
     let mut data = Vec::with_capacity(total);
     for &(address, length) in runs {
-        // SAFETY: the application's origin buffer as described by its
-        // datatype and count (MPI's contract for the call).
+        // SAFETY: by the caller's promise.
         data.extend_from_slice(unsafe { std::slice::from_raw_parts(address as *const u8, length) });
     }
-    data
+    Cow::Owned(data)
 }
 
 /// What one call needs from its window, read under the window's mutex.
@@ -143,7 +155,7 @@ fn target_of(window: &Window, rank: c_int) -> MpiResult<Option<Target>> {
 fn target_blocks(
     target: &Target,
     displacement: MPI_Aint,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
 ) -> MpiResult<(Vec<TargetBlock>, usize)> {
     let count = count_argument(count, "target count")?;
@@ -300,12 +312,12 @@ fn element_runs(
 /// Everything an accumulate-like call takes.
 struct AccumulateCall {
     origin_addr: *const c_void,
-    origin_count: c_int,
+    origin_count: MPI_Count,
     origin_datatype: MPI_Datatype,
-    result: Option<(*mut c_void, c_int, MPI_Datatype)>,
+    result: Option<(*mut c_void, MPI_Count, MPI_Datatype)>,
     target_rank: c_int,
     target_disp: MPI_Aint,
-    target_count: c_int,
+    target_count: MPI_Count,
     target_datatype: MPI_Datatype,
     op: MPI_Op,
 }
@@ -341,7 +353,7 @@ unsafe fn accumulate(
         })
         .collect();
     let side_runs = |address: *const c_void,
-                     count: c_int,
+                     count: MPI_Count,
                      datatype: MPI_Datatype,
                      what: &str|
      -> MpiResult<Vec<(usize, usize)>> {
@@ -369,7 +381,7 @@ unsafe fn accumulate(
             .collect())
     };
     let data = if matches!(op, Op::NoOp) {
-        Vec::new()
+        Cow::Borrowed(&[][..])
     } else {
         let runs = side_runs(
             call.origin_addr,
@@ -377,7 +389,8 @@ unsafe fn accumulate(
             call.origin_datatype,
             "origin",
         )?;
-        gather(&runs, target_total)
+        // SAFETY: the application's origin buffer, for this call.
+        unsafe { gather(&runs, target_total) }
     };
     let destination = match call.result {
         None => Vec::new(),
@@ -422,11 +435,11 @@ fn finish_request(
 unsafe fn put(
     window: &mut Window,
     origin_addr: *const c_void,
-    origin_count: c_int,
+    origin_count: MPI_Count,
     origin_datatype: MPI_Datatype,
     target_rank: c_int,
     target_disp: MPI_Aint,
-    target_count: c_int,
+    target_count: MPI_Count,
     target_datatype: MPI_Datatype,
 ) -> MpiResult<()> {
     let Some(target) = target_of(window, target_rank)? else {
@@ -436,7 +449,8 @@ unsafe fn put(
         target_blocks(&target, target_disp, target_count, target_datatype)?;
     let (runs, total) = origin_runs(origin_addr, origin_count, origin_datatype, "origin")?;
     same_size(total, target_total, "origin")?;
-    let data = gather(&runs, total);
+    // SAFETY: the application's origin buffer, for this call.
+    let data = unsafe { gather(&runs, total) };
     // SAFETY: no destination.
     unsafe { issue("MPI_Put", &target, Access::Put, &blocks, &data, Vec::new()) }?;
     Ok(())
@@ -445,11 +459,11 @@ unsafe fn put(
 unsafe fn get(
     window: &mut Window,
     origin_addr: *mut c_void,
-    origin_count: c_int,
+    origin_count: MPI_Count,
     origin_datatype: MPI_Datatype,
     target_rank: c_int,
     target_disp: MPI_Aint,
-    target_count: c_int,
+    target_count: MPI_Count,
     target_datatype: MPI_Datatype,
 ) -> MpiResult<Option<(u64, u32, MPI_Comm)>> {
     let Some(target) = target_of(window, target_rank)? else {
@@ -464,18 +478,25 @@ unsafe fn get(
     Ok(Some((operation, target.world_rank, target.comm)))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Put(
+/// The body of MPI_Put and MPI_Rput (`request`), for both count widths
+/// (the int forms widen their counts to MPI_Count).
+#[allow(clippy::too_many_arguments)]
+unsafe fn put_entry(
+    name: &str,
     origin_addr: *const c_void,
-    origin_count: c_int,
+    origin_count: MPI_Count,
     origin_datatype: MPI_Datatype,
     target_rank: c_int,
     target_disp: MPI_Aint,
-    target_count: c_int,
+    target_count: MPI_Count,
     target_datatype: MPI_Datatype,
     win: MPI_Win,
+    request: Option<*mut MPI_Request>,
 ) -> c_int {
-    window_entry("MPI_Put", win, |window| {
+    window_entry(name, win, |window| {
+        if let Some(request) = request {
+            crate::global::out_pointer(request, "request")?;
+        }
         // SAFETY: the caller's arguments.
         unsafe {
             put(
@@ -488,10 +509,131 @@ pub unsafe extern "C" fn PMPI_Put(
                 target_count,
                 target_datatype,
             )
+        }?;
+        match request {
+            Some(request) => complete_request(window.comm, request),
+            None => Ok(()),
         }
     })
 }
+
+/// The body of MPI_Get and MPI_Rget (`request`), for both count widths.
+#[allow(clippy::too_many_arguments)]
+unsafe fn get_entry(
+    name: &str,
+    origin_addr: *mut c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: Option<*mut MPI_Request>,
+) -> c_int {
+    window_entry(name, win, |window| {
+        if let Some(request) = request {
+            crate::global::out_pointer(request, "request")?;
+        }
+        // SAFETY: the caller's arguments.
+        let issued = unsafe {
+            get(
+                window,
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+            )
+        }?;
+        match request {
+            Some(request) => finish_request(name, issued, true, window.comm, request),
+            None => Ok(()),
+        }
+    })
+}
+
+/// The body of MPI_Accumulate, MPI_Get_accumulate and their R* forms
+/// (`request`), for both count widths.
+unsafe fn accumulate_entry(
+    name: &str,
+    call: AccumulateCall,
+    win: MPI_Win,
+    request: Option<*mut MPI_Request>,
+) -> c_int {
+    let fetches = call.result.is_some();
+    window_entry(name, win, |window| {
+        if let Some(request) = request {
+            crate::global::out_pointer(request, "request")?;
+        }
+        // SAFETY: the caller's arguments.
+        let issued = unsafe { accumulate(name, window, call) }?;
+        match request {
+            Some(request) => finish_request(name, issued, fetches, window.comm, request),
+            None => Ok(()),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Put(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        put_entry(
+            "MPI_Put",
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            win,
+            None,
+        )
+    }
+}
 const _: fn_types::MPI_Put = PMPI_Put;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Put_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        put_entry(
+            "MPI_Put_c",
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            None,
+        )
+    }
+}
+const _: fn_types::MPI_Put_c = PMPI_Put_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get(
@@ -504,24 +646,52 @@ pub unsafe extern "C" fn PMPI_Get(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    window_entry("MPI_Get", win, |window| {
-        // SAFETY: the caller's arguments.
-        unsafe {
-            get(
-                window,
-                origin_addr,
-                origin_count,
-                origin_datatype,
-                target_rank,
-                target_disp,
-                target_count,
-                target_datatype,
-            )
-        }
-        .map(|_| ())
-    })
+    // SAFETY: the caller's arguments.
+    unsafe {
+        get_entry(
+            "MPI_Get",
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            win,
+            None,
+        )
+    }
 }
 const _: fn_types::MPI_Get = PMPI_Get;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_c(
+    origin_addr: *mut c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        get_entry(
+            "MPI_Get_c",
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            None,
+        )
+    }
+}
+const _: fn_types::MPI_Get_c = PMPI_Get_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Accumulate(
@@ -535,23 +705,61 @@ pub unsafe extern "C" fn PMPI_Accumulate(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    window_entry("MPI_Accumulate", win, |window| {
-        let call = AccumulateCall {
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            result: None,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-        };
-        // SAFETY: the caller's arguments.
-        unsafe { accumulate("MPI_Accumulate", window, call) }.map(|_| ())
-    })
+    // SAFETY: the caller's arguments.
+    unsafe {
+        accumulate_entry(
+            "MPI_Accumulate",
+            AccumulateCall {
+                origin_addr,
+                origin_count: origin_count.into(),
+                origin_datatype,
+                result: None,
+                target_rank,
+                target_disp,
+                target_count: target_count.into(),
+                target_datatype,
+                op,
+            },
+            win,
+            None,
+        )
+    }
 }
 const _: fn_types::MPI_Accumulate = PMPI_Accumulate;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        accumulate_entry(
+            "MPI_Accumulate_c",
+            AccumulateCall {
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                result: None,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+            },
+            win,
+            None,
+        )
+    }
+}
+const _: fn_types::MPI_Accumulate_c = PMPI_Accumulate_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_accumulate(
@@ -568,23 +776,64 @@ pub unsafe extern "C" fn PMPI_Get_accumulate(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    window_entry("MPI_Get_accumulate", win, |window| {
-        let call = AccumulateCall {
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            result: Some((result_addr, result_count, result_datatype)),
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-        };
-        // SAFETY: the caller's arguments.
-        unsafe { accumulate("MPI_Get_accumulate", window, call) }.map(|_| ())
-    })
+    // SAFETY: the caller's arguments.
+    unsafe {
+        accumulate_entry(
+            "MPI_Get_accumulate",
+            AccumulateCall {
+                origin_addr,
+                origin_count: origin_count.into(),
+                origin_datatype,
+                result: Some((result_addr, result_count.into(), result_datatype)),
+                target_rank,
+                target_disp,
+                target_count: target_count.into(),
+                target_datatype,
+                op,
+            },
+            win,
+            None,
+        )
+    }
 }
 const _: fn_types::MPI_Get_accumulate = PMPI_Get_accumulate;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: MPI_Count,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        accumulate_entry(
+            "MPI_Get_accumulate_c",
+            AccumulateCall {
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                result: Some((result_addr, result_count, result_datatype)),
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+            },
+            win,
+            None,
+        )
+    }
+}
+const _: fn_types::MPI_Get_accumulate_c = PMPI_Get_accumulate_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Fetch_and_op(
@@ -670,11 +919,17 @@ pub unsafe extern "C" fn PMPI_Compare_and_swap(
             }
         }
         let (blocks, _) = target_blocks(&target, target_disp, 1, datatype)?;
-        let mut data = gather(&[(origin_addr as usize, unit.size_bytes)], unit.size_bytes);
-        data.extend(gather(
-            &[(compare_addr as usize, unit.size_bytes)],
-            unit.size_bytes,
-        ));
+        // SAFETY: the application's origin and compare buffers (checked
+        // non-null above), one element each, for this call.
+        let data = unsafe {
+            gather(
+                &[
+                    (origin_addr as usize, unit.size_bytes),
+                    (compare_addr as usize, unit.size_bytes),
+                ],
+                2 * unit.size_bytes,
+            )
+        };
         // SAFETY: the result buffer is the application's.
         unsafe {
             issue(
@@ -703,25 +958,53 @@ pub unsafe extern "C" fn PMPI_Rput(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    window_entry("MPI_Rput", win, |window| {
-        crate::global::out_pointer(request, "request")?;
-        // SAFETY: the caller's arguments.
-        unsafe {
-            put(
-                window,
-                origin_addr,
-                origin_count,
-                origin_datatype,
-                target_rank,
-                target_disp,
-                target_count,
-                target_datatype,
-            )
-        }?;
-        complete_request(window.comm, request)
-    })
+    // SAFETY: the caller's arguments.
+    unsafe {
+        put_entry(
+            "MPI_Rput",
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            win,
+            Some(request),
+        )
+    }
 }
 const _: fn_types::MPI_Rput = PMPI_Rput;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Rput_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        put_entry(
+            "MPI_Rput_c",
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            Some(request),
+        )
+    }
+}
+const _: fn_types::MPI_Rput_c = PMPI_Rput_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rget(
@@ -735,25 +1018,53 @@ pub unsafe extern "C" fn PMPI_Rget(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    window_entry("MPI_Rget", win, |window| {
-        crate::global::out_pointer(request, "request")?;
-        // SAFETY: the caller's arguments.
-        let issued = unsafe {
-            get(
-                window,
-                origin_addr,
-                origin_count,
-                origin_datatype,
-                target_rank,
-                target_disp,
-                target_count,
-                target_datatype,
-            )
-        }?;
-        finish_request("MPI_Rget", issued, true, window.comm, request)
-    })
+    // SAFETY: the caller's arguments.
+    unsafe {
+        get_entry(
+            "MPI_Rget",
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            win,
+            Some(request),
+        )
+    }
 }
 const _: fn_types::MPI_Rget = PMPI_Rget;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Rget_c(
+    origin_addr: *mut c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        get_entry(
+            "MPI_Rget_c",
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            Some(request),
+        )
+    }
+}
+const _: fn_types::MPI_Rget_c = PMPI_Rget_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Raccumulate(
@@ -768,25 +1079,62 @@ pub unsafe extern "C" fn PMPI_Raccumulate(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    window_entry("MPI_Raccumulate", win, |window| {
-        crate::global::out_pointer(request, "request")?;
-        let call = AccumulateCall {
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            result: None,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-        };
-        // SAFETY: the caller's arguments.
-        let issued = unsafe { accumulate("MPI_Raccumulate", window, call) }?;
-        finish_request("MPI_Raccumulate", issued, false, window.comm, request)
-    })
+    // SAFETY: the caller's arguments.
+    unsafe {
+        accumulate_entry(
+            "MPI_Raccumulate",
+            AccumulateCall {
+                origin_addr,
+                origin_count: origin_count.into(),
+                origin_datatype,
+                result: None,
+                target_rank,
+                target_disp,
+                target_count: target_count.into(),
+                target_datatype,
+                op,
+            },
+            win,
+            Some(request),
+        )
+    }
 }
 const _: fn_types::MPI_Raccumulate = PMPI_Raccumulate;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Raccumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        accumulate_entry(
+            "MPI_Raccumulate_c",
+            AccumulateCall {
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                result: None,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+            },
+            win,
+            Some(request),
+        )
+    }
+}
+const _: fn_types::MPI_Raccumulate_c = PMPI_Raccumulate_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rget_accumulate(
@@ -804,25 +1152,65 @@ pub unsafe extern "C" fn PMPI_Rget_accumulate(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    window_entry("MPI_Rget_accumulate", win, |window| {
-        crate::global::out_pointer(request, "request")?;
-        let call = AccumulateCall {
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            result: Some((result_addr, result_count, result_datatype)),
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-        };
-        // SAFETY: the caller's arguments.
-        let issued = unsafe { accumulate("MPI_Rget_accumulate", window, call) }?;
-        finish_request("MPI_Rget_accumulate", issued, true, window.comm, request)
-    })
+    // SAFETY: the caller's arguments.
+    unsafe {
+        accumulate_entry(
+            "MPI_Rget_accumulate",
+            AccumulateCall {
+                origin_addr,
+                origin_count: origin_count.into(),
+                origin_datatype,
+                result: Some((result_addr, result_count.into(), result_datatype)),
+                target_rank,
+                target_disp,
+                target_count: target_count.into(),
+                target_datatype,
+                op,
+            },
+            win,
+            Some(request),
+        )
+    }
 }
 const _: fn_types::MPI_Rget_accumulate = PMPI_Rget_accumulate;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Rget_accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: MPI_Count,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        accumulate_entry(
+            "MPI_Rget_accumulate_c",
+            AccumulateCall {
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                result: Some((result_addr, result_count, result_datatype)),
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+            },
+            win,
+            Some(request),
+        )
+    }
+}
+const _: fn_types::MPI_Rget_accumulate_c = PMPI_Rget_accumulate_c;
 
 // ---- synchronisation ----
 

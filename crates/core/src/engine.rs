@@ -1483,32 +1483,67 @@ impl<F: Interceptor> Engine<F> {
     /// Send one frame to `peer`, queueing a copy if its path has no room.
     #[inline]
     pub fn send_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) -> MpiResult<()> {
-        if self.peer_failed(peer) {
-            // Nothing goes to a dead process (nor waits in its queue).
+        if self.send_frame_now(peer, header, payload)? {
             return Ok(());
         }
-        let incarnation = self.state.own_incarnation;
-        if self.state.outbox[peer as usize].is_empty() {
-            let offered = if self.links.covers(peer) {
-                let bytes = rejoin::emit_stamped(header, incarnation);
-                self.offer(peer, &bytes, payload)
-            } else {
-                // Straight into the path: on shared memory the header is
-                // written in the ring's slot, not first on the stack.
-                self.transports
-                    .try_send_frame(peer, header, incarnation, payload)
-            };
-            if self.absorb_lost_peer(peer, offered)? {
-                return Ok(());
-            }
-        }
-        let bytes = rejoin::emit_stamped(header, incarnation);
+        let bytes = rejoin::emit_stamped(header, self.state.own_incarnation);
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
         frame.extend_from_slice(&bytes);
         frame.extend_from_slice(payload);
         self.state.outbox[peer as usize].push_back(frame);
         self.state.queued_frames += 1;
         Ok(())
+    }
+
+    /// Send one frame built in place: `frame` holds `HEADER_LEN_BYTES` of
+    /// room for `header` (written here), then the payload. Where the path
+    /// has no room the frame itself is queued, so a large payload is not
+    /// copied a second time (RMA builds its frames this way).
+    pub(crate) fn send_built_frame(
+        &mut self,
+        peer: u32,
+        header: &FrameHeader,
+        mut frame: Vec<u8>,
+    ) -> MpiResult<()> {
+        debug_assert!(frame.len() >= HEADER_LEN_BYTES);
+        if self.send_frame_now(peer, header, &frame[HEADER_LEN_BYTES..])? {
+            return Ok(());
+        }
+        frame[..HEADER_LEN_BYTES]
+            .copy_from_slice(&rejoin::emit_stamped(header, self.state.own_incarnation));
+        self.state.outbox[peer as usize].push_back(frame);
+        self.state.queued_frames += 1;
+        Ok(())
+    }
+
+    /// Offer one frame straight to `peer`'s link or path when nothing is
+    /// queued before it. Ok(true): it is out (or the peer is dead, and
+    /// nothing goes to a dead process nor waits in its queue); Ok(false):
+    /// the caller queues it.
+    #[inline]
+    fn send_frame_now(
+        &mut self,
+        peer: u32,
+        header: &FrameHeader,
+        payload: &[u8],
+    ) -> MpiResult<bool> {
+        if self.peer_failed(peer) {
+            return Ok(true);
+        }
+        if !self.state.outbox[peer as usize].is_empty() {
+            return Ok(false);
+        }
+        let incarnation = self.state.own_incarnation;
+        let offered = if self.links.covers(peer) {
+            let bytes = rejoin::emit_stamped(header, incarnation);
+            self.offer(peer, &bytes, payload)
+        } else {
+            // Straight into the path: on shared memory the header is
+            // written in the ring's slot, not first on the stack.
+            self.transports
+                .try_send_frame(peer, header, incarnation, payload)
+        };
+        self.absorb_lost_peer(peer, offered)
     }
 
     /// Send one frame whose payload is packed bytes `[offset, offset +
@@ -1799,6 +1834,7 @@ impl<F: Interceptor> Engine<F> {
         {}
         state.fail_requests_involving(peer);
         state.ulfm_peer_failure(peer);
+        state.rma_peer_failed(peer);
         // Until a protocol can act on it (logging), the event is only
         // reported: the policy was applied by the launcher. (Replication
         // was asked first, in `handle_peer_failure`.)
@@ -1909,6 +1945,8 @@ impl<F: Interceptor> Engine<F> {
         state
             .sends_awaiting_acks
             .retain(|&index| requests.get(index).is_some_and(|request| !request.complete));
+        // RMA is not masked: a lock the dead replica held here goes with it.
+        state.rma_peer_failed(dead);
     }
 
     /// Whether world rank `peer` is known to have failed.
@@ -2370,6 +2408,15 @@ impl<F: Interceptor> State<F> {
     /// Queue a frame for `peer` (used while a path is borrowed). Nothing
     /// goes to a failed peer.
     fn queue_frame(&mut self, peer: u32, header: &FrameHeader, payload: &[u8]) {
+        let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
+        frame.resize(HEADER_LEN_BYTES, 0);
+        frame.extend_from_slice(payload);
+        self.queue_built_frame(peer, header, frame);
+    }
+
+    /// `queue_frame` for a frame built in place (`HEADER_LEN_BYTES` of room
+    /// for `header`, then the payload): queued as it is, not copied.
+    fn queue_built_frame(&mut self, peer: u32, header: &FrameHeader, mut frame: Vec<u8>) {
         // Replication: nothing goes to a dead replica (an answer to what it
         // sent carries its request ids, which mean nothing to its
         // substitute; the substitute's own copies get their answers).
@@ -2379,9 +2426,8 @@ impl<F: Interceptor> State<F> {
         if self.is_failed(peer) {
             return;
         }
-        let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
-        frame.extend_from_slice(&rejoin::emit_stamped(header, self.own_incarnation));
-        frame.extend_from_slice(payload);
+        frame[..HEADER_LEN_BYTES]
+            .copy_from_slice(&rejoin::emit_stamped(header, self.own_incarnation));
         self.outbox[peer as usize].push_back(frame);
         self.queued_frames += 1;
     }

@@ -32,7 +32,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use resmpi_ft::Interceptor;
-use resmpi_wire::{FrameHeader, FrameKind};
+use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
 use super::{peer_failed_error, Engine, State};
 use crate::datatype::{BasicKind, PairValue, TypeInfo};
@@ -169,8 +169,8 @@ struct WindowState {
     memory: WindowMemory,
     /// Target: the process holding the exclusive lock.
     exclusive_holder: Option<u32>,
-    /// Target: how many shared locks are held.
-    shared_holders: u32,
+    /// Target: the processes holding a shared lock (one entry per lock).
+    shared_holders: Vec<u32>,
     /// Target: lock requests waiting, (origin, exclusive, whether the
     /// origin waits for the grant), in arrival order.
     lock_queue: VecDeque<(u32, bool, bool)>,
@@ -345,13 +345,32 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn common_header(kind: u8, window: u32, operation: u64, packed_offset: u64) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(COMMON_HEADER_BYTES);
+/// A frame built in place: `HEADER_LEN_BYTES` of room for the frame header
+/// (written when it is sent), then the common RMA header; `more_bytes` is
+/// what the caller will append (blocks, data), reserved now so a large
+/// payload is written once and never moved (`Engine::send_built_frame`).
+fn frame_with_header(
+    kind: u8,
+    window: u32,
+    operation: u64,
+    packed_offset: u64,
+    more_bytes: usize,
+) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(HEADER_LEN_BYTES + COMMON_HEADER_BYTES + more_bytes);
+    bytes.resize(HEADER_LEN_BYTES, 0);
     bytes.push(kind);
     bytes.extend_from_slice(&window.to_le_bytes());
     bytes.extend_from_slice(&operation.to_le_bytes());
     bytes.extend_from_slice(&packed_offset.to_le_bytes());
     bytes
+}
+
+/// The frame header of an RMA frame built by [`frame_with_header`].
+fn rma_frame_header(rank: u32, frame: &[u8]) -> FrameHeader {
+    let mut header = FrameHeader::new(FrameKind::Control, rank);
+    header.message_id = CONTROL_RMA;
+    header.payload_len = (frame.len() - HEADER_LEN_BYTES) as u32;
+    header
 }
 
 fn push_blocks(out: &mut Vec<u8>, blocks: &[TargetBlock]) {
@@ -492,14 +511,26 @@ impl<F: Interceptor> Engine<F> {
         Ok(())
     }
 
-    fn rma_send(&mut self, peer: u32, payload: &[u8]) -> MpiResult<()> {
-        if self.peer_failed(peer) {
-            return Err(peer_failed_error(peer));
+    /// Send `frame` (from [`frame_with_header`]) to `peer`.
+    fn rma_send(&mut self, peer: u32, frame: Vec<u8>) -> MpiResult<()> {
+        if self.rma_peer_lost(peer) {
+            return Err(self.rma_lost_error(peer));
         }
-        let mut header = FrameHeader::new(FrameKind::Control, self.state.rank);
-        header.message_id = CONTROL_RMA;
-        header.payload_len = payload.len() as u32;
-        self.send_frame(peer, &header, payload)
+        if peer == self.state.rank {
+            // To itself: handled now, as MPICH applies operations on its
+            // own window at once. Through the loopback queue, which a
+            // progress round drains after the other paths, a frame of
+            // another process that causally follows this one could be
+            // applied first: mpi4py's MCS mutex resets its own `next`
+            // field, publishes itself at the tail, and its successor then
+            // writes `next`; applied in the wrong order the reset erased
+            // the successor and the holder waited for it forever.
+            self.state
+                .handle_rma_frame(peer, &frame[HEADER_LEN_BYTES..]);
+            return Ok(());
+        }
+        let header = rma_frame_header(self.state.rank, &frame);
+        self.send_built_frame(peer, &header, frame)
     }
 
     /// Start one operation on window `window` at world rank `target`:
@@ -556,7 +587,21 @@ impl<F: Interceptor> Engine<F> {
                 Access::Accumulate { .. } => KIND_ACCUMULATE,
                 Access::CompareAndSwap { .. } => KIND_COMPARE_AND_SWAP,
             };
-            let mut payload = common_header(kind, window, operation, plan.packed_start);
+            let data_bytes = if access.carries_data() {
+                match access {
+                    Access::CompareAndSwap { .. } => data.len(),
+                    _ => plan.packed_length as usize,
+                }
+            } else {
+                0
+            };
+            let mut payload = frame_with_header(
+                kind,
+                window,
+                operation,
+                plan.packed_start,
+                FRAME_OVERHEAD_BYTES + plan.blocks.len() * BLOCK_BYTES + data_bytes,
+            );
             match access {
                 Access::Accumulate { op, unit, fetch } => {
                     payload.push(encode_op(op)?);
@@ -589,7 +634,7 @@ impl<F: Interceptor> Engine<F> {
                 .responses_outstanding
                 .entry(target)
                 .or_default() += 1;
-            self.rma_send(target, &payload)?;
+            self.rma_send(target, payload)?;
         }
         Ok(operation)
     }
@@ -603,11 +648,11 @@ impl<F: Interceptor> Engine<F> {
     /// Wait for operation `operation` (request-based RMA) at `target`.
     pub fn rma_wait_operation(&mut self, operation: u64, target: u32) -> MpiResult<()> {
         self.wait_until(|engine| {
-            engine.rma_operation_done(operation) || engine.peer_failed(target)
+            engine.rma_operation_done(operation) || engine.rma_peer_lost(target)
         })?;
         if !self.rma_operation_done(operation) {
             self.state.rma.operations.remove(&operation);
-            return Err(peer_failed_error(target));
+            return Err(self.rma_lost_error(target));
         }
         Ok(())
     }
@@ -628,7 +673,32 @@ impl<F: Interceptor> Engine<F> {
     }
 
     fn any_failed(&self, targets: &[u32]) -> Option<u32> {
-        targets.iter().copied().find(|&peer| self.peer_failed(peer))
+        targets
+            .iter()
+            .copied()
+            .find(|&peer| self.rma_peer_lost(peer))
+    }
+
+    /// Whether `peer` will never answer this process's RMA frames: it has
+    /// failed, or (replication) it is a dead replica. Replication masks a
+    /// dead replica for point-to-point traffic (a substitute re-sends), not
+    /// for RMA: windows and epochs live in each process, and frames to a
+    /// dead replica are dropped, so a wait for its answer would never end.
+    fn rma_peer_lost(&self, peer: u32) -> bool {
+        self.peer_failed(peer) || (F::REPLICATES && self.state.interceptor.replica_dead(peer))
+    }
+
+    /// The error of an RMA call that needs `peer` (see `rma_peer_lost`).
+    fn rma_lost_error(&self, peer: u32) -> MpiError {
+        if self.peer_failed(peer) {
+            return peer_failed_error(peer);
+        }
+        MpiError::new(
+            ErrorClass::ProcFailed,
+            format!(
+                "process {peer}, a replica that this process's RMA epochs target, has died: replication does not mask RMA (--replica-masking replica gives up the whole replica set instead)"
+            ),
+        )
     }
 
     /// Complete every operation of this process on `window` at `target`
@@ -653,7 +723,7 @@ impl<F: Interceptor> Engine<F> {
             if let Some(state) = self.state.rma.windows.get_mut(&window) {
                 state.responses_outstanding.remove(&peer);
             }
-            return Err(peer_failed_error(peer));
+            return Err(self.rma_lost_error(peer));
         }
         match self
             .state
@@ -679,10 +749,10 @@ impl<F: Interceptor> Engine<F> {
         exclusive: bool,
         wait_for_grant: bool,
     ) -> MpiResult<()> {
-        let mut payload = common_header(KIND_LOCK, window, 0, 0);
-        payload.push(exclusive as u8);
-        payload.push(wait_for_grant as u8);
-        self.rma_send(target, &payload)?;
+        let mut frame = frame_with_header(KIND_LOCK, window, 0, 0, 2);
+        frame.push(exclusive as u8);
+        frame.push(wait_for_grant as u8);
+        self.rma_send(target, frame)?;
         if !wait_for_grant {
             return Ok(());
         }
@@ -693,10 +763,10 @@ impl<F: Interceptor> Engine<F> {
                 .windows
                 .get(&window)
                 .is_none_or(|state| state.locks_granted.get(&target).copied().unwrap_or(0) > 0)
-                || engine.peer_failed(target)
+                || engine.rma_peer_lost(target)
         })?;
-        if self.peer_failed(target) {
-            return Err(peer_failed_error(target));
+        if self.rma_peer_lost(target) {
+            return Err(self.rma_lost_error(target));
         }
         let state = self
             .state
@@ -712,14 +782,14 @@ impl<F: Interceptor> Engine<F> {
     /// then release its lock there.
     pub fn rma_unlock(&mut self, window: u32, target: u32) -> MpiResult<()> {
         let flushed = self.rma_flush(window, Some(target));
-        let released = self.rma_send(target, &common_header(KIND_UNLOCK, window, 0, 0));
+        let released = self.rma_send(target, frame_with_header(KIND_UNLOCK, window, 0, 0, 0));
         flushed.and(released)
     }
 
     /// MPI_Win_post: tell each origin in `origins` that its access epoch may start.
     pub fn rma_post(&mut self, window: u32, origins: &[u32]) -> MpiResult<()> {
         for &origin in origins {
-            self.rma_send(origin, &common_header(KIND_POST, window, 0, 0))?;
+            self.rma_send(origin, frame_with_header(KIND_POST, window, 0, 0, 0))?;
         }
         Ok(())
     }
@@ -735,7 +805,7 @@ impl<F: Interceptor> Engine<F> {
                 })
         })?;
         if let Some(peer) = self.any_failed(targets) {
-            return Err(peer_failed_error(peer));
+            return Err(self.rma_lost_error(peer));
         }
         let state = self
             .state
@@ -760,7 +830,7 @@ impl<F: Interceptor> Engine<F> {
             }
         }
         for &target in targets {
-            let sent = self.rma_send(target, &common_header(KIND_COMPLETE, window, 0, 0));
+            let sent = self.rma_send(target, frame_with_header(KIND_COMPLETE, window, 0, 0, 0));
             if result.is_ok() {
                 result = sent;
             }
@@ -790,7 +860,7 @@ impl<F: Interceptor> Engine<F> {
         }
         if !all_done(self) {
             if let Some(peer) = self.any_failed(origins) {
-                return Err(peer_failed_error(peer));
+                return Err(self.rma_lost_error(peer));
             }
             return Ok(false);
         }
@@ -808,15 +878,10 @@ impl<F: Interceptor> Engine<F> {
 }
 
 impl<F: Interceptor> State<F> {
-    fn rma_reply(&mut self, peer: u32, mut payload: Vec<u8>, kind: u8, class: u8, data: &[u8]) {
-        payload[0] = kind;
-        payload.truncate(COMMON_HEADER_BYTES);
-        payload.push(class);
-        payload.extend_from_slice(data);
-        let mut header = FrameHeader::new(FrameKind::Control, self.rank);
-        header.message_id = CONTROL_RMA;
-        header.payload_len = payload.len() as u32;
-        self.queue_frame(peer, &header, &payload);
+    /// Queue `frame` (from [`frame_with_header`]) for `peer`, as it is.
+    fn rma_queue(&mut self, peer: u32, frame: Vec<u8>) {
+        let header = rma_frame_header(self.rank, &frame);
+        self.queue_built_frame(peer, &header, frame);
     }
 
     fn malformed_rma(&mut self, peer: u32) {
@@ -839,7 +904,6 @@ impl<F: Interceptor> State<F> {
         let window = reader.u32()?;
         let operation = reader.u64()?;
         let packed_offset = reader.u64()?;
-        let header = payload[..COMMON_HEADER_BYTES].to_vec();
         let held_back = matches!(
             kind,
             KIND_PUT | KIND_GET | KIND_ACCUMULATE | KIND_COMPARE_AND_SWAP | KIND_LOCK | KIND_UNLOCK
@@ -876,10 +940,26 @@ impl<F: Interceptor> State<F> {
                 } else {
                     KIND_ACK
                 };
-                match self.apply_rma(window, access, &blocks, data) {
-                    Ok(fetched) => self.rma_reply(peer, header, response, 0, &fetched),
-                    Err(class) => self.rma_reply(peer, header, response, class as u8, &[]),
+                // The response echoes the request's header; fetched bytes
+                // are read from the window straight into it.
+                let fetched_bytes: u64 = if access.fetches() {
+                    blocks.iter().map(|block| block.length_bytes).sum()
+                } else {
+                    0
+                };
+                let mut frame = frame_with_header(
+                    response,
+                    window,
+                    operation,
+                    packed_offset,
+                    1 + fetched_bytes as usize,
+                );
+                frame.push(0);
+                if let Err(class) = self.apply_rma(window, access, &blocks, data, &mut frame) {
+                    frame.truncate(HEADER_LEN_BYTES + COMMON_HEADER_BYTES);
+                    frame.push(class as u8);
                 }
+                self.rma_queue(peer, frame);
             }
             KIND_ACK | KIND_REPLY => {
                 let class = reader.u8()?;
@@ -899,7 +979,13 @@ impl<F: Interceptor> State<F> {
                     if state.exclusive_holder == Some(peer) {
                         state.exclusive_holder = None;
                     } else {
-                        state.shared_holders = state.shared_holders.saturating_sub(1);
+                        if let Some(position) = state
+                            .shared_holders
+                            .iter()
+                            .position(|&holder| holder == peer)
+                        {
+                            state.shared_holders.swap_remove(position);
+                        }
                     }
                 }
                 self.grant_locks(window);
@@ -919,14 +1005,34 @@ impl<F: Interceptor> State<F> {
         Some(())
     }
 
+    /// Process `peer` has failed: the locks it held at this process's
+    /// windows are released and its queued requests and held-back frames
+    /// dropped, so that a survivor's lock does not wait for an unlock that
+    /// never comes; then waiting locks are granted. What its epoch had
+    /// applied stays (each frame is applied whole or not at all).
+    pub(super) fn rma_peer_failed(&mut self, peer: u32) {
+        let windows: Vec<u32> = self.rma.windows.keys().copied().collect();
+        for window in windows {
+            if let Some(state) = self.rma.windows.get_mut(&window) {
+                if state.exclusive_holder == Some(peer) {
+                    state.exclusive_holder = None;
+                }
+                state.shared_holders.retain(|&holder| holder != peer);
+                state.lock_queue.retain(|&(origin, ..)| origin != peer);
+                state.deferred.retain(|(origin, _)| *origin != peer);
+            }
+            self.grant_locks(window);
+        }
+    }
+
     /// Grant queued lock requests of `window` in order while compatible,
     /// then handle the frames each granted origin sent after its request.
     fn grant_locks(&mut self, window: u32) {
         let mut granted = Vec::new();
         if let Some(state) = self.rma.windows.get_mut(&window) {
             while let Some(&(origin, exclusive, notify)) = state.lock_queue.front() {
-                let free =
-                    state.exclusive_holder.is_none() && (!exclusive || state.shared_holders == 0);
+                let free = state.exclusive_holder.is_none()
+                    && (!exclusive || state.shared_holders.is_empty());
                 if !free {
                     break;
                 }
@@ -934,18 +1040,17 @@ impl<F: Interceptor> State<F> {
                 if exclusive {
                     state.exclusive_holder = Some(origin);
                 } else {
-                    state.shared_holders += 1;
+                    state.shared_holders.push(origin);
                 }
                 granted.push((origin, notify));
             }
         }
         for (origin, notify) in granted {
             if notify {
-                let payload = common_header(KIND_LOCK_GRANTED, window, 0, 0);
-                let mut header = FrameHeader::new(FrameKind::Control, self.rank);
-                header.message_id = CONTROL_RMA;
-                header.payload_len = payload.len() as u32;
-                self.queue_frame(origin, &header, &payload);
+                self.rma_queue(
+                    origin,
+                    frame_with_header(KIND_LOCK_GRANTED, window, 0, 0, 0),
+                );
             }
             // Its held-back frames, in order; one may be a new request
             // that is held back again, or an unlock that grants others.
@@ -966,15 +1071,17 @@ impl<F: Interceptor> State<F> {
         }
     }
 
-    /// Execute one request frame on this process's window memory; returns
-    /// the fetched bytes, or the error class to report.
+    /// Execute one request frame on this process's window memory,
+    /// appending the fetched bytes to `fetched` (the response frame);
+    /// returns the error class to report.
     fn apply_rma(
         &mut self,
         window: u32,
         access: Access,
         blocks: &[TargetBlock],
         data: &[u8],
-    ) -> Result<Vec<u8>, ErrorClass> {
+        fetched: &mut Vec<u8>,
+    ) -> Result<(), ErrorClass> {
         let state = self.rma.windows.get(&window).ok_or(ErrorClass::Win)?;
         let mut addresses = Vec::with_capacity(blocks.len());
         for block in blocks {
@@ -993,7 +1100,7 @@ impl<F: Interceptor> State<F> {
                 return Err(ErrorClass::Intern);
             }
         }
-        let mut fetched = Vec::new();
+        let fetched_start = fetched.len();
         if access.fetches() {
             fetched.reserve(total);
             for &(address, length) in &addresses {
@@ -1018,7 +1125,7 @@ impl<F: Interceptor> State<F> {
             }
             Access::Accumulate { op, unit, .. } => {
                 if matches!(op, Op::NoOp) {
-                    return Ok(fetched);
+                    return Ok(());
                 }
                 // The kernels read typed elements (long double with
                 // aligned loads): the frame's bytes are copied to 16-byte
@@ -1050,13 +1157,15 @@ impl<F: Interceptor> State<F> {
                     return Err(ErrorClass::Intern);
                 };
                 let (origin, compare) = data.split_at(length);
-                if fetched[..unit.size_bytes] == compare[..unit.size_bytes] {
+                if fetched[fetched_start..fetched_start + unit.size_bytes]
+                    == compare[..unit.size_bytes]
+                {
                     // SAFETY: as above.
                     unsafe { std::ptr::copy(origin.as_ptr(), address as *mut u8, length) };
                 }
             }
         }
-        Ok(fetched)
+        Ok(())
     }
 
     /// A response from target `peer` to one request frame of `operation`.
