@@ -600,6 +600,29 @@ fn file_name(filename: *const c_char) -> MpiResult<PathBuf> {
     Ok(PathBuf::from(name))
 }
 
+/// The shared file pointer's counter file of this process. Under
+/// `mpiexec --replicas R` each replica of the job is a whole MPI_COMM_WORLD
+/// running the same program on the same files: every replica keeps its own
+/// counter (a suffix `.rK`), or replica 1's `MPI_File_write_ordered` would
+/// advance the pointer replica 0 writes at and the file would get every
+/// piece twice, at different offsets. With separate counters each replica
+/// writes the same bytes at the same offsets.
+fn shared_pointer_path(names: &resmpi_io::placement::FileNames) -> PathBuf {
+    let replica = crate::global::with_mpi("MPI_File_open", MPI_COMM_WORLD, |mpi, _| {
+        Ok((mpi.replicas.count > 1).then(|| mpi.replicas.replica_of(mpi.rank())))
+    })
+    .ok()
+    .flatten();
+    match replica {
+        Some(replica) => {
+            let mut path = names.shared_pointer.clone().into_os_string();
+            path.push(format!(".r{replica}"));
+            PathBuf::from(path)
+        }
+        None => names.shared_pointer.clone(),
+    }
+}
+
 fn open_shared_pointer(path: &std::path::Path, create: bool) -> Option<std::fs::File> {
     std::fs::OpenOptions::new()
         .read(true)
@@ -701,7 +724,7 @@ unsafe fn open_on(
         match open_store(true) {
             Ok(opened) => {
                 let names = opened.names().clone();
-                shared_pointer = open_shared_pointer(&names.shared_pointer, true);
+                shared_pointer = open_shared_pointer(&shared_pointer_path(&names), true);
                 if let Some(counter) = &shared_pointer {
                     let start = if amode & MPI_MODE_APPEND != 0 {
                         opened.len().unwrap_or(0) as i64
@@ -734,7 +757,7 @@ unsafe fn open_on(
         Ok(())
     } else {
         open_store(false).map(|opened| {
-            shared_pointer = open_shared_pointer(&opened.names().shared_pointer, false);
+            shared_pointer = open_shared_pointer(&shared_pointer_path(opened.names()), false);
             store = Some(opened);
         })
     };
@@ -844,7 +867,7 @@ pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
         barrier(file.comm)?;
         let local = if file.rank == 0 {
             let names = file.store.names().clone();
-            let _ = std::fs::remove_file(&names.shared_pointer);
+            let _ = std::fs::remove_file(shared_pointer_path(&names));
             if file.amode & MPI_MODE_DELETE_ON_CLOSE != 0 {
                 resmpi_io::store::delete(&file.path)
                     .map_err(|error| io_error("MPI_MODE_DELETE_ON_CLOSE", &error))
