@@ -9,6 +9,9 @@
 #   REPEATS [3]        interleaved runs per configuration; the best of each kept
 #   MIB_PER_RANK [64]  bytes each rank writes and reads per phase
 #   IO_DIR [build/bench-io/files]  where the files go (the primary's disk)
+#   TARGET1, TARGET2 [IO_DIR/target1, IO_DIR/target2]  the replica targets
+#                      (directories on other devices, e.g. /dev/shm/t1, to
+#                      measure concurrent copies that do not share a disk)
 #   DOCS_DIR [docs]    where benchmarks.md is
 #   IOR [unset]        an IOR binary (github.com/hpc/ior, built against
 #                      MPICH's ABI: resmpi's build/bin/mpicc or mpicc.mpich;
@@ -30,8 +33,12 @@ IMPLS=(resmpi mpich)
 build_each io
 
 rm -rf "$IO_DIR"
-mkdir -p "$IO_DIR/target1" "$IO_DIR/target2"
+mkdir -p "$IO_DIR"
 IO_DIR=$(cd "$IO_DIR" && pwd)
+TARGET1=${TARGET1:-$IO_DIR/target1}
+TARGET2=${TARGET2:-$IO_DIR/target2}
+rm -rf "$TARGET1" "$TARGET2"
+mkdir -p "$TARGET1" "$TARGET2"
 CONFIGS=(resmpi-R1 resmpi-R2 resmpi-R3 mpich)
 
 # run_ior CFG IMPL FACTOR OUT: IOR collective and independent, write then
@@ -44,7 +51,7 @@ run_ior() {
     local file=$IO_DIR/ior.dat
     if ((factor > 1)); then
         hints=(IOR_HINT__MPI__replication_factor="$factor"
-            IOR_HINT__MPI__resmpi_replica_targets="$IO_DIR/target1,$IO_DIR/target2")
+            IOR_HINT__MPI__resmpi_replica_targets="$TARGET1,$TARGET2")
     fi
     : > "$out"
     ior_once() { # PHASE-PREFIX IOR-ARGS...
@@ -64,7 +71,7 @@ run_ior() {
         flag=()
         [[ $mode == collective ]] && flag=(-c)
         ior_log=${out%.out}-$mode.log
-        rm -rf "$file" "$IO_DIR"/.ior.dat.* "$IO_DIR"/target1/ior.dat.* "$IO_DIR"/target2/ior.dat.*
+        rm -rf "$file" "$IO_DIR"/.ior.dat.* "$TARGET1"/ior.dat.* "$TARGET2"/ior.dat.*
         ior_once "ior_$mode" -a MPIIO "${flag[@]}" -w -r -W -R -C -G 271828 -k -e \
             -b "${MIB_PER_RANK}m" -t 1m -s 1 -i 1 -o "$file"
     done
@@ -74,7 +81,7 @@ run_ior() {
         ior_once "ior_primary_lost" -a MPIIO -r -R -C -G 271828 -k -E \
             -b "${MIB_PER_RANK}m" -t 1m -s 1 -i 1 -o "$file"
     fi
-    rm -rf "$file" "$IO_DIR"/.ior.dat.* "$IO_DIR"/target1/ior.dat.* "$IO_DIR"/target2/ior.dat.*
+    rm -rf "$file" "$IO_DIR"/.ior.dat.* "$TARGET1"/ior.dat.* "$TARGET2"/ior.dat.*
 }
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((rep = 1; rep <= REPEATS; rep++)); do
@@ -85,9 +92,9 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
         [[ $cfg == resmpi-R* ]] && factor=${cfg#resmpi-R}
         launch_cmd "$impl" 2 "$OUT/io-$impl"
         so=$RAW/$cfg-r$rep.out
-        log "\$ ${CMD[*]} $IO_DIR $MIB_PER_RANK $factor $IO_DIR/target1 $IO_DIR/target2"
+        log "\$ ${CMD[*]} $IO_DIR $MIB_PER_RANK $factor $TARGET1 $TARGET2"
         rc=0
-        timeout -k 10 600 "${CMD[@]}" "$IO_DIR" "$MIB_PER_RANK" "$factor" "$IO_DIR/target1" "$IO_DIR/target2" \
+        timeout -k 10 600 "${CMD[@]}" "$IO_DIR" "$MIB_PER_RANK" "$factor" "$TARGET1" "$TARGET2" \
             > "$so" 2> "${so%.out}.err" < /dev/null || rc=$?
         say "$cfg rep $rep: exit $rc"
         if [[ -n ${IOR:-} ]]; then
@@ -97,9 +104,18 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$RAW" "$DOCS_DIR/benchmarks.md" "$MIB_PER_RANK" "$REPEATS" "$LOAD_BEFORE" "$LOAD_AFTER" <<'PY'
-import glob, os, re, sys
-raw, docs, mib, repeats, load_before, load_after = sys.argv[1:]
+python3 - "$RAW" "$DOCS_DIR/benchmarks.md" "$MIB_PER_RANK" "$REPEATS" "$LOAD_BEFORE" "$LOAD_AFTER" \
+    "$IO_DIR" "$TARGET1" "$TARGET2" "$(nproc)" <<'PY'
+import glob, os, re, subprocess, sys
+raw, docs, mib, repeats, load_before, load_after, io_dir, target1, target2, cores = sys.argv[1:]
+def device(path):
+    try:
+        return subprocess.run(["df", "--output=source", path], capture_output=True, text=True).stdout.split()[-1]
+    except Exception:
+        return "?"
+same = device(io_dir) == device(target1) == device(target2)
+where = ("over two target directories on the same disk" if same else
+         f"on {target1} and {target2} ({device(target1)}, {device(target2)}; the primary on {device(io_dir)})")
 best = {}
 for path in glob.glob(os.path.join(raw, "*.out")):
     cfg = re.sub(r"^ior-", "", re.sub(r"-r\d+\.out$", "", os.path.basename(path)))
@@ -118,9 +134,9 @@ lines = ["<!-- io:begin -->", "## MPI-IO bandwidth: replication factor 1, 2, 3 a
          f"`make bench-io` (bench/io.sh, bench/io.c): 2 ranks on this host, {mib} MiB per rank per phase, "
          f"best of {repeats} interleaved runs, aggregate MB/s, page cache not dropped (what the library adds: "
          f"copies, CRC32C, system calls, threads). Independent: each rank its own region in 1 MiB calls; "
-         f"collective: an interleaved view of 64 KiB blocks, one call. R >= 2 puts copies 1..R-1 over two "
-         f"target directories on the same disk. Load average {load_before} before, {load_after} after "
-         f"(2 cores, shared with other builds: expect noise)."
+         f"collective: an interleaved view of 64 KiB blocks, one call. R >= 2 puts copies 1..R-1 {where}. "
+         f"Load average {load_before} before, {load_after} after ({cores} cores"
+         + (", shared with other builds: expect noise)." if int(cores) <= 2 else ").")
          + (f" IOR rows: IOR -a MPIIO (collective -c, and independent), -b {mib}m -t 1m per rank, -W -R data "
             f"checks, replication through IOR_HINT__MPI__replication_factor and resmpi_replica_targets; "
             f"'primary lost read': -E -r of the kept R >= 2 file after its primary was deleted."
@@ -156,4 +172,4 @@ else:
 open(docs, "w").write(text)
 print(section)
 PY
-rm -rf "$IO_DIR"
+rm -rf "$IO_DIR" "$TARGET1" "$TARGET2"
