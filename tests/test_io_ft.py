@@ -144,3 +144,63 @@ def test_a_replica_killed_mid_write_leaves_the_files_of_a_fault_free_run(
     if factor > 1:
         assert_replicas_agree(tmp_path / "case")
     assert res.elapsed < 100, res.describe()
+
+
+# ---------------------------------------------------------------- late replicas
+
+TRUNCATE_ROUNDS = 10
+TRUNCATE_PAUSE_MS = 30  # replica 1 waits 4x this more per round: it runs late
+
+
+def io_truncate(build, case, factor, mpiexec_opts=()):
+    case.mkdir()
+    where = "plain"
+    if factor > 1:
+        (case / "t1").mkdir()
+        where = str(case / "t1")
+    return run(3, build("io_ft"), TRUNCATE_ROUNDS, TRUNCATE_PAUSE_MS, where, "truncate", cwd=case,
+               mpiexec_opts=(*mpiexec_opts, "--timeout", "100"), timeout=120)
+
+
+@pytest.fixture(scope="module")
+def truncate_fault_free(build, tmp_path_factory):
+    case = tmp_path_factory.mktemp("io-ft") / "truncate-reference"
+    res = io_truncate(build, case, 1)
+    assert_ok(res)
+    return res.stdout, (case / "trunc.dat").read_bytes()
+
+
+@pytest.mark.resmpi_only("mpiexec --replicas is a resmpi option")
+@pytest.mark.parametrize("factor", [1, 2])
+@pytest.mark.parametrize("masking, kill", [
+    ("replica", None),
+    ("process", None),
+    ("replica", "1.1@sends=90"),   # the late replica, mid-run
+    ("replica", "0.0@sends=60"),   # the early one
+    ("process", "2.1@sends=150"),
+    ("process", "1.0@sends=40"),
+])
+def test_a_late_replica_never_truncates_what_its_sibling_wrote(
+        build, tmp_path, truncate_fault_free, factor, masking, kill):
+    """Every round truncates the file, writes new bytes and reads them back
+    (HDF5's H5F_ACC_TRUNC, IOR's write phase); replica 1 of every rank runs
+    late. The replicas of a rank make their file calls in step, so the late
+    one's truncation never lands between the early one's write and read
+    (without that, the early replica reads another round's bytes and the
+    job aborts); with a replica killed mid-run the file still ends as in a
+    fault-free run, copies in agreement."""
+    opts = ("--replicas", 2, "--replica-masking", masking)
+    if kill:
+        opts += ("--inject", f"kill:{kill}")
+    res = io_truncate(build, tmp_path / "case", factor, opts)
+    if kill:
+        rank, replica = kill.split("@")[0].split(".")
+        assert f"rank {rank} replica {replica}" in res.stderr and "killed by signal 9" in res.stderr, \
+            f"the kill did not land before the end of the run:\n{res.describe()}"
+    assert_ok(res)
+    assert res.stdout == truncate_fault_free[0], res.describe()
+    assert (tmp_path / "case" / "trunc.dat").read_bytes() == truncate_fault_free[1], res.describe()
+    if factor > 1:
+        tool = str(PREFIX / "bin" / "resmpi-io")
+        check = run_cmd([tool, "check", str(tmp_path / "case" / "trunc.dat")])
+        assert check.returncode == 0 and " 0 damaged" in check.stdout, check.describe()

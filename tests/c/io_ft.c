@@ -4,7 +4,7 @@
  * Used by tests/test_io_ft.py, which kills one replica of a rank and
  * compares the files with a fault-free run's.
  *
- *   io_ft ROUNDS PAUSE_MS TARGETS
+ *   io_ft ROUNDS PAUSE_MS TARGETS [truncate]
  *
  * TARGETS "plain": an unreplicated file; otherwise a comma-separated list of
  * target directories: replication_factor = 1 + their number, 4 KiB blocks.
@@ -14,7 +14,15 @@
  * share blocks), then the same bytes to ordered.dat with
  * MPI_File_write_ordered (the shared file pointer), then reads back the
  * piece its left neighbour wrote in the round before with
- * MPI_File_read_at_all.  Rank 0 prints one line per round and "OK". */
+ * MPI_File_read_at_all.  Rank 0 prints one line per round and "OK".
+ *
+ * "truncate": as HDF5 (H5F_ACC_TRUNC) and IOR do, every round opens
+ * trunc.dat, truncates it (MPI_File_set_size 0), writes that round's
+ * pattern at rank*CHUNK collectively, waits PAUSE_MS, reads its left
+ * neighbour's piece back and checks it, and closes.  Under mpiexec
+ * --replicas, replica 1 of every rank pauses 4*PAUSE_MS more per round:
+ * a late replica's truncation must not destroy what the early one wrote
+ * and is about to read. */
 #include "expect.h"
 #include <unistd.h>
 
@@ -49,12 +57,45 @@ static void check_file(const char *name, int rounds) {
     MPI_OK(MPI_File_close(&fh));
 }
 
+static void truncating_rounds(int rounds, int pause_ms, MPI_Info info) {
+    const char *replica = getenv("RESMPI_REPLICA");
+    int late = replica != NULL && atoi(replica) == 1;
+    unsigned char *mine = malloc(CHUNK), *theirs = malloc(CHUNK);
+    int left = (g_rank + g_size - 1) % g_size;
+    for (int round = 0; round < rounds; round++) {
+        MPI_File fh;
+        MPI_Status status;
+        MPI_OK(MPI_File_open(MPI_COMM_WORLD, "trunc.dat", MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+        MPI_OK(MPI_File_set_size(fh, 0));
+        fill_pat(mine, CHUNK, seed_of(round, g_rank));
+        MPI_OK(MPI_File_write_at_all(fh, (MPI_Offset)g_rank * CHUNK, mine, CHUNK, MPI_BYTE, &status));
+        if (pause_ms > 0) usleep((useconds_t)pause_ms * 1000);
+        MPI_OK(MPI_File_read_at_all(fh, (MPI_Offset)left * CHUNK, theirs, CHUNK, MPI_BYTE, &status));
+        check_piece(theirs, round, left, "trunc.dat just written");
+        MPI_OK(MPI_File_close(&fh));
+        if (g_rank == 0) {
+            printf("round %d truncated, written, read\n", round);
+            fflush(stdout);
+        }
+        if (late && pause_ms > 0) usleep((useconds_t)pause_ms * 4000);
+    }
+    free(mine);
+    free(theirs);
+    /* What is left is the last round's pieces, nothing else. */
+    MPI_File fh;
+    MPI_Offset size;
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, "trunc.dat", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_get_size(fh, &size));
+    CHECK(size == (MPI_Offset)g_size * CHUNK, "trunc.dat: size %lld", (long long)size);
+    MPI_OK(MPI_File_close(&fh));
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     errors_return();
-    CHECK(argc == 4, "usage: io_ft ROUNDS PAUSE_MS TARGETS|plain");
+    CHECK(argc == 4 || argc == 5, "usage: io_ft ROUNDS PAUSE_MS TARGETS|plain [truncate]");
     int rounds = atoi(argv[1]), pause_ms = atoi(argv[2]);
     const char *targets = argv[3];
 
@@ -68,6 +109,15 @@ int main(int argc, char **argv) {
         MPI_OK(MPI_Info_set(info, "replication_factor", text));
         MPI_OK(MPI_Info_set(info, "resmpi_replica_targets", targets));
         MPI_OK(MPI_Info_set(info, "striping_unit", "4096"));
+    }
+    if (argc == 5) {
+        CHECK(strcmp(argv[4], "truncate") == 0, "unknown mode %s", argv[4]);
+        truncating_rounds(rounds, pause_ms, info);
+        if (info != MPI_INFO_NULL) MPI_OK(MPI_Info_free(&info));
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        if (g_rank == 0) printf("OK\n");
+        MPI_Finalize();
+        return 0;
     }
     MPI_File fh, ordered;
     MPI_Status status;

@@ -172,6 +172,7 @@ pub(crate) fn file_entry(
     handle: MPI_File,
     body: impl FnOnce(&mut OpenFile) -> MpiResult<()>,
 ) -> c_int {
+    crate::file_siblings::in_step();
     let Some(file) = lookup(handle) else {
         return raise_file(
             name,
@@ -812,6 +813,7 @@ pub unsafe extern "C" fn PMPI_File_open(
     info: MPI_Info,
     fh: *mut MPI_File,
 ) -> c_int {
+    crate::file_siblings::in_step();
     let errhandler = NULL_FILE_ERRHANDLER.load(Ordering::Relaxed);
     if fh.is_null() {
         let error = MpiError::new(ErrorClass::Arg, "file handle pointer is NULL");
@@ -869,8 +871,17 @@ pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
             let names = file.store.names().clone();
             let _ = std::fs::remove_file(shared_pointer_path(&names));
             if file.amode & MPI_MODE_DELETE_ON_CLOSE != 0 {
-                resmpi_io::store::delete(&file.path)
-                    .map_err(|error| io_error("MPI_MODE_DELETE_ON_CLOSE", &error))
+                match resmpi_io::store::delete(&file.path) {
+                    // A sibling replica (`--replicas`) closed it first.
+                    Err(error)
+                        if error.kind() == std::io::ErrorKind::NotFound
+                            && crate::file_siblings::replicated() =>
+                    {
+                        Ok(())
+                    }
+                    deleted => deleted,
+                }
+                .map_err(|error| io_error("MPI_MODE_DELETE_ON_CLOSE", &error))
             } else {
                 Ok(())
             }
@@ -900,9 +911,17 @@ const _: fn_types::MPI_File_close = PMPI_File_close;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
     let _ = info;
-    let result = file_name(filename).and_then(|path| {
-        resmpi_io::store::delete(&path)
-            .map_err(|error| io_error(&format!("cannot delete {}", path.display()), &error))
+    // Under `--replicas` every replica of the rank deletes: all look first,
+    // in step, so that the one that finds the file already gone behind its
+    // sibling's delete still succeeds, as its sibling did.
+    crate::file_siblings::in_step();
+    let existed = file_name(filename).is_ok_and(|path| path.exists());
+    crate::file_siblings::in_step();
+    let result = file_name(filename).and_then(|path| match resmpi_io::store::delete(&path) {
+        Err(error) if existed && error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        deleted => {
+            deleted.map_err(|error| io_error(&format!("cannot delete {}", path.display()), &error))
+        }
     });
     match result {
         Ok(()) => MPI_SUCCESS,
