@@ -61,6 +61,25 @@ def test_hdf5_file_replicated_from_the_environment_survives_a_lost_primary(hdf5_
     assert res.returncode == 0 and " 0 damaged" in res.stdout, res.describe()
 
 
+@pytest.mark.resmpi_only("mpiexec --replicas is a resmpi option")
+@pytest.mark.parametrize("masking", ["replica", "process"])
+@pytest.mark.parametrize("kill", ["1.1@sends=20", "0.0@sends=60"])
+def test_hdf5_under_replicas_survives_a_killed_replica(hdf5_program, tmp_path, masking, kill):
+    """HDF5 truncates the file it creates (H5F_ACC_TRUNC) and writes its
+    metadata from rank 0: under --replicas 2, with one process killed
+    mid-run, every value reads back right and the R=2 copies agree."""
+    target = tmp_path / "target1"
+    target.mkdir()
+    env = {"RESMPI_IO_REPLICATION_FACTOR": "2", "RESMPI_IO_REPLICA_TARGETS": str(target)}
+    res = run(3, hdf5_program, tmp_path / "rep.h5", 300, cwd=tmp_path, env=env, timeout=120,
+              mpiexec_opts=("--replicas", 2, "--replica-masking", masking, "--inject", f"kill:{kill}",
+                            "--timeout", "100"))
+    assert "killed by signal 9" in res.stderr, f"the kill did not land:\n{res.describe()}"
+    assert_ok(res)
+    check = run_cmd([str(PREFIX / "bin" / "resmpi-io"), "check", str(tmp_path / "rep.h5")])
+    assert check.returncode == 0 and " 0 damaged" in check.stdout, check.describe()
+
+
 # ---------------------------------------------------------------- replicas
 
 ROUNDS = 20
