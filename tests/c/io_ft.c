@@ -121,6 +121,17 @@ int main(int argc, char **argv) {
     }
     MPI_File fh, ordered;
     MPI_Status status;
+    /* An exclusive create (which every replica makes under --replicas)
+     * succeeds once per job; a second one fails. */
+    int amode = 0;
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, "excl.dat", MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY,
+                         MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_get_amode(fh, &amode));
+    CHECK(amode & MPI_MODE_EXCL, "MPI_File_get_amode lost MPI_MODE_EXCL: %#x", amode);
+    MPI_OK(MPI_File_close(&fh));
+    int excl_again = MPI_File_open(MPI_COMM_WORLD, "excl.dat", MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY,
+                                   MPI_INFO_NULL, &fh);
+    CHECK(excl_again != MPI_SUCCESS, "a second exclusive create of excl.dat succeeded");
     MPI_OK(MPI_File_open(MPI_COMM_WORLD, "ft.dat", MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
     MPI_OK(MPI_File_open(MPI_COMM_WORLD, "ordered.dat", MPI_MODE_CREATE | MPI_MODE_RDWR, info, &ordered));
     unsigned char *mine = malloc(CHUNK), *theirs = malloc(CHUNK);

@@ -814,14 +814,34 @@ pub unsafe extern "C" fn PMPI_File_open(
     fh: *mut MPI_File,
 ) -> c_int {
     crate::file_siblings::in_step();
+    // Under `--replicas` the replicas' rank 0 both create an MPI_MODE_EXCL
+    // file: all look for it first, in step, and where it did not exist the
+    // one that finds it made by its sibling opens it, as the sibling's
+    // exclusive create did; where it existed, both fail.
+    let mut open_amode = amode;
+    if amode & MPI_MODE_EXCL != 0 && crate::file_siblings::replicated() {
+        let existed = file_name(filename).is_ok_and(|path| path.exists());
+        crate::file_siblings::in_step();
+        if !existed {
+            open_amode &= !MPI_MODE_EXCL;
+        }
+    }
     let errhandler = NULL_FILE_ERRHANDLER.load(Ordering::Relaxed);
     if fh.is_null() {
         let error = MpiError::new(ErrorClass::Arg, "file handle pointer is NULL");
         return raise_file("MPI_File_open", MPI_FILE_NULL, errhandler, error);
     }
     // SAFETY: the application's arguments.
-    match unsafe { open(comm, filename, amode, info) } {
+    match unsafe { open(comm, filename, open_amode, info) } {
         Ok(handle) => {
+            if open_amode != amode {
+                if let Some(file) = lookup(handle) {
+                    // MPI_File_get_amode returns what the program asked for.
+                    file.lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .amode = amode;
+                }
+            }
             // SAFETY: checked non-null.
             unsafe { *fh = handle };
             MPI_SUCCESS
