@@ -54,6 +54,8 @@ fn from_environment() -> Option<Siblings> {
     }
     let directory = std::env::temp_dir().join(format!("resmpi-io-{job}"));
     std::fs::create_dir_all(&directory).ok()?;
+    // SAFETY: registering a plain extern "C" function.
+    unsafe { libc::atexit(finished) };
     Some(Siblings {
         directory,
         rank: process % ranks,
@@ -87,6 +89,45 @@ impl Siblings {
         let pid = words.next()?.parse().ok()?;
         let calls = words.next()?.parse().ok()?;
         Some((pid, calls))
+    }
+}
+
+/// At exit: this process makes no more file calls (announced as the
+/// largest count, so no sibling waits for it); the last process of the
+/// job to leave, finding every other one finished or gone, removes the
+/// announcements.
+extern "C" fn finished() {
+    let guard = SIBLINGS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let Some(Some(siblings)) = guard.as_ref() else {
+        return;
+    };
+    let last = Siblings {
+        directory: siblings.directory.clone(),
+        calls: u64::MAX,
+        ..*siblings
+    };
+    last.announce();
+    let Ok(entries) = std::fs::read_dir(&last.directory) else {
+        return;
+    };
+    let everyone_done = entries.flatten().all(|entry| {
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            return true;
+        };
+        let mut words = text.split_whitespace();
+        match (
+            words.next().and_then(|pid| pid.parse::<i32>().ok()),
+            words.next().and_then(|calls| calls.parse::<u64>().ok()),
+        ) {
+            (Some(_), Some(u64::MAX)) => true,
+            (Some(pid), _) => !running(pid),
+            _ => true,
+        }
+    });
+    if everyone_done {
+        let _ = std::fs::remove_dir_all(&last.directory);
     }
 }
 
