@@ -198,6 +198,10 @@ def truncate_fault_free(build, tmp_path_factory):
     ("replica", "0.0@sends=60"),   # the early one
     ("process", "2.1@sends=150"),
     ("process", "1.0@sends=40"),
+    # Before any file call (in the barriers first): the dead process never
+    # announced one, and its siblings must not wait for it.
+    ("replica", "1.1@sends=6"),
+    ("process", "0.0@sends=6"),
 ])
 def test_a_late_replica_never_truncates_what_its_sibling_wrote(
         build, tmp_path, truncate_fault_free, factor, masking, kill):

@@ -16,7 +16,8 @@
  * piece its left neighbour wrote in the round before with
  * MPI_File_read_at_all.  Rank 0 prints one line per round and "OK".
  *
- * "truncate": as HDF5 (H5F_ACC_TRUNC) and IOR do, every round opens
+ * "truncate": after 10 rounds of MPI_Barrier and PAUSE_MS with no file
+ * call, as HDF5 (H5F_ACC_TRUNC) and IOR do, every round opens
  * trunc.dat, truncates it (MPI_File_set_size 0), writes that round's
  * pattern at rank*CHUNK collectively, waits PAUSE_MS, reads its left
  * neighbour's piece back and checks it, and closes.  Under mpiexec
@@ -62,6 +63,12 @@ static void truncating_rounds(int rounds, int pause_ms, MPI_Info info) {
     int late = replica != NULL && atoi(replica) == 1;
     unsigned char *mine = malloc(CHUNK), *theirs = malloc(CHUNK);
     int left = (g_rank + g_size - 1) % g_size;
+    /* Computing before any file call: a replica killed here has never
+     * announced a file call to its siblings. */
+    for (int step = 0; step < 10; step++) {
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        if (pause_ms > 0) usleep((useconds_t)pause_ms * 1000);
+    }
     for (int round = 0; round < rounds; round++) {
         MPI_File fh;
         MPI_Status status;

@@ -15,9 +15,9 @@
 //! Each process announces the number of the call it has reached in a small
 //! file, `<temp>/resmpi-io-<job>/<rank>.<replica>` ("pid count", replaced
 //! by a rename, so it is read whole). A sibling is waited for until its
-//! count is reached, its process is gone (its pid no longer runs, or the
-//! library has been told of its death), or it has not announced anything
-//! and the library knows it dead. While waiting, the engine makes progress:
+//! count is reached or its process is gone: its announced pid no longer
+//! runs, the library has been told of its death, or, when it has announced
+//! nothing, no process of the job's launcher has its PMI rank. While waiting, the engine makes progress:
 //! under `--replica-masking process` a sibling may be blocked on an
 //! acknowledgement this process's engine owes it.
 
@@ -29,6 +29,7 @@ use crate::abi::MPI_COMM_WORLD;
 
 struct Siblings {
     directory: PathBuf,
+    job: String,
     rank: u32,
     ranks: u32,
     replica: u32,
@@ -58,6 +59,7 @@ fn from_environment() -> Option<Siblings> {
     unsafe { libc::atexit(finished) };
     Some(Siblings {
         directory,
+        job,
         rank: process % ranks,
         ranks,
         replica,
@@ -105,6 +107,7 @@ extern "C" fn finished() {
     };
     let last = Siblings {
         directory: siblings.directory.clone(),
+        job: String::new(),
         calls: u64::MAX,
         ..*siblings
     };
@@ -148,6 +151,50 @@ fn running(pid: i32) -> bool {
     }
 }
 
+/// Whether process `process` of job `job` (its PMI rank) still runs: a
+/// sibling of this process under the same launcher whose environment names
+/// it. Every process of the job existed before MPI_Init returned (the
+/// wire-up needs them all), so one not found is dead. For a sibling that
+/// died before announcing anything: the library is not told of another
+/// replica's deaths under replica masking.
+fn process_runs(job: &str, process: u32) -> bool {
+    // SAFETY: no arguments, always succeeds.
+    let parent = unsafe { libc::getppid() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    let rank_entry = format!("PMI_RANK={process}");
+    let job_entry = format!("RESMPI_JOB_ID={job}");
+    entries.flatten().any(|entry| {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let mut fields = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+        let state = fields.next();
+        let ppid = fields.next().and_then(|ppid| ppid.parse::<i32>().ok());
+        if ppid != Some(parent) || matches!(state, Some("Z") | Some("X")) {
+            return false;
+        }
+        let Ok(environment) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            return false;
+        };
+        let mut rank_found = false;
+        let mut job_found = false;
+        for variable in environment.split(|&byte| byte == 0) {
+            rank_found |= variable == rank_entry.as_bytes();
+            job_found |= variable == job_entry.as_bytes();
+        }
+        rank_found && job_found
+    })
+}
+
 /// Drive the engine once; whether process `process` is known dead.
 fn progress_and_check(process: u32) -> bool {
     crate::global::with_mpi("MPI-IO", MPI_COMM_WORLD, |mpi, _| {
@@ -180,11 +227,21 @@ pub(crate) fn in_step() {
     for replica in (0..siblings.count).filter(|&replica| replica != siblings.replica) {
         let process = replica * siblings.ranks + siblings.rank;
         let mut pause = Duration::from_micros(50);
+        let mut looked_for = None::<std::time::Instant>;
         loop {
             let dead = match siblings.announced(replica) {
                 Some((_, reached)) if reached >= calls => break,
                 Some((pid, _)) => !running(pid),
-                None => false,
+                // Nothing announced yet: look for the process itself now
+                // and then (a scan of /proc).
+                None => {
+                    let due =
+                        looked_for.is_none_or(|then| then.elapsed() >= Duration::from_millis(20));
+                    if due {
+                        looked_for = Some(std::time::Instant::now());
+                    }
+                    due && !process_runs(&siblings.job, process)
+                }
             };
             if dead || progress_and_check(process) {
                 break;
