@@ -99,9 +99,12 @@ impl Siblings {
 /// job to leave, finding every other one finished or gone, removes the
 /// announcements.
 extern "C" fn finished() {
-    let guard = SIBLINGS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Not waiting: a thread may be inside a file call as the process exits.
+    let guard = match SIBLINGS.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
     let Some(Some(siblings)) = guard.as_ref() else {
         return;
     };
