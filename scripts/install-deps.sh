@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install what building and testing resmpi needs.  Idempotent; fast when all is present.
 set -eu
-PACKAGES="build-essential gfortran python3 python3-pytest mpich libmpich-dev openmpi-bin libopenmpi-dev netpipe-mpich2 iproute2 procps slurmctld slurmd slurm-client libpmix-dev pkg-config"
+PACKAGES="build-essential gfortran python3 python3-pytest mpich libmpich-dev openmpi-bin libopenmpi-dev netpipe-mpich2 iproute2 procps slurmctld slurmd slurm-client libpmix-dev pkg-config libhdf5-mpich-dev"
 
 missing=
 for p in $PACKAGES; do

@@ -172,6 +172,7 @@ pub(crate) fn file_entry(
     handle: MPI_File,
     body: impl FnOnce(&mut OpenFile) -> MpiResult<()>,
 ) -> c_int {
+    crate::file_siblings::in_step();
     let Some(file) = lookup(handle) else {
         return raise_file(
             name,
@@ -600,6 +601,29 @@ fn file_name(filename: *const c_char) -> MpiResult<PathBuf> {
     Ok(PathBuf::from(name))
 }
 
+/// The shared file pointer's counter file of this process. Under
+/// `mpiexec --replicas R` each replica of the job is a whole MPI_COMM_WORLD
+/// running the same program on the same files: every replica keeps its own
+/// counter (a suffix `.rK`), or replica 1's `MPI_File_write_ordered` would
+/// advance the pointer replica 0 writes at and the file would get every
+/// piece twice, at different offsets. With separate counters each replica
+/// writes the same bytes at the same offsets.
+fn shared_pointer_path(names: &resmpi_io::placement::FileNames) -> PathBuf {
+    let replica = crate::global::with_mpi("MPI_File_open", MPI_COMM_WORLD, |mpi, _| {
+        Ok((mpi.replicas.count > 1).then(|| mpi.replicas.replica_of(mpi.rank())))
+    })
+    .ok()
+    .flatten();
+    match replica {
+        Some(replica) => {
+            let mut path = names.shared_pointer.clone().into_os_string();
+            path.push(format!(".r{replica}"));
+            PathBuf::from(path)
+        }
+        None => names.shared_pointer.clone(),
+    }
+}
+
 fn open_shared_pointer(path: &std::path::Path, create: bool) -> Option<std::fs::File> {
     std::fs::OpenOptions::new()
         .read(true)
@@ -701,7 +725,7 @@ unsafe fn open_on(
         match open_store(true) {
             Ok(opened) => {
                 let names = opened.names().clone();
-                shared_pointer = open_shared_pointer(&names.shared_pointer, true);
+                shared_pointer = open_shared_pointer(&shared_pointer_path(&names), true);
                 if let Some(counter) = &shared_pointer {
                     let start = if amode & MPI_MODE_APPEND != 0 {
                         opened.len().unwrap_or(0) as i64
@@ -734,7 +758,7 @@ unsafe fn open_on(
         Ok(())
     } else {
         open_store(false).map(|opened| {
-            shared_pointer = open_shared_pointer(&opened.names().shared_pointer, false);
+            shared_pointer = open_shared_pointer(&shared_pointer_path(opened.names()), false);
             store = Some(opened);
         })
     };
@@ -789,14 +813,35 @@ pub unsafe extern "C" fn PMPI_File_open(
     info: MPI_Info,
     fh: *mut MPI_File,
 ) -> c_int {
+    crate::file_siblings::in_step();
+    // Under `--replicas` the replicas' rank 0 both create an MPI_MODE_EXCL
+    // file: all look for it first, in step, and where it did not exist the
+    // one that finds it made by its sibling opens it, as the sibling's
+    // exclusive create did; where it existed, both fail.
+    let mut open_amode = amode;
+    if amode & MPI_MODE_EXCL != 0 && crate::file_siblings::replicated() {
+        let existed = file_name(filename).is_ok_and(|path| path.exists());
+        crate::file_siblings::in_step();
+        if !existed {
+            open_amode &= !MPI_MODE_EXCL;
+        }
+    }
     let errhandler = NULL_FILE_ERRHANDLER.load(Ordering::Relaxed);
     if fh.is_null() {
         let error = MpiError::new(ErrorClass::Arg, "file handle pointer is NULL");
         return raise_file("MPI_File_open", MPI_FILE_NULL, errhandler, error);
     }
     // SAFETY: the application's arguments.
-    match unsafe { open(comm, filename, amode, info) } {
+    match unsafe { open(comm, filename, open_amode, info) } {
         Ok(handle) => {
+            if open_amode != amode {
+                if let Some(file) = lookup(handle) {
+                    // MPI_File_get_amode returns what the program asked for.
+                    file.lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .amode = amode;
+                }
+            }
             // SAFETY: checked non-null.
             unsafe { *fh = handle };
             MPI_SUCCESS
@@ -844,10 +889,19 @@ pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
         barrier(file.comm)?;
         let local = if file.rank == 0 {
             let names = file.store.names().clone();
-            let _ = std::fs::remove_file(&names.shared_pointer);
+            let _ = std::fs::remove_file(shared_pointer_path(&names));
             if file.amode & MPI_MODE_DELETE_ON_CLOSE != 0 {
-                resmpi_io::store::delete(&file.path)
-                    .map_err(|error| io_error("MPI_MODE_DELETE_ON_CLOSE", &error))
+                match resmpi_io::store::delete(&file.path) {
+                    // A sibling replica (`--replicas`) closed it first.
+                    Err(error)
+                        if error.kind() == std::io::ErrorKind::NotFound
+                            && crate::file_siblings::replicated() =>
+                    {
+                        Ok(())
+                    }
+                    deleted => deleted,
+                }
+                .map_err(|error| io_error("MPI_MODE_DELETE_ON_CLOSE", &error))
             } else {
                 Ok(())
             }
@@ -877,9 +931,17 @@ const _: fn_types::MPI_File_close = PMPI_File_close;
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
     let _ = info;
-    let result = file_name(filename).and_then(|path| {
-        resmpi_io::store::delete(&path)
-            .map_err(|error| io_error(&format!("cannot delete {}", path.display()), &error))
+    // Under `--replicas` every replica of the rank deletes: all look first,
+    // in step, so that the one that finds the file already gone behind its
+    // sibling's delete still succeeds, as its sibling did.
+    crate::file_siblings::in_step();
+    let existed = file_name(filename).is_ok_and(|path| path.exists());
+    crate::file_siblings::in_step();
+    let result = file_name(filename).and_then(|path| match resmpi_io::store::delete(&path) {
+        Err(error) if existed && error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        deleted => {
+            deleted.map_err(|error| io_error(&format!("cannot delete {}", path.display()), &error))
+        }
     });
     match result {
         Ok(()) => MPI_SUCCESS,

@@ -26,6 +26,7 @@ mod external32;
 mod file;
 mod file_access;
 mod file_collective;
+mod file_siblings;
 mod global;
 mod grequest;
 mod group;

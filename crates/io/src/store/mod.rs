@@ -196,6 +196,10 @@ fn encode_entry(checksum: u32) -> [u8; 8] {
     entry
 }
 
+/// Where in the lock file (whose bytes are block numbers) the creation of
+/// a replicated file is serialised: past any block.
+const CREATION_LOCK_AT: u64 = 1 << 62;
+
 /// Read a layout from the metadata beside `path`, if there is any.
 pub fn read_metadata(path: &Path) -> io::Result<Option<ReplicaLayout>> {
     let names = FileNames::new(path, &[]);
@@ -227,8 +231,16 @@ impl Store {
             })?;
         if layout.is_none() && request.write {
             if let Some(wanted) = &request.replication {
-                if primary.metadata()?.len() == 0 {
-                    let names = FileNames::new(path, &wanted.targets);
+                let names = FileNames::new(path, &wanted.targets);
+                // Two jobs may create the file at once (the replicas of a
+                // rank under `mpiexec --replicas`, each its own
+                // MPI_COMM_WORLD): one creates, under a lock, and the other
+                // finds its metadata, rather than removing the copies the
+                // first has begun to write.
+                let lock = open_file(&names.lock, true, true, true, false)?;
+                let _creating = RangeLock::exclusive(&lock, CREATION_LOCK_AT, 1)?;
+                layout = read_metadata(path)?;
+                if layout.is_none() && primary.metadata()?.len() == 0 {
                     // A new file: copies and checksums left by an earlier
                     // file of this name (removed without MPI_File_delete)
                     // must not pass for this one's.
@@ -238,7 +250,11 @@ impl Store {
                         let _ = std::fs::remove_file(with_suffix(replica, ".crc"));
                     }
                     let text = wanted.encode();
-                    std::fs::write(&names.metadata, &text)?;
+                    // Whole or absent: an opener reads it without the lock.
+                    let partial =
+                        with_suffix(&names.metadata, &format!(".{}.partial", std::process::id()));
+                    std::fs::write(&partial, &text)?;
+                    std::fs::rename(&partial, &names.metadata)?;
                     // A copy of the metadata on every target (best effort: a
                     // target may be down; scrub restores it).
                     for replica in &names.replicas {
