@@ -333,8 +333,18 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     routes[rank as usize] = Route::Loopback;
     let mut local_peers = Vec::new();
     let mut tcp_peers = Vec::new();
+    // Under `--replicas` with replica masking (this build runs no
+    // replication protocol), each replica is a job of its own: its
+    // processes never talk to another replica's, so they wire up only
+    // among themselves, and a process of another replica that died during
+    // wire-up (its replica given up, its card maybe never published) does
+    // not fail this one's MPI_Init.
+    let own_replica_only = config.replica_count > 1 && !cfg!(feature = "replication");
+    let ranks_per_replica = size / config.replica_count.max(1);
+    let wires_to =
+        |peer: u32| !own_replica_only || peer / ranks_per_replica == rank / ranks_per_replica;
     for peer in 0..size {
-        if peer == rank {
+        if peer == rank || !wires_to(peer) {
             continue;
         }
         let text = pmi

@@ -133,6 +133,11 @@ pub struct ServerState {
     key_values_bytes: usize,
     barrier_epoch: u64,
     barrier_arrived_count: u32,
+    /// Per rank: inside the barrier of the current epoch.
+    barrier_arrived: Vec<bool>,
+    /// Per rank: its process is given up for good (a replica set dropped
+    /// under replica masking), so no barrier waits for it.
+    pub excused: Vec<bool>,
     shutting_down: bool,
     /// Per rank: sent `cmd=init`.
     pub initialized: Vec<bool>,
@@ -179,6 +184,8 @@ impl PmiServer {
                 initialized: vec![false; ranks],
                 finalized: vec![false; ranks],
                 connection_closed: vec![false; ranks],
+                barrier_arrived: vec![false; ranks],
+                excused: vec![false; ranks],
                 ..ServerState::default()
             }),
             barrier_released: Condvar::new(),
@@ -424,6 +431,31 @@ impl PmiServer {
         started && board.incarnations[slot] == 0 && !board.watched[slot]
     }
 
+    /// Process `rank` is given up for good (its replica set dropped under
+    /// replica masking): barriers no longer wait for it, so the others'
+    /// `MPI_Init` completes even when it died during wire-up.
+    pub fn excuse(&self, rank: u32) {
+        let mut state = self.state();
+        state.excused[rank as usize] = true;
+        self.release_barrier_if_complete(&mut state);
+    }
+
+    /// Ends the current barrier epoch once every process not excused is in
+    /// it.
+    fn release_barrier_if_complete(&self, state: &mut ServerState) {
+        let complete = state
+            .barrier_arrived
+            .iter()
+            .zip(&state.excused)
+            .all(|(&arrived, &excused)| arrived || excused);
+        if complete && state.barrier_arrived_count > 0 {
+            state.barrier_arrived.fill(false);
+            state.barrier_arrived_count = 0;
+            state.barrier_epoch += 1;
+            self.barrier_released.notify_all();
+        }
+    }
+
     /// The state, for the supervisor to read or to take abort requests.
     pub fn state(&self) -> MutexGuard<'_, ServerState> {
         // A rank thread cannot panic while holding the lock (panic = abort).
@@ -595,12 +627,11 @@ impl PmiServer {
             "barrier_in" => {
                 let mut state = self.state();
                 let epoch = state.barrier_epoch;
-                state.barrier_arrived_count += 1;
-                if state.barrier_arrived_count == self.rank_count {
-                    state.barrier_arrived_count = 0;
-                    state.barrier_epoch += 1;
-                    self.barrier_released.notify_all();
+                if !state.barrier_arrived[rank as usize] {
+                    state.barrier_arrived[rank as usize] = true;
+                    state.barrier_arrived_count += 1;
                 }
+                self.release_barrier_if_complete(&mut state);
                 while state.barrier_epoch == epoch && !state.shutting_down {
                     state = self
                         .barrier_released
@@ -769,6 +800,35 @@ mod tests {
                 assert_eq!(waiter.join().unwrap().as_deref(), Some("cmd=barrier_out"));
             }
         }
+    }
+
+    #[test]
+    fn a_barrier_stops_waiting_for_an_excused_process() {
+        let server = server(3, "k");
+        let waiters: Vec<_> = (0..2)
+            .map(|rank| {
+                let server = server.clone();
+                thread::spawn(move || request(&server, rank, "cmd=barrier_in"))
+            })
+            .collect();
+        while server.state().barrier_waiting_count() < 2 {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(waiters.iter().all(|waiter| !waiter.is_finished()));
+        server.excuse(2);
+        for waiter in waiters {
+            assert_eq!(waiter.join().unwrap().as_deref(), Some("cmd=barrier_out"));
+        }
+        // The next barrier needs only the two left.
+        let other = {
+            let server = server.clone();
+            thread::spawn(move || request(&server, 0, "cmd=barrier_in"))
+        };
+        assert_eq!(
+            request(&server, 1, "cmd=barrier_in").as_deref(),
+            Some("cmd=barrier_out")
+        );
+        assert_eq!(other.join().unwrap().as_deref(), Some("cmd=barrier_out"));
     }
 
     #[test]

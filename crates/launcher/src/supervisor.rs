@@ -856,6 +856,7 @@ impl Job {
             .collect();
         for &member in &members {
             self.ranks[member as usize].failed = true;
+            self.server.excuse(member);
         }
         for output in self.replicated_outputs.iter().flatten() {
             output.give_up(replica);
@@ -1176,11 +1177,9 @@ impl Job {
         if state.barrier_waiting_count() == 0 {
             return false;
         }
-        let gone = self
-            .ranks
-            .iter()
-            .enumerate()
-            .position(|(rank, process)| process.ending.is_some() && !state.finalized[rank]);
+        let gone = self.ranks.iter().enumerate().position(|(rank, process)| {
+            process.ending.is_some() && !state.finalized[rank] && !state.excused[rank]
+        });
         let Some(rank) = gone else {
             return false;
         };
