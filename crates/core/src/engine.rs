@@ -210,6 +210,15 @@ pub enum Unexpected {
 }
 
 impl Unexpected {
+    /// Its logical number on the channel from its source.
+    pub fn logical_seq(&self) -> u64 {
+        match self {
+            Unexpected::Eager { logical_seq, .. } | Unexpected::Rendezvous { logical_seq, .. } => {
+                *logical_seq
+            }
+        }
+    }
+
     /// Message length in bytes.
     pub fn length(&self) -> usize {
         match self {
@@ -565,16 +574,16 @@ impl<F: Interceptor> Engine<F> {
             owned,
             tainted,
         );
-        let logical_seq = self.state.interceptor.send_logical_seq();
         if F::REPLICATES {
             if let Operation::Send(send) = &mut request.operation {
-                send.logical_seq = logical_seq;
+                send.logical_seq = self.state.interceptor.send_logical_seq();
                 send.gated = true;
             }
         }
         let index = self.insert_request(request)?;
         if F::REPLICATES {
             let wire_id = self.state.requests.wire_id(index);
+            let logical_seq = self.state.interceptor.send_logical_seq();
             self.state
                 .interceptor
                 .send_started(wire_id, primary, logical_seq);
@@ -2169,22 +2178,18 @@ impl<F: Interceptor> State<F> {
             to: physical,
             id: header.message_id,
         };
-        for (envelope, message) in self.matcher.unexpected_mut() {
-            if let Unexpected::Eager {
-                sync: Some(answer),
-                logical_seq,
-                ..
-            } = message
-            {
-                if envelope.source == peer && *logical_seq == header.logical_seq {
-                    if self.interceptor.supersedes(physical, answer.to) {
-                        *answer = substitute;
-                    }
-                    return;
+        match unexpected_message(&mut self.matcher, peer, header.logical_seq) {
+            Some(Unexpected::Eager {
+                sync: Some(answer), ..
+            }) => {
+                if self.interceptor.supersedes(physical, answer.to) {
+                    *answer = substitute;
                 }
             }
+            // Matched already (or its first copy came another way: a
+            // rendezvous announcement): answered now.
+            _ => self.send_sync_ack(substitute),
         }
-        self.send_sync_ack(substitute);
     }
 
     /// Replication: a substitute (`physical`) re-sent the request-to-send
@@ -2215,18 +2220,10 @@ impl<F: Interceptor> State<F> {
         entry.physical = physical;
         match entry.receive {
             None => {
-                for (envelope, message) in self.matcher.unexpected_mut() {
-                    if let Unexpected::Rendezvous {
-                        send_id,
-                        logical_seq,
-                        ..
-                    } = message
-                    {
-                        if envelope.source == peer && *logical_seq == header.logical_seq {
-                            *send_id = header.message_id;
-                            break;
-                        }
-                    }
+                if let Some(Unexpected::Rendezvous { send_id, .. }) =
+                    unexpected_message(&mut self.matcher, peer, header.logical_seq)
+                {
+                    *send_id = header.message_id;
                 }
             }
             Some(index) => {
@@ -3086,6 +3083,20 @@ fn take_deferred(deferred: &mut Vec<u64>, wire_id: u64) -> bool {
         }
         None => false,
     }
+}
+
+/// Replication: the unexpected message numbered `logical_seq` from `peer`
+/// (one at most: a logical number names one message, whichever copy of
+/// it arrived).
+fn unexpected_message(
+    matcher: &mut Matcher<Unexpected>,
+    peer: u32,
+    logical_seq: u64,
+) -> Option<&mut Unexpected> {
+    matcher
+        .unexpected_mut()
+        .find(|(envelope, message)| envelope.source == peer && message.logical_seq() == logical_seq)
+        .map(|(_, message)| message)
 }
 
 /// Whether a frame comes from the sending side of a message (eager,

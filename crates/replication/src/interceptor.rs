@@ -40,9 +40,6 @@ pub struct Replication {
     released: VecDeque<u64>,
     /// Transmissions of held sends to make again (a substitute's take-over).
     resends: VecDeque<(SendId, Process)>,
-    /// Re-sends of sends the engine has not held yet (their first
-    /// transmission still going out): made once it holds them.
-    deferred_resends: BTreeMap<SendId, Vec<Process>>,
     /// Protocol frames to send: (process, bytes).
     frames: VecDeque<(u32, Vec<u8>)>,
     /// Acks of rendezvous messages whose data has not landed yet, by
@@ -74,7 +71,6 @@ impl Replication {
             completed: BTreeSet::new(),
             released: VecDeque::new(),
             resends: VecDeque::new(),
-            deferred_resends: BTreeMap::new(),
             frames: VecDeque::new(),
             deferred_acks: BTreeMap::new(),
             lost_ranks: Vec::new(),
@@ -92,6 +88,15 @@ impl Replication {
         Process {
             rank: index % self.ranks,
             replica: index / self.ranks,
+        }
+    }
+
+    /// The protocol's id of a send the engine names by its destination
+    /// process and logical number.
+    fn send_id(&self, destination: u32, logical_seq: u64) -> SendId {
+        SendId {
+            destination: destination % self.ranks,
+            logical_seq,
         }
     }
 
@@ -206,29 +211,19 @@ impl Interceptor for Replication {
     }
 
     fn send_started(&mut self, wire_id: u64, destination: u32, logical_seq: u64) {
-        let send = SendId {
-            destination: destination % self.ranks,
-            logical_seq,
-        };
+        let send = self.send_id(destination, logical_seq);
         if !self.completed.contains(&send) {
             self.started.insert(send, wire_id);
         }
     }
 
     fn hold_send(&mut self, wire_id: u64, destination: u32, logical_seq: u64) -> bool {
-        let send = SendId {
-            destination: destination % self.ranks,
-            logical_seq,
-        };
+        let send = self.send_id(destination, logical_seq);
         self.started.remove(&send);
         if self.completed.remove(&send) {
             return false;
         }
         self.held.insert(send, wire_id);
-        if let Some(deferred) = self.deferred_resends.remove(&send) {
-            self.resends
-                .extend(deferred.into_iter().map(|process| (send, process)));
-        }
         true
     }
 
@@ -237,24 +232,23 @@ impl Interceptor for Replication {
     }
 
     fn poll_resend(&mut self) -> Option<(u64, u32, u64)> {
-        while let Some((send, to)) = self.resends.pop_front() {
-            let Some(&wire_id) = self.held.get(&send).or_else(|| self.started.get(&send)) else {
-                // Not held by the engine yet (its first transmission is
-                // still going out): re-sent once the engine holds it.
-                self.deferred_resends.entry(send).or_default().push(to);
-                continue;
-            };
-            self.resends_made += 1;
-            return Some((wire_id, self.index_of(to), send.logical_seq));
-        }
-        None
+        let (send, to) = self.resends.pop_front()?;
+        // Every send the protocol may re-send is known to the engine:
+        // started (`send_started`, in the call that routes it) or held (a
+        // send with no transmission of its own is held at once).
+        let wire_id = *self
+            .held
+            .get(&send)
+            .or_else(|| self.started.get(&send))
+            .unwrap_or_else(|| {
+                panic!("replication: re-send of {send:?}, which the engine never started")
+            });
+        self.resends_made += 1;
+        Some((wire_id, self.index_of(to), send.logical_seq))
     }
 
     fn on_resent(&mut self, destination: u32, logical_seq: u64) {
-        let send = SendId {
-            destination: destination % self.ranks,
-            logical_seq,
-        };
+        let send = self.send_id(destination, logical_seq);
         self.replica
             .handle_transmitted(send, self.process_of(destination));
         self.drain(None);
