@@ -132,7 +132,6 @@ pub struct ServerState {
     key_values: HashMap<String, String>,
     key_values_bytes: usize,
     barrier_epoch: u64,
-    barrier_arrived_count: u32,
     /// Per rank: inside the barrier of the current epoch.
     barrier_arrived: Vec<bool>,
     /// Per rank: its process is given up for good (a replica set dropped
@@ -157,7 +156,10 @@ impl ServerState {
 
     /// Ranks inside a barrier that has not completed.
     pub fn barrier_waiting_count(&self) -> u32 {
-        self.barrier_arrived_count
+        self.barrier_arrived
+            .iter()
+            .filter(|&&arrived| arrived)
+            .count() as u32
     }
 }
 
@@ -448,9 +450,8 @@ impl PmiServer {
             .iter()
             .zip(&state.excused)
             .all(|(&arrived, &excused)| arrived || excused);
-        if complete && state.barrier_arrived_count > 0 {
+        if complete && state.barrier_arrived.contains(&true) {
             state.barrier_arrived.fill(false);
-            state.barrier_arrived_count = 0;
             state.barrier_epoch += 1;
             self.barrier_released.notify_all();
         }
@@ -627,10 +628,7 @@ impl PmiServer {
             "barrier_in" => {
                 let mut state = self.state();
                 let epoch = state.barrier_epoch;
-                if !state.barrier_arrived[rank as usize] {
-                    state.barrier_arrived[rank as usize] = true;
-                    state.barrier_arrived_count += 1;
-                }
+                state.barrier_arrived[rank as usize] = true;
                 self.release_barrier_if_complete(&mut state);
                 while state.barrier_epoch == epoch && !state.shutting_down {
                     state = self
@@ -778,19 +776,30 @@ mod tests {
         );
     }
 
+    /// A thread per rank of `ranks` entering the barrier, returned once
+    /// all of them are in it.
+    fn barrier_waiters(
+        server: &Arc<PmiServer>,
+        ranks: std::ops::Range<u32>,
+    ) -> Vec<thread::JoinHandle<Option<String>>> {
+        let count = ranks.len() as u32;
+        let waiters = ranks
+            .map(|rank| {
+                let server = server.clone();
+                thread::spawn(move || request(&server, rank, "cmd=barrier_in"))
+            })
+            .collect();
+        while server.state().barrier_waiting_count() < count {
+            thread::sleep(Duration::from_millis(1));
+        }
+        waiters
+    }
+
     #[test]
     fn barrier_releases_only_when_every_rank_arrived_and_is_reusable() {
         let server = server(3, "k");
         for _round in 0..2 {
-            let waiters: Vec<_> = (0..2)
-                .map(|rank| {
-                    let server = server.clone();
-                    thread::spawn(move || request(&server, rank, "cmd=barrier_in"))
-                })
-                .collect();
-            while server.state().barrier_waiting_count() < 2 {
-                thread::sleep(Duration::from_millis(1));
-            }
+            let waiters = barrier_waiters(&server, 0..2);
             assert!(waiters.iter().all(|waiter| !waiter.is_finished()));
             assert_eq!(
                 request(&server, 2, "cmd=barrier_in").as_deref(),
@@ -805,25 +814,14 @@ mod tests {
     #[test]
     fn a_barrier_stops_waiting_for_an_excused_process() {
         let server = server(3, "k");
-        let waiters: Vec<_> = (0..2)
-            .map(|rank| {
-                let server = server.clone();
-                thread::spawn(move || request(&server, rank, "cmd=barrier_in"))
-            })
-            .collect();
-        while server.state().barrier_waiting_count() < 2 {
-            thread::sleep(Duration::from_millis(1));
-        }
+        let waiters = barrier_waiters(&server, 0..2);
         assert!(waiters.iter().all(|waiter| !waiter.is_finished()));
         server.excuse(2);
         for waiter in waiters {
             assert_eq!(waiter.join().unwrap().as_deref(), Some("cmd=barrier_out"));
         }
         // The next barrier needs only the two left.
-        let other = {
-            let server = server.clone();
-            thread::spawn(move || request(&server, 0, "cmd=barrier_in"))
-        };
+        let other = barrier_waiters(&server, 0..1).remove(0);
         assert_eq!(
             request(&server, 1, "cmd=barrier_in").as_deref(),
             Some("cmd=barrier_out")
@@ -834,13 +832,7 @@ mod tests {
     #[test]
     fn shutdown_releases_barrier_waiters_without_a_reply() {
         let server = server(2, "k");
-        let waiter = {
-            let server = server.clone();
-            thread::spawn(move || request(&server, 0, "cmd=barrier_in"))
-        };
-        while server.state().barrier_waiting_count() < 1 {
-            thread::sleep(Duration::from_millis(1));
-        }
+        let waiter = barrier_waiters(&server, 0..1).remove(0);
         server.shut_down();
         assert_eq!(waiter.join().unwrap(), None);
     }
