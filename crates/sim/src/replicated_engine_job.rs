@@ -146,6 +146,26 @@ fn ring_message_round(round: u32, burst: u32) -> u32 {
     round + 1_000 * burst
 }
 
+/// Posts a receive on WORLD from process `source` (None: ANY_SOURCE) with
+/// `tag`, into a buffer of the largest message: its request and buffer.
+fn start_receive(
+    engine: &mut Engine<Replication>,
+    length_max: usize,
+    source: Option<u32>,
+    tag: i32,
+) -> Result<(u32, Box<[u8]>), resmpi_core::MpiError> {
+    let mut buffer = vec![0u8; length_max.max(8)].into_boxed_slice();
+    let request = engine.start_receive(
+        WORLD,
+        buffer.as_mut_ptr(),
+        buffer.len(),
+        source,
+        Some(tag),
+        WORLD_CONTEXT,
+    )?;
+    Ok((request, buffer))
+}
+
 /// An allreduce contribution.
 fn contribution(seed: u64, rank: u32, round: u32) -> u64 {
     SplitMix64::new(seed ^ 0xa11 ^ (u64::from(rank) << 20) ^ u64::from(round)).below(1 << 40)
@@ -504,17 +524,9 @@ impl Job {
                 let next = (rank + 1) % ranks;
                 let previous = (rank + ranks - 1) % ranks;
                 for _ in 0..ring_burst {
-                    let mut buffer = vec![0u8; length_max.max(8)].into_boxed_slice();
-                    let request = engine
-                        .start_receive(
-                            WORLD,
-                            buffer.as_mut_ptr(),
-                            buffer.len(),
-                            Some(first + previous),
-                            Some(round as i32),
-                            WORLD_CONTEXT,
-                        )
-                        .map_err(|e| error("start_receive", e))?;
+                    let (request, buffer) =
+                        start_receive(engine, length_max, Some(first + previous), round as i32)
+                            .map_err(|e| error("start_receive", e))?;
                     open.requests.push((request, buffer, true));
                 }
                 for burst in 0..ring_burst {
@@ -542,16 +554,7 @@ impl Job {
                 let tag = GATHER_TAG + round as i32;
                 if rank == 0 {
                     for _ in 1..ranks {
-                        let mut buffer = vec![0u8; length_max.max(8)].into_boxed_slice();
-                        let request = engine
-                            .start_receive(
-                                WORLD,
-                                buffer.as_mut_ptr(),
-                                buffer.len(),
-                                None,
-                                Some(tag),
-                                WORLD_CONTEXT,
-                            )
+                        let (request, buffer) = start_receive(engine, length_max, None, tag)
                             .map_err(|e| error("start_receive", e))?;
                         open.requests.push((request, buffer, true));
                     }
