@@ -23,6 +23,7 @@
 
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 use resmpi_io::aggregation::{Access, Piece, Plan};
+use resmpi_io::store::Store;
 
 use crate::abi::*;
 use crate::file::{barrier, checked, io_error, CollectiveBuffering, Hints, OpenFile};
@@ -71,6 +72,9 @@ pub(crate) struct ExchangeBuffers {
     received: Vec<std::ops::Range<usize>>,
     /// The aggregator's window (writes) or sieved span (reads).
     window: Vec<u8>,
+    /// The window of the round before, which a write may still be
+    /// writing while this round's bytes arrive in `window`.
+    window_written: Vec<u8>,
 }
 
 impl ExchangeBuffers {
@@ -520,7 +524,11 @@ fn received_lists(buffers: &ExchangeBuffers) -> MpiResult<Vec<Vec<(u64, u64)>>> 
 /// small all-to-all), then sends their bytes straight from its packed
 /// data into the aggregator's window (one message per pair, a datatype of
 /// byte runs on each side), and the aggregator writes the covered runs.
-/// An aggregator copies its own pieces into its window itself.
+/// An aggregator copies its own pieces into its window itself, and writes
+/// a round's window on a thread of its own while the next round's bytes
+/// arrive in a second window, so the file system and the exchange work at
+/// once instead of taking turns (the last round, and so a call of one
+/// round, writes without a thread).
 unsafe fn two_phase_write(
     file: &mut OpenFile,
     prepared: &Prepared,
@@ -535,7 +543,10 @@ unsafe fn two_phase_write(
     let comm = file.comm;
     let mut buffers = std::mem::take(&mut file.exchange_buffers);
     let mut local: MpiResult<()> = Ok(());
-    let result = (|| -> MpiResult<()> {
+    let store = &mut file.store;
+    let result = std::thread::scope(|scope| -> MpiResult<()> {
+        let mut writing: Option<std::thread::ScopedJoinHandle<'_, Written<'_>>> = None;
+        let mut idle_store = Some(store);
         for round in 0..plan.rounds {
             buffers.start_round(size);
             let my_window = mine
@@ -592,12 +603,29 @@ unsafe fn two_phase_write(
             }
             transfers.wait()?;
             let Some((low, _)) = my_window else { continue };
-            if local.is_ok() {
-                local = write_covered(file, &buffers.window, low, covered);
+            finish_write(writing.take(), &mut buffers, &mut idle_store, &mut local);
+            if local.is_err() {
+                continue;
             }
+            let store = idle_store.take().expect("no write in progress");
+            if round + 1 == plan.rounds {
+                // Nothing left to overlap with: no thread.
+                local = write_covered(store, &buffers.window, low, covered);
+                idle_store = Some(store);
+                continue;
+            }
+            let window = std::mem::replace(
+                &mut buffers.window,
+                std::mem::take(&mut buffers.window_written),
+            );
+            writing = Some(scope.spawn(move || {
+                let written = write_covered(store, &window, low, covered);
+                (store, window, written)
+            }));
         }
+        finish_write(writing.take(), &mut buffers, &mut idle_store, &mut local);
         Ok(())
-    })();
+    });
     file.exchange_buffers = buffers;
     result?;
     // Everyone learns whether every aggregator wrote.
@@ -612,10 +640,32 @@ unsafe fn two_phase_write(
     Ok(prepared.total_bytes)
 }
 
+/// What the write thread of a round gives back: the store, the window it
+/// wrote, and how the write went.
+type Written<'a> = (&'a mut Store, Vec<u8>, MpiResult<()>);
+
+/// Wait for the round before's write, if one runs: its store becomes
+/// idle again, its window the one to fill next, its error `local`'s.
+fn finish_write<'a>(
+    writing: Option<std::thread::ScopedJoinHandle<'_, Written<'a>>>,
+    buffers: &mut ExchangeBuffers,
+    idle_store: &mut Option<&'a mut Store>,
+    local: &mut MpiResult<()>,
+) {
+    if let Some(handle) = writing {
+        let (store, window, written) = handle.join().expect("the write thread panicked");
+        *idle_store = Some(store);
+        buffers.window_written = window;
+        if local.is_ok() {
+            *local = written;
+        }
+    }
+}
+
 /// Write the runs `covered` lists (file byte ranges, in any order) from
 /// `window`, which holds the file from `low` on.
 fn write_covered(
-    file: &mut OpenFile,
+    store: &mut Store,
     window: &[u8],
     low: u64,
     mut covered: Vec<(u64, u64)>,
@@ -629,7 +679,7 @@ fn write_covered(
         }
     }
     for (start, end) in runs {
-        file.store
+        store
             .write_at(start, &window[(start - low) as usize..(end - low) as usize])
             .map_err(|error| io_error("collective write failed", &error))?;
     }
