@@ -687,102 +687,23 @@ fn write_covered(
 }
 
 /// A two-phase read. Each round: every process tells each aggregator
-/// which pieces it wants (one small all-to-all); an aggregator reads the
-/// span they cover once (data sieving) and sends each process its pieces
-/// straight from the window into the process's packed data (one message
-/// per pair, a datatype of byte runs on each side), copying its own.
+/// which pieces it wants (one small all-to-all); an aggregator reads its
+/// window once (data sieving) and sends each process its pieces straight
+/// from the window into the process's packed data (one message per pair,
+/// a datatype of byte runs on each side), copying its own. The next
+/// round's window is read on a thread of its own while this round's
+/// pieces go out (so a call of one round spawns nothing).
 unsafe fn two_phase_read(
     file: &mut OpenFile,
     prepared: &Prepared,
     access: &Access,
     plan: &Plan,
 ) -> MpiResult<usize> {
-    let mine = my_aggregator(file, plan);
-    let me = file.rank as usize;
-    let size = file.size as usize;
-    let comm = file.comm;
     let mut buffers = std::mem::take(&mut file.exchange_buffers);
-    let mut local: MpiResult<()> = Ok(());
     // SAFETY: the caller's buffer.
     let result = unsafe {
         prepared.read_into(|packed| {
-            for round in 0..plan.rounds {
-                // 1. Tell each aggregator which pieces this process wants.
-                buffers.start_round(size);
-                let mut wanted: Vec<(usize, Vec<(usize, usize)>)> = Vec::new();
-                let mut own: Vec<Piece> = Vec::new();
-                for (index, rank) in plan.aggregators.iter().enumerate() {
-                    let (low, high) = plan.window(index, round);
-                    let pieces = access.pieces_in(low, high);
-                    if pieces.is_empty() {
-                        continue;
-                    }
-                    if *rank == me {
-                        own = pieces;
-                        continue;
-                    }
-                    push_pieces(buffers.message_for(*rank).bytes(), &pieces);
-                    wanted.push((*rank, packed_runs(&pieces)));
-                }
-                exchange(comm, &mut buffers)?;
-                let mut transfers = RoundTransfers::default();
-                for (rank, runs) in &wanted {
-                    // SAFETY: runs of the packed data (the caller's
-                    // buffer or the staging), untouched until `wait`.
-                    transfers.receive(comm, packed.as_mut_ptr(), runs, *rank)?;
-                }
-                // 2. An aggregator reads the span the requests cover once
-                //    (data sieving) and answers each process.
-                if mine.is_some() {
-                    let lists = received_lists(&buffers)?;
-                    let everything = lists.iter().flatten().copied().chain(
-                        own.iter()
-                            .map(|piece| (piece.offset_bytes, piece.length_bytes)),
-                    );
-                    let (first, last) = everything.fold((u64::MAX, 0), |(first, last), piece| {
-                        (first.min(piece.0), last.max(piece.0 + piece.1))
-                    });
-                    let span_length = last.saturating_sub(first) as usize;
-                    if buffers.window.len() < span_length {
-                        buffers.window.resize(span_length, 0);
-                    }
-                    if span_length > 0 && local.is_ok() {
-                        match file
-                            .store
-                            .read_at(first, &mut buffers.window[..span_length])
-                        {
-                            // Past the end of the file reads as zeros.
-                            Ok(read) => buffers.window[read..span_length].fill(0),
-                            Err(error) => local = Err(io_error("collective read failed", &error)),
-                        }
-                    }
-                    for piece in &own {
-                        let length = piece.length_bytes as usize;
-                        let to = piece.packed_offset_bytes as usize;
-                        packed[to..to + length].copy_from_slice(
-                            &buffers.window[(piece.offset_bytes - first) as usize..][..length],
-                        );
-                    }
-                    for (source, list) in lists.iter().enumerate() {
-                        if list.is_empty() {
-                            continue;
-                        }
-                        let runs = window_runs(list, first, last)?;
-                        // SAFETY: runs inside the window, unchanged until
-                        // `wait`.
-                        transfers.send(comm, buffers.window.as_ptr(), &runs, source)?;
-                    }
-                }
-                transfers.wait()?;
-            }
-            let failed = allreduce_many(file.comm, &[local.is_err() as i64], MPI_MAX)?[0];
-            local.clone()?;
-            if failed != 0 {
-                return Err(MpiError::new(
-                    ErrorClass::Io,
-                    "a collective read failed on an aggregator",
-                ));
-            }
+            read_rounds(file, &mut buffers, packed, access, plan)?;
             // What lies before the end of the file was read.
             let end = file
                 .store
@@ -802,4 +723,147 @@ unsafe fn two_phase_read(
     };
     file.exchange_buffers = buffers;
     result
+}
+
+/// What the read thread of a round gives back: the store, the window it
+/// read, and how the read went.
+type WindowRead<'a> = (&'a mut Store, Vec<u8>, MpiResult<()>);
+
+/// Read `[low, high)` of the file into `window` (past the end: zeros).
+fn read_window(store: &mut Store, window: &mut Vec<u8>, low: u64, high: u64) -> MpiResult<()> {
+    let length = (high - low) as usize;
+    if window.len() < length {
+        window.resize(length, 0);
+    }
+    let read = store
+        .read_at(low, &mut window[..length])
+        .map_err(|error| io_error("collective read failed", &error))?;
+    window[read..length].fill(0);
+    Ok(())
+}
+
+/// Read `[low, high)` into `window` on a thread of `scope`.
+fn spawn_read<'scope, 'a: 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    store: &'a mut Store,
+    mut window: Vec<u8>,
+    low: u64,
+    high: u64,
+) -> std::thread::ScopedJoinHandle<'scope, WindowRead<'a>> {
+    scope.spawn(move || {
+        let read = read_window(store, &mut window, low, high);
+        (store, window, read)
+    })
+}
+
+/// The rounds of a two-phase read into `packed`, this process's data in
+/// view order.
+fn read_rounds(
+    file: &mut OpenFile,
+    buffers: &mut ExchangeBuffers,
+    packed: &mut [u8],
+    access: &Access,
+    plan: &Plan,
+) -> MpiResult<()> {
+    let mine = my_aggregator(file, plan);
+    let me = file.rank as usize;
+    let size = file.size as usize;
+    let comm = file.comm;
+    let my_window = |round: u64| {
+        mine.map(|index| plan.window(index, round))
+            .filter(|(low, high)| round < plan.rounds && low < high)
+    };
+    let mut local: MpiResult<()> = Ok(());
+    std::thread::scope(|scope| -> MpiResult<()> {
+        let mut idle_store = Some(&mut file.store);
+        let mut reading: Option<std::thread::ScopedJoinHandle<'_, WindowRead<'_>>> = None;
+        for round in 0..plan.rounds {
+            // 1. Tell each aggregator which pieces this process wants.
+            buffers.start_round(size);
+            let mut wanted: Vec<(usize, Vec<(usize, usize)>)> = Vec::new();
+            let mut own: Vec<Piece> = Vec::new();
+            for (index, rank) in plan.aggregators.iter().enumerate() {
+                let (low, high) = plan.window(index, round);
+                let pieces = access.pieces_in(low, high);
+                if pieces.is_empty() {
+                    continue;
+                }
+                if *rank == me {
+                    own = pieces;
+                    continue;
+                }
+                push_pieces(buffers.message_for(*rank).bytes(), &pieces);
+                wanted.push((*rank, packed_runs(&pieces)));
+            }
+            exchange(comm, buffers)?;
+            let mut transfers = RoundTransfers::default();
+            for (rank, runs) in &wanted {
+                // SAFETY: runs of the packed data (the caller's buffer or
+                // the staging), untouched until `wait`.
+                unsafe { transfers.receive(comm, packed.as_mut_ptr(), runs, *rank)? };
+            }
+            // 2. An aggregator answers from its window, read while the
+            //    round before went out, and starts reading the next one.
+            if let Some((low, high)) = my_window(round) {
+                match reading.take().map(|handle| handle.join()) {
+                    Some(Ok((store, window, read))) => {
+                        idle_store = Some(store);
+                        buffers.window = window;
+                        if local.is_ok() {
+                            local = read;
+                        }
+                    }
+                    Some(Err(_)) => panic!("the read thread panicked"),
+                    // The first round (nothing to overlap with yet) reads
+                    // here; after a failed read, the window is answered
+                    // as it is and everyone learns of the failure at the end.
+                    None => {
+                        let store = idle_store.as_deref_mut().expect("no read in progress");
+                        let read = read_window(store, &mut buffers.window, low, high);
+                        if local.is_ok() {
+                            local = read;
+                        }
+                    }
+                }
+                match my_window(round + 1) {
+                    Some((low, high)) if local.is_ok() => {
+                        let store = idle_store.take().expect("no read in progress");
+                        let window = std::mem::take(&mut buffers.window_written);
+                        reading = Some(spawn_read(scope, store, window, low, high));
+                    }
+                    _ => {}
+                }
+                for piece in &own {
+                    let length = piece.length_bytes as usize;
+                    let to = piece.packed_offset_bytes as usize;
+                    packed[to..to + length].copy_from_slice(
+                        &buffers.window[(piece.offset_bytes - low) as usize..][..length],
+                    );
+                }
+                for (source, list) in received_lists(buffers)?.iter().enumerate() {
+                    if list.is_empty() {
+                        continue;
+                    }
+                    let runs = window_runs(list, low, high)?;
+                    // SAFETY: runs inside the window, unchanged until `wait`.
+                    unsafe { transfers.send(comm, buffers.window.as_ptr(), &runs, source)? };
+                }
+            }
+            transfers.wait()?;
+            if my_window(round).is_some() && buffers.window_written.is_empty() {
+                // The window just sent from is the one to read into next.
+                buffers.window_written = std::mem::take(&mut buffers.window);
+            }
+        }
+        Ok(())
+    })?;
+    let failed = allreduce_many(comm, &[local.is_err() as i64], MPI_MAX)?[0];
+    local?;
+    if failed != 0 {
+        return Err(MpiError::new(
+            ErrorClass::Io,
+            "a collective read failed on an aggregator",
+        ));
+    }
+    Ok(())
 }
