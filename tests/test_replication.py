@@ -289,3 +289,62 @@ def test_process_masking_fails_the_job_naming_the_rank_when_all_its_replicas_die
     assert "timed out" not in res.stderr, res.describe()
     expected = fault_free(build, 3, ROUNDS_UNDER_FAULT).stdout
     assert expected.startswith(res.stdout), res.describe()
+
+
+# Divergence between replicas (issue 12 item 6): every ack of the
+# replication protocol carries the CRC32C of the payload the acking replica
+# received; the sender's replica compares it with what it sent. A bit
+# flipped in one replica's send buffer (replica_divergence.c, replica 1 of
+# rank 0) is found by both replicas of rank 0, each from the other
+# replica's receiver.
+
+DIVERGED = re.compile(r"(?:WARNING: )?mpiexec: replicas diverged: message (\d+) from rank 0 to rank 1: "
+                      r"replica (\d) of rank 1 received bytes with CRC32C [0-9a-f]{8}, "
+                      r"replica (\d) of rank 0 sent [0-9a-f]{8} \(silent data corruption")
+
+
+def lines(res):
+    return sorted(res.stdout.splitlines())
+
+
+def divergence_run(build, count, flip_round, *options, ranks=3):
+    return run(ranks, build("replica_divergence"), 4, count, flip_round,
+               mpiexec_opts=("--replicas", 2, *PROCESS_MASKING, *options), timeout=60)
+
+
+@pytest.mark.parametrize("count", [16, 100_000])  # eager, and rendezvous into a vector
+def test_a_bit_flipped_in_one_replica_is_reported_naming_the_message_and_replicas(build, count):
+    expected = run(3, build("replica_divergence"), 4, count, -1, timeout=60)
+    assert expected.returncode == 0, expected.describe()
+    clean = divergence_run(build, count, -1)
+    # Ranks print concurrently: the lines, not their interleaving, are the result.
+    assert clean.returncode == 0 and lines(clean) == lines(expected), clean.describe()
+    assert "diverged" not in clean.stderr and "replica_divergences" not in clean.stderr, clean.describe()
+    res = divergence_run(build, count, 2, "--sdc", "report")
+    assert res.returncode == 0, res.describe()
+    # Replica 0, whose output is shown, was not corrupted.
+    assert lines(res) == lines(expected), res.describe()
+    found = [DIVERGED.match(line) for line in res.stderr.splitlines() if "diverged" in line]
+    assert found and all(found), res.describe()
+    # Round 2 is message 3 on the channel 0 -> 1; each replica of rank 0
+    # hears of it from the replica of rank 1 it did not send to.
+    assert sorted((m[1], m[2], m[3]) for m in found) == [("3", "0", "1"), ("3", "1", "0")], res.describe()
+    assert "replica_divergences=2" in res.stderr or "replica_divergences 2" in res.stderr, res.describe()
+
+
+def test_sdc_abort_ends_the_job_naming_the_divergence(build):
+    res = divergence_run(build, 16, 1, "--sdc", "abort")
+    assert res.returncode != 0, res.describe()
+    assert "replicas diverged: message 2 from rank 0 to rank 1" in res.stderr, res.describe()
+
+
+@pytest.mark.parametrize("options, message", [
+    (("--replicas", 2, *PROCESS_MASKING, "--sdc", "vote"), "--sdc vote: outvoting a diverged replica needs"),
+    (("--replicas", 2, *PROCESS_MASKING, "--sdc", "often"), "--sdc 'often': expected report or abort"),
+    (("--replicas", 2, "--sdc", "report"), "it needs --replicas R (R >= 2) --replica-masking process"),
+    (("--sdc", "abort"), "it needs --replicas R (R >= 2) --replica-masking process"),
+])
+def test_sdc_options_that_cannot_be_honoured_are_refused(build, options, message):
+    res = run(2, build("replica_divergence"), 1, 4, -1, mpiexec_opts=options, timeout=30)
+    assert res.returncode == 2, res.describe()
+    assert message in res.stderr, res.describe()

@@ -1102,6 +1102,11 @@ impl<F: Interceptor> Engine<F> {
         if let Some(error) = self.state.pending_error.take() {
             return Err(error);
         }
+        if F::HASHES_RECEIVED {
+            if let Some(text) = self.state.interceptor.take_fatal_error() {
+                return Err(MpiError::new(ErrorClass::Other, text));
+            }
+        }
         if F::PINS_WILDCARDS {
             frames += self.release_deferred_receives();
         }
@@ -2271,9 +2276,46 @@ impl<F: Interceptor> State<F> {
             .position(|entry| entry.receive == Some(index))
         {
             let entry = self.rendezvous_in.swap_remove(position);
+            if F::HASHES_RECEIVED {
+                if let Some(hash) = self.received_payload_hash(index) {
+                    self.interceptor
+                        .on_received_hash(entry.physical, entry.logical_seq, hash);
+                }
+            }
             self.interceptor
                 .on_message_landed(entry.physical, entry.logical_seq);
         }
+    }
+
+    /// CRC32C of the message receive `index` holds, packed (None when it
+    /// was truncated: its bytes are not all kept).
+    fn received_payload_hash(&self, index: u32) -> Option<u32> {
+        let Some(Request {
+            operation: Operation::Receive(receive),
+            ..
+        }) = self.requests.get(index)
+        else {
+            return None;
+        };
+        if receive.total > receive.capacity {
+            return None;
+        }
+        if let Some(start) = receive.bytes.contiguous_at(0) {
+            // SAFETY: the receive's buffer holds `total` bytes (at most its
+            // capacity), just written.
+            return Some(crc32c(unsafe { slice_from(start, receive.total) }));
+        }
+        let mut crc = resmpi_checksum::Crc32c::new();
+        let mut chunk = vec![0u8; receive.total.min(64 << 10)];
+        let mut offset = 0;
+        while offset < receive.total {
+            let length = chunk.len().min(receive.total - offset);
+            // SAFETY: as above; `read` packs `length` bytes from `offset`.
+            unsafe { receive.bytes.read(offset, &mut chunk[..length]) };
+            crc = crc.update(&chunk[..length]);
+            offset += length;
+        }
+        Some(crc.finish())
     }
 
     /// Replication: whether a data frame from `physical` for receive
@@ -2763,6 +2805,13 @@ impl<F: Interceptor> State<F> {
                     // now (answers to the process it stands for, dead, are
                     // dropped).
                     self.return_credit(physical, header.payload_len as usize);
+                }
+                if F::HASHES_RECEIVED && header.kind == FrameKind::Eager {
+                    self.interceptor.on_received_hash(
+                        physical,
+                        header.logical_seq,
+                        crc32c(payload),
+                    );
                 }
                 if !self.replicated_arrival(physical, peer, &header) {
                     return true;

@@ -32,6 +32,7 @@ pub mod wireup;
 use std::sync::Arc;
 
 pub use resmpi_ft::CompletionCall;
+use resmpi_ft::Interceptor as _;
 use resmpi_runtime::{Config, FailureNotices, FailurePolicy, Pmi, StripeChoice};
 
 pub use comm::Communicator;
@@ -109,18 +110,21 @@ pub type JobProtocol = resmpi_replication::Replication;
 
 /// This build's protocol for process `rank` of a job mapped by `replicas`.
 #[cfg(not(feature = "replication"))]
-fn job_protocol(_rank: u32, _replicas: Replicas) -> MpiResult<JobProtocol> {
+fn job_protocol(_rank: u32, _replicas: Replicas, _config: &Config) -> MpiResult<JobProtocol> {
     Ok(resmpi_ft::PassThrough)
 }
 
 /// This build's protocol for process `rank` of a job mapped by `replicas`.
 #[cfg(feature = "replication")]
-fn job_protocol(rank: u32, replicas: Replicas) -> MpiResult<JobProtocol> {
-    Ok(resmpi_replication::Replication::new(
-        rank,
-        replicas.ranks,
-        replicas.count,
-    ))
+fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<JobProtocol> {
+    let sdc = match config.sdc {
+        resmpi_runtime::SdcChoice::Report => resmpi_replication::SdcPolicy::Report,
+        resmpi_runtime::SdcChoice::Abort => resmpi_replication::SdcPolicy::Abort,
+    };
+    Ok(
+        resmpi_replication::Replication::new(rank, replicas.ranks, replicas.count)
+            .with_sdc_policy(sdc),
+    )
 }
 
 /// One MPI process's library state.
@@ -229,7 +233,7 @@ impl Mpi {
         // `Engine<PassThrough>`, exactly the engine without hooks.
         let replicas = Replicas::of_job(size, config.replica_count)?;
         let protocol = match resmpi_ft::Mode::from_name(&config.ft_protocol) {
-            Ok(resmpi_ft::Mode::None) => job_protocol(rank, replicas)?,
+            Ok(resmpi_ft::Mode::None) => job_protocol(rank, replicas, &config)?,
             Err(problem) => {
                 return fail(ErrorClass::Other, format!("MPI_Init: RESMPI_FT: {problem}"))
             }
@@ -426,6 +430,13 @@ impl Mpi {
                 counters.push((name, value));
             }
         }
+        counters.extend(
+            state
+                .interceptor
+                .report_counters()
+                .into_iter()
+                .filter(|(_, value)| *value > 0),
+        );
         counters
     }
 
@@ -444,6 +455,20 @@ impl Mpi {
         let _ = self
             .pmi
             .put(&format!("resmpi-report-{}", self.rank()), &text.join(";"));
+        // One key per line, hex: a PMI-1 value holds no blank.
+        for (index, line) in self
+            .engine
+            .state
+            .interceptor
+            .report_lines()
+            .iter()
+            .enumerate()
+        {
+            let _ = self.pmi.put(
+                &format!("resmpi-report-line-{}-{index}", self.rank()),
+                &resmpi_runtime::hex_encode(line.as_bytes()),
+            );
+        }
     }
 
     /// MPI_Abort: tell the process manager, then exit.

@@ -263,6 +263,9 @@ pub trait Interceptor {
     /// replica a frame stands for ([`Interceptor::logical_peer`]) and
     /// which processes are dead ([`Interceptor::replica_dead`]).
     const REPLICATES: bool = false;
+    /// The engine hands [`Interceptor::on_received_hash`] the CRC32C of
+    /// every message it receives (replication's divergence check).
+    const HASHES_RECEIVED: bool = false;
 
     /// Short name, as given to `--ft`.
     fn name(&self) -> &'static str;
@@ -368,6 +371,32 @@ pub trait Interceptor {
     /// has all landed (only with `REPLICATES`).
     #[inline]
     fn on_message_landed(&mut self, _peer: u32, _logical_seq: u64) {}
+
+    /// The CRC32C of message `logical_seq` from process `peer` as this
+    /// process received it (only with `HASHES_RECEIVED`): an eager one
+    /// just before [`Interceptor::on_message_arrival`], a rendezvous just
+    /// before [`Interceptor::on_message_landed`] (none for a truncated
+    /// one, whose bytes are not all kept).
+    #[inline]
+    fn on_received_hash(&mut self, _peer: u32, _logical_seq: u64, _hash: u32) {}
+
+    /// An error the protocol found that must end the job (taken once):
+    /// the engine reports it from the next MPI call.
+    #[inline]
+    fn take_fatal_error(&mut self) -> Option<String> {
+        None
+    }
+
+    /// Counters for the end-of-job report, named when non-zero.
+    fn report_counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
+    /// Lines for the end-of-job report (each names an event the counters
+    /// only count).
+    fn report_lines(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// The send request with wire id `wire_id` to process `destination`,
     /// numbered `logical_seq`, has started (only with `REPLICATES`): from

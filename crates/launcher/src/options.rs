@@ -292,6 +292,12 @@ fault tolerance (each sets a variable in every rank):
                         replication protocol), a surviving replica of its
                         rank takes over its messages, and the job fails
                         only when a rank has no live replica
+  --sdc report|abort    under --replica-masking process, what a divergence
+                        between the replicas of a rank does (every ack
+                        carries the CRC32C of the payload received; RESMPI_SDC):
+                        report (default) names it in the FT report, abort
+                        ends the job with an error naming it; vote is not
+                        built yet
   --respawn N           test-only re-join policy (needs continue): a rank
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
@@ -359,7 +365,7 @@ fn arity_of(name: &str) -> Option<Arity> {
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
         | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler"
-        | "replicas" | "replica-masking" => Some(Arity::One),
+        | "replicas" | "replica-masking" | "sdc" => Some(Arity::One),
         "io-replication-factor" | "io-replica-targets" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
@@ -400,6 +406,24 @@ fn parse_bind_to(text: &str, source: &str) -> Result<&'static str, String> {
         "core" | "cores" | "hwthread" | "hwthreads" => Ok("core"),
         "none" => Ok("none"),
         _ => Err(format!("{source} '{text}': expected core or none")),
+    }
+}
+
+/// The variable that mirrors `--sdc`.
+pub const SDC_VARIABLE: &str = "RESMPI_SDC";
+
+/// `--sdc`'s value: `report` or `abort` (`vote` is refused: it needs the
+/// recovery of lost replicas).
+fn parse_sdc(text: &str) -> Result<&'static str, String> {
+    match text {
+        "report" => Ok("report"),
+        "abort" => Ok("abort"),
+        "vote" => Err(
+            "--sdc vote: outvoting a diverged replica needs the recovery of lost \
+                       replicas, which is not built yet (issue 12); use report or abort"
+                .to_string(),
+        ),
+        other => Err(format!("--sdc '{other}': expected report or abort")),
     }
 }
 
@@ -540,6 +564,7 @@ pub fn parse(
     let mut respawn_count_max = 0;
     let mut replica_count = 1;
     let mut replica_masking = None;
+    let mut sdc = None;
     let mut index = 0;
     while index < arguments.len() {
         let word = &arguments[index];
@@ -746,6 +771,7 @@ pub fn parse(
                     })?;
             }
             "replica-masking" => replica_masking = Some(parse_replica_masking(&values[0])?),
+            "sdc" => sdc = Some(parse_sdc(&values[0])?),
             "respawn" => {
                 respawn_count_max = values[0].parse::<u32>().map_err(|_| {
                     format!(
@@ -846,6 +872,15 @@ pub fn parse(
             None => ReplicaMasking::Replica,
         },
     };
+    if let Some(sdc) = sdc {
+        if replica_count < 2 || replica_masking != ReplicaMasking::Process {
+            return Err(format!(
+                "--sdc {sdc}: divergence between replicas is found by the replication \
+                 protocol's acks: it needs --replicas R (R >= 2) --replica-masking process"
+            ));
+        }
+        environment.push((SDC_VARIABLE.to_string(), sdc.to_string()));
+    }
     if replica_count > 1 {
         check_replication_supported(&hosts, failure_policy, respawn_count_max)?;
         environment.push((

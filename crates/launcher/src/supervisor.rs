@@ -292,11 +292,25 @@ fn report_fault_tolerance(
     replicas_given_up: u64,
     exit_code: i32,
 ) {
-    let mut report = {
+    let (mut report, lines) = {
         let state = server.state();
-        FtReport::collect(options.process_count(), |key| {
+        let report = FtReport::collect(options.process_count(), |key| {
             state.key_value(key).map(str::to_string)
-        })
+        });
+        // Events the counters only count, named by the process that saw
+        // them: `resmpi-report-line-<process>-<i>`, i = 0, 1, ..., hex.
+        let lines: Vec<String> = (0..options.process_count())
+            .flat_map(|process| {
+                (0..)
+                    .map_while(|index| {
+                        state.key_value(&format!("resmpi-report-line-{process}-{index}"))
+                    })
+                    .filter_map(resmpi_runtime::hex_decode)
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        (report, lines)
     };
     report.launcher = LauncherCounters {
         processes_lost: server.dead_ranks().len() as u64,
@@ -306,6 +320,9 @@ fn report_fault_tolerance(
     };
     if report.any_nonzero() || options.ft_options_given {
         eprintln!("{}{}", notice_prefix(options.failure_policy), report.line());
+    }
+    for line in lines {
+        eprintln!("{}mpiexec: {line}", notice_prefix(options.failure_policy));
     }
     if let Some(path) = &options.report_json {
         if let Err(error) = report.write_json(path, exit_code) {

@@ -11,15 +11,41 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use resmpi_ft::{Interceptor, MessageArrival, PeerFailureAction, SendEnvelope, SendTargets};
+use resmpi_ft::{
+    Interceptor, MessageArrival, Payload, PeerFailureAction, SendEnvelope, SendTargets, SentMessage,
+};
 
+use crate::divergence::{DivergenceCheck, SdcPolicy};
 use crate::{Action, Arrival, Process, Replica, SendId};
 
 /// Protocol frame: an ack (`ACK_FRAME`, then the logical number, u64 LE).
 const ACK_FRAME: u8 = 1;
+/// Protocol frame: an ack with the CRC32C of the payload received
+/// (`ACK_WITH_HASH_FRAME`, the logical number, u64 LE, the hash, u32 LE).
+const ACK_WITH_HASH_FRAME: u8 = 2;
 
-/// A protocol frame to send: (process, bytes).
-type Frame = (u32, Vec<u8>);
+/// An ack of message `logical_seq`, with the hash of its payload if known.
+fn ack_frame(logical_seq: u64, hash: Option<u32>) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(13);
+    bytes.push(if hash.is_some() {
+        ACK_WITH_HASH_FRAME
+    } else {
+        ACK_FRAME
+    });
+    bytes.extend_from_slice(&logical_seq.to_le_bytes());
+    if let Some(hash) = hash {
+        bytes.extend_from_slice(&hash.to_le_bytes());
+    }
+    bytes
+}
+
+/// CRC32C of a payload being sent.
+fn payload_hash(payload: &Payload<'_>) -> u32 {
+    match payload {
+        Payload::Contiguous(bytes) => resmpi_checksum::crc32c(bytes),
+        Payload::Gathered { .. } => resmpi_checksum::crc32c(&payload.to_vec()),
+    }
+}
 
 /// The replication protocol as an engine interceptor.
 #[derive(Clone, Debug)]
@@ -43,8 +69,17 @@ pub struct Replication {
     /// Protocol frames to send: (process, bytes).
     frames: VecDeque<(u32, Vec<u8>)>,
     /// Acks of rendezvous messages whose data has not landed yet, by
-    /// (sender rank, logical number).
-    deferred_acks: BTreeMap<(u32, u64), Vec<Frame>>,
+    /// (sender rank, logical number): the processes to ack.
+    deferred_acks: BTreeMap<(u32, u64), Vec<u32>>,
+    /// The hash of the message received last: (sender rank, logical
+    /// number, CRC32C), for the acks of its arrival or landing.
+    received_hash: Option<(u32, u64, u32)>,
+    /// Sent and acked payload hashes compared (`--sdc`).
+    divergence: DivergenceCheck,
+    /// What a divergence does.
+    sdc_policy: SdcPolicy,
+    /// A divergence under `SdcPolicy::Abort`, for the engine to report.
+    fatal_error: Option<String>,
     /// Ranks whose every replica is dead.
     pub lost_ranks: Vec<u32>,
     /// Messages dropped as duplicates (a substitute's re-sends).
@@ -73,9 +108,32 @@ impl Replication {
             resends: VecDeque::new(),
             frames: VecDeque::new(),
             deferred_acks: BTreeMap::new(),
+            received_hash: None,
+            divergence: DivergenceCheck::default(),
+            sdc_policy: SdcPolicy::Report,
+            fatal_error: None,
             lost_ranks: Vec::new(),
             duplicates_dropped: 0,
             resends_made: 0,
+        }
+    }
+
+    /// The same, with `policy` for divergences between replicas.
+    pub fn with_sdc_policy(mut self, policy: SdcPolicy) -> Replication {
+        self.sdc_policy = policy;
+        self
+    }
+
+    /// Sent and acked payload hashes compared so far.
+    pub fn divergence(&self) -> &DivergenceCheck {
+        &self.divergence
+    }
+
+    /// `found` new divergences: under `Abort`, the job must end.
+    fn diverged(&mut self, found: u64) {
+        if found > 0 && self.sdc_policy == SdcPolicy::Abort && self.fatal_error.is_none() {
+            let first = self.divergence.kept.last().map(ToString::to_string);
+            self.fatal_error = Some(first.unwrap_or_else(|| "replicas diverged".to_string()));
         }
     }
 
@@ -108,6 +166,9 @@ impl Replication {
     /// routed go into `targets`, any other into the re-send queue.
     fn drain(&mut self, mut targets: Option<(&mut Vec<u32>, SendId)>) {
         while let Some(action) = self.replica.poll_action() {
+            if let Action::SendComplete(send) = action {
+                self.divergence.handle_complete(send);
+            }
             match action {
                 Action::Transmit { send, to } => match &mut targets {
                     Some((list, routed)) if *routed == send => {
@@ -121,10 +182,13 @@ impl Replication {
                 Action::Ack {
                     to, logical_seq, ..
                 } => {
-                    let mut bytes = vec![ACK_FRAME];
-                    bytes.extend_from_slice(&logical_seq.to_le_bytes());
+                    // `to` is a replica of the rank that sent the message.
+                    let hash = self
+                        .received_hash
+                        .filter(|&(rank, seq, _)| (rank, seq) == (to.rank, logical_seq))
+                        .map(|(_, _, hash)| hash);
                     let to = self.index_of(to);
-                    self.frames.push_back((to, bytes));
+                    self.frames.push_back((to, ack_frame(logical_seq, hash)));
                 }
                 Action::SendComplete(send) => match self.held.remove(&send) {
                     Some(wire_id) => self.released.push_back(wire_id),
@@ -144,6 +208,8 @@ impl Interceptor for Replication {
     const ROUTES_SENDS: bool = true;
     const SENDS_PROTOCOL_FRAMES: bool = true;
     const REPLICATES: bool = true;
+    const WANTS_PAYLOADS: bool = true;
+    const HASHES_RECEIVED: bool = true;
 
     fn name(&self) -> &'static str {
         "replication"
@@ -184,7 +250,7 @@ impl Interceptor for Replication {
             // `irecvComplete` of a rendezvous is its data landing: were it
             // acked now and its sender died before the data, the
             // substitute would not re-send it.
-            let acks: Vec<Frame> = self.frames.drain(queued..).collect();
+            let acks: Vec<u32> = self.frames.drain(queued..).map(|(to, _)| to).collect();
             self.deferred_acks.insert((from.rank, logical_seq), acks);
         }
         match arrival {
@@ -199,15 +265,55 @@ impl Interceptor for Replication {
 
     fn on_message_landed(&mut self, peer: u32, logical_seq: u64) {
         let rank = self.process_of(peer).rank;
-        for (to, frame) in self
+        let hash = self
+            .received_hash
+            .filter(|&(from, seq, _)| (from, seq) == (rank, logical_seq))
+            .map(|(_, _, hash)| hash);
+        for to in self
             .deferred_acks
             .remove(&(rank, logical_seq))
             .unwrap_or_default()
         {
             if self.replica.is_alive(self.process_of(to)) {
-                self.frames.push_back((to, frame));
+                self.frames.push_back((to, ack_frame(logical_seq, hash)));
             }
         }
+    }
+
+    fn on_received_hash(&mut self, peer: u32, logical_seq: u64, hash: u32) {
+        self.received_hash = Some((self.process_of(peer).rank, logical_seq, hash));
+    }
+
+    fn on_send_payload(&mut self, message: &SentMessage, payload: Payload<'_>) {
+        let send = self.send_id(message.destination, message.logical_seq);
+        if !self.divergence.wants_hash(send) {
+            return;
+        }
+        let hash = payload_hash(&payload);
+        let pending = !self.completed.contains(&send);
+        let me = self.replica.me();
+        let found = self.divergence.handle_sent(me, send, hash, pending);
+        self.diverged(found);
+    }
+
+    fn take_fatal_error(&mut self) -> Option<String> {
+        self.fatal_error.take()
+    }
+
+    fn report_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("replica_divergences", self.divergence.found),
+            ("replica_duplicates_dropped", self.duplicates_dropped),
+            ("replica_resends", self.resends_made),
+        ]
+    }
+
+    fn report_lines(&self) -> Vec<String> {
+        self.divergence
+            .kept
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     fn send_started(&mut self, wire_id: u64, destination: u32, logical_seq: u64) {
@@ -290,14 +396,33 @@ impl Interceptor for Replication {
     }
 
     fn on_protocol_frame(&mut self, peer: u32, bytes: &[u8]) {
-        if bytes.len() == 9 && bytes[0] == ACK_FRAME {
-            let logical_seq = u64::from_le_bytes(bytes[1..9].try_into().expect("8 bytes"));
-            let from = self.process_of(peer);
-            if self.replica.is_alive(from) {
-                self.replica.handle_ack(from, logical_seq);
-                self.drain(None);
+        let hash = match (bytes.len(), bytes.first()) {
+            (9, Some(&ACK_FRAME)) => None,
+            (13, Some(&ACK_WITH_HASH_FRAME)) => Some(u32::from_le_bytes(
+                bytes[9..13].try_into().expect("4 bytes"),
+            )),
+            _ => return,
+        };
+        let logical_seq = u64::from_le_bytes(bytes[1..9].try_into().expect("8 bytes"));
+        let from = self.process_of(peer);
+        if !self.replica.is_alive(from) {
+            return;
+        }
+        if let Some(hash) = hash {
+            // Compared before the ack may complete the send (and drop its
+            // hash).
+            let send = SendId {
+                destination: from.rank,
+                logical_seq,
+            };
+            let me = self.replica.me();
+            let made = self.replica.has_sent(send);
+            if self.divergence.handle_ack(me, send, from, hash, made) {
+                self.diverged(1);
             }
         }
+        self.replica.handle_ack(from, logical_seq);
+        self.drain(None);
     }
 
     fn poll_protocol_frame(&mut self) -> Option<(u32, Vec<u8>)> {

@@ -41,7 +41,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+pub mod divergence;
 mod interceptor;
+pub use divergence::SdcPolicy;
 pub use interceptor::Replication;
 
 /// One process of a replicated job.
@@ -83,13 +85,13 @@ pub enum Action {
         /// The replica of the destination to transmit to.
         to: Process,
     },
-    /// Send an ack of message `logical_seq` of channel (`sender_rank` ->
-    /// this rank) to process `to` (a replica of the sender rank).
+    /// Send an ack of message `logical_seq` of channel (`to.rank` ->
+    /// `acking_rank`) to process `to` (a replica of the sender rank).
     Ack {
         /// The replica acknowledged.
         to: Process,
-        /// The rank that sent the message.
-        sender_rank: u32,
+        /// The rank that received the message (this process's).
+        acking_rank: u32,
         /// Its logical number.
         logical_seq: u64,
     },
@@ -186,6 +188,12 @@ impl Replica {
             lost_ranks: BTreeSet::new(),
             actions: VecDeque::new(),
         }
+    }
+
+    /// Whether this process has made send `send` (its channel has reached
+    /// that logical number).
+    pub fn has_sent(&self, send: SendId) -> bool {
+        send.logical_seq <= self.last_seq_out[send.destination as usize]
     }
 
     /// This process.
@@ -295,7 +303,7 @@ impl Replica {
             if replica != from.replica && self.is_alive(to) {
                 self.actions.push_back(Action::Ack {
                     to,
-                    sender_rank: self.me.rank,
+                    acking_rank: self.me.rank,
                     logical_seq,
                 });
             }

@@ -47,7 +47,7 @@ fn an_arrival_acks_every_other_live_replica_of_the_sender_once() {
         drain(&mut receiver),
         [Action::Ack {
             to: process(0, 1),
-            sender_rank: 1,
+            acking_rank: 1,
             logical_seq: 1
         }]
     );

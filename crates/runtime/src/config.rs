@@ -112,6 +112,18 @@ pub struct Config {
     /// `ranks * replica_count` processes; PMI rank `p` runs replica
     /// `p / ranks` of rank `p % ranks`.
     pub replica_count: u32,
+    /// `RESMPI_SDC` (`mpiexec --sdc`): what a divergence between the
+    /// replicas of a rank does under the replication protocol.
+    pub sdc: SdcChoice,
+}
+
+/// What a divergence between replicas does (`RESMPI_SDC`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SdcChoice {
+    /// Counted and named in the end-of-job report.
+    Report,
+    /// The job ends with an error naming it.
+    Abort,
 }
 
 /// What the job does when a process dies (`RESMPI_FAILURE_POLICY`).
@@ -181,6 +193,7 @@ impl Default for Config {
             ft_protocol: "none".into(),
             incarnation: 0,
             replica_count: 1,
+            sdc: SdcChoice::Report,
         }
     }
 }
@@ -310,6 +323,18 @@ impl Config {
                 .ok_or_else(|| {
                     format!("RESMPI_REPLICAS='{text}' is not a number of replicas from 1 to {REPLICAS_MAX}")
                 })?;
+        }
+        if let Some(text) = lookup("RESMPI_SDC") {
+            if text.trim() == "vote" {
+                return Err("RESMPI_SDC=vote: outvoting a diverged replica needs the recovery \
+                            of lost replicas, which is not built yet (issue 12); use report or abort"
+                    .to_string());
+            }
+            config.sdc = choose(
+                "RESMPI_SDC",
+                &text,
+                &[("report", SdcChoice::Report), ("abort", SdcChoice::Abort)],
+            )?;
         }
         if let Some(text) = lookup("RESMPI_RELIABLE") {
             config.reliable = choose("RESMPI_RELIABLE", &text, &switch)?;

@@ -112,6 +112,8 @@ pub struct ReplicatedEngineJobReport {
     pub resends: u64,
     /// Processes killed.
     pub killed: usize,
+    /// Divergences between replicas the acks' payload hashes showed.
+    pub divergences: u64,
 }
 
 /// One phase of a rank's program: operations started together, waited
@@ -205,7 +207,23 @@ pub fn run_replicated_engine_job(
     let mut job = Job::new(config);
     job.run()
         .map_err(|problem| format!("seed {}: step {}: {problem}", config.seed, job.step))?;
-    Ok(job.report())
+    let report = job.report();
+    if report.divergences > 0 {
+        // Every replica of a rank sends the same bytes here: a mismatch
+        // is a hash taken of the wrong bytes, or an ack of the wrong
+        // message.
+        let first = job
+            .processes
+            .iter()
+            .find_map(|process| process.engine.state.interceptor.divergence().kept.first())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        return Err(format!(
+            "seed {}: {} false divergences, e.g. {first}",
+            config.seed, report.divergences
+        ));
+    }
+    Ok(report)
 }
 
 struct InFlight {
@@ -296,6 +314,7 @@ impl Job {
         for process in &self.processes {
             report.duplicates_dropped += process.engine.state.interceptor.duplicates_dropped;
             report.resends += process.engine.state.interceptor.resends_made;
+            report.divergences += process.engine.state.interceptor.divergence().found;
         }
         report
     }
