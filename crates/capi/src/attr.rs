@@ -50,10 +50,12 @@ fn callback_error(what: &str, keyval: c_int, code: c_int) -> MpiError {
     )
 }
 
-/// Run `keyval`'s delete callback on `value` of communicator `comm_index`.
-fn run_delete(
+/// Run `keyval`'s delete callback on `value` of object `handle` (a
+/// communicator, or a datatype: both are ints with the same callback
+/// signature).
+pub(crate) fn run_delete(
     keyval_entry: &Keyval,
-    comm_index: usize,
+    handle: c_int,
     keyval: c_int,
     value: usize,
 ) -> MpiResult<()> {
@@ -64,7 +66,7 @@ fn run_delete(
     // library lock is not held.
     let code = unsafe {
         delete(
-            comm_handle(comm_index),
+            handle,
             keyval,
             value as *mut c_void,
             keyval_entry.extra_state as *mut c_void,
@@ -79,7 +81,7 @@ fn run_delete(
 
 /// The keyval entry of `keyval` whether or not it was freed (attributes
 /// outlive the freeing of their keyval).
-fn keyval_entry_any(keyval: c_int) -> Option<Keyval> {
+pub(crate) fn keyval_entry_any(keyval: c_int) -> Option<Keyval> {
     let index = keyval_index(keyval)?;
     lock().registry.objects.keyvals.get(index).copied()
 }
@@ -94,6 +96,24 @@ pub fn copy_attributes(old_index: usize, new_index: usize) -> MpiResult<()> {
         .get(&old_index)
         .cloned()
         .unwrap_or_default();
+    let copied = run_copies(comm_handle(old_index), attributes)?;
+    if !copied.is_empty() {
+        lock()
+            .registry
+            .objects
+            .comm_attributes
+            .insert(new_index, copied);
+    }
+    Ok(())
+}
+
+/// The attributes a duplicate of object `handle` gets: what the copy
+/// callbacks of its `attributes` return (those whose callback sets the
+/// flag). Runs application code: call without the lock.
+pub(crate) fn run_copies(
+    handle: c_int,
+    attributes: Vec<(c_int, usize)>,
+) -> MpiResult<Vec<(c_int, usize)>> {
     let mut copied = Vec::new();
     for (keyval, value) in attributes {
         let Some(entry) = keyval_entry_any(keyval) else {
@@ -104,10 +124,10 @@ pub fn copy_attributes(old_index: usize, new_index: usize) -> MpiResult<()> {
         };
         let mut out: *mut c_void = std::ptr::null_mut();
         let mut flag: c_int = 0;
-        // SAFETY: an application callback (or MPI_COMM_DUP_FN); the lock is not held.
+        // SAFETY: an application callback (or MPI_*_DUP_FN); the lock is not held.
         let code = unsafe {
             copy(
-                comm_handle(old_index),
+                handle,
                 keyval,
                 entry.extra_state as *mut c_void,
                 value as *mut c_void,
@@ -122,14 +142,7 @@ pub fn copy_attributes(old_index: usize, new_index: usize) -> MpiResult<()> {
             copied.push((keyval, out as usize));
         }
     }
-    if !copied.is_empty() {
-        lock()
-            .registry
-            .objects
-            .comm_attributes
-            .insert(new_index, copied);
-    }
-    Ok(())
+    Ok(copied)
 }
 
 /// Delete every attribute of communicator `comm_index`, running the delete
@@ -148,7 +161,7 @@ pub fn delete_all_attributes(comm_index: usize) -> MpiResult<()> {
             return Ok(());
         };
         if let Some(entry) = keyval_entry_any(keyval) {
-            run_delete(&entry, comm_index, keyval, value)?;
+            run_delete(&entry, comm_handle(comm_index), keyval, value)?;
         }
         let mut global = lock();
         if let Some(attributes) = global.registry.objects.comm_attributes.get_mut(&comm_index) {
@@ -160,7 +173,7 @@ pub fn delete_all_attributes(comm_index: usize) -> MpiResult<()> {
     }
 }
 
-fn create_keyval(
+pub(crate) fn create_keyval(
     name: &str,
     copy: MPI_Comm_copy_attr_function,
     delete: MPI_Comm_delete_attr_function,
@@ -212,7 +225,7 @@ pub unsafe extern "C" fn PMPI_Keyval_create(
 }
 const _: fn_types::MPI_Keyval_create = PMPI_Keyval_create;
 
-fn free_keyval(name: &str, keyval: *mut c_int) -> c_int {
+pub(crate) fn free_keyval(name: &str, keyval: *mut c_int) -> c_int {
     entry(name, MPI_COMM_WORLD, |_, registry| {
         if keyval.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "keyval pointer is NULL"));
@@ -281,7 +294,7 @@ fn set_attribute(name: &str, comm: MPI_Comm, keyval: c_int, value: *mut c_void) 
         Err(code) => return code,
     };
     if let Some(old) = old {
-        if let Err(error) = run_delete(&entry, index, keyval, old) {
+        if let Err(error) = run_delete(&entry, comm_handle(index), keyval, old) {
             put_attribute(index, keyval, old);
             return raise_error(name, comm, error);
         }
@@ -325,7 +338,7 @@ fn delete_attribute(name: &str, comm: MPI_Comm, keyval: c_int) -> c_int {
             ),
         );
     };
-    if let Err(error) = run_delete(&entry, index, keyval, old) {
+    if let Err(error) = run_delete(&entry, comm_handle(index), keyval, old) {
         put_attribute(index, keyval, old);
         return raise_error(name, comm, error);
     }

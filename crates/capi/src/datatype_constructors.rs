@@ -102,6 +102,22 @@ const _: fn_types::MPI_Type_contiguous = PMPI_Type_contiguous;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    let code = duplicate(oldtype, newtype);
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // Copy callbacks are application code: they run without the state.
+    // SAFETY: `duplicate` succeeded, so `newtype` is non-null and set.
+    let new = unsafe { *newtype };
+    match crate::type_attr::copy_attributes(oldtype, new) {
+        Ok(()) => MPI_SUCCESS,
+        Err(error) => crate::global::raise_error("MPI_Type_dup", MPI_COMM_WORLD, error),
+    }
+}
+const _: fn_types::MPI_Type_dup = PMPI_Type_dup;
+
+/// MPI_Type_dup without its attributes.
+fn duplicate(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
     entry("MPI_Type_dup", MPI_COMM_WORLD, |_, _| {
         if newtype.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "newtype pointer is NULL"));
@@ -130,7 +146,6 @@ pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_
         Ok(())
     })
 }
-const _: fn_types::MPI_Type_dup = PMPI_Type_dup;
 
 fn hvector_object(
     combiner: c_int,

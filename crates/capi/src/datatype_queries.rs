@@ -22,6 +22,16 @@ const _: fn_types::MPI_Type_commit = PMPI_Type_commit;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    if !datatype.is_null() {
+        // SAFETY: checked non-null. Delete callbacks are application code:
+        // they run before the state is taken.
+        let handle = unsafe { *datatype };
+        if matches!(resolve(handle), Ok(Resolved::Derived(..))) {
+            if let Err(error) = crate::type_attr::delete_all_attributes(handle) {
+                return crate::global::raise_error("MPI_Type_free", MPI_COMM_WORLD, error);
+            }
+        }
+    }
     entry("MPI_Type_free", MPI_COMM_WORLD, |_, registry| {
         if datatype.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "datatype pointer is NULL"));

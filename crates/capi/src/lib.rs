@@ -42,6 +42,7 @@ mod requests;
 mod rma;
 mod rma_ops;
 mod topo;
+mod type_attr;
 mod ulfm;
 
 use std::os::raw::{c_char, c_int};

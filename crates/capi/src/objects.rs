@@ -43,6 +43,8 @@ pub struct Objects {
     pub comm_infos: BTreeMap<usize, InfoEntries>,
     /// Names set with MPI_Type_set_name, by datatype handle.
     pub type_names: BTreeMap<MPI_Datatype, String>,
+    /// Attributes (keyval, value) of each datatype, by handle.
+    pub type_attributes: BTreeMap<MPI_Datatype, Vec<(c_int, usize)>>,
 }
 
 impl Objects {
@@ -55,6 +57,7 @@ impl Objects {
             infos: Vec::new(),
             comm_infos: BTreeMap::new(),
             type_names: BTreeMap::new(),
+            type_attributes: BTreeMap::new(),
         }
     }
 
