@@ -338,9 +338,9 @@ impl Config {
                 MessageLogging::from_name(&text).map_err(|problem| format!("RESMPI_MSGLOG: {problem}"))?;
         }
         if let Some(text) = lookup("RESMPI_MSGLOG_MEM") {
-            config.msglog_bytes_max = Some(text.trim().parse().ok().filter(|&bytes| bytes > 0).ok_or_else(
-                || format!("RESMPI_MSGLOG_MEM='{text}' is not a number of bytes"),
-            )?);
+            config.msglog_bytes_max = Some(
+                parse_byte_count(&text).map_err(|problem| format!("RESMPI_MSGLOG_MEM: {problem}"))?,
+            );
         }
         if let Some(text) = lookup("RESMPI_INCARNATION") {
             config.incarnation = text.trim().parse().map_err(|_| {
