@@ -1,0 +1,194 @@
+"""Pessimistic message logging on real processes (issue 13, first slice):
+`mpiexec --msglog pessimistic` runs every rank on lib/msglog (sender-based
+payload log, determinants held by the next rank), a rank killed with
+`--inject kill:R@sends=N` is started again by mpiexec as the next
+incarnation, re-joins, replays from MPI_Init (its ANY_SOURCE receives
+pinned to the logged sources, the survivors re-sending every message they
+had sent it, its own re-sends dropped as duplicates), and the job goes on.
+
+What must hold, for every kill point:
+- the kill happened (mpiexec names the restart), the job ends with 0 in
+  bounded time, and nothing is reported as failed;
+- each rank's output is byte-for-byte what a fault-free run prints
+  (compared per rank: lines of different ranks interleave differently in
+  any two runs, with or without a fault); what the restarted rank printed
+  again while it replayed is not shown twice;
+- for the ANY_SOURCE program, whose result depends on match order (which
+  differs from run to run), every rank's result is the one the printed
+  match order implies: a replay that matched in another order would give
+  the restarted rank answers the survivors never saw.
+
+Options --msglog cannot honour are refused with a clear error.
+"""
+import re
+
+import pytest
+
+from conftest import run
+
+pytestmark = pytest.mark.resmpi_only("--msglog is resmpi's")
+
+BOUND_SECONDS = 60
+TAG = re.compile(r"^\[(\d+)\] (.*)$")
+
+
+@pytest.fixture(scope="module")
+def ring_exe(build):
+    return build("msglog_ring")
+
+
+@pytest.fixture(scope="module")
+def anysource_exe(build):
+    return build("msglog_anysource")
+
+
+@pytest.fixture(scope="module")
+def coll_exe(build):
+    return build("msglog_coll")
+
+
+def per_rank(stdout):
+    """Each rank's lines, in order ('--tag-output' prefixes them)."""
+    lines = {}
+    for line in stdout.splitlines():
+        m = TAG.match(line)
+        assert m, f"untagged line {line!r}"
+        lines.setdefault(int(m[1]), []).append(m[2])
+    return lines
+
+
+def run_logged(nprocs, exe, args, kill=None, extra=()):
+    opts = ["--msglog", "pessimistic", "--tag-output", "--timeout", str(BOUND_SECONDS), *extra]
+    if kill:
+        opts += ["--inject", kill]
+    return run(nprocs, exe, *args, mpiexec_opts=opts, timeout=BOUND_SECONDS + 30)
+
+
+def fault_free(nprocs, exe, args):
+    res = run(nprocs, exe, *args, mpiexec_opts=["--tag-output"], timeout=BOUND_SECONDS)
+    assert res.returncode == 0, res.describe()
+    return per_rank(res.stdout)
+
+
+def assert_recovered(res, victim, nprocs):
+    assert res.returncode == 0, f"exit {res.returncode}\n{res.describe()}"
+    assert f"rank {victim} started again as incarnation 1" in res.stderr, \
+        f"the kill did not happen\n{res.describe()}"
+    assert res.elapsed < BOUND_SECONDS, f"took {res.elapsed:.1f} s\n{res.describe()}"
+    assert "resmpi:" not in res.stderr.replace("WARNING: ", ""), res.describe()
+    assert sorted(per_rank(res.stdout)) == list(range(nprocs)), res.describe()
+
+
+_baselines = {}
+
+
+def baseline(nprocs, exe, args):
+    key = (str(exe), nprocs, tuple(args))
+    if key not in _baselines:
+        _baselines[key] = fault_free(nprocs, exe, args)
+    return _baselines[key]
+
+
+@pytest.mark.parametrize("nprocs,count,kill", [
+    (3, 16, "kill:1@sends=3"),
+    (3, 16, "kill:1@sends=17"),
+    (3, 16, "kill:1@sends=41"),
+    (4, 16, "kill:0@sends=25"),
+    (4, 16, "kill:3@sends=60"),
+    (3, 20000, "kill:2@sends=9"),
+    (3, 20000, "kill:0@sends=30"),
+])
+def test_a_ring_exchange_with_a_rank_killed_mid_run_prints_what_a_fault_free_run_prints(
+        ring_exe, nprocs, count, kill):
+    args = [20, count]
+    expected = baseline(nprocs, ring_exe, args)
+    res = run_logged(nprocs, ring_exe, args, kill)
+    victim = int(kill.split(":")[1].split("@")[0])
+    assert_recovered(res, victim, nprocs)
+    assert per_rank(res.stdout) == expected, res.describe()
+
+
+def anysource_consistent(lines, nprocs, rounds):
+    """Recompute every rank's result from rank 0's printed match orders."""
+    mask = (1 << 64) - 1
+    hash_value = 1469598103934665603
+    values = {rank: rank for rank in range(1, nprocs)}
+    orders = [line for line in lines[0] if line.startswith("round ")]
+    assert len(orders) == rounds, lines[0]
+    for round_index, line in enumerate(orders):
+        order = [int(word) for word in line.split("order")[1].split()]
+        assert sorted(order) == list(range(1, nprocs)), line
+        sent = dict(values)
+        for source in order:
+            hash_value = ((hash_value ^ (source * 7919 + sent[source])) * 1099511628211) & mask
+        for worker in range(1, nprocs):
+            answer = hash_value % 100000 + worker
+            values[worker] = values[worker] * 3 + answer
+            # C long wraps like two's complement; keep it within 64 bits.
+            values[worker] = (values[worker] + (1 << 63)) % (1 << 64) - (1 << 63)
+    assert lines[0][-1] == f"rank 0 hash {hash_value}", lines[0]
+    for worker in range(1, nprocs):
+        assert lines[worker] == [f"rank {worker} value {values[worker]}"], lines[worker]
+
+
+@pytest.mark.parametrize("nprocs,kill", [
+    (4, "kill:0@sends=4"),
+    (4, "kill:0@sends=14"),
+    (3, "kill:0@sends=9"),
+    (4, "kill:2@sends=5"),
+    (4, "kill:1@sends=7"),
+])
+def test_any_source_matches_replay_in_the_logged_order(anysource_exe, nprocs, kill):
+    rounds = 12
+    res = run_logged(nprocs, anysource_exe, [rounds], kill)
+    victim = int(kill.split(":")[1].split("@")[0])
+    assert_recovered(res, victim, nprocs)
+    anysource_consistent(per_rank(res.stdout), nprocs, rounds)
+
+
+def test_the_any_source_program_is_consistent_without_a_fault(anysource_exe):
+    # The checker itself, on a fault-free run under --msglog and without.
+    for opts in (["--msglog", "pessimistic", "--tag-output"], ["--tag-output"]):
+        res = run(4, anysource_exe, 12, mpiexec_opts=opts, timeout=BOUND_SECONDS)
+        assert res.returncode == 0, res.describe()
+        anysource_consistent(per_rank(res.stdout), 4, 12)
+
+
+@pytest.mark.parametrize("nprocs,kill", [
+    (3, "kill:1@sends=10"),
+    (4, "kill:2@sends=50"),
+    (4, "kill:0@sends=33"),
+])
+def test_a_collective_loop_with_a_rank_killed_prints_what_a_fault_free_run_prints(
+        coll_exe, nprocs, kill):
+    args = [30]
+    expected = baseline(nprocs, coll_exe, args)
+    res = run_logged(nprocs, coll_exe, args, kill)
+    victim = int(kill.split(":")[1].split("@")[0])
+    assert_recovered(res, victim, nprocs)
+    assert per_rank(res.stdout) == expected, res.describe()
+
+
+@pytest.mark.parametrize("opts,message", [
+    (["--msglog", "optimistic"], "optimistic message logging (O2P) is not built yet (issue 13)"),
+    (["--msglog", "pessimistic", "--replicas", "2"], "--msglog with --replicas"),
+    (["--msglog", "pessimistic", "--failure-policy", "abort"], "--msglog with failure policy abort"),
+    (["--msglog", "bogus"], "--msglog 'bogus'"),
+    (["--ckpt-dir", "/tmp"], "need --msglog pessimistic"),
+])
+def test_what_msglog_cannot_honour_is_refused(ring_exe, opts, message):
+    res = run(3, ring_exe, 2, 4, mpiexec_opts=opts, timeout=30)
+    assert res.returncode == 2, res.describe()
+    assert message in res.stderr, res.describe()
+
+
+def test_one_rank_is_refused(ring_exe):
+    res = run(1, ring_exe, 2, 4, mpiexec_opts=["--msglog", "pessimistic"], timeout=30)
+    assert res.returncode == 2, res.describe()
+    assert "at least 2 ranks" in res.stderr, res.describe()
+
+
+def test_the_environment_variable_mirrors_the_option(ring_exe):
+    res = run(3, ring_exe, 2, 4, timeout=30, env={"RESMPI_MSGLOG": "optimistic"})
+    assert res.returncode == 2, res.describe()
+    assert "not built yet (issue 13)" in res.stderr, res.describe()
