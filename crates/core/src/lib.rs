@@ -437,6 +437,9 @@ impl Mpi {
                     && (self.engine.state.failed_count > 0 || self.engine.failures_are_events) => {}
             other => other?,
         }
+        // Message logging: a peer that dies now replays from MPI_Init and
+        // needs this process's sender log; stay until every rank is through.
+        self.engine.wait_until_peers_need_no_replay()?;
         self.engine.drain()?;
         self.put_ft_report();
         self.pmi

@@ -461,6 +461,19 @@ pub trait Interceptor {
     #[inline]
     fn on_peer_rejoin(&mut self, _peer: u32) {}
 
+    /// This process has passed `MPI_Finalize`'s barrier (only with
+    /// `LOGS_MESSAGES`): it will leave once [`Interceptor::may_leave`] says so.
+    #[inline]
+    fn on_finalize(&mut self) {}
+
+    /// Whether this process may leave the job now (only with
+    /// `LOGS_MESSAGES`): message logging keeps a process, and its sender
+    /// log, until no peer can need a replay from it.
+    #[inline]
+    fn may_leave(&self) -> bool {
+        true
+    }
+
     /// When the protocol's next timer is due (clock nanoseconds), if any.
     #[inline]
     fn poll_timeout(&self) -> Option<u64> {

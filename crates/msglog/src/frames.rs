@@ -9,12 +9,14 @@
 //! - `Ack`: count u64 — the holder has the first `count` determinants.
 //! - `Replay`: last u8 (0 or 1), count u32, entries as above — the holder
 //!   hands a restarted rank the determinants of its earlier incarnations.
+//! - `Finished`: no fields — the sender has passed `MPI_Finalize`'s barrier.
 
 /// Version of this frame format.
 pub const VERSION: u8 = 1;
 const KIND_DETERMINANTS: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_REPLAY: u8 = 3;
+const KIND_FINISHED: u8 = 4;
 const ENTRY_BYTES: usize = 12;
 
 /// Most determinants one frame carries (about 12 KiB: well under one
@@ -53,6 +55,8 @@ pub enum Frame {
         /// The entries.
         entries: Vec<Determinant>,
     },
+    /// The sender has passed `MPI_Finalize`'s barrier.
+    Finished,
 }
 
 impl Frame {
@@ -74,6 +78,7 @@ impl Frame {
                 bytes.push(u8::from(*last));
                 encode_entries(&mut bytes, entries);
             }
+            Frame::Finished => bytes.push(KIND_FINISHED),
         }
         bytes
     }
@@ -105,6 +110,7 @@ impl Frame {
                 let entries = reader.entries()?;
                 Frame::Replay { last, entries }
             }
+            KIND_FINISHED => Frame::Finished,
             other => return Err(format!("unknown message-logging frame kind {other}")),
         };
         if reader.at != bytes.len() {
@@ -196,6 +202,7 @@ mod tests {
                 last: true,
                 entries,
             },
+            Frame::Finished,
         ];
         for frame in frames {
             let bytes = frame.encode();

@@ -35,6 +35,11 @@
 //! event logger outside MPI_COMM_WORLD is not built (docs/design.md,
 //! "Message logging").
 //!
+//! Leaving: a process keeps its log until every rank has passed
+//! `MPI_Finalize`'s barrier (`Finished` frames; [`Interceptor::may_leave`]),
+//! since a rank that dies before then replays from `MPI_Init` and needs
+//! every message ever sent to it.
+//!
 //! Bounds: the sender log and the determinant lists share the byte bound
 //! given at construction (`RESMPI_MSGLOG_MEM`). Past it the log is
 //! incomplete and every later death ends the job ([`MessageLog`]'s
@@ -87,6 +92,11 @@ pub struct MessageLog {
     frames_out: VecDeque<(u32, Vec<u8>)>,
     /// Bytes the determinant lists are charged.
     determinant_bytes: usize,
+    /// Past `MPI_Finalize`'s barrier.
+    finishing: bool,
+    /// Per rank: it has passed `MPI_Finalize`'s barrier (in its current
+    /// incarnation).
+    finished: Vec<bool>,
     /// A frame that could not be parsed, or a gap in a ward's list.
     pub protocol_errors: u64,
 }
@@ -112,6 +122,8 @@ impl MessageLog {
             restarting: vec![false; size as usize],
             frames_out: VecDeque::new(),
             determinant_bytes: 0,
+            finishing: false,
+            finished: vec![false; size as usize],
             protocol_errors: 0,
         }
     }
@@ -331,6 +343,7 @@ impl Interceptor for MessageLog {
             return PeerFailureAction::AbortJob;
         }
         self.restarting[peer as usize] = true;
+        self.finished[peer as usize] = false;
         PeerFailureAction::Handled
     }
 
@@ -339,6 +352,10 @@ impl Interceptor for MessageLog {
             return;
         }
         self.restarting[peer as usize] = false;
+        self.finished[peer as usize] = false;
+        if self.finishing {
+            self.queue(peer, Frame::Finished);
+        }
         if peer == self.holder() {
             // It lost what it held: all of it again (acks count from 0).
             self.own_acknowledged = 0;
@@ -361,12 +378,27 @@ impl Interceptor for MessageLog {
             Ok(Frame::Replay { last, entries }) if peer == self.holder() => {
                 self.handle_replay(last, entries)
             }
+            Ok(Frame::Finished) if peer < self.size => self.finished[peer as usize] = true,
             _ => self.protocol_errors += 1,
         }
     }
 
     fn poll_protocol_frame(&mut self) -> Option<(u32, Vec<u8>)> {
         self.frames_out.pop_front()
+    }
+
+    fn on_finalize(&mut self) {
+        self.finishing = true;
+        self.finished[self.rank as usize] = true;
+        for peer in 0..self.size {
+            self.queue(peer, Frame::Finished);
+        }
+    }
+
+    fn may_leave(&self) -> bool {
+        // A peer that restarts now replays from MPI_Init and needs this
+        // process's log: nobody leaves until every rank is through.
+        self.finished.iter().all(|&finished| finished)
     }
 
     fn supersedes(&self, _new: u32, _current: u32) -> bool {

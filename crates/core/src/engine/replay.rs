@@ -102,6 +102,17 @@ impl<F: Interceptor> Engine<F> {
         Ok(launched)
     }
 
+    /// `MPI_Finalize`, past its barrier: under message logging, stay (and
+    /// make progress: re-join, replay) until the protocol says no peer can
+    /// need this process's log any more. Nothing to do otherwise.
+    pub fn wait_until_peers_need_no_replay(&mut self) -> crate::error::MpiResult<()> {
+        if !F::LOGS_MESSAGES {
+            return Ok(());
+        }
+        self.state.interceptor.on_finalize();
+        self.wait_until(|engine| engine.state.interceptor.may_leave())
+    }
+
     /// World rank `dead` died and the protocol awaits its new incarnation:
     /// drop what was on the way to it and complete the sends to it (they
     /// are logged); fail nothing.
