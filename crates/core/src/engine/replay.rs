@@ -110,6 +110,9 @@ impl<F: Interceptor> Engine<F> {
             return Ok(());
         }
         self.state.interceptor.on_finalize();
+        // One round hands the protocol's `Finished` frames to the paths
+        // even when every peer's came first (the wait would end at once).
+        self.progress_round()?;
         self.wait_until(|engine| engine.state.interceptor.may_leave())
     }
 
