@@ -94,7 +94,7 @@ def baseline(nprocs, exe, args):
     (3, 16, "kill:1@sends=17"),
     (3, 16, "kill:1@sends=41"),
     (4, 16, "kill:0@sends=25"),
-    (4, 16, "kill:3@sends=60"),
+    (4, 16, "kill:3@sends=33"),
     (3, 20000, "kill:2@sends=9"),
     (3, 20000, "kill:0@sends=30"),
 ])
