@@ -108,6 +108,39 @@ def test_a_ring_exchange_with_a_rank_killed_mid_run_prints_what_a_fault_free_run
     assert per_rank(res.stdout) == expected, res.describe()
 
 
+@pytest.mark.parametrize("count,kill", [
+    (16, "kill:1@sends=17"),
+    (16, "kill:2@sends=40"),
+    (20000, "kill:1@sends=23"),
+])
+def test_synchronous_sends_replay_and_are_answered(ring_exe, count, kill):
+    args = [20, count, 1]
+    expected = baseline(3, ring_exe, args)
+    res = run_logged(3, ring_exe, args, kill)
+    victim = int(kill.split(":")[1].split("@")[0])
+    assert_recovered(res, victim, 3)
+    assert per_rank(res.stdout) == expected, res.describe()
+
+
+def test_the_same_rank_killed_twice_is_restarted_twice_and_the_output_is_unchanged(ring_exe):
+    # The first kill at its 17th send (about round 8 of 60, 10 ms a round),
+    # the second at 450 ms, while incarnation 1 replays or runs on.
+    args = [60, 16, 0, 10000]
+    expected = baseline(3, ring_exe, args)
+    res = run_logged(3, ring_exe, args, "kill:1@sends=17,kill:1@450ms")
+    assert_recovered(res, 1, 3)
+    assert "rank 1 started again as incarnation 2" in res.stderr, res.describe()
+    assert per_rank(res.stdout) == expected, res.describe()
+
+
+def test_a_rank_that_dies_more_often_than_it_may_be_restarted_ends_the_job(ring_exe):
+    args = [60, 16, 0, 10000]
+    res = run_logged(3, ring_exe, args, "kill:1@sends=17,kill:1@450ms", extra=["--respawn", "1"])
+    assert res.returncode == 137, res.describe()
+    assert "rank 1 died again after 1 restarts" in res.stderr, res.describe()
+    assert res.elapsed < BOUND_SECONDS, res.describe()
+
+
 def anysource_consistent(lines, nprocs, rounds):
     """Recompute every rank's result from rank 0's printed match orders."""
     mask = (1 << 64) - 1

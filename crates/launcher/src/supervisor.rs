@@ -234,9 +234,11 @@ pub fn run(options: &Options) -> i32 {
         kills,
         detection_latency_max: Duration::ZERO,
         respawn_counts: vec![0; options.process_count() as usize],
-        replay_output: options
-            .msglog
-            .then(|| std::sync::Arc::new(output::OutputLedger::new(options.process_count() as usize * 2))),
+        replay_output: options.msglog.then(|| {
+            std::sync::Arc::new(output::OutputLedger::new(
+                options.process_count() as usize * 2,
+            ))
+        }),
         startup_death: None,
         rank_count: options.rank_count,
         replica_count: options.replica_count,
@@ -585,7 +587,11 @@ impl Job {
         // its dead incarnations printed; only what goes beyond is shown.
         let replayed = |stream: usize| {
             self.replay_output.as_ref().map(|ledger| {
-                output::ReplayedStream::open(ledger.clone(), rank as usize * 2 + stream, incarnation)
+                output::ReplayedStream::open(
+                    ledger.clone(),
+                    rank as usize * 2 + stream,
+                    incarnation,
+                )
             })
         };
         let (stdout_replay, stderr_replay) = (replayed(0), replayed(1));

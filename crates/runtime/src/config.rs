@@ -334,12 +334,13 @@ impl Config {
             config.ft_protocol = text.trim().to_string();
         }
         if let Some(text) = lookup("RESMPI_MSGLOG") {
-            config.msglog =
-                MessageLogging::from_name(&text).map_err(|problem| format!("RESMPI_MSGLOG: {problem}"))?;
+            config.msglog = MessageLogging::from_name(&text)
+                .map_err(|problem| format!("RESMPI_MSGLOG: {problem}"))?;
         }
         if let Some(text) = lookup("RESMPI_MSGLOG_MEM") {
             config.msglog_bytes_max = Some(
-                parse_byte_count(&text).map_err(|problem| format!("RESMPI_MSGLOG_MEM: {problem}"))?,
+                parse_byte_count(&text)
+                    .map_err(|problem| format!("RESMPI_MSGLOG_MEM: {problem}"))?,
             );
         }
         if let Some(text) = lookup("RESMPI_INCARNATION") {

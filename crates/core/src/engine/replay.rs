@@ -79,7 +79,8 @@ impl<F: Interceptor> Engine<F> {
     /// stable now. Returns how many went.
     pub(super) fn launch_sends_waiting_for_log(&mut self) -> crate::error::MpiResult<usize> {
         let mut launched = 0;
-        while !self.state.sends_waiting_for_log.is_empty() && self.state.interceptor.send_may_start()
+        while !self.state.sends_waiting_for_log.is_empty()
+            && self.state.interceptor.send_may_start()
         {
             let (index, mode) = self
                 .state
@@ -174,7 +175,8 @@ impl<F: Interceptor> Engine<F> {
     }
 
     fn resend_logged(&mut self, peer: u32, logical_seq: u64) -> crate::error::MpiResult<()> {
-        let Some((context, tag, payload)) = self.state.interceptor.replay_message(peer, logical_seq)
+        let Some((context, tag, payload)) =
+            self.state.interceptor.replay_message(peer, logical_seq)
         else {
             return Err(MpiError::new(
                 ErrorClass::ProcFailed,
