@@ -219,18 +219,17 @@ impl MessageLog {
             self.protocol_errors += 1;
             return;
         }
-        let mut position = first as usize;
-        if position > self.held.len() {
+        let first = first as usize;
+        if first > self.held.len() {
             // A gap: the ward sends in order over one channel, so this is a bug.
             self.protocol_errors += 1;
             return;
         }
-        for entry in entries {
-            if position == self.held.len() {
-                self.held.push(entry);
-                self.charge_determinant();
-            }
-            position += 1;
+        // Entries before `held.len()` are a re-send of what is held already.
+        let already_held = self.held.len() - first;
+        for entry in entries.into_iter().skip(already_held) {
+            self.held.push(entry);
+            self.charge_determinant();
         }
         let count = self.held.len() as u64;
         self.queue(peer, Frame::Ack { count });
