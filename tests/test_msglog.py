@@ -202,6 +202,39 @@ def test_a_collective_loop_with_a_rank_killed_prints_what_a_fault_free_run_print
     assert per_rank(res.stdout) == expected, res.describe()
 
 
+def kill_points(res_of, points):
+    """Run `res_of(sends)` for every kill point; the points where no kill
+    happened (the rank sent fewer messages) end the sweep."""
+    killed = 0
+    for sends in points:
+        res = res_of(sends)
+        if "started again" not in res.stderr:
+            assert res.returncode == 0, res.describe()
+            break
+        killed += 1
+        yield sends, res
+    assert killed >= 10, f"only {killed} kill points were reached"
+
+
+def test_a_ring_with_its_rank_1_killed_after_every_one_of_its_sends_prints_the_same(ring_exe):
+    args = [20, 16]
+    expected = baseline(3, ring_exe, args)
+    for sends, res in kill_points(lambda sends: run_logged(3, ring_exe, args, f"kill:1@sends={sends}"),
+                                  range(1, 60)):
+        assert_recovered(res, 1, 3)
+        assert per_rank(res.stdout) == expected, f"kill at send {sends}\n{res.describe()}"
+
+
+def test_the_any_source_receiver_killed_after_every_one_of_its_sends_replays_its_matches(
+        anysource_exe):
+    rounds = 12
+    for sends, res in kill_points(
+            lambda sends: run_logged(4, anysource_exe, [rounds], f"kill:0@sends={sends}"),
+            range(1, 60)):
+        assert_recovered(res, 0, 4)
+        anysource_consistent(per_rank(res.stdout), 4, rounds)
+
+
 @pytest.mark.parametrize("opts,message", [
     (["--msglog", "optimistic"], "optimistic message logging (O2P) is not built yet (issue 13)"),
     (["--msglog", "pessimistic", "--replicas", "2"], "--msglog with --replicas"),
