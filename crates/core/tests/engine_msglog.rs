@@ -70,8 +70,16 @@ fn engine(rank: u32, incarnation: u32) -> Engine<MessageLog> {
 
 /// One operation of the program, run to completion before the next.
 enum Operation {
-    Send { to: u32, tag: i32, bytes: Vec<u8> },
-    Receive { from: Option<u32>, tag: i32, capacity: usize },
+    Send {
+        to: u32,
+        tag: i32,
+        bytes: Vec<u8>,
+    },
+    Receive {
+        from: Option<u32>,
+        tag: i32,
+        capacity: usize,
+    },
 }
 
 /// A message as delivered: (source, tag, bytes).
@@ -177,7 +185,12 @@ impl Process {
     fn step(&mut self) -> bool {
         let rank = self.engine.state.rank;
         if let Some((index, buffer, is_receive)) = &self.current {
-            let request = self.engine.state.requests.get(*index).expect("live request");
+            let request = self
+                .engine
+                .state
+                .requests
+                .get(*index)
+                .expect("live request");
             if !request.complete {
                 return false;
             }
@@ -207,15 +220,32 @@ impl Process {
                 let buffer = bytes.into_boxed_slice();
                 let index = self
                     .engine
-                    .start_send(WORLD, destination, buffer.as_ptr(), buffer.len(), SendMode::Standard)
+                    .start_send(
+                        WORLD,
+                        destination,
+                        buffer.as_ptr(),
+                        buffer.len(),
+                        SendMode::Standard,
+                    )
                     .expect("send");
                 self.current = Some((index, buffer, false));
             }
-            Some(Operation::Receive { from, tag, capacity }) => {
+            Some(Operation::Receive {
+                from,
+                tag,
+                capacity,
+            }) => {
                 let mut buffer = vec![0u8; capacity].into_boxed_slice();
                 let index = self
                     .engine
-                    .start_receive(WORLD, buffer.as_mut_ptr(), capacity, from, Some(tag), WORLD_CONTEXT)
+                    .start_receive(
+                        WORLD,
+                        buffer.as_mut_ptr(),
+                        capacity,
+                        from,
+                        Some(tag),
+                        WORLD_CONTEXT,
+                    )
                     .expect("receive");
                 self.current = Some((index, buffer, true));
             }
@@ -244,7 +274,13 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
             && processes.iter().all(|process| process.done)
             && channels.iter().all(VecDeque::is_empty);
         if all_done {
-            return (processes.into_iter().map(|process| process.history).collect(), killed);
+            return (
+                processes
+                    .into_iter()
+                    .map(|process| process.history)
+                    .collect(),
+                killed,
+            );
         }
         if let Some((victim, kill_at)) = kill {
             if !killed && step == kill_at {
@@ -252,11 +288,19 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
                 if random.below(2) == 0 {
                     // Its last words reach the survivors before its death.
                     for to in (0..SIZE).filter(|&to| to != victim) {
-                        let memory = processes[to as usize].engine.transports.memory.as_mut().expect("memory");
+                        let memory = processes[to as usize]
+                            .engine
+                            .transports
+                            .memory
+                            .as_mut()
+                            .expect("memory");
                         for frame in channels[channel(victim, to)].drain(..) {
                             memory.push_incoming(victim, frame);
                         }
-                        processes[to as usize].engine.progress().expect("last words");
+                        processes[to as usize]
+                            .engine
+                            .progress()
+                            .expect("last words");
                     }
                 }
                 // What was on the way to or from it dies with it: the
@@ -269,7 +313,12 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
                     if from == victim {
                         continue;
                     }
-                    let memory = processes[from as usize].engine.transports.memory.as_mut().expect("memory");
+                    let memory = processes[from as usize]
+                        .engine
+                        .transports
+                        .memory
+                        .as_mut()
+                        .expect("memory");
                     while let Some((to, frame)) = memory.take_outgoing() {
                         if to != victim {
                             channels[channel(from, to)].push_back(frame);
@@ -308,7 +357,12 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
                     .engine
                     .progress()
                     .unwrap_or_else(|error| panic!("seed {seed}: rank {rank} progress: {error:?}"));
-                let memory = processes[rank].engine.transports.memory.as_mut().expect("memory");
+                let memory = processes[rank]
+                    .engine
+                    .transports
+                    .memory
+                    .as_mut()
+                    .expect("memory");
                 while let Some((to, frame)) = memory.take_outgoing() {
                     if dead.is_some_and(|(victim, _)| victim == to) {
                         continue;
@@ -320,7 +374,12 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
                 // Deliver the oldest frame of one channel into `rank`.
                 let from = random.below(u64::from(SIZE)) as u32;
                 if let Some(frame) = channels[channel(from, rank as u32)].pop_front() {
-                    let memory = processes[rank].engine.transports.memory.as_mut().expect("memory");
+                    let memory = processes[rank]
+                        .engine
+                        .transports
+                        .memory
+                        .as_mut()
+                        .expect("memory");
                     memory.push_incoming(from, frame);
                 }
             }
@@ -340,20 +399,27 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
 /// delivered from it: nothing lost, nothing twice, no answer computed
 /// from matches other than those the receiver's final history shows.
 fn check_consistent(histories: &[Vec<Delivery>]) -> Result<(), String> {
-    let mut sent: Vec<Vec<Vec<(i32, Vec<u8>)>>> = vec![vec![Vec::new(); SIZE as usize]; SIZE as usize];
+    let mut sent: Vec<Vec<Vec<(i32, Vec<u8>)>>> =
+        vec![vec![Vec::new(); SIZE as usize]; SIZE as usize];
     for rank in 0..SIZE {
         let history = &histories[rank as usize];
         let mut taken = 0;
         let mut pc = 0;
         while let Some(operation) = operation(rank, pc, &history[..taken]) {
             match operation {
-                Operation::Send { to, tag, bytes } => sent[rank as usize][to as usize].push((tag, bytes)),
+                Operation::Send { to, tag, bytes } => {
+                    sent[rank as usize][to as usize].push((tag, bytes))
+                }
                 Operation::Receive { from, tag, .. } => {
                     let Some((source, got_tag, _)) = history.get(taken) else {
-                        return Err(format!("rank {rank}: its program ends early, at operation {pc}"));
+                        return Err(format!(
+                            "rank {rank}: its program ends early, at operation {pc}"
+                        ));
                     };
                     if *got_tag != tag || from.is_some_and(|from| from != *source) {
-                        return Err(format!("rank {rank}: delivery {taken} does not fit its receive"));
+                        return Err(format!(
+                            "rank {rank}: delivery {taken} does not fit its receive"
+                        ));
                     }
                     taken += 1;
                 }
@@ -361,7 +427,10 @@ fn check_consistent(histories: &[Vec<Delivery>]) -> Result<(), String> {
             pc += 1;
         }
         if taken != history.len() {
-            return Err(format!("rank {rank}: {} deliveries more than its program takes", history.len() - taken));
+            return Err(format!(
+                "rank {rank}: {} deliveries more than its program takes",
+                history.len() - taken
+            ));
         }
     }
     for receiver in 0..SIZE as usize {
@@ -393,7 +462,10 @@ fn without_a_kill_every_seed_is_consistent_and_the_matches_differ_between_seeds(
         check_consistent(&histories).unwrap_or_else(|problem| panic!("seed {seed}: {problem}"));
         differing += usize::from(histories[0] != first[0]);
     }
-    assert!(differing > 0, "the ANY_SOURCE order never changed: the test would prove nothing");
+    assert!(
+        differing > 0,
+        "the ANY_SOURCE order never changed: the test would prove nothing"
+    );
 }
 
 #[test]
