@@ -85,6 +85,9 @@ enum Operation {
 /// A message as delivered: (source, tag, bytes).
 type Delivery = (u32, i32, Vec<u8>);
 
+/// A message as sent on one channel: (tag, bytes).
+type Sent = (i32, Vec<u8>);
+
 /// The program of `rank`: rank 0 takes one message per round from each of
 /// ranks 1 and 2 with ANY_SOURCE and answers each with a hash of the
 /// match order so far; ranks 1 and 2 send (eager or rendezvous, by round)
@@ -130,7 +133,7 @@ fn operation(rank: u32, pc: usize, history: &[Delivery]) -> Option<Operation> {
     }
     let tag = round as i32;
     let other = 3 - rank;
-    let length = if (round + rank) % 2 == 0 {
+    let length = if (round + rank).is_multiple_of(2) {
         16
     } else {
         3 * EAGER_LIMIT_BYTES
@@ -399,8 +402,7 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
 /// delivered from it: nothing lost, nothing twice, no answer computed
 /// from matches other than those the receiver's final history shows.
 fn check_consistent(histories: &[Vec<Delivery>]) -> Result<(), String> {
-    let mut sent: Vec<Vec<Vec<(i32, Vec<u8>)>>> =
-        vec![vec![Vec::new(); SIZE as usize]; SIZE as usize];
+    let mut sent: Vec<Vec<Vec<Sent>>> = vec![vec![Vec::new(); SIZE as usize]; SIZE as usize];
     for rank in 0..SIZE {
         let history = &histories[rank as usize];
         let mut taken = 0;
@@ -433,18 +435,18 @@ fn check_consistent(histories: &[Vec<Delivery>]) -> Result<(), String> {
             ));
         }
     }
-    for receiver in 0..SIZE as usize {
-        for sender in 0..SIZE as usize {
-            let delivered: Vec<(i32, Vec<u8>)> = histories[receiver]
+    for (receiver, history) in histories.iter().enumerate() {
+        for (sender, sent_by) in sent.iter().enumerate() {
+            let delivered: Vec<Sent> = history
                 .iter()
                 .filter(|(source, _, _)| *source as usize == sender)
                 .map(|(_, tag, bytes)| (*tag, bytes.clone()))
                 .collect();
-            if delivered != sent[sender][receiver] {
+            if delivered != sent_by[receiver] {
                 return Err(format!(
                     "rank {receiver} delivered {} messages from rank {sender}, which sent {} (or their contents differ)",
                     delivered.len(),
-                    sent[sender][receiver].len()
+                    sent_by[receiver].len()
                 ));
             }
         }
