@@ -363,6 +363,16 @@ fault tolerance (each sets a variable in every rank):
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
                         joins the running job and the others connect to it
+  --msglog pessimistic  message logging (RESMPI_MSGLOG): the processes run
+                        lib/msglog/libmpi.so; a rank that dies is started
+                        again (3 times at most; --respawn N changes it) and
+                        replays from MPI_Init against the others' sender
+                        logs; what it prints again is not shown twice, and
+                        the job ends as without the fault. Sets continue.
+                        Not with --replicas, --hosts or one rank;
+                        optimistic is not built yet (issue 13)
+  --msglog-mem BYTES    bound of one process's message log (default 1G)
+  --ckpt-dir DIR        accepted with --msglog; nothing is written there yet
 
   -h, --help            print this text
   --version             print the version
