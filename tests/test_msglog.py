@@ -133,6 +133,23 @@ def test_the_same_rank_killed_twice_is_restarted_twice_and_the_output_is_unchang
     assert per_rank(res.stdout) == expected, res.describe()
 
 
+@pytest.mark.parametrize("kill", ["kill:0@sends=10,kill:2@sends=12", "kill:1@sends=5,kill:3@sends=30"])
+def test_two_ranks_that_do_not_hold_each_others_determinants_killed_both_recover(ring_exe, kill):
+    args = [20, 16]
+    expected = baseline(4, ring_exe, args)
+    res = run_logged(4, ring_exe, args, kill)
+    for victim in (int(item.split(":")[1].split("@")[0]) for item in kill.split(",")):
+        assert_recovered(res, victim, 4)
+    assert per_rank(res.stdout) == expected, res.describe()
+
+
+def test_two_any_source_workers_killed_recover_consistently(anysource_exe):
+    res = run_logged(5, anysource_exe, [12], "kill:1@sends=4,kill:3@sends=7")
+    assert_recovered(res, 1, 5)
+    assert_recovered(res, 3, 5)
+    anysource_consistent(per_rank(res.stdout), 5, 12)
+
+
 def test_a_rank_that_dies_more_often_than_it_may_be_restarted_ends_the_job(ring_exe):
     args = [60, 16, 0, 10000]
     res = run_logged(3, ring_exe, args, "kill:1@sends=17,kill:1@450ms", extra=["--respawn", "1"])
