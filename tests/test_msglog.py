@@ -252,6 +252,15 @@ def test_the_any_source_receiver_killed_after_every_one_of_its_sends_replays_its
         anysource_consistent(per_rank(res.stdout), 4, rounds)
 
 
+def test_outcomes_that_are_not_logged_yet_are_reported_not_silently_trusted(build):
+    exe = build("msglog_waitany")
+    res = run(4, exe, mpiexec_opts=["--msglog", "pessimistic"], timeout=BOUND_SECONDS)
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == "sum 60\n", res.describe()
+    assert "rank 0: warning: under --msglog" in res.stderr, res.describe()
+    assert "is not logged yet" in res.stderr or "not logged yet" in res.stderr, res.describe()
+
+
 @pytest.mark.parametrize("opts,message", [
     (["--msglog", "optimistic"], "optimistic message logging (O2P) is not built yet (issue 13)"),
     (["--msglog", "pessimistic", "--replicas", "2"], "--msglog with --replicas"),

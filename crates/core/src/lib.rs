@@ -440,6 +440,16 @@ impl Mpi {
         // Message logging: a peer that dies now replays from MPI_Init and
         // needs this process's sender log; stay until every rank is through.
         self.engine.wait_until_peers_need_no_replay()?;
+        #[cfg(feature = "msglog")]
+        if self.engine.state.interceptor.unlogged_choices > 0 {
+            eprintln!(
+                "resmpi: rank {}: warning: under --msglog this run made {} calls whose outcome \
+                 depends on timing and is not logged yet (MPI_Iprobe/MPI_Probe with \
+                 MPI_ANY_SOURCE, MPI_Waitany/Testany/Waitsome/Testsome over several requests; \
+                 issue 13): a rank restarted after a failure may have replayed them differently",
+                self.engine.state.rank, self.engine.state.interceptor.unlogged_choices
+            );
+        }
         self.engine.drain()?;
         self.put_ft_report();
         self.pmi
