@@ -252,6 +252,13 @@ def test_the_any_source_receiver_killed_after_every_one_of_its_sends_replays_its
         anysource_consistent(per_rank(res.stdout), 4, rounds)
 
 
+def test_a_log_past_its_bound_ends_the_job_with_an_error_naming_the_bound(ring_exe):
+    res = run_logged(3, ring_exe, [20, 16], "kill:1@sends=17", extra=["--msglog-mem", "2K"])
+    assert res.returncode not in (0, 124, None), res.describe()
+    assert "sender log passed its bound (RESMPI_MSGLOG_MEM / --msglog-mem)" in res.stderr, res.describe()
+    assert res.elapsed < BOUND_SECONDS, res.describe()
+
+
 def test_outcomes_that_are_not_logged_yet_are_reported_not_silently_trusted(build):
     exe = build("msglog_waitany")
     res = run(4, exe, mpiexec_opts=["--msglog", "pessimistic"], timeout=BOUND_SECONDS)
