@@ -35,9 +35,9 @@ FGEN        := abi/gen_fortran.py
 FORT_SONAME := libmpichfort.so.12
 FORT_LIB    := $(BUILD)/lib/$(FORT_SONAME).0.0
 
-.PHONY: all cargo headers lib lib-replication wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling bench-io bench-replication FORCE
+.PHONY: all cargo headers lib lib-replication lib-msglog wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling bench-io bench-replication FORCE
 
-all: headers lib lib-replication wrappers mpiexec fortran
+all: headers lib lib-replication lib-msglog wrappers mpiexec fortran
 
 cargo:
 	$(CARGO) build --release $(CARGO_PACKAGES)
@@ -94,6 +94,27 @@ $(REPL_LIB): $(BUILD)/obj/glue.o $(REPL_STATICLIB) $(BUILD)/obj/exports.map
 	    -Wl,--whole-archive $(REPL_STATICLIB) -Wl,--no-whole-archive $(RUST_NATIVE_LIBS)
 	ln -sfn $(LIBFILE) $(BUILD)/lib/replication/$(SONAME)
 	ln -sfn $(SONAME) $(BUILD)/lib/replication/libmpich.so.12
+
+# The same library with the message-logging protocol (resmpi-core's
+# feature `msglog`), for the same reason in its own target directory:
+# `mpiexec --msglog pessimistic` puts lib/msglog first on the processes'
+# LD_LIBRARY_PATH.
+MSGLOG_TARGET_DIR := target/msglog/release
+MSGLOG_STATICLIB  := $(MSGLOG_TARGET_DIR)/libresmpi_capi.a
+MSGLOG_LIB        := $(BUILD)/lib/msglog/$(LIBFILE)
+
+$(MSGLOG_STATICLIB): FORCE
+	$(CARGO) build --release -p resmpi-capi --features resmpi-core/msglog --target-dir target/msglog
+
+lib-msglog: $(MSGLOG_LIB)
+$(MSGLOG_LIB): $(BUILD)/obj/glue.o $(MSGLOG_STATICLIB) $(BUILD)/obj/exports.map
+	@mkdir -p $(@D)
+	$(LINK_CC) -shared -o $@ -Wl,-soname,$(SONAME) \
+	    -Wl,--version-script=$(BUILD)/obj/exports.map -Wl,--gc-sections -Wl,--no-undefined \
+	    -Wl,-z,noexecstack $(BUILD)/obj/glue.o \
+	    -Wl,--whole-archive $(MSGLOG_STATICLIB) -Wl,--no-whole-archive $(RUST_NATIVE_LIBS)
+	ln -sfn $(LIBFILE) $(BUILD)/lib/msglog/$(SONAME)
+	ln -sfn $(SONAME) $(BUILD)/lib/msglog/libmpich.so.12
 
 wrappers: $(WRAPPERS)
 $(BUILD)/bin/mpicc: scripts/mpicc.in

@@ -58,6 +58,7 @@ use resmpi_runtime::FailureNotices;
 
 mod direct_receive;
 mod rejoin;
+mod replay;
 pub mod rma;
 mod ulfm;
 
@@ -347,6 +348,12 @@ pub struct State<F: Interceptor = PassThrough> {
     /// One-sided communication: windows this process exposes and its
     /// operations in flight (`engine/rma.rs`).
     pub rma: rma::RmaState,
+    /// Message logging: per world rank, dead and not yet re-joined (its
+    /// new incarnation will replay; see `engine/replay.rs`).
+    restarting: Vec<bool>,
+    /// Message logging: sends started while a determinant was not stable,
+    /// launched in order once it is (request, mode).
+    sends_waiting_for_log: VecDeque<(u32, SendMode)>,
     /// The fault-tolerance protocol.
     pub interceptor: F,
 }
@@ -484,6 +491,8 @@ impl<F: Interceptor> Engine<F> {
                 agreement_decisions: Vec::new(),
                 rendezvous_in: Vec::new(),
                 rma: rma::RmaState::default(),
+                restarting: vec![false; peers],
+                sends_waiting_for_log: VecDeque::new(),
                 interceptor,
             },
             schedules: Default::default(),
@@ -590,6 +599,12 @@ impl<F: Interceptor> Engine<F> {
         }
         if F::ROUTES_SENDS && !copies.is_empty() {
             return self.fan_out(index, copies, mode, bytes, tainted);
+        }
+        if F::LOGS_MESSAGES && self.state.send_waits_for_log() {
+            // Pessimistic logging: it may depend on a determinant not yet
+            // stable; launched (and numbered) in order once it is.
+            self.state.sends_waiting_for_log.push_back((index, mode));
+            return Ok(index);
         }
         self.launch_send(index, mode)?;
         Ok(index)
@@ -713,6 +728,12 @@ impl<F: Interceptor> Engine<F> {
         if self.state.is_failed(destination.peer) {
             return Err(peer_failed_error(destination.peer));
         }
+        if F::LOGS_MESSAGES
+            && (self.state.send_waits_for_log() || self.state.is_restarting(destination.peer))
+        {
+            // The request path waits for the log or logs for a restart.
+            return Ok(false);
+        }
         if !self.take_eager_credit(destination.peer, length) {
             return Ok(false);
         }
@@ -783,7 +804,7 @@ impl<F: Interceptor> Engine<F> {
         else {
             return fail(ErrorClass::Intern, "launch_send on a non-send request");
         };
-        let (peer, bytes, length, context, tag, tainted, logical_seq) = (
+        let (peer, bytes, length, context, tag, tainted, logical_seq, resend) = (
             send.peer,
             send.bytes.clone(),
             send.length,
@@ -791,6 +812,7 @@ impl<F: Interceptor> Engine<F> {
             send.tag,
             send.tainted,
             send.logical_seq,
+            send.resend,
         );
         if self.state.is_failed(peer) {
             self.state.fail_request(index);
@@ -798,7 +820,7 @@ impl<F: Interceptor> Engine<F> {
         }
         let mut header = eager_header(rank, Destination { peer, context, tag }, length);
         header.message_id = wire_id;
-        header.logical_seq = if F::REPLICATES && logical_seq != 0 {
+        header.logical_seq = if (F::REPLICATES || F::LOGS_MESSAGES) && logical_seq != 0 {
             logical_seq
         } else {
             self.state.next_message_seq(peer)
@@ -806,9 +828,15 @@ impl<F: Interceptor> Engine<F> {
         if tainted {
             header.flags |= FLAG_FAILURE_TAINTED;
         }
-        if F::WANTS_PAYLOADS {
+        if F::WANTS_PAYLOADS && !(F::LOGS_MESSAGES && resend) {
             // SAFETY: the caller of start_send guarantees the buffer.
             unsafe { self.state.report_payload(&header, peer, &bytes, length) };
+        }
+        if F::LOGS_MESSAGES && self.state.is_restarting(peer) {
+            // Numbered and logged: its new incarnation gets it from the log.
+            self.state.complete_send(index);
+            self.count_send_for_kill();
+            return Ok(());
         }
         let stage = if self.take_eager_credit(peer, length) {
             if mode == SendMode::Synchronous {
@@ -1121,6 +1149,9 @@ impl<F: Interceptor> Engine<F> {
         }
         if F::REPLICATES {
             frames += self.replication_progress()?;
+        }
+        if F::LOGS_MESSAGES {
+            frames += self.launch_sends_waiting_for_log()?;
         }
         // Rails buffer output until flushed, so with rails the flush runs
         // even when no frame waits in an outbox.
@@ -1541,7 +1572,7 @@ impl<F: Interceptor> Engine<F> {
         header: &FrameHeader,
         payload: &[u8],
     ) -> MpiResult<bool> {
-        if self.peer_failed(peer) {
+        if self.peer_failed(peer) || (F::LOGS_MESSAGES && self.state.is_restarting(peer)) {
             return Ok(true);
         }
         if !self.state.outbox[peer as usize].is_empty() {
@@ -1801,6 +1832,30 @@ impl<F: Interceptor> Engine<F> {
     /// operation goes on. Idempotent; this process itself and ranks out of
     /// range are ignored.
     pub fn handle_peer_failure(&mut self, peer: u32) {
+        if F::LOGS_MESSAGES {
+            let state = &mut self.state;
+            if peer >= state.size
+                || peer == state.rank
+                || state.is_failed(peer)
+                || state.is_restarting(peer)
+            {
+                return;
+            }
+            match state.interceptor.on_peer_failure(peer) {
+                PeerFailureAction::Handled => return self.await_restart(peer),
+                PeerFailureAction::AbortJob => {
+                    state.pending_error.get_or_insert(MpiError::new(
+                        ErrorClass::ProcFailed,
+                        format!(
+                            "message logging: rank {peer} died and cannot be restarted: this rank's \
+                             sender log passed its bound (RESMPI_MSGLOG_MEM / --msglog-mem) and \
+                             lacks messages it would have to replay; spilling the log to disk is \
+                             not built yet (issue 13)"
+                        ),
+                    ));
+                }
+            }
+        }
         if F::REPLICATES {
             let state = &mut self.state;
             if peer >= state.size || peer == state.rank || state.is_failed(peer) {
@@ -1852,7 +1907,7 @@ impl<F: Interceptor> Engine<F> {
         // Until a protocol can act on it (logging), the event is only
         // reported: the policy was applied by the launcher. (Replication
         // was asked first, in `handle_peer_failure`.)
-        if !F::REPLICATES {
+        if !F::REPLICATES && !F::LOGS_MESSAGES {
             let _ = state.interceptor.on_peer_failure(peer);
         }
     }
@@ -1978,6 +2033,10 @@ impl<F: Interceptor> Engine<F> {
         match offered {
             Err(error) if lost_peer_is_event(self.failures_are_events, &error) => {
                 self.handle_peer_failure(peer);
+                if F::LOGS_MESSAGES && self.state.is_restarting(peer) {
+                    // Logged: its new incarnation gets it again.
+                    return Ok(true);
+                }
                 Err(peer_failed_error(peer))
             }
             other => other,
@@ -2462,7 +2521,7 @@ impl<F: Interceptor> State<F> {
         if F::REPLICATES && self.interceptor.replica_dead(peer) {
             return;
         }
-        if self.is_failed(peer) {
+        if self.is_failed(peer) || (F::LOGS_MESSAGES && self.is_restarting(peer)) {
             return;
         }
         frame[..HEADER_LEN_BYTES]
@@ -2634,13 +2693,13 @@ impl<F: Interceptor> State<F> {
             self.fail_request(index);
             return;
         }
-        let to = if F::REPLICATES {
+        let to = if F::REPLICATES || F::LOGS_MESSAGES {
             self.rendezvous_matched(index, envelope.source, logical_seq)
         } else {
             envelope.source
         };
         if length == 0 {
-            if F::REPLICATES {
+            if F::REPLICATES || F::LOGS_MESSAGES {
                 self.rendezvous_landed(index);
             }
             self.complete_receive(index, envelope);
@@ -2817,7 +2876,18 @@ impl<F: Interceptor> State<F> {
                     return true;
                 }
             } else if !self.take_message_seq(peer, header.logical_seq) {
+                if F::LOGS_MESSAGES {
+                    self.replayed_duplicate(peer, &header);
+                }
                 return true;
+            } else if F::LOGS_MESSAGES && header.kind == FrameKind::RequestToSend {
+                self.rendezvous_in.push(RendezvousIn {
+                    peer,
+                    physical: peer,
+                    logical_seq: header.logical_seq,
+                    send_id: header.message_id,
+                    receive: None,
+                });
             }
         }
         match header.kind {
@@ -2905,7 +2975,9 @@ impl<F: Interceptor> State<F> {
                     return true;
                 }
                 if let Operation::Send(send) = &mut request.operation {
-                    if F::REPLICATES && header.tag == CLEAR_TO_SEND_ALREADY_DELIVERED {
+                    if (F::REPLICATES || F::LOGS_MESSAGES)
+                        && header.tag == CLEAR_TO_SEND_ALREADY_DELIVERED
+                    {
                         // Replication: a re-sent message the receiver has.
                         send.stage = SendStage::Done;
                         self.complete_send(index);
@@ -3015,7 +3087,7 @@ impl<F: Interceptor> State<F> {
                 context: receive.pattern.context,
                 tag: status.tag,
             };
-            if F::REPLICATES {
+            if F::REPLICATES || F::LOGS_MESSAGES {
                 self.rendezvous_landed(index);
             }
             self.complete_receive(index, envelope);

@@ -102,21 +102,70 @@ pub struct BsendBuffer {
 /// library `mpiexec --replicas R --replica-masking process` loads), it is
 /// the replication protocol, so that a build never pays for a protocol it
 /// does not run (see docs/design.md, "Replication in the engine").
-#[cfg(not(feature = "replication"))]
+#[cfg(not(any(feature = "replication", feature = "msglog")))]
 pub type JobProtocol = resmpi_ft::PassThrough;
 /// The fault-tolerance protocol of this build of the library: replication.
 #[cfg(feature = "replication")]
 pub type JobProtocol = resmpi_replication::Replication;
+/// The fault-tolerance protocol of this build of the library: pessimistic
+/// message logging (`mpiexec --msglog pessimistic`).
+#[cfg(feature = "msglog")]
+pub type JobProtocol = resmpi_msglog::MessageLog;
+
+#[cfg(all(feature = "replication", feature = "msglog"))]
+compile_error!("one library runs one protocol: build `replication` and `msglog` separately");
 
 /// This build's protocol for process `rank` of a job mapped by `replicas`.
-#[cfg(not(feature = "replication"))]
-fn job_protocol(_rank: u32, _replicas: Replicas, _config: &Config) -> MpiResult<JobProtocol> {
+#[cfg(not(any(feature = "replication", feature = "msglog")))]
+fn job_protocol(_rank: u32, _replicas: Replicas, config: &Config) -> MpiResult<JobProtocol> {
+    if config.msglog != resmpi_runtime::MessageLogging::None {
+        return fail(
+            ErrorClass::Other,
+            "MPI_Init: RESMPI_MSGLOG asks for message logging, but this is the library without it; \
+             mpiexec --msglog puts the message-logging build (lib/msglog, which make builds) first \
+             on the library path: is it there?",
+        );
+    }
     Ok(resmpi_ft::PassThrough)
+}
+
+/// This build's protocol for process `rank`: the message log, sized by
+/// `RESMPI_MSGLOG_MEM`. Refused unless the job asked for it: this build
+/// is only ever loaded by `mpiexec --msglog`.
+#[cfg(feature = "msglog")]
+fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<JobProtocol> {
+    if config.msglog != resmpi_runtime::MessageLogging::Pessimistic {
+        return fail(
+            ErrorClass::Other,
+            "MPI_Init: this is resmpi's message-logging library (lib/msglog); it runs only under \
+             mpiexec --msglog pessimistic (RESMPI_MSGLOG=pessimistic)",
+        );
+    }
+    if replicas.count > 1 {
+        return fail(
+            ErrorClass::Other,
+            "MPI_Init: message logging with replicas is not supported",
+        );
+    }
+    Ok(resmpi_msglog::MessageLog::new(
+        rank,
+        replicas.ranks,
+        config.incarnation,
+        config
+            .msglog_bytes_max
+            .unwrap_or(resmpi_msglog::LOG_BYTES_MAX_DEFAULT),
+    ))
 }
 
 /// This build's protocol for process `rank` of a job mapped by `replicas`.
 #[cfg(feature = "replication")]
 fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<JobProtocol> {
+    if config.msglog != resmpi_runtime::MessageLogging::None {
+        return fail(
+            ErrorClass::Other,
+            "MPI_Init: message logging with replicas is not supported",
+        );
+    }
     let sdc = match config.sdc {
         resmpi_runtime::SdcChoice::Report => resmpi_replication::SdcPolicy::Report,
         resmpi_runtime::SdcChoice::Abort => resmpi_replication::SdcPolicy::Abort,
@@ -242,9 +291,12 @@ impl Mpi {
         engine.held_send_warning = held_send_warning;
         // Small blocking collectives over shared memory (protocol `none`
         // only: the fast path sends no message a protocol could log).
+        // Not under message logging either: a restarted rank's collectives
+        // replay from the sender logs, which only messages fill.
         engine.shared_memory.enabled = coll::shared_memory::enabled_by_environment()
             .map_err(|problem| MpiError::new(ErrorClass::Other, format!("MPI_Init: {problem}")))?
-            && engine.transports.shm.is_some();
+            && engine.transports.shm.is_some()
+            && !cfg!(feature = "msglog");
         let local_ranks = (0..size)
             .filter(|&peer| {
                 matches!(
@@ -333,7 +385,9 @@ impl Mpi {
                 .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
             engine.watch_notices(notices);
             engine.failures_are_events = true;
-            engine.state.wildcards_wait_for_acknowledgement = true;
+            // ULFM's rule; under message logging a death is masked, not
+            // reported to the application.
+            engine.state.wildcards_wait_for_acknowledgement = !cfg!(feature = "msglog");
             engine.links.unreachable_is_failure = true;
         }
         Ok(Mpi {
@@ -386,6 +440,19 @@ impl Mpi {
                 if error.class == ErrorClass::ProcFailed
                     && (self.engine.state.failed_count > 0 || self.engine.failures_are_events) => {}
             other => other?,
+        }
+        // Message logging: a peer that dies now replays from MPI_Init and
+        // needs this process's sender log; stay until every rank is through.
+        self.engine.wait_until_peers_need_no_replay()?;
+        #[cfg(feature = "msglog")]
+        if self.engine.state.interceptor.unlogged_choices > 0 {
+            eprintln!(
+                "resmpi: rank {}: warning: under --msglog this run made {} calls whose outcome \
+                 depends on timing and is not logged yet (MPI_Iprobe/MPI_Probe with \
+                 MPI_ANY_SOURCE, MPI_Waitany/Testany/Waitsome/Testsome over several requests; \
+                 issue 13): a rank restarted after a failure may have replayed them differently",
+                self.engine.state.rank, self.engine.state.interceptor.unlogged_choices
+            );
         }
         self.engine.drain()?;
         self.put_ft_report();

@@ -266,6 +266,18 @@ pub trait Interceptor {
     /// The engine hands [`Interceptor::on_received_hash`] the CRC32C of
     /// every message it receives (replication's divergence check).
     const HASHES_RECEIVED: bool = false;
+    /// Message logging (restart and replay of a failed rank): a peer the
+    /// protocol takes a death of as `Handled` is *restarting*: nothing is
+    /// transmitted to it and nothing waiting for it fails; sends to it are
+    /// numbered and logged and complete at once. When its new incarnation
+    /// re-joins, both logical numbers of the channel are kept (it replays
+    /// from `MPI_Init`): what it re-sends that was delivered already is a
+    /// duplicate (dropped, its credit returned, a synchronous or rendezvous
+    /// send answered), and every message this process numbered for it is
+    /// sent again from [`Interceptor::replay_message`], in order. Sends wait
+    /// (queued in order, never blocking inside the engine) while
+    /// [`Interceptor::send_may_start`] is false: pessimistic logging.
+    const LOGS_MESSAGES: bool = false;
 
     /// Short name, as given to `--ft`.
     fn name(&self) -> &'static str;
@@ -457,6 +469,40 @@ pub trait Interceptor {
         false
     }
 
+    /// Whether a send may start now (only with `LOGS_MESSAGES`): false
+    /// while a determinant the send may depend on is not yet stable.
+    #[inline]
+    fn send_may_start(&self) -> bool {
+        true
+    }
+
+    /// The logged message numbered `logical_seq` to world rank
+    /// `destination`, as (context, tag, packed bytes), for its re-send to a
+    /// restarted destination (only with `LOGS_MESSAGES`); None when it is
+    /// not in the log.
+    #[inline]
+    fn replay_message(&self, _destination: u32, _logical_seq: u64) -> Option<(u32, i32, &[u8])> {
+        None
+    }
+
+    /// A new incarnation of world rank `peer` has joined the job and this
+    /// process reaches it again (only with `LOGS_MESSAGES`).
+    #[inline]
+    fn on_peer_rejoin(&mut self, _peer: u32) {}
+
+    /// This process has passed `MPI_Finalize`'s barrier (only with
+    /// `LOGS_MESSAGES`): it will leave once [`Interceptor::may_leave`] says so.
+    #[inline]
+    fn on_finalize(&mut self) {}
+
+    /// Whether this process may leave the job now (only with
+    /// `LOGS_MESSAGES`): message logging keeps a process, and its sender
+    /// log, until no peer can need a replay from it.
+    #[inline]
+    fn may_leave(&self) -> bool {
+        true
+    }
+
     /// When the protocol's next timer is due (clock nanoseconds), if any.
     #[inline]
     fn poll_timeout(&self) -> Option<u64> {
@@ -557,8 +603,9 @@ mod tests {
         assert!(!protocol.wants_match_events());
         assert_eq!(protocol.on_peer_failure(3), PeerFailureAction::AbortJob);
         assert_eq!(std::mem::size_of::<PassThrough>(), 0);
-        const GUARDS: [bool; 7] = [
+        const GUARDS: [bool; 8] = [
             PassThrough::REPLICATES,
+            PassThrough::LOGS_MESSAGES,
             PassThrough::ROUTES_SENDS,
             PassThrough::WANTS_PAYLOADS,
             PassThrough::PINS_WILDCARDS,
@@ -566,7 +613,7 @@ mod tests {
             PassThrough::SENDS_PROTOCOL_FRAMES,
             PassThrough::USES_TIMERS,
         ];
-        assert_eq!(GUARDS, [false; 7]);
+        assert_eq!(GUARDS, [false; 8]);
     }
 
     #[test]

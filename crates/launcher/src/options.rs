@@ -114,6 +114,11 @@ pub struct Options {
     /// `--replica-masking`: what a replicated job does when one of its
     /// processes dies.
     pub replica_masking: ReplicaMasking,
+    /// `--msglog pessimistic` (`RESMPI_MSGLOG`): the processes run
+    /// `lib/msglog/libmpi.so` (pessimistic message logging), a dead rank
+    /// is started again and replays, and what it prints again while it
+    /// replays is not shown twice.
+    pub msglog: bool,
     /// The program to run, looked up in `PATH` like a shell would.
     pub program: String,
     /// The program's arguments.
@@ -159,6 +164,68 @@ impl ReplicaMasking {
             ReplicaMasking::Process => "process",
         }
     }
+}
+
+/// The variable that mirrors `--msglog`.
+pub const MSGLOG_VARIABLE: &str = "RESMPI_MSGLOG";
+
+/// How many times `--msglog` starts one rank again when `--respawn` does
+/// not say: enough for repeated failures, bounded so that a program that
+/// kills itself deterministically does not loop for ever.
+pub const MSGLOG_RESTARTS_PER_RANK: u32 = 3;
+
+/// `--msglog MODE`: true for pessimistic; what is not built is refused.
+fn parse_msglog(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "none" | "" => Ok(false),
+        "pessimistic" => Ok(true),
+        "optimistic" => Err(
+            "--msglog optimistic: optimistic message logging (O2P) is not built yet (issue 13); \
+             --msglog pessimistic is"
+                .to_string(),
+        ),
+        other => Err(format!(
+            "--msglog '{other}': expected pessimistic or none (optimistic is not built yet, issue 13)"
+        )),
+    }
+}
+
+/// What `--msglog` cannot honour refuses to start, rather than run a job
+/// that looks protected and is not.
+fn check_msglog_supported(
+    hosts: &Option<Vec<HostSpec>>,
+    replica_count: u32,
+    rank_count: u32,
+    failure_policy: Option<FailurePolicy>,
+) -> Result<(), String> {
+    if replica_count > 1 {
+        return Err(
+            "--msglog with --replicas: a job is protected by replication or by message \
+             logging, not both; choose one"
+                .to_string(),
+        );
+    }
+    if hosts.is_some() {
+        return Err(
+            "--msglog with --hosts/--hostfile: restarting a logged rank through a remote \
+             proxy is not built yet (issue 13); message-logged jobs run on this host"
+                .to_string(),
+        );
+    }
+    if rank_count < 2 {
+        return Err(
+            "--msglog needs at least 2 ranks: each rank's determinants are kept by the next rank"
+                .to_string(),
+        );
+    }
+    if failure_policy == Some(FailurePolicy::Abort) {
+        return Err(
+            "--msglog with failure policy abort: message logging restarts the failed rank, \
+             so the job must outlive the death (--msglog sets continue itself)"
+                .to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// The variable that mirrors `--replica-masking`.
@@ -302,6 +369,16 @@ fault tolerance (each sets a variable in every rank):
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
                         joins the running job and the others connect to it
+  --msglog pessimistic  message logging (RESMPI_MSGLOG): the processes run
+                        lib/msglog/libmpi.so; a rank that dies is started
+                        again (3 times at most; --respawn N changes it) and
+                        replays from MPI_Init against the others' sender
+                        logs; what it prints again is not shown twice, and
+                        the job ends as without the fault. Sets continue.
+                        Not with --replicas, --hosts or one rank;
+                        optimistic is not built yet (issue 13)
+  --msglog-mem BYTES    bound of one process's message log (default 1G)
+  --ckpt-dir DIR        accepted with --msglog; nothing is written there yet
 
   -h, --help            print this text
   --version             print the version
@@ -365,7 +442,9 @@ fn arity_of(name: &str) -> Option<Arity> {
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
         | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler"
-        | "replicas" | "replica-masking" | "sdc" => Some(Arity::One),
+        | "replicas" | "replica-masking" | "sdc" | "msglog" | "msglog-mem" | "ckpt-dir" => {
+            Some(Arity::One)
+        }
         "io-replication-factor" | "io-replica-targets" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
@@ -565,6 +644,9 @@ pub fn parse(
     let mut replica_count = 1;
     let mut replica_masking = None;
     let mut sdc = None;
+    let mut msglog = None;
+    let mut msglog_bytes_max = None;
+    let mut checkpoint_directory = None;
     let mut index = 0;
     while index < arguments.len() {
         let word = &arguments[index];
@@ -772,6 +854,19 @@ pub fn parse(
             }
             "replica-masking" => replica_masking = Some(parse_replica_masking(&values[0])?),
             "sdc" => sdc = Some(parse_sdc(&values[0])?),
+            "msglog" => msglog = Some(values[0].clone()),
+            "msglog-mem" => {
+                msglog_bytes_max = Some(
+                    parse_byte_count(&values[0])
+                        .map_err(|problem| format!("--msglog-mem '{}': {problem}", values[0]))?,
+                )
+            }
+            "ckpt-dir" => {
+                if values[0].is_empty() {
+                    return Err("--ckpt-dir: empty directory name".to_string());
+                }
+                checkpoint_directory = Some(values[0].clone())
+            }
             "respawn" => {
                 respawn_count_max = values[0].parse::<u32>().map_err(|_| {
                     format!(
@@ -819,6 +914,29 @@ pub fn parse(
                 })?
         }
     };
+    let msglog = match msglog.or_else(|| lookup(MSGLOG_VARIABLE)) {
+        Some(text) => parse_msglog(&text)?,
+        None => false,
+    };
+    if msglog {
+        check_msglog_supported(&hosts, replica_count, rank_count, failure_policy)?;
+        // Restart and replay is what the mode is: the job outlives a
+        // death, and the dead rank is started again (a bounded number of
+        // times, unless --respawn says how many).
+        failure_policy = Some(FailurePolicy::Continue);
+        if respawn_count_max == 0 {
+            respawn_count_max = MSGLOG_RESTARTS_PER_RANK;
+        }
+        environment.push((MSGLOG_VARIABLE.to_string(), "pessimistic".to_string()));
+        if let Some(bytes) = msglog_bytes_max {
+            environment.push(("RESMPI_MSGLOG_MEM".to_string(), bytes.to_string()));
+        }
+        if let Some(directory) = &checkpoint_directory {
+            environment.push(("RESMPI_CKPT_DIR".to_string(), directory.clone()));
+        }
+    } else if checkpoint_directory.is_some() || msglog_bytes_max.is_some() {
+        return Err("--ckpt-dir and --msglog-mem need --msglog pessimistic".to_string());
+    }
     let failure_policy = match failure_policy {
         Some(policy) => policy,
         None => match lookup(FAILURE_POLICY_VARIABLE) {
@@ -903,6 +1021,7 @@ pub fn parse(
         respawn_count_max,
         replica_count,
         replica_masking,
+        msglog,
         hosts,
         ranks_per_host,
         launcher_exec,

@@ -8,6 +8,8 @@
 //! drained so the rank never blocks on a full pipe.
 
 use std::io::{self, Read, Write};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// Longest partial line held back while waiting for its newline.
 pub const MAX_PARTIAL_LINE_BYTES: usize = 64 * 1024;
@@ -91,8 +93,114 @@ impl LineSplitter {
     }
 }
 
+/// How long a restarted rank's output waits for its dead incarnation's
+/// stream to reach its end before the count of bytes to skip is taken.
+const PREVIOUS_STREAM_WAIT: Duration = Duration::from_secs(5);
+
+/// Per rank stream (rank * 2 + 0 for stdout, 1 for stderr): how many bytes
+/// its incarnations have shown, and how many of its streams are open.
+///
+/// Why bytes and not lines: under message logging a restarted rank replays
+/// deterministically from `MPI_Init`, so it writes again exactly the bytes
+/// its dead incarnation wrote; the first `shown` bytes of the new stream
+/// are those, whatever its line breaks.
+pub struct OutputLedger {
+    streams: Mutex<Vec<StreamLedger>>,
+    changed: Condvar,
+}
+
+#[derive(Clone, Copy, Default)]
+struct StreamLedger {
+    /// Bytes shown: the longest any incarnation got.
+    shown_bytes: u64,
+    /// Incarnations whose stream has not reached its end.
+    open_count: u32,
+}
+
+impl OutputLedger {
+    /// A ledger for `stream_count` streams.
+    pub fn new(stream_count: usize) -> OutputLedger {
+        OutputLedger {
+            streams: Mutex::new(vec![StreamLedger::default(); stream_count]),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+/// One incarnation's stream in an [`OutputLedger`].
+pub struct ReplayedStream {
+    ledger: Arc<OutputLedger>,
+    stream: usize,
+    incarnation: u32,
+}
+
+impl ReplayedStream {
+    /// Incarnation `incarnation`'s stream `stream` opens (called before its
+    /// forwarding thread starts, so a later incarnation sees it open).
+    pub fn open(ledger: Arc<OutputLedger>, stream: usize, incarnation: u32) -> ReplayedStream {
+        if let Some(entry) = ledger.streams.lock().expect("ledger").get_mut(stream) {
+            entry.open_count += 1;
+        }
+        ReplayedStream {
+            ledger,
+            stream,
+            incarnation,
+        }
+    }
+
+    /// How many bytes at the start of this stream were shown already: 0
+    /// for the first incarnation; for a later one, what the earlier ones
+    /// showed, once their streams ended (bounded wait).
+    fn bytes_to_skip(&self) -> u64 {
+        if self.incarnation == 0 {
+            return 0;
+        }
+        let deadline = Instant::now() + PREVIOUS_STREAM_WAIT;
+        let mut streams = self.ledger.streams.lock().expect("ledger");
+        while streams[self.stream].open_count > 1 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            streams = self
+                .ledger
+                .changed
+                .wait_timeout(streams, left)
+                .expect("ledger")
+                .0;
+        }
+        streams[self.stream].shown_bytes
+    }
+
+    /// This stream has read `position` bytes in all.
+    fn reached(&self, position: u64) {
+        let mut streams = self.ledger.streams.lock().expect("ledger");
+        let entry = &mut streams[self.stream];
+        entry.shown_bytes = entry.shown_bytes.max(position);
+    }
+
+    fn close(&self) {
+        let mut streams = self.ledger.streams.lock().expect("ledger");
+        streams[self.stream].open_count -= 1;
+        self.ledger.changed.notify_all();
+    }
+}
+
 /// Copies `source` to `destination` line by line until end of file.
-pub fn forward(mut source: impl Read, destination: Destination, prefix: &str) {
+pub fn forward(source: impl Read, destination: Destination, prefix: &str) {
+    forward_replayed(source, destination, prefix, None)
+}
+
+/// [`forward`], and with `replayed`, leave out the first bytes that
+/// earlier incarnations of the rank showed already (message logging).
+pub fn forward_replayed(
+    mut source: impl Read,
+    destination: Destination,
+    prefix: &str,
+    replayed: Option<ReplayedStream>,
+) {
+    let mut skip_bytes = replayed.as_ref().map_or(0, ReplayedStream::bytes_to_skip);
+    let mut position = 0u64;
     let mut splitter = LineSplitter::new(prefix);
     let mut chunk = [0u8; 8192];
     let mut destination_open = true;
@@ -104,12 +212,25 @@ pub fn forward(mut source: impl Read, destination: Destination, prefix: &str) {
     loop {
         match source.read(&mut chunk) {
             Ok(0) => break,
-            Ok(count) => emit(splitter.push(&chunk[..count]), &mut destination_open),
+            Ok(count) => {
+                position += count as u64;
+                let skipped = (skip_bytes.min(count as u64)) as usize;
+                skip_bytes -= skipped as u64;
+                if skipped < count {
+                    emit(splitter.push(&chunk[skipped..count]), &mut destination_open);
+                }
+                if let Some(replayed) = &replayed {
+                    replayed.reached(position);
+                }
+            }
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
     emit(splitter.finish(), &mut destination_open);
+    if let Some(replayed) = &replayed {
+        replayed.close();
+    }
 }
 
 #[cfg(test)]
@@ -131,6 +252,22 @@ mod tests {
         let mut splitter = LineSplitter::new("");
         assert_eq!(splitter.push(b"a\nb"), b"a\n");
         assert_eq!(splitter.finish(), b"b");
+    }
+
+    #[test]
+    fn a_restarted_incarnation_shows_only_what_goes_beyond_its_predecessors() {
+        let ledger = Arc::new(OutputLedger::new(2));
+        let first = ReplayedStream::open(ledger.clone(), 0, 0);
+        assert_eq!(first.bytes_to_skip(), 0);
+        first.reached(11);
+        let second = ReplayedStream::open(ledger.clone(), 0, 1);
+        first.close();
+        assert_eq!(second.bytes_to_skip(), 11);
+        second.reached(5);
+        second.close();
+        // A third incarnation skips the most any earlier one showed.
+        let third = ReplayedStream::open(ledger, 0, 2);
+        assert_eq!(third.bytes_to_skip(), 11);
     }
 
     #[test]

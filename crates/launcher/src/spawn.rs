@@ -428,6 +428,7 @@ mod tests {
             rank_count: 4,
             replica_count: 1,
             replica_masking: crate::options::ReplicaMasking::Replica,
+            msglog: false,
             environment: vec![("A".to_string(), "x y".to_string())],
             tag_output: false,
             timeout_seconds: None,

@@ -138,6 +138,8 @@ struct Job {
     detection_latency_max: Duration,
     /// Per rank: how many times `--respawn` started it again.
     respawn_counts: Vec<u32>,
+    /// `--msglog`: per rank stream, how much its incarnations have shown.
+    replay_output: Option<std::sync::Arc<output::OutputLedger>>,
     /// Under `continue`: a death while other ranks were inside MPI_Init's
     /// wire-up (see [`STARTUP_DEATH_GRACE_MS`]), until they are out of it.
     startup_death: Option<StartupDeath>,
@@ -232,6 +234,11 @@ pub fn run(options: &Options) -> i32 {
         kills,
         detection_latency_max: Duration::ZERO,
         respawn_counts: vec![0; options.process_count() as usize],
+        replay_output: options.msglog.then(|| {
+            std::sync::Arc::new(output::OutputLedger::new(
+                options.process_count() as usize * 2,
+            ))
+        }),
         startup_death: None,
         rank_count: options.rank_count,
         replica_count: options.replica_count,
@@ -354,13 +361,10 @@ fn library_path(options: &Options) -> String {
     match spawn::library_directory() {
         Some(directory) => {
             let path = spawn::prepend_path(&directory, existing.as_deref());
-            if replicates_in_the_library(options) {
-                // The build of libmpi.so.12 that runs the replication
-                // protocol, found before the plain one.
-                return spawn::prepend_path(
-                    &directory.join(REPLICATION_LIBRARY_DIRECTORY),
-                    Some(&path),
-                );
+            if let Some(protocol_directory) = protocol_library_directory(options) {
+                // The build of libmpi.so.12 that runs the job's protocol
+                // (replication, message logging), found before the plain one.
+                return spawn::prepend_path(&directory.join(protocol_directory), Some(&path));
             }
             path
         }
@@ -378,23 +382,41 @@ fn replicates_in_the_library(options: &Options) -> bool {
     options.replica_count > 1 && options.replica_masking == ReplicaMasking::Process
 }
 
-/// `--replica-masking process` needs `lib/replication/libmpi.so.12`.
-fn check_replication_library(options: &Options) -> Result<(), String> {
-    if !replicates_in_the_library(options) {
-        return Ok(());
+/// Where, under our `lib` directory, the build of the library with the
+/// message-logging protocol lies (`make` builds it).
+const MSGLOG_LIBRARY_DIRECTORY: &str = "msglog";
+
+/// The directory under `lib` of the library build the job's protocol
+/// needs, and the option that asks for it; None for the plain library.
+fn protocol_library(options: &Options) -> Option<(&'static str, &'static str)> {
+    if replicates_in_the_library(options) {
+        Some((REPLICATION_LIBRARY_DIRECTORY, "--replica-masking process"))
+    } else if options.msglog {
+        Some((MSGLOG_LIBRARY_DIRECTORY, "--msglog pessimistic"))
+    } else {
+        None
     }
-    let library = spawn::library_directory().map(|directory| {
-        directory
-            .join(REPLICATION_LIBRARY_DIRECTORY)
-            .join("libmpi.so.12")
-    });
+}
+
+fn protocol_library_directory(options: &Options) -> Option<&'static str> {
+    protocol_library(options).map(|(directory, _)| directory)
+}
+
+/// `--replica-masking process` needs `lib/replication/libmpi.so.12`,
+/// `--msglog` needs `lib/msglog/libmpi.so.12`.
+fn check_replication_library(options: &Options) -> Result<(), String> {
+    let Some((protocol_directory, option)) = protocol_library(options) else {
+        return Ok(());
+    };
+    let library = spawn::library_directory()
+        .map(|directory| directory.join(protocol_directory).join("libmpi.so.12"));
     match library {
         Some(library) if library.exists() => Ok(()),
         Some(library) => Err(format!(
-            "--replica-masking process needs the library built with the replication protocol, {} (make builds it)",
+            "{option} needs the library built with its protocol, {} (make builds it)",
             library.display()
         )),
-        None => Err("--replica-masking process: cannot find mpiexec's lib directory".to_string()),
+        None => Err(format!("{option}: cannot find mpiexec's lib directory")),
     }
 }
 
@@ -578,15 +600,27 @@ impl Job {
                 }));
             }
         }
+        // Message logging: a restarted rank replays, and prints again what
+        // its dead incarnations printed; only what goes beyond is shown.
+        let replayed = |stream: usize| {
+            self.replay_output.as_ref().map(|ledger| {
+                output::ReplayedStream::open(
+                    ledger.clone(),
+                    rank as usize * 2 + stream,
+                    incarnation,
+                )
+            })
+        };
+        let (stdout_replay, stderr_replay) = (replayed(0), replayed(1));
         if let Some(stdout) = child.stdout.take() {
             let prefix = prefix.clone();
             self.output_threads.push(thread::spawn(move || {
-                output::forward(stdout, Destination::Stdout, &prefix)
+                output::forward_replayed(stdout, Destination::Stdout, &prefix, stdout_replay)
             }));
         }
         if let Some(stderr) = child.stderr.take() {
             self.output_threads.push(thread::spawn(move || {
-                output::forward(stderr, Destination::Stderr, &prefix)
+                output::forward_replayed(stderr, Destination::Stderr, &prefix, stderr_replay)
             }));
         }
         if let Some(mut rank_stdin) = child.stdin.take() {
@@ -976,12 +1010,43 @@ impl Job {
     /// mpiexec's exit code once the job is over: under `abort`, the first
     /// failure's (or the first non-zero exit after finalize); under
     /// `continue`, what ended the job early, else the first death, else
-    /// the first non-zero exit after finalize.
+    /// the first non-zero exit after finalize. Under `--msglog` a death is
+    /// masked (the rank was restarted and replayed), so it is not the
+    /// job's exit code; one that could not be masked ends the job early.
     fn final_exit_code(&self) -> i32 {
+        let death_code = if self.replay_output.is_some() {
+            None
+        } else {
+            self.first_death_code
+        };
         self.job_ended_code
-            .or(self.first_death_code)
+            .or(death_code)
             .or(self.exit_code)
             .unwrap_or(0)
+    }
+
+    /// `--msglog`: a rank dead with no restart left cannot be replayed, and
+    /// the survivors would wait for it for ever: the job ends, naming it.
+    fn msglog_gave_up(&mut self, options: &Options) -> bool {
+        let exhausted = (0..self.ranks.len()).find(|&rank| {
+            let process = &self.ranks[rank];
+            process.failed
+                && process.ending.is_some()
+                && self.respawn_counts[rank] >= options.respawn_count_max
+        });
+        let Some(rank) = exhausted else {
+            return false;
+        };
+        let code = self.first_death_code.unwrap_or(1);
+        self.fail(
+            code,
+            &format!(
+                "rank {rank} died again after {} restarts; message logging restarts a rank at most \
+                 {} times (--respawn N sets it): the job ends",
+                self.respawn_counts[rank], options.respawn_count_max
+            ),
+        );
+        true
     }
 
     /// Records the failure that ends the job: prints `message`, sets the
@@ -1265,6 +1330,9 @@ impl Job {
                 break;
             }
             self.respawn_dead(options, identity);
+            if options.msglog && self.msglog_gave_up(options) {
+                break;
+            }
             if self.running_count() == 0 {
                 return;
             }

@@ -31,6 +31,8 @@
 //! | `RESMPI_DEBUG_RAILS`    | any value: print rails going down or up    | unset |
 //! | `RESMPI_FAILURE_POLICY` | `abort`/`continue`: a dead peer ends the job, or is an event the survivors see (set by our `mpiexec`; unset under other launchers) | unset |
 //! | `RESMPI_FT`             | process fault-tolerance protocol, chosen at `MPI_Init` (`none` is the only one yet; `resmpi_ft::Mode`) | `none` |
+//! | `RESMPI_MSGLOG`         | `none`/`pessimistic`: message logging (`mpiexec --msglog`; needs the library in `lib/msglog`); `optimistic` is refused, not built yet | `none` |
+//! | `RESMPI_MSGLOG_MEM`     | bytes one process's message log may hold (`mpiexec --msglog-mem`) | 1 GiB |
 
 use crate::hex::hex_decode;
 
@@ -115,6 +117,11 @@ pub struct Config {
     /// `RESMPI_SDC` (`mpiexec --sdc`): what a divergence between the
     /// replicas of a rank does under the replication protocol.
     pub sdc: SdcChoice,
+    /// `RESMPI_MSGLOG` (`mpiexec --msglog`): message logging.
+    pub msglog: MessageLogging,
+    /// `RESMPI_MSGLOG_MEM`: bytes one process's message log may hold
+    /// (None: the protocol's default).
+    pub msglog_bytes_max: Option<usize>,
 }
 
 /// What a divergence between replicas does (`RESMPI_SDC`).
@@ -124,6 +131,34 @@ pub enum SdcChoice {
     Report,
     /// The job ends with an error naming it.
     Abort,
+}
+
+/// Message logging (`RESMPI_MSGLOG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageLogging {
+    /// Nothing is logged.
+    None,
+    /// Pessimistic: determinants stable before any send that depends on them.
+    Pessimistic,
+}
+
+impl MessageLogging {
+    /// The mode named `text` (`RESMPI_MSGLOG`, `mpiexec --msglog`); what is
+    /// not built is refused with a sentence saying so.
+    pub fn from_name(text: &str) -> Result<MessageLogging, String> {
+        match text.trim() {
+            "" | "none" => Ok(MessageLogging::None),
+            "pessimistic" => Ok(MessageLogging::Pessimistic),
+            "optimistic" => Err(
+                "message logging 'optimistic' (O2P) is not built yet (issue 13); \
+                 use pessimistic"
+                    .to_string(),
+            ),
+            other => Err(format!(
+                "message logging '{other}': expected none or pessimistic (optimistic is not built yet, issue 13)"
+            )),
+        }
+    }
 }
 
 /// What the job does when a process dies (`RESMPI_FAILURE_POLICY`).
@@ -194,6 +229,8 @@ impl Default for Config {
             incarnation: 0,
             replica_count: 1,
             sdc: SdcChoice::Report,
+            msglog: MessageLogging::None,
+            msglog_bytes_max: None,
         }
     }
 }
@@ -308,6 +345,16 @@ impl Config {
         }
         if let Some(text) = lookup("RESMPI_FT") {
             config.ft_protocol = text.trim().to_string();
+        }
+        if let Some(text) = lookup("RESMPI_MSGLOG") {
+            config.msglog = MessageLogging::from_name(&text)
+                .map_err(|problem| format!("RESMPI_MSGLOG: {problem}"))?;
+        }
+        if let Some(text) = lookup("RESMPI_MSGLOG_MEM") {
+            config.msglog_bytes_max = Some(
+                parse_byte_count(&text)
+                    .map_err(|problem| format!("RESMPI_MSGLOG_MEM: {problem}"))?,
+            );
         }
         if let Some(text) = lookup("RESMPI_INCARNATION") {
             config.incarnation = text.trim().parse().map_err(|_| {

@@ -23,7 +23,9 @@ mod pmi;
 mod pmix;
 mod random;
 
-pub use config::{parse_byte_count, Config, FailurePolicy, PathsChoice, SdcChoice, StripeChoice};
+pub use config::{
+    parse_byte_count, Config, FailurePolicy, MessageLogging, PathsChoice, SdcChoice, StripeChoice,
+};
 pub use error::PmiError;
 pub use hex::{hex_decode, hex_encode};
 pub use notices::FailureNotices;

@@ -122,10 +122,24 @@ impl<F: Interceptor> Engine<F> {
             state.failed_count -= 1;
         }
         state.peer_incarnation[slot] = incarnation;
-        state.message_seq_out[slot] = 0;
-        state.message_seq_in[slot] = 0;
         state.eager_credit[slot] = state.config.eager_credit_bytes;
         state.credit_owed[slot] = 0;
+        if F::LOGS_MESSAGES {
+            // It replays from MPI_Init: the channel's numbers go on, and
+            // what it had of this process comes again from the log
+            // (`engine/replay.rs`); its old messages here stay delivered.
+            state.restarting[slot] = false;
+            self.transports.routes[slot] = route;
+            for communicator in self.state.comms.iter_mut().flatten() {
+                communicator.members_on_shared_memory = None;
+            }
+            self.links.adopt(peer, route == Route::Tcp);
+            self.state.interceptor.on_peer_rejoin(peer);
+            self.replay_to(peer);
+            return true;
+        }
+        state.message_seq_out[slot] = 0;
+        state.message_seq_in[slot] = 0;
         // Eager messages of the old incarnation that no receive took: the
         // process that sent them is gone, and a receive posted from now on
         // waits for the new one (whose numbering starts over).

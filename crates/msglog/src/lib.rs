@@ -1,0 +1,429 @@
+//! Pessimistic message logging (issue 13, first slice): the protocol that
+//! lets one failed rank restart from `MPI_Init` and replay its whole
+//! history while the others go on, as a sans-IO interceptor the engine
+//! drives (`Engine<MessageLog>`, the library `make` builds into
+//! `build/lib/msglog`).
+//!
+//! What it keeps, per process:
+//! - the **sender log** ([`sender_log::SenderLog`]): every message sent,
+//!   keyed by (destination, logical number), bounded;
+//! - its **determinants**: for the n-th ANY_SOURCE receive it posted, the
+//!   source it matched. They are sent to its *holder*, the next rank
+//!   (rank + 1 mod N), which keeps them and acks them. Pessimistic: the
+//!   engine starts no send while one is not acked
+//!   ([`Interceptor::send_may_start`]), so nothing another process sees
+//!   depends on a determinant that could be lost;
+//! - the **determinants it holds** for its *ward* (rank − 1 mod N).
+//!
+//! Restart: when the new incarnation of a rank re-joins, its holder hands
+//! it its determinants (`Replay` frames); until the last one is in, the
+//! new incarnation posts no ANY_SOURCE receive (`Defer`), and from then on
+//! it pins the n-th one to the logged source while the log lasts. Every
+//! survivor re-sends it, from its sender log, each message it had numbered
+//! for the rank (all of them: the rank starts over from `MPI_Init`), and
+//! drops as duplicates the messages the rank sends again (the engine's
+//! part, see `LOGS_MESSAGES`). If the restarted rank held another rank's
+//! determinants, that rank sends its whole list again.
+//!
+//! Why the holder is a rank and not an event-logger process: it needs no
+//! new process, connection or file, runs over the engine's protocol frames
+//! (so the simulator can drive it), and a determinant survives any single
+//! failure, because it lives in two processes (the rank and its holder)
+//! and either one re-creates it in the other when that one restarts. The
+//! cost: a rank and its holder lost together cannot be restarted (the
+//! restarted rank would wait for its replay for ever). The issue's durable
+//! event logger outside MPI_COMM_WORLD is not built (docs/design.md,
+//! "Message logging").
+//!
+//! Leaving: a process keeps its log until every rank has passed
+//! `MPI_Finalize`'s barrier (`Finished` frames; [`Interceptor::may_leave`]),
+//! since a rank that dies before then replays from `MPI_Init` and needs
+//! every message ever sent to it.
+//!
+//! Bounds: the sender log and the determinant lists share the byte bound
+//! given at construction (`RESMPI_MSGLOG_MEM`). Past it the log is
+//! incomplete and every later death ends the job ([`MessageLog`]'s
+//! `on_peer_failure` says `AbortJob`) rather than replaying with holes.
+#![warn(missing_docs)]
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use resmpi_ft::{
+    CompletionCall, CompletionChoice, Interceptor, MatchEvent, Payload, PeerFailureAction,
+    ProbeOutcome, ReceivePattern, SentMessage, WildcardDecision,
+};
+
+pub mod frames;
+pub mod sender_log;
+
+use frames::{Determinant, Frame, ENTRIES_PER_FRAME_MAX};
+use sender_log::{LoggedMessage, SenderLog};
+
+/// Default bound of one process's logs (`RESMPI_MSGLOG_MEM`): 1 GiB.
+pub const LOG_BYTES_MAX_DEFAULT: usize = 1 << 30;
+
+/// Bytes a determinant is charged against the bound.
+const DETERMINANT_COST_BYTES: usize = 16;
+
+/// The message-logging protocol of one process.
+#[derive(Debug)]
+pub struct MessageLog {
+    rank: u32,
+    size: u32,
+    log: SenderLog,
+    /// This process's determinants, in the order they were made.
+    own: Vec<Determinant>,
+    /// How many of `own` the holder has acknowledged.
+    own_acknowledged: usize,
+    /// Determinants this process holds for its ward, in its order.
+    held: Vec<Determinant>,
+    /// Restarted incarnation: the determinants of the earlier ones, by
+    /// ordinal; `replay_complete` once the holder sent the last of them.
+    replay: BTreeMap<u64, u32>,
+    replay_complete: bool,
+    /// ANY_SOURCE receives posted, by the engine's receive id: their ordinal.
+    wildcard_ordinals: HashMap<u64, u64>,
+    next_ordinal: u64,
+    /// Receives deferred until the replay is in.
+    deferred: Vec<u64>,
+    released: VecDeque<(u64, Option<u32>)>,
+    /// Peers dead and not yet re-joined.
+    restarting: Vec<bool>,
+    frames_out: VecDeque<(u32, Vec<u8>)>,
+    /// Bytes the determinant lists are charged.
+    determinant_bytes: usize,
+    /// Past `MPI_Finalize`'s barrier.
+    finishing: bool,
+    /// Per rank: it has passed `MPI_Finalize`'s barrier (in its current
+    /// incarnation).
+    finished: Vec<bool>,
+    /// A frame that could not be parsed, or a gap in a ward's list.
+    pub protocol_errors: u64,
+    /// Calls whose outcome depends on timing and is not logged yet: an
+    /// `ANY_SOURCE` probe, or a Waitany/Testany/Waitsome/Testsome over
+    /// several requests. MPI_Finalize says so (issue 13 logs them).
+    pub unlogged_choices: u64,
+}
+
+impl MessageLog {
+    /// The protocol of world rank `rank` of a job of `size` ranks, in its
+    /// incarnation `incarnation` (0 at the start of the job), with logs of
+    /// at most `log_bytes_max` bytes.
+    pub fn new(rank: u32, size: u32, incarnation: u32, log_bytes_max: usize) -> MessageLog {
+        MessageLog {
+            rank,
+            size,
+            log: SenderLog::new(size, log_bytes_max),
+            own: Vec::new(),
+            own_acknowledged: 0,
+            held: Vec::new(),
+            replay: BTreeMap::new(),
+            replay_complete: incarnation == 0 || size < 2,
+            wildcard_ordinals: HashMap::new(),
+            next_ordinal: 0,
+            deferred: Vec::new(),
+            released: VecDeque::new(),
+            restarting: vec![false; size as usize],
+            frames_out: VecDeque::new(),
+            determinant_bytes: 0,
+            finishing: false,
+            finished: vec![false; size as usize],
+            protocol_errors: 0,
+            unlogged_choices: 0,
+        }
+    }
+
+    /// The rank that holds this process's determinants.
+    pub fn holder(&self) -> u32 {
+        (self.rank + 1) % self.size
+    }
+
+    /// The rank whose determinants this process holds.
+    pub fn ward(&self) -> u32 {
+        (self.rank + self.size - 1) % self.size
+    }
+
+    /// Whether every message sent so far is in the sender log.
+    pub fn log_complete(&self) -> bool {
+        self.log.is_complete()
+    }
+
+    /// Bytes the sender log holds (payloads plus per-entry cost).
+    pub fn log_bytes(&self) -> usize {
+        self.log.bytes_logged()
+    }
+
+    /// Determinants made by this process (its earlier incarnations' included).
+    pub fn determinant_count(&self) -> usize {
+        self.own.len()
+    }
+
+    /// Whether the replay of the earlier incarnations' determinants is in.
+    pub fn replay_complete(&self) -> bool {
+        self.replay_complete
+    }
+
+    fn queue(&mut self, peer: u32, frame: Frame) {
+        if peer != self.rank && !self.restarting[peer as usize] {
+            self.frames_out.push_back((peer, frame.encode()));
+        }
+    }
+
+    /// Send `own[from..]` to the holder.
+    fn send_own_from(&mut self, from: usize) {
+        let holder = self.holder();
+        let mut first = from;
+        while first < self.own.len() {
+            let end = (first + ENTRIES_PER_FRAME_MAX).min(self.own.len());
+            let frame = Frame::Determinants {
+                first: first as u64,
+                entries: self.own[first..end].to_vec(),
+            };
+            self.queue(holder, frame);
+            first = end;
+        }
+    }
+
+    /// Hand the ward's new incarnation its determinants.
+    fn send_replay(&mut self) {
+        let ward = self.ward();
+        let mut chunks = self.held.chunks(ENTRIES_PER_FRAME_MAX).peekable();
+        if chunks.peek().is_none() {
+            self.queue(
+                ward,
+                Frame::Replay {
+                    last: true,
+                    entries: Vec::new(),
+                },
+            );
+            return;
+        }
+        let chunks: Vec<Vec<Determinant>> = chunks.map(<[Determinant]>::to_vec).collect();
+        let count = chunks.len();
+        for (index, entries) in chunks.into_iter().enumerate() {
+            self.queue(
+                ward,
+                Frame::Replay {
+                    last: index + 1 == count,
+                    entries,
+                },
+            );
+        }
+    }
+
+    fn charge_determinant(&mut self) {
+        self.determinant_bytes += DETERMINANT_COST_BYTES;
+    }
+
+    fn over_bound(&self) -> bool {
+        !self.log.is_complete()
+    }
+
+    fn handle_determinants(&mut self, peer: u32, first: u64, entries: Vec<Determinant>) {
+        if peer != self.ward() {
+            self.protocol_errors += 1;
+            return;
+        }
+        let first = first as usize;
+        if first > self.held.len() {
+            // A gap: the ward sends in order over one channel, so this is a bug.
+            self.protocol_errors += 1;
+            return;
+        }
+        // Entries before `held.len()` are a re-send of what is held already.
+        let already_held = self.held.len() - first;
+        for entry in entries.into_iter().skip(already_held) {
+            self.held.push(entry);
+            self.charge_determinant();
+        }
+        let count = self.held.len() as u64;
+        self.queue(peer, Frame::Ack { count });
+    }
+
+    fn handle_replay(&mut self, last: bool, entries: Vec<Determinant>) {
+        if self.replay_complete {
+            return;
+        }
+        for entry in entries {
+            self.replay.insert(entry.ordinal, entry.source);
+            self.own.push(entry);
+            self.charge_determinant();
+        }
+        if !last {
+            return;
+        }
+        self.replay_complete = true;
+        self.own_acknowledged = self.own.len();
+        for receive in std::mem::take(&mut self.deferred) {
+            let source = self
+                .wildcard_ordinals
+                .get(&receive)
+                .and_then(|ordinal| self.replay.get(ordinal))
+                .copied();
+            self.released.push_back((receive, source));
+        }
+    }
+}
+
+impl Interceptor for MessageLog {
+    const WANTS_PAYLOADS: bool = true;
+    const PINS_WILDCARDS: bool = true;
+    const SENDS_PROTOCOL_FRAMES: bool = true;
+    const LOGS_MESSAGES: bool = true;
+    const WANTS_NONDETERMINISM: bool = true;
+
+    fn name(&self) -> &'static str {
+        "msglog-pessimistic"
+    }
+
+    fn wants_match_events(&self) -> bool {
+        true
+    }
+
+    fn on_send_payload(&mut self, message: &SentMessage, payload: Payload<'_>) {
+        if self.log.is_complete() {
+            self.log.record(
+                message.destination,
+                LoggedMessage {
+                    logical_seq: message.logical_seq,
+                    context: message.context,
+                    tag: message.tag,
+                    payload: payload.to_vec(),
+                },
+            );
+        }
+    }
+
+    fn on_wildcard_receive(&mut self, receive: u64, _pattern: &ReceivePattern) -> WildcardDecision {
+        let ordinal = self.next_ordinal;
+        self.next_ordinal += 1;
+        self.wildcard_ordinals.insert(receive, ordinal);
+        if !self.replay_complete {
+            self.deferred.push(receive);
+            return WildcardDecision::Defer;
+        }
+        match self.replay.get(&ordinal) {
+            Some(&source) => WildcardDecision::Pin(source),
+            None => WildcardDecision::AnySource,
+        }
+    }
+
+    fn poll_released_receive(&mut self) -> Option<(u64, Option<u32>)> {
+        self.released.pop_front()
+    }
+
+    fn on_match(&mut self, event: &MatchEvent) {
+        let Some(ordinal) = self.wildcard_ordinals.remove(&event.receive_token) else {
+            return;
+        };
+        if self.replay.contains_key(&ordinal) {
+            // Replayed: its determinant is stable already.
+            return;
+        }
+        let position = self.own.len();
+        self.own.push(Determinant {
+            ordinal,
+            source: event.envelope.source,
+        });
+        self.charge_determinant();
+        if self.size >= 2 {
+            self.send_own_from(position);
+        } else {
+            self.own_acknowledged = self.own.len();
+        }
+    }
+
+    fn on_probe(&mut self, outcome: &ProbeOutcome) {
+        if outcome.pattern.source.is_none() {
+            self.unlogged_choices += 1;
+        }
+    }
+
+    fn on_completion_choice(&mut self, choice: &CompletionChoice<'_>) {
+        if choice.call != CompletionCall::Test && choice.offered > 1 {
+            self.unlogged_choices += 1;
+        }
+    }
+
+    fn send_may_start(&self) -> bool {
+        self.own_acknowledged == self.own.len()
+    }
+
+    fn replay_message(&self, destination: u32, logical_seq: u64) -> Option<(u32, i32, &[u8])> {
+        self.log
+            .message(destination, logical_seq)
+            .map(|message| (message.context, message.tag, message.payload.as_slice()))
+    }
+
+    fn on_peer_failure(&mut self, peer: u32) -> PeerFailureAction {
+        if self.over_bound() || peer >= self.size {
+            return PeerFailureAction::AbortJob;
+        }
+        self.restarting[peer as usize] = true;
+        self.finished[peer as usize] = false;
+        PeerFailureAction::Handled
+    }
+
+    fn on_peer_rejoin(&mut self, peer: u32) {
+        if peer >= self.size || peer == self.rank {
+            return;
+        }
+        self.restarting[peer as usize] = false;
+        self.finished[peer as usize] = false;
+        if self.finishing {
+            self.queue(peer, Frame::Finished);
+        }
+        if peer == self.holder() {
+            // It lost what it held: all of it again (acks count from 0).
+            self.own_acknowledged = 0;
+            self.send_own_from(0);
+        }
+        if peer == self.ward() {
+            self.send_replay();
+        }
+    }
+
+    fn on_protocol_frame(&mut self, peer: u32, bytes: &[u8]) {
+        match Frame::decode(bytes) {
+            Ok(Frame::Determinants { first, entries }) => {
+                self.handle_determinants(peer, first, entries)
+            }
+            Ok(Frame::Ack { count }) if peer == self.holder() => {
+                let count = (count as usize).min(self.own.len());
+                self.own_acknowledged = self.own_acknowledged.max(count);
+            }
+            Ok(Frame::Replay { last, entries }) if peer == self.holder() => {
+                self.handle_replay(last, entries)
+            }
+            Ok(Frame::Finished) if peer < self.size => self.finished[peer as usize] = true,
+            _ => self.protocol_errors += 1,
+        }
+    }
+
+    fn poll_protocol_frame(&mut self) -> Option<(u32, Vec<u8>)> {
+        self.frames_out.pop_front()
+    }
+
+    fn on_finalize(&mut self) {
+        self.finishing = true;
+        self.finished[self.rank as usize] = true;
+        for peer in 0..self.size {
+            self.queue(peer, Frame::Finished);
+        }
+    }
+
+    fn may_leave(&self) -> bool {
+        // A peer that restarts now replays from MPI_Init and needs this
+        // process's log: nobody leaves until every rank is through.
+        self.finished.iter().all(|&finished| finished)
+    }
+
+    fn supersedes(&self, _new: u32, _current: u32) -> bool {
+        // A re-sent announcement comes from the sender's new incarnation:
+        // frames of the old one are dropped by the incarnation check.
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;
