@@ -252,6 +252,26 @@ fn with_engine<T>(
     outcome
 }
 
+/// How a direct-path waiter for an accumulate lock learns that its
+/// holder died: one round of the engine's progress (so a death becomes
+/// known), then its verdict.
+fn holder_dead(name: &str) -> impl FnMut(u32) -> MpiResult<bool> + '_ {
+    move |world_rank| {
+        with_engine(name, |mpi| {
+            mpi.engine.progress()?;
+            Ok(mpi.engine.peer_failed(world_rank))
+        })
+    }
+}
+
+/// Target blocks as (offset, length) runs, for the direct path.
+fn block_runs(blocks: &[TargetBlock]) -> Vec<(isize, usize)> {
+    blocks
+        .iter()
+        .map(|block| (block.offset_bytes as isize, block.length_bytes as usize))
+        .collect()
+}
+
 /// The op of an accumulate: predefined, MPI_REPLACE or MPI_NO_OP.
 fn accumulate_op(op: MPI_Op) -> MpiResult<Op> {
     crate::handles::builtin_op(op).ok_or_else(|| {
@@ -396,6 +416,23 @@ unsafe fn accumulate(
         None => Vec::new(),
         Some((address, count, datatype)) => side_runs(address, count, datatype, "result")?,
     };
+    if let Some(direct) = &window.direct {
+        let mut dead = holder_dead(name);
+        // SAFETY: the target runs were checked against the target's
+        // window; the result buffer is the application's.
+        unsafe {
+            direct.accumulate(
+                call.target_rank as usize,
+                op,
+                &unit,
+                &target_runs,
+                &data,
+                &destination,
+                &mut dead,
+            )
+        }?;
+        return Ok(None);
+    }
     let access = Access::Accumulate {
         op,
         unit,
@@ -449,6 +486,12 @@ unsafe fn put(
         target_blocks(&target, target_disp, target_count, target_datatype)?;
     let (runs, total) = origin_runs(origin_addr, origin_count, origin_datatype, "origin")?;
     same_size(total, target_total, "origin")?;
+    if let Some(direct) = &window.direct {
+        // SAFETY: the origin buffer is the application's; the target
+        // blocks were checked against the target's window.
+        unsafe { direct.put(target_rank as usize, &runs, &block_runs(&blocks)) };
+        return Ok(());
+    }
     // SAFETY: the application's origin buffer, for this call.
     let data = unsafe { gather(&runs, total) };
     // SAFETY: no destination.
@@ -473,6 +516,12 @@ unsafe fn get(
         target_blocks(&target, target_disp, target_count, target_datatype)?;
     let (runs, total) = origin_runs(origin_addr, origin_count, origin_datatype, "origin")?;
     same_size(total, target_total, "origin")?;
+    if let Some(direct) = &window.direct {
+        // SAFETY: the origin buffer is the application's; the target
+        // blocks were checked against the target's window.
+        unsafe { direct.get(target_rank as usize, &runs, &block_runs(&blocks)) };
+        return Ok(None);
+    }
     // SAFETY: the origin buffer is the application's (MPI's contract).
     let operation = unsafe { issue("MPI_Get", &target, Access::Get, &blocks, &[], runs) }?;
     Ok(Some((operation, target.world_rank, target.comm)))
@@ -919,6 +968,23 @@ pub unsafe extern "C" fn PMPI_Compare_and_swap(
             }
         }
         let (blocks, _) = target_blocks(&target, target_disp, 1, datatype)?;
+        if let Some(direct) = &window.direct {
+            let mut dead = holder_dead("MPI_Compare_and_swap");
+            // SAFETY: the three buffers are the application's (checked
+            // non-null), one element each; the element was checked
+            // against the target's window.
+            return unsafe {
+                direct.compare_and_swap(
+                    target_rank as usize,
+                    blocks[0].offset_bytes as isize,
+                    unit.size_bytes,
+                    origin_addr.cast(),
+                    compare_addr.cast(),
+                    result_addr.cast(),
+                    &mut dead,
+                )
+            };
+        }
         // SAFETY: the application's origin and compare buffers (checked
         // non-null above), one element each, for this call.
         let data = unsafe {
@@ -1231,8 +1297,15 @@ pub unsafe extern "C" fn PMPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
             ));
         }
         let id = window.id;
-        // Everything this process started has completed at its target...
-        let flushed = with_engine("MPI_Win_fence", |mpi| mpi.engine.rma_flush(id, None));
+        // Everything this process started has completed at its target
+        // (on the direct path: when its stores return; the fence makes
+        // them visible before the barrier)...
+        let flushed = if window.direct.is_some() {
+            crate::rma_direct::memory_fence();
+            Ok(())
+        } else {
+            with_engine("MPI_Win_fence", |mpi| mpi.engine.rma_flush(id, None))
+        };
         // ...and, once everyone is here, everything aimed at this process.
         let synchronised = if assert & MPI_MODE_NOPRECEDE != 0 && assert & MPI_MODE_NOSUCCEED != 0 {
             Ok(())
@@ -1240,6 +1313,8 @@ pub unsafe extern "C" fn PMPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
             crate::file::barrier(window.comm)
         };
         window.epoch.fence = assert & MPI_MODE_NOSUCCEED == 0;
+        // ...whose stores this process's later loads must see.
+        crate::rma_direct::memory_fence();
         flushed.and(synchronised)
     })
 }
@@ -1270,6 +1345,9 @@ pub unsafe extern "C" fn PMPI_Win_post(group: MPI_Group, _assert: c_int, win: MP
         }
         let origins = group_in_window(window, group)?;
         let id = window.id;
+        // This process's own stores before the exposure epoch are seen by
+        // the origins' direct loads after MPI_Win_start.
+        crate::rma_direct::memory_fence();
         with_engine("MPI_Win_post", |mpi| mpi.engine.rma_post(id, &origins))?;
         window.epoch.fence = false;
         window.epoch.post = Some(origins);
@@ -1291,6 +1369,7 @@ pub unsafe extern "C" fn PMPI_Win_start(group: MPI_Group, _assert: c_int, win: M
         with_engine("MPI_Win_start", |mpi| {
             mpi.engine.rma_wait_posts(id, &targets)
         })?;
+        crate::rma_direct::memory_fence();
         window.epoch.fence = false;
         window.epoch.start = Some(targets);
         Ok(())
@@ -1305,6 +1384,9 @@ pub unsafe extern "C" fn PMPI_Win_complete(win: MPI_Win) -> c_int {
             return Err(sync_error("MPI_Win_complete without MPI_Win_start"));
         };
         let id = window.id;
+        // Direct stores are complete; the fence orders them before the
+        // notices.
+        crate::rma_direct::memory_fence();
         with_engine("MPI_Win_complete", |mpi| {
             mpi.engine.rma_complete(id, &targets)
         })
@@ -1322,6 +1404,8 @@ fn wait_or_test(name: &str, window: &mut Window, block: bool) -> MpiResult<bool>
     })?;
     if done {
         window.epoch.post = None;
+        // The origins' direct stores are seen by this process's loads.
+        crate::rma_direct::memory_fence();
     }
     Ok(done)
 }
@@ -1409,10 +1493,14 @@ pub unsafe extern "C" fn PMPI_Win_lock(
         if acquire {
             let id = window.id;
             // Direct loads and stores need the lock held on return.
-            let wait = rank == window_rank(window) || window.flavor == MPI_WIN_FLAVOR_SHARED;
+            // Direct loads and stores need the lock held on return.
+            let wait = rank == window_rank(window)
+                || window.flavor == MPI_WIN_FLAVOR_SHARED
+                || window.direct.is_some();
             with_engine("MPI_Win_lock", |mpi| {
                 mpi.engine.rma_lock(id, world, exclusive, wait)
             })?;
+            crate::rma_direct::memory_fence();
         }
         window.epoch.locks.insert(rank, (exclusive, acquire));
         Ok(())
@@ -1433,6 +1521,8 @@ pub unsafe extern "C" fn PMPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
             )));
         };
         let id = window.id;
+        // Direct stores are complete and visible before the lock goes.
+        crate::rma_direct::memory_fence();
         with_engine("MPI_Win_unlock", |mpi| {
             if acquired {
                 mpi.engine.rma_unlock(id, world)
@@ -1458,7 +1548,7 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
         window.epoch.fence = false;
         if assert & MPI_MODE_NOCHECK == 0 {
             let (id, members) = (window.id, window.group.clone());
-            let shared = window.flavor == MPI_WIN_FLAVOR_SHARED;
+            let shared = window.flavor == MPI_WIN_FLAVOR_SHARED || window.direct.is_some();
             let me = window_rank(window);
             with_engine("MPI_Win_lock_all", |mpi| {
                 members.iter().enumerate().try_for_each(|(rank, &member)| {
@@ -1467,6 +1557,7 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
                 })
             })?;
         }
+        crate::rma_direct::memory_fence();
         window.epoch.lock_all = true;
         // Remember whether the locks were taken, under a rank no window has.
         window.epoch.locks.clear();
@@ -1487,6 +1578,7 @@ pub unsafe extern "C" fn PMPI_Win_unlock_all(win: MPI_Win) -> c_int {
         let acquired = window.epoch.locks.remove(&-1).is_none();
         window.epoch.lock_all = false;
         let (id, members) = (window.id, window.group.clone());
+        crate::rma_direct::memory_fence();
         with_engine("MPI_Win_unlock_all", |mpi| {
             if acquired {
                 let mut result = Ok(());
@@ -1525,6 +1617,12 @@ fn flush(name: &str, win: MPI_Win, rank: Option<c_int>) -> c_int {
                 None
             }
         };
+        if window.direct.is_some() {
+            // Every direct operation completed when its call returned: a
+            // flush only orders memory.
+            crate::rma_direct::memory_fence();
+            return Ok(());
+        }
         let id = window.id;
         with_engine(name, |mpi| mpi.engine.rma_flush(id, target))
     })

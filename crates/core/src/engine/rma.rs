@@ -463,6 +463,33 @@ impl<F: Interceptor> Engine<F> {
         };
     }
 
+    /// Whether a window over the world ranks `group` may take the direct
+    /// path of the C layer (loads and stores in a shared segment instead
+    /// of active messages): this build's protocol has no hooks (a protocol
+    /// that logs or replicates must see every operation as a frame), this
+    /// process has a shared-memory path, and every member is this process
+    /// or reached over shared memory (so on this host). Depends only on
+    /// the build, the job's layout and the group, never on timing; the
+    /// caller still agrees on it with every member (environment switches
+    /// may differ).
+    pub fn rma_direct_possible(&self, group: &[u32]) -> bool {
+        let hooks = F::ROUTES_SENDS
+            || F::WANTS_PAYLOADS
+            || F::PINS_WILDCARDS
+            || F::WANTS_NONDETERMINISM
+            || F::SENDS_PROTOCOL_FRAMES
+            || F::USES_TIMERS
+            || F::REPLICATES;
+        !hooks
+            && self.transports.shm.is_some()
+            && group.iter().all(|&peer| {
+                matches!(
+                    self.transports.routes.get(peer as usize),
+                    Some(crate::transport::Route::Shm | crate::transport::Route::Loopback)
+                )
+            })
+    }
+
     /// Forget window `window` (MPI_Win_free, after its last epoch).
     pub fn rma_unregister(&mut self, window: u32) {
         self.state.rma.windows.remove(&window);
