@@ -12,7 +12,9 @@
 #include <signal.h>
 #include <time.h>
 
-#define WORDS 256
+#define WORDS (BIG + 8192)
+/* words [BIG, WORDS): the region every rank accumulates into at once */
+#define BIG 1024
 #define ROUNDS 50
 
 static unsigned long long fnv(const void *data, size_t bytes, unsigned long long hash) {
@@ -205,6 +207,31 @@ static void atomics_phase(int *base, MPI_Win win) {
     }
 }
 
+/* Every rank adds vectors of ones into rank 0's words [BIG, WORDS) at the
+ * same time, under lock_all (shared): element-wise atomicity of accumulates
+ * is all that keeps the sums exact (each vector takes long enough to apply
+ * that unsynchronised read-modify-writes would overlap). */
+static void accumulate_contention_phase(int *base, MPI_Win win) {
+    static int ones[WORDS - BIG];
+    for (int i = 0; i < WORDS - BIG; i++) ones[i] = 1;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_lock_all(0, win));
+    for (int round = 0; round < 4 * ROUNDS; round++) {
+        MPI_OK(MPI_Accumulate(ones, WORDS - BIG, MPI_INT, 0, BIG, WORDS - BIG, MPI_INT, MPI_SUM, win));
+        if (round % 8 == 7) MPI_OK(MPI_Win_flush(0, win));
+    }
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_rank == 0) {
+        MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        for (int i = BIG; i < WORDS; i++) {
+            int want = -1 - i + 4 * ROUNDS * g_size;
+            CHECK(base[i] == want, "concurrent accumulates: word %d is %d, expected %d", i, base[i], want);
+        }
+        MPI_OK(MPI_Win_unlock(0, win));
+    }
+}
+
 /* A shared window's neighbour memory read with loads after MPI_Win_sync. */
 static void shared_loads(int *base, MPI_Win win) {
     int right = (g_rank + 1) % g_size;
@@ -212,11 +239,11 @@ static void shared_loads(int *base, MPI_Win win) {
     int unit, *theirs;
     MPI_OK(MPI_Win_shared_query(win, right, &size, &unit, &theirs));
     MPI_OK(MPI_Win_lock_all(0, win));
-    base[255] = 90000 + g_rank;
+    base[BIG - 1] = 90000 + g_rank;
     MPI_OK(MPI_Win_sync(win));
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     MPI_OK(MPI_Win_sync(win));
-    CHECK(theirs[255] == 90000 + right, "shared load of the right neighbour: %d", theirs[255]);
+    CHECK(theirs[BIG - 1] == 90000 + right, "shared load of the right neighbour: %d", theirs[BIG - 1]);
     MPI_OK(MPI_Win_unlock_all(win));
 }
 
@@ -235,6 +262,7 @@ static void compare(const char *flavor) {
     pscw_phase(base, win);
     exclusive_phase(base, win);
     atomics_phase(base, win);
+    accumulate_contention_phase(base, win);
     if (!strcmp(flavor, "shared")) shared_loads(base, win);
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     unsigned long long mine = fnv(base, WORDS * sizeof(int), 1469598103934665603ULL);
