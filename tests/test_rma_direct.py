@@ -69,6 +69,17 @@ def test_the_direct_path_needs_no_target_engine(build):
     _assert_not_all_served(messages, 100)
 
 
+def test_passive_target_locks_need_no_target_engine_on_the_direct_path(build):
+    """tests/c/rma.c's passive subtest (exclusive and shared lock, accumulate,
+    unlock from every other rank while rank 0 spins outside MPI) with the
+    progress thread off: the locks are in shared memory, so rank 0 is
+    served. (test_rma.py's negative control shows the active messages are
+    not.)"""
+    res = run(3, build("rma"), "passive", env={"RESMPI_PROGRESS_THREAD": "off", "RMA_PASSIVE_WAIT_S": "20",
+                                               **PATHS["direct"]}, timeout=60)
+    assert_ok(res)
+
+
 def test_the_direct_path_is_not_taken_over_tcp(build):
     """A window whose members are reached over TCP keeps the active
     messages (same negative control, --paths tcp, direct path requested)."""

@@ -482,7 +482,7 @@ unsafe fn create_on(
                 offsets.push(end);
                 end = (end + size as usize).next_multiple_of(crate::rma_direct::ALIGNMENT_BYTES);
             }
-            let total = end + sizes.len() * crate::rma_direct::CONTROL_BYTES;
+            let total = end + crate::rma_direct::control_area_bytes(sizes.len());
             // A failure is every member's (the segment's own agreement):
             // then all of them take the active messages.
             match map_shared_segment(comm, rank, total) {
@@ -520,7 +520,7 @@ unsafe fn create_on(
             // A direct window's control blocks follow the memory.
             let controls = total.next_multiple_of(crate::rma_direct::ALIGNMENT_BYTES);
             let length = if direct_wanted {
-                controls + sizes.len() * crate::rma_direct::CONTROL_BYTES
+                controls + crate::rma_direct::control_area_bytes(sizes.len())
             } else {
                 total
             };

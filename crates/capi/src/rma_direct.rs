@@ -41,7 +41,7 @@
 //! will store into the target's memory), and that every synchronisation
 //! call orders memory with a full fence on both sides.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use resmpi_core::datatype::TypeInfo;
 use resmpi_core::op::{reduce_predefined, Op};
@@ -53,6 +53,13 @@ pub(crate) const ENVIRONMENT_VARIABLE: &str = "RESMPI_RMA_SHM";
 
 /// Bytes of one rank's control block (a cache line of its own).
 pub(crate) const CONTROL_BYTES: usize = 64;
+
+/// Bytes of a direct window's control area for `ranks` members: a
+/// control block per member, then a shared-lock flag per (target,
+/// origin) pair.
+pub(crate) fn control_area_bytes(ranks: usize) -> usize {
+    ranks * CONTROL_BYTES + (ranks * ranks).next_multiple_of(ALIGNMENT_BYTES)
+}
 
 /// Alignment of each rank's memory in an `MPI_Win_allocate` segment and
 /// of the control blocks.
@@ -74,8 +81,11 @@ pub(crate) fn enabled_by_environment() -> Result<bool, String> {
 /// One rank's control block in the segment.
 #[repr(C, align(64))]
 struct Control {
-    /// 0: free; else the holder's world rank + 1.
+    /// The accumulate lock: 0 free, else the holder's world rank + 1.
     accumulate: AtomicU32,
+    /// The passive-target exclusive lock (MPI_Win_lock): 0 free, else the
+    /// holder's (or the waiting writer's) world rank + 1.
+    exclusive: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<Control>() == CONTROL_BYTES);
@@ -84,12 +94,15 @@ const _: () = assert!(std::mem::size_of::<Control>() == CONTROL_BYTES);
 pub(crate) struct Direct {
     /// Every window rank's base address in this process's mapping.
     bases: Vec<usize>,
-    /// The control blocks, one per window rank, in the segment.
+    /// The control blocks, one per window rank, in the segment; then the
+    /// shared-lock flags, `flags[target * ranks + origin]` (1: held).
     controls: *const Control,
     /// World rank of each window rank.
     group: Vec<u32>,
     /// This process's world rank.
     me: u32,
+    /// This process's window rank.
+    rank: usize,
 }
 
 /// Copy the bytes of the `from` runs into the `to` runs, in order (both
@@ -141,9 +154,47 @@ pub(crate) type HolderDead<'a> = &'a mut dyn FnMut(u32) -> MpiResult<bool>;
 
 /// Spins before a waiter yields the CPU (ranks may outnumber cores).
 const SPINS: u32 = 64;
-/// Yields between two looks at the holder's liveness (each looks through
-/// the engine, under the library lock).
-const YIELDS_PER_CHECK: u32 = 64;
+/// Rounds between two looks at the holder's liveness (each looks through
+/// the engine, under the library lock, and progresses it).
+const ROUNDS_PER_CHECK: u32 = 64;
+/// Rounds after which a waiter sleeps instead of yielding (a lock held
+/// across an application's computation).
+const YIELD_ROUNDS: u32 = 20_000;
+/// That sleep.
+const SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// A waiter's pacing: spin, then yield, then sleep; every
+/// [`ROUNDS_PER_CHECK`] rounds it asks whether the process it waits for
+/// died (which also keeps the engine progressing).
+#[derive(Default)]
+struct Backoff {
+    rounds: u32,
+}
+
+impl Backoff {
+    /// One round of waiting for world rank `holder`; true when it is
+    /// known to have failed.
+    fn pause(&mut self, holder: u32, holder_dead: HolderDead) -> MpiResult<bool> {
+        self.rounds = if self.rounds == u32::MAX {
+            YIELD_ROUNDS
+        } else {
+            self.rounds + 1
+        };
+        if self.rounds <= SPINS {
+            std::hint::spin_loop();
+            return Ok(false);
+        }
+        if self.rounds.is_multiple_of(ROUNDS_PER_CHECK) && holder_dead(holder)? {
+            return Ok(true);
+        }
+        if self.rounds < YIELD_ROUNDS {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(SLEEP);
+        }
+        Ok(false)
+    }
+}
 
 impl Direct {
     /// The direct view of a window: `bases` of every rank in this mapping,
@@ -153,11 +204,13 @@ impl Direct {
     /// The mapping must hold every base's memory and the control blocks
     /// until the window is freed (and this value with it).
     pub(crate) unsafe fn new(bases: Vec<usize>, controls: usize, group: Vec<u32>, me: u32) -> Self {
+        let rank = group.iter().position(|&member| member == me).unwrap_or(0);
         Direct {
             bases,
             controls: controls as *const Control,
             group,
             me,
+            rank,
         }
     }
 
@@ -175,6 +228,89 @@ impl Direct {
         // SAFETY: one of the group's control blocks in the mapping (new's
         // contract); only atomics are touched.
         unsafe { &*self.controls.add(rank) }
+    }
+
+    /// The shared-lock flags of target `rank`, one per origin.
+    fn flags(&self, rank: usize) -> &[AtomicU8] {
+        let ranks = self.group.len();
+        assert!(rank < ranks);
+        // SAFETY: the flags follow the control blocks in the mapping
+        // (control_area_bytes); only atomics are touched.
+        unsafe {
+            let first = self.controls.add(ranks).cast::<AtomicU8>();
+            std::slice::from_raw_parts(first.add(rank * ranks), ranks)
+        }
+    }
+
+    /// MPI_Win_lock on window rank `rank`, in shared memory: a reader-
+    /// writer lock that prefers writers. A reader raises its flag and then
+    /// looks for a writer (backing off if there is one); a writer claims
+    /// the exclusive word and then waits for the raised flags to fall.
+    /// Both sides store before they load, in one total order (SeqCst), so
+    /// one of them always sees the other. A holder found dead (the
+    /// engine's verdict) loses its claim or its flag.
+    pub(crate) fn lock(
+        &self,
+        rank: usize,
+        exclusive: bool,
+        holder_dead: HolderDead,
+    ) -> MpiResult<()> {
+        let word = &self.control(rank).exclusive;
+        let mut backoff = Backoff::default();
+        if !exclusive {
+            let flag = &self.flags(rank)[self.rank];
+            loop {
+                let holder = word.load(Ordering::SeqCst);
+                if holder == 0 {
+                    flag.store(1, Ordering::SeqCst);
+                    if word.load(Ordering::SeqCst) == 0 {
+                        return Ok(());
+                    }
+                    flag.store(0, Ordering::SeqCst);
+                    continue;
+                }
+                if backoff.pause(holder - 1, holder_dead)? {
+                    let _ = word.compare_exchange(holder, 0, Ordering::SeqCst, Ordering::Relaxed);
+                }
+            }
+        }
+        loop {
+            match word.compare_exchange(0, self.me + 1, Ordering::SeqCst, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(0) => continue,
+                Err(holder) => {
+                    if backoff.pause(holder - 1, holder_dead)? {
+                        let _ =
+                            word.compare_exchange(holder, 0, Ordering::SeqCst, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        let mut backoff = Backoff::default();
+        for (origin, flag) in self.flags(rank).iter().enumerate() {
+            while flag.load(Ordering::SeqCst) != 0 {
+                if backoff.pause(self.group[origin], holder_dead)? {
+                    flag.store(0, Ordering::SeqCst);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// MPI_Win_unlock on window rank `rank` (after [`Direct::lock`]).
+    pub(crate) fn unlock(&self, rank: usize, exclusive: bool) {
+        if exclusive {
+            // Only this process's claim (a survivor may have taken a
+            // claim over that it thought dead: never clear another's).
+            let _ = self.control(rank).exclusive.compare_exchange(
+                self.me + 1,
+                0,
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
+        } else {
+            self.flags(rank)[self.rank].store(0, Ordering::Release);
+        }
     }
 
     /// MPI_Put: the origin runs into `rank`'s window at `target` offsets.
@@ -210,30 +346,24 @@ impl Direct {
     }
 
     /// Take `rank`'s accumulate lock.
-    fn lock(&self, rank: usize, holder_dead: HolderDead) -> MpiResult<AccumulateGuard<'_>> {
+    fn lock_accumulate(
+        &self,
+        rank: usize,
+        holder_dead: HolderDead,
+    ) -> MpiResult<AccumulateGuard<'_>> {
         let word = &self.control(rank).accumulate;
-        let me = self.me + 1;
-        let mut rounds = 0u32;
+        let mut backoff = Backoff::default();
         loop {
-            match word.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
+            match word.compare_exchange_weak(0, self.me + 1, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return Ok(AccumulateGuard(word)),
+                Err(0) => continue,
                 Err(holder) => {
-                    rounds += 1;
-                    if rounds <= SPINS {
-                        std::hint::spin_loop();
-                        continue;
-                    }
-                    if holder != 0
-                        && rounds.is_multiple_of(YIELDS_PER_CHECK)
-                        && holder_dead(holder - 1)?
-                    {
+                    if backoff.pause(holder - 1, holder_dead)? {
                         // Its operation ends nowhere: take the lock over
                         // (once; another waiter may have done it first).
                         let _ =
                             word.compare_exchange(holder, 0, Ordering::AcqRel, Ordering::Relaxed);
-                        continue;
                     }
-                    std::thread::yield_now();
                 }
             }
         }
@@ -259,25 +389,29 @@ impl Direct {
     ) -> MpiResult<()> {
         let target = self.addresses(rank, target);
         let total: usize = target.iter().map(|&(_, length)| length).sum();
-        // The kernels read typed elements (long double with aligned
-        // loads): the origin's bytes go to 16-byte aligned memory first,
-        // as the engine does with a frame's.
         let combine = !matches!(op, Op::NoOp);
-        let mut aligned = vec![0u128; if combine { total.div_ceil(16) } else { 0 }];
-        // SAFETY: `aligned` holds at least `total` bytes when combining.
-        let input = unsafe {
-            std::slice::from_raw_parts_mut(aligned.as_mut_ptr().cast::<u8>(), aligned.len() * 16)
-        };
-        if combine {
-            if data.len() != total {
-                return Err(MpiError::new(
-                    ErrorClass::Intern,
-                    "accumulate origin and target sizes differ",
-                ));
-            }
-            input[..total].copy_from_slice(data);
+        if combine && data.len() != total {
+            return Err(MpiError::new(
+                ErrorClass::Intern,
+                "accumulate origin and target sizes differ",
+            ));
         }
-        let _guard = self.lock(rank, holder_dead)?;
+        // The kernels read typed elements (long double with aligned
+        // loads): origin bytes that are not 16-byte aligned (a gathered
+        // derived type, an odd buffer) are copied to aligned memory first,
+        // as the engine does with a frame's; aligned ones are read in place.
+        let mut aligned = Vec::new();
+        let input: &[u8] = if !combine || (data.as_ptr() as usize).is_multiple_of(16) {
+            data
+        } else {
+            aligned.resize(total.div_ceil(16), 0u128);
+            // SAFETY: `aligned` holds at least `total` bytes.
+            let bytes =
+                unsafe { std::slice::from_raw_parts_mut(aligned.as_mut_ptr().cast::<u8>(), total) };
+            bytes.copy_from_slice(data);
+            bytes
+        };
+        let _guard = self.lock_accumulate(rank, holder_dead)?;
         if !result.is_empty() {
             // SAFETY: the caller's promise.
             unsafe { copy_runs(&target, result) };
@@ -324,7 +458,7 @@ impl Direct {
             )
         };
         {
-            let _guard = self.lock(rank, holder_dead)?;
+            let _guard = self.lock_accumulate(rank, holder_dead)?;
             // SAFETY: the caller's promise.
             unsafe {
                 std::ptr::copy(address, previous.as_mut_ptr(), size);
@@ -371,9 +505,11 @@ mod tests {
         let controls = [
             Control {
                 accumulate: AtomicU32::new(0),
+                exclusive: AtomicU32::new(0),
             },
             Control {
                 accumulate: AtomicU32::new(0),
+                exclusive: AtomicU32::new(0),
             },
         ];
         // World rank 7 holds rank 1's lock and has died.

@@ -258,10 +258,29 @@ fn with_engine<T>(
 fn holder_dead(name: &str) -> impl FnMut(u32) -> MpiResult<bool> + '_ {
     move |world_rank| {
         with_engine(name, |mpi| {
-            mpi.engine.progress()?;
+            // A progress error is no verdict on the holder; its liveness is.
+            let _ = mpi.engine.progress();
             Ok(mpi.engine.peer_failed(world_rank))
         })
     }
+}
+
+/// A direct-path epoch toward `targets` (world ranks) cannot start or end
+/// well when one of them is known to have failed (ULFM: MPIX_ERR_PROC_FAILED
+/// rather than loads and stores into a dead process's memory that nobody
+/// will read). Progresses the engine once so that a death is learnt even
+/// without the progress thread.
+fn check_alive(name: &str, targets: &[u32]) -> MpiResult<()> {
+    with_engine(name, |mpi| {
+        let _ = mpi.engine.progress();
+        match targets
+            .iter()
+            .find(|&&target| mpi.engine.peer_failed(target))
+        {
+            Some(&target) => Err(resmpi_core::engine::peer_failed_error(target)),
+            None => Ok(()),
+        }
+    })
 }
 
 /// Target blocks as (offset, length) runs, for the direct path.
@@ -1490,7 +1509,12 @@ pub unsafe extern "C" fn PMPI_Win_lock(
         // may hold no operations; a lock ends it (as MPICH allows).
         window.epoch.fence = false;
         let acquire = assert & MPI_MODE_NOCHECK == 0;
-        if acquire {
+        if let (true, Some(direct)) = (acquire, &window.direct) {
+            check_alive("MPI_Win_lock", &[world])?;
+            let mut dead = holder_dead("MPI_Win_lock");
+            direct.lock(rank as usize, exclusive, &mut dead)?;
+            crate::rma_direct::memory_fence();
+        } else if acquire {
             let id = window.id;
             // Direct loads and stores need the lock held on return.
             // Direct loads and stores need the lock held on return.
@@ -1515,11 +1539,20 @@ pub unsafe extern "C" fn PMPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
             return Ok(());
         }
         let world = checked_rank(window, rank)?;
-        let Some((_, acquired)) = window.epoch.locks.remove(&rank) else {
+        let Some((exclusive, acquired)) = window.epoch.locks.remove(&rank) else {
             return Err(sync_error(format!(
                 "rank {rank} of this window is not locked by this process"
             )));
         };
+        if let Some(direct) = &window.direct {
+            // Every direct operation is complete; the fence makes its
+            // stores visible before the lock goes.
+            crate::rma_direct::memory_fence();
+            if acquired {
+                direct.unlock(rank as usize, exclusive);
+            }
+            return check_alive("MPI_Win_unlock", &[world]);
+        }
         let id = window.id;
         // Direct stores are complete and visible before the lock goes.
         crate::rma_direct::memory_fence();
@@ -1546,7 +1579,16 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
             return Err(sync_error("MPI_Win_lock_all inside a start epoch"));
         }
         window.epoch.fence = false;
-        if assert & MPI_MODE_NOCHECK == 0 {
+        if let (0, Some(direct)) = (assert & MPI_MODE_NOCHECK, &window.direct) {
+            check_alive("MPI_Win_lock_all", &window.group)?;
+            let mut dead = holder_dead("MPI_Win_lock_all");
+            for rank in 0..window.group.len() {
+                if let Err(error) = direct.lock(rank, false, &mut dead) {
+                    (0..rank).for_each(|held| direct.unlock(held, false));
+                    return Err(error);
+                }
+            }
+        } else if assert & MPI_MODE_NOCHECK == 0 {
             let (id, members) = (window.id, window.group.clone());
             let shared = window.flavor == MPI_WIN_FLAVOR_SHARED || window.direct.is_some();
             let me = window_rank(window);
@@ -1579,6 +1621,12 @@ pub unsafe extern "C" fn PMPI_Win_unlock_all(win: MPI_Win) -> c_int {
         window.epoch.lock_all = false;
         let (id, members) = (window.id, window.group.clone());
         crate::rma_direct::memory_fence();
+        if let Some(direct) = &window.direct {
+            if acquired {
+                (0..members.len()).for_each(|rank| direct.unlock(rank, false));
+            }
+            return Ok(());
+        }
         with_engine("MPI_Win_unlock_all", |mpi| {
             if acquired {
                 let mut result = Ok(());
