@@ -47,6 +47,16 @@ def test_direct_and_message_paths_give_the_same_windows(build, flavor, nprocs):
 
 
 @pytest.mark.parametrize("nprocs", [2, 4])
+@pytest.mark.parametrize("flavor", ["allocate", "shared"])
+@pytest.mark.parametrize("path", ["direct", "messages"])
+def test_a_window_on_reversed_ranks(build, path, flavor, nprocs):
+    """Window ranks are not world ranks: puts under fence and PSCW land at
+    the right neighbour, exclusive-lock and fetch_and_op counters are
+    exact."""
+    assert_ok(run(nprocs, build("rma_direct"), "reversed", flavor, env=PATHS[path], timeout=120))
+
+
+@pytest.mark.parametrize("nprocs", [2, 4])
 @pytest.mark.parametrize("subtest", ["operations", "derived", "pscw", "contention", "passive", "large", "edges",
                                      "flavors", "self_order"])
 def test_rma_subtests_pass_with_the_direct_path_off(build, subtest, nprocs):

@@ -4,6 +4,7 @@
  * (active messages), must check its own results and print the same window
  * digest.  Usage:
  *   rma_direct compare allocate|shared   every operation and sync mode; rank 0 prints "digest HEX"
+ *   rma_direct reversed allocate|shared  a window on the world's ranks reversed
  *   rma_direct no_target_engine         rank 0 computes outside MPI while the others
  *                                       accumulate under lock_all(MPI_MODE_NOCHECK)
  *   rma_direct failure_fence            (ULFM) a member dies; the survivors' fences and
@@ -276,6 +277,70 @@ static void compare(const char *flavor) {
     MPI_OK(MPI_Win_free(&win));
 }
 
+/* A window on a communicator whose ranks are the world's reversed: window
+ * ranks, world ranks and each member's slot in the shared control area
+ * must not be confused (fence put, exclusive-lock counter, fetch_and_op,
+ * PSCW and a shared lock, each checked). */
+static void reversed(const char *flavor) {
+    MPI_Comm comm;
+    MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, 0, g_size - 1 - g_rank, &comm));
+    int rank, size;
+    MPI_OK(MPI_Comm_rank(comm, &rank));
+    MPI_OK(MPI_Comm_size(comm, &size));
+    CHECK(rank == g_size - 1 - g_rank, "split rank %d", rank);
+    int *base;
+    MPI_Win win;
+    if (!strcmp(flavor, "shared"))
+        MPI_OK(MPI_Win_allocate_shared(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &base, &win));
+    else
+        MPI_OK(MPI_Win_allocate(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &base, &win));
+    for (int i = 0; i < 4; i++) base[i] = 0;
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Put(&g_rank, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    CHECK(base[0] == g_size - 1 - left, "put from window rank %d: %d", left, base[0]);
+    for (int i = 0; i < ROUNDS; i++) {
+        int value = -1, one = 1, old = -1;
+        MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+        MPI_OK(MPI_Get(&value, 1, MPI_INT, 0, 1, 1, MPI_INT, win));
+        MPI_OK(MPI_Win_flush(0, win));
+        value += 1;
+        MPI_OK(MPI_Put(&value, 1, MPI_INT, 0, 1, 1, MPI_INT, win));
+        MPI_OK(MPI_Win_unlock(0, win));
+        MPI_OK(MPI_Win_lock_all(0, win));
+        MPI_OK(MPI_Fetch_and_op(&one, &old, MPI_INT, size - 1, 2, MPI_SUM, win));
+        MPI_OK(MPI_Win_unlock_all(win));
+        CHECK(old >= i, "fetch_and_op fetched %d in round %d", old, i);
+    }
+    MPI_Group group, from_left, to_right;
+    MPI_OK(MPI_Comm_group(comm, &group));
+    MPI_OK(MPI_Group_incl(group, 1, &left, &from_left));
+    MPI_OK(MPI_Group_incl(group, 1, &right, &to_right));
+    MPI_OK(MPI_Win_post(from_left, 0, win));
+    MPI_OK(MPI_Win_start(to_right, 0, win));
+    int mine = 100 + rank;
+    MPI_OK(MPI_Put(&mine, 1, MPI_INT, right, 3, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_complete(win));
+    MPI_OK(MPI_Win_wait(win));
+    CHECK(base[3] == 100 + left, "pscw put from window rank %d: %d", left, base[3]);
+    MPI_OK(MPI_Barrier(comm));
+    int counter = -1, fetched = -1;
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    MPI_OK(MPI_Get(&counter, 1, MPI_INT, 0, 1, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_unlock(0, win));
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, size - 1, 0, win));
+    MPI_OK(MPI_Get(&fetched, 1, MPI_INT, size - 1, 2, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_unlock(size - 1, win));
+    CHECK(counter == ROUNDS * size, "exclusive-lock counter %d, expected %d", counter, ROUNDS * size);
+    CHECK(fetched == ROUNDS * size, "fetch_and_op counter %d, expected %d", fetched, ROUNDS * size);
+    MPI_OK(MPI_Group_free(&group));
+    MPI_OK(MPI_Group_free(&from_left));
+    MPI_OK(MPI_Group_free(&to_right));
+    MPI_OK(MPI_Win_free(&win));
+    MPI_OK(MPI_Comm_free(&comm));
+}
+
 /* Rank 0 computes outside MPI while the others accumulate into its window
  * under lock_all(MPI_MODE_NOCHECK): no lock, so nothing needs rank 0's
  * engine on the direct path. With active messages and no progress thread
@@ -347,6 +412,7 @@ int main(int argc, char **argv) {
     const char *subtest = argc > 1 ? argv[1] : "compare";
     const char *flavor = argc > 2 ? argv[2] : "allocate";
     if (!strcmp(subtest, "compare")) compare(flavor);
+    else if (!strcmp(subtest, "reversed")) reversed(flavor);
     else if (!strcmp(subtest, "no_target_engine")) no_target_engine();
     else if (!strcmp(subtest, "failure_fence")) failure_fence(flavor);
     else FAIL("unknown subtest %s", subtest);
