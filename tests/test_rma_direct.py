@@ -118,6 +118,21 @@ def test_a_dead_member_fails_fence_and_lock_with_proc_failed(build, flavor, path
     assert "FAIL" not in res.stderr, res.describe()
 
 
+@pytest.mark.parametrize("flavor", ["allocate", "shared"])
+@pytest.mark.parametrize("path", ["direct", "messages"])
+def test_a_dead_shared_lock_holder_does_not_block_exclusive_locks(build, flavor, path):
+    """ULFM: the last rank dies inside lock_all; the survivors' exclusive
+    locks on every surviving member are granted once its death is known
+    (on the direct path its shared-lock flags are dropped), within the
+    program's 20 s bound and mpiexec's --timeout."""
+    res = run(3, build("rma_direct"), "failure_shared_holder", flavor, env=PATHS[path],
+              mpiexec_opts=("--with-ft", "ulfm", "--timeout", "40"), timeout=60)
+    for rank in (0, 1):
+        assert f"rank {rank}: locked every survivor exclusively after the shared holder died" in res.stdout, \
+            res.describe()
+    assert "FAIL" not in res.stderr, res.describe()
+
+
 @pytest.mark.parametrize("subtest", ["failure", "failure_holder"])
 @pytest.mark.parametrize("path", ["direct", "messages"])
 def test_rma_failure_subtests_on_both_paths(build, subtest, path):

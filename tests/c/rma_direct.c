@@ -407,6 +407,40 @@ static void failure_fence(const char *flavor) {
     exit(0);
 }
 
+/* ULFM: the last rank dies inside lock_all (a shared lock on every member,
+ * its accumulate applied): the survivors' exclusive locks on every member,
+ * rank 0's included, are granted once the death is known (its shared
+ * holds are dropped) instead of waiting for an unlock that never comes. */
+static void failure_shared_holder(const char *flavor) {
+    int *base;
+    MPI_Win win;
+    make_window(flavor, &base, &win);
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    base[0] = 0;
+    int victim = g_size - 1, one = 1;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_rank == victim) {
+        MPI_OK(MPI_Win_lock_all(0, win));
+        MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_SUM, win));
+        MPI_OK(MPI_Win_flush(0, win));
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+        raise(SIGKILL);
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD)); /* the victim holds its shared locks */
+    time_t start = time(NULL);
+    for (int target = 0; target < victim; target++) {
+        MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win));
+        MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, target, 1, 1, MPI_INT, MPI_SUM, win));
+        MPI_OK(MPI_Win_unlock(target, win));
+    }
+    CHECK(time(NULL) - start < 20, "exclusive locks took %ld s", (long)(time(NULL) - start));
+    if (g_rank == 0) CHECK(base[0] == 1, "the dead holder's flushed accumulate: %d", base[0]);
+    printf("rank %d: locked every survivor exclusively after the shared holder died\n", g_rank);
+    fflush(stdout);
+    exit(0);
+}
+
 int main(int argc, char **argv) {
     test_init(&argc, &argv);
     const char *subtest = argc > 1 ? argv[1] : "compare";
@@ -415,6 +449,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(subtest, "reversed")) reversed(flavor);
     else if (!strcmp(subtest, "no_target_engine")) no_target_engine();
     else if (!strcmp(subtest, "failure_fence")) failure_fence(flavor);
+    else if (!strcmp(subtest, "failure_shared_holder")) failure_shared_holder(flavor);
     else FAIL("unknown subtest %s", subtest);
     return test_finish();
 }
