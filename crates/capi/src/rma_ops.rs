@@ -283,6 +283,46 @@ fn check_alive(name: &str, targets: &[u32]) -> MpiResult<()> {
     })
 }
 
+/// The direct path's shortcut for a put or get whose two datatypes are
+/// the same-size predefined, gap-free types, inside the target's window:
+/// (origin address, target offset, bytes). None sends the call the long
+/// way (flattening both datatypes), which also reports whatever is wrong.
+/// Small operations are mostly bookkeeping: this skips two layouts and
+/// four run vectors per call.
+fn contiguous_shortcut(
+    target: &Target,
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+) -> Option<(usize, isize, usize)> {
+    let origin = crate::datatype::builtin_info(origin_datatype)?;
+    let target_info = crate::datatype::builtin_info(target_datatype)?;
+    if origin.size_bytes != origin.extent_bytes
+        || target_info.size_bytes != target_info.extent_bytes
+    {
+        return None;
+    }
+    let bytes = usize::try_from(origin_count)
+        .ok()?
+        .checked_mul(origin.size_bytes)?;
+    let target_bytes = usize::try_from(target_count)
+        .ok()?
+        .checked_mul(target_info.size_bytes)?;
+    let start = isize::try_from(target_disp)
+        .ok()?
+        .checked_mul(target.disp_unit)?;
+    let size_bytes = target.size_bytes?;
+    let inside = start >= 0 && (start as usize).checked_add(bytes)? <= size_bytes;
+    (bytes == target_bytes && inside && (bytes == 0 || !origin_addr.is_null())).then_some((
+        origin_addr as usize,
+        start,
+        bytes,
+    ))
+}
+
 /// Target blocks as (offset, length) runs, for the direct path.
 fn block_runs(blocks: &[TargetBlock]) -> Vec<(isize, usize)> {
     blocks
@@ -501,6 +541,22 @@ unsafe fn put(
     let Some(target) = target_of(window, target_rank)? else {
         return Ok(());
     };
+    if let Some(direct) = &window.direct {
+        if let Some((origin, start, bytes)) = contiguous_shortcut(
+            &target,
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_disp,
+            target_count,
+            target_datatype,
+        ) {
+            // SAFETY: the application's origin buffer of `bytes`; the
+            // target bytes were checked against its window.
+            unsafe { direct.put(target_rank as usize, &[(origin, bytes)], &[(start, bytes)]) };
+            return Ok(());
+        }
+    }
     let (blocks, target_total) =
         target_blocks(&target, target_disp, target_count, target_datatype)?;
     let (runs, total) = origin_runs(origin_addr, origin_count, origin_datatype, "origin")?;
@@ -531,6 +587,22 @@ unsafe fn get(
     let Some(target) = target_of(window, target_rank)? else {
         return Ok(None);
     };
+    if let Some(direct) = &window.direct {
+        if let Some((origin, start, bytes)) = contiguous_shortcut(
+            &target,
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_disp,
+            target_count,
+            target_datatype,
+        ) {
+            // SAFETY: the application's origin buffer of `bytes`; the
+            // target bytes were checked against its window.
+            unsafe { direct.get(target_rank as usize, &[(origin, bytes)], &[(start, bytes)]) };
+            return Ok(None);
+        }
+    }
     let (blocks, target_total) =
         target_blocks(&target, target_disp, target_count, target_datatype)?;
     let (runs, total) = origin_runs(origin_addr, origin_count, origin_datatype, "origin")?;
