@@ -17,6 +17,8 @@
 /* words [BIG, WORDS): the region every rank accumulates into at once */
 #define BIG 1024
 #define ROUNDS 50
+/* accumulates of the whole [BIG, WORDS) region per rank in the contention phase */
+#define CONTENTION_ROUNDS 1000
 
 static unsigned long long fnv(const void *data, size_t bytes, unsigned long long hash) {
     const unsigned char *p = data;
@@ -217,7 +219,7 @@ static void accumulate_contention_phase(int *base, MPI_Win win) {
     for (int i = 0; i < WORDS - BIG; i++) ones[i] = 1;
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     MPI_OK(MPI_Win_lock_all(0, win));
-    for (int round = 0; round < 4 * ROUNDS; round++) {
+    for (int round = 0; round < CONTENTION_ROUNDS; round++) {
         MPI_OK(MPI_Accumulate(ones, WORDS - BIG, MPI_INT, 0, BIG, WORDS - BIG, MPI_INT, MPI_SUM, win));
         if (round % 8 == 7) MPI_OK(MPI_Win_flush(0, win));
     }
@@ -226,7 +228,7 @@ static void accumulate_contention_phase(int *base, MPI_Win win) {
     if (g_rank == 0) {
         MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
         for (int i = BIG; i < WORDS; i++) {
-            int want = -1 - i + 4 * ROUNDS * g_size;
+            int want = -1 - i + CONTENTION_ROUNDS * g_size;
             CHECK(base[i] == want, "concurrent accumulates: word %d is %d, expected %d", i, base[i], want);
         }
         MPI_OK(MPI_Win_unlock(0, win));

@@ -323,6 +323,53 @@ fn contiguous_shortcut(
     ))
 }
 
+/// [`contiguous_shortcut`] for an accumulate-like call: every datatype
+/// involved is the same predefined, gap-free type (the origin's unless
+/// MPI_NO_OP, the result's if any), the counts agree, the op applies to
+/// the type, and the target bytes lie inside the window: (the type,
+/// target offset, bytes). None takes the long way, which reports errors.
+fn accumulate_shortcut(
+    target: &Target,
+    op: Op,
+    call: &AccumulateCall,
+) -> Option<(resmpi_core::datatype::TypeInfo, isize, usize)> {
+    let unit = crate::datatype::builtin_info(call.target_datatype)?;
+    if unit.size_bytes != unit.extent_bytes {
+        return None;
+    }
+    let bytes = usize::try_from(call.target_count)
+        .ok()?
+        .checked_mul(unit.size_bytes)?;
+    let matches = |address: *const c_void, count: MPI_Count, datatype: MPI_Datatype| {
+        let info = crate::datatype::builtin_info(datatype);
+        info.is_some_and(|info| {
+            info.kind == unit.kind
+                && info.size_bytes == unit.size_bytes
+                && info.extent_bytes == unit.extent_bytes
+        }) && usize::try_from(count)
+            .ok()
+            .and_then(|count| count.checked_mul(unit.size_bytes))
+            == Some(bytes)
+            && !address.is_null()
+    };
+    if bytes == 0
+        || (!matches!(op, Op::NoOp)
+            && !matches(call.origin_addr, call.origin_count, call.origin_datatype))
+        || call.result.is_some_and(|(address, count, datatype)| {
+            !matches(address as *const c_void, count, datatype)
+        })
+        || (!matches!(op, Op::Replace | Op::NoOp)
+            && resmpi_core::op::check_op_type(op, &unit).is_err())
+    {
+        return None;
+    }
+    let start = isize::try_from(call.target_disp)
+        .ok()?
+        .checked_mul(target.disp_unit)?;
+    let inside = start >= 0 && (start as usize).checked_add(bytes)? <= target.size_bytes?;
+    inside.then_some((unit, start, bytes))
+}
+
 /// Target blocks as (offset, length) runs, for the direct path.
 fn block_runs(blocks: &[TargetBlock]) -> Vec<(isize, usize)> {
     blocks
@@ -411,6 +458,34 @@ unsafe fn accumulate(
         return Ok(None);
     };
     let op = accumulate_op(call.op)?;
+    if let Some(direct) = &window.direct {
+        if let Some((unit, start, bytes)) = accumulate_shortcut(&target, op, &call) {
+            let mut dead = holder_dead(name);
+            // SAFETY: the origin (not read under MPI_NO_OP) and result
+            // buffers are the application's, `bytes` each; the target
+            // bytes were checked against its window.
+            unsafe {
+                let data: &[u8] = if matches!(op, Op::NoOp) {
+                    &[]
+                } else {
+                    std::slice::from_raw_parts(call.origin_addr.cast::<u8>(), bytes)
+                };
+                let result = call
+                    .result
+                    .map(|(address, _, _)| [(address as usize, bytes)]);
+                direct.accumulate(
+                    call.target_rank as usize,
+                    op,
+                    &unit,
+                    &[(start, bytes)],
+                    data,
+                    result.as_ref().map_or(&[][..], |runs| &runs[..]),
+                    &mut dead,
+                )
+            }?;
+            return Ok(None);
+        }
+    }
     let target_count = count_argument(call.target_count, "target count")?;
     if crate::datatype::committed_layout(call.target_datatype)?.size_bytes * target_count == 0 {
         // Nothing at the target: nothing to combine or fetch (MPICH's rule).
