@@ -32,14 +32,17 @@
 //! takes the lock over, so a death inside an accumulate never wedges the
 //! other processes.
 //!
-//! Synchronisation stays where it was, in the engine (`rma_ops.rs`): the
-//! passive-target lock queue at the target (which already releases a dead
-//! holder's locks and fails a wait on a dead target with
-//! `MPIX_ERR_PROC_FAILED`), post/complete notices and fence's barrier;
-//! what changes is that no operation is outstanding (flush is a memory
-//! fence), that lock waits for the grant before it returns (the origin
-//! will store into the target's memory), and that every synchronisation
-//! call orders memory with a full fence on both sides.
+//! Synchronisation: no operation is ever outstanding, so flush is a
+//! memory fence; fence is a fence, the window communicator's barrier and
+//! a fence. Passive-target locks are in shared memory too (`Direct::lock`:
+//! a writer-preferring reader-writer lock per target, an exclusive claim
+//! word and a shared flag per origin), so an epoch needs nothing from the
+//! target's engine and a target computing outside MPI is served without
+//! the progress thread. Post/complete keep the engine's notices (one per
+//! epoch, not per operation), with fences around them. A lock holder or
+//! reader found dead is dropped, and lock/unlock toward a target known to
+//! have failed end with `MPIX_ERR_PROC_FAILED` (`rma_ops.rs`), as on the
+//! active messages.
 
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 

@@ -9,6 +9,11 @@
 //! displacement against the target's window size, datatypes, ops) are made
 //! here, so a bad call fails in the call itself with a clear error.
 //!
+//! Windows on the direct path (`rma_direct.rs`: one host, memory the
+//! library allocated) take the same checks, then load and store in the
+//! target's mapped memory instead of issuing to the engine; their locks
+//! and flushes are in shared memory too.
+//!
 //! Request-based operations: a put or accumulate has copied the origin's
 //! bytes when it returns, so its request is complete (MPI's local
 //! completion); a fetching one (Rget, Rget_accumulate) waits for its bytes

@@ -28,6 +28,11 @@
 //! Locks (passive target) are a queue at the target: a lock request is
 //! granted when compatible (shared with shared), else waits in FIFO order;
 //! the grant is a frame back. Post/complete (PSCW) are counted notices.
+//!
+//! Windows whose members all share a host and whose memory the library
+//! allocated skip all of this except PSCW's notices: the C layer loads and
+//! stores in a shared segment (`crates/capi/src/rma_direct.rs`), when
+//! [`Engine::rma_direct_possible`] says this build and the group allow it.
 
 use std::collections::{HashMap, VecDeque};
 
