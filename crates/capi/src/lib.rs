@@ -40,6 +40,7 @@ mod p2p;
 mod persistent_coll;
 mod requests;
 mod rma;
+mod rma_direct;
 mod rma_ops;
 mod topo;
 mod type_attr;

@@ -90,6 +90,9 @@ pub(crate) struct Window {
     pub epoch: Epoch,
     /// Memory freed with the window.
     pub memory: OwnedMemory,
+    /// The direct path (`rma_direct.rs`): Some when every member agreed
+    /// at creation that this window's operations are loads and stores.
+    pub direct: Option<crate::rma_direct::Direct>,
 }
 
 // SAFETY: the raw pointers are window memory addresses handed out to the
@@ -451,6 +454,17 @@ unsafe fn create_on(
         )?;
     }
     let (sizes, disp_units) = exchange_geometry(comm, size, disp_unit, ranks as usize)?;
+    let comm_index = crate::handles::comm_index(comm).expect("a duplicate's handle");
+    let members = crate::global::with_mpi("MPI_Win_create", MPI_COMM_WORLD, |mpi, _| {
+        Ok(mpi.comm(comm_index)?.group.to_vec())
+    })
+    .map_err(|_| MpiError::new(ErrorClass::Intern, "cannot read the window's group"))?;
+    let direct_wanted = match memory {
+        Memory::Allocate | Memory::Shared => direct_agreed(comm, &members)?,
+        Memory::Given(_) | Memory::Dynamic => false,
+    };
+    let me = members[rank as usize];
+    let mut direct = None;
     let (base, flavor, owned, shared_bases) = match memory {
         Memory::Given(base) => (base, MPI_WIN_FLAVOR_CREATE, OwnedMemory::None, Vec::new()),
         Memory::Dynamic => (
@@ -459,27 +473,58 @@ unsafe fn create_on(
             OwnedMemory::None,
             Vec::new(),
         ),
-        Memory::Allocate => {
-            // SAFETY: plain allocation (at least one byte).
-            let base = unsafe { libc::malloc((size as usize).max(1)) };
-            if base.is_null() {
-                return Err(MpiError::new(
-                    ErrorClass::NoMem,
-                    format!("cannot allocate a window of {size} bytes"),
-                ));
+        Memory::Allocate if direct_wanted => {
+            // Each rank's memory at an aligned offset, the control blocks
+            // after the last.
+            let mut offsets = Vec::with_capacity(sizes.len());
+            let mut end = 0usize;
+            for &size in &sizes {
+                offsets.push(end);
+                end = (end + size as usize).next_multiple_of(crate::rma_direct::ALIGNMENT_BYTES);
             }
-            (
-                base,
-                MPI_WIN_FLAVOR_ALLOCATE,
-                OwnedMemory::Allocated(base),
-                Vec::new(),
-            )
+            let total = end + crate::rma_direct::control_area_bytes(sizes.len());
+            // A failure is every member's (the segment's own agreement):
+            // then all of them take the active messages.
+            match map_shared_segment(comm, rank, total) {
+                Ok(mapping) => {
+                    let bases: Vec<usize> = offsets
+                        .iter()
+                        .map(|&offset| mapping as usize + offset)
+                        .collect();
+                    let base = bases[rank as usize] as *mut c_void;
+                    // SAFETY: the bases and control blocks lie in the
+                    // mapping, unmapped only with the window.
+                    direct = Some(unsafe {
+                        crate::rma_direct::Direct::new(
+                            bases,
+                            mapping as usize + end,
+                            members.clone(),
+                            me,
+                        )
+                    });
+                    (
+                        base,
+                        MPI_WIN_FLAVOR_ALLOCATE,
+                        OwnedMemory::Mapped(mapping, total),
+                        Vec::new(),
+                    )
+                }
+                Err(_) => allocate_privately(size)?,
+            }
         }
+        Memory::Allocate => allocate_privately(size)?,
         Memory::Shared => {
             // Contiguous across ranks, as MPI's default: rank r's memory
             // starts where rank r-1's ends.
             let total: usize = sizes.iter().map(|&size| size as usize).sum();
-            let mapping = map_shared_segment(comm, rank, total)?;
+            // A direct window's control blocks follow the memory.
+            let controls = total.next_multiple_of(crate::rma_direct::ALIGNMENT_BYTES);
+            let length = if direct_wanted {
+                controls + crate::rma_direct::control_area_bytes(sizes.len())
+            } else {
+                total
+            };
+            let mapping = map_shared_segment(comm, rank, length)?;
             let mut bases = Vec::with_capacity(sizes.len());
             let mut offset = 0;
             for &size in &sizes {
@@ -491,15 +536,32 @@ unsafe fn create_on(
                 });
                 offset += size as usize;
             }
+            if direct_wanted {
+                let mut direct_bases = Vec::with_capacity(sizes.len());
+                let mut offset = 0;
+                for &size in &sizes {
+                    direct_bases.push(mapping as usize + offset);
+                    offset += size as usize;
+                }
+                // SAFETY: the bases and control blocks lie in the mapping,
+                // unmapped only with the window.
+                direct = Some(unsafe {
+                    crate::rma_direct::Direct::new(
+                        direct_bases,
+                        mapping as usize + controls,
+                        members.clone(),
+                        me,
+                    )
+                });
+            }
             (
                 bases[rank as usize] as *mut c_void,
                 MPI_WIN_FLAVOR_SHARED,
-                OwnedMemory::Mapped(mapping, total.max(1)),
+                OwnedMemory::Mapped(mapping, length.max(1)),
                 bases,
             )
         }
     };
-    let comm_index = crate::handles::comm_index(comm).expect("a duplicate's handle");
     let registered = crate::global::with_mpi("MPI_Win_create", MPI_COMM_WORLD, |mpi, _| {
         let communicator = mpi.comm(comm_index)?;
         let (id, group) = (communicator.context, communicator.group.to_vec());
@@ -545,10 +607,61 @@ unsafe fn create_on(
         attributes: Vec::new(),
         epoch: Epoch::default(),
         memory: owned,
+        direct,
     };
     let mut table = windows();
     let index = crate::objects::insert_reusing(&mut table, Arc::new(Mutex::new(window)));
     Ok((handle_of(index), base))
+}
+
+/// MPI_Win_allocate's memory from the C allocator (the active messages' window).
+fn allocate_privately(size: MPI_Aint) -> MpiResult<(*mut c_void, c_int, OwnedMemory, Vec<usize>)> {
+    // SAFETY: plain allocation (at least one byte).
+    let base = unsafe { libc::malloc((size as usize).max(1)) };
+    if base.is_null() {
+        return Err(MpiError::new(
+            ErrorClass::NoMem,
+            format!("cannot allocate a window of {size} bytes"),
+        ));
+    }
+    Ok((
+        base,
+        MPI_WIN_FLAVOR_ALLOCATE,
+        OwnedMemory::Allocated(base),
+        Vec::new(),
+    ))
+}
+
+/// Whether a window over world ranks `members` takes the direct path:
+/// every member must say yes (`RESMPI_RMA_SHM` not 0, and the engine's
+/// `rma_direct_possible`), agreed by an allreduce so that the answer is
+/// the same everywhere. An invalid `RESMPI_RMA_SHM` on any member fails
+/// the creation on every member.
+fn direct_agreed(comm: MPI_Comm, members: &[u32]) -> MpiResult<bool> {
+    let (local, problem) = match crate::rma_direct::enabled_by_environment() {
+        Err(problem) => (-1, Some(problem)),
+        Ok(false) => (0, None),
+        Ok(true) => {
+            let possible = crate::global::with_mpi("MPI_Win_allocate", MPI_COMM_WORLD, |mpi, _| {
+                Ok(mpi.engine.rma_direct_possible(members))
+            })
+            .unwrap_or(false);
+            (possible as i64, None)
+        }
+    };
+    let agreed = crate::file::allreduce_i64(comm, local, MPI_MIN)?;
+    if agreed < 0 {
+        return Err(MpiError::new(
+            ErrorClass::Other,
+            problem.unwrap_or_else(|| {
+                format!(
+                    "a member's {} is not 0 or 1",
+                    crate::rma_direct::ENVIRONMENT_VARIABLE
+                )
+            }),
+        ));
+    }
+    Ok(agreed == 1)
 }
 
 fn free_memory(memory: &OwnedMemory) {

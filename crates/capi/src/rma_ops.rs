@@ -9,6 +9,11 @@
 //! displacement against the target's window size, datatypes, ops) are made
 //! here, so a bad call fails in the call itself with a clear error.
 //!
+//! Windows on the direct path (`rma_direct.rs`: one host, memory the
+//! library allocated) take the same checks, then load and store in the
+//! target's mapped memory instead of issuing to the engine; their locks
+//! and flushes are in shared memory too.
+//!
 //! Request-based operations: a put or accumulate has copied the origin's
 //! bytes when it returns, so its request is complete (MPI's local
 //! completion); a fetching one (Rget, Rget_accumulate) waits for its bytes
@@ -252,6 +257,132 @@ fn with_engine<T>(
     outcome
 }
 
+/// How a direct-path waiter for an accumulate lock learns that its
+/// holder died: one round of the engine's progress (so a death becomes
+/// known), then its verdict.
+fn holder_dead(name: &str) -> impl FnMut(u32) -> MpiResult<bool> + '_ {
+    move |world_rank| {
+        with_engine(name, |mpi| {
+            // A progress error is no verdict on the holder; its liveness is.
+            let _ = mpi.engine.progress();
+            Ok(mpi.engine.peer_failed(world_rank))
+        })
+    }
+}
+
+/// A direct-path epoch toward `targets` (world ranks) cannot start or end
+/// well when one of them is known to have failed (ULFM: MPIX_ERR_PROC_FAILED
+/// rather than loads and stores into a dead process's memory that nobody
+/// will read). Progresses the engine once so that a death is learnt even
+/// without the progress thread.
+fn check_alive(name: &str, targets: &[u32]) -> MpiResult<()> {
+    with_engine(name, |mpi| {
+        let _ = mpi.engine.progress();
+        match targets
+            .iter()
+            .find(|&&target| mpi.engine.peer_failed(target))
+        {
+            Some(&target) => Err(resmpi_core::engine::peer_failed_error(target)),
+            None => Ok(()),
+        }
+    })
+}
+
+/// The direct path's shortcut for a put or get whose two datatypes are
+/// the same-size predefined, gap-free types, inside the target's window:
+/// (origin address, target offset, bytes). None sends the call the long
+/// way (flattening both datatypes), which also reports whatever is wrong.
+/// Small operations are mostly bookkeeping: this skips two layouts and
+/// four run vectors per call.
+fn contiguous_shortcut(
+    target: &Target,
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+) -> Option<(usize, isize, usize)> {
+    let origin = crate::datatype::builtin_info(origin_datatype)?;
+    let target_info = crate::datatype::builtin_info(target_datatype)?;
+    if origin.size_bytes != origin.extent_bytes
+        || target_info.size_bytes != target_info.extent_bytes
+    {
+        return None;
+    }
+    let bytes = usize::try_from(origin_count)
+        .ok()?
+        .checked_mul(origin.size_bytes)?;
+    let target_bytes = usize::try_from(target_count)
+        .ok()?
+        .checked_mul(target_info.size_bytes)?;
+    let start = isize::try_from(target_disp)
+        .ok()?
+        .checked_mul(target.disp_unit)?;
+    let size_bytes = target.size_bytes?;
+    let inside = start >= 0 && (start as usize).checked_add(bytes)? <= size_bytes;
+    (bytes == target_bytes && inside && (bytes == 0 || !origin_addr.is_null())).then_some((
+        origin_addr as usize,
+        start,
+        bytes,
+    ))
+}
+
+/// [`contiguous_shortcut`] for an accumulate-like call: every datatype
+/// involved is the same predefined, gap-free type (the origin's unless
+/// MPI_NO_OP, the result's if any), the counts agree, the op applies to
+/// the type, and the target bytes lie inside the window: (the type,
+/// target offset, bytes). None takes the long way, which reports errors.
+fn accumulate_shortcut(
+    target: &Target,
+    op: Op,
+    call: &AccumulateCall,
+) -> Option<(resmpi_core::datatype::TypeInfo, isize, usize)> {
+    let unit = crate::datatype::builtin_info(call.target_datatype)?;
+    if unit.size_bytes != unit.extent_bytes {
+        return None;
+    }
+    let bytes = usize::try_from(call.target_count)
+        .ok()?
+        .checked_mul(unit.size_bytes)?;
+    let matches = |address: *const c_void, count: MPI_Count, datatype: MPI_Datatype| {
+        let info = crate::datatype::builtin_info(datatype);
+        info.is_some_and(|info| {
+            info.kind == unit.kind
+                && info.size_bytes == unit.size_bytes
+                && info.extent_bytes == unit.extent_bytes
+        }) && usize::try_from(count)
+            .ok()
+            .and_then(|count| count.checked_mul(unit.size_bytes))
+            == Some(bytes)
+            && !address.is_null()
+    };
+    if bytes == 0
+        || (!matches!(op, Op::NoOp)
+            && !matches(call.origin_addr, call.origin_count, call.origin_datatype))
+        || call.result.is_some_and(|(address, count, datatype)| {
+            !matches(address as *const c_void, count, datatype)
+        })
+        || (!matches!(op, Op::Replace | Op::NoOp)
+            && resmpi_core::op::check_op_type(op, &unit).is_err())
+    {
+        return None;
+    }
+    let start = isize::try_from(call.target_disp)
+        .ok()?
+        .checked_mul(target.disp_unit)?;
+    let inside = start >= 0 && (start as usize).checked_add(bytes)? <= target.size_bytes?;
+    inside.then_some((unit, start, bytes))
+}
+
+/// Target blocks as (offset, length) runs, for the direct path.
+fn block_runs(blocks: &[TargetBlock]) -> Vec<(isize, usize)> {
+    blocks
+        .iter()
+        .map(|block| (block.offset_bytes as isize, block.length_bytes as usize))
+        .collect()
+}
+
 /// The op of an accumulate: predefined, MPI_REPLACE or MPI_NO_OP.
 fn accumulate_op(op: MPI_Op) -> MpiResult<Op> {
     crate::handles::builtin_op(op).ok_or_else(|| {
@@ -332,6 +463,34 @@ unsafe fn accumulate(
         return Ok(None);
     };
     let op = accumulate_op(call.op)?;
+    if let Some(direct) = &window.direct {
+        if let Some((unit, start, bytes)) = accumulate_shortcut(&target, op, &call) {
+            let mut dead = holder_dead(name);
+            // SAFETY: the origin (not read under MPI_NO_OP) and result
+            // buffers are the application's, `bytes` each; the target
+            // bytes were checked against its window.
+            unsafe {
+                let data: &[u8] = if matches!(op, Op::NoOp) {
+                    &[]
+                } else {
+                    std::slice::from_raw_parts(call.origin_addr.cast::<u8>(), bytes)
+                };
+                let result = call
+                    .result
+                    .map(|(address, _, _)| [(address as usize, bytes)]);
+                direct.accumulate(
+                    call.target_rank as usize,
+                    op,
+                    &unit,
+                    &[(start, bytes)],
+                    data,
+                    result.as_ref().map_or(&[][..], |runs| &runs[..]),
+                    &mut dead,
+                )
+            }?;
+            return Ok(None);
+        }
+    }
     let target_count = count_argument(call.target_count, "target count")?;
     if crate::datatype::committed_layout(call.target_datatype)?.size_bytes * target_count == 0 {
         // Nothing at the target: nothing to combine or fetch (MPICH's rule).
@@ -396,6 +555,23 @@ unsafe fn accumulate(
         None => Vec::new(),
         Some((address, count, datatype)) => side_runs(address, count, datatype, "result")?,
     };
+    if let Some(direct) = &window.direct {
+        let mut dead = holder_dead(name);
+        // SAFETY: the target runs were checked against the target's
+        // window; the result buffer is the application's.
+        unsafe {
+            direct.accumulate(
+                call.target_rank as usize,
+                op,
+                &unit,
+                &target_runs,
+                &data,
+                &destination,
+                &mut dead,
+            )
+        }?;
+        return Ok(None);
+    }
     let access = Access::Accumulate {
         op,
         unit,
@@ -445,10 +621,32 @@ unsafe fn put(
     let Some(target) = target_of(window, target_rank)? else {
         return Ok(());
     };
+    if let Some(direct) = &window.direct {
+        if let Some((origin, start, bytes)) = contiguous_shortcut(
+            &target,
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_disp,
+            target_count,
+            target_datatype,
+        ) {
+            // SAFETY: the application's origin buffer of `bytes`; the
+            // target bytes were checked against its window.
+            unsafe { direct.put(target_rank as usize, &[(origin, bytes)], &[(start, bytes)]) };
+            return Ok(());
+        }
+    }
     let (blocks, target_total) =
         target_blocks(&target, target_disp, target_count, target_datatype)?;
     let (runs, total) = origin_runs(origin_addr, origin_count, origin_datatype, "origin")?;
     same_size(total, target_total, "origin")?;
+    if let Some(direct) = &window.direct {
+        // SAFETY: the origin buffer is the application's; the target
+        // blocks were checked against the target's window.
+        unsafe { direct.put(target_rank as usize, &runs, &block_runs(&blocks)) };
+        return Ok(());
+    }
     // SAFETY: the application's origin buffer, for this call.
     let data = unsafe { gather(&runs, total) };
     // SAFETY: no destination.
@@ -469,10 +667,32 @@ unsafe fn get(
     let Some(target) = target_of(window, target_rank)? else {
         return Ok(None);
     };
+    if let Some(direct) = &window.direct {
+        if let Some((origin, start, bytes)) = contiguous_shortcut(
+            &target,
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_disp,
+            target_count,
+            target_datatype,
+        ) {
+            // SAFETY: the application's origin buffer of `bytes`; the
+            // target bytes were checked against its window.
+            unsafe { direct.get(target_rank as usize, &[(origin, bytes)], &[(start, bytes)]) };
+            return Ok(None);
+        }
+    }
     let (blocks, target_total) =
         target_blocks(&target, target_disp, target_count, target_datatype)?;
     let (runs, total) = origin_runs(origin_addr, origin_count, origin_datatype, "origin")?;
     same_size(total, target_total, "origin")?;
+    if let Some(direct) = &window.direct {
+        // SAFETY: the origin buffer is the application's; the target
+        // blocks were checked against the target's window.
+        unsafe { direct.get(target_rank as usize, &runs, &block_runs(&blocks)) };
+        return Ok(None);
+    }
     // SAFETY: the origin buffer is the application's (MPI's contract).
     let operation = unsafe { issue("MPI_Get", &target, Access::Get, &blocks, &[], runs) }?;
     Ok(Some((operation, target.world_rank, target.comm)))
@@ -919,6 +1139,23 @@ pub unsafe extern "C" fn PMPI_Compare_and_swap(
             }
         }
         let (blocks, _) = target_blocks(&target, target_disp, 1, datatype)?;
+        if let Some(direct) = &window.direct {
+            let mut dead = holder_dead("MPI_Compare_and_swap");
+            // SAFETY: the three buffers are the application's (checked
+            // non-null), one element each; the element was checked
+            // against the target's window.
+            return unsafe {
+                direct.compare_and_swap(
+                    target_rank as usize,
+                    blocks[0].offset_bytes as isize,
+                    unit.size_bytes,
+                    origin_addr.cast(),
+                    compare_addr.cast(),
+                    result_addr.cast(),
+                    &mut dead,
+                )
+            };
+        }
         // SAFETY: the application's origin and compare buffers (checked
         // non-null above), one element each, for this call.
         let data = unsafe {
@@ -1231,8 +1468,15 @@ pub unsafe extern "C" fn PMPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
             ));
         }
         let id = window.id;
-        // Everything this process started has completed at its target...
-        let flushed = with_engine("MPI_Win_fence", |mpi| mpi.engine.rma_flush(id, None));
+        // Everything this process started has completed at its target
+        // (on the direct path: when its stores return; the fence makes
+        // them visible before the barrier)...
+        let flushed = if window.direct.is_some() {
+            crate::rma_direct::memory_fence();
+            Ok(())
+        } else {
+            with_engine("MPI_Win_fence", |mpi| mpi.engine.rma_flush(id, None))
+        };
         // ...and, once everyone is here, everything aimed at this process.
         let synchronised = if assert & MPI_MODE_NOPRECEDE != 0 && assert & MPI_MODE_NOSUCCEED != 0 {
             Ok(())
@@ -1240,6 +1484,8 @@ pub unsafe extern "C" fn PMPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
             crate::file::barrier(window.comm)
         };
         window.epoch.fence = assert & MPI_MODE_NOSUCCEED == 0;
+        // ...whose stores this process's later loads must see.
+        crate::rma_direct::memory_fence();
         flushed.and(synchronised)
     })
 }
@@ -1270,6 +1516,9 @@ pub unsafe extern "C" fn PMPI_Win_post(group: MPI_Group, _assert: c_int, win: MP
         }
         let origins = group_in_window(window, group)?;
         let id = window.id;
+        // This process's own stores before the exposure epoch are seen by
+        // the origins' direct loads after MPI_Win_start.
+        crate::rma_direct::memory_fence();
         with_engine("MPI_Win_post", |mpi| mpi.engine.rma_post(id, &origins))?;
         window.epoch.fence = false;
         window.epoch.post = Some(origins);
@@ -1291,6 +1540,7 @@ pub unsafe extern "C" fn PMPI_Win_start(group: MPI_Group, _assert: c_int, win: M
         with_engine("MPI_Win_start", |mpi| {
             mpi.engine.rma_wait_posts(id, &targets)
         })?;
+        crate::rma_direct::memory_fence();
         window.epoch.fence = false;
         window.epoch.start = Some(targets);
         Ok(())
@@ -1305,6 +1555,9 @@ pub unsafe extern "C" fn PMPI_Win_complete(win: MPI_Win) -> c_int {
             return Err(sync_error("MPI_Win_complete without MPI_Win_start"));
         };
         let id = window.id;
+        // Direct stores are complete; the fence orders them before the
+        // notices.
+        crate::rma_direct::memory_fence();
         with_engine("MPI_Win_complete", |mpi| {
             mpi.engine.rma_complete(id, &targets)
         })
@@ -1322,6 +1575,8 @@ fn wait_or_test(name: &str, window: &mut Window, block: bool) -> MpiResult<bool>
     })?;
     if done {
         window.epoch.post = None;
+        // The origins' direct stores are seen by this process's loads.
+        crate::rma_direct::memory_fence();
     }
     Ok(done)
 }
@@ -1406,13 +1661,22 @@ pub unsafe extern "C" fn PMPI_Win_lock(
         // may hold no operations; a lock ends it (as MPICH allows).
         window.epoch.fence = false;
         let acquire = assert & MPI_MODE_NOCHECK == 0;
-        if acquire {
+        if let (true, Some(direct)) = (acquire, &window.direct) {
+            check_alive("MPI_Win_lock", &[world])?;
+            let mut dead = holder_dead("MPI_Win_lock");
+            direct.lock(rank as usize, exclusive, &mut dead)?;
+            crate::rma_direct::memory_fence();
+        } else if acquire {
             let id = window.id;
             // Direct loads and stores need the lock held on return.
-            let wait = rank == window_rank(window) || window.flavor == MPI_WIN_FLAVOR_SHARED;
+            // Direct loads and stores need the lock held on return.
+            let wait = rank == window_rank(window)
+                || window.flavor == MPI_WIN_FLAVOR_SHARED
+                || window.direct.is_some();
             with_engine("MPI_Win_lock", |mpi| {
                 mpi.engine.rma_lock(id, world, exclusive, wait)
             })?;
+            crate::rma_direct::memory_fence();
         }
         window.epoch.locks.insert(rank, (exclusive, acquire));
         Ok(())
@@ -1427,12 +1691,23 @@ pub unsafe extern "C" fn PMPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
             return Ok(());
         }
         let world = checked_rank(window, rank)?;
-        let Some((_, acquired)) = window.epoch.locks.remove(&rank) else {
+        let Some((exclusive, acquired)) = window.epoch.locks.remove(&rank) else {
             return Err(sync_error(format!(
                 "rank {rank} of this window is not locked by this process"
             )));
         };
+        if let Some(direct) = &window.direct {
+            // Every direct operation is complete; the fence makes its
+            // stores visible before the lock goes.
+            crate::rma_direct::memory_fence();
+            if acquired {
+                direct.unlock(rank as usize, exclusive);
+            }
+            return check_alive("MPI_Win_unlock", &[world]);
+        }
         let id = window.id;
+        // Direct stores are complete and visible before the lock goes.
+        crate::rma_direct::memory_fence();
         with_engine("MPI_Win_unlock", |mpi| {
             if acquired {
                 mpi.engine.rma_unlock(id, world)
@@ -1456,9 +1731,18 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
             return Err(sync_error("MPI_Win_lock_all inside a start epoch"));
         }
         window.epoch.fence = false;
-        if assert & MPI_MODE_NOCHECK == 0 {
+        if let (0, Some(direct)) = (assert & MPI_MODE_NOCHECK, &window.direct) {
+            check_alive("MPI_Win_lock_all", &window.group)?;
+            let mut dead = holder_dead("MPI_Win_lock_all");
+            for rank in 0..window.group.len() {
+                if let Err(error) = direct.lock(rank, false, &mut dead) {
+                    (0..rank).for_each(|held| direct.unlock(held, false));
+                    return Err(error);
+                }
+            }
+        } else if assert & MPI_MODE_NOCHECK == 0 {
             let (id, members) = (window.id, window.group.clone());
-            let shared = window.flavor == MPI_WIN_FLAVOR_SHARED;
+            let shared = window.flavor == MPI_WIN_FLAVOR_SHARED || window.direct.is_some();
             let me = window_rank(window);
             with_engine("MPI_Win_lock_all", |mpi| {
                 members.iter().enumerate().try_for_each(|(rank, &member)| {
@@ -1467,6 +1751,7 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
                 })
             })?;
         }
+        crate::rma_direct::memory_fence();
         window.epoch.lock_all = true;
         // Remember whether the locks were taken, under a rank no window has.
         window.epoch.locks.clear();
@@ -1487,6 +1772,13 @@ pub unsafe extern "C" fn PMPI_Win_unlock_all(win: MPI_Win) -> c_int {
         let acquired = window.epoch.locks.remove(&-1).is_none();
         window.epoch.lock_all = false;
         let (id, members) = (window.id, window.group.clone());
+        crate::rma_direct::memory_fence();
+        if let Some(direct) = &window.direct {
+            if acquired {
+                (0..members.len()).for_each(|rank| direct.unlock(rank, false));
+            }
+            return Ok(());
+        }
         with_engine("MPI_Win_unlock_all", |mpi| {
             if acquired {
                 let mut result = Ok(());
@@ -1525,6 +1817,12 @@ fn flush(name: &str, win: MPI_Win, rank: Option<c_int>) -> c_int {
                 None
             }
         };
+        if window.direct.is_some() {
+            // Every direct operation completed when its call returned: a
+            // flush only orders memory.
+            crate::rma_direct::memory_fence();
+            return Ok(());
+        }
         let id = window.id;
         with_engine(name, |mpi| mpi.engine.rma_flush(id, target))
     })

@@ -28,6 +28,11 @@
 //! Locks (passive target) are a queue at the target: a lock request is
 //! granted when compatible (shared with shared), else waits in FIFO order;
 //! the grant is a frame back. Post/complete (PSCW) are counted notices.
+//!
+//! Windows whose members all share a host and whose memory the library
+//! allocated skip all of this except PSCW's notices: the C layer loads and
+//! stores in a shared segment (`crates/capi/src/rma_direct.rs`), when
+//! [`Engine::rma_direct_possible`] says this build and the group allow it.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -461,6 +466,33 @@ impl<F: Interceptor> Engine<F> {
             dynamic,
             regions: Vec::new(),
         };
+    }
+
+    /// Whether a window over the world ranks `group` may take the direct
+    /// path of the C layer (loads and stores in a shared segment instead
+    /// of active messages): this build's protocol has no hooks (a protocol
+    /// that logs or replicates must see every operation as a frame), this
+    /// process has a shared-memory path, and every member is this process
+    /// or reached over shared memory (so on this host). Depends only on
+    /// the build, the job's layout and the group, never on timing; the
+    /// caller still agrees on it with every member (environment switches
+    /// may differ).
+    pub fn rma_direct_possible(&self, group: &[u32]) -> bool {
+        let hooks = F::ROUTES_SENDS
+            || F::WANTS_PAYLOADS
+            || F::PINS_WILDCARDS
+            || F::WANTS_NONDETERMINISM
+            || F::SENDS_PROTOCOL_FRAMES
+            || F::USES_TIMERS
+            || F::REPLICATES;
+        !hooks
+            && self.transports.shm.is_some()
+            && group.iter().all(|&peer| {
+                matches!(
+                    self.transports.routes.get(peer as usize),
+                    Some(crate::transport::Route::Shm | crate::transport::Route::Loopback)
+                )
+            })
     }
 
     /// Forget window `window` (MPI_Win_free, after its last epoch).
