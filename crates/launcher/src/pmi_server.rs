@@ -114,6 +114,12 @@ struct FailureBoard {
     watched: Vec<bool>,
     /// Notice lines written (backlogs included).
     notices_sent_count: u64,
+    /// Per rank: whether its current replacement has announced its
+    /// re-join (and so accepts connections from those it was told of).
+    announced: Vec<bool>,
+    /// Per rank: re-join notices for its replacement, which announced but
+    /// does not watch yet; written when it subscribes.
+    pending_rejoins: Vec<Vec<String>>,
 }
 
 /// What [`PmiServer::report_deaths`] did.
@@ -196,6 +202,8 @@ impl PmiServer {
                 incarnations: vec![0; ranks],
                 watchers: vec![None; ranks],
                 watched: vec![false; ranks],
+                announced: vec![false; ranks],
+                pending_rejoins: vec![Vec::new(); ranks],
                 notices_sent_count: 0,
             }),
         })
@@ -292,6 +300,8 @@ impl PmiServer {
             let mut board = self.failures();
             board.incarnations[rank as usize] += 1;
             board.watchers[rank as usize] = None;
+            board.announced[rank as usize] = false;
+            board.pending_rejoins[rank as usize].clear();
             board.incarnations[rank as usize]
         };
         let mut state = self.state();
@@ -331,8 +341,11 @@ impl PmiServer {
             incarnations,
             watchers,
             notices_sent_count,
+            announced,
+            pending_rejoins,
             ..
         } = &mut *board;
+        announced[rank as usize] = true;
         for (watcher, slot) in watchers.iter_mut().enumerate() {
             let peer = watcher as u32;
             let alive = !dead.contains(&(peer, incarnations[watcher]));
@@ -340,6 +353,14 @@ impl PmiServer {
                 continue;
             }
             let Some(writer) = slot else {
+                // Another replacement, re-joining at the same time: one
+                // that announced already connects to this one once it
+                // watches (the notice waits for it); one that has not
+                // announced yet is connected to by this one when it does.
+                if incarnations[watcher] > 0 && announced[watcher] {
+                    pending_rejoins[watcher].push(notice.clone());
+                    peers.push(format!("{peer}:{}", incarnations[watcher]));
+                }
                 continue;
             };
             if lock_writer(writer).write_all(notice.as_bytes()).is_ok() {
@@ -410,6 +431,11 @@ impl PmiServer {
             dead != rank && board.incarnations[dead as usize] == incarnation
         }) {
             lines.push_str(&failure_notice(dead, incarnation));
+            backlog_count += 1;
+        }
+        // Re-joins announced while this replacement was joining itself.
+        for notice in std::mem::take(&mut board.pending_rejoins[rank as usize]) {
+            lines.push_str(&notice);
             backlog_count += 1;
         }
         lock_writer(writer).write_all(lines.as_bytes())?;
