@@ -528,7 +528,8 @@ fn received_lists(buffers: &ExchangeBuffers) -> MpiResult<Vec<Vec<(u64, u64)>>> 
 /// a round's window on a thread of its own while the next round's bytes
 /// arrive in a second window, so the file system and the exchange work at
 /// once instead of taking turns (the last round, and so a call of one
-/// round, writes without a thread).
+/// round, writes without a thread, as does a host with no core to spare:
+/// see [`spare_core`]).
 unsafe fn two_phase_write(
     file: &mut OpenFile,
     prepared: &Prepared,
@@ -543,6 +544,7 @@ unsafe fn two_phase_write(
     let comm = file.comm;
     let mut buffers = std::mem::take(&mut file.exchange_buffers);
     let mut local: MpiResult<()> = Ok(());
+    let overlap = spare_core();
     let store = &mut file.store;
     let result = std::thread::scope(|scope| -> MpiResult<()> {
         let mut writing: Option<std::thread::ScopedJoinHandle<'_, Written<'_>>> = None;
@@ -608,8 +610,9 @@ unsafe fn two_phase_write(
                 continue;
             }
             let store = idle_store.take().expect("no write in progress");
-            if round + 1 == plan.rounds {
-                // Nothing left to overlap with: no thread.
+            if round + 1 == plan.rounds || !overlap {
+                // Nothing left to overlap with, or no core to do it on:
+                // no thread.
                 local = write_covered(store, &buffers.window, low, covered);
                 idle_store = Some(store);
                 continue;
@@ -638,6 +641,15 @@ unsafe fn two_phase_write(
         ));
     }
     Ok(prepared.total_bytes)
+}
+
+/// Whether an aggregator may write (or read ahead) on a thread of its own:
+/// only where a core is left beside the ranks of this host.
+fn spare_core() -> bool {
+    crate::global::lock()
+        .mpi
+        .as_ref()
+        .is_some_and(|mpi| mpi.has_spare_core())
 }
 
 /// What the write thread of a round gives back: the store, the window it
@@ -692,7 +704,8 @@ fn write_covered(
 /// from the window into the process's packed data (one message per pair,
 /// a datatype of byte runs on each side), copying its own. The next
 /// round's window is read on a thread of its own while this round's
-/// pieces go out (so a call of one round spawns nothing).
+/// pieces go out (so a call of one round spawns nothing; nor does a host
+/// with no core to spare).
 unsafe fn two_phase_read(
     file: &mut OpenFile,
     prepared: &Prepared,
@@ -769,6 +782,7 @@ fn read_rounds(
     let me = file.rank as usize;
     let size = file.size as usize;
     let comm = file.comm;
+    let overlap = spare_core();
     let my_window = |round: u64| {
         mine.map(|index| plan.window(index, round))
             .filter(|(low, high)| round < plan.rounds && low < high)
@@ -826,7 +840,7 @@ fn read_rounds(
                     }
                 }
                 match my_window(round + 1) {
-                    Some((low, high)) if local.is_ok() => {
+                    Some((low, high)) if local.is_ok() && overlap => {
                         let store = idle_store.take().expect("no read in progress");
                         let window = std::mem::take(&mut buffers.window_written);
                         reading = Some(spawn_read(scope, store, window, low, high));

@@ -407,6 +407,23 @@ impl Mpi {
         self.engine.state.rank
     }
 
+    /// Whether this host has a core beyond one per rank of the job on it:
+    /// a helper thread (MPI-IO's overlapped writes) then runs beside the
+    /// ranks instead of taking turns with them. On a 2-core host with 2
+    /// ranks, a collective write whose aggregator wrote on a thread ran at
+    /// 450-2650 MB/s against 2200-2700 without it.
+    pub fn has_spare_core(&self) -> bool {
+        let local_ranks = (0..self.size())
+            .filter(|&peer| {
+                matches!(
+                    self.engine.transports.routes[peer as usize],
+                    transport::Route::Shm | transport::Route::Loopback
+                )
+            })
+            .count();
+        std::thread::available_parallelism().map_or(1, |cores| cores.get()) > local_ranks
+    }
+
     /// World size.
     pub fn size(&self) -> u32 {
         self.engine.state.size
