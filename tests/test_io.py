@@ -40,6 +40,22 @@ def test_collective_io_through_aggregators_and_without(build, tmp_path, nprocs, 
     assert_ok(run(nprocs, build("io_collective"), mode, where, cwd=tmp_path, timeout=90))
 
 
+@pytest.mark.parametrize("overlap", ["0", "1"])
+@pytest.mark.parametrize("storage", ["plain", "replicated"])
+def test_collective_io_with_and_without_the_aggregators_thread(build, tmp_path, storage, overlap):
+    """The same rounds with the aggregator writing (and reading ahead) on a
+    thread of its own, which it does only with a core to spare unless
+    RESMPI_IO_OVERLAP forces it (a 2-core host running 3 ranks has none),
+    and without."""
+    if not IS_RESMPI:
+        pytest.skip("resmpi only: RESMPI_IO_OVERLAP")
+    target = tmp_path / "target"
+    target.mkdir()
+    where = "plain" if storage == "plain" else str(target)
+    assert_ok(run(3, build("io_collective"), "enable", where, cwd=tmp_path, timeout=90,
+                  env={"RESMPI_IO_OVERLAP": overlap}))
+
+
 # ---------------------------------------------------------------- replication
 
 FAULTS = ["delete", "truncate", "flip", "directory_is_a_file"]

@@ -643,13 +643,23 @@ unsafe fn two_phase_write(
     Ok(prepared.total_bytes)
 }
 
+/// The environment variable that forces the aggregator's thread on (`1`)
+/// or off (`0`) instead of deciding by the cores (tests use it).
+pub const OVERLAP_ENVIRONMENT_VARIABLE: &str = "RESMPI_IO_OVERLAP";
+
 /// Whether an aggregator may write (or read ahead) on a thread of its own:
-/// only where a core is left beside the ranks of this host.
+/// only where a core is left beside the ranks of this host, unless
+/// `RESMPI_IO_OVERLAP` says otherwise (any value but `0` or `1` is the
+/// default).
 fn spare_core() -> bool {
-    crate::global::lock()
-        .mpi
-        .as_ref()
-        .is_some_and(|mpi| mpi.has_spare_core())
+    match std::env::var(OVERLAP_ENVIRONMENT_VARIABLE).as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => crate::global::lock()
+            .mpi
+            .as_ref()
+            .is_some_and(|mpi| mpi.has_spare_core()),
+    }
 }
 
 /// What the write thread of a round gives back: the store, the window it
