@@ -390,26 +390,20 @@ impl RoundTransfers {
         runs: &[(usize, usize)],
         destination: usize,
     ) -> MpiResult<()> {
-        let datatype = ByteRuns::new(runs)?;
-        let mut request = MPI_REQUEST_NULL;
-        // SAFETY: the caller keeps the runs readable until `wait`.
-        checked(
+        self.post(runs, "MPI_Isend", |datatype, request| {
+            // SAFETY: the caller keeps the runs readable until `wait`.
             unsafe {
                 crate::p2p::PMPI_Isend(
                     base as *const c_void,
                     1,
-                    datatype.0,
+                    datatype,
                     destination as c_int,
                     PIECES_TAG,
                     comm,
-                    &mut request,
+                    request,
                 )
-            },
-            "MPI_Isend",
-        )?;
-        self.requests.push(request);
-        self.datatypes.push(datatype);
-        Ok(())
+            }
+        })
     }
 
     /// Receive `source`'s message into the `runs` of `base`.
@@ -424,23 +418,33 @@ impl RoundTransfers {
         runs: &[(usize, usize)],
         source: usize,
     ) -> MpiResult<()> {
-        let datatype = ByteRuns::new(runs)?;
-        let mut request = MPI_REQUEST_NULL;
-        // SAFETY: the caller keeps the runs writable until `wait`.
-        checked(
+        self.post(runs, "MPI_Irecv", |datatype, request| {
+            // SAFETY: the caller keeps the runs writable until `wait`.
             unsafe {
                 crate::p2p::PMPI_Irecv(
                     base as *mut c_void,
                     1,
-                    datatype.0,
+                    datatype,
                     source as c_int,
                     PIECES_TAG,
                     comm,
-                    &mut request,
+                    request,
                 )
-            },
-            "MPI_Irecv",
-        )?;
+            }
+        })
+    }
+
+    /// Start one message over `runs` with `start` (given the datatype and
+    /// where its request goes), keeping both until [`Self::wait`].
+    fn post(
+        &mut self,
+        runs: &[(usize, usize)],
+        what: &str,
+        start: impl FnOnce(MPI_Datatype, *mut MPI_Request) -> c_int,
+    ) -> MpiResult<()> {
+        let datatype = ByteRuns::new(runs)?;
+        let mut request = MPI_REQUEST_NULL;
+        checked(start(datatype.0, &mut request), what)?;
         self.requests.push(request);
         self.datatypes.push(datatype);
         Ok(())
