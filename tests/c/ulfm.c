@@ -496,8 +496,19 @@ static void block_of(int rank, int size, int *first, int *count) {
 }
 
 static int jacobi(void) {
-    MPI_Comm work;
-    MPI_Comm_dup(MPI_COMM_WORLD, &work);
+    /* A process may die as soon as MPI_Init has returned, even inside this
+       first dup: the ranks agree on whether it worked everywhere, and
+       otherwise start on the survivors of MPI_COMM_WORLD. */
+    MPI_Comm work = MPI_COMM_NULL;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int duplicated = MPI_Comm_dup(MPI_COMM_WORLD, &work) == MPI_SUCCESS;
+    int everywhere = duplicated;
+    if (MPIX_Comm_agree(MPI_COMM_WORLD, &everywhere) != MPI_SUCCESS || !everywhere) {
+        if (duplicated) MPI_Comm_free(&work);
+        MPIX_Comm_failure_ack(MPI_COMM_WORLD);
+        int rc = MPIX_Comm_shrink(MPI_COMM_WORLD, &work);
+        EXPECT(rc == MPI_SUCCESS, "shrink of MPI_COMM_WORLD: class %d", class_of(rc));
+    }
     MPI_Comm_set_errhandler(work, MPI_ERRORS_RETURN);
     double *checkpoint = calloc(POINTS, sizeof(double));
     double *staging = calloc(POINTS, sizeof(double));
