@@ -98,6 +98,9 @@ pub fn latest_text_of_bare_class(class: c_int) -> Option<String> {
 /// carries `text`. Falls back to the class itself for other classes (and
 /// for ULFM's, see [`BARE_CLASSES`]).
 pub fn detailed_code(class: c_int, text: String) -> c_int {
+    *LAST_ERROR_TEXT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(text.clone());
     if BARE_CLASSES.contains(&class) {
         let mut texts = BARE_TEXTS
             .lock()
@@ -120,6 +123,20 @@ pub fn detailed_code(class: c_int, text: String) -> c_int {
     details.slots[slot] = Some((code, text));
     code
 }
+
+/// The text of the last error this process raised (any handler), if any.
+pub fn last_error_text() -> Option<String> {
+    LAST_ERROR_TEXT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
+}
+
+/// See [`last_error_text`]: an application that aborts after an error
+/// it got back (`MPI_ERRORS_RETURN`) has the error named in the abort, so
+/// the cause reaches mpiexec even when this process's own stderr is not
+/// shown (a replica that is not the one whose output is printed).
+static LAST_ERROR_TEXT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 /// Class and text of a detailed code (the text empty once its slot was
 /// reused); None for values that are not detailed codes.

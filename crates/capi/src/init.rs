@@ -242,9 +242,12 @@ pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     let rank = lock().mpi.as_ref().map_or(0, |mpi| mpi.rank());
     let _ = comm_index(comm);
     eprintln!("resmpi: rank {rank} called MPI_Abort with error code {errorcode}");
+    let after = crate::error_codes::last_error_text()
+        .map(|text| format!(" after the MPI error \"{text}\""))
+        .unwrap_or_default();
     abort_job(
         errorcode,
-        &format!("rank {rank} called MPI_Abort({errorcode})"),
+        &format!("rank {rank} called MPI_Abort({errorcode}){after}"),
     );
 }
 const _: fn_types::MPI_Abort = PMPI_Abort;
