@@ -1981,6 +1981,19 @@ impl<F: Interceptor> Engine<F> {
     /// counts as out, so its send waits only for the acks the protocol
     /// still expects.
     fn replica_lost(&mut self, dead: u32) {
+        // A send whose message is out already (stage Done) waits for its
+        // copies or is held by the protocol until its acks are in;
+        // completing it here would let the application reuse a buffer a
+        // substitute may still have to re-send from.
+        self.stop_sending_to(dead, |_, send| send.stage == SendStage::Done);
+    }
+
+    /// Process `dead` is gone but its rank lives on (a replica's
+    /// substitute, or a restart under message logging): drop what was on
+    /// the way to it and complete the sends to it, except those `keep`
+    /// picks (by request index), without failing anything. RMA is not
+    /// masked: a lock it held here goes with it.
+    pub(super) fn stop_sending_to(&mut self, dead: u32, keep: impl Fn(u32, &SendState) -> bool) {
         let state = &mut self.state;
         state.promote_direct_receive();
         let slot = dead as usize;
@@ -1999,11 +2012,7 @@ impl<F: Interceptor> Engine<F> {
             else {
                 continue;
             };
-            // A send whose message is out already (stage Done) waits for
-            // its copies or is held by the protocol until its acks are in;
-            // completing it here would let the application reuse a buffer
-            // a substitute may still have to re-send from.
-            if send.peer != dead || send.cancel_requested || send.stage == SendStage::Done {
+            if send.peer != dead || send.cancel_requested || keep(index, send) {
                 continue;
             }
             send.stage = SendStage::Done;
@@ -2014,7 +2023,6 @@ impl<F: Interceptor> Engine<F> {
         state
             .sends_awaiting_acks
             .retain(|&index| requests.get(index).is_some_and(|request| !request.complete));
-        // RMA is not masked: a lock the dead replica held here goes with it.
         state.rma_peer_failed(dead);
     }
 

@@ -39,7 +39,7 @@ use resmpi_wire::{FrameHeader, FrameKind, FLAG_SYNC};
 
 use super::{send_request, Engine, State};
 use crate::error::{ErrorClass, MpiError};
-use crate::request::{Operation, Request, SendMode, SendStage};
+use crate::request::{Operation, Request, SendMode};
 use crate::user_bytes::UserBytes;
 
 impl<F: Interceptor> State<F> {
@@ -121,45 +121,12 @@ impl<F: Interceptor> Engine<F> {
     /// drop what was on the way to it and complete the sends to it (they
     /// are logged); fail nothing.
     pub(super) fn await_restart(&mut self, dead: u32) {
-        let state = &mut self.state;
-        state.promote_direct_receive();
-        let slot = dead as usize;
-        state.restarting[slot] = true;
-        self.links.forget(dead);
-        state.queued_frames -= state.outbox[slot].len();
-        state.outbox[slot].clear();
-        state.streaming_sends -= state.streams[slot].len();
-        state.streams[slot].clear();
-        state.credit_owed[slot] = 0;
-        for index in state.requests.live_indices() {
-            if state
-                .sends_waiting_for_log
-                .iter()
-                .any(|(waiting, _)| *waiting == index)
-            {
-                // Not numbered yet: launched later, it is logged then.
-                continue;
-            }
-            let Some(Request {
-                operation: Operation::Send(send),
-                complete: false,
-                ..
-            }) = state.requests.get_mut(index)
-            else {
-                continue;
-            };
-            if send.peer != dead || send.cancel_requested {
-                continue;
-            }
-            send.stage = SendStage::Done;
-            send.loan = None;
-            state.complete_send(index);
-        }
-        let requests = &state.requests;
-        state
-            .sends_awaiting_acks
-            .retain(|&index| requests.get(index).is_some_and(|request| !request.complete));
-        state.rma_peer_failed(dead);
+        self.state.restarting[dead as usize] = true;
+        // Not numbered yet: launched later, a waiting send is logged then.
+        let waiting: Vec<u32> = (self.state.sends_waiting_for_log.iter())
+            .map(|(index, _)| *index)
+            .collect();
+        self.stop_sending_to(dead, |index, _| waiting.contains(&index));
     }
 
     /// Incarnation `peer` re-joined: send it again, from the log and in
