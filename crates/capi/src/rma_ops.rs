@@ -1484,9 +1484,15 @@ pub unsafe extern "C" fn PMPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
             crate::file::barrier(window.comm)
         };
         window.epoch.fence = assert & MPI_MODE_NOSUCCEED == 0;
-        // ...whose stores this process's later loads must see.
+        // ...whose stores this process's later loads must see. (Under
+        // replication a substitute may have stood in for a dead replica in
+        // the barrier, so its operations on this window are not covered.)
         crate::rma_direct::memory_fence();
-        flushed.and(synchronised)
+        let members = &window.group;
+        let intact = with_engine("MPI_Win_fence", |mpi| {
+            mpi.engine.rma_members_intact(members)
+        });
+        flushed.and(synchronised).and(intact)
     })
 }
 const _: fn_types::MPI_Win_fence = PMPI_Win_fence;
@@ -1669,11 +1675,14 @@ pub unsafe extern "C" fn PMPI_Win_lock(
         } else if acquire {
             let id = window.id;
             // Direct loads and stores need the lock held on return.
-            // Direct loads and stores need the lock held on return.
             let wait = rank == window_rank(window)
                 || window.flavor == MPI_WIN_FLAVOR_SHARED
                 || window.direct.is_some();
+            // The lock may follow a barrier a substitute stood in for (see
+            // Engine::rma_members_intact).
+            let members = &window.group;
             with_engine("MPI_Win_lock", |mpi| {
+                mpi.engine.rma_members_intact(members)?;
                 mpi.engine.rma_lock(id, world, exclusive, wait)
             })?;
             crate::rma_direct::memory_fence();
@@ -1745,6 +1754,7 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
             let shared = window.flavor == MPI_WIN_FLAVOR_SHARED || window.direct.is_some();
             let me = window_rank(window);
             with_engine("MPI_Win_lock_all", |mpi| {
+                mpi.engine.rma_members_intact(&members)?;
                 members.iter().enumerate().try_for_each(|(rank, &member)| {
                     let wait = shared || rank as c_int == me;
                     mpi.engine.rma_lock(id, member, false, wait)

@@ -461,6 +461,17 @@ pub trait Interceptor {
         false
     }
 
+    /// Whether process `peer` is dead by the evidence of a substitute's
+    /// message, before its death notice is here (only with `REPLICATES`).
+    /// Point-to-point traffic needs no such shortcut (the substitute's
+    /// copies are numbered like the dead one's), but RMA does: a
+    /// synchronisation that a substitute vouched for does not cover the
+    /// dead replica's RMA operations on this process's window.
+    #[inline]
+    fn replica_shown_dead(&self, _peer: u32) -> bool {
+        false
+    }
+
     /// Whether a message re-sent by process `new` replaces the copy
     /// process `current` was sending (only with `REPLICATES`): `new` took
     /// over later in the chain of substitutes of the receiver's source.

@@ -82,6 +82,9 @@ pub struct Replication {
     fatal_error: Option<String>,
     /// Ranks whose every replica is dead.
     pub lost_ranks: Vec<u32>,
+    /// Processes shown dead by a message from their substitute that came
+    /// before their death notice (`Interceptor::replica_shown_dead`).
+    shown_dead: BTreeSet<Process>,
     /// Messages dropped as duplicates (a substitute's re-sends).
     pub duplicates_dropped: u64,
     /// Sends re-transmitted after a take-over.
@@ -113,6 +116,7 @@ impl Replication {
             sdc_policy: SdcPolicy::Report,
             fatal_error: None,
             lost_ranks: Vec::new(),
+            shown_dead: BTreeSet::new(),
             duplicates_dropped: 0,
             resends_made: 0,
         }
@@ -243,6 +247,15 @@ impl Interceptor for Replication {
         data_follows: bool,
     ) -> MessageArrival {
         let from = self.process_of(peer);
+        // A replica sends to another replica index than its own only as a
+        // substitute, after the death of the one it stands for.
+        let partner = Process {
+            rank: from.rank,
+            replica: self.replica.source_replica(from.rank),
+        };
+        if partner != from && self.replica.is_alive(partner) {
+            self.shown_dead.insert(partner);
+        }
         let arrival = self.replica.handle_arrival(from, logical_seq);
         let queued = self.frames.len();
         self.drain(None);
@@ -373,6 +386,10 @@ impl Interceptor for Replication {
         !self.replica.is_alive(process) && !self.lost_ranks.contains(&process.rank)
     }
 
+    fn replica_shown_dead(&self, peer: u32) -> bool {
+        self.shown_dead.contains(&self.process_of(peer))
+    }
+
     fn supersedes(&self, new: u32, current: u32) -> bool {
         // Substitutes are elected cyclically after the dead replica, so
         // the later one in the chain is further from this replica.
@@ -427,5 +444,34 @@ impl Interceptor for Replication {
 
     fn poll_protocol_frame(&mut self) -> Option<(u32, Vec<u8>)> {
         self.frames.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Process indices: rank + replica * ranks.
+    const RANKS: u32 = 2;
+
+    #[test]
+    fn a_substitutes_message_shows_the_replica_it_stands_for_dead_before_the_notice() {
+        // Process 2 is rank 0 replica 1; its partner in rank 1 is process 3.
+        let mut me = Replication::new(2, RANKS, 2);
+        assert!(!me.replica_shown_dead(3));
+        // From its own partner: nothing shown.
+        assert_eq!(me.on_message_arrival(3, 1, false), MessageArrival::Deliver);
+        assert!(!me.replica_shown_dead(3) && !me.replica_dead(3));
+        // Rank 1 replica 0 (process 1) sends to replica 1 only as the
+        // substitute of a dead process 3.
+        assert_eq!(me.on_message_arrival(1, 2, false), MessageArrival::Deliver);
+        assert!(me.replica_shown_dead(3));
+        assert!(!me.replica_shown_dead(1));
+        // Once the notice is handled the receives come from process 1,
+        // whose messages show nothing more.
+        assert_eq!(me.on_peer_failure(3), PeerFailureAction::Handled);
+        assert!(me.replica_dead(3));
+        assert_eq!(me.on_message_arrival(1, 3, false), MessageArrival::Deliver);
+        assert!(!me.replica_shown_dead(1));
     }
 }

@@ -717,7 +717,27 @@ impl<F: Interceptor> Engine<F> {
     /// for RMA: windows and epochs live in each process, and frames to a
     /// dead replica are dropped, so a wait for its answer would never end.
     fn rma_peer_lost(&self, peer: u32) -> bool {
-        self.peer_failed(peer) || (F::REPLICATES && self.state.interceptor.replica_dead(peer))
+        self.peer_failed(peer)
+            || (F::REPLICATES
+                && (self.state.interceptor.replica_dead(peer)
+                    || self.state.interceptor.replica_shown_dead(peer)))
+    }
+
+    /// Replication: an error when a member of a window (`members`, world
+    /// ranks) is a dead replica. A synchronisation over point-to-point
+    /// messages (a fence's barrier, the application's own barrier before it
+    /// locks its own window) completes on a substitute's word, which does
+    /// not cover the dead replica's operations on this process's window;
+    /// the synchronisation calls check here so that the program never reads
+    /// a window those operations missed.
+    pub fn rma_members_intact(&self, members: &[u32]) -> MpiResult<()> {
+        if !F::REPLICATES {
+            return Ok(());
+        }
+        match self.any_failed(members) {
+            Some(peer) => Err(self.rma_lost_error(peer)),
+            None => Ok(()),
+        }
     }
 
     /// The error of an RMA call that needs `peer` (see `rma_peer_lost`).
