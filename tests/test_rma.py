@@ -12,7 +12,7 @@ from conftest import IS_RESMPI, assert_ok, mpiexec_cmd, run, run_cmd
 from netns import two_hosts  # noqa: F401  (pytest fixture)
 from test_rails import NAMESPACE_RAILS, _run_breaking_links
 
-SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges", "large_count"]
+SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges", "large_count", "single_copy"]
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 4])
@@ -179,3 +179,11 @@ def test_an_operation_on_the_own_window_is_applied_before_what_follows_it(build,
     env = {} if progress_thread == "on" or not IS_RESMPI else {"RESMPI_PROGRESS_THREAD": "off"}
     assert_ok(run(2, build("rma"), "self_order", env=env, timeout=60))
 
+
+
+def test_large_puts_and_gets_are_exact_without_single_copy_too(build):
+    """RESMPI_RMA_CMA=0 sends the large operations of `single_copy` as
+    frames (the path a kernel that refuses cross-memory attach takes): the
+    same results."""
+    env = {"RESMPI_RMA_CMA": "0"} if IS_RESMPI else {}
+    assert_ok(run(3, build("rma"), "single_copy", env=env, timeout=120))

@@ -367,6 +367,114 @@ static void large(void) {
     MPI_OK(MPI_Win_free(&win));
 }
 
+/* Large puts and gets on windows whose memory is the application's
+ * (MPI_Win_create, and a dynamic window), where resmpi's target copies
+ * straight from or into the origin's buffer on one host (single copy):
+ * contiguous and strided origins and targets, fence and lock epochs, an
+ * accumulate after a put in one epoch, and a get into a strided buffer.
+ * Every result is checked exactly. */
+static void single_copy(void) {
+    const int count = 1 << 18; /* 1 MiB of ints */
+    int *base = calloc((size_t)count, sizeof(int));
+    int *mine = malloc((size_t)count * sizeof(int)), *back = malloc(2 * (size_t)count * sizeof(int));
+    int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+    MPI_Win win;
+    MPI_OK(MPI_Win_create(base, (MPI_Aint)count * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    for (int i = 0; i < count; i++) mine[i] = i * 3 + (g_rank << 22);
+    /* contiguous put under fences */
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Put(mine, count, MPI_INT, right, 0, count, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < count; i++) CHECK(base[i] == i * 3 + (left << 22), "put [%d]=%d", i, base[i]);
+    MPI_OK(MPI_Win_fence(0, win));
+    /* strided origin (every other int of `mine`) into a contiguous target
+     * half, then a contiguous origin into a strided target (odd slots of
+     * the other half), in one fence epoch */
+    MPI_Datatype every_other;
+    MPI_OK(MPI_Type_vector(count / 4, 1, 2, MPI_INT, &every_other));
+    MPI_OK(MPI_Type_commit(&every_other));
+    MPI_OK(MPI_Put(mine, 1, every_other, right, 0, count / 4, MPI_INT, win));
+    MPI_OK(MPI_Put(mine, count / 4, MPI_INT, right, count / 2 + 1, 1, every_other, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < count / 4; i++) {
+        CHECK(base[i] == 2 * i * 3 + (left << 22), "strided origin [%d]=%d", i, base[i]);
+        CHECK(base[count / 2 + 1 + 2 * i] == i * 3 + (left << 22), "strided target [%d]=%d", i,
+              base[count / 2 + 1 + 2 * i]);
+        CHECK(base[count / 2 + 2 * i] == (count / 2 + 2 * i) * 3 + (left << 22), "between [%d]=%d", i,
+              base[count / 2 + 2 * i]);
+    }
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    /* passive: get the right neighbour's window whole, then into a strided
+     * buffer (even slots of `back`); a put and an accumulate on other
+     * places in the same epoch */
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    memset(back, 0xff, 2 * (size_t)count * sizeof(int));
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    MPI_OK(MPI_Get(back, count, MPI_INT, right, 0, count, MPI_INT, win));
+    MPI_OK(MPI_Win_unlock(right, win));
+    MPI_Datatype strided_count;
+    MPI_OK(MPI_Type_vector(count / 2, 1, 2, MPI_INT, &strided_count));
+    MPI_OK(MPI_Type_commit(&strided_count));
+    int *spread = back + count;
+    for (int i = 0; i < count; i++) spread[i] = -7;
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    MPI_OK(MPI_Get(spread, 1, strided_count, right, 0, count / 2, MPI_INT, win));
+    MPI_OK(MPI_Win_unlock(right, win));
+    /* what the right neighbour's window holds: its left neighbour is me */
+    for (int i = 0; i < count; i++) {
+        int expected;
+        if (i < count / 4) expected = 2 * i * 3 + (g_rank << 22);
+        else if (i > count / 2 && (i - count / 2) % 2 == 1 && (i - count / 2 - 1) / 2 < count / 4)
+            expected = ((i - count / 2 - 1) / 2) * 3 + (g_rank << 22);
+        else expected = i * 3 + (g_rank << 22);
+        CHECK(back[i] == expected, "get [%d]=%d, expected %d", i, back[i], expected);
+        if (i < count / 2) CHECK(spread[2 * i] == expected, "strided get [%d]=%d", i, spread[2 * i]);
+        if (i < count / 2) CHECK(spread[2 * i + 1] == -7, "strided get wrote a gap [%d]", 2 * i + 1);
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < count; i++) mine[i] = i;
+    MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    MPI_OK(MPI_Put(mine, count / 2, MPI_INT, right, 0, count / 2, MPI_INT, win));
+    MPI_OK(MPI_Accumulate(mine, count / 2, MPI_INT, right, count / 2, count / 2, MPI_INT, MPI_SUM, win));
+    MPI_OK(MPI_Win_unlock(right, win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, g_rank, 0, win));
+    for (int i = 0; i < count / 2; i++) {
+        CHECK(base[i] == i, "passive put [%d]=%d", i, base[i]);
+        int before = (i > 0 && i % 2 == 1 && (i - 1) / 2 < count / 4) ? ((i - 1) / 2) * 3 + (left << 22)
+                                                                   : (count / 2 + i) * 3 + (left << 22);
+        CHECK(base[count / 2 + i] == before + i, "accumulate [%d]=%d, expected %d", i, base[count / 2 + i],
+              before + i);
+    }
+    MPI_OK(MPI_Win_unlock(g_rank, win));
+    MPI_OK(MPI_Type_free(&every_other));
+    MPI_OK(MPI_Type_free(&strided_count));
+    MPI_OK(MPI_Win_free(&win));
+    /* a dynamic window: addresses travel by allgather */
+    MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MPI_OK(MPI_Win_attach(win, base, (MPI_Aint)count * sizeof(int)));
+    MPI_Aint mine_address, *addresses = malloc((size_t)g_size * sizeof(MPI_Aint));
+    MPI_OK(MPI_Get_address(base, &mine_address));
+    MPI_OK(MPI_Allgather(&mine_address, 1, MPI_AINT, addresses, 1, MPI_AINT, MPI_COMM_WORLD));
+    for (int i = 0; i < count; i++) mine[i] = ~i ^ g_rank;
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Put(mine, count, MPI_INT, right, addresses[right], count, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < count; i++) CHECK(base[i] == (~i ^ left), "dynamic put [%d]=%d", i, base[i]);
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Get(back, count, MPI_INT, left, addresses[left], count, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    /* the left neighbour's window got its own left neighbour's ints */
+    int left_of_left = (left + g_size - 1) % g_size;
+    for (int i = 0; i < count; i++) CHECK(back[i] == (~i ^ left_of_left), "dynamic get [%d]=%d", i, back[i]);
+    MPI_OK(MPI_Win_detach(win, base));
+    MPI_OK(MPI_Win_free(&win));
+    free(addresses);
+    free(base);
+    free(mine);
+    free(back);
+}
+
 /* Fence and passive epochs over the reliable links while a rail goes down
  * (tests/test_rma.py, two namespace hosts): usage rma rails ITERATIONS.
  * Each iteration: a fence epoch (put to the right neighbour, accumulate on
@@ -838,6 +946,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(subtest, "failure_holder")) failure_holder();
     else if (!strcmp(subtest, "large_count")) large_count();
     else if (!strcmp(subtest, "self_order")) self_order();
+    else if (!strcmp(subtest, "single_copy")) single_copy();
     else if (!strcmp(subtest, "rails")) rails(argc > 2 ? atoi(argv[2]) : 100);
     else FAIL("unknown subtest '%s'", subtest);
     return test_finish();

@@ -244,6 +244,31 @@ unsafe fn issue(
     issued
 }
 
+/// Issue a put or get as a single-copy transfer (the target copies between
+/// `origin`, the application's runs, and its window) where the engine can;
+/// None: issue it as frames instead.
+///
+/// # Safety
+/// `origin` must stay valid and untouched until the operation completes at
+/// the target: MPI's contract for MPI_Put's buffer (until the epoch's
+/// flush) and MPI_Get's (until done), not MPI_Rput's (free at once).
+unsafe fn issue_single_copy(
+    name: &str,
+    target: &Target,
+    access: Access,
+    blocks: &[TargetBlock],
+    origin: &[(usize, usize)],
+) -> MpiResult<Option<u64>> {
+    let (id, world_rank) = (target.id, target.world_rank);
+    with_engine(name, |mpi| {
+        // SAFETY: the caller's promise.
+        unsafe {
+            mpi.engine
+                .rma_issue_single_copy(id, world_rank, access, blocks, origin)
+        }
+    })
+}
+
 /// Run `body` inside the library with the engine; errors are returned, not raised.
 fn with_engine<T>(
     name: &str,
@@ -617,6 +642,7 @@ unsafe fn put(
     target_disp: MPI_Aint,
     target_count: MPI_Count,
     target_datatype: MPI_Datatype,
+    buffer_held: bool,
 ) -> MpiResult<()> {
     let Some(target) = target_of(window, target_rank)? else {
         return Ok(());
@@ -645,6 +671,13 @@ unsafe fn put(
         // SAFETY: the origin buffer is the application's; the target
         // blocks were checked against the target's window.
         unsafe { direct.put(target_rank as usize, &runs, &block_runs(&blocks)) };
+        return Ok(());
+    }
+    // SAFETY: MPI_Put's buffer stays untouched until the epoch completes
+    // at the target (`buffer_held`).
+    if buffer_held
+        && unsafe { issue_single_copy("MPI_Put", &target, Access::Put, &blocks, &runs) }?.is_some()
+    {
         return Ok(());
     }
     // SAFETY: the application's origin buffer, for this call.
@@ -693,6 +726,13 @@ unsafe fn get(
         unsafe { direct.get(target_rank as usize, &runs, &block_runs(&blocks)) };
         return Ok(None);
     }
+    // SAFETY: the origin buffer is the application's, untouched until the
+    // get is done (MPI's contract).
+    if let Some(operation) =
+        unsafe { issue_single_copy("MPI_Get", &target, Access::Get, &blocks, &runs) }?
+    {
+        return Ok(Some((operation, target.world_rank, target.comm)));
+    }
     // SAFETY: the origin buffer is the application's (MPI's contract).
     let operation = unsafe { issue("MPI_Get", &target, Access::Get, &blocks, &[], runs) }?;
     Ok(Some((operation, target.world_rank, target.comm)))
@@ -728,6 +768,7 @@ unsafe fn put_entry(
                 target_disp,
                 target_count,
                 target_datatype,
+                request.is_none(),
             )
         }?;
         match request {

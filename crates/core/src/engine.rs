@@ -60,6 +60,7 @@ mod direct_receive;
 mod rejoin;
 mod replay;
 pub mod rma;
+mod single_copy;
 mod ulfm;
 
 pub use direct_receive::BlockingReceive;

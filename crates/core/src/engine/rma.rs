@@ -39,7 +39,7 @@ use std::collections::{HashMap, VecDeque};
 use resmpi_ft::Interceptor;
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
-use super::{peer_failed_error, Engine, State};
+use super::{peer_failed_error, single_copy, Engine, State};
 use crate::datatype::{BasicKind, PairValue, TypeInfo};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::op::{reduce_predefined, Op};
@@ -59,6 +59,15 @@ const KIND_LOCK_GRANTED: u8 = 8;
 const KIND_UNLOCK: u8 = 9;
 const KIND_POST: u8 = 10;
 const KIND_COMPLETE: u8 = 11;
+/// A put whose bytes the target reads from the origin's memory itself
+/// (`single_copy`): pid, then the origin's runs, instead of data.
+const KIND_PUT_SINGLE_COPY: u8 = 12;
+/// A get whose bytes the target writes into the origin's memory itself.
+const KIND_GET_SINGLE_COPY: u8 = 13;
+
+/// The error byte of a response whose single-copy transfer the kernel
+/// refused (not an MPI error class).
+const SINGLE_COPY_FAILED: u8 = 0xff;
 
 /// kind, window, operation id, packed offset.
 const COMMON_HEADER_BYTES: usize = 1 + 4 + 8 + 8;
@@ -671,6 +680,90 @@ impl<F: Interceptor> Engine<F> {
         Ok(operation)
     }
 
+    /// Start a put or get of at least [`single_copy::SINGLE_COPY_MIN_BYTES`]
+    /// as one frame that names the origin's memory, `origin` (address,
+    /// length) runs in packed order, which the target copies from or into
+    /// itself. Returns None (and sends nothing) where that cannot be done:
+    /// another access, a small or highly scattered operation, a target not
+    /// on this host's shared memory, a build whose protocol must see every
+    /// byte, or a kernel that refuses cross-memory attach.
+    ///
+    /// # Safety
+    /// The `origin` runs must stay valid (for reads: a put; for writes: a
+    /// get) and untouched until the operation is complete at the target
+    /// (a put: the next flush, unlock, complete or fence; a get: done).
+    pub unsafe fn rma_issue_single_copy(
+        &mut self,
+        window: u32,
+        target: u32,
+        access: Access,
+        blocks: &[TargetBlock],
+        origin: &[(usize, usize)],
+    ) -> MpiResult<Option<u64>> {
+        let put = match access {
+            Access::Put => true,
+            Access::Get => false,
+            _ => return Ok(None),
+        };
+        let total: usize = origin.iter().map(|&(_, length)| length).sum();
+        let description_bytes = (blocks.len() + origin.len()) * BLOCK_BYTES + FRAME_OVERHEAD_BYTES;
+        let possible = total >= single_copy::SINGLE_COPY_MIN_BYTES
+            && description_bytes <= self.transports.max_payload_bytes(target)
+            && target != self.state.rank
+            && matches!(
+                self.transports.routes.get(target as usize),
+                Some(crate::transport::Route::Shm)
+            )
+            && self.rma_direct_possible(&[target])
+            && self.state.rma.windows.contains_key(&window)
+            && single_copy::available()
+                .map_err(|problem| MpiError::new(ErrorClass::Other, problem))?;
+        if !possible {
+            return Ok(None);
+        }
+        let operation = self.state.rma.next_operation_id;
+        self.state.rma.next_operation_id += 1;
+        let kind = if put {
+            KIND_PUT_SINGLE_COPY
+        } else {
+            KIND_GET_SINGLE_COPY
+        };
+        let mut frame = frame_with_header(kind, window, operation, 0, description_bytes);
+        frame.extend_from_slice(&std::process::id().to_le_bytes());
+        push_blocks(&mut frame, blocks);
+        let runs: Vec<TargetBlock> = origin
+            .iter()
+            .map(|&(address, length)| TargetBlock {
+                offset_bytes: address as i64,
+                length_bytes: length as u64,
+            })
+            .collect();
+        push_blocks(&mut frame, &runs);
+        if !put {
+            // Counted like a fetch: the reply carries no bytes (they are
+            // in place already) but ends the operation.
+            self.state.rma.operations.insert(
+                operation,
+                PendingOperation {
+                    responses_left: 1,
+                    destination: Vec::new(),
+                    destination_starts: Vec::new(),
+                },
+            );
+        }
+        *self
+            .state
+            .rma
+            .windows
+            .get_mut(&window)
+            .expect("checked above")
+            .responses_outstanding
+            .entry(target)
+            .or_default() += 1;
+        self.rma_send(target, frame)?;
+        Ok(Some(operation))
+    }
+
     /// Whether operation `operation`'s fetched bytes have all arrived
     /// (always true for operations that fetch nothing).
     pub fn rma_operation_done(&self, operation: u64) -> bool {
@@ -958,7 +1051,14 @@ impl<F: Interceptor> State<F> {
         let packed_offset = reader.u64()?;
         let held_back = matches!(
             kind,
-            KIND_PUT | KIND_GET | KIND_ACCUMULATE | KIND_COMPARE_AND_SWAP | KIND_LOCK | KIND_UNLOCK
+            KIND_PUT
+                | KIND_GET
+                | KIND_ACCUMULATE
+                | KIND_COMPARE_AND_SWAP
+                | KIND_LOCK
+                | KIND_UNLOCK
+                | KIND_PUT_SINGLE_COPY
+                | KIND_GET_SINGLE_COPY
         );
         if held_back {
             if let Some(state) = self.rma.windows.get_mut(&window) {
@@ -1011,6 +1111,17 @@ impl<F: Interceptor> State<F> {
                     frame.truncate(HEADER_LEN_BYTES + COMMON_HEADER_BYTES);
                     frame.push(class as u8);
                 }
+                self.rma_queue(peer, frame);
+            }
+            KIND_PUT_SINGLE_COPY | KIND_GET_SINGLE_COPY => {
+                let pid = reader.u32()?;
+                let blocks = reader.blocks()?;
+                let origin = reader.blocks()?;
+                let put = kind == KIND_PUT_SINGLE_COPY;
+                let class = self.apply_single_copy(window, put, pid, &blocks, &origin);
+                let response = if put { KIND_ACK } else { KIND_REPLY };
+                let mut frame = frame_with_header(response, window, operation, packed_offset, 1);
+                frame.push(class);
                 self.rma_queue(peer, frame);
             }
             KIND_ACK | KIND_REPLY => {
@@ -1221,6 +1332,50 @@ impl<F: Interceptor> State<F> {
     }
 
     /// A response from target `peer` to one request frame of `operation`.
+    /// The target's side of a single-copy put (`put`) or get: move the
+    /// bytes between the window's `blocks` and the `origin` runs (address,
+    /// length) of process `pid`. Returns the response's error byte.
+    fn apply_single_copy(
+        &mut self,
+        window: u32,
+        put: bool,
+        pid: u32,
+        blocks: &[TargetBlock],
+        origin: &[TargetBlock],
+    ) -> u8 {
+        let Some(state) = self.rma.windows.get(&window) else {
+            return ErrorClass::Win as u8;
+        };
+        let mut local = Vec::with_capacity(blocks.len());
+        for block in blocks {
+            match state.memory.address_of(block) {
+                Some(address) => local.push((address, block.length_bytes as usize)),
+                None => return ErrorClass::RmaRange as u8,
+            }
+        }
+        let remote: Vec<(usize, usize)> = origin
+            .iter()
+            .map(|run| (run.offset_bytes as usize, run.length_bytes as usize))
+            .collect();
+        let local_total: usize = local.iter().map(|&(_, length)| length).sum();
+        let remote_total: usize = remote.iter().map(|&(_, length)| length).sum();
+        if local_total != remote_total {
+            return ErrorClass::Intern as u8;
+        }
+        let direction = if put {
+            single_copy::Direction::Read
+        } else {
+            single_copy::Direction::Write
+        };
+        // SAFETY: the window's runs, inside memory registered with
+        // rma_register or rma_attach (valid until unregistered); this
+        // engine applies one frame at a time.
+        match unsafe { single_copy::transfer(direction, pid, &local, &remote) } {
+            Ok(()) => 0,
+            Err(_) => SINGLE_COPY_FAILED,
+        }
+    }
+
     fn rma_response(
         &mut self,
         peer: u32,
@@ -1234,7 +1389,14 @@ impl<F: Interceptor> State<F> {
             if let Some(count) = state.responses_outstanding.get_mut(&peer) {
                 *count = count.saturating_sub(1);
             }
-            if class != 0 && state.first_error.is_none() {
+            if class == SINGLE_COPY_FAILED && state.first_error.is_none() {
+                state.first_error = Some(MpiError::new(
+                    ErrorClass::Other,
+                    format!(
+                        "rank {peer} could not copy an RMA operation's bytes from or to this process's memory (process_vm_readv/writev refused by the kernel); run with RESMPI_RMA_CMA=0"
+                    ),
+                ));
+            } else if class != 0 && state.first_error.is_none() {
                 let class = ErrorClass::from_i32(class as i32).unwrap_or(ErrorClass::Other);
                 state.first_error = Some(MpiError::new(
                     class,
