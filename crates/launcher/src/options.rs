@@ -378,7 +378,9 @@ fault tolerance (each sets a variable in every rank):
                         Not with --replicas, --hosts or one rank;
                         optimistic is not built yet (issue 13)
   --msglog-mem BYTES    bound of one process's message log (default 1G)
-  --ckpt-dir DIR        accepted with --msglog; nothing is written there yet
+  --ckpt-dir DIR        where veloc.h's VELOC_Checkpoint writes each rank's
+                        checkpoints (RESMPI_CKPT_DIR; before the cfg file's
+                        persistent/scratch), with or without --msglog
 
   -h, --help            print this text
   --version             print the version
@@ -931,11 +933,13 @@ pub fn parse(
         if let Some(bytes) = msglog_bytes_max {
             environment.push(("RESMPI_MSGLOG_MEM".to_string(), bytes.to_string()));
         }
-        if let Some(directory) = &checkpoint_directory {
-            environment.push(("RESMPI_CKPT_DIR".to_string(), directory.clone()));
-        }
-    } else if checkpoint_directory.is_some() || msglog_bytes_max.is_some() {
-        return Err("--ckpt-dir and --msglog-mem need --msglog pessimistic".to_string());
+    } else if msglog_bytes_max.is_some() {
+        return Err("--msglog-mem needs --msglog pessimistic".to_string());
+    }
+    // VeloC's checkpoints (veloc.h) go there, with or without logging: a
+    // whole-job restart from checkpoints needs no --msglog.
+    if let Some(directory) = &checkpoint_directory {
+        environment.push(("RESMPI_CKPT_DIR".to_string(), directory.clone()));
     }
     let failure_policy = match failure_policy {
         Some(policy) => policy,
