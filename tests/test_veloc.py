@@ -195,7 +195,7 @@ def assert_restarted(res, victim):
 
 
 # Seeded kill times inside the loop (600 iterations of at least 2 ms each).
-@pytest.mark.parametrize("victim,at", [(1, "150ms"), (0, "420ms"), (2, "730ms"), (1, "1000ms")])
+@pytest.mark.parametrize("victim,at", [(1, "150ms"), (0, "420ms"), (2, "730ms"), (1, "900ms")])
 def test_heat_under_msglog_with_a_rank_killed_prints_what_a_fault_free_run_prints(
         heat_exe, heat_fault_free, tmp_path, victim, at):
     cfg = config(tmp_path)
@@ -208,19 +208,22 @@ def test_heat_under_msglog_with_a_rank_killed_prints_what_a_fault_free_run_print
 
 def test_a_restarted_rank_replays_the_restart_test_answer_it_gave_before(
         heat_exe, heat_fault_free, tmp_path):
-    """Run 1 stops at 250 (checkpoints 40..240). Rank 0's newest (240) is
-    corrupted: run 2's ranks agree on 200 and restart from it. Rank 0 then
-    writes 240..600 and is killed; its replacement replays from MPI_Init.
-    Asked afresh, its Restart_test would now offer 600 where it offered
-    200, the agreement would differ from the survivors' and the replay
-    would go wrong; the recorded answer (200, in 2 rounds) keeps it exact."""
+    """Run 1 stops at 250 (checkpoints 40..240). Rank 1's newest (240) is
+    corrupted: run 2's ranks agree on 200 and restart from it. Rank 1 then
+    writes 240, 280, ... and is killed; its replacement replays from
+    MPI_Init. Asked afresh, its Restart_test would offer its newest version
+    where it offered 200; at 3 ranks rank 1 combines its own value with
+    rank 0's and rank 2's logged ones in the allreduce, gets 240, and the
+    replay goes another way than the survivors' (a rank 0 victim would not
+    show it: rank 0 is handed the result by rank 1). The recorded answer
+    (200, in 2 rounds) keeps the replay exact."""
     ckpt = tmp_path / "ckpt"
     cfg = config(tmp_path)
     res = tagged(3, heat_exe, *heat_args(cfg, stop_after=250), opts=["--ckpt-dir", str(ckpt)])
     assert res.returncode == 0, res.describe()
-    flip_byte(ckpt / "heat-0-240.dat")
-    res = logged(3, heat_exe, heat_args(cfg), "kill:0@900ms", ckpt)
-    assert_restarted(res, 0)
+    flip_byte(ckpt / "heat-1-240.dat")
+    res = logged(3, heat_exe, heat_args(cfg), "kill:1@600ms", ckpt)
+    assert_restarted(res, 1)
     lines = per_rank(res.stdout)
     for rank in range(3):
         assert lines[rank][0] == "restarting from version 200", res.describe()
