@@ -1174,6 +1174,25 @@ mod tests {
     }
 
     #[test]
+    fn ckpt_dir_reaches_the_ranks_with_or_without_msglog() {
+        // veloc.h's checkpoints need no message logging: a whole-job
+        // restart reads them back.
+        let options = run("-n 2 --ckpt-dir /scratch/ck p");
+        assert_eq!(
+            variable(&options, "RESMPI_CKPT_DIR").as_deref(),
+            Some("/scratch/ck")
+        );
+        assert_eq!(variable(&options, "RESMPI_MSGLOG"), None);
+        let options = run("-n 2 --msglog pessimistic --ckpt-dir /scratch/ck p");
+        assert_eq!(
+            variable(&options, "RESMPI_CKPT_DIR").as_deref(),
+            Some("/scratch/ck")
+        );
+        assert!(error("-n 2 --msglog-mem 1M p").contains("--msglog-mem needs --msglog pessimistic"));
+        assert!(error("-n 2 --ckpt-dir= p").contains("--ckpt-dir: empty directory name"));
+    }
+
+    #[test]
     fn fault_tolerance_options_set_rank_variables() {
         let options = run("--inject drop:1e-2,seed:7 --checksum=crc32c -reliable off \
              --rails tcp:eth1,tcp:10.77.1.0/24 --stripe=fragments --report-json /tmp/r.json p");

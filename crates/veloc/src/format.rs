@@ -295,6 +295,30 @@ mod tests {
     }
 
     #[test]
+    fn decoders_fuzz_checkpoint_files_random_and_mutated() {
+        use resmpi_fuzz_input::Inputs;
+        let mut empty = Vec::new();
+        emit(&mut empty, "heat", 3, 7, &[]).unwrap();
+        let sample = sample();
+        let corpus: [&[u8]; 2] = [&sample, &empty];
+        let mut decoded = 0;
+        Inputs::new(41).check(&corpus, 20_000, 512, |bytes| {
+            if let Ok(checkpoint) = parse(bytes, ("heat", 3, 7)) {
+                let regions: Vec<Region<'_>> = checkpoint
+                    .regions
+                    .iter()
+                    .map(|(id, bytes)| Region { id: *id, bytes })
+                    .collect();
+                let mut again = Vec::new();
+                emit(&mut again, "heat", 3, 7, &regions).unwrap();
+                assert_eq!(again, bytes, "a decoded file encodes back to itself");
+                decoded += 1;
+            }
+        });
+        assert!(decoded >= 2, "the corpus itself decodes");
+    }
+
+    #[test]
     fn another_ranks_file_under_this_name_is_refused() {
         assert_eq!(
             parse(&sample(), ("heat", 2, 7)),
