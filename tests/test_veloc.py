@@ -149,6 +149,20 @@ def test_no_directory_anywhere_fails_veloc_init(basic_exe, tmp_path):
     assert "no checkpoint directory" in res.stderr and "VELOC_Init failed" in res.stdout, res.describe()
 
 
+def test_restart_test_answers_are_recorded_per_call_not_per_init_cycle(basic_exe, tmp_path):
+    """Under --msglog each answer is recorded under the call's ordinal in the
+    process: a second VELOC_Init cycle's first call is a new call, asked
+    afresh (keyed per cycle, it would get the first cycle's -1 back)."""
+    ckpt = tmp_path / "ckpt"
+    res = tagged(2, basic_exe, "cycles", config(tmp_path),
+                 opts=["--msglog", "pessimistic", "--ckpt-dir", str(ckpt)])
+    assert res.returncode == 0, res.describe()
+    for rank, lines in per_rank(res.stdout).items():
+        assert lines == ["first_cycle -1", "checkpoint_7 0", "second_cycle 7"], \
+            f"rank {rank}\n{res.describe()}"
+    assert (ckpt / ".resmpi-veloc-0.restart-tests").is_file()
+
+
 def heat_args(cfg, stop_after=None):
     args = [HEAT_ITERATIONS, HEAT_EVERY, cfg]
     return args + [stop_after] if stop_after is not None else args

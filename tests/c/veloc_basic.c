@@ -5,7 +5,10 @@
  *                           print what came back; then Restart_test with a
  *                           bound of 1
  *   veloc_basic errors CFG  bad arguments: each call prints its return code
- *                           (every one must be VELOC_FAILURE, none aborts) */
+ *                           (every one must be VELOC_FAILURE, none aborts)
+ *   veloc_basic cycles CFG  two VELOC_Init/VELOC_Finalize cycles: the first
+ *                           tests, then checkpoints version 7; the second
+ *                           tests again (must answer 7) */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +57,16 @@ int main(int argc, char **argv) {
         printf("VELOC_Mem_protect failed\n");
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
-    if (!strcmp(mode, "write")) {
+    if (!strcmp(mode, "cycles")) {
+        fill(rank, 7);
+        printf("first_cycle %d\n", VELOC_Restart_test("basic", 0));
+        printf("checkpoint_7 %d\n", VELOC_Checkpoint("basic", 7));
+        VELOC_Finalize(1);
+        if (VELOC_Init(MPI_COMM_WORLD, cfg) != VELOC_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 3);
+        VELOC_Mem_protect(0, values, COUNT, sizeof(int));
+        VELOC_Mem_protect(1, &scalar, 1, sizeof(double));
+        printf("second_cycle %d\n", VELOC_Restart_test("basic", 0));
+    } else if (!strcmp(mode, "write")) {
         for (int version = 1; version <= 2; version++) {
             fill(rank, version);
             int rc = VELOC_Checkpoint("basic", version);

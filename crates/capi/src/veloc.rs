@@ -27,6 +27,7 @@ use resmpi_veloc::{CheckpointStore, Config, Region, RestartTest, RestartTestLog}
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// `VELOC_SUCCESS`.
@@ -76,8 +77,6 @@ struct Client {
     max_versions: u32,
     regions: BTreeMap<i32, Protected>,
     phase: Phase,
-    /// How many `VELOC_Restart_test` calls this process made.
-    restart_test_count: u64,
     /// Under `--msglog`: the recorded answers of this rank in this job.
     restart_tests: Option<RestartTestLog>,
 }
@@ -87,6 +86,12 @@ struct Client {
 unsafe impl Send for Client {}
 
 static CLIENT: Mutex<Option<Client>> = Mutex::new(None);
+
+/// How many `VELOC_Restart_test` calls this process made, over all its
+/// `VELOC_Init`/`VELOC_Finalize` cycles: the key of a recorded answer,
+/// which must not repeat within a process (a second cycle's first call is
+/// not the first cycle's).
+static RESTART_TEST_COUNT: AtomicU64 = AtomicU64::new(0);
 
 fn fail(call: &str, reason: impl std::fmt::Display) -> c_int {
     eprintln!("{call}: {reason}");
@@ -181,7 +186,6 @@ fn initialize(
         max_versions,
         regions: BTreeMap::new(),
         phase: Phase::Idle,
-        restart_test_count: 0,
         restart_tests,
     })
 }
@@ -578,8 +582,7 @@ pub unsafe extern "C" fn VELOC_Restart_test(name: *const c_char, needed_version:
     with_client("VELOC_Restart_test", |client| {
         let name = name?;
         let needed = checked_name_version(&name, needed_version)?;
-        let ordinal = client.restart_test_count;
-        client.restart_test_count += 1;
+        let ordinal = RESTART_TEST_COUNT.fetch_add(1, Ordering::Relaxed);
         let recorded = client
             .restart_tests
             .as_ref()
