@@ -220,8 +220,11 @@ def test_heat_under_msglog_with_a_rank_killed_prints_what_a_fault_free_run_print
     assert (tmp_path / "ckpt" / f"heat-{victim}-{HEAT_ITERATIONS}.dat").is_file()
 
 
+# Once at a time; then at its 600th send (deterministic) and again, while
+# incarnation 1 runs on, at a time: incarnation 2 replays the record too.
+@pytest.mark.parametrize("kills", ["kill:1@600ms", "kill:1@sends=600,kill:1@700ms"])
 def test_a_restarted_rank_replays_the_restart_test_answer_it_gave_before(
-        heat_exe, heat_fault_free, tmp_path):
+        heat_exe, heat_fault_free, tmp_path, kills):
     """Run 1 stops at 250 (checkpoints 40..240). Rank 1's newest (240) is
     corrupted: run 2's ranks agree on 200 and restart from it. Rank 1 then
     writes 240, 280, ... and is killed; its replacement replays from
@@ -236,8 +239,10 @@ def test_a_restarted_rank_replays_the_restart_test_answer_it_gave_before(
     res = tagged(3, heat_exe, *heat_args(cfg, stop_after=250), opts=["--ckpt-dir", str(ckpt)])
     assert res.returncode == 0, res.describe()
     flip_byte(ckpt / "heat-1-240.dat")
-    res = logged(3, heat_exe, heat_args(cfg), "kill:1@600ms", ckpt)
+    res = logged(3, heat_exe, heat_args(cfg), kills, ckpt)
     assert_restarted(res, 1)
+    if kills.count("kill:") == 2:
+        assert "rank 1 started again as incarnation 2" in res.stderr, res.describe()
     lines = per_rank(res.stdout)
     for rank in range(3):
         assert lines[rank][0] == "restarting from version 200", res.describe()
