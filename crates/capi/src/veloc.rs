@@ -600,13 +600,21 @@ pub unsafe extern "C" fn VELOC_Restart_test(name: *const c_char, needed_version:
         }
         let (answer, rounds) = agree_on_version(client, &name, (needed > 0).then_some(needed))?;
         if let Some(log) = client.restart_tests.as_mut() {
-            log.record(RestartTest {
+            // The other ranks have the agreed answer already: failing here
+            // would send this rank another way than theirs. Only a later
+            // replay of this call is at risk, and stderr says so.
+            if let Err(error) = log.record(RestartTest {
                 ordinal,
                 rounds,
                 answer,
                 name,
-            })
-            .map_err(|error| format!("recording the answer for message-logging replay: {error}"))?;
+            }) {
+                eprintln!(
+                    "VELOC_Restart_test: warning: the answer could not be recorded for \
+                     message-logging replay ({error}); a restart of this rank may replay \
+                     this call differently"
+                );
+            }
         }
         Ok(answer)
     })
