@@ -29,6 +29,8 @@ TABLE       := abi/mpi_abi.txt
 RUST_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
 HEADERS     := $(BUILD)/include/mpi.h $(BUILD)/include/mpio.h $(BUILD)/include/mpi-ext.h
+# VeloC's checkpoint API (crates/capi/src/veloc.rs), a plain copy.
+VELOC_HEADER := $(BUILD)/include/veloc.h
 LIB         := $(BUILD)/lib/$(LIBFILE)
 WRAPPERS    := $(BUILD)/bin/mpicc $(BUILD)/bin/mpicxx $(BUILD)/bin/mpifort
 FGEN        := abi/gen_fortran.py
@@ -46,7 +48,10 @@ cargo:
 $(STATICLIB): FORCE
 	$(CARGO) build --release $(CARGO_PACKAGES)
 
-headers: $(HEADERS)
+headers: $(HEADERS) $(VELOC_HEADER)
+$(VELOC_HEADER): abi/veloc.h
+	@mkdir -p $(@D)
+	cp -f $< $@
 $(HEADERS) &: $(TABLE) $(GEN) Cargo.toml
 	$(PYTHON) $(GEN) header $(BUILD)/include
 
@@ -55,12 +60,12 @@ $(BUILD)/obj/glue.c: $(STATICLIB) $(TABLE) $(GEN)
 	@mkdir -p $(@D)
 	$(PYTHON) $(GEN) glue $(STATICLIB) $@
 
-$(BUILD)/obj/glue.o: $(BUILD)/obj/glue.c $(HEADERS)
+$(BUILD)/obj/glue.o: $(BUILD)/obj/glue.c $(HEADERS) $(VELOC_HEADER)
 	$(LINK_CC) -O2 -fPIC -Wall -I$(BUILD)/include -c $< -o $@
 
 $(BUILD)/obj/exports.map: Makefile
 	@mkdir -p $(@D)
-	printf '{\n  global:\n    MPI_*; PMPI_*; MPIX_*; PMPIX_*; resmpi_*; MPIR_Dup_fn;\n  local: *;\n};\n' > $@
+	printf '{\n  global:\n    MPI_*; PMPI_*; MPIX_*; PMPIX_*; resmpi_*; MPIR_Dup_fn; VELOC_*;\n  local: *;\n};\n' > $@
 
 $(LIB): $(BUILD)/obj/glue.o $(STATICLIB) $(BUILD)/obj/exports.map
 	@mkdir -p $(@D)

@@ -14,6 +14,7 @@ cargo test --workspace --release
 cargo test -q -p resmpi-wire -p resmpi-runtime -p resmpi-path -p resmpi-ft -p resmpi-core \
     -p resmpi-launcher --test decoders_fuzz
 cargo test -q -p resmpi-launcher --bin mpiexec decoders_fuzz
+cargo test -q -p resmpi-veloc decoders_fuzz
 # Coverage-guided: every cargo-fuzz target for 20 s from its seeds (about 4 min
 # with the build; installs cargo-fuzz from crates.io when missing).
 FUZZ_SECONDS=20 scripts/fuzz.sh

@@ -273,7 +273,7 @@ def test_outcomes_that_are_not_logged_yet_are_reported_not_silently_trusted(buil
     (["--msglog", "pessimistic", "--replicas", "2"], "--msglog with --replicas"),
     (["--msglog", "pessimistic", "--failure-policy", "abort"], "--msglog with failure policy abort"),
     (["--msglog", "bogus"], "--msglog 'bogus'"),
-    (["--ckpt-dir", "/tmp"], "need --msglog pessimistic"),
+    (["--msglog-mem", "1M"], "--msglog-mem needs --msglog pessimistic"),
 ])
 def test_what_msglog_cannot_honour_is_refused(ring_exe, opts, message):
     res = run(3, ring_exe, 2, 4, mpiexec_opts=opts, timeout=30)

@@ -45,6 +45,7 @@ mod rma_ops;
 mod topo;
 mod type_attr;
 mod ulfm;
+mod veloc;
 
 use std::os::raw::{c_char, c_int};
 

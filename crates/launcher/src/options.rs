@@ -378,7 +378,9 @@ fault tolerance (each sets a variable in every rank):
                         Not with --replicas, --hosts or one rank;
                         optimistic is not built yet (issue 13)
   --msglog-mem BYTES    bound of one process's message log (default 1G)
-  --ckpt-dir DIR        accepted with --msglog; nothing is written there yet
+  --ckpt-dir DIR        where veloc.h's VELOC_Checkpoint writes each rank's
+                        checkpoints (RESMPI_CKPT_DIR; before the cfg file's
+                        persistent/scratch), with or without --msglog
 
   -h, --help            print this text
   --version             print the version
@@ -931,11 +933,13 @@ pub fn parse(
         if let Some(bytes) = msglog_bytes_max {
             environment.push(("RESMPI_MSGLOG_MEM".to_string(), bytes.to_string()));
         }
-        if let Some(directory) = &checkpoint_directory {
-            environment.push(("RESMPI_CKPT_DIR".to_string(), directory.clone()));
-        }
-    } else if checkpoint_directory.is_some() || msglog_bytes_max.is_some() {
-        return Err("--ckpt-dir and --msglog-mem need --msglog pessimistic".to_string());
+    } else if msglog_bytes_max.is_some() {
+        return Err("--msglog-mem needs --msglog pessimistic".to_string());
+    }
+    // VeloC's checkpoints (veloc.h) go there, with or without logging: a
+    // whole-job restart from checkpoints needs no --msglog.
+    if let Some(directory) = &checkpoint_directory {
+        environment.push(("RESMPI_CKPT_DIR".to_string(), directory.clone()));
     }
     let failure_policy = match failure_policy {
         Some(policy) => policy,
@@ -1167,6 +1171,25 @@ mod tests {
 
     fn variable(options: &Options, name: &str) -> Option<String> {
         crate::spawn::environment_value(&options.environment, name).map(str::to_string)
+    }
+
+    #[test]
+    fn ckpt_dir_reaches_the_ranks_with_or_without_msglog() {
+        // veloc.h's checkpoints need no message logging: a whole-job
+        // restart reads them back.
+        let options = run("-n 2 --ckpt-dir /scratch/ck p");
+        assert_eq!(
+            variable(&options, "RESMPI_CKPT_DIR").as_deref(),
+            Some("/scratch/ck")
+        );
+        assert_eq!(variable(&options, "RESMPI_MSGLOG"), None);
+        let options = run("-n 2 --msglog pessimistic --ckpt-dir /scratch/ck p");
+        assert_eq!(
+            variable(&options, "RESMPI_CKPT_DIR").as_deref(),
+            Some("/scratch/ck")
+        );
+        assert!(error("-n 2 --msglog-mem 1M p").contains("--msglog-mem needs --msglog pessimistic"));
+        assert!(error("-n 2 --ckpt-dir= p").contains("--ckpt-dir: empty directory name"));
     }
 
     #[test]
