@@ -3,7 +3,8 @@
  * receiver's slot of the side it came from), on a non-periodic grid edge
  * (MPI_PROC_NULL neighbours leave their slots alone), on a distributed
  * graph; allgather, alltoall, their v- and w-forms and the nonblocking
- * versions; MPI_ERR_TOPOLOGY without a topology. */
+ * versions; non-contiguous datatypes on every form (the gaps of the
+ * receive buffers stay untouched); MPI_ERR_TOPOLOGY without a topology. */
 #include "expect.h"
 
 #define UNTOUCHED -99
@@ -74,19 +75,19 @@ static void grid_edge(void) {
 }
 
 static void dist_graph(void) {
-    /* Everyone sends to rank 0 and to its right neighbour. */
+    /* Everyone sends to rank 0 and to its right neighbour: one edge when
+     * they are the same (rank 0 itself, and the last rank). Rank 0 hears
+     * from every other rank, each other rank from its left neighbour.
+     * (The graph used to list the last rank's edge to rank 0 twice on its
+     * side and once on rank 0's, so a message was left over: MPICH
+     * matched it in the next communicator that reused the context id.) */
     int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
-    int destinations[2] = {0, right}, out_degree = g_rank == 0 ? 1 : 2;
+    int destinations[2] = {0, right}, out_degree = (g_rank == 0 || right == 0) ? 1 : 2;
     if (g_rank == 0) destinations[0] = right;
     int sources[64], in_degree = 0;
     if (g_rank == 0)
         for (int r = 1; r < g_size; r++) sources[in_degree++] = r;
     if (g_rank != 0 || g_size == 1) sources[in_degree++] = left;
-    if (g_rank == 0 && g_size > 1 && left != 0) {
-        /* rank 0 also hears from its left neighbour, already listed above
-         * when left != 0 (it is one of 1..size-1): drop the duplicate. */
-        in_degree--;
-    }
     MPI_Comm graph;
     MPI_OK(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, in_degree, sources, MPI_UNWEIGHTED,
                                           out_degree, destinations, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
@@ -100,11 +101,89 @@ static void dist_graph(void) {
     MPI_OK(MPI_Comm_free(&graph));
 }
 
+/* Every form with strided (non-contiguous) datatypes on a periodic ring:
+ * each block is 3 ints taken from every other slot; what lands in the
+ * receive buffer's gaps must stay untouched. Blocking, nonblocking and
+ * persistent. */
+static void noncontiguous(void) {
+    MPI_Comm ring;
+    int dims[1] = {g_size}, periods[1] = {1}, rank, left, right;
+    MPI_OK(MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring));
+    MPI_OK(MPI_Comm_rank(ring, &rank));
+    MPI_OK(MPI_Cart_shift(ring, 0, 1, &left, &right));
+    MPI_Datatype strided, block; /* 3 ints, stride 2; resized to span 6 */
+    MPI_OK(MPI_Type_vector(3, 1, 2, MPI_INT, &strided));
+    MPI_OK(MPI_Type_create_resized(strided, 0, 6 * sizeof(int), &block));
+    MPI_OK(MPI_Type_commit(&block));
+    int send[12], recv[12];
+    for (int i = 0; i < 12; i++) send[i] = 1000 * rank + i;
+    /* block b (b = 0 left, 1 right) holds send[6b + 0, 2, 4] */
+#define EXPECT_BLOCK(slot, from, sent_block, what)                                              \
+    for (int k = 0; k < 6; k++) {                                                              \
+        int want = k % 2 ? UNTOUCHED : 1000 * (from) + 6 * (sent_block) + k;                   \
+        CHECK(recv[6 * (slot) + k] == want, "%s: slot %d [%d]=%d, want %d", what, slot, k,   \
+              recv[6 * (slot) + k], want);                                                     \
+    }
+    for (int form = 0; form < 5; form++) {
+        for (int i = 0; i < 12; i++) recv[i] = UNTOUCHED;
+        MPI_Request request;
+        const char *what = "";
+        int counts[2] = {1, 1}, displs[2] = {0, 1};
+        MPI_Aint bytes[2] = {0, 6 * sizeof(int)};
+        MPI_Datatype types[2] = {block, block};
+        switch (form) {
+        case 0:
+            what = "alltoall";
+            MPI_OK(MPI_Neighbor_alltoall(send, 1, block, recv, 1, block, ring));
+            break;
+        case 1:
+            what = "ialltoallv";
+            MPI_OK(MPI_Ineighbor_alltoallv(send, counts, displs, block, recv, counts, displs, block, ring,
+                                           &request));
+            MPI_OK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+            break;
+        case 2:
+            what = "alltoallw";
+            MPI_OK(MPI_Neighbor_alltoallw(send, counts, bytes, types, recv, counts, bytes, types, ring));
+            break;
+        case 3:
+            what = "allgather (persistent)";
+            MPI_OK(MPI_Neighbor_allgather_init(send, 1, block, recv, 1, block, ring, MPI_INFO_NULL, &request));
+            MPI_OK(MPI_Start(&request));
+            MPI_OK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+            MPI_OK(MPI_Request_free(&request));
+            break;
+        default:
+            what = "allgatherv";
+            MPI_OK(MPI_Neighbor_allgatherv(send, 1, block, recv, counts, displs, block, ring));
+        }
+        if (form <= 2) {
+            /* slot 0 from the left neighbour's block 1, slot 1 from the
+             * right's block 0. With one neighbour on both sides (1 or 2
+             * ranks) Debian's MPICH 4.0.2 pairs the two blocks the other
+             * way round in the nonblocking v-form; `ring` checks resmpi's
+             * order, this subtest the datatypes, so either pairing passes
+             * here. */
+            int swapped = left == right && recv[0] == 1000 * left;
+            EXPECT_BLOCK(0, left, swapped ? 0 : 1, what);
+            EXPECT_BLOCK(1, right, swapped ? 1 : 0, what);
+        } else {
+            EXPECT_BLOCK(0, left, 0, what);
+            EXPECT_BLOCK(1, right, 0, what);
+        }
+    }
+#undef EXPECT_BLOCK
+    MPI_OK(MPI_Type_free(&strided));
+    MPI_OK(MPI_Type_free(&block));
+    MPI_OK(MPI_Comm_free(&ring));
+}
+
 int main(int argc, char **argv) {
     test_init(&argc, &argv);
     ring();
     grid_edge();
     if (g_size <= 64) dist_graph();
+    noncontiguous();
     errors_return();
     int a = 0, b = 0;
     EXPECT_CLASS(MPI_Neighbor_allgather(&a, 1, MPI_INT, &b, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_TOPOLOGY);

@@ -11,15 +11,15 @@
 //! neighbour sends downwards lands in the slot of the side it came from.
 //! Messages to oneself are local copies, paired the same way.
 //!
-//! Buffers must be contiguous (predefined or dense derived types); others
-//! get MPI_ERR_TYPE saying so.
+//! Buffers of any datatype: a non-contiguous block is packed into a
+//! staging copy before the schedule starts (inputs) or unpacked from one
+//! when it completes (outputs), as the other collectives do (`Staging`).
 
 use resmpi_core::topology::{self, Topology};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
-use super::{launch, request_out, Staging};
+use super::{extent_of, launch, request_out, Staging, Usage};
 use crate::abi::*;
-use crate::datatype::{check_count, is_raw_span, layout_of};
 use crate::global::entry;
 use crate::p2p::comm_of;
 
@@ -77,17 +77,6 @@ fn neighbours(mpi: &Mpi, comm_index: usize) -> MpiResult<Neighbours> {
     })
 }
 
-/// Bytes of one element of a contiguous `datatype`, or MPI_ERR_TYPE.
-fn element_bytes(datatype: MPI_Datatype) -> MpiResult<usize> {
-    if !is_raw_span(datatype)? {
-        return Err(MpiError::new(
-            ErrorClass::Type,
-            "neighbourhood collectives take contiguous datatypes only in resmpi",
-        ));
-    }
-    Ok(layout_of(datatype)?.size_bytes)
-}
-
 /// One block: where it starts and how many bytes it has.
 type Block = (*mut u8, usize);
 
@@ -99,6 +88,7 @@ fn exchange(
     neighbours: &Neighbours,
     sends: &[Block],
     receives: &[Block],
+    staging: Staging,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let me = mpi.comm(comm_index)?.rank;
@@ -130,33 +120,52 @@ fn exchange(
         schedule.copy(from, to, sent);
     }
     schedule.fence();
-    launch(mpi, schedule, Staging::default(), request)
+    launch(mpi, schedule, staging, request)
 }
 
-/// `entries` consecutive blocks of `count` elements of `bytes` each from
+/// One block of `count` elements of `datatype` at `displacement_bytes`
+/// from `base`, staged when the datatype is not contiguous.
+fn block(
+    staging: &mut Staging,
+    base: *const c_void,
+    displacement_bytes: isize,
+    count: c_int,
+    datatype: MPI_Datatype,
+    usage: Usage,
+) -> MpiResult<Block> {
+    let staged = staging.block(base, displacement_bytes, count, datatype, usage)?;
+    Ok((staged.data, staged.length_bytes))
+}
+
+/// `entries` consecutive blocks of `count` elements of `datatype` from
 /// `base` (the fixed-size forms).
-fn even_blocks(base: *const c_void, entries: usize, count: usize, bytes: usize) -> Vec<Block> {
+fn even_blocks(
+    staging: &mut Staging,
+    base: *const c_void,
+    entries: usize,
+    count: c_int,
+    datatype: MPI_Datatype,
+    usage: Usage,
+) -> MpiResult<Vec<Block>> {
+    let stride = extent_of(datatype)? * count.max(0) as isize;
     (0..entries)
-        .map(|i| {
-            (
-                (base as *mut u8).wrapping_add(i * count * bytes),
-                count * bytes,
-            )
-        })
+        .map(|i| block(staging, base, i as isize * stride, count, datatype, usage))
         .collect()
 }
 
-/// Blocks at `displacements[i] * unit` bytes of `counts[i] * bytes`.
+/// Blocks of `counts[i]` elements of `datatype` at `displacements[i]`
+/// extents from `base` (the v-forms).
 ///
 /// # Safety
 /// `counts` and `displacements` hold `entries` ints (checked for NULL).
 unsafe fn displaced_blocks(
+    staging: &mut Staging,
     base: *const c_void,
     entries: usize,
     counts: *const c_int,
     displacements: *const c_int,
-    bytes: usize,
-    unit: usize,
+    datatype: MPI_Datatype,
+    usage: Usage,
 ) -> MpiResult<Vec<Block>> {
     if entries > 0 && (counts.is_null() || displacements.is_null()) {
         return Err(MpiError::new(
@@ -164,13 +173,19 @@ unsafe fn displaced_blocks(
             "a count or displacement array is NULL",
         ));
     }
+    let extent = extent_of(datatype)?;
     (0..entries)
         .map(|i| {
             // SAFETY: by the caller's promise.
             let (count, displacement) = unsafe { (*counts.add(i), *displacements.add(i)) };
-            let count = check_count(count)?;
-            let offset = (displacement as isize) * unit as isize;
-            Ok(((base as *mut u8).wrapping_offset(offset), count * bytes))
+            block(
+                staging,
+                base,
+                displacement as isize * extent,
+                count,
+                datatype,
+                usage,
+            )
         })
         .collect()
 }
@@ -216,15 +231,18 @@ unsafe fn allgather_body(
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let (index, neighbours) = prepare(mpi, comm)?;
-    let send_bytes = check_count(sendcount)? * element_bytes(sendtype)?;
-    let sends = vec![(sendbuf as *mut u8, send_bytes); neighbours.destinations.len()];
+    let mut staging = Staging::default();
+    let send = block(&mut staging, sendbuf, 0, sendcount, sendtype, Usage::Input)?;
+    let sends = vec![send; neighbours.destinations.len()];
     let receives = even_blocks(
+        &mut staging,
         recvbuf,
         neighbours.sources.len(),
-        check_count(recvcount)?,
-        element_bytes(recvtype)?,
-    );
-    exchange(mpi, index, &neighbours, &sends, &receives, request)
+        recvcount,
+        recvtype,
+        Usage::Output,
+    )?;
+    exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
 unsafe fn alltoall_body(
@@ -239,19 +257,24 @@ unsafe fn alltoall_body(
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let (index, neighbours) = prepare(mpi, comm)?;
+    let mut staging = Staging::default();
     let sends = even_blocks(
+        &mut staging,
         sendbuf,
         neighbours.destinations.len(),
-        check_count(sendcount)?,
-        element_bytes(sendtype)?,
-    );
+        sendcount,
+        sendtype,
+        Usage::Input,
+    )?;
     let receives = even_blocks(
+        &mut staging,
         recvbuf,
         neighbours.sources.len(),
-        check_count(recvcount)?,
-        element_bytes(recvtype)?,
-    );
-    exchange(mpi, index, &neighbours, &sends, &receives, request)
+        recvcount,
+        recvtype,
+        Usage::Output,
+    )?;
+    exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
 unsafe fn allgatherv_body(
@@ -267,22 +290,22 @@ unsafe fn allgatherv_body(
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let (index, neighbours) = prepare(mpi, comm)?;
-    let send_bytes = check_count(sendcount)? * element_bytes(sendtype)?;
-    let sends = vec![(sendbuf as *mut u8, send_bytes); neighbours.destinations.len()];
-    let bytes = element_bytes(recvtype)?;
-    let extent = layout_of(recvtype)?.extent_bytes().max(0) as usize;
+    let mut staging = Staging::default();
+    let send = block(&mut staging, sendbuf, 0, sendcount, sendtype, Usage::Input)?;
+    let sends = vec![send; neighbours.destinations.len()];
     // SAFETY: the caller's arrays hold one entry per incoming neighbour.
     let receives = unsafe {
         displaced_blocks(
+            &mut staging,
             recvbuf,
             neighbours.sources.len(),
             recvcounts,
             displs,
-            bytes,
-            extent,
+            recvtype,
+            Usage::Output,
         )?
     };
-    exchange(mpi, index, &neighbours, &sends, &receives, request)
+    exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
 unsafe fn alltoallv_body(
@@ -299,31 +322,31 @@ unsafe fn alltoallv_body(
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let (index, neighbours) = prepare(mpi, comm)?;
-    let (send_bytes, recv_bytes) = (element_bytes(sendtype)?, element_bytes(recvtype)?);
-    let send_extent = layout_of(sendtype)?.extent_bytes().max(0) as usize;
-    let recv_extent = layout_of(recvtype)?.extent_bytes().max(0) as usize;
+    let mut staging = Staging::default();
     // SAFETY: the caller's arrays hold one entry per neighbour.
     let (sends, receives) = unsafe {
         (
             displaced_blocks(
+                &mut staging,
                 sendbuf,
                 neighbours.destinations.len(),
                 sendcounts,
                 sdispls,
-                send_bytes,
-                send_extent,
+                sendtype,
+                Usage::Input,
             )?,
             displaced_blocks(
+                &mut staging,
                 recvbuf,
                 neighbours.sources.len(),
                 recvcounts,
                 rdispls,
-                recv_bytes,
-                recv_extent,
+                recvtype,
+                Usage::Output,
             )?,
         )
     };
-    exchange(mpi, index, &neighbours, &sends, &receives, request)
+    exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
 /// The w-form's blocks: per-neighbour types, byte displacements.
@@ -331,11 +354,13 @@ unsafe fn alltoallv_body(
 /// # Safety
 /// The arrays hold `entries` values (checked for NULL).
 unsafe fn typed_blocks(
+    staging: &mut Staging,
     base: *const c_void,
     entries: usize,
     counts: *const c_int,
     displacements: *const MPI_Aint,
     types: *const MPI_Datatype,
+    usage: Usage,
 ) -> MpiResult<Vec<Block>> {
     if entries > 0 && (counts.is_null() || displacements.is_null() || types.is_null()) {
         return Err(MpiError::new(
@@ -348,11 +373,7 @@ unsafe fn typed_blocks(
             // SAFETY: by the caller's promise.
             let (count, displacement, datatype) =
                 unsafe { (*counts.add(i), *displacements.add(i), *types.add(i)) };
-            let bytes = check_count(count)? * element_bytes(datatype)?;
-            Ok((
-                (base as *mut u8).wrapping_offset(displacement as isize),
-                bytes,
-            ))
+            block(staging, base, displacement as isize, count, datatype, usage)
         })
         .collect()
 }
@@ -371,26 +392,31 @@ unsafe fn alltoallw_body(
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let (index, neighbours) = prepare(mpi, comm)?;
+    let mut staging = Staging::default();
     // SAFETY: the caller's arrays hold one entry per neighbour.
     let (sends, receives) = unsafe {
         (
             typed_blocks(
+                &mut staging,
                 sendbuf,
                 neighbours.destinations.len(),
                 sendcounts,
                 sdispls,
                 sendtypes,
+                Usage::Input,
             )?,
             typed_blocks(
+                &mut staging,
                 recvbuf,
                 neighbours.sources.len(),
                 recvcounts,
                 rdispls,
                 recvtypes,
+                Usage::Output,
             )?,
         )
     };
-    exchange(mpi, index, &neighbours, &sends, &receives, request)
+    exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
 blocking_and_nonblocking!(PMPI_Neighbor_allgather, PMPI_Ineighbor_allgather,
