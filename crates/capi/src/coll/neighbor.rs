@@ -15,6 +15,7 @@
 //! staging copy before the schedule starts (inputs) or unpacked from one
 //! when it completes (outputs), as the other collectives do (`Staging`).
 
+use resmpi_core::coll::Block;
 use resmpi_core::topology::{self, Topology};
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
@@ -77,9 +78,6 @@ fn neighbours(mpi: &Mpi, comm_index: usize) -> MpiResult<Neighbours> {
     })
 }
 
-/// One block: where it starts and how many bytes it has.
-type Block = (*mut u8, usize);
-
 /// Build and launch the schedule: `sends[j]` goes to outgoing neighbour
 /// j, incoming neighbour i's message lands in `receives[i]`.
 fn exchange(
@@ -94,16 +92,17 @@ fn exchange(
     let me = mpi.comm(comm_index)?.rank;
     let mut schedule = mpi.engine.new_schedule(comm_index)?;
     let mut to_self = Vec::new();
-    for (destination, (data, length)) in neighbours.destinations.iter().zip(sends) {
+    for (destination, block) in neighbours.destinations.iter().zip(sends) {
+        let (data, length) = (block.data, block.length_bytes);
         match destination {
-            Some(peer) if *peer == me => to_self.push((*data, *length)),
-            Some(peer) => schedule.send(*peer, *data, *length),
+            Some(peer) if *peer == me => to_self.push((data, length)),
+            Some(peer) => schedule.send(*peer, data, length),
             None => {}
         }
     }
     let mut from_self = Vec::new();
     for &slot in &neighbours.receive_order {
-        let (data, length) = receives[slot];
+        let (data, length) = (receives[slot].data, receives[slot].length_bytes);
         match neighbours.sources[slot] {
             Some(peer) if peer == me => from_self.push((data, length)),
             Some(peer) => schedule.receive(peer, data, length),
@@ -123,20 +122,6 @@ fn exchange(
     launch(mpi, schedule, staging, request)
 }
 
-/// One block of `count` elements of `datatype` at `displacement_bytes`
-/// from `base`, staged when the datatype is not contiguous.
-fn block(
-    staging: &mut Staging,
-    base: *const c_void,
-    displacement_bytes: isize,
-    count: c_int,
-    datatype: MPI_Datatype,
-    usage: Usage,
-) -> MpiResult<Block> {
-    let staged = staging.block(base, displacement_bytes, count, datatype, usage)?;
-    Ok((staged.data, staged.length_bytes))
-}
-
 /// `entries` consecutive blocks of `count` elements of `datatype` from
 /// `base` (the fixed-size forms).
 fn even_blocks(
@@ -149,7 +134,7 @@ fn even_blocks(
 ) -> MpiResult<Vec<Block>> {
     let stride = extent_of(datatype)? * count.max(0) as isize;
     (0..entries)
-        .map(|i| block(staging, base, i as isize * stride, count, datatype, usage))
+        .map(|i| staging.block(base, i as isize * stride, count, datatype, usage))
         .collect()
 }
 
@@ -178,14 +163,7 @@ unsafe fn displaced_blocks(
         .map(|i| {
             // SAFETY: by the caller's promise.
             let (count, displacement) = unsafe { (*counts.add(i), *displacements.add(i)) };
-            block(
-                staging,
-                base,
-                displacement as isize * extent,
-                count,
-                datatype,
-                usage,
-            )
+            staging.block(base, displacement as isize * extent, count, datatype, usage)
         })
         .collect()
 }
@@ -232,7 +210,7 @@ unsafe fn allgather_body(
 ) -> MpiResult<()> {
     let (index, neighbours) = prepare(mpi, comm)?;
     let mut staging = Staging::default();
-    let send = block(&mut staging, sendbuf, 0, sendcount, sendtype, Usage::Input)?;
+    let send = staging.block(sendbuf, 0, sendcount, sendtype, Usage::Input)?;
     let sends = vec![send; neighbours.destinations.len()];
     let receives = even_blocks(
         &mut staging,
@@ -291,7 +269,7 @@ unsafe fn allgatherv_body(
 ) -> MpiResult<()> {
     let (index, neighbours) = prepare(mpi, comm)?;
     let mut staging = Staging::default();
-    let send = block(&mut staging, sendbuf, 0, sendcount, sendtype, Usage::Input)?;
+    let send = staging.block(sendbuf, 0, sendcount, sendtype, Usage::Input)?;
     let sends = vec![send; neighbours.destinations.len()];
     // SAFETY: the caller's arrays hold one entry per incoming neighbour.
     let receives = unsafe {
@@ -373,7 +351,7 @@ unsafe fn typed_blocks(
             // SAFETY: by the caller's promise.
             let (count, displacement, datatype) =
                 unsafe { (*counts.add(i), *displacements.add(i), *types.add(i)) };
-            block(staging, base, displacement as isize, count, datatype, usage)
+            staging.block(base, displacement as isize, count, datatype, usage)
         })
         .collect()
 }

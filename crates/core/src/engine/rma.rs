@@ -666,16 +666,7 @@ impl<F: Interceptor> Engine<F> {
                     })?),
                 }
             }
-            *self
-                .state
-                .rma
-                .windows
-                .get_mut(&window)
-                .expect("checked above")
-                .responses_outstanding
-                .entry(target)
-                .or_default() += 1;
-            self.rma_send(target, payload)?;
+            self.send_request_frame(window, target, payload)?;
         }
         Ok(operation)
     }
@@ -751,17 +742,17 @@ impl<F: Interceptor> Engine<F> {
                 },
             );
         }
-        *self
-            .state
-            .rma
-            .windows
-            .get_mut(&window)
-            .expect("checked above")
-            .responses_outstanding
-            .entry(target)
-            .or_default() += 1;
-        self.rma_send(target, frame)?;
+        self.send_request_frame(window, target, frame)?;
         Ok(Some(operation))
+    }
+
+    /// Send a request frame of registered window `window`, whose response
+    /// a flush of `target` waits for.
+    fn send_request_frame(&mut self, window: u32, target: u32, frame: Vec<u8>) -> MpiResult<()> {
+        if let Some(state) = self.state.rma.windows.get_mut(&window) {
+            *state.responses_outstanding.entry(target).or_default() += 1;
+        }
+        self.rma_send(target, frame)
     }
 
     /// Whether operation `operation`'s fetched bytes have all arrived
