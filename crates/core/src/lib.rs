@@ -112,6 +112,11 @@ pub type JobProtocol = resmpi_replication::Replication;
 #[cfg(feature = "msglog")]
 pub type JobProtocol = resmpi_msglog::MessageLog;
 
+/// Whether this build's protocol allows calls from several threads at once
+/// (MPI_THREAD_MULTIPLE): not replication's nor message logging's, which
+/// mirror or replay one sequence of calls per process.
+pub const PROTOCOL_ALLOWS_THREADS: bool = !cfg!(any(feature = "replication", feature = "msglog"));
+
 #[cfg(all(feature = "replication", feature = "msglog"))]
 compile_error!("one library runs one protocol: build `replication` and `msglog` separately");
 
@@ -936,7 +941,7 @@ impl Mpi {
                     return Err(engine::peer_failed_error(dead));
                 }
             }
-            idler.pause(&self.engine.transports);
+            self.engine.pause(&mut idler);
             if let Some(idle) = idler.idle_for() {
                 self.engine.while_idle(idle)?;
             }
