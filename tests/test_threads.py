@@ -38,3 +38,17 @@ def test_threads_with_collectives_on_the_schedules(build):
 def test_below_multiple_waiting_for_an_incomplete_generalized_request_is_still_an_error(build):
     # grequest.c's "stuck" case asks for MPI_THREAD_SINGLE (MPI_Init).
     assert_ok(run(1, build("grequest"), "stuck"))
+
+
+def test_multiple_is_granted_and_query_thread_agrees(build):
+    res = run(2, build("threads"), "level")
+    assert_ok(res)
+    assert "provided MPI_THREAD_MULTIPLE" in res.stdout, res.describe()
+
+
+@pytest.mark.resmpi_only("mpiexec --replicas is a resmpi option")
+def test_a_replicated_job_grants_at_most_serialized(build):
+    # Replicas mirror one sequence of calls per process: no MULTIPLE there.
+    res = run(2, build("threads"), "level", mpiexec_opts=("--replicas", 2))
+    assert_ok(res)
+    assert "provided MPI_THREAD_SERIALIZED" in res.stdout, res.describe()

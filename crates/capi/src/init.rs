@@ -51,7 +51,11 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
                 line_buffer_standard_output();
             }
             global.mpi = Some(mpi);
-            global.thread_level = granted_thread_level(required);
+            let replicated = global
+                .mpi
+                .as_ref()
+                .is_some_and(|mpi| mpi.replicas.count > 1);
+            global.thread_level = granted_thread_level(required, replicated);
             if global.thread_level == MPI_THREAD_MULTIPLE {
                 // The mutex stays on for the whole job, and a thread blocked
                 // in MPI lets the others in between progress rounds.
@@ -80,12 +84,13 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
 }
 
 /// The thread level granted for `required`: what was asked for, up to
-/// MPI_THREAD_MULTIPLE. The builds with a fault-tolerance protocol
-/// (replication, message logging) grant at most MPI_THREAD_SERIALIZED:
-/// their protocols replay or mirror one sequence of calls per process,
-/// which concurrent calls from several threads do not make.
-fn granted_thread_level(required: c_int) -> c_int {
-    let most = if resmpi_core::PROTOCOL_ALLOWS_THREADS {
+/// MPI_THREAD_MULTIPLE. A `replicated` job (`mpiexec --replicas`) and the
+/// builds with a fault-tolerance protocol (replication, message logging)
+/// grant at most MPI_THREAD_SERIALIZED: replicas and logs mirror or replay
+/// one sequence of calls per process, which threads calling at once do not
+/// make (two replicas would match a wildcard receive differently).
+fn granted_thread_level(required: c_int, replicated: bool) -> c_int {
+    let most = if resmpi_core::PROTOCOL_ALLOWS_THREADS && !replicated {
         MPI_THREAD_MULTIPLE
     } else {
         MPI_THREAD_SERIALIZED
