@@ -6,7 +6,9 @@
  *   - a message of a length only the sender knows, found with MPI_Probe
  *     (or an MPI_Iprobe loop) and received after MPI_Get_count;
  *   - a blocking collective (Allreduce, Bcast or Barrier) on the thread's
- *     own duplicate of MPI_COMM_WORLD;
+ *     own duplicate of MPI_COMM_WORLD, and sometimes a communicator made
+ *     from it (MPI_Comm_dup or MPI_Comm_split) while the other threads make
+ *     theirs, checked with an allreduce on it;
  *   - between thread pairs (t, t+1) of one rank: a send to self that the
  *     other thread of the pair receives (the receiver usually blocks in
  *     MPI_Recv first), and a generalized request the even thread waits on
@@ -204,6 +206,22 @@ static void collective(int it, int t) {
     }
     default:
         MPI_OK(MPI_Barrier(comm));
+    }
+    if (mix(it, t, 8) % 4 == 0) {
+        /* A communicator created while other threads create theirs: each
+         * must get a context of its own, or the threads' allreduces mix. */
+        MPI_Comm created;
+        if (mix(it, t, 9) % 2)
+            MPI_OK(MPI_Comm_dup(comm, &created));
+        else
+            MPI_OK(MPI_Comm_split(comm, 0, g_size - g_rank, &created));
+        int rank = -1;
+        MPI_OK(MPI_Comm_rank(created, &rank));
+        long long mine = t * 1000 + rank, sum = 0;
+        MPI_OK(MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, created));
+        long long want = (long long)t * 1000 * g_size + (long long)g_size * (g_size - 1) / 2;
+        CHECK(sum == want, "allreduce on thread %d's new communicator: %lld, want %lld", t, sum, want);
+        MPI_OK(MPI_Comm_free(&created));
     }
 }
 

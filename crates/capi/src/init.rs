@@ -60,6 +60,9 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
                 // The mutex stays on for the whole job, and a thread blocked
                 // in MPI lets the others in between progress rounds.
                 crate::global::serialize_multiple_threads();
+                if let Some(mpi) = global.mpi.as_mut() {
+                    mpi.threads_multiple = true;
+                }
             }
             if background_progress {
                 start_progress_thread();
