@@ -141,15 +141,22 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// The state without the mutex (nobody else may enter).
     #[inline]
-    fn new(mutex: Option<MutexGuard<'static, ()>>) -> Guard {
-        let locked = mutex.is_some();
-        if locked {
-            // SAFETY: this thread holds the mutex: `held` is its own.
-            unsafe { *GLOBAL.held.get() = mutex };
-        }
+    fn unlocked() -> Guard {
         LOCK_OWNER.store(this_thread(), Ordering::Relaxed);
-        Guard { locked }
+        Guard { locked: false }
+    }
+
+    /// The state with the mutex, which this thread has just taken. Out of
+    /// line, as is the unlock: the single-host path (no mutex) stays as
+    /// short as it was.
+    #[inline(never)]
+    fn with_mutex(mutex: MutexGuard<'static, ()>) -> Guard {
+        // SAFETY: this thread holds the mutex: `held` is its own.
+        unsafe { *GLOBAL.held.get() = Some(mutex) };
+        LOCK_OWNER.store(this_thread(), Ordering::Relaxed);
+        Guard { locked: true }
     }
 }
 
@@ -158,12 +165,18 @@ impl Drop for Guard {
     fn drop(&mut self) {
         LOCK_OWNER.store(0, Ordering::Relaxed);
         if self.locked {
-            // SAFETY: this thread holds the mutex (a `let_others_in` in
-            // between took it again before returning): `held` is its own.
-            // Dropping the MutexGuard unlocks, after `LOCK_OWNER` is cleared.
-            drop(unsafe { (*GLOBAL.held.get()).take() });
+            unlock_mutex();
         }
     }
+}
+
+/// Release the mutex a [`Guard`] holds (after `LOCK_OWNER` is cleared).
+#[inline(never)]
+fn unlock_mutex() {
+    // SAFETY: this thread holds the mutex (a `let_others_in` in between
+    // took it again before returning): `held` is its own. Dropping the
+    // MutexGuard unlocks.
+    drop(unsafe { (*GLOBAL.held.get()).take() });
 }
 
 /// The hook every blocking loop of the engine calls between two progress
@@ -247,14 +260,20 @@ pub fn lock() -> Guard {
         reentered();
     }
     if !SERIALIZE_WITH_MUTEX.load(Ordering::Relaxed) {
-        return Guard::new(None);
+        return Guard::unlocked();
     }
-    Guard::new(Some(
+    lock_mutex()
+}
+
+/// `lock` when entries take the mutex.
+#[inline(never)]
+fn lock_mutex() -> Guard {
+    Guard::with_mutex(
         GLOBAL
             .mutex
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
-    ))
+    )
 }
 
 /// An MPI call that needs the library state from inside a user function
@@ -277,12 +296,12 @@ pub fn try_lock() -> Result<Guard, ()> {
     }
     if !SERIALIZE_WITH_MUTEX.load(Ordering::Relaxed) {
         // Only the application's thread enters now, and it is not inside.
-        return Ok(Guard::new(None));
+        return Ok(Guard::unlocked());
     }
     match GLOBAL.mutex.try_lock() {
-        Ok(guard) => Ok(Guard::new(Some(guard))),
+        Ok(guard) => Ok(Guard::with_mutex(guard)),
         Err(std::sync::TryLockError::Poisoned(poisoned)) => {
-            Ok(Guard::new(Some(poisoned.into_inner())))
+            Ok(Guard::with_mutex(poisoned.into_inner()))
         }
         Err(std::sync::TryLockError::WouldBlock) => Err(()),
     }
