@@ -1065,19 +1065,39 @@ impl Mpi {
     /// all. A single-threaded process never sits out, so it agrees in one
     /// allreduce as before, and it joins the retries of a peer that does.
     fn agree_context(&mut self, comm_index: usize) -> MpiResult<u32> {
-        let parent = self.comm(comm_index)?.context;
-        if self.threads_multiple {
+        let parent = self.comm(comm_index)?;
+        // A communicator of this process alone, under MPI_THREAD_MULTIPLE,
+        // takes its context from the space only this process allocates
+        // from (MPI_Comm_idup's), without a turn: a thread duplicating
+        // MPI_COMM_SELF while another holds the turn, waiting for a peer
+        // whose thread does the same, would otherwise wait for ever
+        // (MPICH's comm_dup_deadlock), and it must not take the context the
+        // turn's holder offered either.
+        let solo = parent.group.len() == 1;
+        if self.threads_multiple
+            && solo
+            && self.size() <= 1 << IDUP_LEADER_BITS
+            && self.idups_led < 1 << IDUP_COUNT_BITS
+        {
+            let context =
+                IDUP_CONTEXT_BIT | (self.rank() << (IDUP_COUNT_BITS + 1)) | (self.idups_led << 1);
+            self.idups_led += 1;
+            return Ok(context);
+        }
+        let takes_turns = self.threads_multiple;
+        let parent = parent.context;
+        if takes_turns {
             self.context_turns.waiting.push(parent);
         }
         let agreed = loop {
-            let has_turn = !self.threads_multiple || self.context_turns.take(parent);
+            let has_turn = !takes_turns || self.context_turns.take(parent);
             let mine = if has_turn {
                 self.next_context as i64
             } else {
                 CONTEXT_TURN_TAKEN
             };
             let agreed = self.allreduce_i64_max(comm_index, mine);
-            if self.threads_multiple && has_turn {
+            if takes_turns && has_turn {
                 self.context_turns.turn = None;
             }
             match agreed {
@@ -1087,7 +1107,7 @@ impl Mpi {
                 other => break other,
             }
         };
-        if self.threads_multiple {
+        if takes_turns {
             self.context_turns.leave(parent);
         }
         let agreed = agreed? as u32;
