@@ -2,14 +2,21 @@
 //! run with the state held, then dispatch an error to the communicator's
 //! error handler with it released, so a user handler may call MPI.
 //!
-//! Who may hold the state: resmpi grants at most MPI_THREAD_SERIALIZED, so
-//! the application never makes two calls at once; a mutex is needed only
-//! while some other thread may enter too. That is before MPI_Init decides
-//! (nothing is promised yet) and, after it, in a job whose background
-//! progress thread runs (network rails). Otherwise an entry takes no
+//! Who may hold the state: below MPI_THREAD_MULTIPLE the application never
+//! makes two calls at once; a mutex is needed only while some other thread
+//! may enter too. That is before MPI_Init decides (nothing is promised
+//! yet), in a job whose background progress thread runs (network rails),
+//! and in a job granted MPI_THREAD_MULTIPLE. Otherwise an entry takes no
 //! lock at all: two locked instructions per call were a sixth of an 8 B
 //! shared-memory hop. Either way a thread that re-enters the library from
 //! a callback the library runs is stopped (`LOCK_OWNER`).
+//!
+//! Under MPI_THREAD_MULTIPLE one lock still serializes the calls, but a
+//! thread blocked in MPI does not keep it: every blocking loop of the
+//! engine calls [`let_others_in`] between two progress rounds, which
+//! releases the mutex, pauses, and takes it again, so another thread's
+//! call (the send a blocked receive waits for, MPI_Grequest_complete)
+//! gets in.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
@@ -62,6 +69,11 @@ pub static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// The state and the mutex that guards it while [`SERIALIZE_WITH_MUTEX`].
 struct LibraryState {
     mutex: Mutex<()>,
+    /// The mutex's guard while a [`Guard`] holds the mutex: kept here
+    /// rather than in the `Guard`, so that [`let_others_in`] can release
+    /// and retake the mutex under a `Guard` further up the stack. Touched
+    /// only by the thread that holds the mutex.
+    held: UnsafeCell<Option<MutexGuard<'static, ()>>>,
     global: UnsafeCell<Global>,
 }
 
@@ -76,6 +88,7 @@ static SERIALIZE_WITH_MUTEX: AtomicBool = AtomicBool::new(true);
 
 static GLOBAL: LibraryState = LibraryState {
     mutex: Mutex::new(()),
+    held: UnsafeCell::new(None),
     global: UnsafeCell::new(Global {
         mpi: None,
         initialized: false,
@@ -122,24 +135,98 @@ fn this_thread() -> usize {
 /// The library state, held (with the mutex, when one is needed);
 /// remembers which thread holds it.
 pub struct Guard {
-    /// Released after `Drop::drop` clears `LOCK_OWNER`.
-    _mutex: Option<MutexGuard<'static, ()>>,
+    /// Whether this guard took the mutex (its `MutexGuard` is in
+    /// `LibraryState::held`, released after `LOCK_OWNER` is cleared).
+    locked: bool,
 }
 
 impl Guard {
+    /// The state without the mutex (nobody else may enter).
     #[inline]
-    fn new(mutex: Option<MutexGuard<'static, ()>>) -> Guard {
+    fn unlocked() -> Guard {
         LOCK_OWNER.store(this_thread(), Ordering::Relaxed);
-        Guard { _mutex: mutex }
+        Guard { locked: false }
+    }
+
+    /// The state with the mutex, which this thread has just taken. Out of
+    /// line, as is the unlock: the single-host path (no mutex) stays as
+    /// short as it was.
+    #[inline(never)]
+    fn with_mutex(mutex: MutexGuard<'static, ()>) -> Guard {
+        // SAFETY: this thread holds the mutex: `held` is its own.
+        unsafe { *GLOBAL.held.get() = Some(mutex) };
+        LOCK_OWNER.store(this_thread(), Ordering::Relaxed);
+        Guard { locked: true }
     }
 }
 
 impl Drop for Guard {
     #[inline]
     fn drop(&mut self) {
-        // Runs before the MutexGuard field is dropped, i.e. before unlocking.
         LOCK_OWNER.store(0, Ordering::Relaxed);
+        if self.locked {
+            unlock_mutex();
+        }
     }
+}
+
+/// Release the mutex a [`Guard`] holds (after `LOCK_OWNER` is cleared).
+#[inline(never)]
+fn unlock_mutex() {
+    // SAFETY: this thread holds the mutex (a `let_others_in` in between
+    // took it again before returning): `held` is its own. Dropping the
+    // MutexGuard unlocks.
+    drop(unsafe { (*GLOBAL.held.get()).take() });
+}
+
+/// The hook every blocking loop of the engine calls between two progress
+/// rounds under MPI_THREAD_MULTIPLE (installed by MPI_Init_thread, see
+/// `resmpi_core::engine::set_between_rounds`): release the library lock,
+/// pause as `pause` says, take the lock again. The calling thread holds the
+/// state through a [`Guard`] up its stack; while it is released another
+/// thread may change anything in it (its own requests, communicators it
+/// creates), which is why the engine hands its address here and reads
+/// everything again afterwards. The waiting thread's own requests and
+/// buffers are its own: MPI forbids other threads to touch them.
+pub fn let_others_in(_engine: *mut (), pause: resmpi_core::engine::Pause) {
+    // SAFETY: the caller holds the mutex (a blocking loop runs under a
+    // Guard): `held` is its own.
+    let Some(held) = (unsafe { (*GLOBAL.held.get()).take() }) else {
+        // No mutex taken (single-threaded entry): nobody else may enter.
+        return;
+    };
+    LOCK_OWNER.store(0, Ordering::Relaxed);
+    drop(held);
+    match pause {
+        resmpi_core::engine::Pause::None | resmpi_core::engine::Pause::Spin => {
+            std::hint::spin_loop()
+        }
+        resmpi_core::engine::Pause::Yield => std::thread::yield_now(),
+        // The engine would sleep on the paths' doorbells, which it must
+        // not touch without the lock: a short sleep instead, which bounds
+        // how late a completion by another thread, or a message, is seen.
+        resmpi_core::engine::Pause::Sleep => std::thread::sleep(MULTIPLE_SLEEP),
+    }
+    let retaken = GLOBAL
+        .mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // SAFETY: this thread holds the mutex again.
+    unsafe { *GLOBAL.held.get() = Some(retaken) };
+    LOCK_OWNER.store(this_thread(), Ordering::Relaxed);
+}
+
+/// How long a thread blocked in MPI under MPI_THREAD_MULTIPLE sleeps
+/// between two progress rounds once it has been idle for a while (see
+/// [`let_others_in`]).
+const MULTIPLE_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// Keep the mutex for the rest of the job, and let the threads blocked in
+/// MPI release it between progress rounds: called by MPI_Init_thread
+/// (holding the state) when it grants MPI_THREAD_MULTIPLE.
+pub fn serialize_multiple_threads() {
+    SERIALIZE_WITH_MUTEX.store(true, Ordering::SeqCst);
+    resmpi_core::engine::set_between_rounds(let_others_in);
 }
 
 impl Deref for Guard {
@@ -173,14 +260,20 @@ pub fn lock() -> Guard {
         reentered();
     }
     if !SERIALIZE_WITH_MUTEX.load(Ordering::Relaxed) {
-        return Guard::new(None);
+        return Guard::unlocked();
     }
-    Guard::new(Some(
+    lock_mutex()
+}
+
+/// `lock` when entries take the mutex.
+#[inline(never)]
+fn lock_mutex() -> Guard {
+    Guard::with_mutex(
         GLOBAL
             .mutex
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
-    ))
+    )
 }
 
 /// An MPI call that needs the library state from inside a user function
@@ -203,12 +296,12 @@ pub fn try_lock() -> Result<Guard, ()> {
     }
     if !SERIALIZE_WITH_MUTEX.load(Ordering::Relaxed) {
         // Only the application's thread enters now, and it is not inside.
-        return Ok(Guard::new(None));
+        return Ok(Guard::unlocked());
     }
     match GLOBAL.mutex.try_lock() {
-        Ok(guard) => Ok(Guard::new(Some(guard))),
+        Ok(guard) => Ok(Guard::with_mutex(guard)),
         Err(std::sync::TryLockError::Poisoned(poisoned)) => {
-            Ok(Guard::new(Some(poisoned.into_inner())))
+            Ok(Guard::with_mutex(poisoned.into_inner()))
         }
         Err(std::sync::TryLockError::WouldBlock) => Err(()),
     }

@@ -14,9 +14,11 @@
 //! need no library state), as queries in practice do; any other MPI call
 //! from one ends the job with a message rather than deadlocking.
 //!
-//! With MPI_THREAD_SERIALIZED no other thread may call MPI while one waits,
+//! Below MPI_THREAD_MULTIPLE no other thread may call MPI while one waits,
 //! so MPI_Wait (or Waitall) on a generalized request that is not complete
-//! could never return: it is an error instead.
+//! could never return: it is an error instead. Under MPI_THREAD_MULTIPLE
+//! another thread may complete it while this one waits (the wait releases
+//! the library lock between progress rounds), so the wait waits.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -174,21 +176,22 @@ pub fn check_any_waitable(mpi: &Mpi, slots: &[Option<u32>]) -> MpiResult<()> {
 }
 
 fn is_stuck(mpi: &Mpi, index: u32) -> bool {
-    matches!(
-        mpi.engine.state.requests.get(index),
-        Some(Request {
-            operation: Operation::Generalized,
-            complete: false,
-            ..
-        })
-    )
+    !crate::init::thread_multiple()
+        && matches!(
+            mpi.engine.state.requests.get(index),
+            Some(Request {
+                operation: Operation::Generalized,
+                complete: false,
+                ..
+            })
+        )
 }
 
 fn stuck() -> MpiError {
     MpiError::new(
         ErrorClass::Request,
-        "waiting for a generalized request that is not complete: under \
-         MPI_THREAD_SERIALIZED no other thread can call MPI_Grequest_complete meanwhile",
+        "waiting for a generalized request that is not complete: below \
+         MPI_THREAD_MULTIPLE no other thread can call MPI_Grequest_complete meanwhile",
     )
 }
 

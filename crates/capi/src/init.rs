@@ -51,15 +51,26 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
                 line_buffer_standard_output();
             }
             global.mpi = Some(mpi);
+            let replicated = global
+                .mpi
+                .as_ref()
+                .is_some_and(|mpi| mpi.replicas.count > 1);
+            global.thread_level = granted_thread_level(required, replicated);
+            if global.thread_level == MPI_THREAD_MULTIPLE {
+                // The mutex stays on for the whole job, and a thread blocked
+                // in MPI lets the others in between progress rounds.
+                crate::global::serialize_multiple_threads();
+                if let Some(mpi) = global.mpi.as_mut() {
+                    mpi.threads_multiple = true;
+                }
+            }
             if background_progress {
                 start_progress_thread();
-            } else {
+            } else if global.thread_level < MPI_THREAD_MULTIPLE {
                 crate::global::stop_serializing_with_mutex();
             }
             global.initialized = true;
             crate::global::INITIALIZED.store(true, std::sync::atomic::Ordering::SeqCst);
-            // One lock serialises every call: SERIALIZED is what we can promise.
-            global.thread_level = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
             THREAD_LEVEL.store(global.thread_level, std::sync::atomic::Ordering::Relaxed);
             if !provided.is_null() {
                 // SAFETY: the caller's output pointer.
@@ -73,6 +84,27 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
             std::process::exit(1);
         }
     }
+}
+
+/// The thread level granted for `required`: what was asked for, up to
+/// MPI_THREAD_MULTIPLE. A `replicated` job (`mpiexec --replicas`) and the
+/// builds with a fault-tolerance protocol (replication, message logging)
+/// grant at most MPI_THREAD_SERIALIZED: replicas and logs mirror or replay
+/// one sequence of calls per process, which threads calling at once do not
+/// make (two replicas would match a wildcard receive differently).
+fn granted_thread_level(required: c_int, replicated: bool) -> c_int {
+    let most = if resmpi_core::PROTOCOL_ALLOWS_THREADS && !replicated {
+        MPI_THREAD_MULTIPLE
+    } else {
+        MPI_THREAD_SERIALIZED
+    };
+    required.clamp(MPI_THREAD_SINGLE, most)
+}
+
+/// Whether MPI_THREAD_MULTIPLE was granted (other threads may call MPI while
+/// one waits).
+pub fn thread_multiple() -> bool {
+    THREAD_LEVEL.load(std::sync::atomic::Ordering::Relaxed) == MPI_THREAD_MULTIPLE
 }
 
 /// The variable `mpiexec --initial-errhandler` sets.

@@ -691,8 +691,10 @@ unsafe fn some_entry(
                 check_wildcards(mpi, &slots)?;
                 if mpi.engine.progress()? {
                     idler.reset();
+                    mpi.engine
+                        .between_rounds(resmpi_core::engine::Pause::None, 0);
                 } else {
-                    idler.pause(&mpi.engine.transports);
+                    mpi.engine.pause(&mut idler);
                 }
             }
         } else {

@@ -109,11 +109,47 @@ pub const PROC_NULL: i32 = -1;
 /// How a blocked caller waits: it spins briefly, then polls with
 /// `sched_yield` (free when a core is idle, and hands the CPU to a peer
 /// when ranks outnumber cores), then sleeps on the path's doorbell so a
-/// long wait burns no CPU.
+/// long wait burns no CPU. [`Engine::pause`] waits as it says.
 #[derive(Debug, Default)]
 pub struct Idler {
     rounds: u32,
     since: Option<std::time::Instant>,
+}
+
+/// What a blocking loop does between two progress rounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pause {
+    /// Something moved: go on at once.
+    None,
+    /// Nothing moved lately: poll again at once (a spin).
+    Spin,
+    /// Nothing moved for a while: give the CPU away (`sched_yield`).
+    Yield,
+    /// Nothing moved for long: sleep until traffic or a short timeout.
+    Sleep,
+}
+
+/// A function that lets the process's other threads into the library
+/// between two rounds of a blocking loop (see [`set_between_rounds`]).
+pub type BetweenRounds = fn(engine: *mut (), pause: Pause);
+
+/// The hook every blocking loop calls between two progress rounds, once
+/// installed.
+static BETWEEN_ROUNDS: std::sync::OnceLock<BetweenRounds> = std::sync::OnceLock::new();
+
+/// From now on every blocking loop of the process (waits, blocking probe,
+/// blocking collectives) calls `hook` between two progress rounds instead
+/// of pausing itself, with the engine's address and what it would have
+/// done: the C layer's hook, under MPI_THREAD_MULTIPLE, releases the
+/// library lock, pauses, and takes the lock again, so that a thread
+/// blocked in MPI does not shut the others out. The hook must leave with
+/// the calling thread holding the engine exclusively again; whatever the
+/// loop reads next it reads afresh (the hook gets the engine's address, so
+/// the compiler cannot keep a value read before it). Installed at most
+/// once per process (the first call wins); without it the loops pause as
+/// [`Idler`] says, with no other cost than one load per round.
+pub fn set_between_rounds(hook: BetweenRounds) {
+    let _ = BETWEEN_ROUNDS.set(hook);
 }
 
 impl Idler {
@@ -131,20 +167,20 @@ impl Idler {
         self.since = None;
     }
 
-    /// Nothing happened in the last progress round: wait a little.
+    /// Nothing happened in the last progress round: how long to wait.
     #[inline]
-    pub fn pause(&mut self, transports: &Transports) {
+    pub fn next_pause(&mut self) -> Pause {
         self.rounds = self.rounds.saturating_add(1);
         if self.rounds < SPIN_ROUNDS {
             // Poll again at once: a `pause` here costs more than the poll
             // and delays noticing the message we wait for.
-            return;
+            return Pause::Spin;
         }
         let since = *self.since.get_or_insert_with(std::time::Instant::now);
         if since.elapsed() < YIELD_PHASE {
-            std::thread::yield_now();
+            Pause::Yield
         } else {
-            transports.sleep_until_traffic(SLEEP_TIMEOUT_US);
+            Pause::Sleep
         }
     }
 }
@@ -1236,13 +1272,47 @@ impl<F: Interceptor> Engine<F> {
             }
             if self.progress()? {
                 idler.reset();
+                self.between_rounds(Pause::None, SLEEP_TIMEOUT_US);
             } else {
-                idler.pause(&self.transports);
+                self.pause(&mut idler);
                 if let Some(idle) = idler.idle_for() {
                     self.while_idle(idle)?;
                 }
             }
         }
+    }
+
+    /// Nothing moved in a blocking loop's last progress round: wait as
+    /// `idler` says (see [`Engine::between_rounds`]).
+    #[inline]
+    pub fn pause(&mut self, idler: &mut Idler) {
+        let pause = idler.next_pause();
+        self.between_rounds(pause, SLEEP_TIMEOUT_US);
+    }
+
+    /// Between two rounds of a blocking loop: wait as `pause` says
+    /// (sleeping at most `sleep_us` on the paths' doorbells), or, once a
+    /// hook is installed ([`set_between_rounds`]), let the hook do it.
+    #[inline]
+    pub fn between_rounds(&mut self, pause: Pause, sleep_us: u64) {
+        if let Some(&hook) = BETWEEN_ROUNDS.get() {
+            self.call_between_rounds(hook, pause);
+            return;
+        }
+        match pause {
+            Pause::None | Pause::Spin => {}
+            Pause::Yield => std::thread::yield_now(),
+            Pause::Sleep => self.transports.sleep_until_traffic(sleep_us),
+        }
+    }
+
+    /// [`Engine::between_rounds`] with a hook: out of line, and given the
+    /// engine's address, so that nothing read from the engine before the
+    /// call is trusted after it (another thread may have changed it).
+    #[cold]
+    #[inline(never)]
+    fn call_between_rounds(&mut self, hook: BetweenRounds, pause: Pause) {
+        hook(std::ptr::from_mut(self).cast(), pause);
     }
 
     /// What every blocking loop does once it has been idle for `idle`

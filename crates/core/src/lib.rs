@@ -46,6 +46,40 @@ pub const TAG_UB: i32 = (1 << 30) - 1;
 /// Contexts of MPI_Comm_idup: bit 29, the leader's world rank, its count
 /// (agreed contexts stay far below bit 29; bits 30-31 mark temporaries).
 const IDUP_CONTEXT_BIT: u32 = 1 << 29;
+
+/// What a process offers in a context agreement when another of its
+/// threads has the turn (see `Mpi::agree_context`): larger than any
+/// context, so the agreement's result says someone sat out.
+const CONTEXT_TURN_TAKEN: i64 = i64::MAX;
+
+/// Whose turn it is to agree on a context (MPI_THREAD_MULTIPLE; see
+/// `Mpi::agree_context`).
+#[derive(Debug, Default)]
+struct ContextTurns {
+    /// The parent contexts of the agreements waiting or in progress.
+    waiting: Vec<u32>,
+    /// The parent context of the agreement in progress with the turn.
+    turn: Option<u32>,
+}
+
+impl ContextTurns {
+    /// Take the turn for the agreement on `parent` if nobody has it and
+    /// `parent` is the lowest waiting context.
+    fn take(&mut self, parent: u32) -> bool {
+        if self.turn.is_none() && self.waiting.iter().min() == Some(&parent) {
+            self.turn = Some(parent);
+            return true;
+        }
+        false
+    }
+
+    /// The agreement on `parent` is over.
+    fn leave(&mut self, parent: u32) {
+        if let Some(at) = self.waiting.iter().position(|&waiting| waiting == parent) {
+            self.waiting.swap_remove(at);
+        }
+    }
+}
 /// World ranks a leader may have (12 bits).
 const IDUP_LEADER_BITS: u32 = 12;
 /// Idups one leader may hand out (16 bits; each context takes two ids).
@@ -111,6 +145,11 @@ pub type JobProtocol = resmpi_replication::Replication;
 /// message logging (`mpiexec --msglog pessimistic`).
 #[cfg(feature = "msglog")]
 pub type JobProtocol = resmpi_msglog::MessageLog;
+
+/// Whether this build's protocol allows calls from several threads at once
+/// (MPI_THREAD_MULTIPLE): not replication's nor message logging's, which
+/// mirror or replay one sequence of calls per process.
+pub const PROTOCOL_ALLOWS_THREADS: bool = !cfg!(any(feature = "replication", feature = "msglog"));
 
 #[cfg(all(feature = "replication", feature = "msglog"))]
 compile_error!("one library runs one protocol: build `replication` and `msglog` separately");
@@ -187,6 +226,14 @@ pub struct Mpi {
     next_context: u32,
     /// MPI_Comm_idup contexts this process has handed out as a leader.
     idups_led: u32,
+    /// Calls of several threads may be in the library at once
+    /// (MPI_THREAD_MULTIPLE): context agreements take turns
+    /// ([`Mpi::agree_context`]).
+    pub threads_multiple: bool,
+    /// Under `threads_multiple`: the parent contexts of the communicator
+    /// creations waiting to agree on a context, and the one whose turn it
+    /// is (its thread is in the agreement).
+    context_turns: ContextTurns,
     /// MPI_Buffer_attach state.
     pub bsend: BsendBuffer,
     /// MPI_Get_processor_name.
@@ -396,6 +443,8 @@ impl Mpi {
             pmi,
             next_context: comm::FIRST_FREE_CONTEXT,
             idups_led: 0,
+            threads_multiple: false,
+            context_turns: ContextTurns::default(),
             bsend: BsendBuffer::default(),
             processor_name: wireup::processor_name(),
             config,
@@ -936,7 +985,7 @@ impl Mpi {
                     return Err(engine::peer_failed_error(dead));
                 }
             }
-            idler.pause(&self.engine.transports);
+            self.engine.pause(&mut idler);
             if let Some(idle) = idler.idle_for() {
                 self.engine.while_idle(idle)?;
             }
@@ -1002,11 +1051,67 @@ impl Mpi {
 
     // ----- communicators -----------------------------------------------------
 
-    /// Agree on a context id unused by every member of `comm_index`.
+    /// Agree on a context id unused by every member of `comm_index`: the
+    /// largest next free context among them.
+    ///
+    /// Under MPI_THREAD_MULTIPLE two threads may agree at once (on
+    /// distinct parents) and, since the allreduce lets other threads in,
+    /// both would offer the same next free context. So agreements take
+    /// turns, as MPICH's context-id masks do: one thread per process at a
+    /// time offers its context, the one whose parent has the lowest context
+    /// among those waiting (so that some agreement always succeeds on every
+    /// member); a thread without the turn offers [`CONTEXT_TURN_TAKEN`],
+    /// and an agreement that any member sat out that way is tried again by
+    /// all. A single-threaded process never sits out, so it agrees in one
+    /// allreduce as before, and it joins the retries of a peer that does.
     fn agree_context(&mut self, comm_index: usize) -> MpiResult<u32> {
-        let mine = self.next_context as i64;
-        let agreed = self.allreduce_i64_max(comm_index, mine)? as u32;
-        self.next_context = agreed + 2;
+        let parent = self.comm(comm_index)?;
+        // A communicator of this process alone, under MPI_THREAD_MULTIPLE,
+        // takes its context from the space only this process allocates
+        // from (MPI_Comm_idup's), without a turn: a thread duplicating
+        // MPI_COMM_SELF while another holds the turn, waiting for a peer
+        // whose thread does the same, would otherwise wait for ever
+        // (MPICH's comm_dup_deadlock), and it must not take the context the
+        // turn's holder offered either.
+        let solo = parent.group.len() == 1;
+        if self.threads_multiple
+            && solo
+            && self.size() <= 1 << IDUP_LEADER_BITS
+            && self.idups_led < 1 << IDUP_COUNT_BITS
+        {
+            let context =
+                IDUP_CONTEXT_BIT | (self.rank() << (IDUP_COUNT_BITS + 1)) | (self.idups_led << 1);
+            self.idups_led += 1;
+            return Ok(context);
+        }
+        let takes_turns = self.threads_multiple;
+        let parent = parent.context;
+        if takes_turns {
+            self.context_turns.waiting.push(parent);
+        }
+        let agreed = loop {
+            let has_turn = !takes_turns || self.context_turns.take(parent);
+            let mine = if has_turn {
+                self.next_context as i64
+            } else {
+                CONTEXT_TURN_TAKEN
+            };
+            let agreed = self.allreduce_i64_max(comm_index, mine);
+            if takes_turns && has_turn {
+                self.context_turns.turn = None;
+            }
+            match agreed {
+                // Let the thread with the turn finish (an allreduce among
+                // one process never waits, so would never let it in).
+                Ok(CONTEXT_TURN_TAKEN) => self.engine.between_rounds(engine::Pause::Yield, 0),
+                other => break other,
+            }
+        };
+        if takes_turns {
+            self.context_turns.leave(parent);
+        }
+        let agreed = agreed? as u32;
+        self.next_context = self.next_context.max(agreed + 2);
         Ok(agreed)
     }
 

@@ -56,7 +56,7 @@ use resmpi_path::collective_area::{
 };
 
 use super::Reduction;
-use crate::engine::{peer_failed_error, Engine};
+use crate::engine::{peer_failed_error, Engine, Pause};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::transport::Route;
 
@@ -453,14 +453,15 @@ impl<F: Interceptor> Engine<F> {
                 // Something else moved (a message, a notice): check again
                 // at once.
                 self.check_members(call)?;
+                self.between_rounds(Pause::None, SLEEP_US);
                 continue;
             }
             self.check_members(call)?;
             let idle = since.get_or_insert_with(std::time::Instant::now).elapsed();
             if idle < YIELD_PHASE {
-                std::thread::yield_now();
+                self.between_rounds(Pause::Yield, SLEEP_US);
             } else {
-                self.transports.sleep_until_traffic(SLEEP_US);
+                self.between_rounds(Pause::Sleep, SLEEP_US);
                 self.while_idle(idle)?;
             }
         }

@@ -3,9 +3,10 @@
 //! Why: a blocking receive is the other half of every ping-pong and halo
 //! exchange, and building a request for it (a slot in the table, a wire
 //! id, the generic match and completion, a status copied out and the slot
-//! released) was a fifth of the instructions of a small round trip. Only
-//! one blocking receive can be in progress per process (the caller holds
-//! the library until it returns), so it can live in one field of the
+//! released) was a fifth of the instructions of a small round trip. One
+//! blocking receive at a time (the caller holds the library until it
+//! returns; under MPI_THREAD_MULTIPLE a second thread's blocking receive
+//! finds the field taken and posts a request) can live in one field of the
 //! engine's state instead, posted to the matcher under a reserved token.
 //!
 //! The matcher still decides which message it gets: it is posted like any
