@@ -2,19 +2,29 @@
 //! never a panic; an accepted frame re-encodes to the very bytes it came
 //! from.
 use resmpi_fuzz_input::Inputs;
-use resmpi_msglog::frames::{Determinant, Frame};
+use resmpi_msglog::frames::{Choice, Determinant, Entry, Frame};
 
 #[test]
 fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly() {
     let entries = vec![
-        Determinant {
+        Entry::Wildcard(Determinant {
             ordinal: 3,
             source: 1,
-        },
-        Determinant {
+        }),
+        Entry::Choice(Choice {
+            ordinal: 7,
+            repeat: 1,
+            completed: vec![2, 0],
+        }),
+        Entry::Choice(Choice {
+            ordinal: 8,
+            repeat: 12,
+            completed: vec![],
+        }),
+        Entry::Wildcard(Determinant {
             ordinal: 4,
             source: 2,
-        },
+        }),
     ];
     let seeds = [
         Frame::Determinants {
