@@ -47,3 +47,17 @@ fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly()
         }
     });
 }
+
+#[test]
+fn the_cargo_fuzz_seeds_are_frames_of_this_version() {
+    let seeds = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/seeds/msglog_frame");
+    let mut count = 0;
+    for entry in std::fs::read_dir(seeds).expect("seed directory") {
+        let path = entry.expect("seed").path();
+        let bytes = std::fs::read(&path).expect("seed bytes");
+        let frame = Frame::decode(&bytes).unwrap_or_else(|error| panic!("{path:?}: {error}"));
+        assert_eq!(frame.encode(), bytes);
+        count += 1;
+    }
+    assert!(count >= 4, "{count} seeds");
+}
