@@ -1,8 +1,7 @@
-/* Message logging, an outcome that is not logged yet: rank 0 takes one
- * message from every other rank with MPI_Waitany and prints only their
- * sum (which does not depend on the order). Under --msglog, MPI_Finalize
- * must warn that Waitany outcomes are not logged (issue 13), rather than
- * let the program believe a replay would reproduce them. */
+/* Message logging: rank 0 takes one message from every other rank with
+ * MPI_Waitany and prints only their sum (which does not depend on the
+ * order). Waitany's outcome is a logged determinant now, so under
+ * --msglog MPI_Finalize must not warn of unlogged outcomes. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -250,6 +250,32 @@ unsafe fn test_request_reported(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> MpiResult<Option<u32>> {
+    if handle != MPI_REQUEST_NULL {
+        if let Some(logged) = mpi
+            .engine
+            .replayed_completion_choice(CompletionCall::Test, 1)?
+        {
+            let index = live_request(mpi, handle)?;
+            // A restarted incarnation: report what the earlier one did.
+            let done = match logged.as_slice() {
+                [] => {
+                    mpi.engine.progress()?;
+                    false
+                }
+                [0] => {
+                    wait_for_replayed(mpi, &[index])?;
+                    true
+                }
+                _ => return Err(replay_diverged("MPI_Test", &logged)),
+            };
+            // SAFETY: guaranteed by the caller.
+            unsafe { *flag = done as c_int };
+            let completed: &[usize] = if done { &[0] } else { &[] };
+            mpi.engine
+                .report_completion_choice(CompletionCall::Test, 1, completed);
+            return Ok(done.then_some(index));
+        }
+    }
     // SAFETY: forwarded from the caller.
     let done = unsafe { test_request(mpi, handle, flag, status)? };
     if handle != MPI_REQUEST_NULL {
@@ -258,6 +284,50 @@ unsafe fn test_request_reported(
             .report_completion_choice(CompletionCall::Test, 1, completed);
     }
     Ok(done)
+}
+
+/// Message logging, a restarted incarnation: progress until every request
+/// in `indices` has completed (the ones the earlier incarnation's call
+/// reported), whatever else completes meanwhile.
+fn wait_for_replayed(mpi: &mut Mpi, indices: &[u32]) -> MpiResult<()> {
+    let mut idler = resmpi_core::engine::Idler::default();
+    while !indices.iter().all(|&index| is_complete(mpi, index)) {
+        if mpi.engine.progress()? {
+            idler.reset();
+            mpi.engine
+                .between_rounds(resmpi_core::engine::Pause::None, 0);
+        } else {
+            mpi.engine.pause(&mut idler);
+        }
+    }
+    Ok(())
+}
+
+/// The logged outcome of a completion call does not fit the call the
+/// replay makes: the replay is not the same execution.
+fn replay_diverged(call: &str, logged: &[usize]) -> MpiError {
+    MpiError::new(
+        ErrorClass::Intern,
+        format!(
+            "{call}: message-logging replay diverged: the earlier incarnation reported \
+             positions {logged:?}, which this call cannot report"
+        ),
+    )
+}
+
+/// The requests of `slots` at the logged `positions`, each active, or
+/// None when one is not (the replay diverged).
+fn replayed_slots(mpi: &Mpi, slots: &[Option<u32>], positions: &[usize]) -> Option<Vec<u32>> {
+    positions
+        .iter()
+        .map(|&position| {
+            slots
+                .get(position)
+                .copied()
+                .flatten()
+                .filter(|&index| !is_inactive(mpi, index))
+        })
+        .collect()
 }
 
 /// Finish request `index` (already complete) and release it.
@@ -560,7 +630,27 @@ unsafe fn any_entry(
             set_flag(true);
             return Ok(());
         }
-        let found = if blocking {
+        let call = if blocking {
+            CompletionCall::Waitany
+        } else {
+            CompletionCall::Testany
+        };
+        let replayed = mpi.engine.replayed_completion_choice(call, slots.len())?;
+        let found = if let Some(logged) = replayed {
+            // A restarted incarnation: exactly the earlier one's choice,
+            // even if another request completed first this time.
+            match (logged.as_slice(), replayed_slots(mpi, &slots, &logged)) {
+                ([], _) if !blocking => {
+                    mpi.engine.progress()?;
+                    None
+                }
+                (&[position], Some(indices)) => {
+                    wait_for_replayed(mpi, &indices)?;
+                    Some(position)
+                }
+                _ => return Err(replay_diverged(name, &logged)),
+            }
+        } else if blocking {
             crate::grequest::check_any_waitable(mpi, &slots)?;
             let mut found = None;
             // Until one completes, or a failure leaves a wildcard receive
@@ -598,11 +688,6 @@ unsafe fn any_entry(
                 check_wildcards(mpi, &slots)?;
             }
             found
-        };
-        let call = if blocking {
-            CompletionCall::Waitany
-        } else {
-            CompletionCall::Testany
         };
         let chosen: &[usize] = match &found {
             Some(i) => std::slice::from_ref(i),
@@ -664,6 +749,39 @@ pub unsafe extern "C" fn PMPI_Testany(
 }
 const _: fn_types::MPI_Testany = PMPI_Testany;
 
+/// Waitsome/Testsome as usual: wait (when `blocking`) until one of
+/// `slots` completes; the positions complete now.
+fn some_completed(mpi: &mut Mpi, slots: &[Option<u32>], blocking: bool) -> MpiResult<Vec<usize>> {
+    if blocking {
+        crate::grequest::check_any_waitable(mpi, slots)?;
+        let mut idler = resmpi_core::engine::Idler::default();
+        while find_completed(mpi, slots).is_none() {
+            check_wildcards(mpi, slots)?;
+            if mpi.engine.progress()? {
+                idler.reset();
+                mpi.engine
+                    .between_rounds(resmpi_core::engine::Pause::None, 0);
+            } else {
+                mpi.engine.pause(&mut idler);
+            }
+        }
+    } else {
+        mpi.engine.progress()?;
+        if find_completed(mpi, slots).is_none() {
+            check_wildcards(mpi, slots)?;
+        }
+    }
+    let completed: Vec<usize> = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, slot)| {
+            slot.is_some_and(|index| !is_inactive(mpi, index) && is_complete(mpi, index))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    Ok(completed)
+}
+
 unsafe fn some_entry(
     name: &str,
     incount: c_int,
@@ -684,37 +802,25 @@ unsafe fn some_entry(
             unsafe { *outcount = MPI_UNDEFINED };
             return Ok(());
         }
-        if blocking {
-            crate::grequest::check_any_waitable(mpi, &slots)?;
-            let mut idler = resmpi_core::engine::Idler::default();
-            while find_completed(mpi, &slots).is_none() {
-                check_wildcards(mpi, &slots)?;
-                if mpi.engine.progress()? {
-                    idler.reset();
-                    mpi.engine
-                        .between_rounds(resmpi_core::engine::Pause::None, 0);
-                } else {
-                    mpi.engine.pause(&mut idler);
-                }
-            }
-        } else {
-            mpi.engine.progress()?;
-            if find_completed(mpi, &slots).is_none() {
-                check_wildcards(mpi, &slots)?;
-            }
-        }
-        let completed: Vec<usize> = slots
-            .iter()
-            .enumerate()
-            .filter(|(_, slot)| {
-                slot.is_some_and(|index| !is_inactive(mpi, index) && is_complete(mpi, index))
-            })
-            .map(|(i, _)| i)
-            .collect();
         let call = if blocking {
             CompletionCall::Waitsome
         } else {
             CompletionCall::Testsome
+        };
+        let replayed = mpi.engine.replayed_completion_choice(call, slots.len())?;
+        let completed: Vec<usize> = if let Some(logged) = replayed {
+            // A restarted incarnation: exactly the earlier one's subset, in
+            // its order; requests that completed besides stay pending.
+            match replayed_slots(mpi, &slots, &logged) {
+                Some(_) if logged.is_empty() && !blocking => {
+                    mpi.engine.progress()?;
+                }
+                Some(indices) if !indices.is_empty() => wait_for_replayed(mpi, &indices)?,
+                _ => return Err(replay_diverged(name, &logged)),
+            }
+            logged
+        } else {
+            some_completed(mpi, &slots, blocking)?
         };
         mpi.engine
             .report_completion_choice(call, slots.len(), &completed);

@@ -39,7 +39,8 @@ use std::sync::Arc;
 
 use resmpi_ft::{
     CompletionCall, CompletionChoice, Interceptor, MessageArrival, PassThrough, Payload,
-    PeerFailureAction, ProbeOutcome, SendEnvelope, SendTargets, SentMessage, WildcardDecision,
+    PeerFailureAction, ProbeOutcome, ReplayedChoice, SendEnvelope, SendTargets, SentMessage,
+    WildcardDecision,
 };
 use resmpi_matching::{Envelope, Matcher, ReceivePattern};
 use resmpi_path::{Path, PathError, Placed, Placement};
@@ -1582,6 +1583,35 @@ impl<F: Interceptor> Engine<F> {
                     completed,
                 });
         }
+    }
+
+    /// What the replay of a restarted incarnation dictates for the next
+    /// `call` over `offered` requests: None (choose as usual; always so
+    /// for a protocol without `WANTS_NONDETERMINISM`), or the positions
+    /// to report (empty: nothing completed). Progresses while the replay
+    /// is not in yet. The C layer then reports that choice through
+    /// [`Engine::report_completion_choice`].
+    #[inline]
+    pub fn replayed_completion_choice(
+        &mut self,
+        call: CompletionCall,
+        offered: usize,
+    ) -> MpiResult<Option<Vec<usize>>> {
+        if !F::WANTS_NONDETERMINISM {
+            return Ok(None);
+        }
+        let mut answer = ReplayedChoice::NotYetKnown;
+        self.wait_until(|engine| {
+            answer = engine
+                .state
+                .interceptor
+                .replayed_completion_choice(call, offered);
+            answer != ReplayedChoice::NotYetKnown
+        })?;
+        Ok(match answer {
+            ReplayedChoice::Logged(positions) => Some(positions),
+            _ => None,
+        })
     }
 
     // ----- sending frames -------------------------------------------------------

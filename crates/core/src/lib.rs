@@ -514,9 +514,9 @@ impl Mpi {
         if self.engine.state.interceptor.unlogged_choices > 0 {
             eprintln!(
                 "resmpi: rank {}: warning: under --msglog this run made {} calls whose outcome \
-                 depends on timing and is not logged yet (MPI_Iprobe/MPI_Probe with \
-                 MPI_ANY_SOURCE, MPI_Waitany/Testany/Waitsome/Testsome over several requests; \
-                 issue 13): a rank restarted after a failure may have replayed them differently",
+                 depends on timing and is not logged yet (MPI_Iprobe/MPI_Improbe, \
+                 MPI_Probe/MPI_Mprobe with MPI_ANY_SOURCE; issue 13): a rank restarted after \
+                 a failure may have replayed them differently",
                 self.engine.state.rank, self.engine.state.interceptor.unlogged_choices
             );
         }

@@ -235,6 +235,19 @@ pub struct CompletionChoice<'a> {
     pub completed: &'a [usize],
 }
 
+/// What a replay dictates for a completion call
+/// ([`Interceptor::replayed_completion_choice`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplayedChoice {
+    /// Nothing: the call chooses as usual.
+    Free,
+    /// The replay is not in yet: progress and ask again.
+    NotYetKnown,
+    /// Report exactly these positions (empty: nothing completed), waiting
+    /// for them to complete; the others stay pending.
+    Logged(Vec<usize>),
+}
+
 /// Hooks a fault-tolerance protocol can override. Every method has a
 /// default that keeps the engine's behaviour, so a protocol states only
 /// what it changes. Hooks behind a `false` constant are never called.
@@ -331,6 +344,15 @@ pub trait Interceptor {
     /// Test/Testany/Waitany/Testsome/Waitsome chose (only with `WANTS_NONDETERMINISM`).
     #[inline]
     fn on_completion_choice(&mut self, _choice: &CompletionChoice<'_>) {}
+
+    /// What the next `call` over `offered` requests must report, when a
+    /// replay dictates it (only with `WANTS_NONDETERMINISM`): asked by
+    /// the C layer before it looks at the requests; the answer is for the
+    /// choice the following [`Interceptor::on_completion_choice`] reports.
+    #[inline]
+    fn replayed_completion_choice(&self, _call: CompletionCall, _offered: usize) -> ReplayedChoice {
+        ReplayedChoice::Free
+    }
 
     /// A receive completed with `bytes` of payload from `envelope`.
     #[inline]
@@ -486,6 +508,12 @@ pub trait Interceptor {
     fn send_may_start(&self) -> bool {
         true
     }
+
+    /// A send is about to ask [`Interceptor::send_may_start`] (only with
+    /// `LOGS_MESSAGES`): the moment to make stable what was logged lazily
+    /// (e.g. a run of failed tests), since the send may depend on it.
+    #[inline]
+    fn before_send(&mut self) {}
 
     /// The logged message numbered `logical_seq` to world rank
     /// `destination`, as (context, tag, packed bytes), for its re-send to a

@@ -3,21 +3,35 @@
 //!
 //! Layout: a version byte, a kind byte, then the kind's fields, all
 //! little-endian:
-//! - `Determinants`: first position u64, count u32, count × (ordinal u64,
-//!   source u32) — a rank's determinants, from position `first` of its
-//!   list, to the rank that holds them.
+//! - `Determinants`: first position u64, count u32, count × entry — a
+//!   rank's determinants, from position `first` of its list, to the rank
+//!   that holds them. An entry is a kind byte and its fields:
+//!   - 0, wildcard: ordinal u64, source u32 — the `ordinal`-th
+//!     ANY_SOURCE receive matched `source`;
+//!   - 1, completion choice: ordinal u64, repeat u32 (at least 1), count
+//!     u32, count × position u32 — the completion calls numbered
+//!     `ordinal` to `ordinal + repeat - 1` each reported these positions
+//!     (a run of failed tests, logged lazily, is one entry with none).
 //! - `Ack`: count u64 — the holder has the first `count` determinants.
-//! - `Replay`: last u8 (0 or 1), count u32, entries as above — the holder
+//! - `Replay`: last u8 (0 or 1), count u32, count × entry as above — the holder
 //!   hands a restarted rank the determinants of its earlier incarnations.
 //! - `Finished`: no fields — the sender has passed `MPI_Finalize`'s barrier.
 
-/// Version of this frame format.
-pub const VERSION: u8 = 1;
+/// Version of this frame format (2: entries carry a kind, and completion
+/// choices exist).
+pub const VERSION: u8 = 2;
 const KIND_DETERMINANTS: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_REPLAY: u8 = 3;
 const KIND_FINISHED: u8 = 4;
-const ENTRY_BYTES: usize = 12;
+const ENTRY_WILDCARD: u8 = 0;
+const ENTRY_CHOICE: u8 = 1;
+/// The smallest encoded entry (a wildcard one).
+const ENTRY_BYTES_MIN: usize = 13;
+
+/// Most encoded entry bytes one frame carries when the sender packs
+/// several entries in it (one entry always goes, whatever its size).
+pub const ENTRY_BYTES_PER_FRAME_MAX: usize = 16 * 1024;
 
 /// Most determinants one frame carries (about 12 KiB: well under one
 /// frame's payload on every path).
@@ -33,6 +47,39 @@ pub struct Determinant {
     pub source: u32,
 }
 
+/// One completion-choice determinant: the completion calls (Test,
+/// Testany, Waitany over several requests, Testsome, Waitsome over several)
+/// numbered `ordinal` to `ordinal + repeat - 1` among this rank's each
+/// reported the request positions `completed` (empty: nothing completed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// The first call (0 = the first such call this rank made).
+    pub ordinal: u64,
+    /// How many consecutive calls (at least 1; more only for failed tests).
+    pub repeat: u32,
+    /// Positions in the application's array, in the order reported.
+    pub completed: Vec<u32>,
+}
+
+/// One entry of a rank's determinant list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// The source of an ANY_SOURCE receive.
+    Wildcard(Determinant),
+    /// The outcome of completion calls.
+    Choice(Choice),
+}
+
+impl Entry {
+    /// Bytes of its wire form.
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Entry::Wildcard(_) => ENTRY_BYTES_MIN,
+            Entry::Choice(choice) => 1 + 8 + 4 + 4 + 4 * choice.completed.len(),
+        }
+    }
+}
+
 /// A decoded frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Frame {
@@ -41,7 +88,7 @@ pub enum Frame {
         /// Position of the first entry in the sender's list.
         first: u64,
         /// The entries.
-        entries: Vec<Determinant>,
+        entries: Vec<Entry>,
     },
     /// The holder has the sender's first `count` determinants.
     Ack {
@@ -53,7 +100,7 @@ pub enum Frame {
         /// The last replay frame.
         last: bool,
         /// The entries.
-        entries: Vec<Determinant>,
+        entries: Vec<Entry>,
     },
     /// The sender has passed `MPI_Finalize`'s barrier.
     Finished,
@@ -123,11 +170,25 @@ impl Frame {
     }
 }
 
-fn encode_entries(bytes: &mut Vec<u8>, entries: &[Determinant]) {
+fn encode_entries(bytes: &mut Vec<u8>, entries: &[Entry]) {
     bytes.extend_from_slice(&(entries.len() as u32).to_le_bytes());
     for entry in entries {
-        bytes.extend_from_slice(&entry.ordinal.to_le_bytes());
-        bytes.extend_from_slice(&entry.source.to_le_bytes());
+        match entry {
+            Entry::Wildcard(determinant) => {
+                bytes.push(ENTRY_WILDCARD);
+                bytes.extend_from_slice(&determinant.ordinal.to_le_bytes());
+                bytes.extend_from_slice(&determinant.source.to_le_bytes());
+            }
+            Entry::Choice(choice) => {
+                bytes.push(ENTRY_CHOICE);
+                bytes.extend_from_slice(&choice.ordinal.to_le_bytes());
+                bytes.extend_from_slice(&choice.repeat.to_le_bytes());
+                bytes.extend_from_slice(&(choice.completed.len() as u32).to_le_bytes());
+                for position in &choice.completed {
+                    bytes.extend_from_slice(&position.to_le_bytes());
+                }
+            }
+        }
     }
 }
 
@@ -160,19 +221,43 @@ impl Reader<'_> {
             self.take(8)?.try_into().expect("8 bytes"),
         ))
     }
-    fn entries(&mut self) -> Result<Vec<Determinant>, String> {
+    fn entries(&mut self) -> Result<Vec<Entry>, String> {
         let count = self.u32()? as usize;
-        if count > ENTRIES_PER_FRAME_MAX || count * ENTRY_BYTES > self.bytes.len() - self.at {
+        if count > ENTRIES_PER_FRAME_MAX || count * ENTRY_BYTES_MIN > self.bytes.len() - self.at {
             return Err(format!("message-logging frame claims {count} determinants"));
         }
-        (0..count)
-            .map(|_| {
-                Ok(Determinant {
-                    ordinal: self.u64()?,
-                    source: self.u32()?,
-                })
-            })
-            .collect()
+        (0..count).map(|_| self.entry()).collect()
+    }
+    fn entry(&mut self) -> Result<Entry, String> {
+        match self.u8()? {
+            ENTRY_WILDCARD => Ok(Entry::Wildcard(Determinant {
+                ordinal: self.u64()?,
+                source: self.u32()?,
+            })),
+            ENTRY_CHOICE => {
+                let ordinal = self.u64()?;
+                let repeat = self.u32()?;
+                if repeat == 0 {
+                    return Err("completion-choice determinant repeated 0 times".to_string());
+                }
+                let count = self.u32()? as usize;
+                if count.saturating_mul(4) > self.bytes.len() - self.at {
+                    return Err(format!(
+                        "completion-choice determinant claims {count} positions"
+                    ));
+                }
+                if repeat > 1 && count > 0 {
+                    return Err("a repeated completion choice must be a failed test".to_string());
+                }
+                let completed = (0..count).map(|_| self.u32()).collect::<Result<_, _>>()?;
+                Ok(Entry::Choice(Choice {
+                    ordinal,
+                    repeat,
+                    completed,
+                }))
+            }
+            other => Err(format!("unknown determinant kind {other}")),
+        }
     }
 }
 
@@ -183,14 +268,24 @@ mod tests {
     #[test]
     fn every_kind_round_trips_and_every_truncation_is_refused() {
         let entries = vec![
-            Determinant {
+            Entry::Wildcard(Determinant {
                 ordinal: 0,
                 source: 3,
-            },
-            Determinant {
+            }),
+            Entry::Choice(Choice {
+                ordinal: 0,
+                repeat: 1,
+                completed: vec![2, 0],
+            }),
+            Entry::Choice(Choice {
+                ordinal: 1,
+                repeat: 40,
+                completed: vec![],
+            }),
+            Entry::Wildcard(Determinant {
                 ordinal: 9,
                 source: 1,
-            },
+            }),
         ];
         let frames = [
             Frame::Determinants {
@@ -218,10 +313,42 @@ mod tests {
 
     #[test]
     fn a_bad_version_kind_or_count_is_refused() {
-        assert!(Frame::decode(&[2, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(Frame::decode(&[3, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert!(Frame::decode(&[VERSION, 9]).is_err());
         let mut huge = vec![VERSION, KIND_REPLAY, 1];
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(Frame::decode(&huge).is_err());
+        // Version 1 (no entry kinds) is refused, not misread.
+        assert!(Frame::decode(&[1, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+    }
+
+    fn one_choice(repeat: u32, completed: &[u32]) -> Vec<u8> {
+        Frame::Determinants {
+            first: 0,
+            entries: vec![Entry::Choice(Choice {
+                ordinal: 4,
+                repeat,
+                completed: completed.to_vec(),
+            })],
+        }
+        .encode()
+    }
+
+    #[test]
+    fn a_bad_choice_entry_is_refused() {
+        assert!(Frame::decode(&one_choice(1, &[3])).is_ok());
+        // Repeated zero times, or a repeated success: not something a
+        // sender makes.
+        assert!(Frame::decode(&one_choice(0, &[])).is_err());
+        assert!(Frame::decode(&one_choice(2, &[1])).is_err());
+        // An unknown entry kind.
+        let mut bytes = one_choice(1, &[]);
+        bytes[1 + 1 + 8 + 4] = 7;
+        assert!(Frame::decode(&bytes).is_err());
+        // A position count larger than the bytes left.
+        let mut bytes = one_choice(1, &[5]);
+        let count_at = 1 + 1 + 8 + 4 + 1 + 8 + 4;
+        bytes[count_at..count_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Frame::decode(&bytes).is_err());
     }
 }

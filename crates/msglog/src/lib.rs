@@ -14,6 +14,14 @@
 //!   ([`Interceptor::send_may_start`]), so nothing another process sees
 //!   depends on a determinant that could be lost;
 //! - the **determinants it holds** for its *ward* (rank − 1 mod N).
+//! - its **completion choices** (same list, same holder, same acks): for
+//!   the n-th Test, Testany, Testsome, Waitany or Waitsome over several
+//!   requests (Waitany/Waitsome over one cannot choose and are not
+//!   counted), the positions it reported. A failed test is logged lazily,
+//!   as the paper does: consecutive failed tests are one run-length entry,
+//!   kept here and made stable only when a send is about to start
+//!   ([`Interceptor::before_send`]) or another determinant follows, so a
+//!   polling loop neither floods the holder nor waits for acks.
 //!
 //! Restart: when the new incarnation of a rank re-joins, its holder hands
 //! it its determinants (`Replay` frames); until the last one is in, the
@@ -50,13 +58,13 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use resmpi_ft::{
     CompletionCall, CompletionChoice, Interceptor, MatchEvent, Payload, PeerFailureAction,
-    ProbeOutcome, ReceivePattern, SentMessage, WildcardDecision,
+    ProbeOutcome, ReceivePattern, ReplayedChoice, SentMessage, WildcardDecision,
 };
 
 pub mod frames;
 pub mod sender_log;
 
-use frames::{Determinant, Frame, ENTRIES_PER_FRAME_MAX};
+use frames::{Choice, Determinant, Entry, Frame, ENTRIES_PER_FRAME_MAX, ENTRY_BYTES_PER_FRAME_MAX};
 use sender_log::{LoggedMessage, SenderLog};
 
 /// Default bound of one process's logs (`RESMPI_MSGLOG_MEM`): 1 GiB.
@@ -72,15 +80,24 @@ pub struct MessageLog {
     size: u32,
     log: SenderLog,
     /// This process's determinants, in the order they were made.
-    own: Vec<Determinant>,
+    own: Vec<Entry>,
     /// How many of `own` the holder has acknowledged.
     own_acknowledged: usize,
     /// Determinants this process holds for its ward, in its order.
-    held: Vec<Determinant>,
+    held: Vec<Entry>,
     /// Restarted incarnation: the determinants of the earlier ones, by
     /// ordinal; `replay_complete` once the holder sent the last of them.
     replay: BTreeMap<u64, u32>,
+    /// Restarted incarnation: the completion choices of the earlier ones,
+    /// by first ordinal: (repeat, positions).
+    replay_choices: BTreeMap<u64, (u64, Vec<usize>)>,
     replay_complete: bool,
+    /// Completion calls counted so far (the next one's ordinal).
+    next_choice_ordinal: u64,
+    /// Failed tests not logged yet (lazy): first ordinal, how many.
+    failed_run: Option<(u64, u32)>,
+    /// Completion-choice entries made (a run of failed tests counts once).
+    pub choices_logged: u64,
     /// ANY_SOURCE receives posted, by the engine's receive id: their ordinal.
     wildcard_ordinals: HashMap<u64, u64>,
     next_ordinal: u64,
@@ -100,8 +117,7 @@ pub struct MessageLog {
     /// A frame that could not be parsed, or a gap in a ward's list.
     pub protocol_errors: u64,
     /// Calls whose outcome depends on timing and is not logged yet: an
-    /// `ANY_SOURCE` probe, or a Waitany/Testany/Waitsome/Testsome over
-    /// several requests. MPI_Finalize says so (issue 13 logs them).
+    /// `ANY_SOURCE` probe or an Iprobe/Improbe. MPI_Finalize says so.
     pub unlogged_choices: u64,
 }
 
@@ -118,6 +134,10 @@ impl MessageLog {
             own_acknowledged: 0,
             held: Vec::new(),
             replay: BTreeMap::new(),
+            replay_choices: BTreeMap::new(),
+            next_choice_ordinal: 0,
+            failed_run: None,
+            choices_logged: 0,
             replay_complete: incarnation == 0 || size < 2,
             wildcard_ordinals: HashMap::new(),
             next_ordinal: 0,
@@ -174,7 +194,7 @@ impl MessageLog {
         let holder = self.holder();
         let mut first = from;
         while first < self.own.len() {
-            let end = (first + ENTRIES_PER_FRAME_MAX).min(self.own.len());
+            let end = frame_end(&self.own, first);
             let frame = Frame::Determinants {
                 first: first as u64,
                 entries: self.own[first..end].to_vec(),
@@ -187,8 +207,7 @@ impl MessageLog {
     /// Hand the ward's new incarnation its determinants.
     fn send_replay(&mut self) {
         let ward = self.ward();
-        let mut chunks = self.held.chunks(ENTRIES_PER_FRAME_MAX).peekable();
-        if chunks.peek().is_none() {
+        if self.held.is_empty() {
             self.queue(
                 ward,
                 Frame::Replay {
@@ -198,7 +217,13 @@ impl MessageLog {
             );
             return;
         }
-        let chunks: Vec<Vec<Determinant>> = chunks.map(<[Determinant]>::to_vec).collect();
+        let mut chunks: Vec<Vec<Entry>> = Vec::new();
+        let mut first = 0;
+        while first < self.held.len() {
+            let end = frame_end(&self.held, first);
+            chunks.push(self.held[first..end].to_vec());
+            first = end;
+        }
         let count = chunks.len();
         for (index, entries) in chunks.into_iter().enumerate() {
             self.queue(
@@ -211,15 +236,51 @@ impl MessageLog {
         }
     }
 
-    fn charge_determinant(&mut self) {
-        self.determinant_bytes += DETERMINANT_COST_BYTES;
+    fn charge_determinant(&mut self, entry: &Entry) {
+        self.determinant_bytes += DETERMINANT_COST_BYTES + entry.encoded_len();
+    }
+
+    /// Append a determinant this incarnation made and send it to the
+    /// holder (a run of failed tests before it goes first: order).
+    fn push_own(&mut self, entry: Entry) {
+        self.flush_failed_run();
+        self.push_own_now(entry);
+    }
+
+    fn push_own_now(&mut self, entry: Entry) {
+        let position = self.own.len();
+        self.charge_determinant(&entry);
+        self.own.push(entry);
+        if self.size >= 2 {
+            self.send_own_from(position);
+        } else {
+            self.own_acknowledged = self.own.len();
+        }
+    }
+
+    /// Make the lazily kept run of failed tests a determinant.
+    fn flush_failed_run(&mut self) {
+        if let Some((ordinal, repeat)) = self.failed_run.take() {
+            self.choices_logged += 1;
+            self.push_own_now(Entry::Choice(Choice {
+                ordinal,
+                repeat,
+                completed: Vec::new(),
+            }));
+        }
+    }
+
+    /// The replayed choice of completion call `ordinal`, if logged.
+    fn replayed_choice(&self, ordinal: u64) -> Option<&[usize]> {
+        let (&first, (repeat, positions)) = self.replay_choices.range(..=ordinal).next_back()?;
+        (ordinal - first < *repeat).then_some(positions.as_slice())
     }
 
     fn over_bound(&self) -> bool {
         !self.log.is_complete()
     }
 
-    fn handle_determinants(&mut self, peer: u32, first: u64, entries: Vec<Determinant>) {
+    fn handle_determinants(&mut self, peer: u32, first: u64, entries: Vec<Entry>) {
         if peer != self.ward() {
             self.protocol_errors += 1;
             return;
@@ -233,21 +294,34 @@ impl MessageLog {
         // Entries before `held.len()` are a re-send of what is held already.
         let already_held = self.held.len() - first;
         for entry in entries.into_iter().skip(already_held) {
+            self.charge_determinant(&entry);
             self.held.push(entry);
-            self.charge_determinant();
         }
         let count = self.held.len() as u64;
         self.queue(peer, Frame::Ack { count });
     }
 
-    fn handle_replay(&mut self, last: bool, entries: Vec<Determinant>) {
+    fn handle_replay(&mut self, last: bool, entries: Vec<Entry>) {
         if self.replay_complete {
             return;
         }
         for entry in entries {
-            self.replay.insert(entry.ordinal, entry.source);
+            match &entry {
+                Entry::Wildcard(determinant) => {
+                    self.replay.insert(determinant.ordinal, determinant.source);
+                }
+                Entry::Choice(choice) => {
+                    self.replay_choices.insert(
+                        choice.ordinal,
+                        (
+                            u64::from(choice.repeat),
+                            choice.completed.iter().map(|&p| p as usize).collect(),
+                        ),
+                    );
+                }
+            }
+            self.charge_determinant(&entry);
             self.own.push(entry);
-            self.charge_determinant();
         }
         if !last {
             return;
@@ -320,29 +394,65 @@ impl Interceptor for MessageLog {
             // Replayed: its determinant is stable already.
             return;
         }
-        let position = self.own.len();
-        self.own.push(Determinant {
+        self.push_own(Entry::Wildcard(Determinant {
             ordinal,
             source: event.envelope.source,
-        });
-        self.charge_determinant();
-        if self.size >= 2 {
-            self.send_own_from(position);
-        } else {
-            self.own_acknowledged = self.own.len();
-        }
+        }));
     }
 
     fn on_probe(&mut self, outcome: &ProbeOutcome) {
-        if outcome.pattern.source.is_none() {
+        if outcome.pattern.source.is_none() || !outcome.blocking {
             self.unlogged_choices += 1;
         }
     }
 
     fn on_completion_choice(&mut self, choice: &CompletionChoice<'_>) {
-        if choice.call != CompletionCall::Test && choice.offered > 1 {
-            self.unlogged_choices += 1;
+        if !chooses(choice.call, choice.offered) {
+            return;
         }
+        let ordinal = self.next_choice_ordinal;
+        self.next_choice_ordinal += 1;
+        if self.replayed_choice(ordinal).is_some() {
+            // Replayed: its determinant is stable already.
+            return;
+        }
+        if choice.completed.is_empty() {
+            match &mut self.failed_run {
+                Some((first, repeat))
+                    if *first + u64::from(*repeat) == ordinal && *repeat < u32::MAX =>
+                {
+                    *repeat += 1;
+                }
+                _ => {
+                    self.flush_failed_run();
+                    self.failed_run = Some((ordinal, 1));
+                }
+            }
+            return;
+        }
+        self.choices_logged += 1;
+        self.push_own(Entry::Choice(Choice {
+            ordinal,
+            repeat: 1,
+            completed: choice.completed.iter().map(|&p| p as u32).collect(),
+        }));
+    }
+
+    fn replayed_completion_choice(&self, call: CompletionCall, offered: usize) -> ReplayedChoice {
+        if !chooses(call, offered) {
+            return ReplayedChoice::Free;
+        }
+        if !self.replay_complete {
+            return ReplayedChoice::NotYetKnown;
+        }
+        match self.replayed_choice(self.next_choice_ordinal) {
+            Some(positions) => ReplayedChoice::Logged(positions.to_vec()),
+            None => ReplayedChoice::Free,
+        }
+    }
+
+    fn before_send(&mut self) {
+        self.flush_failed_run();
     }
 
     fn send_may_start(&self) -> bool {
@@ -423,6 +533,31 @@ impl Interceptor for MessageLog {
         // frames of the old one are dropped by the incarnation check.
         true
     }
+}
+
+/// Whether `call` over `offered` requests can choose (and is counted):
+/// a Waitany or Waitsome over one request cannot.
+fn chooses(call: CompletionCall, offered: usize) -> bool {
+    match call {
+        CompletionCall::Waitany | CompletionCall::Waitsome => offered > 1,
+        CompletionCall::Test | CompletionCall::Testany | CompletionCall::Testsome => true,
+    }
+}
+
+/// The end of the frame that carries `entries[first..]`: at most
+/// [`ENTRIES_PER_FRAME_MAX`] entries and [`ENTRY_BYTES_PER_FRAME_MAX`]
+/// bytes of them, but always one.
+fn frame_end(entries: &[Entry], first: usize) -> usize {
+    let mut end = first;
+    let mut bytes = 0;
+    while end < entries.len() && end - first < ENTRIES_PER_FRAME_MAX {
+        bytes += entries[end].encoded_len();
+        if end > first && bytes > ENTRY_BYTES_PER_FRAME_MAX {
+            break;
+        }
+        end += 1;
+    }
+    end
 }
 
 #[cfg(test)]

@@ -58,10 +58,10 @@ fn a_wildcard_match_holds_sends_until_the_holder_acknowledges_it() {
     assert!(ranks[0].send_may_start());
     assert_eq!(
         ranks[1].held,
-        vec![Determinant {
+        vec![Entry::Wildcard(Determinant {
             ordinal: 0,
             source: 2
-        }]
+        })]
     );
 }
 
@@ -110,10 +110,10 @@ fn a_restarted_rank_defers_wildcards_until_its_replay_then_pins_them() {
     assert_eq!(ranks[1].held.len(), 4);
     assert_eq!(
         ranks[1].held[3],
-        Determinant {
+        Entry::Wildcard(Determinant {
             ordinal: 3,
             source: 1
-        }
+        })
     );
 }
 
@@ -139,6 +139,146 @@ fn a_restarted_holder_gets_its_wards_determinants_again() {
     assert!(ranks[0].send_may_start());
     assert_eq!(ranks[1].held.len(), 2);
     assert!(ranks[1].replay_complete());
+}
+
+fn choose(rank: &mut MessageLog, call: CompletionCall, offered: usize, completed: &[usize]) {
+    rank.on_completion_choice(&CompletionChoice {
+        call,
+        offered,
+        completed,
+    });
+}
+
+#[test]
+fn completion_choices_are_logged_failed_tests_lazily_and_replayed_exactly() {
+    let mut ranks: Vec<MessageLog> = (0..3)
+        .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
+        .collect();
+    // A Waitany over one request cannot choose: not counted, not logged.
+    choose(&mut ranks[0], CompletionCall::Waitany, 1, &[0]);
+    assert!(ranks[0].send_may_start());
+    // Ordinal 0: Waitany chose position 2; held back sends until acked.
+    choose(&mut ranks[0], CompletionCall::Waitany, 3, &[2]);
+    assert!(!ranks[0].send_may_start());
+    exchange(&mut ranks);
+    assert!(ranks[0].send_may_start());
+    // Ordinals 1..=500: a polling loop of failed tests. Nothing is sent
+    // and sends are not held: the run is kept here.
+    for _ in 0..500 {
+        choose(&mut ranks[0], CompletionCall::Testsome, 3, &[]);
+        assert!(ranks[0].poll_protocol_frame().is_none());
+    }
+    assert!(ranks[0].send_may_start());
+    assert_eq!(ranks[1].held.len(), 1);
+    // A send is about to start: the run becomes one determinant.
+    ranks[0].before_send();
+    assert!(!ranks[0].send_may_start());
+    exchange(&mut ranks);
+    assert!(ranks[0].send_may_start());
+    // Ordinals 501..=502 failed, 503 is MPI_Test's success: the run goes
+    // first, in order, then the success.
+    choose(&mut ranks[0], CompletionCall::Test, 1, &[]);
+    choose(&mut ranks[0], CompletionCall::Testany, 2, &[]);
+    choose(&mut ranks[0], CompletionCall::Test, 1, &[0]);
+    // Ordinal 504: Waitsome's subset, in the order reported.
+    choose(&mut ranks[0], CompletionCall::Waitsome, 4, &[3, 1]);
+    // A tail of failed tests that no send depends on: never logged.
+    choose(&mut ranks[0], CompletionCall::Testany, 2, &[]);
+    exchange(&mut ranks);
+    assert!(ranks[0].send_may_start());
+    let choice = |ordinal, repeat, completed: &[u32]| {
+        Entry::Choice(Choice {
+            ordinal,
+            repeat,
+            completed: completed.to_vec(),
+        })
+    };
+    assert_eq!(
+        ranks[1].held,
+        vec![
+            choice(0, 1, &[2]),
+            choice(1, 500, &[]),
+            choice(501, 2, &[]),
+            choice(503, 1, &[0]),
+            choice(504, 1, &[3, 1]),
+        ]
+    );
+    assert_eq!(ranks[0].choices_logged, 5);
+
+    // Rank 0 restarts: until its replay is in, a choice is not yet known.
+    ranks[1].on_peer_failure(0);
+    ranks[2].on_peer_failure(0);
+    ranks[0] = MessageLog::new(0, 3, 1, 1 << 20);
+    assert_eq!(
+        ranks[0].replayed_completion_choice(CompletionCall::Waitany, 3),
+        ReplayedChoice::NotYetKnown
+    );
+    // One that cannot choose is free even then.
+    assert_eq!(
+        ranks[0].replayed_completion_choice(CompletionCall::Waitany, 1),
+        ReplayedChoice::Free
+    );
+    ranks[1].on_peer_rejoin(0);
+    ranks[2].on_peer_rejoin(0);
+    exchange(&mut ranks);
+    let mut replayed = Vec::new();
+    let calls = std::iter::once((CompletionCall::Waitany, 3))
+        .chain(std::iter::repeat_n((CompletionCall::Testsome, 3), 500))
+        .chain([
+            (CompletionCall::Test, 1),
+            (CompletionCall::Testany, 2),
+            (CompletionCall::Test, 1),
+            (CompletionCall::Waitsome, 4),
+            (CompletionCall::Testany, 2),
+        ]);
+    for (call, offered) in calls {
+        let answer = ranks[0].replayed_completion_choice(call, offered);
+        let positions = match &answer {
+            ReplayedChoice::Logged(positions) => positions.clone(),
+            _ => vec![9],
+        };
+        replayed.push(answer);
+        choose(&mut ranks[0], call, offered, &positions);
+    }
+    assert_eq!(replayed[0], ReplayedChoice::Logged(vec![2]));
+    assert!(replayed[1..503]
+        .iter()
+        .all(|answer| *answer == ReplayedChoice::Logged(vec![])));
+    assert_eq!(replayed[503], ReplayedChoice::Logged(vec![0]));
+    assert_eq!(replayed[504], ReplayedChoice::Logged(vec![3, 1]));
+    // Past the log (the unlogged tail): free, and logged anew.
+    assert_eq!(replayed[505], ReplayedChoice::Free);
+    assert_eq!(ranks[0].determinant_count(), 6);
+    // Replayed choices were not sent again; the new one was.
+    exchange(&mut ranks);
+    assert_eq!(ranks[1].held.len(), 6);
+    assert_eq!(ranks[1].held[5], choice(505, 1, &[9]));
+}
+
+#[test]
+fn wildcards_and_choices_share_the_list_in_order() {
+    let mut ranks: Vec<MessageLog> = (0..2)
+        .map(|rank| MessageLog::new(rank, 2, 0, 1 << 20))
+        .collect();
+    choose(&mut ranks[0], CompletionCall::Test, 1, &[]);
+    ranks[0].on_wildcard_receive(5, &any_source());
+    // The match flushes the failed test before it.
+    ranks[0].on_match(&matched(5, 1));
+    exchange(&mut ranks);
+    assert_eq!(
+        ranks[1].held,
+        vec![
+            Entry::Choice(Choice {
+                ordinal: 0,
+                repeat: 1,
+                completed: vec![]
+            }),
+            Entry::Wildcard(Determinant {
+                ordinal: 0,
+                source: 1
+            }),
+        ]
+    );
 }
 
 #[test]

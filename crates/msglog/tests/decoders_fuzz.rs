@@ -2,19 +2,29 @@
 //! never a panic; an accepted frame re-encodes to the very bytes it came
 //! from.
 use resmpi_fuzz_input::Inputs;
-use resmpi_msglog::frames::{Determinant, Frame};
+use resmpi_msglog::frames::{Choice, Determinant, Entry, Frame};
 
 #[test]
 fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly() {
     let entries = vec![
-        Determinant {
+        Entry::Wildcard(Determinant {
             ordinal: 3,
             source: 1,
-        },
-        Determinant {
+        }),
+        Entry::Choice(Choice {
+            ordinal: 7,
+            repeat: 1,
+            completed: vec![2, 0],
+        }),
+        Entry::Choice(Choice {
+            ordinal: 8,
+            repeat: 12,
+            completed: vec![],
+        }),
+        Entry::Wildcard(Determinant {
             ordinal: 4,
             source: 2,
-        },
+        }),
     ];
     let seeds = [
         Frame::Determinants {
@@ -36,4 +46,18 @@ fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly()
             assert_eq!(frame.encode(), bytes);
         }
     });
+}
+
+#[test]
+fn the_cargo_fuzz_seeds_are_frames_of_this_version() {
+    let seeds = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/seeds/msglog_frame");
+    let mut count = 0;
+    for entry in std::fs::read_dir(seeds).expect("seed directory") {
+        let path = entry.expect("seed").path();
+        let bytes = std::fs::read(&path).expect("seed bytes");
+        let frame = Frame::decode(&bytes).unwrap_or_else(|error| panic!("{path:?}: {error}"));
+        assert_eq!(frame.encode(), bytes);
+        count += 1;
+    }
+    assert!(count >= 4, "{count} seeds");
 }

@@ -52,7 +52,8 @@ impl<F: Interceptor> State<F> {
     /// Whether a send starting now must wait for the log: a determinant
     /// is not stable, or earlier sends wait already (order).
     #[inline]
-    pub(super) fn send_waits_for_log(&self) -> bool {
+    pub(super) fn send_waits_for_log(&mut self) -> bool {
+        self.interceptor.before_send();
         !self.sends_waiting_for_log.is_empty() || !self.interceptor.send_may_start()
     }
 
