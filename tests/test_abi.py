@@ -88,11 +88,25 @@ def test_data_objects_and_dup_fn_exported():
     assert syms.get("MPIR_Dup_fn", ("?",))[0] == "T"
 
 
+def veloc_functions():
+    """The functions abi/veloc.h declares (VeloC's API, in libmpi itself)."""
+    header = open(os.path.join(REPO, "abi", "veloc.h")).read()
+    return set(re.findall(r"\b(VELOC_[A-Z][a-z][A-Za-z_]*)\(", header))
+
+
 def test_nothing_else_exported():
     allowed = {f.name for f in FUNCS} | {f.pname for f in FUNCS} | set(DATA_OBJECTS) | {
-        "MPIR_Dup_fn"}
+        "MPIR_Dup_fn"} | veloc_functions()
     extra = [s for s in exported_symbols(LIB) if s not in allowed and not s.startswith("resmpi_")]
     assert not extra, f"unexpected exports: {sorted(extra)[:30]}"
+
+
+def test_every_veloc_function_exported():
+    declared = veloc_functions()
+    assert len(declared) > 20, sorted(declared)
+    syms = exported_symbols(LIB)
+    missing = sorted(name for name in declared if syms.get(name, ("?",))[0] != "T")
+    assert not missing, f"declared in veloc.h but not exported: {missing}"
 
 
 def test_soname_and_links():
