@@ -328,10 +328,64 @@ def test_the_any_source_receiver_killed_after_every_one_of_its_sends_replays_its
 
 
 def test_a_log_past_its_bound_ends_the_job_with_an_error_naming_the_bound(ring_exe):
-    res = run_logged(3, ring_exe, [20, 16], "kill:1@sends=17", extra=["--msglog-mem", "2K"])
+    res = run_logged(3, ring_exe, [20, 16], "kill:1@sends=17",
+                     extra=["--msglog-mem", "2K", "--msglog-disk", "0"])
     assert res.returncode not in (0, 124, None), res.describe()
-    assert "sender log passed its bound (RESMPI_MSGLOG_MEM / --msglog-mem)" in res.stderr, res.describe()
+    assert "sender log lacks messages it would have to replay" in res.stderr, res.describe()
+    assert "memory bound of 2048 bytes (RESMPI_MSGLOG_MEM / --msglog-mem) and spilling to disk " \
+        "is off" in res.stderr, res.describe()
     assert res.elapsed < BOUND_SECONDS, res.describe()
+
+
+def spill_report(tmp_path):
+    import json
+    return json.loads((tmp_path / "report.json").read_text())["counters"]
+
+
+@pytest.mark.parametrize("kill", ["kill:1@sends=3", "kill:1@sends=30", "kill:0@sends=38"])
+def test_a_log_spilled_to_disk_replays_a_killed_rank_and_leaves_nothing_behind(
+        ring_exe, tmp_path, kill):
+    # 160 KB messages against a 64 KiB memory bound: every payload spills.
+    args = [20, 20000]
+    expected = baseline(3, ring_exe, args)
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    res = run_logged(3, ring_exe, args, kill,
+                     extra=["--msglog-mem", "64K", "--msglog-spill-dir", str(spill_dir),
+                            "--report-json", str(tmp_path / "report.json")])
+    assert_recovered(res, int(kill.split(":")[1].split("@")[0]), 3)
+    assert per_rank(res.stdout) == expected, res.describe()
+    counters = spill_report(tmp_path)
+    # The two survivors sent 2 x 20 messages of 160000 bytes each.
+    assert counters["msglog_spilled_bytes"] >= 2 * 40 * 160000, counters
+    assert counters["msglog_memory_bytes"] <= 3 * 64 * 1024, counters
+    assert list(spill_dir.iterdir()) == [], "spill files left behind"
+
+
+def test_a_spill_past_its_disk_bound_ends_the_job_with_an_error_naming_it(ring_exe, tmp_path):
+    res = run_logged(3, ring_exe, [20, 20000], "kill:1@sends=38",
+                     extra=["--msglog-mem", "64K", "--msglog-disk", "1M",
+                            "--msglog-spill-dir", str(tmp_path)])
+    assert res.returncode not in (0, 124, None), res.describe()
+    assert "sender log lacks messages it would have to replay" in res.stderr, res.describe()
+    assert "reached its bound of 1048576 bytes (RESMPI_MSGLOG_DISK / --msglog-disk)" \
+        in res.stderr, res.describe()
+    assert res.elapsed < BOUND_SECONDS, res.describe()
+
+
+def test_an_unusable_spill_directory_is_named_when_a_restart_needs_the_log(ring_exe, tmp_path):
+    missing = tmp_path / "missing"
+    res = run_logged(3, ring_exe, [20, 20000], "kill:1@sends=30",
+                     extra=["--msglog-mem", "64K", "--msglog-spill-dir", str(missing)])
+    assert res.returncode not in (0, 124, None), res.describe()
+    assert f"creating the message-log spill file in {missing}" in res.stderr, res.describe()
+    assert res.elapsed < BOUND_SECONDS, res.describe()
+
+
+def test_a_log_that_fits_in_memory_reports_no_spill(ring_exe):
+    res = run(3, ring_exe, 2, 16, mpiexec_opts=["--msglog", "pessimistic"], timeout=BOUND_SECONDS)
+    assert res.returncode == 0, res.describe()
+    assert "msglog_" not in res.stderr, res.describe()
 
 
 def test_waitany_is_logged_now_and_an_iprobe_is_still_reported_as_not_logged(build, choices_exe):
@@ -356,6 +410,8 @@ def test_waitany_is_logged_now_and_an_iprobe_is_still_reported_as_not_logged(bui
     (["--msglog", "pessimistic", "--failure-policy", "abort"], "--msglog with failure policy abort"),
     (["--msglog", "bogus"], "--msglog 'bogus'"),
     (["--msglog-mem", "1M"], "--msglog-mem needs --msglog pessimistic"),
+    (["--msglog-disk", "1M"], "--msglog-disk needs --msglog pessimistic"),
+    (["--msglog", "pessimistic", "--msglog-disk", "lots"], "--msglog-disk 'lots'"),
 ])
 def test_what_msglog_cannot_honour_is_refused(ring_exe, opts, message):
     res = run(3, ring_exe, 2, 4, mpiexec_opts=opts, timeout=30)

@@ -1945,13 +1945,14 @@ impl<F: Interceptor> Engine<F> {
             match state.interceptor.on_peer_failure(peer) {
                 PeerFailureAction::Handled => return self.await_restart(peer),
                 PeerFailureAction::AbortJob => {
+                    // The protocol's report lines say why (which bound, or
+                    // which spill file failed).
+                    let why = state.interceptor.report_lines().join("; ");
                     state.pending_error.get_or_insert(MpiError::new(
                         ErrorClass::ProcFailed,
                         format!(
                             "message logging: rank {peer} died and cannot be restarted: this rank's \
-                             sender log passed its bound (RESMPI_MSGLOG_MEM / --msglog-mem) and \
-                             lacks messages it would have to replay; spilling the log to disk is \
-                             not built yet (issue 13)"
+                             sender log lacks messages it would have to replay ({why})"
                         ),
                     ));
                 }

@@ -186,6 +186,17 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
             "MPI_Init: message logging with replicas is not supported",
         );
     }
+    let spill_directory = config
+        .msglog_spill_dir
+        .clone()
+        .or_else(|| std::env::var("TMPDIR").ok().filter(|dir| !dir.is_empty()))
+        .unwrap_or_else(|| "/tmp".to_string());
+    let spill = resmpi_msglog::spill::SpillConfig::new(
+        spill_directory,
+        config
+            .msglog_disk_bytes_max
+            .unwrap_or(resmpi_msglog::spill::SPILL_BYTES_MAX_DEFAULT),
+    );
     Ok(resmpi_msglog::MessageLog::new(
         rank,
         replicas.ranks,
@@ -193,7 +204,8 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
         config
             .msglog_bytes_max
             .unwrap_or(resmpi_msglog::LOG_BYTES_MAX_DEFAULT),
-    ))
+    )
+    .with_spill(spill))
 }
 
 /// This build's protocol for process `rank` of a job mapped by `replicas`.

@@ -517,11 +517,15 @@ pub trait Interceptor {
 
     /// The logged message numbered `logical_seq` to world rank
     /// `destination`, as (context, tag, packed bytes), for its re-send to a
-    /// restarted destination (only with `LOGS_MESSAGES`); None when it is
-    /// not in the log.
+    /// restarted destination (only with `LOGS_MESSAGES`); Err says why it
+    /// cannot be had (not logged, or lost with the log's disk).
     #[inline]
-    fn replay_message(&self, _destination: u32, _logical_seq: u64) -> Option<(u32, i32, &[u8])> {
-        None
+    fn replay_message(
+        &self,
+        _destination: u32,
+        _logical_seq: u64,
+    ) -> Result<(u32, i32, Vec<u8>), String> {
+        Err("this protocol keeps no message log".to_string())
     }
 
     /// A new incarnation of world rank `peer` has joined the job and this

@@ -377,7 +377,13 @@ fault tolerance (each sets a variable in every rank):
                         the job ends as without the fault. Sets continue.
                         Not with --replicas, --hosts or one rank;
                         optimistic is not built yet (issue 13)
-  --msglog-mem BYTES    bound of one process's message log (default 1G)
+  --msglog-mem BYTES    bound of one process's message log in memory
+                        (default 1G); past it the oldest payloads spill to disk
+  --msglog-disk BYTES   bound of what one process spills (default 8G; 0: no
+                        spilling, the log stops at --msglog-mem)
+  --msglog-spill-dir DIR
+                        where the spill files go (default $TMPDIR, else /tmp;
+                        local disk; unlinked at once, nothing is left behind)
   --ckpt-dir DIR        where veloc.h's VELOC_Checkpoint writes each rank's
                         checkpoints (RESMPI_CKPT_DIR; before the cfg file's
                         persistent/scratch), with or without --msglog
@@ -444,9 +450,8 @@ fn arity_of(name: &str) -> Option<Arity> {
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
         | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler"
-        | "replicas" | "replica-masking" | "sdc" | "msglog" | "msglog-mem" | "ckpt-dir" => {
-            Some(Arity::One)
-        }
+        | "replicas" | "replica-masking" | "sdc" | "msglog" | "msglog-mem" | "msglog-disk"
+        | "msglog-spill-dir" | "ckpt-dir" => Some(Arity::One),
         "io-replication-factor" | "io-replica-targets" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
@@ -648,6 +653,8 @@ pub fn parse(
     let mut sdc = None;
     let mut msglog = None;
     let mut msglog_bytes_max = None;
+    let mut msglog_disk_bytes_max = None;
+    let mut msglog_spill_dir = None;
     let mut checkpoint_directory = None;
     let mut index = 0;
     while index < arguments.len() {
@@ -863,6 +870,18 @@ pub fn parse(
                         .map_err(|problem| format!("--msglog-mem '{}': {problem}", values[0]))?,
                 )
             }
+            "msglog-disk" => {
+                msglog_disk_bytes_max = Some(
+                    parse_byte_count(&values[0])
+                        .map_err(|problem| format!("--msglog-disk '{}': {problem}", values[0]))?,
+                )
+            }
+            "msglog-spill-dir" => {
+                if values[0].is_empty() {
+                    return Err("--msglog-spill-dir: empty directory name".to_string());
+                }
+                msglog_spill_dir = Some(values[0].clone())
+            }
             "ckpt-dir" => {
                 if values[0].is_empty() {
                     return Err("--ckpt-dir: empty directory name".to_string());
@@ -933,8 +952,18 @@ pub fn parse(
         if let Some(bytes) = msglog_bytes_max {
             environment.push(("RESMPI_MSGLOG_MEM".to_string(), bytes.to_string()));
         }
+        if let Some(bytes) = msglog_disk_bytes_max {
+            environment.push(("RESMPI_MSGLOG_DISK".to_string(), bytes.to_string()));
+        }
+        if let Some(directory) = &msglog_spill_dir {
+            environment.push(("RESMPI_MSGLOG_SPILL_DIR".to_string(), directory.clone()));
+        }
     } else if msglog_bytes_max.is_some() {
         return Err("--msglog-mem needs --msglog pessimistic".to_string());
+    } else if msglog_disk_bytes_max.is_some() {
+        return Err("--msglog-disk needs --msglog pessimistic".to_string());
+    } else if msglog_spill_dir.is_some() {
+        return Err("--msglog-spill-dir needs --msglog pessimistic".to_string());
     }
     // VeloC's checkpoints (veloc.h) go there, with or without logging: a
     // whole-job restart from checkpoints needs no --msglog.
@@ -1189,6 +1218,26 @@ mod tests {
             Some("/scratch/ck")
         );
         assert!(error("-n 2 --msglog-mem 1M p").contains("--msglog-mem needs --msglog pessimistic"));
+        assert!(
+            error("-n 2 --msglog-disk 1M p").contains("--msglog-disk needs --msglog pessimistic")
+        );
+        assert!(error("-n 2 --msglog-spill-dir /x p")
+            .contains("--msglog-spill-dir needs --msglog pessimistic"));
+        assert!(
+            error("-n 2 --msglog pessimistic --msglog-disk 1Q p").contains("--msglog-disk '1Q'")
+        );
+        assert!(error("-n 2 --msglog pessimistic --msglog-spill-dir= p")
+            .contains("--msglog-spill-dir: empty directory name"));
+        let options =
+            run("-n 2 --msglog pessimistic --msglog-disk 2G --msglog-spill-dir /scratch p");
+        assert_eq!(
+            variable(&options, "RESMPI_MSGLOG_DISK").as_deref(),
+            Some("2147483648")
+        );
+        assert_eq!(
+            variable(&options, "RESMPI_MSGLOG_SPILL_DIR").as_deref(),
+            Some("/scratch")
+        );
         assert!(error("-n 2 --ckpt-dir= p").contains("--ckpt-dir: empty directory name"));
     }
 

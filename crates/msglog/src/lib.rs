@@ -63,6 +63,7 @@ use resmpi_ft::{
 
 pub mod frames;
 pub mod sender_log;
+pub mod spill;
 
 use frames::{Choice, Determinant, Entry, Frame, ENTRIES_PER_FRAME_MAX, ENTRY_BYTES_PER_FRAME_MAX};
 use sender_log::{LoggedMessage, SenderLog};
@@ -153,6 +154,13 @@ impl MessageLog {
         }
     }
 
+    /// Spill the sender log past its memory bound as `config` says.
+    pub fn with_spill(mut self, config: spill::SpillConfig) -> MessageLog {
+        let log = std::mem::replace(&mut self.log, SenderLog::new(0, 0));
+        self.log = log.with_spill(config, self.rank);
+        self
+    }
+
     /// The rank that holds this process's determinants.
     pub fn holder(&self) -> u32 {
         (self.rank + 1) % self.size
@@ -168,9 +176,14 @@ impl MessageLog {
         self.log.is_complete()
     }
 
-    /// Bytes the sender log holds (payloads plus per-entry cost).
+    /// Bytes the sender log holds in memory (payloads plus per-entry cost).
     pub fn log_bytes(&self) -> usize {
         self.log.bytes_logged()
+    }
+
+    /// Bytes the sender log spilled to disk.
+    pub fn log_bytes_spilled(&self) -> u64 {
+        self.log.bytes_spilled()
     }
 
     /// Determinants made by this process (its earlier incarnations' included).
@@ -350,6 +363,26 @@ impl Interceptor for MessageLog {
         "msglog-pessimistic"
     }
 
+    /// The log's memory and disk use, once it spilled or stopped (a job
+    /// whose log stayed in memory ends quietly: no report line for it).
+    fn report_counters(&self) -> Vec<(&'static str, u64)> {
+        if self.log.bytes_spilled() == 0 && self.log.is_complete() {
+            return Vec::new();
+        }
+        vec![
+            ("msglog_memory_bytes", self.log.bytes_logged() as u64),
+            ("msglog_spilled_bytes", self.log.bytes_spilled()),
+        ]
+    }
+
+    fn report_lines(&self) -> Vec<String> {
+        self.log
+            .incomplete_reason()
+            .map(|reason| format!("rank {}: message log incomplete: {reason}", self.rank))
+            .into_iter()
+            .collect()
+    }
+
     fn wants_match_events(&self) -> bool {
         true
     }
@@ -459,10 +492,14 @@ impl Interceptor for MessageLog {
         self.own_acknowledged == self.own.len()
     }
 
-    fn replay_message(&self, destination: u32, logical_seq: u64) -> Option<(u32, i32, &[u8])> {
+    fn replay_message(
+        &self,
+        destination: u32,
+        logical_seq: u64,
+    ) -> Result<(u32, i32, Vec<u8>), String> {
         self.log
             .message(destination, logical_seq)
-            .map(|message| (message.context, message.tag, message.payload.as_slice()))
+            .map(|message| (message.context, message.tag, message.payload))
     }
 
     fn on_peer_failure(&mut self, peer: u32) -> PeerFailureAction {

@@ -8,14 +8,22 @@
 //! message; if this process dies the log is lost with it, but its own
 //! replay regenerates every message it held.
 //!
-//! Bound: `bytes_max` (payload plus a fixed cost per entry). What happens
-//! at the bound is specified: the log stops taking messages and says it
-//! is incomplete ([`SenderLog::is_complete`]); the protocol then refuses to
+//! Bounds: `memory_bytes_max` (payloads in memory plus a fixed cost per
+//! entry, spilled or not). With a spill file ([`SenderLog::with_spill`]),
+//! a message that would pass it pushes the oldest payloads still in memory
+//! to local disk (`spill`, written in the background) until it fits, or
+//! goes to disk itself; the index of every message stays in memory. What
+//! happens when nothing fits any more (the memory holds only index
+//! entries, or the file reached its own bound, or the disk failed) is
+//! specified: the log stops taking messages and says why
+//! ([`SenderLog::incomplete_reason`]); the protocol then refuses to
 //! restart any peer (the job ends with an error naming the bound) instead
-//! of replaying a history with holes. Spilling to disk and trimming at
-//! checkpoints are not built yet (issue 13).
+//! of replaying a history with holes. Trimming at checkpoints is not built
+//! yet (issue 13): a rank restarts from `MPI_Init`, so it needs everything.
 
 use std::collections::VecDeque;
+
+use crate::spill::{SpillConfig, SpillFile, SpilledAt};
 
 /// Bytes charged per logged message besides its payload (its key and the
 /// container's bookkeeping).
@@ -34,67 +42,219 @@ pub struct LoggedMessage {
     pub payload: Vec<u8>,
 }
 
+/// Where a logged payload is.
+#[derive(Debug)]
+enum Stored {
+    Memory(Vec<u8>),
+    Disk(SpilledAt),
+    /// Its spill failed (the log is incomplete since).
+    Lost,
+}
+
+/// One message in the index.
+#[derive(Debug)]
+struct Entry {
+    logical_seq: u64,
+    context: u32,
+    tag: i32,
+    stored: Stored,
+}
+
 /// Every message sent, per destination, in logical order.
 #[derive(Debug)]
 pub struct SenderLog {
-    per_destination: Vec<VecDeque<LoggedMessage>>,
-    bytes_logged: usize,
-    bytes_max: usize,
-    complete: bool,
+    per_destination: Vec<VecDeque<Entry>>,
+    /// (destination, position) of the entries whose payload is in memory,
+    /// oldest first: the order they spill in.
+    in_memory: VecDeque<(u32, usize)>,
+    memory_bytes: usize,
+    memory_bytes_max: usize,
+    spill: Option<(SpillConfig, u32)>,
+    spill_file: Option<SpillFile>,
+    incomplete: Option<String>,
 }
 
 impl SenderLog {
-    /// An empty log for a job of `size` ranks, holding at most `bytes_max`.
+    /// An empty log for a job of `size` ranks, holding at most `bytes_max`
+    /// in memory and nothing on disk.
     pub fn new(size: u32, bytes_max: usize) -> SenderLog {
         SenderLog {
             per_destination: (0..size).map(|_| VecDeque::new()).collect(),
-            bytes_logged: 0,
-            bytes_max,
-            complete: true,
+            in_memory: VecDeque::new(),
+            memory_bytes: 0,
+            memory_bytes_max: bytes_max,
+            spill: None,
+            spill_file: None,
+            incomplete: None,
         }
     }
 
-    /// Keep `message`, sent to `destination`. Past the bound nothing is
-    /// kept any more and the log is incomplete for good.
+    /// Past the memory bound, spill to a file as `config` says (process
+    /// `rank`'s; the file is created when first needed). A bound of 0
+    /// keeps spilling off.
+    pub fn with_spill(mut self, config: SpillConfig, rank: u32) -> SenderLog {
+        self.spill = (config.bytes_max > 0).then_some((config, rank));
+        self
+    }
+
+    /// Keep `message`, sent to `destination`. When it fits nowhere nothing
+    /// is kept any more and the log is incomplete for good.
     pub fn record(&mut self, destination: u32, message: LoggedMessage) {
-        let cost = message.payload.len() + ENTRY_OVERHEAD_BYTES;
-        if !self.complete || self.bytes_logged + cost > self.bytes_max {
-            self.complete = false;
+        if self.incomplete.is_some() || destination as usize >= self.per_destination.len() {
             return;
         }
-        let Some(queue) = self.per_destination.get_mut(destination as usize) else {
+        let cost = message.payload.len() + ENTRY_OVERHEAD_BYTES;
+        if let Err(reason) = self.make_room(cost) {
+            self.incomplete = Some(reason);
             return;
+        }
+        let LoggedMessage {
+            logical_seq,
+            context,
+            tag,
+            payload,
+        } = message;
+        let stored = if self.memory_bytes + cost <= self.memory_bytes_max {
+            self.memory_bytes += payload.len();
+            let position = self.per_destination[destination as usize].len();
+            self.in_memory.push_back((destination, position));
+            Stored::Memory(payload)
+        } else {
+            match self.spill_payload(payload) {
+                Ok(at) => Stored::Disk(at),
+                Err(reason) => {
+                    self.incomplete = Some(reason);
+                    return;
+                }
+            }
         };
-        self.bytes_logged += cost;
-        queue.push_back(message);
+        self.memory_bytes += ENTRY_OVERHEAD_BYTES;
+        self.per_destination[destination as usize].push_back(Entry {
+            logical_seq,
+            context,
+            tag,
+            stored,
+        });
     }
 
-    /// The message numbered `logical_seq` sent to `destination`, if logged.
-    pub fn message(&self, destination: u32, logical_seq: u64) -> Option<&LoggedMessage> {
+    /// Spill the oldest payloads in memory until `cost` more bytes fit, or
+    /// until only the new entry's index would (its payload then spills
+    /// itself). Err: even that does not fit.
+    fn make_room(&mut self, cost: usize) -> Result<(), String> {
+        if self.spill.is_some() {
+            while self.memory_bytes + cost > self.memory_bytes_max {
+                let Some((destination, position)) = self.in_memory.pop_front() else {
+                    break;
+                };
+                let entry = &mut self.per_destination[destination as usize][position];
+                let Stored::Memory(payload) =
+                    std::mem::replace(&mut entry.stored, Stored::Memory(Vec::new()))
+                else {
+                    continue;
+                };
+                let length = payload.len();
+                self.memory_bytes -= length;
+                let stored = match self.spill_payload(payload) {
+                    Ok(at) => Stored::Disk(at),
+                    Err(reason) => {
+                        self.per_destination[destination as usize][position].stored = Stored::Lost;
+                        return Err(reason);
+                    }
+                };
+                self.per_destination[destination as usize][position].stored = stored;
+            }
+        }
+        let index_fits = self.memory_bytes + ENTRY_OVERHEAD_BYTES <= self.memory_bytes_max;
+        if self.memory_bytes + cost <= self.memory_bytes_max || (self.spill.is_some() && index_fits)
+        {
+            return Ok(());
+        }
+        Err(format!(
+            "it passed its memory bound of {} bytes (RESMPI_MSGLOG_MEM / --msglog-mem){}",
+            self.memory_bytes_max,
+            if self.spill.is_some() {
+                " with only the index of spilled messages in memory"
+            } else {
+                " and spilling to disk is off (RESMPI_MSGLOG_DISK / --msglog-disk 0)"
+            }
+        ))
+    }
+
+    fn spill_payload(&mut self, payload: Vec<u8>) -> Result<SpilledAt, String> {
+        let Some((config, rank)) = &self.spill else {
+            return Err("spilling to disk is off".to_string());
+        };
+        if self.spill_file.is_none() {
+            self.spill_file = Some(SpillFile::open(config, *rank)?);
+        }
+        let file = self.spill_file.as_mut().expect("opened above");
+        file.append(payload)
+    }
+
+    /// The message numbered `logical_seq` sent to `destination`, read back
+    /// from disk if it was spilled. Err says why it cannot be had.
+    pub fn message(&self, destination: u32, logical_seq: u64) -> Result<LoggedMessage, String> {
+        let entry = self.entry(destination, logical_seq).ok_or_else(|| {
+            format!(
+                "message {logical_seq} to rank {destination} is not in this rank's sender log{}",
+                self.incomplete
+                    .as_ref()
+                    .map(|reason| format!(": {reason}"))
+                    .unwrap_or_default()
+            )
+        })?;
+        let payload = match &entry.stored {
+            Stored::Memory(payload) => payload.clone(),
+            Stored::Disk(at) => self
+                .spill_file
+                .as_ref()
+                .ok_or_else(|| "a spilled message without a spill file".to_string())?
+                .read(*at)?,
+            Stored::Lost => {
+                return Err(format!(
+                    "message {logical_seq} to rank {destination} was lost spilling it: {}",
+                    self.incomplete.as_deref().unwrap_or("the spill failed")
+                ))
+            }
+        };
+        Ok(LoggedMessage {
+            logical_seq,
+            context: entry.context,
+            tag: entry.tag,
+            payload,
+        })
+    }
+
+    fn entry(&self, destination: u32, logical_seq: u64) -> Option<&Entry> {
         let queue = self.per_destination.get(destination as usize)?;
         let first = queue.front()?.logical_seq;
         let position = logical_seq.checked_sub(first)? as usize;
         queue
             .get(position)
-            .filter(|message| message.logical_seq == logical_seq)
-            .or_else(|| {
-                queue
-                    .iter()
-                    .find(|message| message.logical_seq == logical_seq)
-            })
+            .filter(|entry| entry.logical_seq == logical_seq)
+            .or_else(|| queue.iter().find(|entry| entry.logical_seq == logical_seq))
     }
 
     /// Whether every message sent so far is in the log.
     pub fn is_complete(&self) -> bool {
-        self.complete
+        self.incomplete.is_none()
     }
 
-    /// Bytes charged against the bound.
+    /// Why the log stopped taking messages, if it did.
+    pub fn incomplete_reason(&self) -> Option<&str> {
+        self.incomplete.as_deref()
+    }
+
+    /// Bytes charged against the memory bound.
     pub fn bytes_logged(&self) -> usize {
-        self.bytes_logged
+        self.memory_bytes
+    }
+
+    /// Bytes written (or being written) to the spill file.
+    pub fn bytes_spilled(&self) -> u64 {
+        self.spill_file.as_ref().map_or(0, SpillFile::bytes_spilled)
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,8 +277,8 @@ mod tests {
         log.record(1, message(1, 4));
         assert_eq!(log.message(2, 3).unwrap().payload, vec![3; 10]);
         assert_eq!(log.message(1, 1).unwrap().payload.len(), 4);
-        assert!(log.message(2, 6).is_none());
-        assert!(log.message(0, 1).is_none());
+        assert!(log.message(2, 6).is_err());
+        assert!(log.message(0, 1).is_err());
         assert!(log.is_complete());
     }
 
@@ -132,7 +292,58 @@ mod tests {
         assert!(!log.is_complete());
         // A later small message is not taken either: no holes.
         log.record(1, message(4, 0));
-        assert!(log.message(1, 4).is_none());
+        assert!(log.message(1, 4).is_err());
         assert_eq!(log.bytes_logged(), 2 * (100 + ENTRY_OVERHEAD_BYTES));
+    }
+
+    fn spilling_log(memory_bytes_max: usize, disk_bytes_max: u64) -> SenderLog {
+        SenderLog::new(3, memory_bytes_max)
+            .with_spill(SpillConfig::new(std::env::temp_dir(), disk_bytes_max), 0)
+    }
+
+    #[test]
+    fn past_the_memory_bound_the_oldest_payloads_spill_and_read_back() {
+        // Room for the index of 40 messages and four 100-byte payloads.
+        let memory_bytes_max = 40 * ENTRY_OVERHEAD_BYTES + 4 * 100;
+        let mut log = spilling_log(memory_bytes_max, 1 << 20);
+        for seq in 1..=20 {
+            log.record(1, message(seq, 100));
+            log.record(2, message(seq, 100));
+        }
+        assert!(log.is_complete(), "{:?}", log.incomplete_reason());
+        assert!(log.bytes_logged() <= memory_bytes_max);
+        assert!(log.bytes_spilled() >= 36 * 100, "{}", log.bytes_spilled());
+        for seq in 1..=20 {
+            for destination in [1, 2] {
+                let logged = log.message(destination, seq).unwrap();
+                assert_eq!(logged.payload, vec![seq as u8; 100]);
+                assert_eq!((logged.logical_seq, logged.tag), (seq, 7));
+            }
+        }
+    }
+
+    #[test]
+    fn a_message_larger_than_memory_goes_to_disk_itself() {
+        let mut log = spilling_log(1000, 1 << 20);
+        log.record(1, message(1, 5000));
+        log.record(1, message(2, 10));
+        assert!(log.is_complete());
+        assert_eq!(log.message(1, 1).unwrap().payload, vec![1; 5000]);
+        assert_eq!(log.message(1, 2).unwrap().payload, vec![2; 10]);
+    }
+
+    #[test]
+    fn past_both_bounds_the_log_is_incomplete_and_says_which() {
+        let mut log = spilling_log(2 * (100 + ENTRY_OVERHEAD_BYTES), 250);
+        for seq in 1..=4 {
+            log.record(1, message(seq, 100));
+        }
+        let reason = log.incomplete_reason().expect("past the disk bound");
+        assert!(reason.contains("bound of 250 bytes"), "{reason}");
+        assert!(reason.contains("--msglog-disk"), "{reason}");
+        // What was logged before stays readable; nothing after it is kept.
+        assert_eq!(log.message(1, 1).unwrap().payload, vec![1; 100]);
+        let error = log.message(1, 4).unwrap_err();
+        assert!(error.contains("not in this rank's sender log"), "{error}");
     }
 }

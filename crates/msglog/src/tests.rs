@@ -291,7 +291,7 @@ fn payloads_are_replayed_by_destination_and_number_and_a_full_log_refuses_restar
         logical_seq,
     };
     rank.on_send_payload(&message(1), Payload::Contiguous(b"abc"));
-    assert_eq!(rank.replay_message(1, 1), Some((4, 9, &b"abc"[..])));
+    assert_eq!(rank.replay_message(1, 1), Ok((4, 9, b"abc".to_vec())));
     assert_eq!(rank.on_peer_failure(1), PeerFailureAction::Handled);
     rank.on_send_payload(&message(2), Payload::Contiguous(&[0; 300]));
     assert!(!rank.log_complete());

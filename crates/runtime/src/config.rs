@@ -32,7 +32,9 @@
 //! | `RESMPI_FAILURE_POLICY` | `abort`/`continue`: a dead peer ends the job, or is an event the survivors see (set by our `mpiexec`; unset under other launchers) | unset |
 //! | `RESMPI_FT`             | process fault-tolerance protocol, chosen at `MPI_Init` (`none` is the only one yet; `resmpi_ft::Mode`) | `none` |
 //! | `RESMPI_MSGLOG`         | `none`/`pessimistic`: message logging (`mpiexec --msglog`; needs the library in `lib/msglog`); `optimistic` is refused, not built yet | `none` |
-//! | `RESMPI_MSGLOG_MEM`     | bytes one process's message log may hold (`mpiexec --msglog-mem`) | 1 GiB |
+//! | `RESMPI_MSGLOG_MEM`     | bytes one process's message log may hold in memory (`mpiexec --msglog-mem`) | 1 GiB |
+//! | `RESMPI_MSGLOG_DISK`    | bytes it may spill past that to local disk (`mpiexec --msglog-disk`; 0: no spilling) | 8 GiB |
+//! | `RESMPI_MSGLOG_SPILL_DIR` | directory of the spill file (`mpiexec --msglog-spill-dir`) | `$TMPDIR`, else `/tmp` |
 
 use crate::hex::hex_decode;
 
@@ -122,6 +124,12 @@ pub struct Config {
     /// `RESMPI_MSGLOG_MEM`: bytes one process's message log may hold
     /// (None: the protocol's default).
     pub msglog_bytes_max: Option<usize>,
+    /// `RESMPI_MSGLOG_DISK`: bytes one process's message log may spill to
+    /// disk (None: the protocol's default).
+    pub msglog_disk_bytes_max: Option<u64>,
+    /// `RESMPI_MSGLOG_SPILL_DIR`: where the spill file goes (None:
+    /// `$TMPDIR`, else `/tmp`).
+    pub msglog_spill_dir: Option<String>,
 }
 
 /// What a divergence between replicas does (`RESMPI_SDC`).
@@ -231,6 +239,8 @@ impl Default for Config {
             sdc: SdcChoice::Report,
             msglog: MessageLogging::None,
             msglog_bytes_max: None,
+            msglog_disk_bytes_max: None,
+            msglog_spill_dir: None,
         }
     }
 }
@@ -355,6 +365,19 @@ impl Config {
                 parse_byte_count(&text)
                     .map_err(|problem| format!("RESMPI_MSGLOG_MEM: {problem}"))?,
             );
+        }
+        if let Some(text) = lookup("RESMPI_MSGLOG_DISK") {
+            config.msglog_disk_bytes_max = Some(
+                parse_byte_count(&text)
+                    .map_err(|problem| format!("RESMPI_MSGLOG_DISK: {problem}"))?
+                    as u64,
+            );
+        }
+        if let Some(text) = lookup("RESMPI_MSGLOG_SPILL_DIR") {
+            if text.is_empty() {
+                return Err("RESMPI_MSGLOG_SPILL_DIR: empty directory name".to_string());
+            }
+            config.msglog_spill_dir = Some(text);
         }
         if let Some(text) = lookup("RESMPI_INCARNATION") {
             config.incarnation = text.trim().parse().map_err(|_| {

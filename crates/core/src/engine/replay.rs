@@ -143,18 +143,16 @@ impl<F: Interceptor> Engine<F> {
     }
 
     fn resend_logged(&mut self, peer: u32, logical_seq: u64) -> crate::error::MpiResult<()> {
-        let Some((context, tag, payload)) =
-            self.state.interceptor.replay_message(peer, logical_seq)
-        else {
-            return Err(MpiError::new(
-                ErrorClass::ProcFailed,
-                format!(
-                    "message logging: rank {peer} restarted, but message {logical_seq} to it is \
-                     not in this rank's sender log (it passed its bound, RESMPI_MSGLOG_MEM)"
-                ),
-            ));
-        };
-        let mut owned = payload.to_vec();
+        let (context, tag, mut owned) = self
+            .state
+            .interceptor
+            .replay_message(peer, logical_seq)
+            .map_err(|reason| {
+                MpiError::new(
+                    ErrorClass::ProcFailed,
+                    format!("message logging: rank {peer} restarted, but {reason}"),
+                )
+            })?;
         let length = owned.len();
         let bytes = UserBytes::from(owned.as_mut_ptr());
         let mut request = send_request(0, peer, (context, tag), bytes, length, Some(owned), false);
