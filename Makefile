@@ -37,7 +37,7 @@ FGEN        := abi/gen_fortran.py
 FORT_SONAME := libmpichfort.so.12
 FORT_LIB    := $(BUILD)/lib/$(FORT_SONAME).0.0
 
-.PHONY: all cargo headers lib lib-replication lib-msglog wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling bench-io bench-replication FORCE
+.PHONY: all cargo headers lib lib-replication lib-msglog wrappers mpiexec fortran install check-abi clean demo test bench bench-ft bench-coll bench-dtype bench-process-ft bench-coll-sweep bench-msgrate bench-ulfm bench-scaling bench-io bench-replication bench-msglog FORCE
 
 all: headers lib lib-replication lib-msglog wrappers mpiexec fortran
 
@@ -222,6 +222,7 @@ bench-process-ft: ; $(PYTHON) bench/process_ft.py
 bench-scaling: ; bench/scaling.sh
 bench-coll-sweep: ; bench/coll_sweep.sh
 bench-replication: ; bench/replication.sh
+bench-msglog: ; bench/msglog.sh
 
 clean:
 	rm -rf $(BUILD)
