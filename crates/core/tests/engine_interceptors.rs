@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use resmpi_core::comm::Communicator;
 use resmpi_core::datatype::{BasicKind, Datatype, TypeInfo};
-use resmpi_core::engine::{Destination, Engine, EngineConfig};
+use resmpi_core::engine::{Destination, Engine, EngineConfig, ProbeLook};
 use resmpi_core::transport::Transports;
 use resmpi_core::user_bytes::UserBytes;
 use resmpi_core::SendMode;
@@ -495,15 +495,25 @@ fn probe_outcomes_reach_the_protocol_misses_of_nonblocking_probes_included() {
         tag: None,
     };
     // Iprobe and a blocking probe's round, both before anything arrived.
-    assert!(engines[0].probe(WORLD, any, false, false).is_none());
-    assert!(engines[0].probe(WORLD, any, false, true).is_none());
+    assert_eq!(
+        engines[0].probe(WORLD, any, false, false).unwrap(),
+        ProbeLook::Missed
+    );
+    assert_eq!(
+        engines[0].probe(WORLD, any, false, true).unwrap(),
+        ProbeLook::Missed
+    );
     send(&mut engines[1], 0, 6, &[9; 40], SendMode::Standard);
     run_until(&mut engines, |engines| {
         engines[0].state.matcher.unexpected_len() == 1
     });
-    let found = engines[0].probe(WORLD, any, false, true).unwrap();
+    let ProbeLook::Found(found) = engines[0].probe(WORLD, any, false, true).unwrap() else {
+        panic!("the message is there");
+    };
     assert_eq!((found.envelope.source, found.length_bytes), (1, 40));
-    let taken = engines[0].probe(WORLD, any, true, false).unwrap();
+    let ProbeLook::Found(taken) = engines[0].probe(WORLD, any, true, false).unwrap() else {
+        panic!("the message is still there");
+    };
     assert!(taken.message.is_some());
     assert_eq!(engines[0].state.matcher.unexpected_len(), 0);
     let seen = &engines[0].state.interceptor.probes;
@@ -512,16 +522,23 @@ fn probe_outcomes_reach_the_protocol_misses_of_nonblocking_probes_included() {
         context: CONTEXT,
         tag: 6,
     };
-    let outcomes: Vec<(Option<Envelope>, bool, bool)> = seen
+    let outcomes: Vec<(Option<Envelope>, usize, bool, bool)> = seen
         .iter()
-        .map(|outcome| (outcome.found, outcome.removed, outcome.blocking))
+        .map(|outcome| {
+            (
+                outcome.found,
+                outcome.length_bytes,
+                outcome.removed,
+                outcome.blocking,
+            )
+        })
         .collect();
     assert_eq!(
         outcomes,
         vec![
-            (None, false, false),
-            (Some(envelope), false, true),
-            (Some(envelope), true, false),
+            (None, 0, false, false),
+            (Some(envelope), 40, false, true),
+            (Some(envelope), 40, true, false),
         ]
     );
 }
@@ -557,7 +574,10 @@ fn event_counter_still_counts_matches_and_now_choices() {
         source: None,
         tag: None,
     };
-    assert!(engine.probe(WORLD, any, false, false).is_none());
+    assert_eq!(
+        engine.probe(WORLD, any, false, false).unwrap(),
+        ProbeLook::Missed
+    );
     let counter = &engine.state.interceptor;
     assert_eq!(
         (
