@@ -237,9 +237,9 @@ unsafe fn test_request(
         return Ok(None);
     }
     let index = live_request(mpi, handle)?;
-    let done = mpi
-        .engine
-        .test_flag(call, 1, |engine| request_done(&engine.state.requests, index))?;
+    let done = mpi.engine.test_flag(call, 1, |engine| {
+        request_done(&engine.state.requests, index)
+    })?;
     // SAFETY: guaranteed by the caller.
     unsafe { *flag = done as c_int };
     if !done {
@@ -950,13 +950,7 @@ pub unsafe extern "C" fn PMPI_Request_get_status(
         }
         // SAFETY: caller's pointers.
         let Some(index) = (unsafe {
-            test_request(
-                mpi,
-                CompletionCall::RequestGetStatus,
-                request,
-                flag,
-                status,
-            )?
+            test_request(mpi, CompletionCall::RequestGetStatus, request, flag, status)?
         }) else {
             return Ok(());
         };

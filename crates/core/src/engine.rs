@@ -1691,10 +1691,15 @@ impl<F: Interceptor> Engine<F> {
                     [] => false,
                     [0] if done(self) => true,
                     [0] => return Ok(None),
-                    _ => return Err(completion_replay_diverged(call, &positions)),
+                    _ => {
+                        return Err(completion_replay_diverged(
+                            call,
+                            &ReplayedChoice::Logged(positions),
+                        ))
+                    }
                 },
-                ReplayedChoice::Probed { .. } => {
-                    return Err(completion_replay_diverged(call, &[]));
+                probed @ ReplayedChoice::Probed { .. } => {
+                    return Err(completion_replay_diverged(call, &probed));
                 }
             }
         } else {
@@ -1773,7 +1778,9 @@ impl<F: Interceptor> Engine<F> {
         })?;
         match answer {
             ReplayedChoice::Logged(positions) => Ok(Some(positions)),
-            ReplayedChoice::Probed { .. } => Err(completion_replay_diverged(call, &[])),
+            probed @ ReplayedChoice::Probed { .. } => {
+                Err(completion_replay_diverged(call, &probed))
+            }
             ReplayedChoice::Free | ReplayedChoice::NotYetKnown => Ok(None),
         }
     }
@@ -3633,13 +3640,12 @@ pub unsafe fn slice_from<'a>(buffer: *const u8, length: usize) -> &'a [u8] {
 
 /// A completion call's logged outcome is one it cannot report (a probe's,
 /// or positions it does not have): the replay is not the same execution.
-fn completion_replay_diverged(call: CompletionCall, logged: &[usize]) -> MpiError {
+fn completion_replay_diverged(call: CompletionCall, logged: &ReplayedChoice) -> MpiError {
     MpiError::new(
         ErrorClass::Intern,
         format!(
             "{call:?}: message-logging replay diverged: the earlier incarnation's call at this \
-             point reported {logged:?} (empty: a probe's outcome or nothing), which this call \
-             cannot report"
+             point had the outcome {logged:?}, which this call cannot report"
         ),
     )
 }

@@ -28,10 +28,10 @@ use std::sync::Arc;
 
 use resmpi_core::comm::Communicator;
 use resmpi_core::engine::{Destination, Engine, EngineConfig, ProbeLook};
-use resmpi_core::CompletionCall;
-use resmpi_matching::ReceivePattern;
 use resmpi_core::transport::{Route, Transports};
+use resmpi_core::CompletionCall;
 use resmpi_core::SendMode;
+use resmpi_matching::ReceivePattern;
 use resmpi_msglog::MessageLog;
 use resmpi_path::memory::MemoryPath;
 
@@ -101,9 +101,14 @@ enum Operation {
         capacity: usize,
     },
     /// MPI_Iprobe(ANY_SOURCE, tag) until it finds a message.
-    ProbePoll { tag: i32 },
+    ProbePoll {
+        tag: i32,
+    },
     /// Irecvs from each of `from` (their deliveries come in this order).
-    PostReceives { from: Vec<u32>, tag: i32 },
+    PostReceives {
+        from: Vec<u32>,
+        tag: i32,
+    },
     /// MPI_Testall over the posted receives until it says true.
     TestallPoll,
 }
@@ -460,13 +465,7 @@ impl Process {
         if self.done {
             return false;
         }
-        match operation(
-            self.program,
-            rank,
-            self.pc,
-            &self.history,
-            &self.outcomes,
-        ) {
+        match operation(self.program, rank, self.pc, &self.history, &self.outcomes) {
             None => self.done = true,
             Some(
                 polling @ (Operation::ProbePoll { .. }
@@ -819,10 +818,6 @@ fn without_a_kill_the_polling_program_is_consistent_and_its_outcomes_differ_betw
 
 #[test]
 fn a_rank_killed_while_it_polls_with_iprobe_and_testall_replays_the_same_outcomes() {
-    let kills = with_kills(
-        Program::Polls,
-        0..60,
-        &[5, 40, 150, 400, 900, 1600, 3000],
-    );
+    let kills = with_kills(Program::Polls, 0..60, &[5, 40, 150, 400, 900, 1600, 3000]);
     assert!(kills > 900, "only {kills} of 1260 runs reached their kill");
 }

@@ -61,8 +61,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use resmpi_ft::{
     probe_is_nondeterministic, CompletionCall, CompletionChoice, Interceptor, MatchEvent, Payload,
-    PeerFailureAction, ProbeOutcome, ReceivePattern, ReplayedChoice, SentMessage,
-    WildcardDecision,
+    PeerFailureAction, ProbeOutcome, ReceivePattern, ReplayedChoice, SentMessage, WildcardDecision,
 };
 
 pub mod frames;
@@ -309,7 +308,9 @@ impl MessageLog {
     /// reported nothing: it joins (or starts) the lazily kept run.
     fn note_failed(&mut self, ordinal: u64) {
         match &mut self.failed_run {
-            Some((first, repeat)) if *first + u64::from(*repeat) == ordinal && *repeat < u32::MAX => {
+            Some((first, repeat))
+                if *first + u64::from(*repeat) == ordinal && *repeat < u32::MAX =>
+            {
                 *repeat += 1;
             }
             _ => {

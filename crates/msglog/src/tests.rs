@@ -298,7 +298,12 @@ fn payloads_are_replayed_by_destination_and_number_and_a_full_log_refuses_restar
     assert_eq!(rank.on_peer_failure(1), PeerFailureAction::AbortJob);
 }
 
-fn probed(rank: &mut MessageLog, source: Option<u32>, blocking: bool, found: Option<(u32, i32, usize)>) {
+fn probed(
+    rank: &mut MessageLog,
+    source: Option<u32>,
+    blocking: bool,
+    found: Option<(u32, i32, usize)>,
+) {
     rank.on_probe(&ProbeOutcome {
         pattern: ReceivePattern {
             source,
@@ -332,7 +337,10 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
     };
     // A blocking probe of one source cannot choose: not counted.
     probed(&mut ranks[0], Some(2), true, Some((2, 5, 8)));
-    assert_eq!(ranks[0].replayed_probe(&from_two, true), ReplayedChoice::Free);
+    assert_eq!(
+        ranks[0].replayed_probe(&from_two, true),
+        ReplayedChoice::Free
+    );
     // Ordinals 0..=2: failed Iprobes and a failed test, one lazy run.
     probed(&mut ranks[0], None, false, None);
     choose(&mut ranks[0], CompletionCall::Testall, 4, &[]);
@@ -382,7 +390,10 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
         ranks[0].replayed_probe(&wildcard, false),
         ReplayedChoice::NotYetKnown
     );
-    assert_eq!(ranks[0].replayed_probe(&from_two, true), ReplayedChoice::Free);
+    assert_eq!(
+        ranks[0].replayed_probe(&from_two, true),
+        ReplayedChoice::Free
+    );
     ranks[1].on_peer_rejoin(0);
     ranks[2].on_peer_rejoin(0);
     exchange(&mut ranks);
