@@ -22,6 +22,12 @@
 //! before) verbatim. The oracle re-runs each rank's program on its
 //! history *and its outcomes*: the restarted rank's outcomes must be the
 //! ones its earlier incarnation's answers carried, exactly.
+//!
+//! And directly, for both programs: what the killed incarnation had
+//! delivered and observed before its last completed send (stable by then:
+//! pessimistic logging lets a send go only once the determinants before
+//! it are acked) must be a prefix of what the restarted one delivers and
+//! observes.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -333,6 +339,9 @@ struct Process {
     failed_polls: u64,
     /// Receives posted by `PostReceives`: request and buffer.
     posted: Vec<(u32, Box<[u8]>)>,
+    /// Deliveries and outcomes before its last completed send: stable
+    /// (their determinants acked), so a replay must give them again.
+    stable: (usize, usize),
     /// The operation in progress: its request and its buffer.
     current: Option<(u32, Box<[u8]>, bool)>,
     done: bool,
@@ -348,6 +357,7 @@ impl Process {
             outcomes: Vec::new(),
             failed_polls: 0,
             posted: Vec::new(),
+            stable: (0, 0),
             current: None,
             done: false,
         }
@@ -456,6 +466,10 @@ impl Process {
                 let source = request.status.source as u32;
                 let tag = request.status.tag;
                 self.history.push((source, tag, buffer[..count].to_vec()));
+            } else {
+                // Pessimistic: the send went out only once everything
+                // before it was stable.
+                self.stable = (self.history.len(), self.outcomes.len());
             }
             self.engine.state.requests.remove(*index);
             self.current = None;
@@ -529,6 +543,9 @@ fn run(program: Program, seed: u64, kill: Option<(u32, usize)>) -> (Vec<Ending>,
     // The network: per (from, to), frames in order.
     let mut channels: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); (SIZE * SIZE) as usize];
     let mut killed = false;
+    // What the victim had delivered and observed before its last send:
+    // its restarted incarnation must deliver and observe it again, exactly.
+    let mut stable_before_kill: Option<Ending> = None;
     // The victim while it is dead, and the step its new incarnation joins.
     let mut dead: Option<(u32, usize)> = None;
     let channel = |from: u32, to: u32| (from * SIZE + to) as usize;
@@ -537,6 +554,15 @@ fn run(program: Program, seed: u64, kill: Option<(u32, usize)>) -> (Vec<Ending>,
             && processes.iter().all(|process| process.done)
             && channels.iter().all(VecDeque::is_empty);
         if all_done {
+            if let (Some((victim, _)), Some((history, outcomes))) = (kill, &stable_before_kill) {
+                let restarted = &processes[victim as usize];
+                assert!(
+                    restarted.history.starts_with(history)
+                        && restarted.outcomes.starts_with(outcomes),
+                    "seed {seed} kill {kill:?}: the restarted rank's deliveries or outcomes \
+                     differ from what its first incarnation had before its last send"
+                );
+            }
             return (
                 processes
                     .into_iter()
@@ -548,6 +574,12 @@ fn run(program: Program, seed: u64, kill: Option<(u32, usize)>) -> (Vec<Ending>,
         if let Some((victim, kill_at)) = kill {
             if !killed && step == kill_at {
                 killed = true;
+                let first = &processes[victim as usize];
+                let (deliveries, outcomes) = first.stable;
+                stable_before_kill = Some((
+                    first.history[..deliveries].to_vec(),
+                    first.outcomes[..outcomes].to_vec(),
+                ));
                 if random.below(2) == 0 {
                     // Its last words reach the survivors before its death.
                     for to in (0..SIZE).filter(|&to| to != victim) {
