@@ -6,7 +6,7 @@
 //! moving the template's buffer (contiguous or typed) exactly as a
 //! nonblocking point-to-point call would.
 
-use resmpi_core::request::{Operation, Persistent, Request};
+use resmpi_core::request::{Operation, Persistent, Request, RequestTable};
 use resmpi_core::{CompletionCall, ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
@@ -114,7 +114,12 @@ unsafe fn live_request_at(mpi: &Mpi, request: *const MPI_Request) -> MpiResult<u
 
 /// Whether the request at `index` has nothing more to do.
 fn is_complete(mpi: &Mpi, index: u32) -> bool {
-    let requests = &mpi.engine.state.requests;
+    request_done(&mpi.engine.state.requests, index)
+}
+
+/// [`is_complete`] on the request table alone (for the engine's loops,
+/// which hand their closures the engine).
+fn request_done(requests: &RequestTable, index: u32) -> bool {
     match requests.get(index) {
         None => true,
         Some(request) if request.persistent.is_some() => request
@@ -126,9 +131,12 @@ fn is_complete(mpi: &Mpi, index: u32) -> bool {
 
 /// Whether the request is inactive (persistent, not started).
 fn is_inactive(mpi: &Mpi, index: u32) -> bool {
-    mpi.engine
-        .state
-        .requests
+    inactive_in(&mpi.engine.state.requests, index)
+}
+
+/// [`is_inactive`] on the request table alone.
+fn inactive_in(requests: &RequestTable, index: u32) -> bool {
+    requests
         .get(index)
         .is_some_and(|request| request.persistent.is_some() && request.inner.is_none())
 }
@@ -206,12 +214,16 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
 
 /// The check MPI_Test and MPI_Request_get_status share: MPI_REQUEST_NULL is
 /// complete with an empty status; otherwise progress once if needed and set
-/// `flag`. Returns the slab index of a live request that is complete.
+/// `flag`. Returns the slab index of a live request that is complete. The
+/// outcome (the request done or not) is a non-deterministic choice the FT
+/// protocol hears of as `call`'s; in a replay it is the logged one
+/// ([`resmpi_core::Engine::test_flag`]).
 ///
 /// # Safety
 /// `flag` is a valid pointer; `status` NULL, MPI_STATUS_IGNORE or valid.
 unsafe fn test_request(
     mpi: &mut Mpi,
+    call: CompletionCall,
     handle: MPI_Request,
     flag: *mut c_int,
     status: *mut MPI_Status,
@@ -225,10 +237,9 @@ unsafe fn test_request(
         return Ok(None);
     }
     let index = live_request(mpi, handle)?;
-    if !is_complete(mpi, index) {
-        mpi.engine.progress()?;
-    }
-    let done = is_complete(mpi, index);
+    let done = mpi.engine.test_flag(call, 1, |engine| {
+        request_done(&engine.state.requests, index)
+    })?;
     // SAFETY: guaranteed by the caller.
     unsafe { *flag = done as c_int };
     if !done {
@@ -239,68 +250,15 @@ unsafe fn test_request(
     Ok(done.then_some(index))
 }
 
-/// [`test_request`] for MPI_Test: its outcome (the request done or not) is
-/// a non-deterministic choice the FT protocol hears of.
-///
-/// # Safety
-/// As [`test_request`].
-unsafe fn test_request_reported(
-    mpi: &mut Mpi,
-    handle: MPI_Request,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-) -> MpiResult<Option<u32>> {
-    if handle != MPI_REQUEST_NULL {
-        if let Some(logged) = mpi
-            .engine
-            .replayed_completion_choice(CompletionCall::Test, 1)?
-        {
-            let index = live_request(mpi, handle)?;
-            // A restarted incarnation: report what the earlier one did.
-            let done = match logged.as_slice() {
-                [] => {
-                    mpi.engine.progress()?;
-                    false
-                }
-                [0] => {
-                    wait_for_replayed(mpi, &[index])?;
-                    true
-                }
-                _ => return Err(replay_diverged("MPI_Test", &logged)),
-            };
-            // SAFETY: guaranteed by the caller.
-            unsafe { *flag = done as c_int };
-            let completed: &[usize] = if done { &[0] } else { &[] };
-            mpi.engine
-                .report_completion_choice(CompletionCall::Test, 1, completed);
-            return Ok(done.then_some(index));
-        }
-    }
-    // SAFETY: forwarded from the caller.
-    let done = unsafe { test_request(mpi, handle, flag, status)? };
-    if handle != MPI_REQUEST_NULL {
-        let completed: &[usize] = if done.is_some() { &[0] } else { &[] };
-        mpi.engine
-            .report_completion_choice(CompletionCall::Test, 1, completed);
-    }
-    Ok(done)
-}
-
 /// Message logging, a restarted incarnation: progress until every request
 /// in `indices` has completed (the ones the earlier incarnation's call
 /// reported), whatever else completes meanwhile.
 fn wait_for_replayed(mpi: &mut Mpi, indices: &[u32]) -> MpiResult<()> {
-    let mut idler = resmpi_core::engine::Idler::default();
-    while !indices.iter().all(|&index| is_complete(mpi, index)) {
-        if mpi.engine.progress()? {
-            idler.reset();
-            mpi.engine
-                .between_rounds(resmpi_core::engine::Pause::None, 0);
-        } else {
-            mpi.engine.pause(&mut idler);
-        }
-    }
-    Ok(())
+    mpi.engine.wait_until(|engine| {
+        indices
+            .iter()
+            .all(|&index| request_done(&engine.state.requests, index))
+    })
 }
 
 /// The logged outcome of a completion call does not fit the call the
@@ -467,7 +425,9 @@ pub unsafe extern "C" fn PMPI_Test(
             *error_comm = request_comm(mpi, index);
         }
         // SAFETY: checked non-null.
-        let Some(index) = (unsafe { test_request_reported(mpi, *request, flag, status)? }) else {
+        let Some(index) =
+            (unsafe { test_request(mpi, CompletionCall::Test, *request, flag, status)? })
+        else {
             return Ok(());
         };
         // SAFETY: caller's pointers.
@@ -553,8 +513,20 @@ pub unsafe extern "C" fn PMPI_Testall(
     entry("MPI_Testall", MPI_COMM_WORLD, |mpi, _| {
         // SAFETY: caller's array.
         let slots = unsafe { load_requests(mpi, count, requests)? };
-        mpi.engine.progress()?;
-        let done = slots.iter().flatten().all(|index| is_complete(mpi, *index));
+        // Over no active request the flag is true whatever the timing:
+        // not a choice, not reported.
+        let done = if slots.iter().flatten().all(|&index| is_inactive(mpi, index)) {
+            mpi.engine.progress()?;
+            true
+        } else {
+            mpi.engine
+                .test_flag(CompletionCall::Testall, slots.len(), |engine| {
+                    slots
+                        .iter()
+                        .flatten()
+                        .all(|&index| request_done(&engine.state.requests, index))
+                })?
+        };
         if !flag.is_null() {
             // SAFETY: checked non-null.
             unsafe { *flag = done as c_int };
@@ -589,8 +561,13 @@ fn check_wildcards(mpi: &Mpi, slots: &[Option<u32>]) -> MpiResult<()> {
 
 /// Index of a completed active request among `slots`, if any.
 fn find_completed(mpi: &Mpi, slots: &[Option<u32>]) -> Option<usize> {
+    first_completed(&mpi.engine.state.requests, slots)
+}
+
+/// [`find_completed`] on the request table alone (for the engine's loops).
+fn first_completed(requests: &RequestTable, slots: &[Option<u32>]) -> Option<usize> {
     slots.iter().position(|slot| {
-        slot.is_some_and(|index| !is_inactive(mpi, index) && is_complete(mpi, index))
+        slot.is_some_and(|index| !inactive_in(requests, index) && request_done(requests, index))
     })
 }
 
@@ -659,23 +636,7 @@ unsafe fn any_entry(
                 check_wildcards(mpi, &slots)?;
                 let failures = mpi.engine.state.failed_count;
                 mpi.engine.wait_until(|engine| {
-                    found = slots.iter().position(|slot| {
-                        slot.is_some_and(|index| {
-                            engine.state.requests.get(index).is_none_or(|request| {
-                                if request.persistent.is_some() {
-                                    request.inner.is_some_and(|inner| {
-                                        engine
-                                            .state
-                                            .requests
-                                            .get(inner)
-                                            .is_none_or(|inner| inner.complete)
-                                    })
-                                } else {
-                                    request.complete
-                                }
-                            })
-                        })
-                    });
+                    found = first_completed(&engine.state.requests, &slots);
                     found.is_some() || engine.state.failed_count != failures
                 })?;
             }
@@ -757,13 +718,7 @@ fn some_completed(mpi: &mut Mpi, slots: &[Option<u32>], blocking: bool) -> MpiRe
         let mut idler = resmpi_core::engine::Idler::default();
         while find_completed(mpi, slots).is_none() {
             check_wildcards(mpi, slots)?;
-            if mpi.engine.progress()? {
-                idler.reset();
-                mpi.engine
-                    .between_rounds(resmpi_core::engine::Pause::None, 0);
-            } else {
-                mpi.engine.pause(&mut idler);
-            }
+            mpi.engine.progress_or_idle(&mut idler)?;
         }
     } else {
         mpi.engine.progress()?;
@@ -994,7 +949,9 @@ pub unsafe extern "C" fn PMPI_Request_get_status(
             return Err(MpiError::new(ErrorClass::Arg, "flag pointer is NULL"));
         }
         // SAFETY: caller's pointers.
-        let Some(index) = (unsafe { test_request(mpi, request, flag, status)? }) else {
+        let Some(index) = (unsafe {
+            test_request(mpi, CompletionCall::RequestGetStatus, request, flag, status)?
+        }) else {
             return Ok(());
         };
         let requests = &mpi.engine.state.requests;

@@ -414,6 +414,20 @@ struct RendezvousIn {
     receive: Option<u32>,
 }
 
+/// What one look of a probe ([`Engine::probe`]) gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeLook {
+    /// A message: the probe's outcome (reported to the protocol).
+    Found(ProbeFound),
+    /// Nothing matches: an Iprobe/Improbe's outcome (reported), or, for a
+    /// blocking probe, a reason to look again (not reported).
+    Missed,
+    /// A replay dictates the outcome and it cannot be given yet (the
+    /// replay is not in, or the logged message has not arrived): nothing
+    /// is reported; look again after a progress round.
+    Retry,
+}
+
 /// A message MPI_Iprobe / MPI_Improbe found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProbeFound {
@@ -1271,16 +1285,29 @@ impl<F: Interceptor> Engine<F> {
             if done(self) {
                 return Ok(());
             }
-            if self.progress()? {
-                idler.reset();
-                self.between_rounds(Pause::None, SLEEP_TIMEOUT_US);
-            } else {
-                self.pause(&mut idler);
-                if let Some(idle) = idler.idle_for() {
-                    self.while_idle(idle)?;
-                }
+            self.progress_or_idle(&mut idler)?;
+        }
+    }
+
+    /// One round of a blocking loop, the one every such loop makes: a
+    /// progress round; if it moved something, start `idler` over (and let
+    /// other threads in, under MPI_THREAD_MULTIPLE); if not, wait as
+    /// `idler` says and, once idle a while, do the idle checks
+    /// ([`Engine::while_idle`]). Whatever the loop read from the engine
+    /// before, it reads afresh after (the hook may have let another
+    /// thread in).
+    #[inline]
+    pub fn progress_or_idle(&mut self, idler: &mut Idler) -> MpiResult<()> {
+        if self.progress()? {
+            idler.reset();
+            self.between_rounds(Pause::None, SLEEP_TIMEOUT_US);
+        } else {
+            self.pause(idler);
+            if let Some(idle) = idler.idle_for() {
+                self.while_idle(idle)?;
             }
         }
+        Ok(())
     }
 
     /// Nothing moved in a blocking loop's last progress round: wait as
@@ -1505,23 +1532,75 @@ impl<F: Interceptor> Engine<F> {
         released
     }
 
-    /// MPI_Iprobe / MPI_Improbe (`remove`) on communicator `comm` for
+    /// One look of MPI_Iprobe / MPI_Improbe (`remove`), or of a round of
+    /// MPI_Probe / MPI_Mprobe (`blocking`), on communicator `comm` for
     /// `pattern`: the first matching unexpected message, taken off the
     /// queue with `remove`. The outcome goes to the protocol, a miss
-    /// included, except a miss of a `blocking` probe (Probe/Mprobe call
-    /// this until it finds something; only the find is the application's
+    /// included, except a miss of a `blocking` probe (Probe/Mprobe look
+    /// until they find something; only the find is the application's
     /// outcome). No progress is made here.
+    ///
+    /// A replay (a restarted incarnation under message logging) dictates
+    /// the outcome of a probe whose outcome depends on timing: a logged
+    /// miss is a miss even if a message is there; a logged find waits
+    /// ([`ProbeLook::Retry`]) until that message (source and tag, the
+    /// first such from the source, which sends in order) is there and
+    /// returns it (an Improbe/Mprobe takes it). An outcome this probe
+    /// cannot give is an error naming the divergence.
     pub fn probe(
         &mut self,
         comm: usize,
         pattern: ReceivePattern,
         remove: bool,
         blocking: bool,
-    ) -> Option<ProbeFound> {
+    ) -> MpiResult<ProbeLook> {
+        let mut look_for = pattern;
+        let mut logged_length = None;
+        if F::WANTS_NONDETERMINISM {
+            match self.state.interceptor.replayed_probe(&pattern, blocking) {
+                ReplayedChoice::Free => {}
+                ReplayedChoice::NotYetKnown => return Ok(ProbeLook::Retry),
+                ReplayedChoice::Logged(positions) if positions.is_empty() && !blocking => {
+                    self.report_probe(pattern, None, remove, blocking);
+                    return Ok(ProbeLook::Missed);
+                }
+                ReplayedChoice::Probed {
+                    source,
+                    tag,
+                    length_bytes,
+                } if pattern.source.is_none_or(|wanted| wanted == source)
+                    && pattern.tag.is_none_or(|wanted| wanted == tag) =>
+                {
+                    look_for.source = Some(source);
+                    look_for.tag = Some(tag);
+                    logged_length = Some(length_bytes);
+                }
+                other => return Err(probe_replay_diverged(&pattern, blocking, &other)),
+            }
+        }
+        if let Some(logged) = logged_length {
+            match self.state.matcher.probe(&look_for) {
+                None => return Ok(ProbeLook::Retry),
+                Some((_, message)) if message.length() != logged => {
+                    return Err(MpiError::new(
+                        ErrorClass::Intern,
+                        format!(
+                            "probe: message-logging replay diverged: the earlier incarnation \
+                             found a message of {logged} bytes from rank {:?} with tag {:?}, \
+                             this one finds {} bytes",
+                            look_for.source,
+                            look_for.tag,
+                            message.length()
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
         let found = if remove {
             self.state
                 .matcher
-                .take_unexpected(&pattern)
+                .take_unexpected(&look_for)
                 .map(|(envelope, message)| {
                     let length_bytes = message.length();
                     let messages = &mut self.state.probed_messages;
@@ -1545,22 +1624,111 @@ impl<F: Interceptor> Engine<F> {
         } else {
             self.state
                 .matcher
-                .probe(&pattern)
+                .probe(&look_for)
                 .map(|(envelope, message)| ProbeFound {
                     envelope: *envelope,
                     length_bytes: message.length(),
                     message: None,
                 })
         };
-        if F::WANTS_NONDETERMINISM && (found.is_some() || !blocking) {
+        match found {
+            Some(found) => {
+                self.report_probe(pattern, Some(&found), remove, blocking);
+                Ok(ProbeLook::Found(found))
+            }
+            None => {
+                if !blocking {
+                    self.report_probe(pattern, None, remove, blocking);
+                }
+                Ok(ProbeLook::Missed)
+            }
+        }
+    }
+
+    /// Tell the protocol a probe's outcome (free without `WANTS_NONDETERMINISM`).
+    #[inline]
+    fn report_probe(
+        &mut self,
+        pattern: ReceivePattern,
+        found: Option<&ProbeFound>,
+        removed: bool,
+        blocking: bool,
+    ) {
+        if F::WANTS_NONDETERMINISM {
             self.state.interceptor.on_probe(&ProbeOutcome {
                 pattern,
                 found: found.map(|found| found.envelope),
-                removed: remove,
+                length_bytes: found.map_or(0, |found| found.length_bytes),
+                removed,
                 blocking,
             });
         }
-        found
+    }
+
+    /// One look of a call whose outcome is a flag over `offered`
+    /// requests (MPI_Test, MPI_Testall, MPI_Request_get_status): `done`
+    /// says whether the requests it is about are complete now. Some(flag)
+    /// is the outcome, reported to the protocol; None: a replay dictates
+    /// it and it cannot be given yet (the replay is not in, or the logged
+    /// "complete" is not true yet): nothing is reported; look again after
+    /// a progress round. A logged "not complete" is false even if the
+    /// requests are complete. No progress is made here.
+    pub fn test_flag_once(
+        &mut self,
+        call: CompletionCall,
+        offered: usize,
+        done: impl Fn(&Engine<F>) -> bool,
+    ) -> MpiResult<Option<bool>> {
+        let flag = if F::WANTS_NONDETERMINISM {
+            match self
+                .state
+                .interceptor
+                .replayed_completion_choice(call, offered)
+            {
+                ReplayedChoice::Free => done(self),
+                ReplayedChoice::NotYetKnown => return Ok(None),
+                ReplayedChoice::Logged(positions) => match positions.as_slice() {
+                    [] => false,
+                    [0] if done(self) => true,
+                    [0] => return Ok(None),
+                    _ => {
+                        return Err(completion_replay_diverged(
+                            call,
+                            &ReplayedChoice::Logged(positions),
+                        ))
+                    }
+                },
+                probed @ ReplayedChoice::Probed { .. } => {
+                    return Err(completion_replay_diverged(call, &probed));
+                }
+            }
+        } else {
+            done(self)
+        };
+        let completed: &[usize] = if flag { &[0] } else { &[] };
+        self.report_completion_choice(call, offered, completed);
+        Ok(Some(flag))
+    }
+
+    /// MPI_Test's way with a flag call ([`Engine::test_flag_once`]): a
+    /// progress round unless `done` already, then the outcome; in a replay
+    /// that must wait, progress until it can be given.
+    pub fn test_flag(
+        &mut self,
+        call: CompletionCall,
+        offered: usize,
+        done: impl Fn(&Engine<F>) -> bool,
+    ) -> MpiResult<bool> {
+        if !done(self) {
+            self.progress()?;
+        }
+        let mut idler = Idler::default();
+        loop {
+            if let Some(flag) = self.test_flag_once(call, offered, &done)? {
+                return Ok(flag);
+            }
+            self.progress_or_idle(&mut idler)?;
+        }
     }
 
     /// The outcome of a Test/Testany/Waitany/Testsome/Waitsome call over
@@ -1608,10 +1776,13 @@ impl<F: Interceptor> Engine<F> {
                 .replayed_completion_choice(call, offered);
             answer != ReplayedChoice::NotYetKnown
         })?;
-        Ok(match answer {
-            ReplayedChoice::Logged(positions) => Some(positions),
-            _ => None,
-        })
+        match answer {
+            ReplayedChoice::Logged(positions) => Ok(Some(positions)),
+            probed @ ReplayedChoice::Probed { .. } => {
+                Err(completion_replay_diverged(call, &probed))
+            }
+            ReplayedChoice::Free | ReplayedChoice::NotYetKnown => Ok(None),
+        }
     }
 
     // ----- sending frames -------------------------------------------------------
@@ -3466,4 +3637,33 @@ pub unsafe fn slice_from<'a>(buffer: *const u8, length: usize) -> &'a [u8] {
     }
     // SAFETY: guaranteed by the caller.
     unsafe { std::slice::from_raw_parts(buffer, length) }
+}
+
+/// A completion call's logged outcome is one it cannot report (a probe's,
+/// or positions it does not have): the replay is not the same execution.
+fn completion_replay_diverged(call: CompletionCall, logged: &ReplayedChoice) -> MpiError {
+    MpiError::new(
+        ErrorClass::Intern,
+        format!(
+            "{call:?}: message-logging replay diverged: the earlier incarnation's call at this \
+             point had the outcome {logged:?}, which this call cannot report"
+        ),
+    )
+}
+
+/// A probe's logged outcome is one it cannot give.
+fn probe_replay_diverged(
+    pattern: &ReceivePattern,
+    blocking: bool,
+    logged: &ReplayedChoice,
+) -> MpiError {
+    MpiError::new(
+        ErrorClass::Intern,
+        format!(
+            "probe (source {:?}, tag {:?}, blocking {blocking}): message-logging replay \
+             diverged: the earlier incarnation's call at this point had the outcome {logged:?}, \
+             which this probe cannot give",
+            pattern.source, pattern.tag
+        ),
+    )
 }

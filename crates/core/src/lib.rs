@@ -522,16 +522,6 @@ impl Mpi {
         // Message logging: a peer that dies now replays from MPI_Init and
         // needs this process's sender log; stay until every rank is through.
         self.engine.wait_until_peers_need_no_replay()?;
-        #[cfg(feature = "msglog")]
-        if self.engine.state.interceptor.unlogged_choices > 0 {
-            eprintln!(
-                "resmpi: rank {}: warning: under --msglog this run made {} calls whose outcome \
-                 depends on timing and is not logged yet (MPI_Iprobe/MPI_Improbe, \
-                 MPI_Probe/MPI_Mprobe with MPI_ANY_SOURCE; issue 13): a rank restarted after \
-                 a failure may have replayed them differently",
-                self.engine.state.rank, self.engine.state.interceptor.unlogged_choices
-            );
-        }
         self.engine.drain()?;
         self.put_ft_report();
         self.pmi
@@ -932,12 +922,27 @@ impl Mpi {
         tag: i32,
         remove: bool,
     ) -> MpiResult<Option<(Status, Option<usize>)>> {
-        self.probe_once(comm_index, source, tag, remove, false)
+        self.probe_until(comm_index, source, tag, remove, false)
     }
 
-    /// One look for a matching message, after one progress round; a miss
-    /// of a `blocking` probe is not an outcome the protocol hears of.
-    fn probe_once(
+    /// Blocking probe (MPI_Probe, MPI_Mprobe with `remove`).
+    pub fn probe(
+        &mut self,
+        comm_index: usize,
+        source: i32,
+        tag: i32,
+        remove: bool,
+    ) -> MpiResult<(Status, Option<usize>)> {
+        let found = self.probe_until(comm_index, source, tag, remove, true)?;
+        Ok(found.expect("a blocking probe returns what it found"))
+    }
+
+    /// A progress round, then looks ([`engine::Engine::probe`]) until the
+    /// probe has its outcome: at once for a nonblocking one (found or
+    /// not), unless a replay makes it wait for its logged message; for a
+    /// `blocking` one, until it finds a message, with the rounds of every
+    /// blocking loop in between ([`engine::Engine::progress_or_idle`]).
+    fn probe_until(
         &mut self,
         comm_index: usize,
         source: i32,
@@ -950,57 +955,50 @@ impl Mpi {
             return Ok(Some((Status::proc_null(), None)));
         }
         self.engine.progress()?;
-        let comm = self.comm(comm_index)?;
-        if comm.revoked {
-            return Err(engine::revoked_error());
-        }
-        let pattern = resmpi_matching::ReceivePattern {
-            context: comm.context,
-            source: (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32)),
-            tag: (tag != ANY_TAG).then_some(tag),
-        };
-        let Some(found) = self.engine.probe(comm_index, pattern, remove, blocking) else {
-            return self.nothing_to_probe(&pattern);
-        };
-        let comm = self.comm(comm_index)?;
-        let status = Status {
-            source: comm
-                .comm_rank_of(found.envelope.source)
-                .map_or(-1, |rank| rank as i32),
-            tag: found.envelope.tag,
-            error: 0,
-            count_bytes: found.length_bytes,
-            cancelled: false,
-        };
-        Ok(Some((status, found.message)))
-    }
-
-    /// Blocking probe (MPI_Probe, MPI_Mprobe with `remove`).
-    pub fn probe(
-        &mut self,
-        comm_index: usize,
-        source: i32,
-        tag: i32,
-        remove: bool,
-    ) -> MpiResult<(Status, Option<usize>)> {
         let mut idler = engine::Idler::default();
         let failures_before = self.engine.state.failed_count;
         loop {
-            if let Some(found) = self.probe_once(comm_index, source, tag, remove, true)? {
-                return Ok(found);
+            let comm = self.comm(comm_index)?;
+            if comm.revoked {
+                return Err(engine::revoked_error());
+            }
+            let pattern = resmpi_matching::ReceivePattern {
+                context: comm.context,
+                source: (source != ANY_SOURCE).then(|| comm.peer_world_rank(source as u32)),
+                tag: (tag != ANY_TAG).then_some(tag),
+            };
+            match self.engine.probe(comm_index, pattern, remove, blocking)? {
+                engine::ProbeLook::Found(found) => {
+                    let comm = self.comm(comm_index)?;
+                    let status = Status {
+                        source: comm
+                            .comm_rank_of(found.envelope.source)
+                            .map_or(-1, |rank| rank as i32),
+                        tag: found.envelope.tag,
+                        error: 0,
+                        count_bytes: found.length_bytes,
+                        cancelled: false,
+                    };
+                    return Ok(Some((status, found.message)));
+                }
+                engine::ProbeLook::Missed => {
+                    let nothing = self.nothing_to_probe(&pattern)?;
+                    if !blocking {
+                        return Ok(nothing);
+                    }
+                }
+                engine::ProbeLook::Retry => {}
             }
             // A wildcard probe may have waited for a process that died
             // meanwhile: it fails, as a pending wildcard receive does.
-            if source == ANY_SOURCE && self.engine.state.failed_count > failures_before {
+            if blocking && source == ANY_SOURCE && self.engine.state.failed_count > failures_before
+            {
                 let comm = self.comm(comm_index)?;
                 if let Some(&dead) = comm.members().find(|&&peer| self.engine.peer_failed(peer)) {
                     return Err(engine::peer_failed_error(dead));
                 }
             }
-            self.engine.pause(&mut idler);
-            if let Some(idle) = idler.idle_for() {
-                self.engine.while_idle(idle)?;
-            }
+            self.engine.progress_or_idle(&mut idler)?;
         }
     }
 

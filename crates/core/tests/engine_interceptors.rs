@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 use resmpi_core::comm::Communicator;
 use resmpi_core::datatype::{BasicKind, Datatype, TypeInfo};
-use resmpi_core::engine::{Destination, Engine, EngineConfig};
+use resmpi_core::engine::{Destination, Engine, EngineConfig, ProbeLook};
 use resmpi_core::transport::Transports;
 use resmpi_core::user_bytes::UserBytes;
 use resmpi_core::SendMode;
 use resmpi_ft::{
     CompletionCall, CompletionChoice, Envelope, Interceptor, PassThrough, Payload, ProbeOutcome,
-    ReceivePattern, SendEnvelope, SendTargets, SentMessage, WildcardDecision,
+    ReceivePattern, ReplayedChoice, SendEnvelope, SendTargets, SentMessage, WildcardDecision,
 };
 use resmpi_path::MemoryPath;
 
@@ -495,15 +495,25 @@ fn probe_outcomes_reach_the_protocol_misses_of_nonblocking_probes_included() {
         tag: None,
     };
     // Iprobe and a blocking probe's round, both before anything arrived.
-    assert!(engines[0].probe(WORLD, any, false, false).is_none());
-    assert!(engines[0].probe(WORLD, any, false, true).is_none());
+    assert_eq!(
+        engines[0].probe(WORLD, any, false, false).unwrap(),
+        ProbeLook::Missed
+    );
+    assert_eq!(
+        engines[0].probe(WORLD, any, false, true).unwrap(),
+        ProbeLook::Missed
+    );
     send(&mut engines[1], 0, 6, &[9; 40], SendMode::Standard);
     run_until(&mut engines, |engines| {
         engines[0].state.matcher.unexpected_len() == 1
     });
-    let found = engines[0].probe(WORLD, any, false, true).unwrap();
+    let ProbeLook::Found(found) = engines[0].probe(WORLD, any, false, true).unwrap() else {
+        panic!("the message is there");
+    };
     assert_eq!((found.envelope.source, found.length_bytes), (1, 40));
-    let taken = engines[0].probe(WORLD, any, true, false).unwrap();
+    let ProbeLook::Found(taken) = engines[0].probe(WORLD, any, true, false).unwrap() else {
+        panic!("the message is still there");
+    };
     assert!(taken.message.is_some());
     assert_eq!(engines[0].state.matcher.unexpected_len(), 0);
     let seen = &engines[0].state.interceptor.probes;
@@ -512,18 +522,215 @@ fn probe_outcomes_reach_the_protocol_misses_of_nonblocking_probes_included() {
         context: CONTEXT,
         tag: 6,
     };
-    let outcomes: Vec<(Option<Envelope>, bool, bool)> = seen
+    let outcomes: Vec<(Option<Envelope>, usize, bool, bool)> = seen
         .iter()
-        .map(|outcome| (outcome.found, outcome.removed, outcome.blocking))
+        .map(|outcome| {
+            (
+                outcome.found,
+                outcome.length_bytes,
+                outcome.removed,
+                outcome.blocking,
+            )
+        })
         .collect();
     assert_eq!(
         outcomes,
         vec![
-            (None, false, false),
-            (Some(envelope), false, true),
-            (Some(envelope), true, false),
+            (None, 0, false, false),
+            (Some(envelope), 40, false, true),
+            (Some(envelope), 40, true, false),
         ]
     );
+}
+
+/// A replay script: the outcome of each non-deterministic call in turn
+/// (what `MessageLog` answers in a restarted incarnation), and what the
+/// engine then reported.
+#[derive(Default)]
+struct Script {
+    answers: VecDeque<ReplayedChoice>,
+    probes: Vec<ProbeOutcome>,
+    flags: Vec<(CompletionCall, Vec<usize>)>,
+}
+
+impl Script {
+    fn next(&self) -> ReplayedChoice {
+        self.answers
+            .front()
+            .cloned()
+            .unwrap_or(ReplayedChoice::Free)
+    }
+}
+
+impl Interceptor for Script {
+    const WANTS_NONDETERMINISM: bool = true;
+    fn name(&self) -> &'static str {
+        "test-script"
+    }
+    fn replayed_probe(&self, _pattern: &ReceivePattern, _blocking: bool) -> ReplayedChoice {
+        self.next()
+    }
+    fn replayed_completion_choice(&self, _call: CompletionCall, _offered: usize) -> ReplayedChoice {
+        self.next()
+    }
+    fn on_probe(&mut self, outcome: &ProbeOutcome) {
+        self.answers.pop_front();
+        self.probes.push(*outcome);
+    }
+    fn on_completion_choice(&mut self, choice: &CompletionChoice<'_>) {
+        self.answers.pop_front();
+        self.flags.push((choice.call, choice.completed.to_vec()));
+    }
+}
+
+#[test]
+fn a_replayed_probe_reports_the_logged_outcome_whatever_is_there() {
+    let mut engines = mesh(3, |_| Script::default());
+    let any = ReceivePattern {
+        context: CONTEXT,
+        source: None,
+        tag: None,
+    };
+    send(&mut engines[1], 0, 4, &[1; 16], SendMode::Standard);
+    run_until(&mut engines, |engines| {
+        engines[0].state.matcher.unexpected_len() == 1
+    });
+    engines[0].state.interceptor.answers = VecDeque::from([
+        // A miss, though a message is there.
+        ReplayedChoice::Logged(vec![]),
+        // Not in yet: look again later.
+        ReplayedChoice::NotYetKnown,
+    ]);
+    assert_eq!(
+        engines[0].probe(WORLD, any, false, false).unwrap(),
+        ProbeLook::Missed
+    );
+    assert_eq!(
+        engines[0].probe(WORLD, any, false, false).unwrap(),
+        ProbeLook::Retry
+    );
+    // A find of rank 2's message while only rank 1's is there: wait for
+    // it, then take that very one, though rank 1's came first.
+    engines[0].state.interceptor.answers = VecDeque::from([ReplayedChoice::Probed {
+        source: 2,
+        tag: 9,
+        length_bytes: 24,
+    }]);
+    assert_eq!(
+        engines[0].probe(WORLD, any, true, false).unwrap(),
+        ProbeLook::Retry
+    );
+    send(&mut engines[2], 0, 9, &[2; 24], SendMode::Standard);
+    run_until(&mut engines, |engines| {
+        engines[0].state.matcher.unexpected_len() == 2
+    });
+    let ProbeLook::Found(found) = engines[0].probe(WORLD, any, true, false).unwrap() else {
+        panic!("the logged message is there");
+    };
+    assert_eq!(
+        (
+            found.envelope.source,
+            found.envelope.tag,
+            found.length_bytes
+        ),
+        (2, 9, 24)
+    );
+    assert!(found.message.is_some());
+    assert_eq!(engines[0].state.matcher.unexpected_len(), 1);
+    let outcomes: Vec<Option<u32>> = engines[0]
+        .state
+        .interceptor
+        .probes
+        .iter()
+        .map(|outcome| outcome.found.map(|envelope| envelope.source))
+        .collect();
+    assert_eq!(outcomes, vec![None, Some(2)]);
+    // What the probe cannot give is a divergence: another length, a
+    // source its pattern does not admit, a miss for a blocking probe,
+    // a completion call's positions.
+    let from_one = ReceivePattern {
+        source: Some(1),
+        ..any
+    };
+    for (answer, pattern, blocking) in [
+        (
+            ReplayedChoice::Probed {
+                source: 1,
+                tag: 4,
+                length_bytes: 15,
+            },
+            any,
+            false,
+        ),
+        (
+            ReplayedChoice::Probed {
+                source: 2,
+                tag: 4,
+                length_bytes: 16,
+            },
+            from_one,
+            false,
+        ),
+        (ReplayedChoice::Logged(vec![]), any, true),
+        (ReplayedChoice::Logged(vec![0]), any, false),
+    ] {
+        engines[0].state.interceptor.answers = VecDeque::from([answer.clone()]);
+        let error = engines[0]
+            .probe(WORLD, pattern, false, blocking)
+            .expect_err("a divergence");
+        assert!(
+            error.message.contains("replay diverged"),
+            "{answer:?}: {error:?}"
+        );
+    }
+}
+
+#[test]
+fn a_replayed_flag_is_the_logged_one_whatever_the_requests_state() {
+    let mut engines = mesh(2, |_| Script::default());
+    let mut buffer = [0u8; 8];
+    let index = receive(&mut engines[0], &mut buffer, Some(1), Some(3));
+    let done = move |engine: &Engine<Script>| is_complete(engine, index);
+    // Logged "complete" while it is not: not yet.
+    engines[0].state.interceptor.answers = VecDeque::from([ReplayedChoice::Logged(vec![0])]);
+    assert_eq!(
+        engines[0]
+            .test_flag_once(CompletionCall::Testall, 1, done)
+            .unwrap(),
+        None
+    );
+    send(&mut engines[1], 0, 3, &[7; 8], SendMode::Standard);
+    run_until(&mut engines, |engines| is_complete(&engines[0], index));
+    assert_eq!(
+        engines[0]
+            .test_flag_once(CompletionCall::Testall, 1, done)
+            .unwrap(),
+        Some(true)
+    );
+    // Logged "not complete" while it is: false.
+    engines[0].state.interceptor.answers = VecDeque::from([ReplayedChoice::Logged(vec![])]);
+    assert!(!engines[0]
+        .test_flag(CompletionCall::RequestGetStatus, 1, done)
+        .unwrap());
+    // Free: the requests' state.
+    assert!(engines[0].test_flag(CompletionCall::Test, 1, done).unwrap());
+    assert_eq!(
+        engines[0].state.interceptor.flags,
+        vec![
+            (CompletionCall::Testall, vec![0]),
+            (CompletionCall::RequestGetStatus, vec![]),
+            (CompletionCall::Test, vec![0]),
+        ]
+    );
+    // A probe's find at a flag's ordinal: a divergence.
+    engines[0].state.interceptor.answers = VecDeque::from([ReplayedChoice::Probed {
+        source: 1,
+        tag: 3,
+        length_bytes: 8,
+    }]);
+    assert!(engines[0]
+        .test_flag_once(CompletionCall::Test, 1, done)
+        .is_err());
 }
 
 #[test]
@@ -557,7 +764,10 @@ fn event_counter_still_counts_matches_and_now_choices() {
         source: None,
         tag: None,
     };
-    assert!(engine.probe(WORLD, any, false, false).is_none());
+    assert_eq!(
+        engine.probe(WORLD, any, false, false).unwrap(),
+        ProbeLook::Missed
+    );
     let counter = &engine.state.interceptor;
     assert_eq!(
         (

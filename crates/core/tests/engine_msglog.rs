@@ -13,14 +13,31 @@
 //! another order or missed a survivor's message, this covers the issue's
 //! invariant ("the restarted process's delivery sequence equals the
 //! failure-free one, and no survivor sees a message twice").
+//!
+//! A second program ([`Program::Polls`]) has rank 0 poll instead of
+//! receiving with `ANY_SOURCE`: `Engine::probe` as MPI_Iprobe(ANY_SOURCE)
+//! until it finds a message (then a receive from the source found), and
+//! `Engine::test_flag_once` as MPI_Testall over receives it posted; its
+//! answers carry every outcome (the message found, how many polls failed
+//! before) verbatim. The oracle re-runs each rank's program on its
+//! history *and its outcomes*: the restarted rank's outcomes must be the
+//! ones its earlier incarnation's answers carried, exactly.
+//!
+//! And directly, for both programs: what the killed incarnation had
+//! delivered and observed before its last completed send (stable by then:
+//! pessimistic logging lets a send go only once the determinants before
+//! it are acked) must be a prefix of what the restarted one delivers and
+//! observes.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use resmpi_core::comm::Communicator;
-use resmpi_core::engine::{Destination, Engine, EngineConfig};
+use resmpi_core::engine::{Destination, Engine, EngineConfig, ProbeLook};
 use resmpi_core::transport::{Route, Transports};
+use resmpi_core::CompletionCall;
 use resmpi_core::SendMode;
+use resmpi_matching::ReceivePattern;
 use resmpi_msglog::MessageLog;
 use resmpi_path::memory::MemoryPath;
 
@@ -68,6 +85,15 @@ fn engine(rank: u32, incarnation: u32) -> Engine<MessageLog> {
     engine
 }
 
+/// Which program the ranks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Program {
+    /// Rank 0 receives with ANY_SOURCE; the workers also talk to each other.
+    Wildcards,
+    /// Rank 0 polls: Iprobe(ANY_SOURCE) loops and a Testall loop.
+    Polls,
+}
+
 /// One operation of the program, run to completion before the next.
 enum Operation {
     Send {
@@ -80,6 +106,52 @@ enum Operation {
         tag: i32,
         capacity: usize,
     },
+    /// MPI_Iprobe(ANY_SOURCE, tag) until it finds a message.
+    ProbePoll {
+        tag: i32,
+    },
+    /// Irecvs from each of `from` (their deliveries come in this order).
+    PostReceives {
+        from: Vec<u32>,
+        tag: i32,
+    },
+    /// MPI_Testall over the posted receives until it says true.
+    TestallPoll,
+}
+
+/// What a polling operation observed: the outcomes a replay must repeat.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The message an Iprobe loop found, after `failed` failed Iprobes.
+    Probed {
+        source: u32,
+        tag: i32,
+        length_bytes: usize,
+        failed: u64,
+    },
+    /// A Testall loop said true after `failed` false ones.
+    Testall { failed: u64 },
+}
+
+impl Outcome {
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            Outcome::Probed {
+                source,
+                tag,
+                length_bytes,
+                failed,
+            } => [
+                &[1u8][..],
+                &source.to_le_bytes(),
+                &tag.to_le_bytes(),
+                &(*length_bytes as u64).to_le_bytes(),
+                &failed.to_le_bytes(),
+            ]
+            .concat(),
+            Outcome::Testall { failed } => [&[2u8][..], &failed.to_le_bytes()].concat(),
+        }
+    }
 }
 
 /// A message as delivered: (source, tag, bytes).
@@ -88,13 +160,22 @@ type Delivery = (u32, i32, Vec<u8>);
 /// A message as sent on one channel: (tag, bytes).
 type Sent = (i32, Vec<u8>);
 
+/// What a process ends with: its deliveries and its polls' outcomes.
+type Ending = (Vec<Delivery>, Vec<Outcome>);
+
 /// The program of `rank`: rank 0 takes one message per round from each of
 /// ranks 1 and 2 with ANY_SOURCE and answers each with a hash of the
 /// match order so far; ranks 1 and 2 send (eager or rendezvous, by round)
 /// what depends on the answers they got, and pass a message round the
 /// other way to each other. `pc` counts operations done; `history` is
-/// what was delivered so far.
-fn operation(rank: u32, pc: usize, history: &[Delivery]) -> Option<Operation> {
+/// what was delivered so far, `outcomes` what its polls observed.
+fn operation(
+    program: Program,
+    rank: u32,
+    pc: usize,
+    history: &[Delivery],
+    outcomes: &[Outcome],
+) -> Option<Operation> {
     let hash = history.iter().fold(17u64, |hash, (source, tag, bytes)| {
         hash.wrapping_mul(31)
             .wrapping_add(u64::from(*source) * 7 + *tag as u64 + bytes.len() as u64)
@@ -105,6 +186,9 @@ fn operation(rank: u32, pc: usize, history: &[Delivery]) -> Option<Operation> {
             .map(|index| (hash as usize ^ index ^ rank as usize) as u8)
             .collect()
     };
+    if program == Program::Polls {
+        return polls_operation(rank, pc, outcomes, payload);
+    }
     if rank == 0 {
         // Per round: receive, receive, answer 1, answer 2.
         let round = (pc / 4) as u32;
@@ -162,24 +246,203 @@ fn operation(rank: u32, pc: usize, history: &[Delivery]) -> Option<Operation> {
     })
 }
 
+/// Rounds of [`Program::Polls`].
+const POLL_ROUNDS: u32 = 5;
+
+/// [`Program::Polls`]: per round, rank 0 polls with Iprobe(ANY_SOURCE,
+/// round) until it finds a message and receives it from the source found,
+/// twice; posts receives of one message from each worker (tag 50 +
+/// round) and polls them with Testall; then answers each worker with
+/// `payload` followed by the round's outcomes, verbatim. Each worker
+/// sends rank 0 a message of the round (eager or rendezvous, by round),
+/// then one of tag 50 + round, and takes its answer.
+fn polls_operation(
+    rank: u32,
+    pc: usize,
+    outcomes: &[Outcome],
+    payload: impl Fn(usize) -> Vec<u8>,
+) -> Option<Operation> {
+    if rank == 0 {
+        let round = (pc / 8) as u32;
+        if round >= POLL_ROUNDS {
+            return None;
+        }
+        let tag = round as i32;
+        let probed_source = || match outcomes.last() {
+            Some(Outcome::Probed { source, .. }) => Some(*source),
+            _ => panic!("a receive after a probe that found nothing"),
+        };
+        return Some(match pc % 8 {
+            0 | 2 => Operation::ProbePoll { tag },
+            1 | 3 => Operation::Receive {
+                from: probed_source(),
+                tag,
+                capacity: 4 * EAGER_LIMIT_BYTES,
+            },
+            4 => Operation::PostReceives {
+                from: vec![1, 2],
+                tag: 50 + tag,
+            },
+            5 => Operation::TestallPoll,
+            step => {
+                // Answers after the round's three outcomes, which they carry.
+                let mut bytes = payload(8);
+                for outcome in &outcomes[outcomes.len() - 3..] {
+                    bytes.extend(outcome.bytes());
+                }
+                Operation::Send {
+                    to: step as u32 - 5,
+                    tag,
+                    bytes,
+                }
+            }
+        });
+    }
+    let round = (pc / 3) as u32;
+    if round >= POLL_ROUNDS {
+        return None;
+    }
+    let tag = round as i32;
+    let length = if (round + rank).is_multiple_of(2) {
+        16
+    } else {
+        3 * EAGER_LIMIT_BYTES
+    };
+    Some(match pc % 3 {
+        0 => Operation::Send {
+            to: 0,
+            tag,
+            bytes: payload(length),
+        },
+        1 => Operation::Send {
+            to: 0,
+            tag: 50 + tag,
+            bytes: payload(24),
+        },
+        _ => Operation::Receive {
+            from: Some(0),
+            tag,
+            capacity: 256,
+        },
+    })
+}
+
 /// One process: its engine, its place in the program, and what it got.
 struct Process {
+    program: Program,
     engine: Engine<MessageLog>,
     pc: usize,
     history: Vec<Delivery>,
+    /// What its polls observed.
+    outcomes: Vec<Outcome>,
+    /// Failed polls of the polling operation in progress.
+    failed_polls: u64,
+    /// Receives posted by `PostReceives`: request and buffer.
+    posted: Vec<(u32, Box<[u8]>)>,
+    /// Deliveries and outcomes before its last completed send: stable
+    /// (their determinants acked), so a replay must give them again.
+    stable: (usize, usize),
     /// The operation in progress: its request and its buffer.
     current: Option<(u32, Box<[u8]>, bool)>,
     done: bool,
 }
 
 impl Process {
-    fn new(rank: u32, incarnation: u32) -> Process {
+    fn new(program: Program, rank: u32, incarnation: u32) -> Process {
         Process {
+            program,
             engine: engine(rank, incarnation),
             pc: 0,
             history: Vec::new(),
+            outcomes: Vec::new(),
+            failed_polls: 0,
+            posted: Vec::new(),
+            stable: (0, 0),
             current: None,
             done: false,
+        }
+    }
+
+    /// One look of the polling operation in progress.
+    fn poll(&mut self, operation: Operation) {
+        match operation {
+            Operation::ProbePoll { tag } => {
+                let pattern = ReceivePattern {
+                    context: WORLD_CONTEXT,
+                    source: None,
+                    tag: Some(tag),
+                };
+                match self
+                    .engine
+                    .probe(WORLD, pattern, false, false)
+                    .expect("iprobe")
+                {
+                    ProbeLook::Found(found) => {
+                        self.outcomes.push(Outcome::Probed {
+                            source: found.envelope.source,
+                            tag: found.envelope.tag,
+                            length_bytes: found.length_bytes,
+                            failed: std::mem::take(&mut self.failed_polls),
+                        });
+                        self.pc += 1;
+                    }
+                    ProbeLook::Missed => self.failed_polls += 1,
+                    ProbeLook::Retry => {}
+                }
+            }
+            Operation::PostReceives { from, tag } => {
+                for source in from {
+                    let mut buffer = vec![0u8; 64].into_boxed_slice();
+                    let index = self
+                        .engine
+                        .start_receive(
+                            WORLD,
+                            buffer.as_mut_ptr(),
+                            buffer.len(),
+                            Some(source),
+                            Some(tag),
+                            WORLD_CONTEXT,
+                        )
+                        .expect("receive");
+                    self.posted.push((index, buffer));
+                }
+                self.pc += 1;
+            }
+            Operation::TestallPoll => {
+                let indices: Vec<u32> = self.posted.iter().map(|(index, _)| *index).collect();
+                let flag = self
+                    .engine
+                    .test_flag_once(CompletionCall::Testall, indices.len(), |engine| {
+                        indices.iter().all(|&index| {
+                            engine
+                                .state
+                                .requests
+                                .get(index)
+                                .is_some_and(|request| request.complete)
+                        })
+                    })
+                    .expect("testall");
+                match flag {
+                    Some(true) => {
+                        for (index, buffer) in std::mem::take(&mut self.posted) {
+                            let request = self.engine.state.requests.remove(index).expect("live");
+                            let count = request.status.count_bytes;
+                            self.history.push((
+                                request.status.source as u32,
+                                request.status.tag,
+                                buffer[..count].to_vec(),
+                            ));
+                        }
+                        self.outcomes.push(Outcome::Testall {
+                            failed: std::mem::take(&mut self.failed_polls),
+                        });
+                        self.pc += 1;
+                    }
+                    Some(false) => self.failed_polls += 1,
+                    None => {}
+                }
+            }
+            _ => unreachable!("not a polling operation"),
         }
     }
 
@@ -203,6 +466,10 @@ impl Process {
                 let source = request.status.source as u32;
                 let tag = request.status.tag;
                 self.history.push((source, tag, buffer[..count].to_vec()));
+            } else {
+                // Pessimistic: the send went out only once everything
+                // before it was stable.
+                self.stable = (self.history.len(), self.outcomes.len());
             }
             self.engine.state.requests.remove(*index);
             self.current = None;
@@ -212,8 +479,13 @@ impl Process {
         if self.done {
             return false;
         }
-        match operation(rank, self.pc, &self.history) {
+        match operation(self.program, rank, self.pc, &self.history, &self.outcomes) {
             None => self.done = true,
+            Some(
+                polling @ (Operation::ProbePoll { .. }
+                | Operation::PostReceives { .. }
+                | Operation::TestallPoll),
+            ) => self.poll(polling),
             Some(Operation::Send { to, tag, bytes }) => {
                 let destination = Destination {
                     peer: to,
@@ -262,13 +534,18 @@ impl Process {
 /// delivered first (its last words) or lost, at random; the survivors are
 /// told of the death at once, and of its new incarnation's re-join a
 /// seeded number of steps later (meanwhile they go on without it).
-/// Returns every rank's history and whether the kill happened.
-fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
+/// Returns every rank's history and outcomes, and whether the kill happened.
+fn run(program: Program, seed: u64, kill: Option<(u32, usize)>) -> (Vec<Ending>, bool) {
     let mut random = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let mut processes: Vec<Process> = (0..SIZE).map(|rank| Process::new(rank, 0)).collect();
+    let mut processes: Vec<Process> = (0..SIZE)
+        .map(|rank| Process::new(program, rank, 0))
+        .collect();
     // The network: per (from, to), frames in order.
     let mut channels: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); (SIZE * SIZE) as usize];
     let mut killed = false;
+    // What the victim had delivered and observed before its last send:
+    // its restarted incarnation must deliver and observe it again, exactly.
+    let mut stable_before_kill: Option<Ending> = None;
     // The victim while it is dead, and the step its new incarnation joins.
     let mut dead: Option<(u32, usize)> = None;
     let channel = |from: u32, to: u32| (from * SIZE + to) as usize;
@@ -277,10 +554,19 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
             && processes.iter().all(|process| process.done)
             && channels.iter().all(VecDeque::is_empty);
         if all_done {
+            if let (Some((victim, _)), Some((history, outcomes))) = (kill, &stable_before_kill) {
+                let restarted = &processes[victim as usize];
+                assert!(
+                    restarted.history.starts_with(history)
+                        && restarted.outcomes.starts_with(outcomes),
+                    "seed {seed} kill {kill:?}: the restarted rank's deliveries or outcomes \
+                     differ from what its first incarnation had before its last send"
+                );
+            }
             return (
                 processes
                     .into_iter()
-                    .map(|process| process.history)
+                    .map(|process| (process.history, process.outcomes))
                     .collect(),
                 killed,
             );
@@ -288,6 +574,12 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
         if let Some((victim, kill_at)) = kill {
             if !killed && step == kill_at {
                 killed = true;
+                let first = &processes[victim as usize];
+                let (deliveries, outcomes) = first.stable;
+                stable_before_kill = Some((
+                    first.history[..deliveries].to_vec(),
+                    first.outcomes[..outcomes].to_vec(),
+                ));
                 if random.below(2) == 0 {
                     // Its last words reach the survivors before its death.
                     for to in (0..SIZE).filter(|&to| to != victim) {
@@ -339,7 +631,7 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
         if let Some((victim, rejoin_at)) = dead {
             if step >= rejoin_at {
                 dead = None;
-                processes[victim as usize] = Process::new(victim, 1);
+                processes[victim as usize] = Process::new(program, victim, 1);
                 for (rank, process) in processes.iter_mut().enumerate() {
                     if rank as u32 != victim {
                         assert!(process.engine.handle_peer_rejoin(victim, 1, Route::Memory));
@@ -401,23 +693,28 @@ fn run(seed: u64, kill: Option<(u32, usize)>) -> (Vec<Vec<Delivery>>, bool) {
 /// each rank send to each other must be exactly, in order, what the other
 /// delivered from it: nothing lost, nothing twice, no answer computed
 /// from matches other than those the receiver's final history shows.
-fn check_consistent(histories: &[Vec<Delivery>]) -> Result<(), String> {
+fn check_consistent(program: Program, endings: &[Ending]) -> Result<(), String> {
     let mut sent: Vec<Vec<Vec<Sent>>> = vec![vec![Vec::new(); SIZE as usize]; SIZE as usize];
     for rank in 0..SIZE {
-        let history = &histories[rank as usize];
+        let (history, outcomes) = &endings[rank as usize];
         let mut taken = 0;
+        let mut used = 0;
+        let mut posted: Vec<(u32, i32)> = Vec::new();
         let mut pc = 0;
-        while let Some(operation) = operation(rank, pc, &history[..taken]) {
+        let delivery = |taken: usize, pc: usize| {
+            history
+                .get(taken)
+                .ok_or_else(|| format!("rank {rank}: its program ends early, at operation {pc}"))
+        };
+        while let Some(operation) =
+            operation(program, rank, pc, &history[..taken], &outcomes[..used])
+        {
             match operation {
                 Operation::Send { to, tag, bytes } => {
                     sent[rank as usize][to as usize].push((tag, bytes))
                 }
                 Operation::Receive { from, tag, .. } => {
-                    let Some((source, got_tag, _)) = history.get(taken) else {
-                        return Err(format!(
-                            "rank {rank}: its program ends early, at operation {pc}"
-                        ));
-                    };
+                    let (source, got_tag, _) = delivery(taken, pc)?;
                     if *got_tag != tag || from.is_some_and(|from| from != *source) {
                         return Err(format!(
                             "rank {rank}: delivery {taken} does not fit its receive"
@@ -425,17 +722,58 @@ fn check_consistent(histories: &[Vec<Delivery>]) -> Result<(), String> {
                     }
                     taken += 1;
                 }
+                Operation::ProbePoll { tag } => {
+                    // What the probe found must be what the next receive
+                    // (from that source, with that tag) delivered.
+                    let Some(Outcome::Probed {
+                        source,
+                        tag: found_tag,
+                        length_bytes,
+                        ..
+                    }) = outcomes.get(used)
+                    else {
+                        return Err(format!("rank {rank}: outcome {used} is not a probe's"));
+                    };
+                    let (next_source, next_tag, bytes) = delivery(taken, pc)?;
+                    if (*found_tag, *length_bytes) != (tag, bytes.len())
+                        || (next_source, next_tag) != (source, found_tag)
+                    {
+                        return Err(format!(
+                            "rank {rank}: probe outcome {used} is not the message received next"
+                        ));
+                    }
+                    used += 1;
+                }
+                Operation::PostReceives { from, tag } => {
+                    posted.extend(from.into_iter().map(|source| (source, tag)))
+                }
+                Operation::TestallPoll => {
+                    let Some(Outcome::Testall { .. }) = outcomes.get(used) else {
+                        return Err(format!("rank {rank}: outcome {used} is not Testall's"));
+                    };
+                    for (source, tag) in std::mem::take(&mut posted) {
+                        let (got_source, got_tag, _) = delivery(taken, pc)?;
+                        if (*got_source, *got_tag) != (source, tag) {
+                            return Err(format!(
+                                "rank {rank}: delivery {taken} does not fit its posted receive"
+                            ));
+                        }
+                        taken += 1;
+                    }
+                    used += 1;
+                }
             }
             pc += 1;
         }
-        if taken != history.len() {
+        if taken != history.len() || used != outcomes.len() {
             return Err(format!(
-                "rank {rank}: {} deliveries more than its program takes",
-                history.len() - taken
+                "rank {rank}: {} deliveries and {} outcomes more than its program takes",
+                history.len() - taken,
+                outcomes.len() - used
             ));
         }
     }
-    for (receiver, history) in histories.iter().enumerate() {
+    for (receiver, (history, _)) in endings.iter().enumerate() {
         for (sender, sent_by) in sent.iter().enumerate() {
             let delivered: Vec<Sent> = history
                 .iter()
@@ -454,35 +792,64 @@ fn check_consistent(histories: &[Vec<Delivery>]) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn without_a_kill_every_seed_is_consistent_and_the_matches_differ_between_seeds() {
-    let (first, _) = run(1, None);
-    check_consistent(&first).unwrap();
+/// Runs of `program` without a kill are consistent, and what rank 0
+/// observes differs between seeds (else a replay would prove nothing).
+fn without_a_kill(program: Program) {
+    let (first, _) = run(program, 1, None);
+    check_consistent(program, &first).unwrap();
     let mut differing = 0;
     for seed in 2..40 {
-        let (histories, _) = run(seed, None);
-        check_consistent(&histories).unwrap_or_else(|problem| panic!("seed {seed}: {problem}"));
-        differing += usize::from(histories[0] != first[0]);
+        let (endings, _) = run(program, seed, None);
+        check_consistent(program, &endings)
+            .unwrap_or_else(|problem| panic!("seed {seed}: {problem}"));
+        differing += usize::from(endings[0] != first[0]);
     }
     assert!(
         differing > 0,
-        "the ANY_SOURCE order never changed: the test would prove nothing"
+        "rank 0's observations never changed: the test would prove nothing"
     );
 }
 
-#[test]
-fn a_rank_killed_at_any_step_replays_into_a_run_without_the_fault() {
+/// `program` with each rank killed at seeded steps of `seeds` runs:
+/// every run consistent; returns how many kills happened.
+fn with_kills(program: Program, seeds: std::ops::Range<u64>, steps: &[usize]) -> usize {
     let mut kills = 0;
-    for seed in 0..60u64 {
+    for seed in seeds {
         for victim in 0..SIZE {
-            for kill_at in [5usize, 40, 150, 400, 900, 1600, 3000] {
-                let (histories, killed) = run(seed, Some((victim, kill_at)));
-                check_consistent(&histories).unwrap_or_else(|problem| {
+            for &kill_at in steps {
+                let (endings, killed) = run(program, seed, Some((victim, kill_at)));
+                check_consistent(program, &endings).unwrap_or_else(|problem| {
                     panic!("seed {seed}, rank {victim} killed at step {kill_at}: {problem}")
                 });
                 kills += usize::from(killed);
             }
         }
     }
+    kills
+}
+
+#[test]
+fn without_a_kill_every_seed_is_consistent_and_the_matches_differ_between_seeds() {
+    without_a_kill(Program::Wildcards);
+}
+
+#[test]
+fn a_rank_killed_at_any_step_replays_into_a_run_without_the_fault() {
+    let kills = with_kills(
+        Program::Wildcards,
+        0..60,
+        &[5, 40, 150, 400, 900, 1600, 3000],
+    );
+    assert!(kills > 900, "only {kills} of 1260 runs reached their kill");
+}
+
+#[test]
+fn without_a_kill_the_polling_program_is_consistent_and_its_outcomes_differ_between_seeds() {
+    without_a_kill(Program::Polls);
+}
+
+#[test]
+fn a_rank_killed_while_it_polls_with_iprobe_and_testall_replays_the_same_outcomes() {
+    let kills = with_kills(Program::Polls, 0..60, &[5, 40, 150, 400, 900, 1600, 3000]);
     assert!(kills > 900, "only {kills} of 1260 runs reached their kill");
 }

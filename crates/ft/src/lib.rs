@@ -202,10 +202,22 @@ pub struct ProbeOutcome {
     pub pattern: ReceivePattern,
     /// The message it found, or None (an Iprobe/Improbe that found nothing).
     pub found: Option<Envelope>,
+    /// The found message's packed length (0 when nothing was found).
+    pub length_bytes: usize,
     /// Mprobe/Improbe: the message was taken off the queue.
     pub removed: bool,
     /// Probe/Mprobe (the outcome is the first message found).
     pub blocking: bool,
+}
+
+/// Whether a probe's outcome depends on timing: every Iprobe/Improbe
+/// (whether it finds anything does), and a Probe/Mprobe with
+/// MPI_ANY_SOURCE (which source's message it finds first does). A
+/// blocking probe of one source is not: it finds that source's next
+/// matching message, in the order the source sent them.
+#[inline]
+pub fn probe_is_nondeterministic(pattern: &ReceivePattern, blocking: bool) -> bool {
+    !blocking || pattern.source.is_none()
 }
 
 /// Which completion call made a choice.
@@ -221,6 +233,11 @@ pub enum CompletionCall {
     Testsome,
     /// MPI_Waitsome.
     Waitsome,
+    /// MPI_Testall: its outcome is its flag, reported as `[0]` (every
+    /// request complete) or empty.
+    Testall,
+    /// MPI_Request_get_status (one request; `[0]` or empty, as MPI_Test).
+    RequestGetStatus,
 }
 
 /// The outcome of a completion call whose result depends on timing.
@@ -243,9 +260,20 @@ pub enum ReplayedChoice {
     Free,
     /// The replay is not in yet: progress and ask again.
     NotYetKnown,
-    /// Report exactly these positions (empty: nothing completed), waiting
-    /// for them to complete; the others stay pending.
+    /// Report exactly these positions (empty: nothing completed, or for
+    /// a probe: nothing found), waiting for them to complete; the others
+    /// stay pending.
     Logged(Vec<usize>),
+    /// A probe found this message (in the probe's context): wait until it
+    /// is there and report it, whatever else is there too.
+    Probed {
+        /// World rank of its source.
+        source: u32,
+        /// Its tag.
+        tag: i32,
+        /// Its packed length.
+        length_bytes: usize,
+    },
 }
 
 /// Hooks a fault-tolerance protocol can override. Every method has a
@@ -341,7 +369,19 @@ pub trait Interceptor {
     #[inline]
     fn on_probe(&mut self, _outcome: &ProbeOutcome) {}
 
-    /// Test/Testany/Waitany/Testsome/Waitsome chose (only with `WANTS_NONDETERMINISM`).
+    /// What the next probe for `pattern` must report, when a replay
+    /// dictates it (only with `WANTS_NONDETERMINISM`): asked by the engine
+    /// before it looks at its queue; the answer is for the outcome the
+    /// following [`Interceptor::on_probe`] reports. `Logged(empty)`:
+    /// nothing found; `Probed`: that message; `Logged` with positions is
+    /// not a probe's outcome (the replay diverged).
+    #[inline]
+    fn replayed_probe(&self, _pattern: &ReceivePattern, _blocking: bool) -> ReplayedChoice {
+        ReplayedChoice::Free
+    }
+
+    /// Test/Testany/Waitany/Testsome/Waitsome/Testall/Request_get_status
+    /// chose (only with `WANTS_NONDETERMINISM`).
     #[inline]
     fn on_completion_choice(&mut self, _choice: &CompletionChoice<'_>) {}
 

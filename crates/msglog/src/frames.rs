@@ -9,23 +9,30 @@
 //!   - 0, wildcard: ordinal u64, source u32 — the `ordinal`-th
 //!     ANY_SOURCE receive matched `source`;
 //!   - 1, completion choice: ordinal u64, repeat u32 (at least 1), count
-//!     u32, count × position u32 — the completion calls numbered
+//!     u32, count × position u32 — the non-deterministic calls numbered
 //!     `ordinal` to `ordinal + repeat - 1` each reported these positions
-//!     (a run of failed tests, logged lazily, is one entry with none).
+//!     (a run of failed tests and probes, logged lazily, is one entry with
+//!     none);
+//!   - 2, probe: ordinal u64, source u32, tag i32, length u64 — the
+//!     `ordinal`-th non-deterministic call, a probe, found the message of
+//!     `length` packed bytes from world rank `source` with `tag`.
 //! - `Ack`: count u64 — the holder has the first `count` determinants.
 //! - `Replay`: last u8 (0 or 1), count u32, count × entry as above — the holder
 //!   hands a restarted rank the determinants of its earlier incarnations.
 //! - `Finished`: no fields — the sender has passed `MPI_Finalize`'s barrier.
 
 /// Version of this frame format (2: entries carry a kind, and completion
-/// choices exist).
-pub const VERSION: u8 = 2;
+/// choices exist; 3: probe entries exist).
+pub const VERSION: u8 = 3;
 const KIND_DETERMINANTS: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_REPLAY: u8 = 3;
 const KIND_FINISHED: u8 = 4;
 const ENTRY_WILDCARD: u8 = 0;
 const ENTRY_CHOICE: u8 = 1;
+const ENTRY_PROBE: u8 = 2;
+/// An encoded probe entry.
+const ENTRY_PROBE_BYTES: usize = 1 + 8 + 4 + 4 + 8;
 /// The smallest encoded entry (a wildcard one).
 const ENTRY_BYTES_MIN: usize = 13;
 
@@ -47,10 +54,12 @@ pub struct Determinant {
     pub source: u32,
 }
 
-/// One completion-choice determinant: the completion calls (Test,
-/// Testany, Waitany over several requests, Testsome, Waitsome over several)
+/// One completion-choice determinant: the non-deterministic calls (Test,
+/// Testany, Waitany over several requests, Testsome, Waitsome over
+/// several, Testall, Request_get_status, and the probes of [`Probed`])
 /// numbered `ordinal` to `ordinal + repeat - 1` among this rank's each
-/// reported the request positions `completed` (empty: nothing completed).
+/// reported the request positions `completed` (empty: nothing completed,
+/// or a probe found nothing).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Choice {
     /// The first call (0 = the first such call this rank made).
@@ -61,13 +70,31 @@ pub struct Choice {
     pub completed: Vec<u32>,
 }
 
+/// One probe determinant: the non-deterministic call numbered `ordinal`
+/// (in the same count as [`Choice`]'s), an Iprobe, Improbe, or a Probe or
+/// Mprobe with MPI_ANY_SOURCE, found this message. (A probe that found
+/// nothing is a [`Choice`] with no positions.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probed {
+    /// The call.
+    pub ordinal: u64,
+    /// World rank the message came from.
+    pub source: u32,
+    /// Its tag.
+    pub tag: i32,
+    /// Its packed length.
+    pub length_bytes: u64,
+}
+
 /// One entry of a rank's determinant list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
     /// The source of an ANY_SOURCE receive.
     Wildcard(Determinant),
-    /// The outcome of completion calls.
+    /// The outcome of completion calls (or of probes that found nothing).
     Choice(Choice),
+    /// The message a probe found.
+    Probe(Probed),
 }
 
 impl Entry {
@@ -76,6 +103,7 @@ impl Entry {
         match self {
             Entry::Wildcard(_) => ENTRY_BYTES_MIN,
             Entry::Choice(choice) => 1 + 8 + 4 + 4 + 4 * choice.completed.len(),
+            Entry::Probe(_) => ENTRY_PROBE_BYTES,
         }
     }
 }
@@ -188,6 +216,13 @@ fn encode_entries(bytes: &mut Vec<u8>, entries: &[Entry]) {
                     bytes.extend_from_slice(&position.to_le_bytes());
                 }
             }
+            Entry::Probe(probed) => {
+                bytes.push(ENTRY_PROBE);
+                bytes.extend_from_slice(&probed.ordinal.to_le_bytes());
+                bytes.extend_from_slice(&probed.source.to_le_bytes());
+                bytes.extend_from_slice(&probed.tag.to_le_bytes());
+                bytes.extend_from_slice(&probed.length_bytes.to_le_bytes());
+            }
         }
     }
 }
@@ -256,6 +291,22 @@ impl Reader<'_> {
                     completed,
                 }))
             }
+            ENTRY_PROBE => {
+                let ordinal = self.u64()?;
+                let source = self.u32()?;
+                let tag = self.u32()? as i32;
+                let length_bytes = self.u64()?;
+                if tag < 0 {
+                    // A found message has a real tag (MPI_ANY_TAG is a pattern's).
+                    return Err(format!("probe determinant with tag {tag}"));
+                }
+                Ok(Entry::Probe(Probed {
+                    ordinal,
+                    source,
+                    tag,
+                    length_bytes,
+                }))
+            }
             other => Err(format!("unknown determinant kind {other}")),
         }
     }
@@ -286,6 +337,12 @@ mod tests {
                 ordinal: 9,
                 source: 1,
             }),
+            Entry::Probe(Probed {
+                ordinal: 41,
+                source: 2,
+                tag: 7,
+                length_bytes: 1 << 33,
+            }),
         ];
         let frames = [
             Frame::Determinants {
@@ -313,13 +370,15 @@ mod tests {
 
     #[test]
     fn a_bad_version_kind_or_count_is_refused() {
-        assert!(Frame::decode(&[3, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(Frame::decode(&[VERSION + 1, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert!(Frame::decode(&[VERSION, 9]).is_err());
         let mut huge = vec![VERSION, KIND_REPLAY, 1];
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(Frame::decode(&huge).is_err());
-        // Version 1 (no entry kinds) is refused, not misread.
+        // Versions 1 (no entry kinds) and 2 (no probe entries) are
+        // refused, not misread.
         assert!(Frame::decode(&[1, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(Frame::decode(&[2, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
     }
 
     fn one_choice(repeat: u32, completed: &[u32]) -> Vec<u8> {
@@ -332,6 +391,24 @@ mod tests {
             })],
         }
         .encode()
+    }
+
+    #[test]
+    fn a_probe_entry_with_a_wildcard_tag_is_refused() {
+        let frame = |tag| {
+            Frame::Replay {
+                last: false,
+                entries: vec![Entry::Probe(Probed {
+                    ordinal: 1,
+                    source: 0,
+                    tag,
+                    length_bytes: 4,
+                })],
+            }
+            .encode()
+        };
+        assert!(Frame::decode(&frame(0)).is_ok());
+        assert!(Frame::decode(&frame(-1)).is_err());
     }
 
     #[test]

@@ -14,11 +14,14 @@
 //!   ([`Interceptor::send_may_start`]), so nothing another process sees
 //!   depends on a determinant that could be lost;
 //! - the **determinants it holds** for its *ward* (rank − 1 mod N).
-//! - its **completion choices** (same list, same holder, same acks): for
-//!   the n-th Test, Testany, Testsome, Waitany or Waitsome over several
-//!   requests (Waitany/Waitsome over one cannot choose and are not
-//!   counted), the positions it reported. A failed test is logged lazily,
-//!   as the paper does: consecutive failed tests are one run-length entry,
+//! - its **completion choices and probe outcomes** (same list, same
+//!   holder, same acks), counted together: for the n-th Test, Testany,
+//!   Testsome, Testall, Request_get_status, Waitany or Waitsome over
+//!   several requests (Waitany/Waitsome over one cannot choose and are not
+//!   counted), the positions it reported; for the n-th Iprobe or Improbe,
+//!   or Probe or Mprobe with MPI_ANY_SOURCE, the message it found (source,
+//!   tag, length). A failed test or probe is logged lazily, as the paper
+//!   does: consecutive failed tests and probes are one run-length entry,
 //!   kept here and made stable only when a send is about to start
 //!   ([`Interceptor::before_send`]) or another determinant follows, so a
 //!   polling loop neither floods the holder nor waits for acks.
@@ -57,15 +60,17 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use resmpi_ft::{
-    CompletionCall, CompletionChoice, Interceptor, MatchEvent, Payload, PeerFailureAction,
-    ProbeOutcome, ReceivePattern, ReplayedChoice, SentMessage, WildcardDecision,
+    probe_is_nondeterministic, CompletionCall, CompletionChoice, Interceptor, MatchEvent, Payload,
+    PeerFailureAction, ProbeOutcome, ReceivePattern, ReplayedChoice, SentMessage, WildcardDecision,
 };
 
 pub mod frames;
 pub mod sender_log;
 pub mod spill;
 
-use frames::{Choice, Determinant, Entry, Frame, ENTRIES_PER_FRAME_MAX, ENTRY_BYTES_PER_FRAME_MAX};
+use frames::{
+    Choice, Determinant, Entry, Frame, Probed, ENTRIES_PER_FRAME_MAX, ENTRY_BYTES_PER_FRAME_MAX,
+};
 use sender_log::{LoggedMessage, SenderLog};
 
 /// Default bound of one process's logs (`RESMPI_MSGLOG_MEM`): 1 GiB.
@@ -89,15 +94,16 @@ pub struct MessageLog {
     /// Restarted incarnation: the determinants of the earlier ones, by
     /// ordinal; `replay_complete` once the holder sent the last of them.
     replay: BTreeMap<u64, u32>,
-    /// Restarted incarnation: the completion choices of the earlier ones,
-    /// by first ordinal: (repeat, positions).
-    replay_choices: BTreeMap<u64, (u64, Vec<usize>)>,
+    /// Restarted incarnation: the completion choices and probe outcomes
+    /// of the earlier ones, by first ordinal: (repeat, outcome).
+    replay_choices: BTreeMap<u64, (u64, Replayed)>,
     replay_complete: bool,
-    /// Completion calls counted so far (the next one's ordinal).
+    /// Completion calls and probes counted so far (the next one's ordinal).
     next_choice_ordinal: u64,
-    /// Failed tests not logged yet (lazy): first ordinal, how many.
+    /// Failed tests and probes not logged yet (lazy): first ordinal, how many.
     failed_run: Option<(u64, u32)>,
-    /// Completion-choice entries made (a run of failed tests counts once).
+    /// Completion-choice and probe entries made (a run of failed tests
+    /// and probes counts once).
     pub choices_logged: u64,
     /// ANY_SOURCE receives posted, by the engine's receive id: their ordinal.
     wildcard_ordinals: HashMap<u64, u64>,
@@ -117,9 +123,16 @@ pub struct MessageLog {
     finished: Vec<bool>,
     /// A frame that could not be parsed, or a gap in a ward's list.
     pub protocol_errors: u64,
-    /// Calls whose outcome depends on timing and is not logged yet: an
-    /// `ANY_SOURCE` probe or an Iprobe/Improbe. MPI_Finalize says so.
-    pub unlogged_choices: u64,
+}
+
+/// A logged outcome, as a restarted incarnation replays it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Replayed {
+    /// Positions a completion call reported (empty: nothing, for a probe
+    /// too).
+    Completed(Vec<usize>),
+    /// The message a probe found: source, tag, length.
+    Probed(u32, i32, usize),
 }
 
 impl MessageLog {
@@ -150,7 +163,6 @@ impl MessageLog {
             finishing: false,
             finished: vec![false; size as usize],
             protocol_errors: 0,
-            unlogged_choices: 0,
         }
     }
 
@@ -283,10 +295,50 @@ impl MessageLog {
         }
     }
 
-    /// The replayed choice of completion call `ordinal`, if logged.
-    fn replayed_choice(&self, ordinal: u64) -> Option<&[usize]> {
-        let (&first, (repeat, positions)) = self.replay_choices.range(..=ordinal).next_back()?;
-        (ordinal - first < *repeat).then_some(positions.as_slice())
+    /// The replayed outcome of non-deterministic call `ordinal`, if logged.
+    fn replayed_choice(&self, ordinal: u64) -> Option<&Replayed> {
+        let (&first, (repeat, outcome)) = self.replay_choices.range(..=ordinal).next_back()?;
+        (ordinal - first < *repeat).then_some(outcome)
+    }
+
+    /// What the replay dictates for the next non-deterministic call.
+    fn replayed_next(&self) -> ReplayedChoice {
+        if !self.replay_complete {
+            return ReplayedChoice::NotYetKnown;
+        }
+        match self.replayed_choice(self.next_choice_ordinal) {
+            Some(Replayed::Completed(positions)) => ReplayedChoice::Logged(positions.clone()),
+            Some(&Replayed::Probed(source, tag, length_bytes)) => ReplayedChoice::Probed {
+                source,
+                tag,
+                length_bytes,
+            },
+            None => ReplayedChoice::Free,
+        }
+    }
+
+    /// Count non-deterministic call outcome number `ordinal` that
+    /// reported nothing: it joins (or starts) the lazily kept run.
+    fn note_failed(&mut self, ordinal: u64) {
+        match &mut self.failed_run {
+            Some((first, repeat))
+                if *first + u64::from(*repeat) == ordinal && *repeat < u32::MAX =>
+            {
+                *repeat += 1;
+            }
+            _ => {
+                self.flush_failed_run();
+                self.failed_run = Some((ordinal, 1));
+            }
+        }
+    }
+
+    /// The ordinal of the next non-deterministic call, and whether its
+    /// outcome is replayed (stable already: not logged again).
+    fn next_call(&mut self) -> (u64, bool) {
+        let ordinal = self.next_choice_ordinal;
+        self.next_choice_ordinal += 1;
+        (ordinal, self.replayed_choice(ordinal).is_some())
     }
 
     fn over_bound(&self) -> bool {
@@ -328,8 +380,17 @@ impl MessageLog {
                         choice.ordinal,
                         (
                             u64::from(choice.repeat),
-                            choice.completed.iter().map(|&p| p as usize).collect(),
+                            Replayed::Completed(
+                                choice.completed.iter().map(|&p| p as usize).collect(),
+                            ),
                         ),
+                    );
+                }
+                Entry::Probe(probed) => {
+                    let length_bytes = usize::try_from(probed.length_bytes).unwrap_or(usize::MAX);
+                    self.replay_choices.insert(
+                        probed.ordinal,
+                        (1, Replayed::Probed(probed.source, probed.tag, length_bytes)),
                     );
                 }
             }
@@ -434,33 +495,45 @@ impl Interceptor for MessageLog {
     }
 
     fn on_probe(&mut self, outcome: &ProbeOutcome) {
-        if outcome.pattern.source.is_none() || !outcome.blocking {
-            self.unlogged_choices += 1;
+        if !probe_is_nondeterministic(&outcome.pattern, outcome.blocking) {
+            return;
         }
+        let (ordinal, replayed) = self.next_call();
+        if replayed {
+            // Replayed: its determinant is stable already.
+            return;
+        }
+        let Some(envelope) = outcome.found else {
+            self.note_failed(ordinal);
+            return;
+        };
+        self.choices_logged += 1;
+        self.push_own(Entry::Probe(Probed {
+            ordinal,
+            source: envelope.source,
+            tag: envelope.tag,
+            length_bytes: outcome.length_bytes as u64,
+        }));
+    }
+
+    fn replayed_probe(&self, pattern: &ReceivePattern, blocking: bool) -> ReplayedChoice {
+        if !probe_is_nondeterministic(pattern, blocking) {
+            return ReplayedChoice::Free;
+        }
+        self.replayed_next()
     }
 
     fn on_completion_choice(&mut self, choice: &CompletionChoice<'_>) {
         if !chooses(choice.call, choice.offered) {
             return;
         }
-        let ordinal = self.next_choice_ordinal;
-        self.next_choice_ordinal += 1;
-        if self.replayed_choice(ordinal).is_some() {
+        let (ordinal, replayed) = self.next_call();
+        if replayed {
             // Replayed: its determinant is stable already.
             return;
         }
         if choice.completed.is_empty() {
-            match &mut self.failed_run {
-                Some((first, repeat))
-                    if *first + u64::from(*repeat) == ordinal && *repeat < u32::MAX =>
-                {
-                    *repeat += 1;
-                }
-                _ => {
-                    self.flush_failed_run();
-                    self.failed_run = Some((ordinal, 1));
-                }
-            }
+            self.note_failed(ordinal);
             return;
         }
         self.choices_logged += 1;
@@ -475,13 +548,7 @@ impl Interceptor for MessageLog {
         if !chooses(call, offered) {
             return ReplayedChoice::Free;
         }
-        if !self.replay_complete {
-            return ReplayedChoice::NotYetKnown;
-        }
-        match self.replayed_choice(self.next_choice_ordinal) {
-            Some(positions) => ReplayedChoice::Logged(positions.to_vec()),
-            None => ReplayedChoice::Free,
-        }
+        self.replayed_next()
     }
 
     fn before_send(&mut self) {
@@ -577,7 +644,11 @@ impl Interceptor for MessageLog {
 fn chooses(call: CompletionCall, offered: usize) -> bool {
     match call {
         CompletionCall::Waitany | CompletionCall::Waitsome => offered > 1,
-        CompletionCall::Test | CompletionCall::Testany | CompletionCall::Testsome => true,
+        CompletionCall::Test
+        | CompletionCall::Testany
+        | CompletionCall::Testsome
+        | CompletionCall::Testall
+        | CompletionCall::RequestGetStatus => true,
     }
 }
 

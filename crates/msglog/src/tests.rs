@@ -297,3 +297,140 @@ fn payloads_are_replayed_by_destination_and_number_and_a_full_log_refuses_restar
     assert!(!rank.log_complete());
     assert_eq!(rank.on_peer_failure(1), PeerFailureAction::AbortJob);
 }
+
+fn probed(
+    rank: &mut MessageLog,
+    source: Option<u32>,
+    blocking: bool,
+    found: Option<(u32, i32, usize)>,
+) {
+    rank.on_probe(&ProbeOutcome {
+        pattern: ReceivePattern {
+            source,
+            context: 0,
+            tag: None,
+        },
+        found: found.map(|(source, tag, _)| Envelope {
+            source,
+            context: 0,
+            tag,
+        }),
+        length_bytes: found.map_or(0, |(_, _, length)| length),
+        removed: false,
+        blocking,
+    });
+}
+
+#[test]
+fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly() {
+    let mut ranks: Vec<MessageLog> = (0..3)
+        .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
+        .collect();
+    let wildcard = ReceivePattern {
+        source: None,
+        context: 0,
+        tag: None,
+    };
+    let from_two = ReceivePattern {
+        source: Some(2),
+        ..wildcard
+    };
+    // A blocking probe of one source cannot choose: not counted.
+    probed(&mut ranks[0], Some(2), true, Some((2, 5, 8)));
+    assert_eq!(
+        ranks[0].replayed_probe(&from_two, true),
+        ReplayedChoice::Free
+    );
+    // Ordinals 0..=2: failed Iprobes and a failed test, one lazy run.
+    probed(&mut ranks[0], None, false, None);
+    choose(&mut ranks[0], CompletionCall::Testall, 4, &[]);
+    probed(&mut ranks[0], Some(2), false, None);
+    assert!(ranks[0].send_may_start());
+    assert!(ranks[0].poll_protocol_frame().is_none());
+    // Ordinal 3: an Iprobe found a message: the run, then the find, and
+    // sends wait for them.
+    probed(&mut ranks[0], None, false, Some((1, 7, 24)));
+    assert!(!ranks[0].send_may_start());
+    // Ordinal 4: an ANY_SOURCE Probe found one; 5: Request_get_status true.
+    probed(&mut ranks[0], None, true, Some((2, 0, 1 << 20)));
+    choose(&mut ranks[0], CompletionCall::RequestGetStatus, 1, &[0]);
+    exchange(&mut ranks);
+    assert!(ranks[0].send_may_start());
+    let probe = |ordinal, source, tag, length_bytes| {
+        Entry::Probe(Probed {
+            ordinal,
+            source,
+            tag,
+            length_bytes,
+        })
+    };
+    assert_eq!(
+        ranks[1].held,
+        vec![
+            Entry::Choice(Choice {
+                ordinal: 0,
+                repeat: 3,
+                completed: vec![]
+            }),
+            probe(3, 1, 7, 24),
+            probe(4, 2, 0, 1 << 20),
+            Entry::Choice(Choice {
+                ordinal: 5,
+                repeat: 1,
+                completed: vec![0]
+            }),
+        ]
+    );
+
+    // Rank 0 restarts: probes wait for the replay, then get the log.
+    ranks[1].on_peer_failure(0);
+    ranks[2].on_peer_failure(0);
+    ranks[0] = MessageLog::new(0, 3, 1, 1 << 20);
+    assert_eq!(
+        ranks[0].replayed_probe(&wildcard, false),
+        ReplayedChoice::NotYetKnown
+    );
+    assert_eq!(
+        ranks[0].replayed_probe(&from_two, true),
+        ReplayedChoice::Free
+    );
+    ranks[1].on_peer_rejoin(0);
+    ranks[2].on_peer_rejoin(0);
+    exchange(&mut ranks);
+    probed(&mut ranks[0], Some(2), true, Some((2, 5, 8)));
+    let mut answers = Vec::new();
+    answers.push(ranks[0].replayed_probe(&wildcard, false));
+    probed(&mut ranks[0], None, false, None);
+    answers.push(ranks[0].replayed_completion_choice(CompletionCall::Testall, 4));
+    choose(&mut ranks[0], CompletionCall::Testall, 4, &[]);
+    answers.push(ranks[0].replayed_probe(&from_two, false));
+    probed(&mut ranks[0], Some(2), false, None);
+    answers.push(ranks[0].replayed_probe(&wildcard, false));
+    probed(&mut ranks[0], None, false, Some((1, 7, 24)));
+    answers.push(ranks[0].replayed_probe(&wildcard, true));
+    probed(&mut ranks[0], None, true, Some((2, 0, 1 << 20)));
+    answers.push(ranks[0].replayed_completion_choice(CompletionCall::RequestGetStatus, 1));
+    choose(&mut ranks[0], CompletionCall::RequestGetStatus, 1, &[0]);
+    answers.push(ranks[0].replayed_probe(&wildcard, false));
+    let found = |source, tag, length_bytes| ReplayedChoice::Probed {
+        source,
+        tag,
+        length_bytes,
+    };
+    assert_eq!(
+        answers,
+        vec![
+            ReplayedChoice::Logged(vec![]),
+            ReplayedChoice::Logged(vec![]),
+            ReplayedChoice::Logged(vec![]),
+            found(1, 7, 24),
+            found(2, 0, 1 << 20),
+            ReplayedChoice::Logged(vec![0]),
+            // Past the log: free.
+            ReplayedChoice::Free,
+        ]
+    );
+    // Replayed outcomes were not logged again.
+    assert!(ranks[0].send_may_start());
+    assert_eq!(ranks[0].choices_logged, 0);
+}

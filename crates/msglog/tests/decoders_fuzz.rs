@@ -2,7 +2,7 @@
 //! never a panic; an accepted frame re-encodes to the very bytes it came
 //! from.
 use resmpi_fuzz_input::Inputs;
-use resmpi_msglog::frames::{Choice, Determinant, Entry, Frame};
+use resmpi_msglog::frames::{Choice, Determinant, Entry, Frame, Probed};
 
 #[test]
 fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly() {
@@ -24,6 +24,12 @@ fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly()
         Entry::Wildcard(Determinant {
             ordinal: 4,
             source: 2,
+        }),
+        Entry::Probe(Probed {
+            ordinal: 9,
+            source: 1,
+            tag: 3,
+            length_bytes: 40,
         }),
     ];
     let seeds = [
