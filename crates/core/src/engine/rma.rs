@@ -40,10 +40,10 @@ use resmpi_ft::Interceptor;
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
 use super::{peer_failed_error, single_copy, Engine, State};
-use crate::reliability::Loan;
 use crate::datatype::{BasicKind, PairValue, TypeInfo};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::op::{reduce_predefined, Op};
+use crate::reliability::Loan;
 
 mod lent;
 pub(super) use lent::{CONTROL_RMA_PUT_DATA, CONTROL_RMA_REPLY_DATA};

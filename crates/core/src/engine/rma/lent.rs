@@ -42,8 +42,8 @@ use resmpi_ft::Interceptor;
 use resmpi_wire::{FrameHeader, FrameKind, HEADER_LEN_BYTES};
 
 use super::{
-    frame_with_header, push_blocks, Access, PendingOperation, TargetBlock, BLOCK_BYTES,
-    KIND_ACK, KIND_GET_LENT, KIND_PUT, KIND_REPLY,
+    frame_with_header, push_blocks, Access, PendingOperation, TargetBlock, BLOCK_BYTES, KIND_ACK,
+    KIND_GET_LENT, KIND_PUT, KIND_REPLY,
 };
 use crate::engine::{Engine, State};
 use crate::error::{ErrorClass, MpiResult};
@@ -497,7 +497,11 @@ impl<F: Interceptor> State<F> {
     /// `peer`: the response to one of its request frames.
     fn reply_arrived(&mut self, peer: u32, operation: u64, packed_offset: u64, data: &[u8]) {
         // An operation already given up (its target failed) counts nothing.
-        let Some(window) = self.rma.operations.get(&operation).map(|pending| pending.window)
+        let Some(window) = self
+            .rma
+            .operations
+            .get(&operation)
+            .map(|pending| pending.window)
         else {
             return;
         };
@@ -520,7 +524,13 @@ impl<F: Interceptor> State<F> {
             (Some(state), [block]) => state
                 .memory
                 .address_of(block)
-                .map(|address| (address, block.length_bytes as usize, state.target_loan.clone()))
+                .map(|address| {
+                    (
+                        address,
+                        block.length_bytes as usize,
+                        state.target_loan.clone(),
+                    )
+                })
                 .ok_or(ErrorClass::RmaRange),
             (Some(_), _) => Err(ErrorClass::Intern),
         };
@@ -650,7 +660,10 @@ mod tests {
 
     #[test]
     fn small_or_mismatched_intersections_are_not_lent() {
-        assert_eq!(plan_pieces(&[block(0, 64)], &[(0, 32), (64, 32)], 1000, 48), None);
+        assert_eq!(
+            plan_pieces(&[block(0, 64)], &[(0, 32), (64, 32)], 1000, 48),
+            None
+        );
         assert_eq!(plan_pieces(&[block(0, 64)], &[(0, 65)], 1000, 1), None);
         assert_eq!(plan_pieces(&[], &[], 1000, 1), Some(Vec::new()));
     }
@@ -682,7 +695,11 @@ mod tests {
         };
         assert_eq!(fixed.address_of(&block(0, 4096)), Some(0x10_000));
         assert_eq!(fixed.address_of(&block(4095, 1)), Some(0x10_000 + 4095));
-        assert_eq!(fixed.address_of(&block(4095, 2)), None, "one byte past the end");
+        assert_eq!(
+            fixed.address_of(&block(4095, 2)),
+            None,
+            "one byte past the end"
+        );
         assert_eq!(fixed.address_of(&block(-1, 1)), None);
         assert_eq!(fixed.address_of(&block(i64::MAX, 1)), None);
         let dynamic = WindowMemory {
