@@ -936,8 +936,9 @@ static void fatal(void) {
  * frames, at an odd displacement between sentinels (a byte off shows),
  * in fence and lock epochs, an accumulate after a flushed put, origins
  * and targets strided in blocks above the threshold, gets into a strided
- * buffer, a dynamic window, and the origin buffer overwritten right after
- * each synchronisation (a view the library still held would show). */
+ * buffer, a dynamic window (and a put past its region: a clear error,
+ * nothing written), and the origin buffer overwritten right after each
+ * synchronisation (a view the library still held would show). */
 static int zc_value(int rank, int i, int round) { return i * 7 + (rank << 24) + round; }
 
 static void zero_copy(void) {
@@ -1033,7 +1034,25 @@ static void zero_copy(void) {
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     CHECK(base[0] == -1 && base[n + 1] == -1, "dynamic put wrote a sentinel");
     for (int i = 0; i < n; i++) CHECK(base[1 + i] == zc_value(left, i, 7), "dynamic put [%d]=%d", i, base[1 + i]);
+#ifdef RESMPI_VERSION /* MPI leaves such a put erroneous; resmpi promises the error */
+    /* a large put that runs past the attached region: MPI_ERR_RMA_RANGE,
+     * and nothing written, inside the region or past it */
+    for (int i = n + 2; i < n + 64; i++) base[i] = -9;
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    MPI_OK(MPI_Win_lock_all(0, win));
+    int rc = MPI_Put(mine, n, MPI_INT, right, addresses[right] + 40 * (MPI_Aint)sizeof(int), n, MPI_INT, win);
+    if (rc == MPI_SUCCESS) rc = MPI_Win_flush(right, win);
+    int error_class = MPI_SUCCESS;
+    MPI_OK(MPI_Error_class(rc, &error_class));
+    CHECK(error_class == MPI_ERR_RMA_RANGE, "put past a dynamic region: class %d, expected MPI_ERR_RMA_RANGE", error_class);
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < n; i++)
+        CHECK(base[1 + i] == zc_value(left, i, 7), "refused put wrote the region [%d]=%d", i, base[1 + i]);
+    for (int i = n + 2; i < n + 64; i++) CHECK(base[i] == -9, "refused put wrote past the region [%d]=%d", i, base[i]);
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+#endif
     MPI_OK(MPI_Win_detach(win, base));
     MPI_OK(MPI_Win_free(&win));
     free(addresses);
