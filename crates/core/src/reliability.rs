@@ -18,7 +18,9 @@
 //! in order straight into the matched receive's buffer when the engine says
 //! where that is ([`ReliableLinks::place`]); the frame is checked (its
 //! header before, its payload after) and committed only then
-//! ([`ReliableLinks::placed`]).
+//! ([`ReliableLinks::placed`]). Large RMA puts and get replies use the same
+//! two halves (`engine/rma/lent.rs`): lent from the origin's buffer or the
+//! window, placed into the window or the origin's buffer.
 //!
 //! Why a placed payload may sit unchecked in the user's buffer: it lands
 //! only in the byte range of its own fragment of a receive that is not
