@@ -12,7 +12,8 @@ from conftest import IS_RESMPI, assert_ok, mpiexec_cmd, run, run_cmd
 from netns import two_hosts  # noqa: F401  (pytest fixture)
 from test_rails import NAMESPACE_RAILS, _run_breaking_links
 
-SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges", "large_count", "single_copy"]
+SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges", "large_count", "single_copy",
+            "zero_copy"]
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 4])
@@ -31,7 +32,7 @@ FAULTS = [
 
 @pytest.mark.resmpi_only("--inject is resmpi's")
 @pytest.mark.parametrize("spec", FAULTS)
-@pytest.mark.parametrize("subtest", ["operations", "derived", "pscw", "contention", "passive", "large"])
+@pytest.mark.parametrize("subtest", ["operations", "derived", "pscw", "contention", "passive", "large", "zero_copy"])
 def test_rma_under_injected_faults_gives_the_fault_free_results(build, subtest, spec):
     """RMA traffic is control frames on the reliable links: lost, corrupted
     and duplicated fragments are recovered, and no accumulate is applied
@@ -187,3 +188,40 @@ def test_large_puts_and_gets_are_exact_without_single_copy_too(build):
     same results."""
     env = {"RESMPI_RMA_CMA": "0"} if IS_RESMPI else {}
     assert_ok(run(3, build("rma"), "single_copy", env=env, timeout=120))
+
+
+def _zero_copy_counters(build, tmp_path, spec=None, env=None):
+    """Run `zero_copy` on 3 ranks over TCP (with `--inject spec`); the FT
+    report's counters."""
+    import json
+
+    report = tmp_path / "report.json"
+    opts = ["--paths", "tcp", "--report-json", str(report)]
+    if spec:
+        opts += ["--inject", spec]
+    assert_ok(run(3, build("rma"), "zero_copy", mpiexec_opts=opts, env=env, timeout=180))
+    return json.loads(report.read_text())["counters"]
+
+
+@pytest.mark.resmpi_only("the FT report and RESMPI_RMA_ZERO_COPY are resmpi's")
+def test_large_rma_over_tcp_is_placed_straight_into_memory_and_the_switch_turns_it_off(build, tmp_path):
+    """Over TCP the payloads of large puts and get replies are read from the
+    socket straight into the window or the origin's buffer (issue 17 item
+    4): the report counts placed frames (`zero_copy` sends nothing large
+    two-sided, so they are RMA's). RESMPI_RMA_ZERO_COPY=0 sends the same
+    operations as copied request frames: the same results, none placed."""
+    assert _zero_copy_counters(build, tmp_path)["frames_placed"] > 0
+    off = _zero_copy_counters(build, tmp_path, env={"RESMPI_RMA_ZERO_COPY": "0"})
+    assert off["frames_placed"] == 0, off
+
+
+@pytest.mark.resmpi_only("--inject is resmpi's")
+@pytest.mark.parametrize("seed", [31, 32])
+def test_corrupt_rma_payload_placed_in_the_window_is_caught_and_resent(build, tmp_path, seed):
+    """A corrupted put or reply payload has already landed in the window or
+    the origin's buffer when its CRC is checked: it must be caught, never
+    acknowledged, and overwritten by its retransmission (the program checks
+    every byte and the sentinels around each range)."""
+    counters = _zero_copy_counters(build, tmp_path, spec=f"corrupt:0.2,seed:{seed}")
+    assert counters["frames_placed"] > 0, counters
+    assert counters["placed_corrupt_caught"] > 0, counters

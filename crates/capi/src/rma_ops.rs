@@ -244,15 +244,17 @@ unsafe fn issue(
     issued
 }
 
-/// Issue a put or get as a single-copy transfer (the target copies between
-/// `origin`, the application's runs, and its window) where the engine can;
-/// None: issue it as frames instead.
+/// Issue a put or get without a staging copy where the engine can: as a
+/// single-copy transfer (the target copies between `origin`, the
+/// application's runs, and its window: same host), else as data frames
+/// lent from `origin` or placed into it (over the network); None: issue it
+/// as request frames instead.
 ///
 /// # Safety
 /// `origin` must stay valid and untouched until the operation completes at
 /// the target: MPI's contract for MPI_Put's buffer (until the epoch's
 /// flush) and MPI_Get's (until done), not MPI_Rput's (free at once).
-unsafe fn issue_single_copy(
+unsafe fn issue_without_copy(
     name: &str,
     target: &Target,
     access: Access,
@@ -261,10 +263,17 @@ unsafe fn issue_single_copy(
 ) -> MpiResult<Option<u64>> {
     let (id, world_rank) = (target.id, target.world_rank);
     with_engine(name, |mpi| {
-        // SAFETY: the caller's promise.
-        unsafe {
+        // SAFETY (both): the caller's promise.
+        let single_copy = unsafe {
             mpi.engine
                 .rma_issue_single_copy(id, world_rank, access, blocks, origin)
+        }?;
+        match single_copy {
+            Some(operation) => Ok(Some(operation)),
+            None => unsafe {
+                mpi.engine
+                    .rma_issue_lent(id, world_rank, access, blocks, origin)
+            },
         }
     })
 }
@@ -676,7 +685,7 @@ unsafe fn put(
     // SAFETY: MPI_Put's buffer stays untouched until the epoch completes
     // at the target (`buffer_held`).
     if buffer_held
-        && unsafe { issue_single_copy("MPI_Put", &target, Access::Put, &blocks, &runs) }?.is_some()
+        && unsafe { issue_without_copy("MPI_Put", &target, Access::Put, &blocks, &runs) }?.is_some()
     {
         return Ok(());
     }
@@ -729,7 +738,7 @@ unsafe fn get(
     // SAFETY: the origin buffer is the application's, untouched until the
     // get is done (MPI's contract).
     if let Some(operation) =
-        unsafe { issue_single_copy("MPI_Get", &target, Access::Get, &blocks, &runs) }?
+        unsafe { issue_without_copy("MPI_Get", &target, Access::Get, &blocks, &runs) }?
     {
         return Ok(Some((operation, target.world_rank, target.comm)));
     }

@@ -50,7 +50,7 @@ use resmpi_wire::{
 
 use crate::comm::Communicator;
 use crate::error::{fail, ErrorClass, MpiError, MpiResult};
-use crate::reliability::{Check, Loan, ReliableLinks};
+use crate::reliability::{Check, LentBytes, Loan, ReliableLinks};
 use crate::request::{Operation, Request, RequestTable, SendMode, SendStage, SendState, Status};
 use crate::transport::Transports;
 use crate::user_bytes::UserBytes;
@@ -67,7 +67,7 @@ mod ulfm;
 pub use direct_receive::BlockingReceive;
 use direct_receive::{DirectReceive, DIRECT_RECEIVE_TOKEN};
 
-use rma::CONTROL_RMA;
+use rma::{CONTROL_RMA, CONTROL_RMA_PUT_DATA, CONTROL_RMA_REPLY_DATA};
 pub use ulfm::revoked_error;
 use ulfm::CONTROL_ULFM;
 
@@ -314,7 +314,7 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Communicator table (index 0 world, 1 self).
     pub comms: Vec<Option<Communicator>>,
     /// Frames waiting for room on their path, per peer, in order.
-    outbox: Vec<VecDeque<Vec<u8>>>,
+    outbox: Vec<VecDeque<Queued>>,
     /// Rendezvous sends streaming data, per peer.
     streams: Vec<VecDeque<u32>>,
     /// Frames in all outboxes (so idle progress skips the per-peer scan).
@@ -1807,7 +1807,7 @@ impl<F: Interceptor> Engine<F> {
         let mut frame = Vec::with_capacity(HEADER_LEN_BYTES + payload.len());
         frame.extend_from_slice(&bytes);
         frame.extend_from_slice(payload);
-        self.state.outbox[peer as usize].push_back(frame);
+        self.state.outbox[peer as usize].push_back(Queued::Built(frame));
         self.state.queued_frames += 1;
         Ok(())
     }
@@ -1828,7 +1828,40 @@ impl<F: Interceptor> Engine<F> {
         }
         frame[..HEADER_LEN_BYTES]
             .copy_from_slice(&rejoin::emit_stamped(header, self.state.own_incarnation));
-        self.state.outbox[peer as usize].push_back(frame);
+        self.state.outbox[peer as usize].push_back(Queued::Built(frame));
+        self.state.queued_frames += 1;
+        Ok(())
+    }
+
+    /// Send one frame whose payload is lent, not copied (an RMA data
+    /// frame): straight to `peer`'s link when nothing is queued before it
+    /// and it has room, else queued with the view, in order.
+    pub(crate) fn send_lent_frame(
+        &mut self,
+        peer: u32,
+        header: &FrameHeader,
+        payload: LentBytes,
+    ) -> MpiResult<()> {
+        if self.peer_failed(peer) || (F::LOGS_MESSAGES && self.state.is_restarting(peer)) {
+            return Ok(());
+        }
+        let header_bytes = rejoin::emit_stamped(header, self.state.own_incarnation);
+        if self.state.outbox[peer as usize].is_empty() {
+            let offered = offer_lent_to(
+                &mut self.links,
+                &mut self.transports,
+                peer,
+                &header_bytes,
+                &payload,
+            );
+            if self.absorb_lost_peer(peer, offered)? {
+                return Ok(());
+            }
+        }
+        self.state.outbox[peer as usize].push_back(Queued::Lent {
+            header: header_bytes,
+            payload,
+        });
         self.state.queued_frames += 1;
         Ok(())
     }
@@ -1909,7 +1942,7 @@ impl<F: Interceptor> Engine<F> {
         frame[..HEADER_LEN_BYTES].copy_from_slice(&header_bytes);
         // SAFETY: by the caller's promise.
         unsafe { bytes.read(offset, &mut frame[HEADER_LEN_BYTES..]) };
-        self.state.outbox[peer as usize].push_back(frame);
+        self.state.outbox[peer as usize].push_back(Queued::Built(frame));
         self.state.queued_frames += 1;
         Ok(())
     }
@@ -1921,17 +1954,27 @@ impl<F: Interceptor> Engine<F> {
             return Ok(false);
         }
         for peer in 0..self.state.size as usize {
-            while let Some(frame) = self.state.outbox[peer].front() {
-                let header: &[u8; HEADER_LEN_BYTES] =
-                    frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
-                let payload = &frame[HEADER_LEN_BYTES..];
-                let offered = offer_to(
-                    &mut self.links,
-                    &mut self.transports,
-                    peer as u32,
-                    header,
-                    payload,
-                );
+            while let Some(queued) = self.state.outbox[peer].front() {
+                let offered = match queued {
+                    Queued::Built(frame) => {
+                        let header: &[u8; HEADER_LEN_BYTES] =
+                            frame[..HEADER_LEN_BYTES].try_into().expect("frame header");
+                        offer_to(
+                            &mut self.links,
+                            &mut self.transports,
+                            peer as u32,
+                            header,
+                            &frame[HEADER_LEN_BYTES..],
+                        )
+                    }
+                    Queued::Lent { header, payload } => offer_lent_to(
+                        &mut self.links,
+                        &mut self.transports,
+                        peer as u32,
+                        header,
+                        payload,
+                    ),
+                };
                 match offered {
                     Ok(true) => {}
                     Ok(false) => break,
@@ -2807,7 +2850,23 @@ impl<F: Interceptor> State<F> {
         }
         frame[..HEADER_LEN_BYTES]
             .copy_from_slice(&rejoin::emit_stamped(header, self.own_incarnation));
-        self.outbox[peer as usize].push_back(frame);
+        self.outbox[peer as usize].push_back(Queued::Built(frame));
+        self.queued_frames += 1;
+    }
+
+    /// `queue_built_frame` for a frame whose payload is lent (an RMA
+    /// reply read from window memory): queued with the view, not copied.
+    fn queue_lent_frame(&mut self, peer: u32, header: &FrameHeader, payload: LentBytes) {
+        if F::REPLICATES && self.interceptor.replica_dead(peer) {
+            return;
+        }
+        if self.is_failed(peer) || (F::LOGS_MESSAGES && self.is_restarting(peer)) {
+            return;
+        }
+        self.outbox[peer as usize].push_back(Queued::Lent {
+            header: rejoin::emit_stamped(header, self.own_incarnation),
+            payload,
+        });
         self.queued_frames += 1;
     }
 
@@ -3297,6 +3356,9 @@ impl<F: Interceptor> State<F> {
                 CONTROL_PROTOCOL => self.interceptor.on_protocol_frame(peer, payload),
                 CONTROL_ULFM => self.handle_ulfm_frame(peer, payload),
                 CONTROL_RMA => self.handle_rma_frame(peer, payload),
+                CONTROL_RMA_PUT_DATA | CONTROL_RMA_REPLY_DATA => {
+                    self.handle_rma_data_frame(peer, &header, payload)
+                }
                 _ => {}
             },
             FrameKind::Ack => {}
@@ -3383,13 +3445,21 @@ impl<F: Interceptor> State<F> {
     /// with it.
     fn placement_for(&mut self, peer: u32, header: &FrameHeader) -> Option<*mut u8> {
         if self.is_failed(peer)
-            || header.kind != FrameKind::Data
             || header.source != peer
             || header.extension_len != 0
             || header.incarnation != self.peer_incarnation[peer as usize]
         {
             return None;
         }
+        match header.kind {
+            FrameKind::Data => self.receive_placement(peer, header),
+            FrameKind::Control => self.rma_placement(peer, header),
+            _ => None,
+        }
+    }
+
+    /// `placement_for` a rendezvous fragment.
+    fn receive_placement(&mut self, peer: u32, header: &FrameHeader) -> Option<*mut u8> {
         let (_, request) = self.requests.by_wire_id(header.message_id)?;
         let Operation::Receive(receive) = &request.operation else {
             return None;
@@ -3409,6 +3479,10 @@ impl<F: Interceptor> State<F> {
     /// (its payload is already in the buffer `placement_for` named).
     fn commit_placed(&mut self, peer: u32, header: &FrameHeader) {
         if self.is_failed(peer) {
+            return;
+        }
+        if header.kind == FrameKind::Control {
+            self.commit_placed_rma(peer, header);
             return;
         }
         if let Some((index, request)) = self.requests.by_wire_id(header.message_id) {
@@ -3564,6 +3638,47 @@ fn send_request(
 /// inter-communicator).
 fn comm_holds(comm: &Communicator, peer: u32) -> bool {
     comm.members().any(|&member| member == peer)
+}
+
+/// A frame waiting in an outbox for room on its link or path.
+enum Queued {
+    /// `HEADER_LEN_BYTES` of header, then the payload, owned.
+    Built(Vec<u8>),
+    /// A header and a view of memory lent until the frame is acknowledged
+    /// (an RMA data frame: an origin's put buffer, a target's window).
+    Lent {
+        header: [u8; HEADER_LEN_BYTES],
+        payload: LentBytes,
+    },
+}
+
+/// `offer_to` for a lent payload: the link keeps the view (another clone
+/// of its loan) until the frame is acknowledged; without a link the path
+/// takes the bytes now.
+fn offer_lent_to(
+    links: &mut ReliableLinks,
+    transports: &mut Transports,
+    peer: u32,
+    header: &[u8; HEADER_LEN_BYTES],
+    payload: &LentBytes,
+) -> MpiResult<bool> {
+    if !links.covers(peer) {
+        return transports.try_send_direct(peer, header, payload.bytes());
+    }
+    // SAFETY: the view's own promise (`LentBytes::new`) covers the clone.
+    let accepted = unsafe {
+        links.offer_lent(
+            peer,
+            header,
+            payload.bytes().as_ptr(),
+            payload.bytes().len(),
+            payload.loan(),
+        )
+    };
+    if accepted {
+        links.transmit_to(peer, transports)?;
+    }
+    Ok(accepted)
 }
 
 /// Hand one frame to the channel toward `peer`: its reliability link if it

@@ -18,7 +18,9 @@
 //! in order straight into the matched receive's buffer when the engine says
 //! where that is ([`ReliableLinks::place`]); the frame is checked (its
 //! header before, its payload after) and committed only then
-//! ([`ReliableLinks::placed`]).
+//! ([`ReliableLinks::placed`]). Large RMA puts and get replies use the same
+//! two halves (`engine/rma/lent.rs`): lent from the origin's buffer or the
+//! window, placed into the window or the origin's buffer.
 //!
 //! Why a placed payload may sit unchecked in the user's buffer: it lands
 //! only in the byte range of its own fragment of a receive that is not
@@ -60,20 +62,45 @@ pub enum OutPayload {
 pub struct LentBytes {
     start: *const u8,
     length: usize,
-    _loan: Loan,
+    loan: Loan,
 }
 
-// SAFETY: the bytes are only read, under the library lock, while the send
-// request that lent them is incomplete (it waits for this loan to end).
+impl LentBytes {
+    /// A view of `length` bytes at `start` that holds a clone of `loan`.
+    ///
+    /// # Safety
+    /// The bytes must stay readable and unmodified while any clone of
+    /// `loan` made from this view exists.
+    pub unsafe fn new(start: *const u8, length: usize, loan: &Loan) -> LentBytes {
+        LentBytes {
+            start,
+            length,
+            loan: Arc::clone(loan),
+        }
+    }
+
+    /// The loan this view holds a clone of.
+    pub fn loan(&self) -> &Loan {
+        &self.loan
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `new`'s contract keeps them readable while the view lives.
+        unsafe { crate::engine::slice_from(self.start, self.length) }
+    }
+}
+
+// SAFETY: the bytes are only read, under the library lock, while the
+// lender waits for this loan to end (a send request stays incomplete, an
+// RMA flush or a window's free waits).
 unsafe impl Send for LentBytes {}
 
 impl AsRef<[u8]> for OutPayload {
     fn as_ref(&self) -> &[u8] {
         match self {
             OutPayload::Owned(bytes) => bytes,
-            // SAFETY: see `LentBytes`: the lender keeps the bytes alive and
-            // unmodified until the loan is returned.
-            OutPayload::Lent(lent) => unsafe { crate::engine::slice_from(lent.start, lent.length) },
+            OutPayload::Lent(lent) => lent.bytes(),
         }
     }
 }
@@ -281,11 +308,8 @@ impl ReliableLinks {
             return false;
         }
         let mut header = *header;
-        let payload = OutPayload::Lent(LentBytes {
-            start,
-            length,
-            _loan: Arc::clone(loan),
-        });
+        // SAFETY: the caller's promise.
+        let payload = OutPayload::Lent(unsafe { LentBytes::new(start, length, loan) });
         if self.checksums {
             // One read of the payload, parked like `offer`'s.
             let payload_crc = Crc32c::new().update(payload.as_ref()).finish();
@@ -393,8 +417,8 @@ impl ReliableLinks {
     }
 
     /// A path has the header of a frame from `peer` on `rail` whose payload
-    /// is still on the wire: where should the payload go? Only a data frame
-    /// with an intact header (with checksums), the next in order on its
+    /// is still on the wire: where should the payload go? Only a frame
+    /// with a payload and an intact header (with checksums), the next in order on its
     /// link (`PeerLink::may_place`), not being placed from another rail, and
     /// for which `locate` (the engine) names a destination. Asked again
     /// (`resumed`) before every read of more of that payload: any answer
@@ -412,7 +436,9 @@ impl ReliableLinks {
         let Ok(header) = FrameHeader::parse(header_bytes) else {
             return None;
         };
-        if header.kind != FrameKind::Data || header.payload_len == 0 {
+        // Which kinds may be placed is the engine's to say (`locate`): a
+        // rendezvous fragment, an RMA data frame.
+        if header.payload_len == 0 {
             return None;
         }
         let Some(link) = self.links.get(peer as usize).and_then(Option::as_ref) else {

@@ -43,6 +43,10 @@ use super::{peer_failed_error, single_copy, Engine, State};
 use crate::datatype::{BasicKind, PairValue, TypeInfo};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::op::{reduce_predefined, Op};
+use crate::reliability::Loan;
+
+mod lent;
+pub(super) use lent::{CONTROL_RMA_PUT_DATA, CONTROL_RMA_REPLY_DATA};
 
 /// Control-frame subtype: an RMA active message (request, response or
 /// synchronisation notice), encoded below.
@@ -64,6 +68,9 @@ const KIND_COMPLETE: u8 = 11;
 const KIND_PUT_SINGLE_COPY: u8 = 12;
 /// A get whose bytes the target writes into the origin's memory itself.
 const KIND_GET_SINGLE_COPY: u8 = 13;
+/// A get of one block whose reply is a data frame lent from the window
+/// (`lent`), placed at the origin: the format of `KIND_GET`.
+const KIND_GET_LENT: u8 = 14;
 
 /// The error byte of a response whose single-copy transfer the kernel
 /// refused (not an MPI error class).
@@ -202,11 +209,19 @@ struct WindowState {
     /// Origin: the first error a target reported, until a synchronisation
     /// call returns it.
     first_error: Option<MpiError>,
+    /// Origin: per target, the loan the links hold a clone of while they
+    /// keep a view of a put's buffer (`lent`); a flush waits for it.
+    origin_loans: HashMap<u32, Loan>,
+    /// Target: the loan the links hold a clone of while they keep a view
+    /// of this window's memory (lent replies); free and detach wait for it.
+    target_loan: Loan,
 }
 
 /// Where the fetched bytes of an operation go at the origin.
 #[derive(Debug)]
 struct PendingOperation {
+    /// The window it works on.
+    window: u32,
     /// Responses still to come.
     responses_left: u32,
     /// (address, length) runs in packed order.
@@ -487,14 +502,7 @@ impl<F: Interceptor> Engine<F> {
     /// caller still agrees on it with every member (environment switches
     /// may differ).
     pub fn rma_direct_possible(&self, group: &[u32]) -> bool {
-        let hooks = F::ROUTES_SENDS
-            || F::WANTS_PAYLOADS
-            || F::PINS_WILDCARDS
-            || F::WANTS_NONDETERMINISM
-            || F::SENDS_PROTOCOL_FRAMES
-            || F::USES_TIMERS
-            || F::REPLICATES;
-        !hooks
+        !Self::protocol_has_hooks()
             && self.transports.shm.is_some()
             && group.iter().all(|&peer| {
                 matches!(
@@ -504,8 +512,24 @@ impl<F: Interceptor> Engine<F> {
             })
     }
 
-    /// Forget window `window` (MPI_Win_free, after its last epoch).
+    /// Whether this build's protocol has hooks: one that logs or
+    /// replicates must see every operation as a request frame.
+    fn protocol_has_hooks() -> bool {
+        F::ROUTES_SENDS
+            || F::WANTS_PAYLOADS
+            || F::PINS_WILDCARDS
+            || F::WANTS_NONDETERMINISM
+            || F::SENDS_PROTOCOL_FRAMES
+            || F::USES_TIMERS
+            || F::REPLICATES
+    }
+
+    /// Forget window `window` (MPI_Win_free, after its last epoch), once
+    /// no link holds a view of its memory any more (the application may
+    /// free that memory next). An error of that wait (the job is ending)
+    /// is the progress loop's to report, not this call's.
     pub fn rma_unregister(&mut self, window: u32) {
+        let _ = self.wait_window_views_returned(window);
         self.state.rma.windows.remove(&window);
     }
 
@@ -529,8 +553,12 @@ impl<F: Interceptor> Engine<F> {
         Ok(())
     }
 
-    /// MPI_Win_detach: withdraw the region attached at `base`.
+    /// MPI_Win_detach: withdraw the region attached at `base`, once no
+    /// link holds a view of the window's memory (a lent reply).
     pub fn rma_detach(&mut self, window: u32, base: *const u8) -> MpiResult<()> {
+        if self.state.rma.windows.contains_key(&window) {
+            self.wait_window_views_returned(window)?;
+        }
         let state = self
             .state
             .rma
@@ -615,6 +643,7 @@ impl<F: Interceptor> Engine<F> {
             self.state.rma.operations.insert(
                 operation,
                 PendingOperation {
+                    window,
                     responses_left: plans.len() as u32,
                     destination,
                     destination_starts,
@@ -736,6 +765,7 @@ impl<F: Interceptor> Engine<F> {
             self.state.rma.operations.insert(
                 operation,
                 PendingOperation {
+                    window,
                     responses_left: 1,
                     destination: Vec::new(),
                     destination_starts: Vec::new(),
@@ -749,10 +779,15 @@ impl<F: Interceptor> Engine<F> {
     /// Send a request frame of registered window `window`, whose response
     /// a flush of `target` waits for.
     fn send_request_frame(&mut self, window: u32, target: u32, frame: Vec<u8>) -> MpiResult<()> {
+        self.count_request(window, target);
+        self.rma_send(target, frame)
+    }
+
+    /// One more frame to `target` on `window` whose response a flush waits for.
+    fn count_request(&mut self, window: u32, target: u32) {
         if let Some(state) = self.state.rma.windows.get_mut(&window) {
             *state.responses_outstanding.entry(target).or_default() += 1;
         }
-        self.rma_send(target, frame)
     }
 
     /// Whether operation `operation`'s fetched bytes have all arrived
@@ -852,8 +887,12 @@ impl<F: Interceptor> Engine<F> {
                 .map(|state| state.responses_outstanding.keys().copied().collect())
                 .unwrap_or_default(),
         };
+        // Lent put buffers are the application's again only when the links
+        // let go of them too (acknowledged: with the response, as a rule).
         self.wait_until(|engine| {
-            engine.outstanding(window, target) == 0 || engine.any_failed(&targets).is_some()
+            (engine.outstanding(window, target) == 0
+                && engine.origin_views_returned(window, target))
+                || engine.any_failed(&targets).is_some()
         })?;
         if let Some(peer) = self.any_failed(&targets) {
             if let Some(state) = self.state.rma.windows.get_mut(&window) {
@@ -1050,6 +1089,7 @@ impl<F: Interceptor> State<F> {
                 | KIND_UNLOCK
                 | KIND_PUT_SINGLE_COPY
                 | KIND_GET_SINGLE_COPY
+                | KIND_GET_LENT
         );
         if held_back {
             if let Some(state) = self.rma.windows.get_mut(&window) {
@@ -1114,6 +1154,10 @@ impl<F: Interceptor> State<F> {
                 let mut frame = frame_with_header(response, window, operation, packed_offset, 1);
                 frame.push(class);
                 self.rma_queue(peer, frame);
+            }
+            KIND_GET_LENT => {
+                let blocks = reader.blocks()?;
+                self.reply_lent(peer, window, operation, packed_offset, &blocks);
             }
             KIND_ACK | KIND_REPLY => {
                 let class = reader.u8()?;
