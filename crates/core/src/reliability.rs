@@ -378,13 +378,22 @@ impl ReliableLinks {
                 self.counters.corrupt_caught += 1;
                 return Ok(());
             }
-            let fused = FrameHeader::parse(frame).is_ok_and(|header| {
+            let parsed = FrameHeader::parse(frame).ok();
+            // A copy of a frame received already is dropped and acked
+            // whatever its payload: its bytes are never used, and they may
+            // honestly differ from the first copy's (a lent buffer the
+            // application may reuse once the first copy was taken, e.g.
+            // window memory under a get's reply). Checking them would leave
+            // the sender unacked until it gave the peer up.
+            let duplicate = parsed.is_some_and(|header| link.is_duplicate(header.seq));
+            let fused = parsed.is_some_and(|header| {
                 header.kind == FrameKind::Data
                     && header.payload_len > 0
                     && frame.len() == HEADER_LEN_BYTES + header.payload_len as usize
                     && link.is_next_in_order(header.seq)
             });
-            if fused {
+            if duplicate {
+            } else if fused {
                 let check = |payload_crc| payload_checksum_matches(frame, payload_crc);
                 if !deliver(peer, frame, Some(&check)) {
                     self.counters.corrupt_caught += 1;
@@ -760,5 +769,40 @@ mod tests {
         assert!(!links
             .placed(0, 1, &header, Placed::Whole { payload_crc: crc })
             .unwrap());
+    }
+
+    #[test]
+    fn a_duplicate_whose_lent_payload_changed_since_is_dropped_and_acked_not_taken_for_corrupt() {
+        let mut links = ReliableLinks::new(1, 2, ReliableConfig::default(), true, false, |peer| {
+            peer == 0
+        });
+        let frame = sealed_data_frame(1, 4096);
+        let delivered = std::cell::Cell::new(0);
+        // As the engine does: a fused check is made on the payload copied.
+        let take = |_: u32, frame: &[u8], check: Check| {
+            let crc = resmpi_checksum::crc32c(&frame[HEADER_LEN_BYTES..]);
+            let whole = check.is_none_or(|check| check(crc));
+            if whole {
+                delivered.set(delivered.get() + 1);
+            }
+            whole
+        };
+        links.receive(0, 0, &frame, take).unwrap();
+        // The retransmission read the sender's buffer after it changed: the
+        // header (and its sequence number) verify, the payload does not.
+        let mut changed = frame.clone();
+        changed[HEADER_LEN_BYTES + 100] ^= 0xff;
+        links.receive(0, 0, &changed, take).unwrap();
+        assert_eq!(delivered.get(), 1);
+        let counters: std::collections::HashMap<_, _> = links.report().into_iter().collect();
+        assert_eq!(counters["corrupt_caught"], 0, "{counters:?}");
+        assert_eq!(counters["duplicates_dropped"], 1, "{counters:?}");
+        // A changed payload of a frame not received yet is still caught.
+        let mut fresh = sealed_data_frame(2, 4096);
+        fresh[HEADER_LEN_BYTES + 100] ^= 0xff;
+        links.receive(0, 0, &fresh, take).unwrap();
+        assert_eq!(delivered.get(), 1);
+        let counters: std::collections::HashMap<_, _> = links.report().into_iter().collect();
+        assert_eq!(counters["corrupt_caught"], 1, "{counters:?}");
     }
 }

@@ -1142,6 +1142,12 @@ impl<P: AsRef<[u8]>> PeerLink<P> {
         self.status.is_ok() && self.receive_buffer.would_accept_direct(seq)
     }
 
+    /// Whether frame `seq` arriving now would be dropped as a duplicate
+    /// (and acked): its payload would not be used. Changes nothing.
+    pub fn is_duplicate(&self, seq: u64) -> bool {
+        seq > 0 && self.receive_buffer.has_received(seq)
+    }
+
     /// Whether a data frame `seq` whose payload is still arriving may be
     /// placed (read straight to its destination, then given to
     /// [`PeerLink::handle_receive_placed_on_rail`]): it is the next in

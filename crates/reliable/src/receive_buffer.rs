@@ -186,6 +186,12 @@ impl ReceiveBuffer {
         next
     }
 
+    /// Whether frame `seq` was received already (taken in order, or
+    /// waiting out of order): another copy of it is a duplicate.
+    pub fn has_received(&self, seq: u64) -> bool {
+        seq <= self.largest_in_order_seq || self.out_of_order.contains_key(&seq)
+    }
+
     /// Whether `accept_placed(seq)` would accept (changes nothing).
     pub fn would_accept_placed(&self, seq: u64) -> bool {
         seq == self.largest_in_order_seq + 1
