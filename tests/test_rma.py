@@ -13,7 +13,7 @@ from netns import two_hosts  # noqa: F401  (pytest fixture)
 from test_rails import NAMESPACE_RAILS, _run_breaking_links
 
 SUBTESTS = ["flavors", "operations", "derived", "pscw", "contention", "passive", "large", "errors", "edges", "large_count", "single_copy",
-            "zero_copy"]
+            "zero_copy", "rput_reuse"]
 
 
 @pytest.mark.parametrize("nprocs", [1, 2, 4])
@@ -32,7 +32,7 @@ FAULTS = [
 
 @pytest.mark.resmpi_only("--inject is resmpi's")
 @pytest.mark.parametrize("spec", FAULTS)
-@pytest.mark.parametrize("subtest", ["operations", "derived", "pscw", "contention", "passive", "large", "zero_copy"])
+@pytest.mark.parametrize("subtest", ["operations", "derived", "pscw", "contention", "passive", "large", "zero_copy", "rput_reuse"])
 def test_rma_under_injected_faults_gives_the_fault_free_results(build, subtest, spec):
     """RMA traffic is control frames on the reliable links: lost, corrupted
     and duplicated fragments are recovered, and no accumulate is applied
@@ -190,8 +190,8 @@ def test_large_puts_and_gets_are_exact_without_single_copy_too(build):
     assert_ok(run(3, build("rma"), "single_copy", env=env, timeout=120))
 
 
-def _zero_copy_counters(build, tmp_path, spec=None, env=None):
-    """Run `zero_copy` on 3 ranks over TCP (with `--inject spec`); the FT
+def _zero_copy_counters(build, tmp_path, spec=None, env=None, subtest="zero_copy"):
+    """Run `subtest` on 3 ranks over TCP (with `--inject spec`); the FT
     report's counters."""
     import json
 
@@ -199,8 +199,24 @@ def _zero_copy_counters(build, tmp_path, spec=None, env=None):
     opts = ["--paths", "tcp", "--report-json", str(report)]
     if spec:
         opts += ["--inject", spec]
-    assert_ok(run(3, build("rma"), "zero_copy", mpiexec_opts=opts, env=env, timeout=180))
+    assert_ok(run(3, build("rma"), subtest, mpiexec_opts=opts, env=env, timeout=180))
     return json.loads(report.read_text())["counters"]
+
+
+@pytest.mark.resmpi_only("the FT report and --inject are resmpi's")
+@pytest.mark.parametrize("spec", [None, "drop:0.05,seed:41"])
+def test_a_large_rput_goes_lent_and_its_buffer_is_free_when_its_request_completes(
+        build, tmp_path, spec):
+    """MPI_Rput's data goes as data frames lent from its buffer (placed at
+    the target), and its request completes only when the links let go of
+    the buffer: the program overwrites and frees it right after MPI_Wait,
+    and with frames dropped (retransmissions) the window still gets the
+    original bytes."""
+    counters = _zero_copy_counters(build, tmp_path, spec=spec, subtest="rput_reuse")
+    assert counters["frames_placed"] > 0, counters
+    off = _zero_copy_counters(build, tmp_path, spec=spec, subtest="rput_reuse",
+                              env={"RESMPI_RMA_ZERO_COPY": "0"})
+    assert off["frames_placed"] == 0, off
 
 
 @pytest.mark.resmpi_only("the FT report and RESMPI_RMA_ZERO_COPY are resmpi's")

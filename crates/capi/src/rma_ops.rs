@@ -272,9 +272,34 @@ unsafe fn issue_without_copy(
             Some(operation) => Ok(Some(operation)),
             None => unsafe {
                 mpi.engine
-                    .rma_issue_lent(id, world_rank, access, blocks, origin)
+                    .rma_issue_lent(id, world_rank, access, blocks, origin, None)
             },
         }
+    })
+}
+
+/// Issue an MPI_Rput as data frames lent from `origin` (over the network),
+/// their views made with `loan`, which the request waits for; false: it
+/// must be copied instead. Not single copy: the target would read the
+/// buffer after the request let the application reuse it.
+///
+/// # Safety
+/// `origin` must stay valid and untouched until the request made with
+/// `loan` completes (MPI's contract for MPI_Rput's buffer).
+unsafe fn issue_rput_lent(
+    target: &Target,
+    blocks: &[TargetBlock],
+    origin: &[(usize, usize)],
+    loan: &resmpi_core::reliability::Loan,
+) -> MpiResult<bool> {
+    let (id, world_rank) = (target.id, target.world_rank);
+    with_engine("MPI_Rput", |mpi| {
+        // SAFETY: the caller's promise.
+        let issued = unsafe {
+            mpi.engine
+                .rma_issue_lent(id, world_rank, Access::Put, blocks, origin, Some(loan))
+        }?;
+        Ok(issued.is_some())
     })
 }
 
@@ -628,6 +653,22 @@ fn complete_request(comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult<()> 
     Ok(())
 }
 
+/// MPI_Rput's request when its data went lent: it completes once the links
+/// released every view of `loan`.
+fn lent_request(
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    loan: resmpi_core::reliability::Loan,
+) -> MpiResult<()> {
+    let comm_index = crate::handles::comm_index(comm).unwrap_or(resmpi_core::WORLD);
+    let index = with_engine("MPI_Rput", |mpi| {
+        mpi.engine.start_lent_completion(comm_index, loan)
+    })?;
+    // SAFETY: checked non-null by the caller.
+    unsafe { *request = crate::handles::request_handle(index) };
+    Ok(())
+}
+
 /// Wait for a fetching operation (the R* forms), then hand back a complete request.
 fn finish_request(
     name: &str,
@@ -651,10 +692,11 @@ unsafe fn put(
     target_disp: MPI_Aint,
     target_count: MPI_Count,
     target_datatype: MPI_Datatype,
-    buffer_held: bool,
-) -> MpiResult<()> {
+    rput_loan: Option<&resmpi_core::reliability::Loan>,
+) -> MpiResult<bool> {
+    let buffer_held = rput_loan.is_none();
     let Some(target) = target_of(window, target_rank)? else {
-        return Ok(());
+        return Ok(false);
     };
     if let Some(direct) = &window.direct {
         if let Some((origin, start, bytes)) = contiguous_shortcut(
@@ -669,7 +711,7 @@ unsafe fn put(
             // SAFETY: the application's origin buffer of `bytes`; the
             // target bytes were checked against its window.
             unsafe { direct.put(target_rank as usize, &[(origin, bytes)], &[(start, bytes)]) };
-            return Ok(());
+            return Ok(false);
         }
     }
     let (blocks, target_total) =
@@ -680,20 +722,27 @@ unsafe fn put(
         // SAFETY: the origin buffer is the application's; the target
         // blocks were checked against the target's window.
         unsafe { direct.put(target_rank as usize, &runs, &block_runs(&blocks)) };
-        return Ok(());
+        return Ok(false);
     }
     // SAFETY: MPI_Put's buffer stays untouched until the epoch completes
     // at the target (`buffer_held`).
     if buffer_held
         && unsafe { issue_without_copy("MPI_Put", &target, Access::Put, &blocks, &runs) }?.is_some()
     {
-        return Ok(());
+        return Ok(false);
+    }
+    // SAFETY: MPI_Rput's buffer stays untouched until its request
+    // completes, which waits for `loan`.
+    if let Some(loan) = rput_loan {
+        if unsafe { issue_rput_lent(&target, &blocks, &runs, loan) }? {
+            return Ok(true);
+        }
     }
     // SAFETY: the application's origin buffer, for this call.
     let data = unsafe { gather(&runs, total) };
     // SAFETY: no destination.
     unsafe { issue("MPI_Put", &target, Access::Put, &blocks, &data, Vec::new()) }?;
-    Ok(())
+    Ok(false)
 }
 
 unsafe fn get(
@@ -766,8 +815,9 @@ unsafe fn put_entry(
         if let Some(request) = request {
             crate::global::out_pointer(request, "request")?;
         }
+        let loan = request.map(|_| resmpi_core::reliability::Loan::default());
         // SAFETY: the caller's arguments.
-        unsafe {
+        let lent = unsafe {
             put(
                 window,
                 origin_addr,
@@ -777,12 +827,13 @@ unsafe fn put_entry(
                 target_disp,
                 target_count,
                 target_datatype,
-                request.is_none(),
+                loan.as_ref(),
             )
         }?;
-        match request {
-            Some(request) => complete_request(window.comm, request),
-            None => Ok(()),
+        match (request, loan) {
+            (Some(request), Some(loan)) if lent => lent_request(window.comm, request, loan),
+            (Some(request), _) => complete_request(window.comm, request),
+            (None, _) => Ok(()),
         }
     })
 }

@@ -324,6 +324,9 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Rendezvous sends waiting for the links to acknowledge their lent
     /// fragments (`SendStage::AwaitingAcks`).
     sends_awaiting_acks: Vec<u32>,
+    /// Requests of operations whose buffers the links hold views of
+    /// (`Operation::LentOut`), completed as the views end.
+    lent_requests: Vec<u32>,
     /// Eager credit left toward each peer.
     eager_credit: Vec<usize>,
     /// Credit consumed here and not yet returned, per peer.
@@ -520,6 +523,7 @@ impl<F: Interceptor> Engine<F> {
                 queued_frames: 0,
                 streaming_sends: 0,
                 sends_awaiting_acks: Vec::new(),
+                lent_requests: Vec::new(),
                 eager_credit: vec![config.eager_credit_bytes; peers],
                 credit_owed: vec![0; peers],
                 probed_messages: Vec::new(),
@@ -990,6 +994,29 @@ impl<F: Interceptor> Engine<F> {
         self.state.report_matches();
     }
 
+    /// A request that completes when the links have released every view
+    /// made with `loan` (an MPI_Rput sent without a copy: its buffer may be
+    /// reused then).
+    pub fn start_lent_completion(
+        &mut self,
+        comm: usize,
+        loan: crate::reliability::Loan,
+    ) -> MpiResult<u32> {
+        let request = Request {
+            operation: Operation::LentOut(loan),
+            comm,
+            complete: false,
+            status: Status::default(),
+            generation: 0,
+            persistent: None,
+            free_when_complete: false,
+            inner: None,
+        };
+        let index = self.insert_request(request)?;
+        self.state.lent_requests.push(index);
+        Ok(index)
+    }
+
     /// A completed request with nothing to do (PROC_NULL operations).
     pub fn start_nothing(&mut self, comm: usize, status: Status) -> MpiResult<u32> {
         let request = Request {
@@ -1138,6 +1165,7 @@ impl<F: Interceptor> Engine<F> {
             && self.state.queued_frames == 0
             && self.state.streaming_sends == 0
             && self.state.sends_awaiting_acks.is_empty()
+            && self.state.lent_requests.is_empty()
             && self.state.pending_error.is_none()
             && self.schedules.is_empty()
             && self.notice_count() == self.notices_seen
@@ -1213,6 +1241,7 @@ impl<F: Interceptor> Engine<F> {
             networked && self.links.any() && self.links.transmit(&mut self.transports)?;
         let acknowledged =
             !self.state.sends_awaiting_acks.is_empty() && self.complete_acknowledged_sends();
+        let returned = !self.state.lent_requests.is_empty() && self.complete_returned_loans();
         let collectives = !self.schedules.is_empty() && crate::schedule::advance_all(self)?;
         let agreements =
             !self.state.agreement_requests.is_empty() && self.state.complete_agreement_requests();
@@ -1221,6 +1250,7 @@ impl<F: Interceptor> Engine<F> {
             || streamed
             || transmitted
             || acknowledged
+            || returned
             || collectives
             || agreements)
     }
@@ -2141,6 +2171,32 @@ impl<F: Interceptor> Engine<F> {
         state.sends_awaiting_acks.len() < before
     }
 
+    /// Complete the `Operation::LentOut` requests whose views the links
+    /// have all released.
+    fn complete_returned_loans(&mut self) -> bool {
+        let state = &mut self.state;
+        let before = state.lent_requests.len();
+        let mut waiting = std::mem::take(&mut state.lent_requests);
+        waiting.retain(|&index| {
+            let Some(request) = state.requests.get_mut(index) else {
+                return false;
+            };
+            let Operation::LentOut(loan) = &request.operation else {
+                return false;
+            };
+            if std::sync::Arc::strong_count(loan) > 1 {
+                return true;
+            }
+            request.complete = true;
+            if request.free_when_complete {
+                state.requests.remove(index);
+            }
+            false
+        });
+        state.lent_requests = waiting;
+        state.lent_requests.len() < before
+    }
+
     /// Process `peer` (a world rank) has died: mark it failed, forget its
     /// link and everything queued for it, end with `MPIX_ERR_PROC_FAILED`
     /// every request that needs it, and tell the protocol. Every other
@@ -2785,7 +2841,7 @@ impl<F: Interceptor> State<F> {
                                 .is_some_and(|comm| comm_holds(comm, peer))
                     }
                 },
-                Operation::Nothing | Operation::Generalized => false,
+                Operation::Nothing | Operation::Generalized | Operation::LentOut(_) => false,
             };
             if !involved {
                 continue;

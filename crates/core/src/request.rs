@@ -184,6 +184,10 @@ pub enum Operation {
     /// completes it with MPI_Grequest_complete; the C layer keeps its
     /// callbacks.
     Generalized,
+    /// An operation whose buffer the reliable links hold views of (an
+    /// MPI_Rput sent without a copy): complete once they released every
+    /// one, i.e. when the buffer may be reused (local completion).
+    LentOut(crate::reliability::Loan),
 }
 
 /// One request slot.

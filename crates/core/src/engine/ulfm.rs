@@ -155,7 +155,7 @@ impl<F: Interceptor> State<F> {
                         | SendStage::Streaming { .. }
                 ),
                 Operation::Receive(_) => true,
-                Operation::Nothing | Operation::Generalized => false,
+                Operation::Nothing | Operation::Generalized | Operation::LentOut(_) => false,
             };
             if !pending {
                 continue;

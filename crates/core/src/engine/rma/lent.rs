@@ -21,9 +21,11 @@
 //!   target's loan: a reply retransmitted after that would read memory the
 //!   application may have unmapped.
 //!
-//! MPI_Rput is not lent (its request is complete at once, so its buffer is
-//! free at once); neither are accumulates (the target combines, it cannot
-//! place) nor pieces under [`LENT_MIN_BYTES`].
+//! - an MPI_Rput's request (`Operation::LentOut`) completes when the views
+//!   of its own loan end: that is when MPI lets its buffer be reused.
+//!
+//! Accumulates are not lent (the target combines, it cannot place), nor
+//! pieces under [`LENT_MIN_BYTES`].
 //!
 //! Why a placed put may sit unchecked in the window: the same argument as
 //! for a receive. The frame is the next in order on its link, so every
@@ -249,6 +251,7 @@ impl<F: Interceptor> Engine<F> {
         access: Access,
         blocks: &[TargetBlock],
         origin: &[(usize, usize)],
+        request_loan: Option<&Loan>,
     ) -> MpiResult<Option<u64>> {
         let put = match access {
             Access::Put => true,
@@ -268,7 +271,7 @@ impl<F: Interceptor> Engine<F> {
         self.state.rma.next_operation_id += 1;
         if put {
             // SAFETY: the caller's promise.
-            unsafe { self.send_put_pieces(window, target, &pieces) }?;
+            unsafe { self.send_put_pieces(window, target, &pieces, request_loan) }?;
         } else {
             self.send_get_pieces(window, target, operation, &pieces, origin)?;
         }
@@ -284,12 +287,18 @@ impl<F: Interceptor> Engine<F> {
         window: u32,
         target: u32,
         pieces: &[Piece],
+        request_loan: Option<&Loan>,
     ) -> MpiResult<()> {
         let rank = self.state.rank;
         let Some(state) = self.state.rma.windows.get_mut(&window) else {
             return Ok(());
         };
-        let loan = state.origin_loans.entry(target).or_default().clone();
+        // An MPI_Rput's views are its request's to wait for; a put's, the
+        // next flush's.
+        let loan = match request_loan {
+            Some(loan) => loan.clone(),
+            None => state.origin_loans.entry(target).or_default().clone(),
+        };
         for piece in pieces {
             let length = piece.target.length_bytes as usize;
             let header = DataFrame::Put {
