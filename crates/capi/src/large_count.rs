@@ -1,0 +1,117 @@
+//! MPI-4's large-count (`_c`) entry points beside the classic ones.
+//!
+//! As in MPICH, each function has one implementation that takes wide
+//! counts; the `int` entry point and the `_c` one differ only in the C
+//! type of their counts. The implementation is generic over [`Count`]
+//! (`c_int` or `MPI_Count`): it widens every count on entry (scalars with
+//! `.into()`, arrays with [`counts`]) and narrows what it hands back with
+//! [`narrow`], so a result that does not fit an `int` is an MPI_ERR_COUNT
+//! naming the function (or MPI_UNDEFINED where the standard says so),
+//! never a silently truncated value. [`int_and_large_count!`] writes the
+//! two `extern "C"` entry points from one parameter list.
+
+use resmpi_core::{ErrorClass, MpiError, MpiResult};
+
+use crate::abi::*;
+
+/// The C type of a count argument: `c_int` in the classic functions,
+/// `MPI_Count` in the `_c` ones.
+pub trait Count: Copy + Into<MPI_Count> + TryFrom<MPI_Count> + 'static {
+    /// The largest count of this type.
+    const MAX: MPI_Count;
+}
+
+impl Count for c_int {
+    const MAX: MPI_Count = c_int::MAX as MPI_Count;
+}
+
+impl Count for MPI_Count {
+    const MAX: MPI_Count = MPI_Count::MAX;
+}
+
+/// A count argument as a length: MPI_ERR_COUNT when negative.
+pub fn length(name: &str, what: &str, count: impl Into<MPI_Count>) -> MpiResult<usize> {
+    let count = count.into();
+    usize::try_from(count)
+        .map_err(|_| MpiError::new(ErrorClass::Count, format!("{name}: {what} {count} is negative")))
+}
+
+/// `value` as a count of type `C`, or MPI_ERR_COUNT naming `name` when it
+/// does not fit (a classic function asked about a large message: its `_c`
+/// form answers).
+pub fn narrow<C: Count>(name: &str, what: &str, value: MPI_Count) -> MpiResult<C> {
+    C::try_from(value).map_err(|_| {
+        MpiError::new(
+            ErrorClass::Count,
+            format!(
+                "{name}: {what} {value} does not fit the int the function returns \
+                 (at most {}); use {name}_c",
+                C::MAX
+            ),
+        )
+    })
+}
+
+/// The `length` entries of a C count array, widened; MPI_ERR_ARG when
+/// NULL with entries.
+///
+/// # Safety
+/// `values` is NULL or points to `length` counts.
+pub unsafe fn counts<C: Count>(
+    values: *const C,
+    length: usize,
+    what: &str,
+) -> MpiResult<Vec<MPI_Count>> {
+    if length == 0 {
+        return Ok(Vec::new());
+    }
+    if values.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, format!("{what} is NULL")));
+    }
+    // SAFETY: guaranteed by the caller.
+    let values = unsafe { std::slice::from_raw_parts(values, length) };
+    Ok(values.iter().map(|&value| value.into()).collect())
+}
+
+/// Two `extern "C"` entry points (`PMPI_x = MPI_x, PMPI_x_c = MPI_x_c`)
+/// from one parameter list, in which the
+/// count arguments have the type `Count` (an `int` in the first, an
+/// `MPI_Count` in the second): both call `$inner(name, arguments...)`,
+/// which is generic over [`Count`]; `name` is `MPI_x` or `MPI_x_c`. Each
+/// is checked against the table's signature (`fn_types`).
+macro_rules! int_and_large_count {
+    ($int:ident = $int_name:ident, $large:ident = $large_name:ident, $inner:path,
+     ($($arg:ident: $ty:ty),* $(,)?)) => {
+        #[allow(non_snake_case)]
+        mod $int {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Count = c_int;
+            #[no_mangle]
+            pub unsafe extern "C" fn $int($($arg: $ty),*) -> c_int {
+                // SAFETY: the caller's arguments, as MPI defines them.
+                unsafe { $inner(stringify!($int_name), $($arg),*) }
+            }
+            const _: $crate::abi::fn_types::$int_name = $int;
+        }
+        #[allow(unused_imports)]
+        pub use $int::$int;
+        #[allow(non_snake_case)]
+        mod $large {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Count = MPI_Count;
+            #[no_mangle]
+            pub unsafe extern "C" fn $large($($arg: $ty),*) -> c_int {
+                // SAFETY: the caller's arguments, as MPI defines them.
+                unsafe { $inner(stringify!($large_name), $($arg),*) }
+            }
+            const _: $crate::abi::fn_types::$large_name = $large;
+        }
+        #[allow(unused_imports)]
+        pub use $large::$large;
+    };
+}
+pub(crate) use int_and_large_count;
