@@ -160,6 +160,9 @@ pub struct Contents {
     pub combiner: c_int,
     /// The integer arguments, in the standard's order.
     pub integers: Vec<c_int>,
+    /// The count arguments of a type made by a large-count (`_c`)
+    /// constructor, in the standard's order (then not in `integers`).
+    pub large_counts: Vec<MPI_Count>,
     /// The address arguments.
     pub addresses: Vec<MPI_Aint>,
     /// The datatype arguments.

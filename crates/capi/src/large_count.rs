@@ -19,14 +19,18 @@ use crate::abi::*;
 pub trait Count: Copy + Into<MPI_Count> + TryFrom<MPI_Count> + 'static {
     /// The largest count of this type.
     const MAX: MPI_Count;
+    /// Whether this is the `_c` form's `MPI_Count`.
+    const LARGE: bool;
 }
 
 impl Count for c_int {
     const MAX: MPI_Count = c_int::MAX as MPI_Count;
+    const LARGE: bool = false;
 }
 
 impl Count for MPI_Count {
     const MAX: MPI_Count = MPI_Count::MAX;
+    const LARGE: bool = true;
 }
 
 /// A count argument as a length: MPI_ERR_COUNT when negative.
