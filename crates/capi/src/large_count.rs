@@ -4,7 +4,7 @@
 //! counts; the `int` entry point and the `_c` one differ only in the C
 //! type of their counts. The implementation is generic over [`Count`]
 //! (`c_int` or `MPI_Count`): it widens every count on entry (scalars with
-//! `.into()`, arrays with [`counts`]) and narrows what it hands back with
+//! `.into()`, arrays entry by entry) and narrows what it hands back with
 //! [`narrow`], so a result that does not fit an `int` is an MPI_ERR_COUNT
 //! naming the function (or MPI_UNDEFINED where the standard says so),
 //! never a silently truncated value. [`int_and_large_count!`] writes the
@@ -16,7 +16,7 @@ use crate::abi::*;
 
 /// The C type of a count argument: `c_int` in the classic functions,
 /// `MPI_Count` in the `_c` ones.
-pub trait Count: Copy + Into<MPI_Count> + TryFrom<MPI_Count> + 'static {
+pub trait Count: Copy + Into<MPI_Count> + TryFrom<MPI_Count> + Send + Sync + 'static {
     /// The largest count of this type.
     const MAX: MPI_Count;
     /// Whether this is the `_c` form's `MPI_Count`.
@@ -33,13 +33,6 @@ impl Count for MPI_Count {
     const LARGE: bool = true;
 }
 
-/// A count argument as a length: MPI_ERR_COUNT when negative.
-pub fn length(name: &str, what: &str, count: impl Into<MPI_Count>) -> MpiResult<usize> {
-    let count = count.into();
-    usize::try_from(count)
-        .map_err(|_| MpiError::new(ErrorClass::Count, format!("{name}: {what} {count} is negative")))
-}
-
 /// `value` as a count of type `C`, or MPI_ERR_COUNT naming `name` when it
 /// does not fit (a classic function asked about a large message: its `_c`
 /// form answers).
@@ -54,27 +47,6 @@ pub fn narrow<C: Count>(name: &str, what: &str, value: MPI_Count) -> MpiResult<C
             ),
         )
     })
-}
-
-/// The `length` entries of a C count array, widened; MPI_ERR_ARG when
-/// NULL with entries.
-///
-/// # Safety
-/// `values` is NULL or points to `length` counts.
-pub unsafe fn counts<C: Count>(
-    values: *const C,
-    length: usize,
-    what: &str,
-) -> MpiResult<Vec<MPI_Count>> {
-    if length == 0 {
-        return Ok(Vec::new());
-    }
-    if values.is_null() {
-        return Err(MpiError::new(ErrorClass::Arg, format!("{what} is NULL")));
-    }
-    // SAFETY: guaranteed by the caller.
-    let values = unsafe { std::slice::from_raw_parts(values, length) };
-    Ok(values.iter().map(|&value| value.into()).collect())
 }
 
 /// Two `extern "C"` entry points (`PMPI_x = MPI_x, PMPI_x_c = MPI_x_c`)
@@ -111,6 +83,41 @@ macro_rules! int_and_large_count {
             pub unsafe extern "C" fn $large($($arg: $ty),*) -> c_int {
                 // SAFETY: the caller's arguments, as MPI defines them.
                 unsafe { $inner(stringify!($large_name), $($arg),*) }
+            }
+            const _: $crate::abi::fn_types::$large_name = $large;
+        }
+        #[allow(unused_imports)]
+        pub use $large::$large;
+    };
+    // The same with the body written out: `name` is bound to `MPI_x` or
+    // `MPI_x_c` and the parameters to the caller's arguments.
+    ($int:ident = $int_name:ident, $large:ident = $large_name:ident, |$name:ident| $body:block,
+     ($($arg:ident: $ty:ty),* $(,)?)) => {
+        #[allow(non_snake_case)]
+        mod $int {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Count = c_int;
+            #[no_mangle]
+            pub unsafe extern "C" fn $int($($arg: $ty),*) -> c_int {
+                let $name: &str = stringify!($int_name);
+                $body
+            }
+            const _: $crate::abi::fn_types::$int_name = $int;
+        }
+        #[allow(unused_imports)]
+        pub use $int::$int;
+        #[allow(non_snake_case)]
+        mod $large {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Count = MPI_Count;
+            #[no_mangle]
+            pub unsafe extern "C" fn $large($($arg: $ty),*) -> c_int {
+                let $name: &str = stringify!($large_name);
+                $body
             }
             const _: $crate::abi::fn_types::$large_name = $large;
         }
