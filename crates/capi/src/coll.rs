@@ -30,7 +30,7 @@ mod small;
 use resmpi_core::coll::shared_memory::{Call, MAX_REDUCTION_FOLD_BYTES};
 use resmpi_core::coll::{self, Block, Reduction};
 use resmpi_core::datatype::TypeInfo;
-use resmpi_core::op::Op;
+use resmpi_core::op::{Op, UserFunction};
 use resmpi_core::schedule::Schedule;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
@@ -735,14 +735,11 @@ int_and_large_count!(PMPI_Reduce_local = MPI_Reduce_local, PMPI_Reduce_local_c =
     op: MPI_Op,
 ));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Op_create(
-    user_fn: MPI_User_function,
-    commute: c_int,
-    op: *mut MPI_Op,
-) -> c_int {
-    entry("MPI_Op_create", MPI_COMM_WORLD, |_, global| {
-        let (Some(function), false) = (user_fn, op.is_null()) else {
+/// MPI_Op_create and MPI_Op_create_c: the op keeps which kind of function
+/// it calls (an `int` or an `MPI_Count` length).
+fn op_create(name: &str, function: Option<UserFunction>, commute: c_int, op: *mut MPI_Op) -> c_int {
+    entry(name, MPI_COMM_WORLD, |_, global| {
+        let (Some(function), false) = (function, op.is_null()) else {
             return Err(MpiError::new(
                 ErrorClass::Arg,
                 "function or op pointer is NULL",
@@ -757,7 +754,26 @@ pub unsafe extern "C" fn PMPI_Op_create(
         Ok(())
     })
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_create(
+    user_fn: MPI_User_function,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
+    op_create("MPI_Op_create", user_fn.map(UserFunction::Int), commute, op)
+}
 const _: fn_types::MPI_Op_create = PMPI_Op_create;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_create_c(
+    user_fn: MPI_User_function_c,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
+    op_create("MPI_Op_create_c", user_fn.map(UserFunction::Large), commute, op)
+}
+const _: fn_types::MPI_Op_create_c = PMPI_Op_create_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Op_free(op: *mut MPI_Op) -> c_int {
