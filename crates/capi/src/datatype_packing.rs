@@ -22,7 +22,7 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 use crate::abi::*;
 use crate::datatype::{builtin_info, check_count, committed_layout, layout_of, PackedBuffer};
 use crate::global::entry;
-use crate::large_count::{int_and_large_count, narrow, Count};
+use crate::large_count::{int_and_large_count, Count};
 use crate::p2p::comm_of;
 
 /// Packed bytes waiting to be unpacked into a user buffer.
@@ -177,7 +177,8 @@ fn sweep_orphaned_receives_now(mpi: &mut Mpi) {
 
 // ----- MPI_Pack / MPI_Unpack -------------------------------------------------
 
-/// MPI_Pack_size (int or `_c`).
+/// MPI_Pack_size (int or `_c`): the int form answers MPI_UNDEFINED for a
+/// size that does not fit an int, as MPI_Type_size does (and MPICH).
 unsafe fn pack_size<C: Count>(
     name: &str,
     incount: C,
@@ -192,7 +193,8 @@ unsafe fn pack_size<C: Count>(
         let bytes = layout
             .packed_bytes(count)
             .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
-        let bytes: C = narrow(name, "packed size", bytes as MPI_Count)?;
+        let undefined = C::try_from(MPI_UNDEFINED as MPI_Count).unwrap_or_else(|_| unreachable!());
+        let bytes = C::try_from(bytes as MPI_Count).unwrap_or(undefined);
         if size.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "size pointer is NULL"));
         }
