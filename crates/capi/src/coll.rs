@@ -35,12 +35,12 @@ use resmpi_core::schedule::Schedule;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use crate::abi::*;
-#[allow(unused_imports)]
-use crate::large_count::{int_and_large_count, Count};
 use crate::datatype::{collective_buffer, is_raw_span, reduction_element, CollectiveBuffer};
 use crate::datatype_packing::{stage_collective, StagedPart};
 use crate::global::{entry, Registry};
 use crate::handles::{builtin_op, op_handle, op_index, request_handle};
+#[allow(unused_imports)]
+use crate::large_count::{int_and_large_count, Count};
 
 /// The op behind a handle, or MPI_ERR_OP.
 fn resolve_op(global: &Registry, op: MPI_Op) -> MpiResult<Op> {
@@ -228,7 +228,11 @@ impl Staging {
 
 /// The bytes `count` elements of `datatype` occupy packed (how a block's
 /// size is compared between ranks) without staging anything.
-fn checked_region(buffer: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<usize> {
+fn checked_region(
+    buffer: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult<usize> {
     Ok(match collective_buffer(buffer, count, datatype)? {
         CollectiveBuffer::Raw { length_bytes, .. } => length_bytes,
         CollectiveBuffer::Packed(packed) => packed.length_bytes,
@@ -771,7 +775,12 @@ pub unsafe extern "C" fn PMPI_Op_create_c(
     commute: c_int,
     op: *mut MPI_Op,
 ) -> c_int {
-    op_create("MPI_Op_create_c", user_fn.map(UserFunction::Large), commute, op)
+    op_create(
+        "MPI_Op_create_c",
+        user_fn.map(UserFunction::Large),
+        commute,
+        op,
+    )
 }
 const _: fn_types::MPI_Op_create_c = PMPI_Op_create_c;
 

@@ -241,7 +241,15 @@ unsafe fn type_vector<C: Count>(
         let mut recorded = Recorded::new();
         recorded.counts(&[count, blocklength, stride]);
         let stride = displacement(stride);
-        hvector_object(MPI_COMBINER_VECTOR, count, blocklength, stride, oldtype, recorded, true)
+        hvector_object(
+            MPI_COMBINER_VECTOR,
+            count,
+            blocklength,
+            stride,
+            oldtype,
+            recorded,
+            true,
+        )
     })
 }
 int_and_large_count!(PMPI_Type_vector = MPI_Type_vector, PMPI_Type_vector_c = MPI_Type_vector_c,
@@ -260,7 +268,15 @@ unsafe fn type_create_hvector<C: Count>(
         let mut recorded = Recorded::new();
         recorded.counts(&[count, blocklength]);
         let stride = stride as isize;
-        hvector_object(MPI_COMBINER_HVECTOR, count, blocklength, stride, oldtype, recorded, false)
+        hvector_object(
+            MPI_COMBINER_HVECTOR,
+            count,
+            blocklength,
+            stride,
+            oldtype,
+            recorded,
+            false,
+        )
     })
 }
 int_and_large_count!(PMPI_Type_create_hvector = MPI_Type_create_hvector,
@@ -510,7 +526,10 @@ unsafe fn type_create_struct<C: Count>(
         recorded.counts(&[count]);
         recorded.counts(lengths);
         recorded.addresses.extend(displacements);
-        Ok(object(new, recorded.contents(MPI_COMBINER_STRUCT, children)))
+        Ok(object(
+            new,
+            recorded.contents(MPI_COMBINER_STRUCT, children),
+        ))
     })
 }
 int_and_large_count!(PMPI_Type_create_struct = MPI_Type_create_struct,
@@ -557,7 +576,10 @@ unsafe fn type_create_resized<C: Count>(
         } else {
             recorded.addresses.extend([lb, extent]);
         }
-        Ok(object(new, recorded.contents(MPI_COMBINER_RESIZED, vec![child])))
+        Ok(object(
+            new,
+            recorded.contents(MPI_COMBINER_RESIZED, vec![child]),
+        ))
     })
 }
 
@@ -651,7 +673,10 @@ unsafe fn type_create_subarray<C: Count>(
         recorded.counts(subsizes);
         recorded.counts(starts);
         recorded.integer(order);
-        Ok(object(new, recorded.contents(MPI_COMBINER_SUBARRAY, vec![child])))
+        Ok(object(
+            new,
+            recorded.contents(MPI_COMBINER_SUBARRAY, vec![child]),
+        ))
     })
 }
 int_and_large_count!(PMPI_Type_create_subarray = MPI_Type_create_subarray,
@@ -744,7 +769,10 @@ unsafe fn type_create_darray<C: Count>(
         recorded.integers.extend(dargs);
         recorded.integers.extend(psizes);
         recorded.integer(order);
-        Ok(object(new, recorded.contents(MPI_COMBINER_DARRAY, vec![child])))
+        Ok(object(
+            new,
+            recorded.contents(MPI_COMBINER_DARRAY, vec![child]),
+        ))
     })
 }
 int_and_large_count!(PMPI_Type_create_darray = MPI_Type_create_darray,

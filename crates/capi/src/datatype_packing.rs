@@ -399,14 +399,7 @@ unsafe fn unpack<C: Count + Position>(
         // SAFETY: the caller's arguments, checked inside.
         unsafe {
             unpack_message(
-                name,
-                inbuf,
-                insize,
-                position,
-                outbuf,
-                outcount,
-                datatype,
-                None,
+                name, inbuf, insize, position, outbuf, outcount, datatype, None,
             )
         }
     })

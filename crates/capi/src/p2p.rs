@@ -161,18 +161,42 @@ macro_rules! send_entries {
     };
 }
 
-send_entries!(SendMode::Standard, standard_send, standard_isend,
-    PMPI_Send = MPI_Send, PMPI_Send_c = MPI_Send_c,
-    PMPI_Isend = MPI_Isend, PMPI_Isend_c = MPI_Isend_c);
-send_entries!(SendMode::Standard, ready_send, ready_isend,
-    PMPI_Rsend = MPI_Rsend, PMPI_Rsend_c = MPI_Rsend_c,
-    PMPI_Irsend = MPI_Irsend, PMPI_Irsend_c = MPI_Irsend_c);
-send_entries!(SendMode::Synchronous, synchronous_send, synchronous_isend,
-    PMPI_Ssend = MPI_Ssend, PMPI_Ssend_c = MPI_Ssend_c,
-    PMPI_Issend = MPI_Issend, PMPI_Issend_c = MPI_Issend_c);
-send_entries!(SendMode::Buffered, buffered_send, buffered_isend,
-    PMPI_Bsend = MPI_Bsend, PMPI_Bsend_c = MPI_Bsend_c,
-    PMPI_Ibsend = MPI_Ibsend, PMPI_Ibsend_c = MPI_Ibsend_c);
+send_entries!(
+    SendMode::Standard,
+    standard_send,
+    standard_isend,
+    PMPI_Send = MPI_Send,
+    PMPI_Send_c = MPI_Send_c,
+    PMPI_Isend = MPI_Isend,
+    PMPI_Isend_c = MPI_Isend_c
+);
+send_entries!(
+    SendMode::Standard,
+    ready_send,
+    ready_isend,
+    PMPI_Rsend = MPI_Rsend,
+    PMPI_Rsend_c = MPI_Rsend_c,
+    PMPI_Irsend = MPI_Irsend,
+    PMPI_Irsend_c = MPI_Irsend_c
+);
+send_entries!(
+    SendMode::Synchronous,
+    synchronous_send,
+    synchronous_isend,
+    PMPI_Ssend = MPI_Ssend,
+    PMPI_Ssend_c = MPI_Ssend_c,
+    PMPI_Issend = MPI_Issend,
+    PMPI_Issend_c = MPI_Issend_c
+);
+send_entries!(
+    SendMode::Buffered,
+    buffered_send,
+    buffered_isend,
+    PMPI_Bsend = MPI_Bsend,
+    PMPI_Bsend_c = MPI_Bsend_c,
+    PMPI_Ibsend = MPI_Ibsend,
+    PMPI_Ibsend_c = MPI_Ibsend_c
+);
 
 unsafe fn recv<C: Count>(
     name: &str,
@@ -321,9 +345,7 @@ unsafe fn sendrecv_replace<C: Count>(
     // proceed in any order, exactly as MPI_Sendrecv.
     // The copy is the packed message, sent as bytes; the wire carries
     // packed data for every type, so the receiver sees the same message.
-    let copy = match with_mpi(name, comm, |_, _| {
-        packed_copy(buf, count, datatype)
-    }) {
+    let copy = match with_mpi(name, comm, |_, _| packed_copy(buf, count, datatype)) {
         Ok(copy) => copy,
         Err(code) => return code,
     };
@@ -722,11 +744,7 @@ int_and_large_count!(PMPI_Imrecv = MPI_Imrecv, PMPI_Imrecv_c = MPI_Imrecv_c, imr
     request: *mut MPI_Request,
 ));
 
-unsafe fn buffer_attach<C: Count>(
-    name: &str,
-    buffer: *mut c_void,
-    size: C,
-) -> c_int {
+unsafe fn buffer_attach<C: Count>(name: &str, buffer: *mut c_void, size: C) -> c_int {
     let size: MPI_Count = size.into();
     entry(name, MPI_COMM_WORLD, |mpi, _| {
         if size < 0 {
@@ -751,11 +769,7 @@ int_and_large_count!(PMPI_Buffer_attach = MPI_Buffer_attach, PMPI_Buffer_attach_
     size: Count,
 ));
 
-unsafe fn buffer_detach<C: Count>(
-    name: &str,
-    buffer_addr: *mut c_void,
-    size: *mut C,
-) -> c_int {
+unsafe fn buffer_detach<C: Count>(name: &str, buffer_addr: *mut c_void, size: *mut C) -> c_int {
     entry(name, MPI_COMM_WORLD, |mpi, _| {
         mpi.wait_bsends()?;
         let size_bytes: C = narrow(name, "buffer size", mpi.bsend.size_bytes as MPI_Count)?;
@@ -834,14 +848,30 @@ macro_rules! send_init_entries {
     };
 }
 
-send_init_entries!(SendMode::Standard, standard_send_init,
-    PMPI_Send_init = MPI_Send_init, PMPI_Send_init_c = MPI_Send_init_c);
-send_init_entries!(SendMode::Standard, ready_send_init,
-    PMPI_Rsend_init = MPI_Rsend_init, PMPI_Rsend_init_c = MPI_Rsend_init_c);
-send_init_entries!(SendMode::Synchronous, synchronous_send_init,
-    PMPI_Ssend_init = MPI_Ssend_init, PMPI_Ssend_init_c = MPI_Ssend_init_c);
-send_init_entries!(SendMode::Buffered, buffered_send_init,
-    PMPI_Bsend_init = MPI_Bsend_init, PMPI_Bsend_init_c = MPI_Bsend_init_c);
+send_init_entries!(
+    SendMode::Standard,
+    standard_send_init,
+    PMPI_Send_init = MPI_Send_init,
+    PMPI_Send_init_c = MPI_Send_init_c
+);
+send_init_entries!(
+    SendMode::Standard,
+    ready_send_init,
+    PMPI_Rsend_init = MPI_Rsend_init,
+    PMPI_Rsend_init_c = MPI_Rsend_init_c
+);
+send_init_entries!(
+    SendMode::Synchronous,
+    synchronous_send_init,
+    PMPI_Ssend_init = MPI_Ssend_init,
+    PMPI_Ssend_init_c = MPI_Ssend_init_c
+);
+send_init_entries!(
+    SendMode::Buffered,
+    buffered_send_init,
+    PMPI_Bsend_init = MPI_Bsend_init,
+    PMPI_Bsend_init_c = MPI_Bsend_init_c
+);
 
 unsafe fn recv_init<C: Count>(
     name: &str,

@@ -37,8 +37,8 @@ use crate::coll::{
     PMPI_Ireduce_c,
 };
 use crate::global::entry;
-use crate::large_count::{int_and_large_count, Count};
 use crate::handles::{request_handle, request_index};
+use crate::large_count::{int_and_large_count, Count};
 use crate::p2p::comm_of;
 use crate::requests::persistent_request;
 
@@ -301,7 +301,11 @@ unsafe fn reduce_scatter_init<C: Count>(
             // SAFETY: as in `persistent_collective!`; the copy lives in the closure.
             unsafe {
                 crate::coll::prefix::ireduce_scatter(
-                    if C::LARGE { concat!("MPI_Ireduce_scatter", "_c") } else { "MPI_Ireduce_scatter" },
+                    if C::LARGE {
+                        concat!("MPI_Ireduce_scatter", "_c")
+                    } else {
+                        "MPI_Ireduce_scatter"
+                    },
                     sendbuf,
                     recvbuf,
                     address(&counts),
@@ -354,7 +358,11 @@ unsafe fn gatherv_init<C: Count>(
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
                 crate::coll::gather::igatherv(
-                    if C::LARGE { concat!("MPI_Igatherv", "_c") } else { "MPI_Igatherv" },
+                    if C::LARGE {
+                        concat!("MPI_Igatherv", "_c")
+                    } else {
+                        "MPI_Igatherv"
+                    },
                     sendbuf,
                     sendcount,
                     sendtype,
@@ -413,7 +421,11 @@ unsafe fn scatterv_init<C: Count>(
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
                 crate::coll::gather::iscatterv(
-                    if C::LARGE { concat!("MPI_Iscatterv", "_c") } else { "MPI_Iscatterv" },
+                    if C::LARGE {
+                        concat!("MPI_Iscatterv", "_c")
+                    } else {
+                        "MPI_Iscatterv"
+                    },
                     sendbuf,
                     address(&counts),
                     address(&displacements),
@@ -471,7 +483,11 @@ unsafe fn allgatherv_init<C: Count>(
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
                 crate::coll::gather::iallgatherv(
-                    if C::LARGE { concat!("MPI_Iallgatherv", "_c") } else { "MPI_Iallgatherv" },
+                    if C::LARGE {
+                        concat!("MPI_Iallgatherv", "_c")
+                    } else {
+                        "MPI_Iallgatherv"
+                    },
                     sendbuf,
                     sendcount,
                     sendtype,
@@ -532,7 +548,11 @@ unsafe fn alltoallv_init<C: Count>(
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
                 crate::coll::exchange::ialltoallv(
-                    if C::LARGE { concat!("MPI_Ialltoallv", "_c") } else { "MPI_Ialltoallv" },
+                    if C::LARGE {
+                        concat!("MPI_Ialltoallv", "_c")
+                    } else {
+                        "MPI_Ialltoallv"
+                    },
                     sendbuf,
                     address(sendcounts),
                     address(sdispls),
@@ -602,7 +622,11 @@ unsafe fn alltoallw_init<C: Count>(
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
                 crate::coll::exchange::ialltoallw(
-                    if C::LARGE { concat!("MPI_Ialltoallw", "_c") } else { "MPI_Ialltoallw" },
+                    if C::LARGE {
+                        concat!("MPI_Ialltoallw", "_c")
+                    } else {
+                        "MPI_Ialltoallw"
+                    },
                     sendbuf,
                     address(sendcounts),
                     address(sdispls),
@@ -678,40 +702,39 @@ unsafe fn neighbor_allgatherv_init<C: Count>(
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    neighbour_init(
-        name,
-        comm,
-        request,
-        |in_degree, _| {
-            // SAFETY: one entry per incoming neighbour.
-            let arrays = unsafe {
-                [
-                    copied(recvcounts, in_degree, true),
-                    copied(displs, in_degree, true),
-                ]
-            };
-            let arguments = Captured((sendbuf, sendcount, sendtype, recvbuf, recvtype, comm));
-            Arc::new(move |inner| {
-                let (sendbuf, sendcount, sendtype, recvbuf, recvtype, comm) = arguments.get();
-                let [counts, displacements] = &arrays;
-                // SAFETY: as in `persistent_collective!`; the copies live in the closure.
-                unsafe {
-                    crate::coll::neighbor::ineighbor_allgatherv(
-                    if C::LARGE { concat!("MPI_Ineighbor_allgatherv", "_c") } else { "MPI_Ineighbor_allgatherv" },
-                        sendbuf,
-                        sendcount,
-                        sendtype,
-                        recvbuf,
-                        address(counts),
-                        address(displacements),
-                        recvtype,
-                        comm,
-                        inner,
-                    )
-                }
-            })
-        },
-    )
+    neighbour_init(name, comm, request, |in_degree, _| {
+        // SAFETY: one entry per incoming neighbour.
+        let arrays = unsafe {
+            [
+                copied(recvcounts, in_degree, true),
+                copied(displs, in_degree, true),
+            ]
+        };
+        let arguments = Captured((sendbuf, sendcount, sendtype, recvbuf, recvtype, comm));
+        Arc::new(move |inner| {
+            let (sendbuf, sendcount, sendtype, recvbuf, recvtype, comm) = arguments.get();
+            let [counts, displacements] = &arrays;
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                crate::coll::neighbor::ineighbor_allgatherv(
+                    if C::LARGE {
+                        concat!("MPI_Ineighbor_allgatherv", "_c")
+                    } else {
+                        "MPI_Ineighbor_allgatherv"
+                    },
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    address(counts),
+                    address(displacements),
+                    recvtype,
+                    comm,
+                    inner,
+                )
+            }
+        })
+    })
 }
 int_and_large_count!(PMPI_Neighbor_allgatherv_init = MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init_c = MPI_Neighbor_allgatherv_init_c, neighbor_allgatherv_init, (
     sendbuf: *const c_void,
@@ -740,43 +763,42 @@ unsafe fn neighbor_alltoallv_init<C: Count>(
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    neighbour_init(
-        name,
-        comm,
-        request,
-        |in_degree, out_degree| {
-            // SAFETY: one entry per outgoing / incoming neighbour.
-            let arrays = unsafe {
-                [
-                    copied(sendcounts, out_degree, true),
-                    copied(sdispls, out_degree, true),
-                    copied(recvcounts, in_degree, true),
-                    copied(rdispls, in_degree, true),
-                ]
-            };
-            let arguments = Captured((sendbuf, sendtype, recvbuf, recvtype, comm));
-            Arc::new(move |inner| {
-                let (sendbuf, sendtype, recvbuf, recvtype, comm) = arguments.get();
-                let [sendcounts, sdispls, recvcounts, rdispls] = &arrays;
-                // SAFETY: as in `persistent_collective!`; the copies live in the closure.
-                unsafe {
-                    crate::coll::neighbor::ineighbor_alltoallv(
-                    if C::LARGE { concat!("MPI_Ineighbor_alltoallv", "_c") } else { "MPI_Ineighbor_alltoallv" },
-                        sendbuf,
-                        address(sendcounts),
-                        address(sdispls),
-                        sendtype,
-                        recvbuf,
-                        address(recvcounts),
-                        address(rdispls),
-                        recvtype,
-                        comm,
-                        inner,
-                    )
-                }
-            })
-        },
-    )
+    neighbour_init(name, comm, request, |in_degree, out_degree| {
+        // SAFETY: one entry per outgoing / incoming neighbour.
+        let arrays = unsafe {
+            [
+                copied(sendcounts, out_degree, true),
+                copied(sdispls, out_degree, true),
+                copied(recvcounts, in_degree, true),
+                copied(rdispls, in_degree, true),
+            ]
+        };
+        let arguments = Captured((sendbuf, sendtype, recvbuf, recvtype, comm));
+        Arc::new(move |inner| {
+            let (sendbuf, sendtype, recvbuf, recvtype, comm) = arguments.get();
+            let [sendcounts, sdispls, recvcounts, rdispls] = &arrays;
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                crate::coll::neighbor::ineighbor_alltoallv(
+                    if C::LARGE {
+                        concat!("MPI_Ineighbor_alltoallv", "_c")
+                    } else {
+                        "MPI_Ineighbor_alltoallv"
+                    },
+                    sendbuf,
+                    address(sendcounts),
+                    address(sdispls),
+                    sendtype,
+                    recvbuf,
+                    address(recvcounts),
+                    address(rdispls),
+                    recvtype,
+                    comm,
+                    inner,
+                )
+            }
+        })
+    })
 }
 int_and_large_count!(PMPI_Neighbor_alltoallv_init = MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init_c = MPI_Neighbor_alltoallv_init_c, neighbor_alltoallv_init, (
     sendbuf: *const c_void,
@@ -806,53 +828,52 @@ unsafe fn neighbor_alltoallw_init<C: Count>(
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    neighbour_init(
-        name,
-        comm,
-        request,
-        |in_degree, out_degree| {
-            // SAFETY: one entry per outgoing / incoming neighbour.
-            let (counts, displacements, types) = unsafe {
-                (
-                    [
-                        copied(sendcounts, out_degree, true),
-                        copied(recvcounts, in_degree, true),
-                    ],
-                    [
-                        copied(sdispls, out_degree, true),
-                        copied(rdispls, in_degree, true),
-                    ],
-                    [
-                        copied(sendtypes, out_degree, true),
-                        copied(recvtypes, in_degree, true),
-                    ],
+    neighbour_init(name, comm, request, |in_degree, out_degree| {
+        // SAFETY: one entry per outgoing / incoming neighbour.
+        let (counts, displacements, types) = unsafe {
+            (
+                [
+                    copied(sendcounts, out_degree, true),
+                    copied(recvcounts, in_degree, true),
+                ],
+                [
+                    copied(sdispls, out_degree, true),
+                    copied(rdispls, in_degree, true),
+                ],
+                [
+                    copied(sendtypes, out_degree, true),
+                    copied(recvtypes, in_degree, true),
+                ],
+            )
+        };
+        let arguments = Captured((sendbuf, recvbuf, comm));
+        Arc::new(move |inner| {
+            let (sendbuf, recvbuf, comm) = arguments.get();
+            let [sendcounts, recvcounts] = &counts;
+            let [sdispls, rdispls] = &displacements;
+            let [sendtypes, recvtypes] = &types;
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                crate::coll::neighbor::ineighbor_alltoallw(
+                    if C::LARGE {
+                        concat!("MPI_Ineighbor_alltoallw", "_c")
+                    } else {
+                        "MPI_Ineighbor_alltoallw"
+                    },
+                    sendbuf,
+                    address(sendcounts),
+                    address(sdispls),
+                    address(sendtypes),
+                    recvbuf,
+                    address(recvcounts),
+                    address(rdispls),
+                    address(recvtypes),
+                    comm,
+                    inner,
                 )
-            };
-            let arguments = Captured((sendbuf, recvbuf, comm));
-            Arc::new(move |inner| {
-                let (sendbuf, recvbuf, comm) = arguments.get();
-                let [sendcounts, recvcounts] = &counts;
-                let [sdispls, rdispls] = &displacements;
-                let [sendtypes, recvtypes] = &types;
-                // SAFETY: as in `persistent_collective!`; the copies live in the closure.
-                unsafe {
-                    crate::coll::neighbor::ineighbor_alltoallw(
-                    if C::LARGE { concat!("MPI_Ineighbor_alltoallw", "_c") } else { "MPI_Ineighbor_alltoallw" },
-                        sendbuf,
-                        address(sendcounts),
-                        address(sdispls),
-                        address(sendtypes),
-                        recvbuf,
-                        address(recvcounts),
-                        address(rdispls),
-                        address(recvtypes),
-                        comm,
-                        inner,
-                    )
-                }
-            })
-        },
-    )
+            }
+        })
+    })
 }
 int_and_large_count!(PMPI_Neighbor_alltoallw_init = MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init_c = MPI_Neighbor_alltoallw_init_c, neighbor_alltoallw_init, (
     sendbuf: *const c_void,

@@ -16,7 +16,12 @@ pub enum UserFunction {
     Int(unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut i32, *mut i32)),
     /// `MPI_User_function_c`.
     Large(
-        unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut std::ffi::c_long, *mut i32),
+        unsafe extern "C" fn(
+            *mut std::ffi::c_void,
+            *mut std::ffi::c_void,
+            *mut std::ffi::c_long,
+            *mut i32,
+        ),
     ),
 }
 

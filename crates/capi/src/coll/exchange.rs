@@ -10,9 +10,9 @@ use super::{
     checked_region, extent_of, int_array, is_in_place, launch, request_out, Staging, Usage,
 };
 use crate::abi::*;
+use crate::global::entry;
 #[allow(unused_imports)]
 use crate::large_count::{int_and_large_count, Count};
-use crate::global::entry;
 
 /// Per-peer datatypes of Alltoallw; MPI_ERR_ARG when NULL.
 ///

@@ -9,9 +9,9 @@ use super::{
     request_out, Staging, Usage,
 };
 use crate::abi::*;
+use crate::global::entry;
 #[allow(unused_imports)]
 use crate::large_count::{int_and_large_count, Count};
-use crate::global::entry;
 
 /// Blocks of a v-collective: `counts[i]` elements at `displs[i]` extents from `base`.
 ///
@@ -34,9 +34,7 @@ unsafe fn v_blocks<C: Count>(
     counts
         .iter()
         .zip(displs)
-        .map(|(count, displ)| {
-            staging.block(base, displ as isize * extent, *count, datatype, usage)
-        })
+        .map(|(count, displ)| staging.block(base, displ as isize * extent, *count, datatype, usage))
         .collect()
 }
 

@@ -15,9 +15,9 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use super::{in_place_not_allowed, is_in_place, launch, reduction_of, Staging, Usage};
 use crate::abi::*;
+use crate::global::Registry;
 #[allow(unused_imports)]
 use crate::large_count::{int_and_large_count, Count};
-use crate::global::Registry;
 
 /// Local and remote group sizes of inter-communicator `index`.
 fn sizes(mpi: &Mpi, index: usize) -> MpiResult<(usize, usize)> {

@@ -21,9 +21,9 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use super::{extent_of, launch, request_out, Staging, Usage};
 use crate::abi::*;
+use crate::global::entry;
 #[allow(unused_imports)]
 use crate::large_count::{int_and_large_count, Count};
-use crate::global::entry;
 use crate::p2p::comm_of;
 
 /// This process's neighbourhood: incoming and outgoing neighbours in MPI
@@ -166,7 +166,13 @@ unsafe fn displaced_blocks<C: Count>(
             // SAFETY: by the caller's promise.
             let (count, displacement) = unsafe { (*counts.add(i), *displacements.add(i)) };
             let displacement: MPI_Count = displacement.into();
-            staging.block(base, displacement as isize * extent, count.into(), datatype, usage)
+            staging.block(
+                base,
+                displacement as isize * extent,
+                count.into(),
+                datatype,
+                usage,
+            )
         })
         .collect()
 }

@@ -6,9 +6,9 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 use super::{any_comm_of, comm_of, inter, small};
 use super::{everywhere_reduction, int_array, launch, reduction_fast_path, request_out, Staging};
 use crate::abi::*;
+use crate::global::{entry, Registry};
 #[allow(unused_imports)]
 use crate::large_count::{int_and_large_count, Count};
-use crate::global::{entry, Registry};
 
 /// Reduce_scatter with `counts[i]` elements for rank i.
 fn reduce_scatter_common(

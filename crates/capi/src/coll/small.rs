@@ -24,10 +24,10 @@ use resmpi_core::{Mpi, MpiResult};
 
 use super::is_in_place;
 use crate::abi::*;
-#[allow(unused_imports)]
-use crate::large_count::{int_and_large_count, Count};
 use crate::datatype::builtin_info;
 use crate::handles::{builtin_op, comm_index};
+#[allow(unused_imports)]
+use crate::large_count::{int_and_large_count, Count};
 
 /// A collective's result when it took the fast path.
 type Done = Option<MpiResult<()>>;
