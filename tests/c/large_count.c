@@ -375,6 +375,13 @@ static void test_datatype(void) {
     MPI_OK(MPI_Type_create_hvector(3, 2, 20, MPI_INT, &a));
     MPI_OK(MPI_Type_create_hvector_c(3, 2, 20, MPI_INT, &b));
     same_type(a, b, "hvector");
+    /* MPI-4.0 5.1.13: a _c constructor's byte strides and displacements
+     * are large counts too */
+    MPI_OK(MPI_Type_get_envelope_c(b, &ni, &na, &nc, &nd, &combiner));
+    CHECK(combiner == MPI_COMBINER_HVECTOR && ni == 0 && na == 0 && nc == 3 && nd == 1,
+          "hvector_c envelope %ld %ld %ld %ld", (long)ni, (long)na, (long)nc, (long)nd);
+    MPI_OK(MPI_Type_get_contents_c(b, 8, 8, 8, 2, ints, addresses, large, constituents));
+    CHECK(large[0] == 3 && large[1] == 2 && large[2] == 20, "hvector_c contents");
     MPI_OK(MPI_Type_free(&a)); MPI_OK(MPI_Type_free(&b));
     MPI_OK(MPI_Type_indexed(3, blocklengths, displacements, MPI_INT, &a));
     MPI_OK(MPI_Type_indexed_c(3, blocklengths_c, displacements_c, MPI_INT, &b));
@@ -396,6 +403,13 @@ static void test_datatype(void) {
     MPI_OK(MPI_Type_create_struct(3, blocklengths, bytes, struct_types, &a));
     MPI_OK(MPI_Type_create_struct_c(3, blocklengths_c, bytes, struct_types, &b));
     same_type(a, b, "struct");
+    MPI_OK(MPI_Type_get_envelope_c(b, &ni, &na, &nc, &nd, &combiner));
+    CHECK(combiner == MPI_COMBINER_STRUCT && ni == 0 && na == 0 && nc == 7 && nd == 3,
+          "struct_c envelope %ld %ld %ld %ld", (long)ni, (long)na, (long)nc, (long)nd);
+    MPI_Datatype struct_constituents[3];
+    MPI_OK(MPI_Type_get_contents_c(b, 8, 8, 8, 3, ints, addresses, large, struct_constituents));
+    CHECK(large[0] == 3 && large[1] == 2 && large[4] == 0 && large[5] == 16 && large[6] == 36,
+          "struct_c contents");
     MPI_OK(MPI_Type_free(&a)); MPI_OK(MPI_Type_free(&b));
     MPI_OK(MPI_Type_create_resized(MPI_INT, -4, 16, &a));
     MPI_OK(MPI_Type_create_resized_c(MPI_INT, -4, 16, &b));

@@ -120,6 +120,16 @@ impl<C: Count> Recorded<C> {
         }
     }
 
+    /// Byte displacements and strides: addresses in the classic form,
+    /// large counts in the `_c` one (MPI-4.0 sec. 5.1.13).
+    fn byte_displacements(&mut self, values: &[MPI_Aint]) {
+        if C::LARGE {
+            self.large_counts.extend(values);
+        } else {
+            self.addresses.extend(values);
+        }
+    }
+
     fn contents(self, combiner: c_int, datatypes: Vec<TypeRef>) -> Contents {
         Contents {
             combiner,
@@ -224,7 +234,7 @@ fn hvector_object<C: Count>(
     };
     let new = Datatype::hvector(copies, block, stride_bytes, &layout)?;
     if !stride_in_elements {
-        recorded.addresses.push(stride as MPI_Aint);
+        recorded.byte_displacements(&[stride as MPI_Aint]);
     }
     Ok(object(new, recorded.contents(combiner, vec![child])))
 }
@@ -338,7 +348,7 @@ unsafe fn indexed_object<C: Count>(
         (None, Some(pointer)) => {
             // SAFETY: the caller's array of `count` displacements.
             let displacements = unsafe { array(pointer, blocks, "array_of_displacements")? };
-            recorded.addresses.extend(displacements);
+            recorded.byte_displacements(displacements);
             displacements
                 .iter()
                 .map(|&displacement| displacement as isize)
@@ -525,7 +535,7 @@ unsafe fn type_create_struct<C: Count>(
         let mut recorded = Recorded::<C>::new();
         recorded.counts(&[count]);
         recorded.counts(lengths);
-        recorded.addresses.extend(displacements);
+        recorded.byte_displacements(displacements);
         Ok(object(
             new,
             recorded.contents(MPI_COMBINER_STRUCT, children),
@@ -571,11 +581,7 @@ unsafe fn type_create_resized<C: Count>(
         let (child, layout, _) = type_ref(oldtype)?;
         let new = Datatype::resized(&layout, lb as isize, extent as isize)?;
         let mut recorded = Recorded::<C>::new();
-        if C::LARGE {
-            recorded.large_counts.extend([lb, extent]);
-        } else {
-            recorded.addresses.extend([lb, extent]);
-        }
+        recorded.byte_displacements(&[lb, extent]);
         Ok(object(
             new,
             recorded.contents(MPI_COMBINER_RESIZED, vec![child]),
