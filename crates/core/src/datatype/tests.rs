@@ -270,5 +270,8 @@ fn vector_of_too_many_separate_blocks_is_mpi_err_count() {
     let strided = Datatype::hvector(4, 1, 16, &int()).unwrap();
     let error = Datatype::contiguous(MAX_FLAT_SEGMENTS, &strided).unwrap_err();
     assert_eq!(error.class, crate::ErrorClass::Count);
-    assert!(error.to_string().contains("flat datatype representation"), "{error}");
+    assert!(
+        error.to_string().contains("flat datatype representation"),
+        "{error}"
+    );
 }
