@@ -5,7 +5,8 @@ Needs `make all` first (scripts/test.sh does it).  What must hold:
 - libmpi.so.12 exports every table function as a strong PMPI_x and a weak
   MPI_x, the data objects as 8-byte data, and nothing else but resmpi_*;
 - every constant has MPICH's value (compiled against both headers);
-- the function list equals what MPICH's libmpich.so.12 exports (minus _c);
+- the function list equals what MPICH's libmpich.so.12 exports, the
+  large-count "_c" functions included, and every prototype is MPICH's;
 - mpicc shows our include and rpath, also from an installed copy, and a
   program it builds loads our libmpi.so.12 without LD_LIBRARY_PATH;
 - crates/capi/src/abi.rs is what the generator makes of the table.
@@ -119,14 +120,32 @@ def test_soname_and_links():
 def test_functions_match_mpich_exports():
     if not os.path.exists(MPICH_LIB):
         pytest.skip(f"{MPICH_LIB} absent (apt-get install libmpich-dev)")
-    # Of MPICH's large-count "_c" functions the table has the one-sided ones.
-    large_count = {f.name for f in FUNCS if "large-count" in f.tags}
     mpich = {s for s, (t, _) in exported_symbols(MPICH_LIB).items()
-             if t in "TW" and re.match(r"^MPIX?_", s) and (not s.endswith("_c") or s in large_count)}
+             if t in "TW" and re.match(r"^MPIX?_", s)}
+    assert len([s for s in mpich if s.endswith("_c")]) == 154
     # Functions newer than MPICH 4.0.2 and Open MPI's mpi-ext.h spelling are ours.
     ours = {f.name for f in FUNCS if not f.tags & {"newer", "ompi-ext"}}
     assert sorted(mpich - ours) == [], "MPICH exports functions the table lacks"
     assert sorted(ours - mpich) == [], "the table has functions MPICH does not export"
+
+
+def test_prototypes_match_mpich(tmp_path):
+    """Every table prototype redeclared after MPICH's mpi.h: a C compiler
+    rejects a declaration whose type differs (conflicting types), so each
+    function's return and parameter types must be exactly MPICH's."""
+    if not os.path.exists(os.path.join(MPICH_INCLUDE, "mpi.h")):
+        pytest.skip(f"MPICH's header is absent from {MPICH_INCLUDE} (apt-get install libmpich-dev)")
+    theirs = [f for f in FUNCS if not f.tags & {"newer", "ompi-ext"}]
+    assert len([f for f in theirs if f.name.endswith("_c")]) == 154
+    src = tmp_path / "prototypes.c"
+    lines = ["#include <mpi.h>"]
+    for f in theirs:
+        lines.append(f"{f.ret} {f.name}({f.params});")
+        lines.append(f"{f.ret} {f.pname}({f.params});")
+    src.write_text("\n".join(lines) + "\n")
+    result = subprocess.run(["gcc", "-std=c11", "-Werror", "-I", MPICH_INCLUDE, "-c", str(src),
+                             "-o", str(tmp_path / "prototypes.o")], capture_output=True, text=True)
+    assert result.returncode == 0, "prototypes differ from MPICH's:\n" + result.stderr[:4000]
 
 
 def test_constants_match_mpich(tmp_path):

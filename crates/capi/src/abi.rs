@@ -164,6 +164,9 @@ pub type MPI_Win_delete_attr_function =
 /// C: `typedef void (MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);`
 pub type MPI_User_function =
     Option<unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype)>;
+/// C: `typedef void (MPI_User_function_c)(void *invec, void *inoutvec, MPI_Count *len, MPI_Datatype *datatype);`
+pub type MPI_User_function_c =
+    Option<unsafe extern "C" fn(*mut c_void, *mut c_void, *mut MPI_Count, *mut MPI_Datatype)>;
 /// C: `typedef int (MPI_Grequest_cancel_function)(void *extra_state, int complete);`
 pub type MPI_Grequest_cancel_function = Option<unsafe extern "C" fn(*mut c_void, c_int) -> c_int>;
 /// C: `typedef int (MPI_Grequest_free_function)(void *extra_state);`
@@ -191,6 +194,17 @@ pub type MPI_Datarep_conversion_function = Option<
 /// C: `typedef int (MPI_Datarep_extent_function)(MPI_Datatype datatype, MPI_Aint *extent, void *extra_state);`
 pub type MPI_Datarep_extent_function =
     Option<unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint, *mut c_void) -> c_int>;
+/// C: `typedef int (MPI_Datarep_conversion_function_c)(void *userbuf, MPI_Datatype datatype, MPI_Count count, void *filebuf, MPI_Offset position, void *extra_state);`
+pub type MPI_Datarep_conversion_function_c = Option<
+    unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Datatype,
+        MPI_Count,
+        *mut c_void,
+        MPI_Offset,
+        *mut c_void,
+    ) -> c_int,
+>;
 /// C: `typedef void (MPI_T_event_cb_function)(MPI_T_event_instance event_instance, MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, void *user_data);`
 pub type MPI_T_event_cb_function = Option<
     unsafe extern "C" fn(
@@ -243,6 +257,8 @@ pub const MPI_WIN_NULL_COPY_FN: MPI_Win_copy_attr_function = None;
 pub const MPI_WIN_NULL_DELETE_FN: MPI_Win_delete_attr_function = None;
 /// C: `#define MPI_CONVERSION_FN_NULL ((MPI_Datarep_conversion_function *)0)`
 pub const MPI_CONVERSION_FN_NULL: MPI_Datarep_conversion_function = None;
+/// C: `#define MPI_CONVERSION_FN_NULL_C ((MPI_Datarep_conversion_function_c *)0)`
+pub const MPI_CONVERSION_FN_NULL_C: MPI_Datarep_conversion_function_c = None;
 /// C: `#define MPI_COMM_NULL ((MPI_Comm)0x04000000)`
 pub const MPI_COMM_NULL: MPI_Comm = 0x04000000;
 /// C: `#define MPI_OP_NULL ((MPI_Op)0x18000000)`
@@ -928,7 +944,7 @@ pub const MPI_T_SOURCE_ORDERED: c_int = 0;
 /// C: `#define MPI_T_SOURCE_UNORDERED 1`
 pub const MPI_T_SOURCE_UNORDERED: c_int = 1;
 
-/// Every C function of the table (497), by its `MPI_` name; each is
+/// Every C function of the table (639), by its `MPI_` name; each is
 /// exported as `PMPI_x` (strong) and `MPI_x` (weak alias).
 pub const FUNCTIONS: &[&str] = &[
     "MPIX_Comm_agree",
@@ -1391,6 +1407,148 @@ pub const FUNCTIONS: &[&str] = &[
     "MPI_Win_allocate_shared_c",
     "MPI_Win_create_c",
     "MPI_Win_shared_query_c",
+    "MPI_Allgather_c",
+    "MPI_Allgather_init_c",
+    "MPI_Allgatherv_c",
+    "MPI_Allgatherv_init_c",
+    "MPI_Allreduce_c",
+    "MPI_Allreduce_init_c",
+    "MPI_Alltoall_c",
+    "MPI_Alltoall_init_c",
+    "MPI_Alltoallv_c",
+    "MPI_Alltoallv_init_c",
+    "MPI_Alltoallw_c",
+    "MPI_Alltoallw_init_c",
+    "MPI_Bcast_c",
+    "MPI_Bcast_init_c",
+    "MPI_Exscan_c",
+    "MPI_Exscan_init_c",
+    "MPI_Gather_c",
+    "MPI_Gather_init_c",
+    "MPI_Gatherv_c",
+    "MPI_Gatherv_init_c",
+    "MPI_Iallgather_c",
+    "MPI_Iallgatherv_c",
+    "MPI_Iallreduce_c",
+    "MPI_Ialltoall_c",
+    "MPI_Ialltoallv_c",
+    "MPI_Ialltoallw_c",
+    "MPI_Ibcast_c",
+    "MPI_Iexscan_c",
+    "MPI_Igather_c",
+    "MPI_Igatherv_c",
+    "MPI_Ineighbor_allgather_c",
+    "MPI_Ineighbor_allgatherv_c",
+    "MPI_Ineighbor_alltoall_c",
+    "MPI_Ineighbor_alltoallv_c",
+    "MPI_Ineighbor_alltoallw_c",
+    "MPI_Ireduce_c",
+    "MPI_Ireduce_scatter_c",
+    "MPI_Ireduce_scatter_block_c",
+    "MPI_Iscan_c",
+    "MPI_Iscatter_c",
+    "MPI_Iscatterv_c",
+    "MPI_Neighbor_allgather_c",
+    "MPI_Neighbor_allgather_init_c",
+    "MPI_Neighbor_allgatherv_c",
+    "MPI_Neighbor_allgatherv_init_c",
+    "MPI_Neighbor_alltoall_c",
+    "MPI_Neighbor_alltoall_init_c",
+    "MPI_Neighbor_alltoallv_c",
+    "MPI_Neighbor_alltoallv_init_c",
+    "MPI_Neighbor_alltoallw_c",
+    "MPI_Neighbor_alltoallw_init_c",
+    "MPI_Reduce_c",
+    "MPI_Reduce_init_c",
+    "MPI_Reduce_local_c",
+    "MPI_Reduce_scatter_c",
+    "MPI_Reduce_scatter_block_c",
+    "MPI_Reduce_scatter_block_init_c",
+    "MPI_Reduce_scatter_init_c",
+    "MPI_Scan_c",
+    "MPI_Scan_init_c",
+    "MPI_Scatter_c",
+    "MPI_Scatter_init_c",
+    "MPI_Scatterv_c",
+    "MPI_Scatterv_init_c",
+    "MPI_Get_count_c",
+    "MPI_Get_elements_c",
+    "MPI_Pack_c",
+    "MPI_Pack_external_c",
+    "MPI_Pack_external_size_c",
+    "MPI_Pack_size_c",
+    "MPI_Type_contiguous_c",
+    "MPI_Type_create_darray_c",
+    "MPI_Type_create_hindexed_c",
+    "MPI_Type_create_hindexed_block_c",
+    "MPI_Type_create_hvector_c",
+    "MPI_Type_create_indexed_block_c",
+    "MPI_Type_create_resized_c",
+    "MPI_Type_create_struct_c",
+    "MPI_Type_create_subarray_c",
+    "MPI_Type_get_contents_c",
+    "MPI_Type_get_envelope_c",
+    "MPI_Type_get_extent_c",
+    "MPI_Type_get_true_extent_c",
+    "MPI_Type_indexed_c",
+    "MPI_Type_size_c",
+    "MPI_Type_vector_c",
+    "MPI_Unpack_c",
+    "MPI_Unpack_external_c",
+    "MPI_Op_create_c",
+    "MPI_Bsend_c",
+    "MPI_Bsend_init_c",
+    "MPI_Buffer_attach_c",
+    "MPI_Buffer_detach_c",
+    "MPI_Ibsend_c",
+    "MPI_Imrecv_c",
+    "MPI_Irecv_c",
+    "MPI_Irsend_c",
+    "MPI_Isend_c",
+    "MPI_Isendrecv_c",
+    "MPI_Isendrecv_replace_c",
+    "MPI_Issend_c",
+    "MPI_Mrecv_c",
+    "MPI_Recv_c",
+    "MPI_Recv_init_c",
+    "MPI_Rsend_c",
+    "MPI_Rsend_init_c",
+    "MPI_Send_c",
+    "MPI_Send_init_c",
+    "MPI_Sendrecv_c",
+    "MPI_Sendrecv_replace_c",
+    "MPI_Ssend_c",
+    "MPI_Ssend_init_c",
+    "MPI_File_read_c",
+    "MPI_File_read_all_c",
+    "MPI_File_read_all_begin_c",
+    "MPI_File_read_at_c",
+    "MPI_File_read_at_all_c",
+    "MPI_File_read_at_all_begin_c",
+    "MPI_File_read_ordered_c",
+    "MPI_File_read_ordered_begin_c",
+    "MPI_File_read_shared_c",
+    "MPI_File_write_c",
+    "MPI_File_write_all_c",
+    "MPI_File_write_all_begin_c",
+    "MPI_File_write_at_c",
+    "MPI_File_write_at_all_c",
+    "MPI_File_write_at_all_begin_c",
+    "MPI_File_write_ordered_c",
+    "MPI_File_write_ordered_begin_c",
+    "MPI_File_write_shared_c",
+    "MPI_File_iread_c",
+    "MPI_File_iread_all_c",
+    "MPI_File_iread_at_c",
+    "MPI_File_iread_at_all_c",
+    "MPI_File_iread_shared_c",
+    "MPI_File_iwrite_c",
+    "MPI_File_iwrite_all_c",
+    "MPI_File_iwrite_at_c",
+    "MPI_File_iwrite_at_all_c",
+    "MPI_File_iwrite_shared_c",
+    "MPI_File_get_type_extent_c",
+    "MPI_Register_datarep_c",
     "MPI_Win_attach",
     "MPI_Win_call_errhandler",
     "MPI_Win_complete",
@@ -3874,6 +4032,1326 @@ pub mod fn_types {
     /// C: `int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr)`
     pub type MPI_Win_shared_query_c =
         unsafe extern "C" fn(MPI_Win, c_int, *mut MPI_Aint, *mut MPI_Aint, *mut c_void) -> c_int;
+    /// C: `int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)`
+    pub type MPI_Allgather_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Allgather_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)`
+    pub type MPI_Allgatherv_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Allgatherv_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)`
+    pub type MPI_Allreduce_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Allreduce_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)`
+    pub type MPI_Alltoall_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Alltoall_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)`
+    pub type MPI_Alltoallv_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Alltoallv_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)`
+    pub type MPI_Alltoallw_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Alltoallw_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)`
+    pub type MPI_Bcast_c =
+        unsafe extern "C" fn(*mut c_void, MPI_Count, MPI_Datatype, c_int, MPI_Comm) -> c_int;
+    /// C: `int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Bcast_init_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)`
+    pub type MPI_Exscan_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Exscan_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)`
+    pub type MPI_Gather_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Gather_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)`
+    pub type MPI_Gatherv_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Gatherv_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Iallgather_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Iallgatherv_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Iallreduce_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ialltoall_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ialltoallv_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ialltoallw_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ibcast_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Iexscan_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Igather_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Igatherv_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ineighbor_allgather_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ineighbor_allgatherv_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ineighbor_alltoall_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ineighbor_alltoallv_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ineighbor_alltoallw_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ireduce_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ireduce_scatter_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        *const MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ireduce_scatter_block_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Iscan_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Iscatter_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Iscatterv_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)`
+    pub type MPI_Neighbor_allgather_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Neighbor_allgather_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)`
+    pub type MPI_Neighbor_allgatherv_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Neighbor_allgatherv_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)`
+    pub type MPI_Neighbor_alltoall_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Neighbor_alltoall_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)`
+    pub type MPI_Neighbor_alltoallv_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Neighbor_alltoallv_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)`
+    pub type MPI_Neighbor_alltoallw_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Neighbor_alltoallw_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        *mut c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        *const MPI_Datatype,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)`
+    pub type MPI_Reduce_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        c_int,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Reduce_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        c_int,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)`
+    pub type MPI_Reduce_local_c =
+        unsafe extern "C" fn(*const c_void, *mut c_void, MPI_Count, MPI_Datatype, MPI_Op) -> c_int;
+    /// C: `int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)`
+    pub type MPI_Reduce_scatter_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        *const MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)`
+    pub type MPI_Reduce_scatter_block_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Reduce_scatter_block_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Reduce_scatter_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        *const MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)`
+    pub type MPI_Scan_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Scan_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)`
+    pub type MPI_Scatter_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Scatter_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)`
+    pub type MPI_Scatterv_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)`
+    pub type MPI_Scatterv_init_c = unsafe extern "C" fn(
+        *const c_void,
+        *const MPI_Count,
+        *const MPI_Aint,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        MPI_Comm,
+        MPI_Info,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)`
+    pub type MPI_Get_count_c =
+        unsafe extern "C" fn(*const MPI_Status, MPI_Datatype, *mut MPI_Count) -> c_int;
+    /// C: `int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)`
+    pub type MPI_Get_elements_c =
+        unsafe extern "C" fn(*const MPI_Status, MPI_Datatype, *mut MPI_Count) -> c_int;
+    /// C: `int MPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm)`
+    pub type MPI_Pack_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        *mut MPI_Count,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Pack_external_c(const char *datarep, const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position)`
+    pub type MPI_Pack_external_c = unsafe extern "C" fn(
+        *const c_char,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut c_void,
+        MPI_Count,
+        *mut MPI_Count,
+    ) -> c_int;
+    /// C: `int MPI_Pack_external_size_c(const char *datarep, MPI_Count incount, MPI_Datatype datatype, MPI_Count *size)`
+    pub type MPI_Pack_external_size_c =
+        unsafe extern "C" fn(*const c_char, MPI_Count, MPI_Datatype, *mut MPI_Count) -> c_int;
+    /// C: `int MPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size)`
+    pub type MPI_Pack_size_c =
+        unsafe extern "C" fn(MPI_Count, MPI_Datatype, MPI_Comm, *mut MPI_Count) -> c_int;
+    /// C: `int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype)`
+    pub type MPI_Type_contiguous_c =
+        unsafe extern "C" fn(MPI_Count, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    /// C: `int MPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)`
+    pub type MPI_Type_create_darray_c = unsafe extern "C" fn(
+        c_int,
+        c_int,
+        c_int,
+        *const MPI_Count,
+        *const c_int,
+        *const c_int,
+        *const c_int,
+        c_int,
+        MPI_Datatype,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)`
+    pub type MPI_Type_create_hindexed_c = unsafe extern "C" fn(
+        MPI_Count,
+        *const MPI_Count,
+        *const MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)`
+    pub type MPI_Type_create_hindexed_block_c = unsafe extern "C" fn(
+        MPI_Count,
+        MPI_Count,
+        *const MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype)`
+    pub type MPI_Type_create_hvector_c = unsafe extern "C" fn(
+        MPI_Count,
+        MPI_Count,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)`
+    pub type MPI_Type_create_indexed_block_c = unsafe extern "C" fn(
+        MPI_Count,
+        MPI_Count,
+        *const MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype)`
+    pub type MPI_Type_create_resized_c =
+        unsafe extern "C" fn(MPI_Datatype, MPI_Count, MPI_Count, *mut MPI_Datatype) -> c_int;
+    /// C: `int MPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype)`
+    pub type MPI_Type_create_struct_c = unsafe extern "C" fn(
+        MPI_Count,
+        *const MPI_Count,
+        *const MPI_Count,
+        *const MPI_Datatype,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], const MPI_Count array_of_subsizes[], const MPI_Count array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)`
+    pub type MPI_Type_create_subarray_c = unsafe extern "C" fn(
+        c_int,
+        *const MPI_Count,
+        *const MPI_Count,
+        *const MPI_Count,
+        c_int,
+        MPI_Datatype,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[])`
+    pub type MPI_Type_get_contents_c = unsafe extern "C" fn(
+        MPI_Datatype,
+        MPI_Count,
+        MPI_Count,
+        MPI_Count,
+        MPI_Count,
+        *mut c_int,
+        *mut MPI_Aint,
+        *mut MPI_Count,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner)`
+    pub type MPI_Type_get_envelope_c = unsafe extern "C" fn(
+        MPI_Datatype,
+        *mut MPI_Count,
+        *mut MPI_Count,
+        *mut MPI_Count,
+        *mut MPI_Count,
+        *mut c_int,
+    ) -> c_int;
+    /// C: `int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)`
+    pub type MPI_Type_get_extent_c =
+        unsafe extern "C" fn(MPI_Datatype, *mut MPI_Count, *mut MPI_Count) -> c_int;
+    /// C: `int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)`
+    pub type MPI_Type_get_true_extent_c =
+        unsafe extern "C" fn(MPI_Datatype, *mut MPI_Count, *mut MPI_Count) -> c_int;
+    /// C: `int MPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)`
+    pub type MPI_Type_indexed_c = unsafe extern "C" fn(
+        MPI_Count,
+        *const MPI_Count,
+        *const MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size)`
+    pub type MPI_Type_size_c = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Count) -> c_int;
+    /// C: `int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype)`
+    pub type MPI_Type_vector_c = unsafe extern "C" fn(
+        MPI_Count,
+        MPI_Count,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm)`
+    pub type MPI_Unpack_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        *mut MPI_Count,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype)`
+    pub type MPI_Unpack_external_c = unsafe extern "C" fn(
+        *const c_char,
+        *const c_void,
+        MPI_Count,
+        *mut MPI_Count,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+    ) -> c_int;
+    /// C: `int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op)`
+    pub type MPI_Op_create_c =
+        unsafe extern "C" fn(MPI_User_function_c, c_int, *mut MPI_Op) -> c_int;
+    /// C: `int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)`
+    pub type MPI_Bsend_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Bsend_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Buffer_attach_c(void *buffer, MPI_Count size)`
+    pub type MPI_Buffer_attach_c = unsafe extern "C" fn(*mut c_void, MPI_Count) -> c_int;
+    /// C: `int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size)`
+    pub type MPI_Buffer_detach_c = unsafe extern "C" fn(*mut c_void, *mut MPI_Count) -> c_int;
+    /// C: `int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ibsend_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request)`
+    pub type MPI_Imrecv_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Message,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Irecv_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Irsend_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Isend_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Isendrecv_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Isendrecv_replace_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Issend_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)`
+    pub type MPI_Mrecv_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Message,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)`
+    pub type MPI_Recv_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Recv_init_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)`
+    pub type MPI_Rsend_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Rsend_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)`
+    pub type MPI_Send_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Send_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)`
+    pub type MPI_Sendrecv_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)`
+    pub type MPI_Sendrecv_replace_c = unsafe extern "C" fn(
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)`
+    pub type MPI_Ssend_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+    ) -> c_int;
+    /// C: `int MPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)`
+    pub type MPI_Ssend_init_c = unsafe extern "C" fn(
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        c_int,
+        c_int,
+        MPI_Comm,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_read_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_read_c = unsafe extern "C" fn(
+        MPI_File,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_read_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_read_all_c = unsafe extern "C" fn(
+        MPI_File,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_read_all_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype)`
+    pub type MPI_File_read_all_begin_c =
+        unsafe extern "C" fn(MPI_File, *mut c_void, MPI_Count, MPI_Datatype) -> c_int;
+    /// C: `int MPI_File_read_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_read_at_c = unsafe extern "C" fn(
+        MPI_File,
+        MPI_Offset,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_read_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_read_at_all_c = unsafe extern "C" fn(
+        MPI_File,
+        MPI_Offset,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_read_at_all_begin_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype)`
+    pub type MPI_File_read_at_all_begin_c =
+        unsafe extern "C" fn(MPI_File, MPI_Offset, *mut c_void, MPI_Count, MPI_Datatype) -> c_int;
+    /// C: `int MPI_File_read_ordered_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_read_ordered_c = unsafe extern "C" fn(
+        MPI_File,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_read_ordered_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype)`
+    pub type MPI_File_read_ordered_begin_c =
+        unsafe extern "C" fn(MPI_File, *mut c_void, MPI_Count, MPI_Datatype) -> c_int;
+    /// C: `int MPI_File_read_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_read_shared_c = unsafe extern "C" fn(
+        MPI_File,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_write_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_write_c = unsafe extern "C" fn(
+        MPI_File,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_write_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_write_all_c = unsafe extern "C" fn(
+        MPI_File,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_write_all_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype)`
+    pub type MPI_File_write_all_begin_c =
+        unsafe extern "C" fn(MPI_File, *const c_void, MPI_Count, MPI_Datatype) -> c_int;
+    /// C: `int MPI_File_write_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_write_at_c = unsafe extern "C" fn(
+        MPI_File,
+        MPI_Offset,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_write_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_write_at_all_c = unsafe extern "C" fn(
+        MPI_File,
+        MPI_Offset,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_write_at_all_begin_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype)`
+    pub type MPI_File_write_at_all_begin_c =
+        unsafe extern "C" fn(MPI_File, MPI_Offset, *const c_void, MPI_Count, MPI_Datatype) -> c_int;
+    /// C: `int MPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_write_ordered_c = unsafe extern "C" fn(
+        MPI_File,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_write_ordered_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype)`
+    pub type MPI_File_write_ordered_begin_c =
+        unsafe extern "C" fn(MPI_File, *const c_void, MPI_Count, MPI_Datatype) -> c_int;
+    /// C: `int MPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)`
+    pub type MPI_File_write_shared_c = unsafe extern "C" fn(
+        MPI_File,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Status,
+    ) -> c_int;
+    /// C: `int MPI_File_iread_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iread_c = unsafe extern "C" fn(
+        MPI_File,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_iread_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iread_all_c = unsafe extern "C" fn(
+        MPI_File,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_iread_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iread_at_c = unsafe extern "C" fn(
+        MPI_File,
+        MPI_Offset,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_iread_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iread_at_all_c = unsafe extern "C" fn(
+        MPI_File,
+        MPI_Offset,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_iread_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iread_shared_c = unsafe extern "C" fn(
+        MPI_File,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_iwrite_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iwrite_c = unsafe extern "C" fn(
+        MPI_File,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_iwrite_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iwrite_all_c = unsafe extern "C" fn(
+        MPI_File,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_iwrite_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iwrite_at_c = unsafe extern "C" fn(
+        MPI_File,
+        MPI_Offset,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_iwrite_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iwrite_at_all_c = unsafe extern "C" fn(
+        MPI_File,
+        MPI_Offset,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_iwrite_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)`
+    pub type MPI_File_iwrite_shared_c = unsafe extern "C" fn(
+        MPI_File,
+        *const c_void,
+        MPI_Count,
+        MPI_Datatype,
+        *mut MPI_Request,
+    ) -> c_int;
+    /// C: `int MPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent)`
+    pub type MPI_File_get_type_extent_c =
+        unsafe extern "C" fn(MPI_File, MPI_Datatype, *mut MPI_Count) -> c_int;
+    /// C: `int MPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversion_function_c *read_conversion_fn, MPI_Datarep_conversion_function_c *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)`
+    pub type MPI_Register_datarep_c = unsafe extern "C" fn(
+        *const c_char,
+        MPI_Datarep_conversion_function_c,
+        MPI_Datarep_conversion_function_c,
+        MPI_Datarep_extent_function,
+        *mut c_void,
+    ) -> c_int;
     /// C: `int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)`
     pub type MPI_Win_attach = unsafe extern "C" fn(MPI_Win, *mut c_void, MPI_Aint) -> c_int;
     /// C: `int MPI_Win_call_errhandler(MPI_Win win, int errorcode)`

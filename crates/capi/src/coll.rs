@@ -30,7 +30,7 @@ mod small;
 use resmpi_core::coll::shared_memory::{Call, MAX_REDUCTION_FOLD_BYTES};
 use resmpi_core::coll::{self, Block, Reduction};
 use resmpi_core::datatype::TypeInfo;
-use resmpi_core::op::Op;
+use resmpi_core::op::{Op, UserFunction};
 use resmpi_core::schedule::Schedule;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
@@ -39,6 +39,8 @@ use crate::datatype::{collective_buffer, is_raw_span, reduction_element, Collect
 use crate::datatype_packing::{stage_collective, StagedPart};
 use crate::global::{entry, Registry};
 use crate::handles::{builtin_op, op_handle, op_index, request_handle};
+#[allow(unused_imports)]
+use crate::large_count::{int_and_large_count, Count};
 
 /// The op behind a handle, or MPI_ERR_OP.
 fn resolve_op(global: &Registry, op: MPI_Op) -> MpiResult<Op> {
@@ -174,7 +176,7 @@ impl Staging {
     fn region(
         &mut self,
         buffer: *const c_void,
-        count: c_int,
+        count: MPI_Count,
         datatype: MPI_Datatype,
         usage: Usage,
     ) -> MpiResult<(*mut u8, usize)> {
@@ -207,7 +209,7 @@ impl Staging {
         &mut self,
         base: *const c_void,
         displacement_bytes: isize,
-        count: c_int,
+        count: MPI_Count,
         datatype: MPI_Datatype,
         usage: Usage,
     ) -> MpiResult<Block> {
@@ -226,7 +228,11 @@ impl Staging {
 
 /// The bytes `count` elements of `datatype` occupy packed (how a block's
 /// size is compared between ranks) without staging anything.
-fn checked_region(buffer: *const c_void, count: c_int, datatype: MPI_Datatype) -> MpiResult<usize> {
+fn checked_region(
+    buffer: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult<usize> {
     Ok(match collective_buffer(buffer, count, datatype)? {
         CollectiveBuffer::Raw { length_bytes, .. } => length_bytes,
         CollectiveBuffer::Packed(packed) => packed.length_bytes,
@@ -239,16 +245,23 @@ fn extent_of(datatype: MPI_Datatype) -> MpiResult<isize> {
     Ok(crate::datatype::layout_of(datatype)?.info().extent_bytes as isize)
 }
 
-/// `count` entries of a C int array argument; MPI_ERR_ARG when NULL.
+/// `count` entries of a C count or displacement array argument (`int` in
+/// the classic functions, `MPI_Count`/`MPI_Aint` in the `_c` ones),
+/// widened; MPI_ERR_ARG when NULL.
 ///
 /// # Safety
-/// `values` is NULL or points to `count` ints.
-unsafe fn int_array<'a>(values: *const c_int, count: usize, what: &str) -> MpiResult<&'a [c_int]> {
+/// `values` is NULL or points to `count` entries.
+unsafe fn int_array<C: Count>(
+    values: *const C,
+    count: usize,
+    what: &str,
+) -> MpiResult<Vec<MPI_Count>> {
     if values.is_null() {
         return Err(MpiError::new(ErrorClass::Arg, format!("{what} is NULL")));
     }
     // SAFETY: guaranteed by the caller.
-    Ok(unsafe { std::slice::from_raw_parts(values, count) })
+    let values = unsafe { std::slice::from_raw_parts(values, count) };
+    Ok(values.iter().map(|&value| value.into()).collect())
 }
 
 /// Check the request pointer of a nonblocking collective (before anything starts).
@@ -367,7 +380,7 @@ const _: fn_types::MPI_Ibarrier = PMPI_Ibarrier;
 fn bcast_body(
     mpi: &mut Mpi,
     buffer: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -395,43 +408,58 @@ fn bcast_body(
     launch(mpi, schedule, staging, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Bcast(
+unsafe fn bcast<C: Count>(
+    name: &str,
     buffer: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Bcast", comm, |mpi, _| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, _| {
         small::bcast(mpi, buffer, count, datatype, root, comm)
             .unwrap_or_else(|| bcast_body(mpi, buffer, count, datatype, root, comm, None))
     })
 }
-const _: fn_types::MPI_Bcast = PMPI_Bcast;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ibcast(
+int_and_large_count!(PMPI_Bcast = MPI_Bcast, PMPI_Bcast_c = MPI_Bcast_c, bcast, (
     buffer: *mut c_void,
-    count: c_int,
+    count: Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn ibcast<C: Count>(
+    name: &str,
+    buffer: *mut c_void,
+    count: C,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Ibcast", comm, |mpi, _| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         bcast_body(mpi, buffer, count, datatype, root, comm, request)
     })
 }
-const _: fn_types::MPI_Ibcast = PMPI_Ibcast;
+int_and_large_count!(PMPI_Ibcast = MPI_Ibcast, PMPI_Ibcast_c = MPI_Ibcast_c, ibcast, (
+    buffer: *mut c_void,
+    count: Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
 fn reduce_body(
     mpi: &mut Mpi,
     global: &Registry,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
@@ -483,17 +511,18 @@ fn reduce_body(
     launch(mpi, schedule, staging, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce(
+unsafe fn reduce<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Reduce", comm, |mpi, global| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, global| {
         small::reduce(mpi, sendbuf, recvbuf, count, datatype, op, root, comm).unwrap_or_else(|| {
             reduce_body(
                 mpi, global, sendbuf, recvbuf, count, datatype, op, root, comm, None,
@@ -501,27 +530,45 @@ pub unsafe extern "C" fn PMPI_Reduce(
         })
     })
 }
-const _: fn_types::MPI_Reduce = PMPI_Reduce;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ireduce(
+int_and_large_count!(PMPI_Reduce = MPI_Reduce, PMPI_Reduce_c = MPI_Reduce_c, reduce, (
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn ireduce<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Ireduce", comm, |mpi, global| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, global| {
         let request = request_out(request)?;
         reduce_body(
             mpi, global, sendbuf, recvbuf, count, datatype, op, root, comm, request,
         )
     })
 }
-const _: fn_types::MPI_Ireduce = PMPI_Ireduce;
+int_and_large_count!(PMPI_Ireduce = MPI_Ireduce, PMPI_Ireduce_c = MPI_Ireduce_c, ireduce, (
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
 /// The common checks of the reductions whose input may be MPI_IN_PLACE on
 /// every rank: (comm index, reduction, element scale, send region, receive
@@ -533,8 +580,8 @@ fn everywhere_reduction(
     staging: &mut Staging,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recv_count: c_int,
-    count: c_int,
+    recv_count: MPI_Count,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -561,7 +608,7 @@ fn allreduce_body(
     global: &Registry,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -600,16 +647,17 @@ fn allreduce_body(
     launch(mpi, schedule, staging, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allreduce(
+unsafe fn allreduce<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Allreduce", comm, |mpi, global| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, global| {
         small::allreduce(mpi, sendbuf, recvbuf, count, datatype, op, comm).unwrap_or_else(|| {
             allreduce_body(
                 mpi, global, sendbuf, recvbuf, count, datatype, op, comm, None,
@@ -617,36 +665,53 @@ pub unsafe extern "C" fn PMPI_Allreduce(
         })
     })
 }
-const _: fn_types::MPI_Allreduce = PMPI_Allreduce;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iallreduce(
+int_and_large_count!(PMPI_Allreduce = MPI_Allreduce, PMPI_Allreduce_c = MPI_Allreduce_c, allreduce, (
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn iallreduce<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Iallreduce", comm, |mpi, global| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, global| {
         let request = request_out(request)?;
         allreduce_body(
             mpi, global, sendbuf, recvbuf, count, datatype, op, comm, request,
         )
     })
 }
-const _: fn_types::MPI_Iallreduce = PMPI_Iallreduce;
+int_and_large_count!(PMPI_Iallreduce = MPI_Iallreduce, PMPI_Iallreduce_c = MPI_Iallreduce_c, iallreduce, (
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_local(
+unsafe fn reduce_local<C: Count>(
+    name: &str,
     inbuf: *const c_void,
     inoutbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> c_int {
-    entry("MPI_Reduce_local", MPI_COMM_WORLD, |_, global| {
+    let count: MPI_Count = count.into();
+    entry(name, MPI_COMM_WORLD, |_, global| {
         let (reduction, scale) = reduction_of(global, op, datatype)?;
         let mut staging = Staging::default();
         let (inout, length) = staging.region(inoutbuf, count, datatype, Usage::InOut)?;
@@ -666,16 +731,19 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
         Ok(())
     })
 }
-const _: fn_types::MPI_Reduce_local = PMPI_Reduce_local;
+int_and_large_count!(PMPI_Reduce_local = MPI_Reduce_local, PMPI_Reduce_local_c = MPI_Reduce_local_c, reduce_local, (
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Op_create(
-    user_fn: MPI_User_function,
-    commute: c_int,
-    op: *mut MPI_Op,
-) -> c_int {
-    entry("MPI_Op_create", MPI_COMM_WORLD, |_, global| {
-        let (Some(function), false) = (user_fn, op.is_null()) else {
+/// MPI_Op_create and MPI_Op_create_c: the op keeps which kind of function
+/// it calls (an `int` or an `MPI_Count` length).
+fn op_create(name: &str, function: Option<UserFunction>, commute: c_int, op: *mut MPI_Op) -> c_int {
+    entry(name, MPI_COMM_WORLD, |_, global| {
+        let (Some(function), false) = (function, op.is_null()) else {
             return Err(MpiError::new(
                 ErrorClass::Arg,
                 "function or op pointer is NULL",
@@ -690,7 +758,31 @@ pub unsafe extern "C" fn PMPI_Op_create(
         Ok(())
     })
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_create(
+    user_fn: MPI_User_function,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
+    op_create("MPI_Op_create", user_fn.map(UserFunction::Int), commute, op)
+}
 const _: fn_types::MPI_Op_create = PMPI_Op_create;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_create_c(
+    user_fn: MPI_User_function_c,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
+    op_create(
+        "MPI_Op_create_c",
+        user_fn.map(UserFunction::Large),
+        commute,
+        op,
+    )
+}
+const _: fn_types::MPI_Op_create_c = PMPI_Op_create_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Op_free(op: *mut MPI_Op) -> c_int {

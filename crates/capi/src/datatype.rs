@@ -160,6 +160,9 @@ pub struct Contents {
     pub combiner: c_int,
     /// The integer arguments, in the standard's order.
     pub integers: Vec<c_int>,
+    /// The count arguments of a type made by a large-count (`_c`)
+    /// constructor, in the standard's order (then not in `integers`).
+    pub large_counts: Vec<MPI_Count>,
     /// The address arguments.
     pub addresses: Vec<MPI_Aint>,
     /// The datatype arguments.
@@ -347,7 +350,7 @@ pub fn is_raw_span(handle: MPI_Datatype) -> MpiResult<bool> {
 /// types without holes qualify, so nothing outside the data is written.
 fn buffer_bytes(
     buffer: *const c_void,
-    count: c_int,
+    count: impl Into<MPI_Count>,
     datatype: MPI_Datatype,
 ) -> MpiResult<(usize, TypeInfo)> {
     let count = check_count(count)?;
@@ -404,9 +407,10 @@ pub enum CollectiveBuffer {
 /// reductions on predefined pair types still see them at their extent).
 pub fn collective_buffer(
     buffer: *const c_void,
-    count: c_int,
+    count: impl Into<MPI_Count>,
     datatype: MPI_Datatype,
 ) -> MpiResult<CollectiveBuffer> {
+    let count = count.into();
     let info = match resolve(datatype)? {
         // The common case, resolved once (small collectives are mostly
         // this call's cost).
@@ -439,7 +443,8 @@ pub fn collective_buffer(
 }
 
 /// A non-negative count, or MPI_ERR_COUNT.
-pub fn check_count(count: c_int) -> MpiResult<usize> {
+pub fn check_count(count: impl Into<MPI_Count>) -> MpiResult<usize> {
+    let count = count.into();
     usize::try_from(count)
         .map_err(|_| MpiError::new(ErrorClass::Count, format!("count {count} is negative")))
 }
@@ -511,7 +516,7 @@ impl Message {
 /// checks of [`message_buffer`]).
 pub fn packed_copy(
     buffer: *const c_void,
-    count: c_int,
+    count: impl Into<MPI_Count>,
     datatype: MPI_Datatype,
 ) -> MpiResult<Vec<u8>> {
     let (bytes, length_bytes) = message_buffer(buffer, count, datatype)?.into_user_bytes();
@@ -538,17 +543,20 @@ fn common_type_bytes(handle: MPI_Datatype) -> Option<usize> {
 /// the zero-copy path.
 pub fn message_buffer(
     buffer: *const c_void,
-    count: c_int,
+    count: impl Into<MPI_Count>,
     datatype: MPI_Datatype,
 ) -> MpiResult<Message> {
+    let count = count.into();
     // The types nearly every message uses skip the full table: this is on
     // the path from a ping-pong's receive to its next send.
     if let (Some(size_bytes), Ok(count)) = (common_type_bytes(datatype), usize::try_from(count)) {
-        if count == 0 || !buffer.is_null() {
-            return Ok(Message::Contiguous {
-                pointer: buffer as *mut u8,
-                length_bytes: size_bytes * count,
-            });
+        if let Some(length_bytes) = size_bytes.checked_mul(count) {
+            if count == 0 || !buffer.is_null() {
+                return Ok(Message::Contiguous {
+                    pointer: buffer as *mut u8,
+                    length_bytes,
+                });
+            }
         }
     }
     let count = check_count(count)?;

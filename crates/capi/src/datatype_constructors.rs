@@ -11,6 +11,7 @@ use crate::datatype::{
     check_count, commit, register, resolve, type_ref, Contents, Resolved, TypeObject, TypeRef,
 };
 use crate::global::entry;
+use crate::large_count::{int_and_large_count, Count};
 
 /// Whether `count` elements of `layout` fill exactly `count * extent` bytes from the buffer address.
 fn is_dense(layout: &Datatype) -> bool {
@@ -60,7 +61,8 @@ unsafe fn array<'a, T>(pointer: *const T, count: usize, what: &str) -> MpiResult
     Ok(unsafe { std::slice::from_raw_parts(pointer, count) })
 }
 
-fn block_length(value: c_int) -> MpiResult<usize> {
+fn block_length(value: impl Into<MPI_Count>) -> MpiResult<usize> {
+    let value = value.into();
     usize::try_from(value).map_err(|_| {
         MpiError::new(
             ErrorClass::Count,
@@ -75,30 +77,93 @@ fn times_extent(value: isize, layout: &Datatype) -> MpiResult<isize> {
         .ok_or_else(|| MpiError::new(ErrorClass::Count, "displacement times extent overflows"))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_contiguous(
-    count: c_int,
+/// A count argument as an `isize` displacement or stride.
+fn displacement(value: impl Into<MPI_Count>) -> isize {
+    value.into() as isize
+}
+
+/// The arguments of a constructor as MPI_Type_get_contents gives them
+/// back: the counts of a large-count (`_c`) constructor are its large
+/// counts, those of a classic one are integers (where they came from an
+/// `int`, so they fit one).
+struct Recorded<C> {
+    integers: Vec<c_int>,
+    large_counts: Vec<MPI_Count>,
+    addresses: Vec<MPI_Aint>,
+    count_type: std::marker::PhantomData<C>,
+}
+
+impl<C: Count> Recorded<C> {
+    fn new() -> Self {
+        Recorded {
+            integers: Vec::new(),
+            large_counts: Vec::new(),
+            addresses: Vec::new(),
+            count_type: std::marker::PhantomData,
+        }
+    }
+
+    /// An `int` argument in both forms (ndims, order, distributions ...).
+    fn integer(&mut self, value: c_int) {
+        self.integers.push(value);
+    }
+
+    /// Count arguments (`int` or `MPI_Count` by form).
+    fn counts(&mut self, values: &[C]) {
+        for &value in values {
+            let value: MPI_Count = value.into();
+            if C::LARGE {
+                self.large_counts.push(value);
+            } else {
+                self.integers.push(value as c_int);
+            }
+        }
+    }
+
+    /// Byte displacements and strides: addresses in the classic form,
+    /// large counts in the `_c` one (MPI-4.0 sec. 5.1.13).
+    fn byte_displacements(&mut self, values: &[MPI_Aint]) {
+        if C::LARGE {
+            self.large_counts.extend(values);
+        } else {
+            self.addresses.extend(values);
+        }
+    }
+
+    fn contents(self, combiner: c_int, datatypes: Vec<TypeRef>) -> Contents {
+        Contents {
+            combiner,
+            integers: self.integers,
+            large_counts: self.large_counts,
+            addresses: self.addresses,
+            datatypes,
+        }
+    }
+}
+
+unsafe fn type_contiguous<C: Count>(
+    name: &str,
+    count: C,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_contiguous", newtype, || {
+    construct(name, newtype, || {
         let copies = check_count(count)?;
         let (child, layout, child_raw) = type_ref(oldtype)?;
         let new = Datatype::contiguous(copies, &layout)?;
         let raw_span = (child_raw && layout.lb_bytes == 0) || is_dense(&new);
+        let mut recorded = Recorded::<C>::new();
+        recorded.counts(&[count]);
         Ok(TypeObject {
             layout: Arc::new(new),
-            contents: Contents {
-                combiner: MPI_COMBINER_CONTIGUOUS,
-                integers: vec![count],
-                addresses: vec![],
-                datatypes: vec![child],
-            },
+            contents: recorded.contents(MPI_COMBINER_CONTIGUOUS, vec![child]),
             raw_span,
         })
     })
 }
-const _: fn_types::MPI_Type_contiguous = PMPI_Type_contiguous;
+int_and_large_count!(PMPI_Type_contiguous = MPI_Type_contiguous,
+    PMPI_Type_contiguous_c = MPI_Type_contiguous_c, type_contiguous, (
+    count: Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype));
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
@@ -133,6 +198,7 @@ fn duplicate(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
             contents: Contents {
                 combiner: MPI_COMBINER_DUP,
                 integers: vec![],
+                large_counts: vec![],
                 addresses: vec![],
                 datatypes: vec![child],
             },
@@ -147,81 +213,86 @@ fn duplicate(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
     })
 }
 
-fn hvector_object(
+/// MPI_Type_vector (`stride` in elements) and MPI_Type_create_hvector (in
+/// bytes), classic or `_c`.
+fn hvector_object<C: Count>(
     combiner: c_int,
-    count: c_int,
-    blocklength: c_int,
-    stride_bytes: isize,
+    count: C,
+    blocklength: C,
+    stride: isize,
     oldtype: MPI_Datatype,
-    integers: Vec<c_int>,
-    addresses: Vec<MPI_Aint>,
+    mut recorded: Recorded<C>,
     stride_in_elements: bool,
 ) -> MpiResult<TypeObject> {
     let copies = check_count(count)?;
     let block = block_length(blocklength)?;
     let (child, layout, _) = type_ref(oldtype)?;
     let stride_bytes = if stride_in_elements {
-        times_extent(stride_bytes, &layout)?
+        times_extent(stride, &layout)?
     } else {
-        stride_bytes
+        stride
     };
     let new = Datatype::hvector(copies, block, stride_bytes, &layout)?;
-    Ok(object(
-        new,
-        Contents {
-            combiner,
-            integers,
-            addresses,
-            datatypes: vec![child],
-        },
-    ))
+    if !stride_in_elements {
+        recorded.byte_displacements(&[stride as MPI_Aint]);
+    }
+    Ok(object(new, recorded.contents(combiner, vec![child])))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_vector(
-    count: c_int,
-    blocklength: c_int,
-    stride: c_int,
+unsafe fn type_vector<C: Count>(
+    name: &str,
+    count: C,
+    blocklength: C,
+    stride: C,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_vector", newtype, || {
+    construct(name, newtype, || {
+        let mut recorded = Recorded::new();
+        recorded.counts(&[count, blocklength, stride]);
+        let stride = displacement(stride);
         hvector_object(
             MPI_COMBINER_VECTOR,
             count,
             blocklength,
-            stride as isize,
+            stride,
             oldtype,
-            vec![count, blocklength, stride],
-            vec![],
+            recorded,
             true,
         )
     })
 }
-const _: fn_types::MPI_Type_vector = PMPI_Type_vector;
+int_and_large_count!(PMPI_Type_vector = MPI_Type_vector, PMPI_Type_vector_c = MPI_Type_vector_c,
+    type_vector, (count: Count, blocklength: Count, stride: Count, oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hvector(
-    count: c_int,
-    blocklength: c_int,
+unsafe fn type_create_hvector<C: Count>(
+    name: &str,
+    count: C,
+    blocklength: C,
     stride: MPI_Aint,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_hvector", newtype, || {
+    construct(name, newtype, || {
+        let mut recorded = Recorded::new();
+        recorded.counts(&[count, blocklength]);
+        let stride = stride as isize;
         hvector_object(
             MPI_COMBINER_HVECTOR,
             count,
             blocklength,
-            stride as isize,
+            stride,
             oldtype,
-            vec![count, blocklength],
-            vec![stride],
+            recorded,
             false,
         )
     })
 }
-const _: fn_types::MPI_Type_create_hvector = PMPI_Type_create_hvector;
+int_and_large_count!(PMPI_Type_create_hvector = MPI_Type_create_hvector,
+    PMPI_Type_create_hvector_c = MPI_Type_create_hvector_c, type_create_hvector, (
+    count: Count, blocklength: Count, stride: MPI_Aint, oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype));
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_hvector(
@@ -237,19 +308,19 @@ pub unsafe extern "C" fn PMPI_Type_hvector(
 const _: fn_types::MPI_Type_hvector = PMPI_Type_hvector;
 
 /// The general indexed form: per-block lengths (or one shared length) and
-/// displacements in elements or bytes.
-unsafe fn indexed_object(
+/// displacements in elements or bytes, classic or `_c`.
+unsafe fn indexed_object<C: Count>(
     combiner: c_int,
-    count: c_int,
-    block_lengths: Option<*const c_int>,
-    shared_block_length: c_int,
-    element_displacements: Option<*const c_int>,
+    count: C,
+    block_lengths: Option<*const C>,
+    shared_block_length: C,
+    element_displacements: Option<*const C>,
     byte_displacements: Option<*const MPI_Aint>,
     oldtype: MPI_Datatype,
 ) -> MpiResult<TypeObject> {
     let blocks = check_count(count)?;
     let (child, layout, _) = type_ref(oldtype)?;
-    let lengths: Vec<c_int> = match block_lengths {
+    let lengths: Vec<C> = match block_lengths {
         // SAFETY: the caller's array of `count` block lengths.
         Some(pointer) => unsafe { array(pointer, blocks, "array_of_blocklengths")? }.to_vec(),
         None => vec![shared_block_length; blocks],
@@ -258,26 +329,26 @@ unsafe fn indexed_object(
         .iter()
         .map(|&length| block_length(length))
         .collect::<MpiResult<Vec<_>>>()?;
-    let mut integers = vec![count];
-    let mut addresses = vec![];
+    let mut recorded = Recorded::<C>::new();
+    recorded.counts(&[count]);
     match block_lengths {
-        Some(_) => integers.extend(&lengths),
-        None => integers.push(shared_block_length),
+        Some(_) => recorded.counts(&lengths),
+        None => recorded.counts(&[shared_block_length]),
     }
     let displacements_bytes: Vec<isize> = match (element_displacements, byte_displacements) {
         (Some(pointer), _) => {
             // SAFETY: the caller's array of `count` displacements.
             let displacements = unsafe { array(pointer, blocks, "array_of_displacements")? };
-            integers.extend(displacements);
+            recorded.counts(displacements);
             displacements
                 .iter()
-                .map(|&displacement| times_extent(displacement as isize, &layout))
+                .map(|&value| times_extent(displacement(value), &layout))
                 .collect::<MpiResult<_>>()?
         }
         (None, Some(pointer)) => {
             // SAFETY: the caller's array of `count` displacements.
             let displacements = unsafe { array(pointer, blocks, "array_of_displacements")? };
-            addresses.extend(displacements);
+            recorded.byte_displacements(displacements);
             displacements
                 .iter()
                 .map(|&displacement| displacement as isize)
@@ -286,33 +357,25 @@ unsafe fn indexed_object(
         (None, None) => unreachable!("every indexed form has displacements"),
     };
     let new = Datatype::hindexed(&lengths_usize, &displacements_bytes, &layout)?;
-    Ok(object(
-        new,
-        Contents {
-            combiner,
-            integers,
-            addresses,
-            datatypes: vec![child],
-        },
-    ))
+    Ok(object(new, recorded.contents(combiner, vec![child])))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_indexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const c_int,
+unsafe fn type_indexed<C: Count>(
+    name: &str,
+    count: C,
+    array_of_blocklengths: *const C,
+    array_of_displacements: *const C,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_indexed", newtype, || {
+    construct(name, newtype, || {
         // SAFETY: the caller's arrays.
         unsafe {
             indexed_object(
                 MPI_COMBINER_INDEXED,
                 count,
                 Some(array_of_blocklengths),
-                0,
+                count,
                 Some(array_of_displacements),
                 None,
                 oldtype,
@@ -320,24 +383,26 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
         }
     })
 }
-const _: fn_types::MPI_Type_indexed = PMPI_Type_indexed;
+int_and_large_count!(PMPI_Type_indexed = MPI_Type_indexed, PMPI_Type_indexed_c = MPI_Type_indexed_c,
+    type_indexed, (count: Count, array_of_blocklengths: *const Count,
+    array_of_displacements: *const Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hindexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
+unsafe fn type_create_hindexed<C: Count>(
+    name: &str,
+    count: C,
+    array_of_blocklengths: *const C,
     array_of_displacements: *const MPI_Aint,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_hindexed", newtype, || {
+    construct(name, newtype, || {
         // SAFETY: the caller's arrays.
         unsafe {
             indexed_object(
                 MPI_COMBINER_HINDEXED,
                 count,
                 Some(array_of_blocklengths),
-                0,
+                count,
                 None,
                 Some(array_of_displacements),
                 oldtype,
@@ -345,7 +410,10 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
         }
     })
 }
-const _: fn_types::MPI_Type_create_hindexed = PMPI_Type_create_hindexed;
+int_and_large_count!(PMPI_Type_create_hindexed = MPI_Type_create_hindexed,
+    PMPI_Type_create_hindexed_c = MPI_Type_create_hindexed_c, type_create_hindexed, (
+    count: Count, array_of_blocklengths: *const Count, array_of_displacements: *const MPI_Aint,
+    oldtype: MPI_Datatype, newtype: *mut MPI_Datatype));
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_hindexed(
@@ -368,15 +436,15 @@ pub unsafe extern "C" fn PMPI_Type_hindexed(
 }
 const _: fn_types::MPI_Type_hindexed = PMPI_Type_hindexed;
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const c_int,
+unsafe fn type_create_indexed_block<C: Count>(
+    name: &str,
+    count: C,
+    blocklength: C,
+    array_of_displacements: *const C,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_indexed_block", newtype, || {
+    construct(name, newtype, || {
         // SAFETY: the caller's array.
         unsafe {
             indexed_object(
@@ -391,17 +459,20 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
         }
     })
 }
-const _: fn_types::MPI_Type_create_indexed_block = PMPI_Type_create_indexed_block;
+int_and_large_count!(PMPI_Type_create_indexed_block = MPI_Type_create_indexed_block,
+    PMPI_Type_create_indexed_block_c = MPI_Type_create_indexed_block_c,
+    type_create_indexed_block, (count: Count, blocklength: Count,
+    array_of_displacements: *const Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(
-    count: c_int,
-    blocklength: c_int,
+unsafe fn type_create_hindexed_block<C: Count>(
+    name: &str,
+    count: C,
+    blocklength: C,
     array_of_displacements: *const MPI_Aint,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_hindexed_block", newtype, || {
+    construct(name, newtype, || {
         // SAFETY: the caller's array.
         unsafe {
             indexed_object(
@@ -416,17 +487,20 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(
         }
     })
 }
-const _: fn_types::MPI_Type_create_hindexed_block = PMPI_Type_create_hindexed_block;
+int_and_large_count!(PMPI_Type_create_hindexed_block = MPI_Type_create_hindexed_block,
+    PMPI_Type_create_hindexed_block_c = MPI_Type_create_hindexed_block_c,
+    type_create_hindexed_block, (count: Count, blocklength: Count,
+    array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_struct(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
+unsafe fn type_create_struct<C: Count>(
+    name: &str,
+    count: C,
+    array_of_blocklengths: *const C,
     array_of_displacements: *const MPI_Aint,
     array_of_types: *const MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_struct", newtype, || {
+    construct(name, newtype, || {
         let blocks = check_count(count)?;
         // SAFETY: the caller's arrays of `count` entries.
         let (lengths, displacements, types) = unsafe {
@@ -458,20 +532,20 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
             })
             .collect();
         let new = Datatype::from_blocks(&block_list, true)?;
-        let mut integers = vec![count];
-        integers.extend(lengths);
+        let mut recorded = Recorded::<C>::new();
+        recorded.counts(&[count]);
+        recorded.counts(lengths);
+        recorded.byte_displacements(displacements);
         Ok(object(
             new,
-            Contents {
-                combiner: MPI_COMBINER_STRUCT,
-                integers,
-                addresses: displacements.to_vec(),
-                datatypes: children,
-            },
+            recorded.contents(MPI_COMBINER_STRUCT, children),
         ))
     })
 }
-const _: fn_types::MPI_Type_create_struct = PMPI_Type_create_struct;
+int_and_large_count!(PMPI_Type_create_struct = MPI_Type_create_struct,
+    PMPI_Type_create_struct_c = MPI_Type_create_struct_c, type_create_struct, (
+    count: Count, array_of_blocklengths: *const Count, array_of_displacements: *const MPI_Aint,
+    array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype));
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_struct(
@@ -494,6 +568,27 @@ pub unsafe extern "C" fn PMPI_Type_struct(
 }
 const _: fn_types::MPI_Type_struct = PMPI_Type_struct;
 
+/// MPI_Type_create_resized: `lb` and `extent` are addresses in the classic
+/// form and large counts in the `_c` one (both 64-bit here).
+unsafe fn type_create_resized<C: Count>(
+    name: &str,
+    oldtype: MPI_Datatype,
+    lb: MPI_Aint,
+    extent: MPI_Aint,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    construct(name, newtype, || {
+        let (child, layout, _) = type_ref(oldtype)?;
+        let new = Datatype::resized(&layout, lb as isize, extent as isize)?;
+        let mut recorded = Recorded::<C>::new();
+        recorded.byte_displacements(&[lb, extent]);
+        Ok(object(
+            new,
+            recorded.contents(MPI_COMBINER_RESIZED, vec![child]),
+        ))
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_resized(
     oldtype: MPI_Datatype,
@@ -501,21 +596,24 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
     extent: MPI_Aint,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_resized", newtype, || {
-        let (child, layout, _) = type_ref(oldtype)?;
-        let new = Datatype::resized(&layout, lb as isize, extent as isize)?;
-        Ok(object(
-            new,
-            Contents {
-                combiner: MPI_COMBINER_RESIZED,
-                integers: vec![],
-                addresses: vec![lb, extent],
-                datatypes: vec![child],
-            },
-        ))
-    })
+    // SAFETY: the caller's arguments.
+    unsafe { type_create_resized::<c_int>("MPI_Type_create_resized", oldtype, lb, extent, newtype) }
 }
 const _: fn_types::MPI_Type_create_resized = PMPI_Type_create_resized;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_resized_c(
+    oldtype: MPI_Datatype,
+    lb: MPI_Count,
+    extent: MPI_Count,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        type_create_resized::<MPI_Count>("MPI_Type_create_resized_c", oldtype, lb, extent, newtype)
+    }
+}
+const _: fn_types::MPI_Type_create_resized_c = PMPI_Type_create_resized_c;
 
 fn dimension_order(order: c_int) -> MpiResult<DimensionOrder> {
     match order {
@@ -535,27 +633,28 @@ fn dimension_count(ndims: c_int) -> MpiResult<usize> {
         .ok_or_else(|| MpiError::new(ErrorClass::Arg, format!("ndims {ndims} must be positive")))
 }
 
-fn non_negative(values: &[c_int], what: &str) -> MpiResult<Vec<usize>> {
+fn non_negative<T: Copy + Into<MPI_Count>>(values: &[T], what: &str) -> MpiResult<Vec<usize>> {
     values
         .iter()
         .map(|&value| {
+            let value: MPI_Count = value.into();
             usize::try_from(value)
                 .map_err(|_| MpiError::new(ErrorClass::Arg, format!("{what} {value} is negative")))
         })
         .collect()
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_subarray(
+unsafe fn type_create_subarray<C: Count>(
+    name: &str,
     ndims: c_int,
-    array_of_sizes: *const c_int,
-    array_of_subsizes: *const c_int,
-    array_of_starts: *const c_int,
+    array_of_sizes: *const C,
+    array_of_subsizes: *const C,
+    array_of_starts: *const C,
     order: c_int,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_subarray", newtype, || {
+    construct(name, newtype, || {
         let dimensions = dimension_count(ndims)?;
         // SAFETY: the caller's arrays of `ndims` entries.
         let (sizes, subsizes, starts) = unsafe {
@@ -574,30 +673,30 @@ pub unsafe extern "C" fn PMPI_Type_create_subarray(
             order_value,
             &layout,
         )?;
-        let mut integers = vec![ndims];
-        integers.extend(sizes);
-        integers.extend(subsizes);
-        integers.extend(starts);
-        integers.push(order);
+        let mut recorded = Recorded::<C>::new();
+        recorded.integer(ndims);
+        recorded.counts(sizes);
+        recorded.counts(subsizes);
+        recorded.counts(starts);
+        recorded.integer(order);
         Ok(object(
             new,
-            Contents {
-                combiner: MPI_COMBINER_SUBARRAY,
-                integers,
-                addresses: vec![],
-                datatypes: vec![child],
-            },
+            recorded.contents(MPI_COMBINER_SUBARRAY, vec![child]),
         ))
     })
 }
-const _: fn_types::MPI_Type_create_subarray = PMPI_Type_create_subarray;
+int_and_large_count!(PMPI_Type_create_subarray = MPI_Type_create_subarray,
+    PMPI_Type_create_subarray_c = MPI_Type_create_subarray_c, type_create_subarray, (
+    ndims: c_int, array_of_sizes: *const Count, array_of_subsizes: *const Count,
+    array_of_starts: *const Count, order: c_int, oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_darray(
+unsafe fn type_create_darray<C: Count>(
+    name: &str,
     size: c_int,
     rank: c_int,
     ndims: c_int,
-    array_of_gsizes: *const c_int,
+    array_of_gsizes: *const C,
     array_of_distribs: *const c_int,
     array_of_dargs: *const c_int,
     array_of_psizes: *const c_int,
@@ -605,7 +704,7 @@ pub unsafe extern "C" fn PMPI_Type_create_darray(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_darray", newtype, || {
+    construct(name, newtype, || {
         let dimensions = dimension_count(ndims)?;
         if size <= 0 || rank < 0 || rank >= size {
             return Err(MpiError::new(
@@ -667,24 +766,27 @@ pub unsafe extern "C" fn PMPI_Type_create_darray(
             order_value,
             &layout,
         )?;
-        let mut integers = vec![size, rank, ndims];
-        integers.extend(gsizes);
-        integers.extend(distribs);
-        integers.extend(dargs);
-        integers.extend(psizes);
-        integers.push(order);
+        let mut recorded = Recorded::<C>::new();
+        for value in [size, rank, ndims] {
+            recorded.integer(value);
+        }
+        recorded.counts(gsizes);
+        recorded.integers.extend(distribs);
+        recorded.integers.extend(dargs);
+        recorded.integers.extend(psizes);
+        recorded.integer(order);
         Ok(object(
             new,
-            Contents {
-                combiner: MPI_COMBINER_DARRAY,
-                integers,
-                addresses: vec![],
-                datatypes: vec![child],
-            },
+            recorded.contents(MPI_COMBINER_DARRAY, vec![child]),
         ))
     })
 }
-const _: fn_types::MPI_Type_create_darray = PMPI_Type_create_darray;
+int_and_large_count!(PMPI_Type_create_darray = MPI_Type_create_darray,
+    PMPI_Type_create_darray_c = MPI_Type_create_darray_c, type_create_darray, (
+    size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const Count,
+    array_of_distribs: *const c_int, array_of_dargs: *const c_int,
+    array_of_psizes: *const c_int, order: c_int, oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype));
 
 /// Handles for the constituents of a derived type (new handles for derived ones).
 pub fn constituent_handles(datatypes: &[TypeRef]) -> Vec<MPI_Datatype> {

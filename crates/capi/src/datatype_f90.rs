@@ -90,6 +90,7 @@ fn parameterized(
         contents: Contents {
             combiner,
             integers,
+            large_counts: vec![],
             addresses: vec![],
             datatypes: vec![],
         },

@@ -22,6 +22,7 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 use crate::abi::*;
 use crate::datatype::{builtin_info, check_count, committed_layout, layout_of, PackedBuffer};
 use crate::global::entry;
+use crate::large_count::{int_and_large_count, Count};
 use crate::p2p::comm_of;
 
 /// Packed bytes waiting to be unpacked into a user buffer.
@@ -176,30 +177,34 @@ fn sweep_orphaned_receives_now(mpi: &mut Mpi) {
 
 // ----- MPI_Pack / MPI_Unpack -------------------------------------------------
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_size(
-    incount: c_int,
+/// MPI_Pack_size (int or `_c`): the int form answers MPI_UNDEFINED for a
+/// size that does not fit an int, as MPI_Type_size does (and MPICH).
+unsafe fn pack_size<C: Count>(
+    name: &str,
+    incount: C,
     datatype: MPI_Datatype,
     comm: MPI_Comm,
-    size: *mut c_int,
+    size: *mut C,
 ) -> c_int {
-    entry("MPI_Pack_size", comm, |mpi, _| {
+    entry(name, comm, |mpi, _| {
         comm_of(mpi, comm)?;
         let count = check_count(incount)?;
         let layout = layout_of(datatype)?;
         let bytes = layout
             .packed_bytes(count)
-            .filter(|bytes| *bytes <= c_int::MAX as usize)
-            .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size does not fit an int"))?;
+            .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
+        let undefined = C::try_from(MPI_UNDEFINED as MPI_Count).unwrap_or_else(|_| unreachable!());
+        let bytes = C::try_from(bytes as MPI_Count).unwrap_or(undefined);
         if size.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "size pointer is NULL"));
         }
         // SAFETY: checked non-null.
-        unsafe { *size = bytes as c_int };
+        unsafe { *size = bytes };
         Ok(())
     })
 }
-const _: fn_types::MPI_Pack_size = PMPI_Pack_size;
+int_and_large_count!(PMPI_Pack_size = MPI_Pack_size, PMPI_Pack_size_c = MPI_Pack_size_c, pack_size, (
+    incount: Count, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut Count));
 
 /// Check a pack/unpack window: `bytes` from `*position` within `limit`
 /// (positions are `int` for MPI_Pack, `MPI_Aint` for the external forms).
@@ -270,7 +275,7 @@ impl Position for MPI_Aint {
 pub(crate) unsafe fn pack_message<P: Position>(
     name: &str,
     inbuf: *const c_void,
-    incount: c_int,
+    incount: impl Into<MPI_Count>,
     datatype: MPI_Datatype,
     outbuf: *mut c_void,
     outsize: P,
@@ -310,7 +315,7 @@ pub(crate) unsafe fn unpack_message<P: Position>(
     insize: P,
     position: *mut P,
     outbuf: *mut c_void,
-    outcount: c_int,
+    outcount: impl Into<MPI_Count>,
     datatype: MPI_Datatype,
     convert: Option<fn(&Datatype, &mut [u8])>,
 ) -> MpiResult<()> {
@@ -342,22 +347,22 @@ pub(crate) unsafe fn unpack_message<P: Position>(
     Ok(())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack(
+unsafe fn pack<C: Count + Position>(
+    name: &str,
     inbuf: *const c_void,
-    incount: c_int,
+    incount: C,
     datatype: MPI_Datatype,
     outbuf: *mut c_void,
-    outsize: c_int,
-    position: *mut c_int,
+    outsize: C,
+    position: *mut C,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Pack", comm, |mpi, _| {
+    entry(name, comm, |mpi, _| {
         comm_of(mpi, comm)?;
         // SAFETY: the caller's arguments, checked inside.
         unsafe {
             pack_message(
-                "MPI_Pack",
+                name,
                 inbuf,
                 incount,
                 datatype,
@@ -369,33 +374,42 @@ pub unsafe extern "C" fn PMPI_Pack(
         }
     })
 }
-const _: fn_types::MPI_Pack = PMPI_Pack;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Unpack(
+int_and_large_count!(PMPI_Pack = MPI_Pack, PMPI_Pack_c = MPI_Pack_c, pack, (
     inbuf: *const c_void,
-    insize: c_int,
-    position: *mut c_int,
+    incount: Count,
+    datatype: MPI_Datatype,
     outbuf: *mut c_void,
-    outcount: c_int,
+    outsize: Count,
+    position: *mut Count,
+    comm: MPI_Comm,
+));
+
+unsafe fn unpack<C: Count + Position>(
+    name: &str,
+    inbuf: *const c_void,
+    insize: C,
+    position: *mut C,
+    outbuf: *mut c_void,
+    outcount: C,
     datatype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Unpack", comm, |mpi, _| {
+    entry(name, comm, |mpi, _| {
         comm_of(mpi, comm)?;
         // SAFETY: the caller's arguments, checked inside.
         unsafe {
             unpack_message(
-                "MPI_Unpack",
-                inbuf,
-                insize,
-                position,
-                outbuf,
-                outcount,
-                datatype,
-                None,
+                name, inbuf, insize, position, outbuf, outcount, datatype, None,
             )
         }
     })
 }
-const _: fn_types::MPI_Unpack = PMPI_Unpack;
+int_and_large_count!(PMPI_Unpack = MPI_Unpack, PMPI_Unpack_c = MPI_Unpack_c, unpack, (
+    inbuf: *const c_void,
+    insize: Count,
+    position: *mut Count,
+    outbuf: *mut c_void,
+    outcount: Count,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+));

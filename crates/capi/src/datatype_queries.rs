@@ -7,6 +7,7 @@ use crate::abi::*;
 use crate::datatype::{commit, free, layout_of, resolve, Resolved};
 use crate::datatype_constructors::constituent_handles;
 use crate::global::{entry, local_entry};
+use crate::large_count::{int_and_large_count, narrow, Count};
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
@@ -89,13 +90,16 @@ fn query_pair<T>(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
-    query("MPI_Type_size", datatype, size, |layout| {
-        c_int::try_from(layout.size_bytes).unwrap_or(MPI_UNDEFINED)
+/// MPI_Type_size (int or `_c`): the int form answers MPI_UNDEFINED for a
+/// size that does not fit an int, as the standard says.
+unsafe fn type_size<C: Count>(name: &str, datatype: MPI_Datatype, size: *mut C) -> c_int {
+    query(name, datatype, size, |layout| {
+        let undefined = C::try_from(MPI_UNDEFINED as MPI_Count).unwrap_or_else(|_| unreachable!());
+        C::try_from(layout.size_bytes as MPI_Count).unwrap_or(undefined)
     })
 }
-const _: fn_types::MPI_Type_size = PMPI_Type_size;
+int_and_large_count!(PMPI_Type_size = MPI_Type_size, PMPI_Type_size_c = MPI_Type_size_c, type_size, (
+    datatype: MPI_Datatype, size: *mut Count));
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
@@ -134,6 +138,17 @@ pub unsafe extern "C" fn PMPI_Type_get_extent_x(
     })
 }
 const _: fn_types::MPI_Type_get_extent_x = PMPI_Type_get_extent_x;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_extent_c(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Count,
+    extent: *mut MPI_Count,
+) -> c_int {
+    // SAFETY: the caller's arguments (MPI_Count and MPI_Aint are one type here).
+    unsafe { PMPI_Type_get_extent(datatype, lb, extent) }
+}
+const _: fn_types::MPI_Type_get_extent_c = PMPI_Type_get_extent_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_true_extent(
@@ -178,6 +193,17 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(
 const _: fn_types::MPI_Type_get_true_extent_x = PMPI_Type_get_true_extent_x;
 
 #[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_true_extent_c(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Count,
+    true_extent: *mut MPI_Count,
+) -> c_int {
+    // SAFETY: the caller's arguments (MPI_Count and MPI_Aint are one type here).
+    unsafe { PMPI_Type_get_true_extent(datatype, true_lb, true_extent) }
+}
+const _: fn_types::MPI_Type_get_true_extent_c = PMPI_Type_get_true_extent_c;
+
+#[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
     query("MPI_Type_extent", datatype, extent, |layout| {
         layout.extent_bytes() as MPI_Aint
@@ -207,6 +233,68 @@ pub unsafe extern "C" fn PMPI_Type_ub(
 }
 const _: fn_types::MPI_Type_ub = PMPI_Type_ub;
 
+/// MPI_Type_get_envelope (int) and MPI_Type_get_envelope_c: the classic
+/// form has no large counts, so it fails (MPI_ERR_TYPE) on a type made by
+/// a large-count constructor, whose counts only the `_c` form gives back.
+unsafe fn type_get_envelope<C: Count>(
+    name: &str,
+    datatype: MPI_Datatype,
+    num_integers: *mut C,
+    num_addresses: *mut C,
+    num_large_counts: *mut C,
+    num_datatypes: *mut C,
+    combiner: *mut c_int,
+) -> c_int {
+    entry(name, MPI_COMM_WORLD, |_, _| {
+        let counts = match resolve(datatype)? {
+            Resolved::Predefined(_) => (0, 0, 0, 0, MPI_COMBINER_NAMED),
+            Resolved::Derived(object, _) => {
+                let contents = &object.contents;
+                if !C::LARGE && !contents.large_counts.is_empty() {
+                    return Err(MpiError::new(
+                        ErrorClass::Type,
+                        format!(
+                            "the datatype was made by a large-count constructor: its \
+                             {} large counts need {name}_c",
+                            contents.large_counts.len()
+                        ),
+                    ));
+                }
+                (
+                    contents.integers.len(),
+                    contents.addresses.len(),
+                    contents.large_counts.len(),
+                    contents.datatypes.len(),
+                    contents.combiner,
+                )
+            }
+        };
+        if num_integers.is_null()
+            || num_addresses.is_null()
+            || (C::LARGE && num_large_counts.is_null())
+            || num_datatypes.is_null()
+            || combiner.is_null()
+        {
+            return Err(MpiError::new(ErrorClass::Arg, "output pointer is NULL"));
+        }
+        let integers: C = narrow(name, "number of integers", counts.0 as MPI_Count)?;
+        let addresses: C = narrow(name, "number of addresses", counts.1 as MPI_Count)?;
+        let large_counts: C = narrow(name, "number of large counts", counts.2 as MPI_Count)?;
+        let datatypes: C = narrow(name, "number of datatypes", counts.3 as MPI_Count)?;
+        // SAFETY: checked non-null; the caller's output variables.
+        unsafe {
+            *num_integers = integers;
+            *num_addresses = addresses;
+            if C::LARGE {
+                *num_large_counts = large_counts;
+            }
+            *num_datatypes = datatypes;
+            *combiner = counts.4;
+        }
+        Ok(())
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_envelope(
     datatype: MPI_Datatype,
@@ -215,46 +303,54 @@ pub unsafe extern "C" fn PMPI_Type_get_envelope(
     num_datatypes: *mut c_int,
     combiner: *mut c_int,
 ) -> c_int {
-    entry("MPI_Type_get_envelope", MPI_COMM_WORLD, |_, _| {
-        let counts = match resolve(datatype)? {
-            Resolved::Predefined(_) => (0, 0, 0, MPI_COMBINER_NAMED),
-            Resolved::Derived(object, _) => {
-                let contents = &object.contents;
-                (
-                    contents.integers.len() as c_int,
-                    contents.addresses.len() as c_int,
-                    contents.datatypes.len() as c_int,
-                    contents.combiner,
-                )
-            }
-        };
-        if num_integers.is_null()
-            || num_addresses.is_null()
-            || num_datatypes.is_null()
-            || combiner.is_null()
-        {
-            return Err(MpiError::new(ErrorClass::Arg, "output pointer is NULL"));
-        }
-        // SAFETY: checked non-null; the caller's output variables.
-        unsafe {
-            *num_integers = counts.0;
-            *num_addresses = counts.1;
-            *num_datatypes = counts.2;
-            *combiner = counts.3;
-        }
-        Ok(())
-    })
+    // SAFETY: the caller's arguments; the classic form has no large counts.
+    unsafe {
+        type_get_envelope(
+            "MPI_Type_get_envelope",
+            datatype,
+            num_integers,
+            num_addresses,
+            std::ptr::null_mut(),
+            num_datatypes,
+            combiner,
+        )
+    }
 }
 const _: fn_types::MPI_Type_get_envelope = PMPI_Type_get_envelope;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_envelope_c(
+    datatype: MPI_Datatype,
+    num_integers: *mut MPI_Count,
+    num_addresses: *mut MPI_Count,
+    num_large_counts: *mut MPI_Count,
+    num_datatypes: *mut MPI_Count,
+    combiner: *mut c_int,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        type_get_envelope(
+            "MPI_Type_get_envelope_c",
+            datatype,
+            num_integers,
+            num_addresses,
+            num_large_counts,
+            num_datatypes,
+            combiner,
+        )
+    }
+}
+const _: fn_types::MPI_Type_get_envelope_c = PMPI_Type_get_envelope_c;
 
 /// Copy `values` into the caller's array of `capacity` entries.
 unsafe fn fill<T: Copy>(
     target: *mut T,
-    capacity: c_int,
+    capacity: impl Into<MPI_Count>,
     values: &[T],
     what: &str,
 ) -> MpiResult<()> {
-    if (capacity as i64) < values.len() as i64 {
+    let capacity: MPI_Count = capacity.into();
+    if capacity < values.len() as MPI_Count {
         return Err(MpiError::new(
             ErrorClass::Arg,
             format!(
@@ -274,17 +370,21 @@ unsafe fn fill<T: Copy>(
     Ok(())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_contents(
+/// MPI_Type_get_contents (int) and MPI_Type_get_contents_c (with the
+/// large counts of a type made by a `_c` constructor).
+unsafe fn type_get_contents<C: Count>(
+    name: &str,
     datatype: MPI_Datatype,
-    max_integers: c_int,
-    max_addresses: c_int,
-    max_datatypes: c_int,
+    max_integers: C,
+    max_addresses: C,
+    max_large_counts: C,
+    max_datatypes: C,
     array_of_integers: *mut c_int,
     array_of_addresses: *mut MPI_Aint,
+    array_of_large_counts: *mut MPI_Count,
     array_of_datatypes: *mut MPI_Datatype,
 ) -> c_int {
-    entry("MPI_Type_get_contents", MPI_COMM_WORLD, |_, _| {
+    entry(name, MPI_COMM_WORLD, |_, _| {
         let Resolved::Derived(object, _) = resolve(datatype)? else {
             return Err(MpiError::new(
                 ErrorClass::Type,
@@ -292,7 +392,13 @@ pub unsafe extern "C" fn PMPI_Type_get_contents(
             ));
         };
         let contents = &object.contents;
-        if (max_datatypes as i64) < contents.datatypes.len() as i64 {
+        if !C::LARGE && !contents.large_counts.is_empty() {
+            return Err(MpiError::new(
+                ErrorClass::Type,
+                format!("the datatype was made by a large-count constructor: use {name}_c"),
+            ));
+        }
+        if max_datatypes.into() < contents.datatypes.len() as MPI_Count {
             return Err(MpiError::new(
                 ErrorClass::Arg,
                 "array_of_datatypes is too short",
@@ -312,6 +418,12 @@ pub unsafe extern "C" fn PMPI_Type_get_contents(
                 &contents.addresses,
                 "array_of_addresses",
             )?;
+            fill(
+                array_of_large_counts,
+                max_large_counts,
+                &contents.large_counts,
+                "array_of_large_counts",
+            )?;
             // Only now hand out new handles, so an error above leaks none.
             let handles = constituent_handles(&contents.datatypes);
             fill(
@@ -324,7 +436,64 @@ pub unsafe extern "C" fn PMPI_Type_get_contents(
         Ok(())
     })
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_contents(
+    datatype: MPI_Datatype,
+    max_integers: c_int,
+    max_addresses: c_int,
+    max_datatypes: c_int,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut MPI_Aint,
+    array_of_datatypes: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: the caller's arguments; the classic form has no large counts.
+    unsafe {
+        type_get_contents(
+            "MPI_Type_get_contents",
+            datatype,
+            max_integers,
+            max_addresses,
+            0,
+            max_datatypes,
+            array_of_integers,
+            array_of_addresses,
+            std::ptr::null_mut(),
+            array_of_datatypes,
+        )
+    }
+}
 const _: fn_types::MPI_Type_get_contents = PMPI_Type_get_contents;
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_contents_c(
+    datatype: MPI_Datatype,
+    max_integers: MPI_Count,
+    max_addresses: MPI_Count,
+    max_large_counts: MPI_Count,
+    max_datatypes: MPI_Count,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut MPI_Aint,
+    array_of_large_counts: *mut MPI_Count,
+    array_of_datatypes: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe {
+        type_get_contents(
+            "MPI_Type_get_contents_c",
+            datatype,
+            max_integers,
+            max_addresses,
+            max_large_counts,
+            max_datatypes,
+            array_of_integers,
+            array_of_addresses,
+            array_of_large_counts,
+            array_of_datatypes,
+        )
+    }
+}
+const _: fn_types::MPI_Type_get_contents_c = PMPI_Type_get_contents_c;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_address(

@@ -16,6 +16,7 @@ use crate::abi::*;
 use crate::datatype::{check_count, layout_of};
 use crate::datatype_packing::{pack_message, unpack_message};
 use crate::global::entry;
+use crate::large_count::{int_and_large_count, Count};
 
 /// Check the data representation name: only "external32" exists.
 unsafe fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
@@ -77,14 +78,14 @@ fn external_bytes(layout: &Datatype, count: usize) -> MpiResult<usize> {
         .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_external_size(
+unsafe fn pack_external_size<C: Count>(
+    name: &str,
     datarep: *const c_char,
-    incount: c_int,
+    incount: C,
     datatype: MPI_Datatype,
     size: *mut MPI_Aint,
 ) -> c_int {
-    entry("MPI_Pack_external_size", MPI_COMM_WORLD, |_, _| {
+    entry(name, MPI_COMM_WORLD, |_, _| {
         // SAFETY: the caller's string.
         unsafe { check_datarep(datarep)? };
         let count = check_count(incount)?;
@@ -97,24 +98,29 @@ pub unsafe extern "C" fn PMPI_Pack_external_size(
         Ok(())
     })
 }
-const _: fn_types::MPI_Pack_external_size = PMPI_Pack_external_size;
+int_and_large_count!(PMPI_Pack_external_size = MPI_Pack_external_size, PMPI_Pack_external_size_c = MPI_Pack_external_size_c, pack_external_size, (
+    datarep: *const c_char,
+    incount: Count,
+    datatype: MPI_Datatype,
+    size: *mut MPI_Aint,
+));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_external(
+unsafe fn pack_external<C: Count>(
+    name: &str,
     datarep: *const c_char,
     inbuf: *const c_void,
-    incount: c_int,
+    incount: C,
     datatype: MPI_Datatype,
     outbuf: *mut c_void,
     outsize: MPI_Aint,
     position: *mut MPI_Aint,
 ) -> c_int {
-    entry("MPI_Pack_external", MPI_COMM_WORLD, |_, _| {
+    entry(name, MPI_COMM_WORLD, |_, _| {
         // SAFETY: the caller's arguments, checked inside.
         unsafe {
             check_datarep(datarep)?;
             pack_message(
-                "MPI_Pack_external",
+                name,
                 inbuf,
                 incount,
                 datatype,
@@ -126,24 +132,32 @@ pub unsafe extern "C" fn PMPI_Pack_external(
         }
     })
 }
-const _: fn_types::MPI_Pack_external = PMPI_Pack_external;
+int_and_large_count!(PMPI_Pack_external = MPI_Pack_external, PMPI_Pack_external_c = MPI_Pack_external_c, pack_external, (
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: Count,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: MPI_Aint,
+    position: *mut MPI_Aint,
+));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Unpack_external(
+unsafe fn unpack_external<C: Count>(
+    name: &str,
     datarep: *const c_char,
     inbuf: *const c_void,
     insize: MPI_Aint,
     position: *mut MPI_Aint,
     outbuf: *mut c_void,
-    outcount: c_int,
+    outcount: C,
     datatype: MPI_Datatype,
 ) -> c_int {
-    entry("MPI_Unpack_external", MPI_COMM_WORLD, |_, _| {
+    entry(name, MPI_COMM_WORLD, |_, _| {
         // SAFETY: the caller's arguments, checked inside.
         unsafe {
             check_datarep(datarep)?;
             unpack_message(
-                "MPI_Unpack_external",
+                name,
                 inbuf,
                 insize,
                 position,
@@ -155,4 +169,12 @@ pub unsafe extern "C" fn PMPI_Unpack_external(
         }
     })
 }
-const _: fn_types::MPI_Unpack_external = PMPI_Unpack_external;
+int_and_large_count!(PMPI_Unpack_external = MPI_Unpack_external, PMPI_Unpack_external_c = MPI_Unpack_external_c, unpack_external, (
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: MPI_Aint,
+    position: *mut MPI_Aint,
+    outbuf: *mut c_void,
+    outcount: Count,
+    datatype: MPI_Datatype,
+));

@@ -1393,6 +1393,17 @@ pub unsafe extern "C" fn PMPI_File_get_type_extent(
 }
 const _: fn_types::MPI_File_get_type_extent = PMPI_File_get_type_extent;
 
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_File_get_type_extent_c(
+    fh: MPI_File,
+    datatype: MPI_Datatype,
+    extent: *mut MPI_Count,
+) -> c_int {
+    // SAFETY: the caller's arguments (MPI_Count and MPI_Aint are one type here).
+    unsafe { PMPI_File_get_type_extent(fh, datatype, extent) }
+}
+const _: fn_types::MPI_File_get_type_extent_c = PMPI_File_get_type_extent_c;
+
 pub(crate) fn not_sequential(file: &OpenFile, what: &str) -> MpiResult<()> {
     if file.amode & MPI_MODE_SEQUENTIAL != 0 {
         return Err(MpiError::new(

@@ -318,7 +318,7 @@ unsafe fn transfer(
 /// Check the access and say how many elements and etypes it asks for.
 fn check_access(
     file: &OpenFile,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     direction: Direction,
 ) -> MpiResult<(usize, u64)> {
@@ -352,7 +352,7 @@ unsafe fn access(
     file: &mut OpenFile,
     position: Position,
     buffer: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     direction: Direction,
     collective: bool,
@@ -479,7 +479,7 @@ unsafe fn data_call(
     direction: Direction,
     completion: Completion,
     buffer: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
     request: *mut MPI_Request,
@@ -548,12 +548,18 @@ unsafe fn split_end(name: &str, fh: MPI_File, status: *mut MPI_Status) -> c_int 
 }
 
 macro_rules! blocking {
-    ($function:ident, $check:ident, $label:literal, $position:expr, $direction:expr, $completion:expr, $const_buffer:ty) => {
+    // The int form and the `_c` one.
+    ($function:ident, $check:ident, $label:literal, $function_c:ident, $check_c:ident,
+     $label_c:literal, $position:expr, $direction:expr, $completion:expr, $const_buffer:ty) => {
+        blocking!(@one $function, $check, $label, c_int, $position, $direction, $completion, $const_buffer);
+        blocking!(@one $function_c, $check_c, $label_c, MPI_Count, $position, $direction, $completion, $const_buffer);
+    };
+    (@one $function:ident, $check:ident, $label:literal, $count:ty, $position:expr, $direction:expr, $completion:expr, $const_buffer:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $function(
             fh: MPI_File,
             buf: $const_buffer,
-            count: c_int,
+            count: $count,
             datatype: MPI_Datatype,
             status: *mut MPI_Status,
         ) -> c_int {
@@ -566,7 +572,7 @@ macro_rules! blocking {
                     $direction,
                     $completion,
                     buf as *mut c_void,
-                    count,
+                    count.into(),
                     datatype,
                     status,
                     std::ptr::null_mut(),
@@ -578,13 +584,19 @@ macro_rules! blocking {
 }
 
 macro_rules! blocking_at {
-    ($function:ident, $check:ident, $label:literal, $direction:expr, $completion:expr, $const_buffer:ty) => {
+    // The int form and the `_c` one.
+    ($function:ident, $check:ident, $label:literal, $function_c:ident, $check_c:ident,
+     $label_c:literal, $direction:expr, $completion:expr, $const_buffer:ty) => {
+        blocking_at!(@one $function, $check, $label, c_int, $direction, $completion, $const_buffer);
+        blocking_at!(@one $function_c, $check_c, $label_c, MPI_Count, $direction, $completion, $const_buffer);
+    };
+    (@one $function:ident, $check:ident, $label:literal, $count:ty, $direction:expr, $completion:expr, $const_buffer:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $function(
             fh: MPI_File,
             offset: MPI_Offset,
             buf: $const_buffer,
-            count: c_int,
+            count: $count,
             datatype: MPI_Datatype,
             status: *mut MPI_Status,
         ) -> c_int {
@@ -597,7 +609,7 @@ macro_rules! blocking_at {
                     $direction,
                     $completion,
                     buf as *mut c_void,
-                    count,
+                    count.into(),
                     datatype,
                     status,
                     std::ptr::null_mut(),
@@ -609,12 +621,18 @@ macro_rules! blocking_at {
 }
 
 macro_rules! nonblocking {
-    ($function:ident, $check:ident, $label:literal, $position:expr, $direction:expr, $completion:expr, $const_buffer:ty) => {
+    // The int form and the `_c` one.
+    ($function:ident, $check:ident, $label:literal, $function_c:ident, $check_c:ident,
+     $label_c:literal, $position:expr, $direction:expr, $completion:expr, $const_buffer:ty) => {
+        nonblocking!(@one $function, $check, $label, c_int, $position, $direction, $completion, $const_buffer);
+        nonblocking!(@one $function_c, $check_c, $label_c, MPI_Count, $position, $direction, $completion, $const_buffer);
+    };
+    (@one $function:ident, $check:ident, $label:literal, $count:ty, $position:expr, $direction:expr, $completion:expr, $const_buffer:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $function(
             fh: MPI_File,
             buf: $const_buffer,
-            count: c_int,
+            count: $count,
             datatype: MPI_Datatype,
             request: *mut MPI_Request,
         ) -> c_int {
@@ -627,7 +645,7 @@ macro_rules! nonblocking {
                     $direction,
                     $completion,
                     buf as *mut c_void,
-                    count,
+                    count.into(),
                     datatype,
                     std::ptr::null_mut(),
                     request,
@@ -639,13 +657,19 @@ macro_rules! nonblocking {
 }
 
 macro_rules! nonblocking_at {
-    ($function:ident, $check:ident, $label:literal, $direction:expr, $completion:expr, $const_buffer:ty) => {
+    // The int form and the `_c` one.
+    ($function:ident, $check:ident, $label:literal, $function_c:ident, $check_c:ident,
+     $label_c:literal, $direction:expr, $completion:expr, $const_buffer:ty) => {
+        nonblocking_at!(@one $function, $check, $label, c_int, $direction, $completion, $const_buffer);
+        nonblocking_at!(@one $function_c, $check_c, $label_c, MPI_Count, $direction, $completion, $const_buffer);
+    };
+    (@one $function:ident, $check:ident, $label:literal, $count:ty, $direction:expr, $completion:expr, $const_buffer:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $function(
             fh: MPI_File,
             offset: MPI_Offset,
             buf: $const_buffer,
-            count: c_int,
+            count: $count,
             datatype: MPI_Datatype,
             request: *mut MPI_Request,
         ) -> c_int {
@@ -658,7 +682,7 @@ macro_rules! nonblocking_at {
                     $direction,
                     $completion,
                     buf as *mut c_void,
-                    count,
+                    count.into(),
                     datatype,
                     std::ptr::null_mut(),
                     request,
@@ -670,12 +694,18 @@ macro_rules! nonblocking_at {
 }
 
 macro_rules! split_begin {
-    ($function:ident, $check:ident, $label:literal, $position:expr, $direction:expr, $const_buffer:ty) => {
+    // The int form and the `_c` one.
+    ($function:ident, $check:ident, $label:literal, $function_c:ident, $check_c:ident,
+     $label_c:literal, $position:expr, $direction:expr, $const_buffer:ty) => {
+        split_begin!(@one $function, $check, $label, c_int, $position, $direction, $const_buffer);
+        split_begin!(@one $function_c, $check_c, $label_c, MPI_Count, $position, $direction, $const_buffer);
+    };
+    (@one $function:ident, $check:ident, $label:literal, $count:ty, $position:expr, $direction:expr, $const_buffer:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $function(
             fh: MPI_File,
             buf: $const_buffer,
-            count: c_int,
+            count: $count,
             datatype: MPI_Datatype,
         ) -> c_int {
             // SAFETY: the application's arguments.
@@ -687,7 +717,7 @@ macro_rules! split_begin {
                     $direction,
                     Completion::SplitBegin,
                     buf as *mut c_void,
-                    count,
+                    count.into(),
                     datatype,
                     std::ptr::null_mut(),
                     std::ptr::null_mut(),
@@ -722,6 +752,9 @@ blocking!(
     PMPI_File_read,
     MPI_File_read,
     "MPI_File_read",
+    PMPI_File_read_c,
+    MPI_File_read_c,
+    "MPI_File_read_c",
     Individual,
     Read,
     Blocking,
@@ -731,6 +764,9 @@ blocking!(
     PMPI_File_write,
     MPI_File_write,
     "MPI_File_write",
+    PMPI_File_write_c,
+    MPI_File_write_c,
+    "MPI_File_write_c",
     Individual,
     Write,
     Blocking,
@@ -740,6 +776,9 @@ blocking!(
     PMPI_File_read_all,
     MPI_File_read_all,
     "MPI_File_read_all",
+    PMPI_File_read_all_c,
+    MPI_File_read_all_c,
+    "MPI_File_read_all_c",
     Individual,
     Read,
     Collective,
@@ -749,6 +788,9 @@ blocking!(
     PMPI_File_write_all,
     MPI_File_write_all,
     "MPI_File_write_all",
+    PMPI_File_write_all_c,
+    MPI_File_write_all_c,
+    "MPI_File_write_all_c",
     Individual,
     Write,
     Collective,
@@ -758,6 +800,9 @@ blocking!(
     PMPI_File_read_shared,
     MPI_File_read_shared,
     "MPI_File_read_shared",
+    PMPI_File_read_shared_c,
+    MPI_File_read_shared_c,
+    "MPI_File_read_shared_c",
     Shared,
     Read,
     Blocking,
@@ -767,6 +812,9 @@ blocking!(
     PMPI_File_write_shared,
     MPI_File_write_shared,
     "MPI_File_write_shared",
+    PMPI_File_write_shared_c,
+    MPI_File_write_shared_c,
+    "MPI_File_write_shared_c",
     Shared,
     Write,
     Blocking,
@@ -776,6 +824,9 @@ blocking!(
     PMPI_File_read_ordered,
     MPI_File_read_ordered,
     "MPI_File_read_ordered",
+    PMPI_File_read_ordered_c,
+    MPI_File_read_ordered_c,
+    "MPI_File_read_ordered_c",
     Ordered,
     Read,
     Collective,
@@ -785,6 +836,9 @@ blocking!(
     PMPI_File_write_ordered,
     MPI_File_write_ordered,
     "MPI_File_write_ordered",
+    PMPI_File_write_ordered_c,
+    MPI_File_write_ordered_c,
+    "MPI_File_write_ordered_c",
     Ordered,
     Write,
     Collective,
@@ -794,6 +848,9 @@ blocking_at!(
     PMPI_File_read_at,
     MPI_File_read_at,
     "MPI_File_read_at",
+    PMPI_File_read_at_c,
+    MPI_File_read_at_c,
+    "MPI_File_read_at_c",
     Read,
     Blocking,
     *mut c_void
@@ -802,6 +859,9 @@ blocking_at!(
     PMPI_File_write_at,
     MPI_File_write_at,
     "MPI_File_write_at",
+    PMPI_File_write_at_c,
+    MPI_File_write_at_c,
+    "MPI_File_write_at_c",
     Write,
     Blocking,
     *const c_void
@@ -810,6 +870,9 @@ blocking_at!(
     PMPI_File_read_at_all,
     MPI_File_read_at_all,
     "MPI_File_read_at_all",
+    PMPI_File_read_at_all_c,
+    MPI_File_read_at_all_c,
+    "MPI_File_read_at_all_c",
     Read,
     Collective,
     *mut c_void
@@ -818,6 +881,9 @@ blocking_at!(
     PMPI_File_write_at_all,
     MPI_File_write_at_all,
     "MPI_File_write_at_all",
+    PMPI_File_write_at_all_c,
+    MPI_File_write_at_all_c,
+    "MPI_File_write_at_all_c",
     Write,
     Collective,
     *const c_void
@@ -827,6 +893,9 @@ nonblocking!(
     PMPI_File_iread,
     MPI_File_iread,
     "MPI_File_iread",
+    PMPI_File_iread_c,
+    MPI_File_iread_c,
+    "MPI_File_iread_c",
     Individual,
     Read,
     Nonblocking,
@@ -836,6 +905,9 @@ nonblocking!(
     PMPI_File_iwrite,
     MPI_File_iwrite,
     "MPI_File_iwrite",
+    PMPI_File_iwrite_c,
+    MPI_File_iwrite_c,
+    "MPI_File_iwrite_c",
     Individual,
     Write,
     Nonblocking,
@@ -845,6 +917,9 @@ nonblocking!(
     PMPI_File_iread_all,
     MPI_File_iread_all,
     "MPI_File_iread_all",
+    PMPI_File_iread_all_c,
+    MPI_File_iread_all_c,
+    "MPI_File_iread_all_c",
     Individual,
     Read,
     NonblockingCollective,
@@ -854,6 +929,9 @@ nonblocking!(
     PMPI_File_iwrite_all,
     MPI_File_iwrite_all,
     "MPI_File_iwrite_all",
+    PMPI_File_iwrite_all_c,
+    MPI_File_iwrite_all_c,
+    "MPI_File_iwrite_all_c",
     Individual,
     Write,
     NonblockingCollective,
@@ -863,6 +941,9 @@ nonblocking!(
     PMPI_File_iread_shared,
     MPI_File_iread_shared,
     "MPI_File_iread_shared",
+    PMPI_File_iread_shared_c,
+    MPI_File_iread_shared_c,
+    "MPI_File_iread_shared_c",
     Shared,
     Read,
     Nonblocking,
@@ -872,6 +953,9 @@ nonblocking!(
     PMPI_File_iwrite_shared,
     MPI_File_iwrite_shared,
     "MPI_File_iwrite_shared",
+    PMPI_File_iwrite_shared_c,
+    MPI_File_iwrite_shared_c,
+    "MPI_File_iwrite_shared_c",
     Shared,
     Write,
     Nonblocking,
@@ -881,6 +965,9 @@ nonblocking_at!(
     PMPI_File_iread_at,
     MPI_File_iread_at,
     "MPI_File_iread_at",
+    PMPI_File_iread_at_c,
+    MPI_File_iread_at_c,
+    "MPI_File_iread_at_c",
     Read,
     Nonblocking,
     *mut c_void
@@ -889,6 +976,9 @@ nonblocking_at!(
     PMPI_File_iwrite_at,
     MPI_File_iwrite_at,
     "MPI_File_iwrite_at",
+    PMPI_File_iwrite_at_c,
+    MPI_File_iwrite_at_c,
+    "MPI_File_iwrite_at_c",
     Write,
     Nonblocking,
     *const c_void
@@ -897,6 +987,9 @@ nonblocking_at!(
     PMPI_File_iread_at_all,
     MPI_File_iread_at_all,
     "MPI_File_iread_at_all",
+    PMPI_File_iread_at_all_c,
+    MPI_File_iread_at_all_c,
+    "MPI_File_iread_at_all_c",
     Read,
     NonblockingCollective,
     *mut c_void
@@ -905,6 +998,9 @@ nonblocking_at!(
     PMPI_File_iwrite_at_all,
     MPI_File_iwrite_at_all,
     "MPI_File_iwrite_at_all",
+    PMPI_File_iwrite_at_all_c,
+    MPI_File_iwrite_at_all_c,
+    "MPI_File_iwrite_at_all_c",
     Write,
     NonblockingCollective,
     *const c_void
@@ -914,6 +1010,9 @@ split_begin!(
     PMPI_File_read_all_begin,
     MPI_File_read_all_begin,
     "MPI_File_read_all_begin",
+    PMPI_File_read_all_begin_c,
+    MPI_File_read_all_begin_c,
+    "MPI_File_read_all_begin_c",
     Individual,
     Read,
     *mut c_void
@@ -922,6 +1021,9 @@ split_begin!(
     PMPI_File_write_all_begin,
     MPI_File_write_all_begin,
     "MPI_File_write_all_begin",
+    PMPI_File_write_all_begin_c,
+    MPI_File_write_all_begin_c,
+    "MPI_File_write_all_begin_c",
     Individual,
     Write,
     *const c_void
@@ -930,6 +1032,9 @@ split_begin!(
     PMPI_File_read_ordered_begin,
     MPI_File_read_ordered_begin,
     "MPI_File_read_ordered_begin",
+    PMPI_File_read_ordered_begin_c,
+    MPI_File_read_ordered_begin_c,
+    "MPI_File_read_ordered_begin_c",
     Ordered,
     Read,
     *mut c_void
@@ -938,6 +1043,9 @@ split_begin!(
     PMPI_File_write_ordered_begin,
     MPI_File_write_ordered_begin,
     "MPI_File_write_ordered_begin",
+    PMPI_File_write_ordered_begin_c,
+    MPI_File_write_ordered_begin_c,
+    "MPI_File_write_ordered_begin_c",
     Ordered,
     Write,
     *const c_void
@@ -980,13 +1088,19 @@ split_end!(
 );
 
 macro_rules! split_begin_at {
-    ($function:ident, $check:ident, $label:literal, $direction:expr, $const_buffer:ty) => {
+    // The int form and the `_c` one.
+    ($function:ident, $check:ident, $label:literal, $function_c:ident, $check_c:ident,
+     $label_c:literal, $direction:expr, $const_buffer:ty) => {
+        split_begin_at!(@one $function, $check, $label, c_int, $direction, $const_buffer);
+        split_begin_at!(@one $function_c, $check_c, $label_c, MPI_Count, $direction, $const_buffer);
+    };
+    (@one $function:ident, $check:ident, $label:literal, $count:ty, $direction:expr, $const_buffer:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $function(
             fh: MPI_File,
             offset: MPI_Offset,
             buf: $const_buffer,
-            count: c_int,
+            count: $count,
             datatype: MPI_Datatype,
         ) -> c_int {
             // SAFETY: the application's arguments.
@@ -998,7 +1112,7 @@ macro_rules! split_begin_at {
                     $direction,
                     Completion::SplitBegin,
                     buf as *mut c_void,
-                    count,
+                    count.into(),
                     datatype,
                     std::ptr::null_mut(),
                     std::ptr::null_mut(),
@@ -1013,6 +1127,9 @@ split_begin_at!(
     PMPI_File_read_at_all_begin,
     MPI_File_read_at_all_begin,
     "MPI_File_read_at_all_begin",
+    PMPI_File_read_at_all_begin_c,
+    MPI_File_read_at_all_begin_c,
+    "MPI_File_read_at_all_begin_c",
     Read,
     *mut c_void
 );
@@ -1020,6 +1137,9 @@ split_begin_at!(
     PMPI_File_write_at_all_begin,
     MPI_File_write_at_all_begin,
     "MPI_File_write_at_all_begin",
+    PMPI_File_write_at_all_begin_c,
+    MPI_File_write_at_all_begin_c,
+    "MPI_File_write_at_all_begin_c",
     Write,
     *const c_void
 );

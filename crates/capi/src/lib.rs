@@ -33,6 +33,7 @@ mod group;
 mod handles;
 mod info;
 mod init;
+mod large_count;
 mod memory;
 mod names;
 mod objects;

@@ -2,13 +2,15 @@
 //! matched probes, send-receive.
 
 use resmpi_core::engine::BlockingReceive;
+use resmpi_core::request::Persistent;
 use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
 
 use crate::abi::*;
 use crate::datatype::{message_buffer, packed_copy};
 use crate::global::{entry, with_mpi};
 use crate::handles::{comm_index, message_handle, message_index, request_handle};
-use crate::requests::{complete_and_release, write_status};
+use crate::large_count::{int_and_large_count, narrow, Count};
+use crate::requests::{complete_and_release, persistent_request, write_count, write_status};
 
 /// Communicator index of `comm`, or MPI_ERR_COMM.
 #[inline]
@@ -32,10 +34,10 @@ fn invalid_comm(comm: MPI_Comm) -> MpiError {
     )
 }
 
-fn start_send(
+pub(crate) fn start_send(
     mpi: &mut Mpi,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -47,10 +49,10 @@ fn start_send(
     mpi.isend(index, bytes, length_bytes, dest, tag, mode)
 }
 
-fn start_recv(
+pub(crate) fn start_recv(
     mpi: &mut Mpi,
     buf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     source: c_int,
     tag: c_int,
@@ -74,102 +76,140 @@ fn blocking(
     })
 }
 
-macro_rules! send_entry {
-    ($name:ident, $isend:ident, $mode:expr, $label:literal, $ilabel:literal) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
+/// A blocking send in `mode` (MPI_Send and its modes, int or `_c`).
+unsafe fn blocking_send<C: Count>(
+    name: &str,
+    mode: SendMode,
+    buf: *const c_void,
+    count: C,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let count: MPI_Count = count.into();
+    if mode == SendMode::Standard {
+        return entry(name, comm, |mpi, _| {
+            let index = comm_of(mpi, comm)?;
+            let (bytes, length_bytes) = message_buffer(buf, count, datatype)?.into_user_bytes();
+            mpi.send(index, bytes, length_bytes, dest, tag)
+        });
+    }
+    blocking(name, comm, std::ptr::null_mut(), |mpi| {
+        start_send(mpi, buf, count, datatype, dest, tag, comm, mode)
+    })
+}
+
+/// A nonblocking send in `mode` (MPI_Isend and its modes, int or `_c`).
+unsafe fn nonblocking_send<C: Count>(
+    name: &str,
+    mode: SendMode,
+    buf: *const c_void,
+    count: C,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry(name, comm, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        let index = start_send(mpi, buf, count.into(), datatype, dest, tag, comm, mode)?;
+        // SAFETY: checked non-null; the caller passes a valid MPI_Request pointer.
+        unsafe { *request = request_handle(index) };
+        Ok(())
+    })
+}
+
+macro_rules! send_entries {
+    ($mode:expr, $blocking:ident, $nonblocking:ident,
+     $send:ident = $send_name:ident, $send_c:ident = $send_c_name:ident,
+     $isend:ident = $isend_name:ident, $isend_c:ident = $isend_c_name:ident) => {
+        unsafe fn $blocking<C: Count>(
+            name: &str,
             buf: *const c_void,
-            count: c_int,
+            count: C,
             datatype: MPI_Datatype,
             dest: c_int,
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
-            if $mode == SendMode::Standard {
-                return entry($label, comm, |mpi, _| {
-                    let index = comm_of(mpi, comm)?;
-                    let (bytes, length_bytes) =
-                        message_buffer(buf, count, datatype)?.into_user_bytes();
-                    mpi.send(index, bytes, length_bytes, dest, tag)
-                });
-            }
-            blocking($label, comm, std::ptr::null_mut(), |mpi| {
-                start_send(mpi, buf, count, datatype, dest, tag, comm, $mode)
-            })
+            // SAFETY: the caller's arguments.
+            unsafe { blocking_send(name, $mode, buf, count, datatype, dest, tag, comm) }
         }
-
-        #[no_mangle]
-        pub unsafe extern "C" fn $isend(
+        unsafe fn $nonblocking<C: Count>(
+            name: &str,
             buf: *const c_void,
-            count: c_int,
+            count: C,
             datatype: MPI_Datatype,
             dest: c_int,
             tag: c_int,
             comm: MPI_Comm,
             request: *mut MPI_Request,
         ) -> c_int {
-            entry($ilabel, comm, |mpi, _| {
-                if request.is_null() {
-                    return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
-                }
-                let index = start_send(mpi, buf, count, datatype, dest, tag, comm, $mode)?;
-                // SAFETY: checked non-null; the caller passes a valid MPI_Request pointer.
-                unsafe { *request = request_handle(index) };
-                Ok(())
-            })
+            // SAFETY: the caller's arguments.
+            unsafe { nonblocking_send(name, $mode, buf, count, datatype, dest, tag, comm, request) }
         }
+        int_and_large_count!($send = $send_name, $send_c = $send_c_name, $blocking, (
+            buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int,
+            comm: MPI_Comm));
+        int_and_large_count!($isend = $isend_name, $isend_c = $isend_c_name, $nonblocking, (
+            buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int,
+            comm: MPI_Comm, request: *mut MPI_Request));
     };
 }
 
-send_entry!(
-    PMPI_Send,
-    PMPI_Isend,
+send_entries!(
     SendMode::Standard,
-    "MPI_Send",
-    "MPI_Isend"
+    standard_send,
+    standard_isend,
+    PMPI_Send = MPI_Send,
+    PMPI_Send_c = MPI_Send_c,
+    PMPI_Isend = MPI_Isend,
+    PMPI_Isend_c = MPI_Isend_c
 );
-send_entry!(
-    PMPI_Rsend,
-    PMPI_Irsend,
+send_entries!(
     SendMode::Standard,
-    "MPI_Rsend",
-    "MPI_Irsend"
+    ready_send,
+    ready_isend,
+    PMPI_Rsend = MPI_Rsend,
+    PMPI_Rsend_c = MPI_Rsend_c,
+    PMPI_Irsend = MPI_Irsend,
+    PMPI_Irsend_c = MPI_Irsend_c
 );
-send_entry!(
-    PMPI_Ssend,
-    PMPI_Issend,
+send_entries!(
     SendMode::Synchronous,
-    "MPI_Ssend",
-    "MPI_Issend"
+    synchronous_send,
+    synchronous_isend,
+    PMPI_Ssend = MPI_Ssend,
+    PMPI_Ssend_c = MPI_Ssend_c,
+    PMPI_Issend = MPI_Issend,
+    PMPI_Issend_c = MPI_Issend_c
 );
-send_entry!(
-    PMPI_Bsend,
-    PMPI_Ibsend,
+send_entries!(
     SendMode::Buffered,
-    "MPI_Bsend",
-    "MPI_Ibsend"
+    buffered_send,
+    buffered_isend,
+    PMPI_Bsend = MPI_Bsend,
+    PMPI_Bsend_c = MPI_Bsend_c,
+    PMPI_Ibsend = MPI_Ibsend,
+    PMPI_Ibsend_c = MPI_Ibsend_c
 );
 
-const _: fn_types::MPI_Send = PMPI_Send;
-const _: fn_types::MPI_Isend = PMPI_Isend;
-const _: fn_types::MPI_Rsend = PMPI_Rsend;
-const _: fn_types::MPI_Irsend = PMPI_Irsend;
-const _: fn_types::MPI_Ssend = PMPI_Ssend;
-const _: fn_types::MPI_Issend = PMPI_Issend;
-const _: fn_types::MPI_Bsend = PMPI_Bsend;
-const _: fn_types::MPI_Ibsend = PMPI_Ibsend;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Recv(
+unsafe fn recv<C: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    entry("MPI_Recv", comm, |mpi, _| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, _| {
         let index = comm_of(mpi, comm)?;
         if source == MPI_ANY_SOURCE {
             // ULFM: a blocking wildcard receive cannot wait for an
@@ -197,19 +237,28 @@ pub unsafe extern "C" fn PMPI_Recv(
         }
     })
 }
-const _: fn_types::MPI_Recv = PMPI_Recv;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Irecv(
+int_and_large_count!(PMPI_Recv = MPI_Recv, PMPI_Recv_c = MPI_Recv_c, recv, (
     buf: *mut c_void,
-    count: c_int,
+    count: Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+));
+
+unsafe fn irecv<C: Count>(
+    name: &str,
+    buf: *mut c_void,
+    count: C,
     datatype: MPI_Datatype,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Irecv", comm, |mpi, _| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, _| {
         if request.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
         }
@@ -219,24 +268,34 @@ pub unsafe extern "C" fn PMPI_Irecv(
         Ok(())
     })
 }
-const _: fn_types::MPI_Irecv = PMPI_Irecv;
+int_and_large_count!(PMPI_Irecv = MPI_Irecv, PMPI_Irecv_c = MPI_Irecv_c, irecv, (
+    buf: *mut c_void,
+    count: Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Sendrecv(
+unsafe fn sendrecv<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     dest: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     source: c_int,
     recvtag: c_int,
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    entry("MPI_Sendrecv", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         let receive = start_recv(mpi, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
         let send = start_send(
             mpi,
@@ -254,12 +313,25 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
         complete_and_release(mpi, receive, status)
     })
 }
-const _: fn_types::MPI_Sendrecv = PMPI_Sendrecv;
+int_and_large_count!(PMPI_Sendrecv = MPI_Sendrecv, PMPI_Sendrecv_c = MPI_Sendrecv_c, sendrecv, (
+    sendbuf: *const c_void,
+    sendcount: Count,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Sendrecv_replace(
+unsafe fn sendrecv_replace<C: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     dest: c_int,
     sendtag: c_int,
@@ -268,31 +340,21 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
+    let count: MPI_Count = count.into();
     // Send from a private copy, receive into the buffer: the two may then
     // proceed in any order, exactly as MPI_Sendrecv.
     // The copy is the packed message, sent as bytes; the wire carries
     // packed data for every type, so the receiver sees the same message.
-    let copy = match with_mpi("MPI_Sendrecv_replace", comm, |_, _| {
-        packed_copy(buf, count, datatype)
-    }) {
+    let copy = match with_mpi(name, comm, |_, _| packed_copy(buf, count, datatype)) {
         Ok(copy) => copy,
         Err(code) => return code,
     };
-    let Ok(copy_count) = c_int::try_from(copy.len()) else {
-        return crate::global::raise_error(
-            "MPI_Sendrecv_replace",
-            comm,
-            MpiError::new(
-                ErrorClass::Count,
-                "message larger than an int count of bytes",
-            ),
-        );
-    };
     // SAFETY: `copy` outlives the call; the other pointers are the caller's.
     unsafe {
-        PMPI_Sendrecv(
+        sendrecv::<MPI_Count>(
+            name,
             copy.as_ptr().cast(),
-            copy_count,
+            copy.len() as MPI_Count,
             MPI_BYTE,
             dest,
             sendtag,
@@ -306,14 +368,24 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
         )
     }
 }
-const _: fn_types::MPI_Sendrecv_replace = PMPI_Sendrecv_replace;
+int_and_large_count!(PMPI_Sendrecv_replace = MPI_Sendrecv_replace, PMPI_Sendrecv_replace_c = MPI_Sendrecv_replace_c, sendrecv_replace, (
+    buf: *mut c_void,
+    count: Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+));
 
 /// What MPI_Isendrecv sends: the caller's buffer, or (the replace
 /// variant) a packed copy of it that the request keeps until it completes.
 enum Outgoing {
     Buffer {
         buffer: *const c_void,
-        count: c_int,
+        count: MPI_Count,
         datatype: MPI_Datatype,
     },
     Copy(Box<[u8]>),
@@ -330,7 +402,7 @@ fn start_sendrecv(
     dest: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     source: c_int,
     recvtag: c_int,
@@ -385,22 +457,24 @@ fn start_sendrecv(
     mpi.engine.start_schedule(group)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Isendrecv(
+unsafe fn isendrecv<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     dest: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     source: c_int,
     recvtag: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Isendrecv", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         if request.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
         }
@@ -417,12 +491,25 @@ pub unsafe extern "C" fn PMPI_Isendrecv(
         Ok(())
     })
 }
-const _: fn_types::MPI_Isendrecv = PMPI_Isendrecv;
+int_and_large_count!(PMPI_Isendrecv = MPI_Isendrecv, PMPI_Isendrecv_c = MPI_Isendrecv_c, isendrecv, (
+    sendbuf: *const c_void,
+    sendcount: Count,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Isendrecv_replace(
+unsafe fn isendrecv_replace<C: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     dest: c_int,
     sendtag: c_int,
@@ -431,7 +518,8 @@ pub unsafe extern "C" fn PMPI_Isendrecv_replace(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Isendrecv_replace", comm, |mpi, _| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, _| {
         if request.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
         }
@@ -446,7 +534,17 @@ pub unsafe extern "C" fn PMPI_Isendrecv_replace(
         Ok(())
     })
 }
-const _: fn_types::MPI_Isendrecv_replace = PMPI_Isendrecv_replace;
+int_and_large_count!(PMPI_Isendrecv_replace = MPI_Isendrecv_replace, PMPI_Isendrecv_replace_c = MPI_Isendrecv_replace_c, isendrecv_replace, (
+    buf: *mut c_void,
+    count: Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
 fn probe_entry(
     name: &str,
@@ -574,7 +672,7 @@ const _: fn_types::MPI_Improbe = PMPI_Improbe;
 fn start_mrecv(
     mpi: &mut Mpi,
     buf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     message: *mut MPI_Message,
 ) -> MpiResult<u32> {
@@ -598,29 +696,37 @@ fn start_mrecv(
     Ok(request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Mrecv(
+unsafe fn mrecv<C: Count>(
+    name: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    blocking("MPI_Mrecv", MPI_COMM_WORLD, status, |mpi| {
+    let count: MPI_Count = count.into();
+    blocking(name, MPI_COMM_WORLD, status, |mpi| {
         start_mrecv(mpi, buf, count, datatype, message)
     })
 }
-const _: fn_types::MPI_Mrecv = PMPI_Mrecv;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Imrecv(
+int_and_large_count!(PMPI_Mrecv = MPI_Mrecv, PMPI_Mrecv_c = MPI_Mrecv_c, mrecv, (
     buf: *mut c_void,
-    count: c_int,
+    count: Count,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+));
+
+unsafe fn imrecv<C: Count>(
+    name: &str,
+    buf: *mut c_void,
+    count: C,
     datatype: MPI_Datatype,
     message: *mut MPI_Message,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Imrecv", MPI_COMM_WORLD, |mpi, _| {
+    let count: MPI_Count = count.into();
+    entry(name, MPI_COMM_WORLD, |mpi, _| {
         if request.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
         }
@@ -630,11 +736,17 @@ pub unsafe extern "C" fn PMPI_Imrecv(
         Ok(())
     })
 }
-const _: fn_types::MPI_Imrecv = PMPI_Imrecv;
+int_and_large_count!(PMPI_Imrecv = MPI_Imrecv, PMPI_Imrecv_c = MPI_Imrecv_c, imrecv, (
+    buf: *mut c_void,
+    count: Count,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    request: *mut MPI_Request,
+));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    entry("MPI_Buffer_attach", MPI_COMM_WORLD, |mpi, _| {
+unsafe fn buffer_attach<C: Count>(name: &str, buffer: *mut c_void, size: C) -> c_int {
+    let size: MPI_Count = size.into();
+    entry(name, MPI_COMM_WORLD, |mpi, _| {
         if size < 0 {
             return Err(MpiError::new(
                 ErrorClass::Arg,
@@ -652,19 +764,22 @@ pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) ->
         Ok(())
     })
 }
-const _: fn_types::MPI_Buffer_attach = PMPI_Buffer_attach;
+int_and_large_count!(PMPI_Buffer_attach = MPI_Buffer_attach, PMPI_Buffer_attach_c = MPI_Buffer_attach_c, buffer_attach, (
+    buffer: *mut c_void,
+    size: Count,
+));
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    entry("MPI_Buffer_detach", MPI_COMM_WORLD, |mpi, _| {
+unsafe fn buffer_detach<C: Count>(name: &str, buffer_addr: *mut c_void, size: *mut C) -> c_int {
+    entry(name, MPI_COMM_WORLD, |mpi, _| {
         mpi.wait_bsends()?;
+        let size_bytes: C = narrow(name, "buffer size", mpi.bsend.size_bytes as MPI_Count)?;
         // SAFETY: MPI passes the address of a pointer variable as void*.
         unsafe {
             if !buffer_addr.is_null() {
                 *(buffer_addr as *mut *mut c_void) = mpi.bsend.address as *mut c_void;
             }
             if !size.is_null() {
-                *size = mpi.bsend.size_bytes as c_int;
+                *size = size_bytes;
             }
         }
         mpi.bsend.address = 0;
@@ -672,4 +787,153 @@ pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut
         Ok(())
     })
 }
-const _: fn_types::MPI_Buffer_detach = PMPI_Buffer_detach;
+int_and_large_count!(PMPI_Buffer_detach = MPI_Buffer_detach, PMPI_Buffer_detach_c = MPI_Buffer_detach_c, buffer_detach, (
+    buffer_addr: *mut c_void,
+    size: *mut Count,
+));
+
+// ----- persistent point-to-point ---------------------------------------------
+
+/// MPI_Send_init and its modes (int or `_c`): a persistent send request.
+unsafe fn send_init<C: Count>(
+    name: &str,
+    mode: SendMode,
+    buf: *const c_void,
+    count: C,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry(name, comm, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        let comm_index = comm_of(mpi, comm)?;
+        let (bytes, length) = message_buffer(buf, count, datatype)?.into_user_bytes();
+        mpi.check_envelope(comm_index, dest, tag, false)?;
+        let template = Persistent::Send {
+            destination: dest,
+            bytes,
+            length,
+            tag,
+            mode,
+        };
+        let index = persistent_request(mpi, comm_index, template)?;
+        // SAFETY: checked non-null.
+        unsafe { *request = request_handle(index) };
+        Ok(())
+    })
+}
+
+macro_rules! send_init_entries {
+    ($mode:expr, $inner:ident, $int:ident = $int_name:ident, $large:ident = $large_name:ident) => {
+        unsafe fn $inner<C: Count>(
+            name: &str,
+            buf: *const c_void,
+            count: C,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            // SAFETY: the caller's arguments.
+            unsafe { send_init(name, $mode, buf, count, datatype, dest, tag, comm, request) }
+        }
+        int_and_large_count!($int = $int_name, $large = $large_name, $inner, (
+            buf: *const c_void, count: Count, datatype: MPI_Datatype, dest: c_int, tag: c_int,
+            comm: MPI_Comm, request: *mut MPI_Request));
+    };
+}
+
+send_init_entries!(
+    SendMode::Standard,
+    standard_send_init,
+    PMPI_Send_init = MPI_Send_init,
+    PMPI_Send_init_c = MPI_Send_init_c
+);
+send_init_entries!(
+    SendMode::Standard,
+    ready_send_init,
+    PMPI_Rsend_init = MPI_Rsend_init,
+    PMPI_Rsend_init_c = MPI_Rsend_init_c
+);
+send_init_entries!(
+    SendMode::Synchronous,
+    synchronous_send_init,
+    PMPI_Ssend_init = MPI_Ssend_init,
+    PMPI_Ssend_init_c = MPI_Ssend_init_c
+);
+send_init_entries!(
+    SendMode::Buffered,
+    buffered_send_init,
+    PMPI_Bsend_init = MPI_Bsend_init,
+    PMPI_Bsend_init_c = MPI_Bsend_init_c
+);
+
+unsafe fn recv_init<C: Count>(
+    name: &str,
+    buf: *mut c_void,
+    count: C,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry(name, comm, |mpi, _| {
+        if request.is_null() {
+            return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        let comm_index = comm_of(mpi, comm)?;
+        let (bytes, capacity) = message_buffer(buf, count, datatype)?.into_user_bytes();
+        mpi.check_envelope(comm_index, source, tag, true)?;
+        let template = Persistent::Receive {
+            source,
+            bytes,
+            capacity,
+            tag,
+        };
+        let index = persistent_request(mpi, comm_index, template)?;
+        // SAFETY: checked non-null.
+        unsafe { *request = request_handle(index) };
+        Ok(())
+    })
+}
+int_and_large_count!(PMPI_Recv_init = MPI_Recv_init, PMPI_Recv_init_c = MPI_Recv_init_c, recv_init, (
+    buf: *mut c_void, count: Count, datatype: MPI_Datatype, source: c_int, tag: c_int,
+    comm: MPI_Comm, request: *mut MPI_Request));
+
+// ----- counts of a received message ------------------------------------------
+
+/// MPI_Get_count (int or `_c`): the int form answers MPI_UNDEFINED for a
+/// message whose count does not fit an int, as the standard says.
+unsafe fn get_count<C: Count>(
+    name: &str,
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut C,
+) -> c_int {
+    let undefined = C::try_from(MPI_UNDEFINED as MPI_Count).unwrap_or_else(|_| unreachable!());
+    // SAFETY: forwarded caller pointers.
+    unsafe { write_count(name, status, datatype, false, count, undefined) }
+}
+int_and_large_count!(PMPI_Get_count = MPI_Get_count, PMPI_Get_count_c = MPI_Get_count_c, get_count, (
+    status: *const MPI_Status, datatype: MPI_Datatype, count: *mut Count));
+
+/// MPI_Get_elements (int or `_c`; MPI_Get_elements_x is the `_c` one under
+/// MPI-3's name).
+unsafe fn get_elements<C: Count>(
+    name: &str,
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut C,
+) -> c_int {
+    let undefined = C::try_from(MPI_UNDEFINED as MPI_Count).unwrap_or_else(|_| unreachable!());
+    // SAFETY: forwarded caller pointers.
+    unsafe { write_count(name, status, datatype, true, count, undefined) }
+}
+int_and_large_count!(PMPI_Get_elements = MPI_Get_elements, PMPI_Get_elements_c = MPI_Get_elements_c, get_elements, (
+    status: *const MPI_Status, datatype: MPI_Datatype, count: *mut Count));

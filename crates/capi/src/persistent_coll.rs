@@ -19,20 +19,26 @@ use resmpi_core::request::Persistent;
 use resmpi_core::{ErrorClass, MpiError};
 
 use crate::abi::*;
-use crate::coll::exchange::{PMPI_Ialltoall, PMPI_Ialltoallv, PMPI_Ialltoallw};
+use crate::coll::exchange::{PMPI_Ialltoall, PMPI_Ialltoall_c};
 use crate::coll::gather::{
-    PMPI_Iallgather, PMPI_Iallgatherv, PMPI_Igather, PMPI_Igatherv, PMPI_Iscatter, PMPI_Iscatterv,
+    PMPI_Iallgather, PMPI_Iallgather_c, PMPI_Igather, PMPI_Igather_c, PMPI_Iscatter,
+    PMPI_Iscatter_c,
 };
 use crate::coll::neighbor::{
-    PMPI_Ineighbor_allgather, PMPI_Ineighbor_allgatherv, PMPI_Ineighbor_alltoall,
-    PMPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallw,
+    PMPI_Ineighbor_allgather, PMPI_Ineighbor_allgather_c, PMPI_Ineighbor_alltoall,
+    PMPI_Ineighbor_alltoall_c,
 };
 use crate::coll::prefix::{
-    PMPI_Iexscan, PMPI_Ireduce_scatter, PMPI_Ireduce_scatter_block, PMPI_Iscan,
+    PMPI_Iexscan, PMPI_Iexscan_c, PMPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block_c,
+    PMPI_Iscan, PMPI_Iscan_c,
 };
-use crate::coll::{PMPI_Iallreduce, PMPI_Ibarrier, PMPI_Ibcast, PMPI_Ireduce};
+use crate::coll::{
+    PMPI_Iallreduce, PMPI_Iallreduce_c, PMPI_Ibarrier, PMPI_Ibcast, PMPI_Ibcast_c, PMPI_Ireduce,
+    PMPI_Ireduce_c,
+};
 use crate::global::entry;
 use crate::handles::{request_handle, request_index};
+use crate::large_count::{int_and_large_count, Count};
 use crate::p2p::comm_of;
 use crate::requests::persistent_request;
 
@@ -178,6 +184,38 @@ persistent_collective!(PMPI_Alltoall_init, MPI_Alltoall_init, "MPI_Alltoall_init
     comm, (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
 
+// The large-count forms, started through the `_c` nonblocking ones.
+persistent_collective!(PMPI_Bcast_init_c, MPI_Bcast_init_c, "MPI_Bcast_init_c", PMPI_Ibcast_c, comm,
+    (buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm));
+persistent_collective!(PMPI_Reduce_init_c, MPI_Reduce_init_c, "MPI_Reduce_init_c", PMPI_Ireduce_c, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
+     op: MPI_Op, root: c_int, comm: MPI_Comm));
+persistent_collective!(PMPI_Allreduce_init_c, MPI_Allreduce_init_c, "MPI_Allreduce_init_c", PMPI_Iallreduce_c,
+    comm, (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm));
+persistent_collective!(PMPI_Reduce_scatter_block_init_c, MPI_Reduce_scatter_block_init_c,
+    "MPI_Reduce_scatter_block_init_c", PMPI_Ireduce_scatter_block_c, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm));
+persistent_collective!(PMPI_Scan_init_c, MPI_Scan_init_c, "MPI_Scan_init_c", PMPI_Iscan_c, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm));
+persistent_collective!(PMPI_Exscan_init_c, MPI_Exscan_init_c, "MPI_Exscan_init_c", PMPI_Iexscan_c, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm));
+persistent_collective!(PMPI_Gather_init_c, MPI_Gather_init_c, "MPI_Gather_init_c", PMPI_Igather_c, comm,
+    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
+persistent_collective!(PMPI_Scatter_init_c, MPI_Scatter_init_c, "MPI_Scatter_init_c", PMPI_Iscatter_c, comm,
+    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
+persistent_collective!(PMPI_Allgather_init_c, MPI_Allgather_init_c, "MPI_Allgather_init_c",
+    PMPI_Iallgather_c, comm, (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+     recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm));
+persistent_collective!(PMPI_Alltoall_init_c, MPI_Alltoall_init_c, "MPI_Alltoall_init_c", PMPI_Ialltoall_c,
+    comm, (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm));
+
 /// What the array arguments of an init call are copied by: how many
 /// entries they have (one per process of the group they describe: the
 /// remote group of an inter-communicator, or the local one) and whether
@@ -235,7 +273,7 @@ fn address<T>(copy: &Option<Vec<T>>) -> *const T {
 
 /// Register `starter` after `shape` succeeded; the shape's error otherwise.
 macro_rules! with_shape {
-    ($name:literal, $comm:expr, $root:expr, |$shape:ident| $body:expr) => {
+    ($name:expr, $comm:expr, $root:expr, |$shape:ident| $body:expr) => {
         match shape($name, $comm, $root) {
             Ok($shape) => $body,
             Err(code) => code,
@@ -243,18 +281,18 @@ macro_rules! with_shape {
     };
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
+unsafe fn reduce_scatter_init<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    with_shape!("MPI_Reduce_scatter_init", comm, None, |shape| {
+    with_shape!(name, comm, None, |shape| {
         // SAFETY: one count per process of the local group.
         let counts = unsafe { copied(recvcounts, shape.local_entries, true) };
         let arguments = Captured((sendbuf, recvbuf, datatype, op, comm));
@@ -262,7 +300,12 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
             let (sendbuf, recvbuf, datatype, op, comm) = arguments.get();
             // SAFETY: as in `persistent_collective!`; the copy lives in the closure.
             unsafe {
-                PMPI_Ireduce_scatter(
+                crate::coll::prefix::ireduce_scatter(
+                    if C::LARGE {
+                        concat!("MPI_Ireduce_scatter", "_c")
+                    } else {
+                        "MPI_Ireduce_scatter"
+                    },
                     sendbuf,
                     recvbuf,
                     address(&counts),
@@ -273,26 +316,35 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
                 )
             }
         });
-        register("MPI_Reduce_scatter_init", comm, request, starter)
+        register(name, comm, request, starter)
     })
 }
-const _: fn_types::MPI_Reduce_scatter_init = PMPI_Reduce_scatter_init;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gatherv_init(
+int_and_large_count!(PMPI_Reduce_scatter_init = MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init_c = MPI_Reduce_scatter_init_c, reduce_scatter_init, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+));
+
+unsafe fn gatherv_init<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    with_shape!("MPI_Gatherv_init", comm, Some(root), |shape| {
+    with_shape!(name, comm, Some(root), |shape| {
         // SAFETY: significant (and so valid) at the root only.
         let (counts, displacements) = unsafe {
             (
@@ -305,7 +357,12 @@ pub unsafe extern "C" fn PMPI_Gatherv_init(
             let (sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm) = arguments.get();
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
-                PMPI_Igatherv(
+                crate::coll::gather::igatherv(
+                    if C::LARGE {
+                        concat!("MPI_Igatherv", "_c")
+                    } else {
+                        "MPI_Igatherv"
+                    },
                     sendbuf,
                     sendcount,
                     sendtype,
@@ -319,26 +376,38 @@ pub unsafe extern "C" fn PMPI_Gatherv_init(
                 )
             }
         });
-        register("MPI_Gatherv_init", comm, request, starter)
+        register(name, comm, request, starter)
     })
 }
-const _: fn_types::MPI_Gatherv_init = PMPI_Gatherv_init;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatterv_init(
+int_and_large_count!(PMPI_Gatherv_init = MPI_Gatherv_init, PMPI_Gatherv_init_c = MPI_Gatherv_init_c, gatherv_init, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcounts: *const Count,
+    displs: *const Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+));
+
+unsafe fn scatterv_init<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    displs: *const C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    with_shape!("MPI_Scatterv_init", comm, Some(root), |shape| {
+    with_shape!(name, comm, Some(root), |shape| {
         // SAFETY: significant (and so valid) at the root only.
         let (counts, displacements) = unsafe {
             (
@@ -351,7 +420,12 @@ pub unsafe extern "C" fn PMPI_Scatterv_init(
             let (sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm) = arguments.get();
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
-                PMPI_Iscatterv(
+                crate::coll::gather::iscatterv(
+                    if C::LARGE {
+                        concat!("MPI_Iscatterv", "_c")
+                    } else {
+                        "MPI_Iscatterv"
+                    },
                     sendbuf,
                     address(&counts),
                     address(&displacements),
@@ -365,25 +439,37 @@ pub unsafe extern "C" fn PMPI_Scatterv_init(
                 )
             }
         });
-        register("MPI_Scatterv_init", comm, request, starter)
+        register(name, comm, request, starter)
     })
 }
-const _: fn_types::MPI_Scatterv_init = PMPI_Scatterv_init;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgatherv_init(
+int_and_large_count!(PMPI_Scatterv_init = MPI_Scatterv_init, PMPI_Scatterv_init_c = MPI_Scatterv_init_c, scatterv_init, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcounts: *const Count,
+    displs: *const Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+));
+
+unsafe fn allgatherv_init<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    with_shape!("MPI_Allgatherv_init", comm, None, |shape| {
+    with_shape!(name, comm, None, |shape| {
         // SAFETY: one entry per process of the group received from.
         let (counts, displacements) = unsafe {
             (
@@ -396,7 +482,12 @@ pub unsafe extern "C" fn PMPI_Allgatherv_init(
             let (sendbuf, sendcount, sendtype, recvbuf, recvtype, comm) = arguments.get();
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
-                PMPI_Iallgatherv(
+                crate::coll::gather::iallgatherv(
+                    if C::LARGE {
+                        concat!("MPI_Iallgatherv", "_c")
+                    } else {
+                        "MPI_Iallgatherv"
+                    },
                     sendbuf,
                     sendcount,
                     sendtype,
@@ -409,26 +500,37 @@ pub unsafe extern "C" fn PMPI_Allgatherv_init(
                 )
             }
         });
-        register("MPI_Allgatherv_init", comm, request, starter)
+        register(name, comm, request, starter)
     })
 }
-const _: fn_types::MPI_Allgatherv_init = PMPI_Allgatherv_init;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallv_init(
+int_and_large_count!(PMPI_Allgatherv_init = MPI_Allgatherv_init, PMPI_Allgatherv_init_c = MPI_Allgatherv_init_c, allgatherv_init, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const Count,
+    displs: *const Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+));
+
+unsafe fn alltoallv_init<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    with_shape!("MPI_Alltoallv_init", comm, None, |shape| {
+    with_shape!(name, comm, None, |shape| {
         let entries = shape.entries;
         // SAFETY: one entry per process of the group exchanged with.
         let arrays = unsafe {
@@ -445,7 +547,12 @@ pub unsafe extern "C" fn PMPI_Alltoallv_init(
             let [sendcounts, sdispls, recvcounts, rdispls] = &arrays;
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
-                PMPI_Ialltoallv(
+                crate::coll::exchange::ialltoallv(
+                    if C::LARGE {
+                        concat!("MPI_Ialltoallv", "_c")
+                    } else {
+                        "MPI_Ialltoallv"
+                    },
                     sendbuf,
                     address(sendcounts),
                     address(sdispls),
@@ -459,26 +566,38 @@ pub unsafe extern "C" fn PMPI_Alltoallv_init(
                 )
             }
         });
-        register("MPI_Alltoallv_init", comm, request, starter)
+        register(name, comm, request, starter)
     })
 }
-const _: fn_types::MPI_Alltoallv_init = PMPI_Alltoallv_init;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallw_init(
+int_and_large_count!(PMPI_Alltoallv_init = MPI_Alltoallv_init, PMPI_Alltoallv_init_c = MPI_Alltoallv_init_c, alltoallv_init, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const Count,
+    sdispls: *const Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    rdispls: *const Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+));
+
+unsafe fn alltoallw_init<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const C,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    with_shape!("MPI_Alltoallw_init", comm, None, |shape| {
+    with_shape!(name, comm, None, |shape| {
         let entries = shape.entries;
         // SAFETY: one entry per process of the group exchanged with.
         let (arrays, types) = unsafe {
@@ -502,7 +621,12 @@ pub unsafe extern "C" fn PMPI_Alltoallw_init(
             let [sendtypes, recvtypes] = &types;
             // SAFETY: as in `persistent_collective!`; the copies live in the closure.
             unsafe {
-                PMPI_Ialltoallw(
+                crate::coll::exchange::ialltoallw(
+                    if C::LARGE {
+                        concat!("MPI_Ialltoallw", "_c")
+                    } else {
+                        "MPI_Ialltoallw"
+                    },
                     sendbuf,
                     address(sendcounts),
                     address(sdispls),
@@ -516,10 +640,22 @@ pub unsafe extern "C" fn PMPI_Alltoallw_init(
                 )
             }
         });
-        register("MPI_Alltoallw_init", comm, request, starter)
+        register(name, comm, request, starter)
     })
 }
-const _: fn_types::MPI_Alltoallw_init = PMPI_Alltoallw_init;
+int_and_large_count!(PMPI_Alltoallw_init = MPI_Alltoallw_init, PMPI_Alltoallw_init_c = MPI_Alltoallw_init_c, alltoallw_init, (
+    sendbuf: *const c_void,
+    sendcounts: *const Count,
+    sdispls: *const Count,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    rdispls: *const Count,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+));
 
 persistent_collective!(PMPI_Neighbor_allgather_init, MPI_Neighbor_allgather_init,
     "MPI_Neighbor_allgather_init", PMPI_Ineighbor_allgather, comm,
@@ -529,6 +665,15 @@ persistent_collective!(PMPI_Neighbor_alltoall_init, MPI_Neighbor_alltoall_init,
     "MPI_Neighbor_alltoall_init", PMPI_Ineighbor_alltoall, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
+
+persistent_collective!(PMPI_Neighbor_allgather_init_c, MPI_Neighbor_allgather_init_c,
+    "MPI_Neighbor_allgather_init_c", PMPI_Ineighbor_allgather_c, comm,
+    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm));
+persistent_collective!(PMPI_Neighbor_alltoall_init_c, MPI_Neighbor_alltoall_init_c,
+    "MPI_Neighbor_alltoall_init_c", PMPI_Ineighbor_alltoall_c, comm,
+    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm));
 
 /// Register a persistent neighbourhood v/w collective after its degrees are
 /// known; `make` builds the starter from (in-degree, out-degree).
@@ -544,167 +689,202 @@ fn neighbour_init(
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init(
+unsafe fn neighbor_allgatherv_init<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    neighbour_init(
-        "MPI_Neighbor_allgatherv_init",
-        comm,
-        request,
-        |in_degree, _| {
-            // SAFETY: one entry per incoming neighbour.
-            let arrays = unsafe {
-                [
-                    copied(recvcounts, in_degree, true),
-                    copied(displs, in_degree, true),
-                ]
-            };
-            let arguments = Captured((sendbuf, sendcount, sendtype, recvbuf, recvtype, comm));
-            Arc::new(move |inner| {
-                let (sendbuf, sendcount, sendtype, recvbuf, recvtype, comm) = arguments.get();
-                let [counts, displacements] = &arrays;
-                // SAFETY: as in `persistent_collective!`; the copies live in the closure.
-                unsafe {
-                    PMPI_Ineighbor_allgatherv(
-                        sendbuf,
-                        sendcount,
-                        sendtype,
-                        recvbuf,
-                        address(counts),
-                        address(displacements),
-                        recvtype,
-                        comm,
-                        inner,
-                    )
-                }
-            })
-        },
-    )
+    neighbour_init(name, comm, request, |in_degree, _| {
+        // SAFETY: one entry per incoming neighbour.
+        let arrays = unsafe {
+            [
+                copied(recvcounts, in_degree, true),
+                copied(displs, in_degree, true),
+            ]
+        };
+        let arguments = Captured((sendbuf, sendcount, sendtype, recvbuf, recvtype, comm));
+        Arc::new(move |inner| {
+            let (sendbuf, sendcount, sendtype, recvbuf, recvtype, comm) = arguments.get();
+            let [counts, displacements] = &arrays;
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                crate::coll::neighbor::ineighbor_allgatherv(
+                    if C::LARGE {
+                        concat!("MPI_Ineighbor_allgatherv", "_c")
+                    } else {
+                        "MPI_Ineighbor_allgatherv"
+                    },
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    address(counts),
+                    address(displacements),
+                    recvtype,
+                    comm,
+                    inner,
+                )
+            }
+        })
+    })
 }
-const _: fn_types::MPI_Neighbor_allgatherv_init = PMPI_Neighbor_allgatherv_init;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init(
+int_and_large_count!(PMPI_Neighbor_allgatherv_init = MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init_c = MPI_Neighbor_allgatherv_init_c, neighbor_allgatherv_init, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const Count,
+    displs: *const Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+));
+
+unsafe fn neighbor_alltoallv_init<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    neighbour_init(
-        "MPI_Neighbor_alltoallv_init",
-        comm,
-        request,
-        |in_degree, out_degree| {
-            // SAFETY: one entry per outgoing / incoming neighbour.
-            let arrays = unsafe {
-                [
-                    copied(sendcounts, out_degree, true),
-                    copied(sdispls, out_degree, true),
-                    copied(recvcounts, in_degree, true),
-                    copied(rdispls, in_degree, true),
-                ]
-            };
-            let arguments = Captured((sendbuf, sendtype, recvbuf, recvtype, comm));
-            Arc::new(move |inner| {
-                let (sendbuf, sendtype, recvbuf, recvtype, comm) = arguments.get();
-                let [sendcounts, sdispls, recvcounts, rdispls] = &arrays;
-                // SAFETY: as in `persistent_collective!`; the copies live in the closure.
-                unsafe {
-                    PMPI_Ineighbor_alltoallv(
-                        sendbuf,
-                        address(sendcounts),
-                        address(sdispls),
-                        sendtype,
-                        recvbuf,
-                        address(recvcounts),
-                        address(rdispls),
-                        recvtype,
-                        comm,
-                        inner,
-                    )
-                }
-            })
-        },
-    )
+    neighbour_init(name, comm, request, |in_degree, out_degree| {
+        // SAFETY: one entry per outgoing / incoming neighbour.
+        let arrays = unsafe {
+            [
+                copied(sendcounts, out_degree, true),
+                copied(sdispls, out_degree, true),
+                copied(recvcounts, in_degree, true),
+                copied(rdispls, in_degree, true),
+            ]
+        };
+        let arguments = Captured((sendbuf, sendtype, recvbuf, recvtype, comm));
+        Arc::new(move |inner| {
+            let (sendbuf, sendtype, recvbuf, recvtype, comm) = arguments.get();
+            let [sendcounts, sdispls, recvcounts, rdispls] = &arrays;
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                crate::coll::neighbor::ineighbor_alltoallv(
+                    if C::LARGE {
+                        concat!("MPI_Ineighbor_alltoallv", "_c")
+                    } else {
+                        "MPI_Ineighbor_alltoallv"
+                    },
+                    sendbuf,
+                    address(sendcounts),
+                    address(sdispls),
+                    sendtype,
+                    recvbuf,
+                    address(recvcounts),
+                    address(rdispls),
+                    recvtype,
+                    comm,
+                    inner,
+                )
+            }
+        })
+    })
 }
-const _: fn_types::MPI_Neighbor_alltoallv_init = PMPI_Neighbor_alltoallv_init;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init(
+int_and_large_count!(PMPI_Neighbor_alltoallv_init = MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init_c = MPI_Neighbor_alltoallv_init_c, neighbor_alltoallv_init, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
+    sendcounts: *const Count,
+    sdispls: *const Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    rdispls: *const Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+));
+
+unsafe fn neighbor_alltoallw_init<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
     sdispls: *const MPI_Aint,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     rdispls: *const MPI_Aint,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
     _info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    neighbour_init(
-        "MPI_Neighbor_alltoallw_init",
-        comm,
-        request,
-        |in_degree, out_degree| {
-            // SAFETY: one entry per outgoing / incoming neighbour.
-            let (counts, displacements, types) = unsafe {
-                (
-                    [
-                        copied(sendcounts, out_degree, true),
-                        copied(recvcounts, in_degree, true),
-                    ],
-                    [
-                        copied(sdispls, out_degree, true),
-                        copied(rdispls, in_degree, true),
-                    ],
-                    [
-                        copied(sendtypes, out_degree, true),
-                        copied(recvtypes, in_degree, true),
-                    ],
+    neighbour_init(name, comm, request, |in_degree, out_degree| {
+        // SAFETY: one entry per outgoing / incoming neighbour.
+        let (counts, displacements, types) = unsafe {
+            (
+                [
+                    copied(sendcounts, out_degree, true),
+                    copied(recvcounts, in_degree, true),
+                ],
+                [
+                    copied(sdispls, out_degree, true),
+                    copied(rdispls, in_degree, true),
+                ],
+                [
+                    copied(sendtypes, out_degree, true),
+                    copied(recvtypes, in_degree, true),
+                ],
+            )
+        };
+        let arguments = Captured((sendbuf, recvbuf, comm));
+        Arc::new(move |inner| {
+            let (sendbuf, recvbuf, comm) = arguments.get();
+            let [sendcounts, recvcounts] = &counts;
+            let [sdispls, rdispls] = &displacements;
+            let [sendtypes, recvtypes] = &types;
+            // SAFETY: as in `persistent_collective!`; the copies live in the closure.
+            unsafe {
+                crate::coll::neighbor::ineighbor_alltoallw(
+                    if C::LARGE {
+                        concat!("MPI_Ineighbor_alltoallw", "_c")
+                    } else {
+                        "MPI_Ineighbor_alltoallw"
+                    },
+                    sendbuf,
+                    address(sendcounts),
+                    address(sdispls),
+                    address(sendtypes),
+                    recvbuf,
+                    address(recvcounts),
+                    address(rdispls),
+                    address(recvtypes),
+                    comm,
+                    inner,
                 )
-            };
-            let arguments = Captured((sendbuf, recvbuf, comm));
-            Arc::new(move |inner| {
-                let (sendbuf, recvbuf, comm) = arguments.get();
-                let [sendcounts, recvcounts] = &counts;
-                let [sdispls, rdispls] = &displacements;
-                let [sendtypes, recvtypes] = &types;
-                // SAFETY: as in `persistent_collective!`; the copies live in the closure.
-                unsafe {
-                    PMPI_Ineighbor_alltoallw(
-                        sendbuf,
-                        address(sendcounts),
-                        address(sdispls),
-                        address(sendtypes),
-                        recvbuf,
-                        address(recvcounts),
-                        address(rdispls),
-                        address(recvtypes),
-                        comm,
-                        inner,
-                    )
-                }
-            })
-        },
-    )
+            }
+        })
+    })
 }
-const _: fn_types::MPI_Neighbor_alltoallw_init = PMPI_Neighbor_alltoallw_init;
+int_and_large_count!(PMPI_Neighbor_alltoallw_init = MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init_c = MPI_Neighbor_alltoallw_init_c, neighbor_alltoallw_init, (
+    sendbuf: *const c_void,
+    sendcounts: *const Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+));

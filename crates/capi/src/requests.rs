@@ -7,14 +7,13 @@
 //! nonblocking point-to-point call would.
 
 use resmpi_core::request::{Operation, Persistent, Request, RequestTable};
-use resmpi_core::{CompletionCall, ErrorClass, Mpi, MpiError, MpiResult, SendMode, Status};
+use resmpi_core::{CompletionCall, ErrorClass, Mpi, MpiError, MpiResult, Status};
 
 use crate::abi::*;
-use crate::datatype::{bytes_of_elements, count_from_bytes, message_buffer};
+use crate::datatype::{bytes_of_elements, count_from_bytes};
 use crate::datatype_packing::{finish_staged_receive, orphan_staged_receive};
 use crate::global::{entry, entry_with_comm, with_mpi};
-use crate::handles::{comm_handle, request_handle, request_index};
-use crate::p2p::comm_of;
+use crate::handles::{comm_handle, request_index};
 
 /// Status of an inactive or null request ("empty status").
 pub(crate) fn empty_status() -> Status {
@@ -993,80 +992,7 @@ pub(crate) fn persistent_request(
     })
 }
 
-macro_rules! send_init_entry {
-    ($name:ident, $mode:expr, $label:literal) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            buf: *const c_void,
-            count: c_int,
-            datatype: MPI_Datatype,
-            dest: c_int,
-            tag: c_int,
-            comm: MPI_Comm,
-            request: *mut MPI_Request,
-        ) -> c_int {
-            entry($label, comm, |mpi, _| {
-                if request.is_null() {
-                    return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
-                }
-                let comm_index = comm_of(mpi, comm)?;
-                let (bytes, length) = message_buffer(buf, count, datatype)?.into_user_bytes();
-                mpi.check_envelope(comm_index, dest, tag, false)?;
-                let template = Persistent::Send {
-                    destination: dest,
-                    bytes,
-                    length,
-                    tag,
-                    mode: $mode,
-                };
-                let index = persistent_request(mpi, comm_index, template)?;
-                // SAFETY: checked non-null.
-                unsafe { *request = request_handle(index) };
-                Ok(())
-            })
-        }
-    };
-}
-
-send_init_entry!(PMPI_Send_init, SendMode::Standard, "MPI_Send_init");
-send_init_entry!(PMPI_Rsend_init, SendMode::Standard, "MPI_Rsend_init");
-send_init_entry!(PMPI_Ssend_init, SendMode::Synchronous, "MPI_Ssend_init");
-send_init_entry!(PMPI_Bsend_init, SendMode::Buffered, "MPI_Bsend_init");
-const _: fn_types::MPI_Send_init = PMPI_Send_init;
-const _: fn_types::MPI_Rsend_init = PMPI_Rsend_init;
-const _: fn_types::MPI_Ssend_init = PMPI_Ssend_init;
-const _: fn_types::MPI_Bsend_init = PMPI_Bsend_init;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Recv_init(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    entry("MPI_Recv_init", comm, |mpi, _| {
-        if request.is_null() {
-            return Err(MpiError::new(ErrorClass::Arg, "request pointer is NULL"));
-        }
-        let comm_index = comm_of(mpi, comm)?;
-        let (bytes, capacity) = message_buffer(buf, count, datatype)?.into_user_bytes();
-        mpi.check_envelope(comm_index, source, tag, true)?;
-        let template = Persistent::Receive {
-            source,
-            bytes,
-            capacity,
-            tag,
-        };
-        let index = persistent_request(mpi, comm_index, template)?;
-        // SAFETY: checked non-null.
-        unsafe { *request = request_handle(index) };
-        Ok(())
-    })
-}
-const _: fn_types::MPI_Recv_init = PMPI_Recv_init;
+// MPI_Send_init & co. (int and `_c`) are in p2p.rs.
 
 fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
     let index = live_request(mpi, handle)?;
@@ -1181,7 +1107,7 @@ unsafe fn count_of(
 }
 
 /// Compute a count from a status and store it through `out` as `T`.
-unsafe fn write_count<T: TryFrom<i64>>(
+pub(crate) unsafe fn write_count<T: TryFrom<i64>>(
     name: &str,
     status: *const MPI_Status,
     datatype: MPI_Datatype,
@@ -1201,46 +1127,6 @@ unsafe fn write_count<T: TryFrom<i64>>(
         Err(code) => code,
     }
 }
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_count(
-    status: *const MPI_Status,
-    datatype: MPI_Datatype,
-    count: *mut c_int,
-) -> c_int {
-    // SAFETY: forwarded caller pointers.
-    unsafe {
-        write_count(
-            "MPI_Get_count",
-            status,
-            datatype,
-            false,
-            count,
-            MPI_UNDEFINED,
-        )
-    }
-}
-const _: fn_types::MPI_Get_count = PMPI_Get_count;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_elements(
-    status: *const MPI_Status,
-    datatype: MPI_Datatype,
-    count: *mut c_int,
-) -> c_int {
-    // SAFETY: forwarded caller pointers.
-    unsafe {
-        write_count(
-            "MPI_Get_elements",
-            status,
-            datatype,
-            true,
-            count,
-            MPI_UNDEFINED,
-        )
-    }
-}
-const _: fn_types::MPI_Get_elements = PMPI_Get_elements;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_elements_x(

@@ -8,9 +8,22 @@
 use crate::datatype::{BasicKind, PairValue, TypeInfo};
 use crate::error::{fail, ErrorClass, MpiResult};
 
-/// A C user reduction function: `(invec, inoutvec, len, datatype)`.
-pub type UserFunction =
-    unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut i32, *mut i32);
+/// A C user reduction function: `(invec, inoutvec, len, datatype)`, with
+/// an `int` length (MPI_Op_create) or an `MPI_Count` one (MPI_Op_create_c).
+#[derive(Clone, Copy, Debug)]
+pub enum UserFunction {
+    /// `MPI_User_function`.
+    Int(unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut i32, *mut i32)),
+    /// `MPI_User_function_c`.
+    Large(
+        unsafe extern "C" fn(
+            *mut std::ffi::c_void,
+            *mut std::ffi::c_void,
+            *mut std::ffi::c_long,
+            *mut i32,
+        ),
+    ),
+}
 
 /// A reduction operator.
 #[derive(Clone, Copy, Debug)]

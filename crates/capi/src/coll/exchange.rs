@@ -11,6 +11,8 @@ use super::{
 };
 use crate::abi::*;
 use crate::global::entry;
+#[allow(unused_imports)]
+use crate::large_count::{int_and_large_count, Count};
 
 /// Per-peer datatypes of Alltoallw; MPI_ERR_ARG when NULL.
 ///
@@ -28,12 +30,12 @@ unsafe fn type_array<'a>(types: *const MPI_Datatype, size: usize) -> MpiResult<&
 ///
 /// # Safety
 /// The arrays are NULL or hold `size` entries.
-unsafe fn w_blocks(
+unsafe fn w_blocks<C: Count>(
     staging: &mut Staging,
     usage: Usage,
     base: *const c_void,
-    counts: *const c_int,
-    displacements_bytes: *const c_int,
+    counts: *const C,
+    displacements_bytes: *const C,
     types: *const MPI_Datatype,
     size: usize,
 ) -> MpiResult<Vec<Block>> {
@@ -62,12 +64,12 @@ unsafe fn w_blocks(
 ///
 /// # Safety
 /// The arrays are NULL or hold `size` entries.
-unsafe fn v_blocks(
+unsafe fn v_blocks<C: Count>(
     staging: &mut Staging,
     usage: Usage,
     base: *const c_void,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const C,
+    displs: *const C,
     datatype: MPI_Datatype,
     size: usize,
 ) -> MpiResult<Vec<Block>> {
@@ -97,7 +99,7 @@ fn uniform_blocks(
     staging: &mut Staging,
     usage: Usage,
     base: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     size: usize,
 ) -> MpiResult<Vec<Block>> {
@@ -142,20 +144,21 @@ fn alltoall_shared(
     index: usize,
     size: usize,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
 ) -> MpiResult<bool> {
     let in_place = is_in_place(sendbuf);
     let block_bytes = checked_region(recvbuf, recvcount, recvtype)?;
     // Mismatched sizes (an erroneous call) and counts whose total does
     // not fit an int go through the schedules, which report them.
-    let fits = |count: c_int| {
+    let fits = |count: MPI_Count| {
+        let count = c_int::try_from(count).ok();
         c_int::try_from(size)
             .ok()
-            .and_then(|size| count.checked_mul(size))
+            .and_then(|size| count?.checked_mul(size))
             .is_some()
     };
     if !fits(recvcount)
@@ -191,10 +194,10 @@ fn alltoall_shared(
 fn alltoall_body(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
@@ -234,17 +237,19 @@ fn alltoall_body(
     run(mpi, index, staging, sends, recvs, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoall(
+unsafe fn alltoall<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Alltoall", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         small::alltoall(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
@@ -255,37 +260,56 @@ pub unsafe extern "C" fn PMPI_Alltoall(
         })
     })
 }
-const _: fn_types::MPI_Alltoall = PMPI_Alltoall;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ialltoall(
+int_and_large_count!(PMPI_Alltoall = MPI_Alltoall, PMPI_Alltoall_c = MPI_Alltoall_c, alltoall, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn ialltoall<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Ialltoall", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         alltoall_body(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     })
 }
-const _: fn_types::MPI_Ialltoall = PMPI_Ialltoall;
-
-fn alltoallv_body(
-    mpi: &mut Mpi,
+int_and_large_count!(PMPI_Ialltoall = MPI_Ialltoall, PMPI_Ialltoall_c = MPI_Ialltoall_c, ialltoall, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
+
+fn alltoallv_body<C: Count>(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
@@ -352,41 +376,51 @@ fn alltoallv_body(
     run(mpi, index, staging, sends, recvs, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallv(
+unsafe fn alltoallv<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Alltoallv", comm, |mpi, _| {
+    entry(name, comm, |mpi, _| {
         alltoallv_body(
             mpi, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
             comm, None,
         )
     })
 }
-const _: fn_types::MPI_Alltoallv = PMPI_Alltoallv;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ialltoallv(
+int_and_large_count!(PMPI_Alltoallv = MPI_Alltoallv, PMPI_Alltoallv_c = MPI_Alltoallv_c, alltoallv, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const Count,
+    sdispls: *const Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const Count,
+    rdispls: *const Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn ialltoallv<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Ialltoallv", comm, |mpi, _| {
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         alltoallv_body(
             mpi, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -394,17 +428,28 @@ pub unsafe extern "C" fn PMPI_Ialltoallv(
         )
     })
 }
-const _: fn_types::MPI_Ialltoallv = PMPI_Ialltoallv;
+int_and_large_count!(PMPI_Ialltoallv = MPI_Ialltoallv, PMPI_Ialltoallv_c = MPI_Ialltoallv_c, ialltoallv, (
+    sendbuf: *const c_void,
+    sendcounts: *const Count,
+    sdispls: *const Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    rdispls: *const Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
-fn alltoallw_body(
+fn alltoallw_body<C: Count>(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const C,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
@@ -471,41 +516,51 @@ fn alltoallw_body(
     run(mpi, index, staging, sends, recvs, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallw(
+unsafe fn alltoallw<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const C,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Alltoallw", comm, |mpi, _| {
+    entry(name, comm, |mpi, _| {
         alltoallw_body(
             mpi, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
             comm, None,
         )
     })
 }
-const _: fn_types::MPI_Alltoallw = PMPI_Alltoallw;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ialltoallw(
+int_and_large_count!(PMPI_Alltoallw = MPI_Alltoallw, PMPI_Alltoallw_c = MPI_Alltoallw_c, alltoallw, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const Count,
+    sdispls: *const Count,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const Count,
+    rdispls: *const Count,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn ialltoallw<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const C,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Ialltoallw", comm, |mpi, _| {
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         alltoallw_body(
             mpi, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -513,4 +568,15 @@ pub unsafe extern "C" fn PMPI_Ialltoallw(
         )
     })
 }
-const _: fn_types::MPI_Ialltoallw = PMPI_Ialltoallw;
+int_and_large_count!(PMPI_Ialltoallw = MPI_Ialltoallw, PMPI_Ialltoallw_c = MPI_Ialltoallw_c, ialltoallw, (
+    sendbuf: *const c_void,
+    sendcounts: *const Count,
+    sdispls: *const Count,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    rdispls: *const Count,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));

@@ -10,17 +10,19 @@ use super::{
 };
 use crate::abi::*;
 use crate::global::entry;
+#[allow(unused_imports)]
+use crate::large_count::{int_and_large_count, Count};
 
 /// Blocks of a v-collective: `counts[i]` elements at `displs[i]` extents from `base`.
 ///
 /// # Safety
 /// `counts` and `displs` are NULL or hold `size` ints.
-unsafe fn v_blocks(
+unsafe fn v_blocks<C: Count>(
     staging: &mut Staging,
     usage: Usage,
     base: *const c_void,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const C,
+    displs: *const C,
     datatype: MPI_Datatype,
     size: usize,
 ) -> MpiResult<Vec<Block>> {
@@ -32,9 +34,7 @@ unsafe fn v_blocks(
     counts
         .iter()
         .zip(displs)
-        .map(|(count, displ)| {
-            staging.block(base, *displ as isize * extent, *count, datatype, usage)
-        })
+        .map(|(count, displ)| staging.block(base, displ as isize * extent, *count, datatype, usage))
         .collect()
 }
 
@@ -51,10 +51,10 @@ fn same_size(send_bytes: usize, block_bytes: usize, what: &str) -> MpiResult<()>
 fn gather_body(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -134,14 +134,14 @@ fn gather_body(
 pub(super) fn all_blocks(
     staging: &mut Staging,
     buffer: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     size: usize,
     usage: Usage,
 ) -> MpiResult<(*mut u8, usize)> {
     let block_bytes = checked_region(buffer, count, datatype)?;
     block_bytes_fit(block_bytes, size)?;
-    let total = c_int::try_from(size)
+    let total = MPI_Count::try_from(size)
         .ok()
         .and_then(|size| count.checked_mul(size))
         .ok_or_else(|| {
@@ -163,18 +163,20 @@ fn block_bytes_fit(block_bytes: usize, size: usize) -> MpiResult<()> {
         .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times communicator size overflows"))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gather(
+unsafe fn gather<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Gather", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         small::gather(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
@@ -185,37 +187,58 @@ pub unsafe extern "C" fn PMPI_Gather(
         })
     })
 }
-const _: fn_types::MPI_Gather = PMPI_Gather;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Igather(
+int_and_large_count!(PMPI_Gather = MPI_Gather, PMPI_Gather_c = MPI_Gather_c, gather, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn igather<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Igather", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         gather_body(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     })
 }
-const _: fn_types::MPI_Igather = PMPI_Igather;
-
-fn gatherv_body(
-    mpi: &mut Mpi,
+int_and_large_count!(PMPI_Igather = MPI_Igather, PMPI_Igather_c = MPI_Igather_c, igather, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
+
+fn gatherv_body<C: Count>(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -290,41 +313,53 @@ fn gatherv_body(
     launch(mpi, schedule, staging, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gatherv(
+unsafe fn gatherv<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Gatherv", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    entry(name, comm, |mpi, _| {
         gatherv_body(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
             None,
         )
     })
 }
-const _: fn_types::MPI_Gatherv = PMPI_Gatherv;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Igatherv(
+int_and_large_count!(PMPI_Gatherv = MPI_Gatherv, PMPI_Gatherv_c = MPI_Gatherv_c, gatherv, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const Count,
+    displs: *const Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn igatherv<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Igatherv", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         gatherv_body(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
@@ -332,15 +367,26 @@ pub unsafe extern "C" fn PMPI_Igatherv(
         )
     })
 }
-const _: fn_types::MPI_Igatherv = PMPI_Igatherv;
+int_and_large_count!(PMPI_Igatherv = MPI_Igatherv, PMPI_Igatherv_c = MPI_Igatherv_c, igatherv, (
+    sendbuf: *const c_void,
+    sendcount: Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    displs: *const Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
 fn scatter_body(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -414,18 +460,20 @@ fn scatter_body(
     launch(mpi, schedule, staging, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatter(
+unsafe fn scatter<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Scatter", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         small::scatter(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
@@ -436,37 +484,58 @@ pub unsafe extern "C" fn PMPI_Scatter(
         })
     })
 }
-const _: fn_types::MPI_Scatter = PMPI_Scatter;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iscatter(
+int_and_large_count!(PMPI_Scatter = MPI_Scatter, PMPI_Scatter_c = MPI_Scatter_c, scatter, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn iscatter<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Iscatter", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         scatter_body(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     })
 }
-const _: fn_types::MPI_Iscatter = PMPI_Iscatter;
-
-fn scatterv_body(
-    mpi: &mut Mpi,
+int_and_large_count!(PMPI_Iscatter = MPI_Iscatter, PMPI_Iscatter_c = MPI_Iscatter_c, iscatter, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
+
+fn scatterv_body<C: Count>(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    displs: *const C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -536,41 +605,53 @@ fn scatterv_body(
     launch(mpi, schedule, staging, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatterv(
+unsafe fn scatterv<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: *const C,
+    displs: *const C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Scatterv", comm, |mpi, _| {
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         scatterv_body(
             mpi, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
             None,
         )
     })
 }
-const _: fn_types::MPI_Scatterv = PMPI_Scatterv;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iscatterv(
+int_and_large_count!(PMPI_Scatterv = MPI_Scatterv, PMPI_Scatterv_c = MPI_Scatterv_c, scatterv, (
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: *const Count,
+    displs: *const Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn iscatterv<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    displs: *const C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Iscatterv", comm, |mpi, _| {
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         scatterv_body(
             mpi, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -578,15 +659,26 @@ pub unsafe extern "C" fn PMPI_Iscatterv(
         )
     })
 }
-const _: fn_types::MPI_Iscatterv = PMPI_Iscatterv;
+int_and_large_count!(PMPI_Iscatterv = MPI_Iscatterv, PMPI_Iscatterv_c = MPI_Iscatterv_c, iscatterv, (
+    sendbuf: *const c_void,
+    sendcounts: *const Count,
+    displs: *const Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
 fn allgather_body(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
@@ -631,17 +723,19 @@ fn allgather_body(
     launch(mpi, schedule, staging, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgather(
+unsafe fn allgather<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Allgather", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         small::allgather(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
@@ -652,36 +746,55 @@ pub unsafe extern "C" fn PMPI_Allgather(
         })
     })
 }
-const _: fn_types::MPI_Allgather = PMPI_Allgather;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iallgather(
+int_and_large_count!(PMPI_Allgather = MPI_Allgather, PMPI_Allgather_c = MPI_Allgather_c, allgather, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn iallgather<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Iallgather", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         allgather_body(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     })
 }
-const _: fn_types::MPI_Iallgather = PMPI_Iallgather;
-
-fn allgatherv_body(
-    mpi: &mut Mpi,
+int_and_large_count!(PMPI_Iallgather = MPI_Iallgather, PMPI_Iallgather_c = MPI_Iallgather_c, iallgather, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcount: Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
+
+fn allgatherv_body<C: Count>(
+    mpi: &mut Mpi,
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
@@ -745,42 +858,63 @@ fn allgatherv_body(
     launch(mpi, schedule, staging, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgatherv(
+unsafe fn allgatherv<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Allgatherv", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    entry(name, comm, |mpi, _| {
         allgatherv_body(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, None,
         )
     })
 }
-const _: fn_types::MPI_Allgatherv = PMPI_Allgatherv;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iallgatherv(
+int_and_large_count!(PMPI_Allgatherv = MPI_Allgatherv, PMPI_Allgatherv_c = MPI_Allgatherv_c, allgatherv, (
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const Count,
+    displs: *const Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn iallgatherv<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Iallgatherv", comm, |mpi, _| {
+    let sendcount: MPI_Count = sendcount.into();
+    entry(name, comm, |mpi, _| {
         let request = request_out(request)?;
         allgatherv_body(
             mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
         )
     })
 }
-const _: fn_types::MPI_Iallgatherv = PMPI_Iallgatherv;
+int_and_large_count!(PMPI_Iallgatherv = MPI_Iallgatherv, PMPI_Iallgatherv_c = MPI_Iallgatherv_c, iallgatherv, (
+    sendbuf: *const c_void,
+    sendcount: Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    displs: *const Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));

@@ -16,6 +16,8 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 use super::{in_place_not_allowed, is_in_place, launch, reduction_of, Staging, Usage};
 use crate::abi::*;
 use crate::global::Registry;
+#[allow(unused_imports)]
+use crate::large_count::{int_and_large_count, Count};
 
 /// Local and remote group sizes of inter-communicator `index`.
 fn sizes(mpi: &Mpi, index: usize) -> MpiResult<(usize, usize)> {
@@ -52,7 +54,7 @@ fn no_in_place(buffer: *const c_void, what: &str) -> MpiResult<()> {
 fn block(
     staging: &mut Staging,
     buffer: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     usage: Usage,
 ) -> MpiResult<Block> {
@@ -74,7 +76,7 @@ pub(super) fn bcast(
     mpi: &mut Mpi,
     index: usize,
     buffer: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     root: c_int,
     request: Option<*mut MPI_Request>,
@@ -97,7 +99,7 @@ pub(super) fn reduce(
     index: usize,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
@@ -143,7 +145,7 @@ pub(super) fn allreduce(
     index: usize,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     request: Option<*mut MPI_Request>,
@@ -165,7 +167,7 @@ pub(super) fn gatherv(
     mpi: &mut Mpi,
     index: usize,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     root: c_int,
     receive_blocks: impl FnOnce(&mut Staging, usize) -> MpiResult<Vec<Block>>,
@@ -195,7 +197,7 @@ pub(super) fn scatterv(
     index: usize,
     send_blocks: impl FnOnce(&mut Staging, usize) -> MpiResult<Vec<Block>>,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     request: Option<*mut MPI_Request>,
@@ -221,10 +223,10 @@ pub(super) fn allgather(
     mpi: &mut Mpi,
     index: usize,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
@@ -249,7 +251,7 @@ pub(super) fn allgatherv(
     mpi: &mut Mpi,
     index: usize,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     receive_blocks: impl FnOnce(&mut Staging, usize) -> MpiResult<Vec<Block>>,
     request: Option<*mut MPI_Request>,
@@ -289,7 +291,7 @@ pub(super) fn reduce_scatter(
     index: usize,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    counts: &[c_int],
+    counts: &[MPI_Count],
     datatype: MPI_Datatype,
     op: MPI_Op,
     request: Option<*mut MPI_Request>,
@@ -303,8 +305,10 @@ pub(super) fn reduce_scatter(
             format!("count {count} is negative"),
         ));
     }
-    let total = c_int::try_from(counts.iter().map(|count| *count as i64).sum::<i64>())
-        .map_err(|_| MpiError::new(ErrorClass::Count, "sum of the counts does not fit an int"))?;
+    let total = counts
+        .iter()
+        .try_fold(0 as MPI_Count, |sum, count| sum.checked_add(*count))
+        .ok_or_else(|| MpiError::new(ErrorClass::Count, "sum of the counts overflows"))?;
     let mut staging = Staging::default();
     let (recv, _) = staging.region(recvbuf, counts[rank], datatype, Usage::Output)?;
     let (send, _) = staging.region(sendbuf, total, datatype, Usage::Input)?;

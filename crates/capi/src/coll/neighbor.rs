@@ -22,6 +22,8 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 use super::{extent_of, launch, request_out, Staging, Usage};
 use crate::abi::*;
 use crate::global::entry;
+#[allow(unused_imports)]
+use crate::large_count::{int_and_large_count, Count};
 use crate::p2p::comm_of;
 
 /// This process's neighbourhood: incoming and outgoing neighbours in MPI
@@ -128,7 +130,7 @@ fn even_blocks(
     staging: &mut Staging,
     base: *const c_void,
     entries: usize,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     usage: Usage,
 ) -> MpiResult<Vec<Block>> {
@@ -143,12 +145,12 @@ fn even_blocks(
 ///
 /// # Safety
 /// `counts` and `displacements` hold `entries` ints (checked for NULL).
-unsafe fn displaced_blocks(
+unsafe fn displaced_blocks<C: Count>(
     staging: &mut Staging,
     base: *const c_void,
     entries: usize,
-    counts: *const c_int,
-    displacements: *const c_int,
+    counts: *const C,
+    displacements: *const C,
     datatype: MPI_Datatype,
     usage: Usage,
 ) -> MpiResult<Vec<Block>> {
@@ -163,7 +165,14 @@ unsafe fn displaced_blocks(
         .map(|i| {
             // SAFETY: by the caller's promise.
             let (count, displacement) = unsafe { (*counts.add(i), *displacements.add(i)) };
-            staging.block(base, displacement as isize * extent, count, datatype, usage)
+            let displacement: MPI_Count = displacement.into();
+            staging.block(
+                base,
+                displacement as isize * extent,
+                count.into(),
+                datatype,
+                usage,
+            )
         })
         .collect()
 }
@@ -175,61 +184,63 @@ fn prepare(mpi: &Mpi, comm: MPI_Comm) -> MpiResult<(usize, Neighbours)> {
     Ok((index, neighbours))
 }
 
+/// The blocking and nonblocking entry points of a neighbourhood
+/// collective, each in its int and `_c` form, from one body.
 macro_rules! blocking_and_nonblocking {
-    ($blocking:ident, $nonblocking:ident, $label:literal, $ilabel:literal, $body:ident, $comm:ident,
+    ($blocking:ident = $blocking_name:ident, $blocking_c:ident = $blocking_c_name:ident,
+     $nonblocking:ident = $nonblocking_name:ident,
+     $nonblocking_c:ident = $nonblocking_c_name:ident, $body:ident, $comm:ident,
      ($($argument:ident: $type:ty),*)) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $blocking($($argument: $type),*) -> c_int {
-            entry($label, $comm, |mpi, _| {
+        int_and_large_count!($blocking = $blocking_name, $blocking_c = $blocking_c_name, |name| {
+            entry(name, $comm, |mpi, _| {
                 // SAFETY: the caller's arguments.
                 unsafe { $body(mpi, $($argument,)* None) }
             })
-        }
-
-        #[no_mangle]
-        pub unsafe extern "C" fn $nonblocking($($argument: $type,)* request: *mut MPI_Request) -> c_int {
-            entry($ilabel, $comm, |mpi, _| {
+        }, ($($argument: $type),*));
+        int_and_large_count!($nonblocking = $nonblocking_name,
+            $nonblocking_c = $nonblocking_c_name, |name| {
+            entry(name, $comm, |mpi, _| {
                 let request = request_out(request)?;
                 // SAFETY: the caller's arguments.
                 unsafe { $body(mpi, $($argument,)* request) }
             })
-        }
+        }, ($($argument: $type,)* request: *mut MPI_Request));
     };
 }
 
-unsafe fn allgather_body(
+unsafe fn allgather_body<C: Count>(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let (index, neighbours) = prepare(mpi, comm)?;
     let mut staging = Staging::default();
-    let send = staging.block(sendbuf, 0, sendcount, sendtype, Usage::Input)?;
+    let send = staging.block(sendbuf, 0, sendcount.into(), sendtype, Usage::Input)?;
     let sends = vec![send; neighbours.destinations.len()];
     let receives = even_blocks(
         &mut staging,
         recvbuf,
         neighbours.sources.len(),
-        recvcount,
+        recvcount.into(),
         recvtype,
         Usage::Output,
     )?;
     exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
-unsafe fn alltoall_body(
+unsafe fn alltoall_body<C: Count>(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
@@ -240,7 +251,7 @@ unsafe fn alltoall_body(
         &mut staging,
         sendbuf,
         neighbours.destinations.len(),
-        sendcount,
+        sendcount.into(),
         sendtype,
         Usage::Input,
     )?;
@@ -248,28 +259,28 @@ unsafe fn alltoall_body(
         &mut staging,
         recvbuf,
         neighbours.sources.len(),
-        recvcount,
+        recvcount.into(),
         recvtype,
         Usage::Output,
     )?;
     exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
-unsafe fn allgatherv_body(
+unsafe fn allgatherv_body<C: Count>(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
 ) -> MpiResult<()> {
     let (index, neighbours) = prepare(mpi, comm)?;
     let mut staging = Staging::default();
-    let send = staging.block(sendbuf, 0, sendcount, sendtype, Usage::Input)?;
+    let send = staging.block(sendbuf, 0, sendcount.into(), sendtype, Usage::Input)?;
     let sends = vec![send; neighbours.destinations.len()];
     // SAFETY: the caller's arrays hold one entry per incoming neighbour.
     let receives = unsafe {
@@ -286,15 +297,15 @@ unsafe fn allgatherv_body(
     exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
-unsafe fn alltoallv_body(
+unsafe fn alltoallv_body<C: Count>(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     request: Option<*mut MPI_Request>,
@@ -331,11 +342,11 @@ unsafe fn alltoallv_body(
 ///
 /// # Safety
 /// The arrays hold `entries` values (checked for NULL).
-unsafe fn typed_blocks(
+unsafe fn typed_blocks<C: Count>(
     staging: &mut Staging,
     base: *const c_void,
     entries: usize,
-    counts: *const c_int,
+    counts: *const C,
     displacements: *const MPI_Aint,
     types: *const MPI_Datatype,
     usage: Usage,
@@ -351,19 +362,19 @@ unsafe fn typed_blocks(
             // SAFETY: by the caller's promise.
             let (count, displacement, datatype) =
                 unsafe { (*counts.add(i), *displacements.add(i), *types.add(i)) };
-            staging.block(base, displacement as isize, count, datatype, usage)
+            staging.block(base, displacement as isize, count.into(), datatype, usage)
         })
         .collect()
 }
 
-unsafe fn alltoallw_body(
+unsafe fn alltoallw_body<C: Count>(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
+    sendcounts: *const C,
     sdispls: *const MPI_Aint,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     rdispls: *const MPI_Aint,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
@@ -397,39 +408,116 @@ unsafe fn alltoallw_body(
     exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
-blocking_and_nonblocking!(PMPI_Neighbor_allgather, PMPI_Ineighbor_allgather,
-    "MPI_Neighbor_allgather", "MPI_Ineighbor_allgather", allgather_body, comm,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
-blocking_and_nonblocking!(PMPI_Neighbor_alltoall, PMPI_Ineighbor_alltoall,
-    "MPI_Neighbor_alltoall", "MPI_Ineighbor_alltoall", alltoall_body, comm,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
-blocking_and_nonblocking!(PMPI_Neighbor_allgatherv, PMPI_Ineighbor_allgatherv,
-    "MPI_Neighbor_allgatherv", "MPI_Ineighbor_allgatherv", allgatherv_body, comm,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
-blocking_and_nonblocking!(PMPI_Neighbor_alltoallv, PMPI_Ineighbor_alltoallv,
-    "MPI_Neighbor_alltoallv", "MPI_Ineighbor_alltoallv", alltoallv_body, comm,
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
-     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
-     rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm));
-blocking_and_nonblocking!(PMPI_Neighbor_alltoallw, PMPI_Ineighbor_alltoallw,
-    "MPI_Neighbor_alltoallw", "MPI_Ineighbor_alltoallw", alltoallw_body, comm,
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint,
-     sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+blocking_and_nonblocking!(PMPI_Neighbor_allgather = MPI_Neighbor_allgather,
+    PMPI_Neighbor_allgather_c = MPI_Neighbor_allgather_c,
+    PMPI_Ineighbor_allgather = MPI_Ineighbor_allgather,
+    PMPI_Ineighbor_allgather_c = MPI_Ineighbor_allgather_c, allgather_body, comm,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm));
+blocking_and_nonblocking!(PMPI_Neighbor_alltoall = MPI_Neighbor_alltoall,
+    PMPI_Neighbor_alltoall_c = MPI_Neighbor_alltoall_c,
+    PMPI_Ineighbor_alltoall = MPI_Ineighbor_alltoall,
+    PMPI_Ineighbor_alltoall_c = MPI_Ineighbor_alltoall_c, alltoall_body, comm,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm));
+blocking_and_nonblocking!(PMPI_Neighbor_allgatherv = MPI_Neighbor_allgatherv,
+    PMPI_Neighbor_allgatherv_c = MPI_Neighbor_allgatherv_c,
+    PMPI_Ineighbor_allgatherv = MPI_Ineighbor_allgatherv,
+    PMPI_Ineighbor_allgatherv_c = MPI_Ineighbor_allgatherv_c, allgatherv_body, comm,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcounts: *const Count, displs: *const Count, recvtype: MPI_Datatype, comm: MPI_Comm));
+blocking_and_nonblocking!(PMPI_Neighbor_alltoallv = MPI_Neighbor_alltoallv,
+    PMPI_Neighbor_alltoallv_c = MPI_Neighbor_alltoallv_c,
+    PMPI_Ineighbor_alltoallv = MPI_Ineighbor_alltoallv,
+    PMPI_Ineighbor_alltoallv_c = MPI_Ineighbor_alltoallv_c, alltoallv_body, comm,
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Count,
+     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
+     rdispls: *const Count, recvtype: MPI_Datatype, comm: MPI_Comm));
+blocking_and_nonblocking!(PMPI_Neighbor_alltoallw = MPI_Neighbor_alltoallw,
+    PMPI_Neighbor_alltoallw_c = MPI_Neighbor_alltoallw_c,
+    PMPI_Ineighbor_alltoallw = MPI_Ineighbor_alltoallw,
+    PMPI_Ineighbor_alltoallw_c = MPI_Ineighbor_alltoallw_c, alltoallw_body, comm,
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const MPI_Aint,
+     sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
      rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm));
 
-const _: fn_types::MPI_Neighbor_allgather = PMPI_Neighbor_allgather;
-const _: fn_types::MPI_Ineighbor_allgather = PMPI_Ineighbor_allgather;
-const _: fn_types::MPI_Neighbor_alltoall = PMPI_Neighbor_alltoall;
-const _: fn_types::MPI_Ineighbor_alltoall = PMPI_Ineighbor_alltoall;
-const _: fn_types::MPI_Neighbor_allgatherv = PMPI_Neighbor_allgatherv;
-const _: fn_types::MPI_Ineighbor_allgatherv = PMPI_Ineighbor_allgatherv;
-const _: fn_types::MPI_Neighbor_alltoallv = PMPI_Neighbor_alltoallv;
-const _: fn_types::MPI_Ineighbor_alltoallv = PMPI_Ineighbor_alltoallv;
-const _: fn_types::MPI_Neighbor_alltoallw = PMPI_Neighbor_alltoallw;
-const _: fn_types::MPI_Ineighbor_alltoallw = PMPI_Ineighbor_alltoallw;
+/// The nonblocking v- and w-forms by name and count type, for the
+/// persistent ones (`persistent_coll.rs`).
+pub(crate) unsafe fn ineighbor_allgatherv<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const C,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry(name, comm, |mpi, _| {
+        let request = request_out(request)?;
+        // SAFETY: the caller's arguments.
+        unsafe {
+            allgatherv_body(
+                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                request,
+            )
+        }
+    })
+}
+
+/// See [`ineighbor_allgatherv`].
+pub(crate) unsafe fn ineighbor_alltoallv<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    rdispls: *const C,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry(name, comm, |mpi, _| {
+        let request = request_out(request)?;
+        // SAFETY: the caller's arguments.
+        unsafe {
+            alltoallv_body(
+                mpi, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                recvtype, comm, request,
+            )
+        }
+    })
+}
+
+/// See [`ineighbor_allgatherv`].
+pub(crate) unsafe fn ineighbor_alltoallw<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    entry(name, comm, |mpi, _| {
+        let request = request_out(request)?;
+        // SAFETY: the caller's arguments.
+        unsafe {
+            alltoallw_body(
+                mpi, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                recvtypes, comm, request,
+            )
+        }
+    })
+}
 
 /// (in-degree, out-degree) of `comm` for copying the arrays of the
 /// persistent v- and w-forms; Err is the error code already raised.

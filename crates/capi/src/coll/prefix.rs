@@ -7,6 +7,8 @@ use super::{any_comm_of, comm_of, inter, small};
 use super::{everywhere_reduction, int_array, launch, reduction_fast_path, request_out, Staging};
 use crate::abi::*;
 use crate::global::{entry, Registry};
+#[allow(unused_imports)]
+use crate::large_count::{int_and_large_count, Count};
 
 /// Reduce_scatter with `counts[i]` elements for rank i.
 fn reduce_scatter_common(
@@ -14,7 +16,7 @@ fn reduce_scatter_common(
     global: &Registry,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    counts: &[c_int],
+    counts: &[MPI_Count],
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -28,9 +30,10 @@ fn reduce_scatter_common(
             format!("count {count} is negative"),
         ));
     }
-    let total: i64 = counts.iter().map(|count| *count as i64).sum();
-    let total = c_int::try_from(total)
-        .map_err(|_| MpiError::new(ErrorClass::Count, "sum of the counts does not fit an int"))?;
+    let total = counts
+        .iter()
+        .try_fold(0 as MPI_Count, |sum, count| sum.checked_add(*count))
+        .ok_or_else(|| MpiError::new(ErrorClass::Count, "sum of the counts overflows"))?;
     // In place the whole input sits in recvbuf.
     let recv_count = if super::is_in_place(sendbuf) {
         total
@@ -78,12 +81,12 @@ fn reduce_scatter_common(
     launch(mpi, schedule, staging, request)
 }
 
-fn reduce_scatter_body(
+fn reduce_scatter_body<C: Count>(
     mpi: &mut Mpi,
     global: &Registry,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -103,48 +106,63 @@ fn reduce_scatter_body(
     )
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter(
+unsafe fn reduce_scatter<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Reduce_scatter", comm, |mpi, global| {
+    entry(name, comm, |mpi, global| {
         reduce_scatter_body(
             mpi, global, sendbuf, recvbuf, recvcounts, datatype, op, comm, None,
         )
     })
 }
-const _: fn_types::MPI_Reduce_scatter = PMPI_Reduce_scatter;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ireduce_scatter(
+int_and_large_count!(PMPI_Reduce_scatter = MPI_Reduce_scatter, PMPI_Reduce_scatter_c = MPI_Reduce_scatter_c, reduce_scatter, (
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn ireduce_scatter<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Ireduce_scatter", comm, |mpi, global| {
+    entry(name, comm, |mpi, global| {
         let request = request_out(request)?;
         reduce_scatter_body(
             mpi, global, sendbuf, recvbuf, recvcounts, datatype, op, comm, request,
         )
     })
 }
-const _: fn_types::MPI_Ireduce_scatter = PMPI_Ireduce_scatter;
+int_and_large_count!(PMPI_Ireduce_scatter = MPI_Ireduce_scatter, PMPI_Ireduce_scatter_c = MPI_Ireduce_scatter_c, ireduce_scatter, (
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
 fn reduce_scatter_block_body(
     mpi: &mut Mpi,
     global: &Registry,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -162,16 +180,17 @@ fn reduce_scatter_block_body(
     )
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
+unsafe fn reduce_scatter_block<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Reduce_scatter_block", comm, |mpi, global| {
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, global| {
         small::reduce_scatter_block(mpi, sendbuf, recvbuf, recvcount, datatype, op, comm)
             .unwrap_or_else(|| {
                 reduce_scatter_block_body(
@@ -180,33 +199,49 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
             })
     })
 }
-const _: fn_types::MPI_Reduce_scatter_block = PMPI_Reduce_scatter_block;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
+int_and_large_count!(PMPI_Reduce_scatter_block = MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block_c = MPI_Reduce_scatter_block_c, reduce_scatter_block, (
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn ireduce_scatter_block<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Ireduce_scatter_block", comm, |mpi, global| {
+    let recvcount: MPI_Count = recvcount.into();
+    entry(name, comm, |mpi, global| {
         let request = request_out(request)?;
         reduce_scatter_block_body(
             mpi, global, sendbuf, recvbuf, recvcount, datatype, op, comm, request,
         )
     })
 }
-const _: fn_types::MPI_Ireduce_scatter_block = PMPI_Ireduce_scatter_block;
+int_and_large_count!(PMPI_Ireduce_scatter_block = MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block_c = MPI_Ireduce_scatter_block_c, ireduce_scatter_block, (
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
 
 fn prefix_body(
     mpi: &mut Mpi,
     global: &Registry,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -251,16 +286,17 @@ fn prefix_body(
     launch(mpi, schedule, staging, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scan(
+unsafe fn scan<C: Count>(
+    name: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Scan", comm, |mpi, global| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, global| {
         small::scan(mpi, sendbuf, recvbuf, count, datatype, op, comm, true).unwrap_or_else(|| {
             prefix_body(
                 mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, None,
@@ -268,37 +304,54 @@ pub unsafe extern "C" fn PMPI_Scan(
         })
     })
 }
-const _: fn_types::MPI_Scan = PMPI_Scan;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iscan(
+int_and_large_count!(PMPI_Scan = MPI_Scan, PMPI_Scan_c = MPI_Scan_c, scan, (
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn iscan<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Iscan", comm, |mpi, global| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, global| {
         let request = request_out(request)?;
         prefix_body(
             mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, request,
         )
     })
 }
-const _: fn_types::MPI_Iscan = PMPI_Iscan;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Exscan(
+int_and_large_count!(PMPI_Iscan = MPI_Iscan, PMPI_Iscan_c = MPI_Iscan_c, iscan, (
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));
+
+unsafe fn exscan<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    entry("MPI_Exscan", comm, |mpi, global| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, global| {
         small::scan(mpi, sendbuf, recvbuf, count, datatype, op, comm, false).unwrap_or_else(|| {
             prefix_body(
                 mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, None,
@@ -306,23 +359,39 @@ pub unsafe extern "C" fn PMPI_Exscan(
         })
     })
 }
-const _: fn_types::MPI_Exscan = PMPI_Exscan;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iexscan(
+int_and_large_count!(PMPI_Exscan = MPI_Exscan, PMPI_Exscan_c = MPI_Exscan_c, exscan, (
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+));
+
+pub(crate) unsafe fn iexscan<C: Count>(
+    name: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    entry("MPI_Iexscan", comm, |mpi, global| {
+    let count: MPI_Count = count.into();
+    entry(name, comm, |mpi, global| {
         let request = request_out(request)?;
         prefix_body(
             mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, request,
         )
     })
 }
-const _: fn_types::MPI_Iexscan = PMPI_Iexscan;
+int_and_large_count!(PMPI_Iexscan = MPI_Iexscan, PMPI_Iexscan_c = MPI_Iexscan_c, iexscan, (
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+));

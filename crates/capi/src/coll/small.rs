@@ -26,6 +26,8 @@ use super::is_in_place;
 use crate::abi::*;
 use crate::datatype::builtin_info;
 use crate::handles::{builtin_op, comm_index};
+#[allow(unused_imports)]
+use crate::large_count::{int_and_large_count, Count};
 
 /// A collective's result when it took the fast path.
 type Done = Option<MpiResult<()>>;
@@ -48,7 +50,7 @@ fn valid_root(root: c_int, size: u32) -> Option<u32> {
 /// The bytes of `count` elements of a predefined contiguous `datatype` at
 /// `buffer` (not `MPI_IN_PLACE`, not NULL unless empty).
 #[inline]
-fn plain_bytes(buffer: *const c_void, count: c_int, datatype: MPI_Datatype) -> Option<usize> {
+fn plain_bytes(buffer: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> Option<usize> {
     let info = builtin_info(datatype)?;
     if info.size_bytes != info.extent_bytes || is_in_place(buffer) {
         return None;
@@ -106,7 +108,7 @@ pub(super) fn barrier(mpi: &mut Mpi, comm: MPI_Comm) -> Done {
 pub(super) fn bcast(
     mpi: &mut Mpi,
     buffer: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -125,7 +127,7 @@ pub(super) fn reduce(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
@@ -162,7 +164,7 @@ pub(super) fn reduce(
 fn everywhere_regions(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
 ) -> Option<(*const u8, *mut u8, usize)> {
     let length_bytes = plain_bytes(recvbuf, count, datatype)?;
@@ -179,7 +181,7 @@ pub(super) fn allreduce(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -200,7 +202,7 @@ pub(super) fn scan(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -228,7 +230,7 @@ pub(super) fn reduce_scatter_block(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -237,7 +239,7 @@ pub(super) fn reduce_scatter_block(
     let reduction = plain_reduction(op, datatype)?;
     let block_bytes = plain_blocks(recvbuf, recvcount, datatype, size)?;
     // The input is `size` blocks: in `recvbuf` itself in place.
-    let total = recvcount * size as c_int;
+    let total = recvcount * size as MPI_Count;
     let input = if is_in_place(sendbuf) {
         recvbuf.cast_const()
     } else if sendbuf == recvbuf.cast_const() {
@@ -266,11 +268,14 @@ pub(super) fn reduce_scatter_block(
 #[inline]
 fn plain_blocks(
     buffer: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     blocks: u32,
 ) -> Option<usize> {
-    count.checked_mul(c_int::try_from(blocks).ok()?)?;
+    // The small paths keep to int totals; larger ones take the general path.
+    c_int::try_from(count)
+        .ok()?
+        .checked_mul(c_int::try_from(blocks).ok()?)?;
     plain_bytes(buffer, count, datatype)
 }
 
@@ -278,10 +283,10 @@ fn plain_blocks(
 pub(super) fn gather(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -311,10 +316,10 @@ pub(super) fn gather(
 pub(super) fn scatter(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -347,10 +352,10 @@ pub(super) fn scatter(
 fn all_to(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     every_block: bool,
@@ -383,10 +388,10 @@ fn all_to(
 pub(super) fn allgather(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> Done {
@@ -399,10 +404,10 @@ pub(super) fn allgather(
 pub(super) fn alltoall(
     mpi: &mut Mpi,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> Done {

@@ -90,12 +90,28 @@ impl Reduction {
         inout: *mut u8,
         count: usize,
     ) -> MpiResult<()> {
-        let mut length = i32::try_from(count).map_err(|_| {
-            crate::MpiError::new(ErrorClass::Count, "count too large for a user op")
-        })?;
         let mut datatype = self.datatype_handle;
-        // SAFETY: by the caller's promise.
-        unsafe { function(input as *mut _, inout.cast(), &mut length, &mut datatype) };
+        match function {
+            crate::op::UserFunction::Int(function) => {
+                let mut length = i32::try_from(count).map_err(|_| {
+                    crate::MpiError::new(
+                        ErrorClass::Count,
+                        format!(
+                            "{count} elements exceed the int length of an MPI_User_function \
+                             (at most {}); create the op with MPI_Op_create_c",
+                            i32::MAX
+                        ),
+                    )
+                })?;
+                // SAFETY: by the caller's promise.
+                unsafe { function(input as *mut _, inout.cast(), &mut length, &mut datatype) };
+            }
+            crate::op::UserFunction::Large(function) => {
+                let mut length = count as std::ffi::c_long;
+                // SAFETY: by the caller's promise.
+                unsafe { function(input as *mut _, inout.cast(), &mut length, &mut datatype) };
+            }
+        }
         Ok(())
     }
 

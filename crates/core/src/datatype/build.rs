@@ -45,6 +45,28 @@ fn overflow<T>() -> MpiResult<T> {
     fail(ErrorClass::Count, "datatype size or displacement overflows")
 }
 
+/// The most segments (runs of bytes) or element runs one datatype's flat
+/// representation may hold: a constructor that would need more (a vector
+/// of billions of separate blocks, made with a large-count `_c`
+/// constructor) fails with MPI_ERR_COUNT instead of exhausting memory.
+/// Dense types of any count need one segment.
+pub const MAX_FLAT_SEGMENTS: usize = 1 << 26;
+
+fn too_many_segments<T>(segments: usize) -> MpiResult<T> {
+    fail(
+        ErrorClass::Count,
+        format!(
+            "the datatype would need {segments} separate runs of data; resmpi's flat \
+             datatype representation holds at most {MAX_FLAT_SEGMENTS}"
+        ),
+    )
+}
+
+/// Whether `copies` copies of `child` one extent apart form one run.
+fn is_dense_run(child: &Datatype) -> bool {
+    matches!(child.segments.as_slice(), [only] if only.length_bytes as isize == child.extent_bytes())
+}
+
 fn checked_isize(value: usize) -> MpiResult<isize> {
     isize::try_from(value).or_else(|_| overflow())
 }
@@ -66,9 +88,23 @@ impl Datatype {
             let child = block.datatype;
             let copies = block.count;
             let extent_bytes = child.extent_bytes();
-            let span_bytes = (copies as isize - 1)
+            let span_bytes = (checked_isize(copies)? - 1)
                 .checked_mul(extent_bytes)
                 .map_or_else(overflow, Ok)?;
+            let segments_needed = if is_dense_run(child) {
+                1
+            } else {
+                copies.saturating_mul(child.segments.len())
+            };
+            let element_runs_needed = if child.elements.len() == 1 {
+                1
+            } else {
+                copies.saturating_mul(child.elements.len())
+            };
+            let needed = segments_needed.max(element_runs_needed);
+            if segments.len().saturating_add(needed) > MAX_FLAT_SEGMENTS {
+                return too_many_segments(segments.len().saturating_add(needed));
+            }
             let lb = block.displacement_bytes + child.lb_bytes + span_bytes.min(0);
             let ub = block.displacement_bytes + child.ub_bytes + span_bytes.max(0);
             bounds = Some(bounds.map_or((lb, ub), |(low, high)| (low.min(lb), high.max(ub))));
@@ -138,6 +174,18 @@ impl Datatype {
         stride_bytes: isize,
         child: &Datatype,
     ) -> MpiResult<Datatype> {
+        if is_dense_run(child) && block_length > 0 {
+            let block_bytes = (block_length as isize).checked_mul(child.extent_bytes());
+            if block_bytes == Some(stride_bytes) {
+                // Blocks that touch: one contiguous run of every element
+                // (whatever the count), with the same type map.
+                let block = Datatype::contiguous(block_length, child)?;
+                return Datatype::contiguous(count, &block);
+            }
+        }
+        if count > MAX_FLAT_SEGMENTS {
+            return too_many_segments(count);
+        }
         let displacements = (0..count)
             .map(|i| {
                 (i as isize)

@@ -13,7 +13,7 @@ mod layout;
 #[cfg(test)]
 mod tests;
 
-pub use build::{Block, DarrayDistribution, DimensionOrder};
+pub use build::{Block, DarrayDistribution, DimensionOrder, MAX_FLAT_SEGMENTS};
 pub use layout::{Datatype, ElementRun, Segment};
 
 /// Element kinds the reduction kernels understand.

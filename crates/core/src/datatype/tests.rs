@@ -246,3 +246,32 @@ fn empty_types_have_no_data() {
     assert_eq!(nothing.contiguous_span(10), Some((0, 0)));
     assert_eq!(nothing.elements_in(0), 0);
 }
+
+#[test]
+fn vector_of_touching_blocks_is_one_run_at_any_count() {
+    // 3e9 blocks of one double, stride one double: a large-count vector
+    // with no memory behind its type map.
+    let count = 3_000_000_000usize;
+    let vector = Datatype::hvector(count, 1, 8, &double()).unwrap();
+    assert_eq!(segments(&vector), vec![(0, 8 * count)]);
+    assert_eq!(vector.size_bytes, 8 * count);
+    assert_eq!(vector.extent_bytes(), 8 * count as isize);
+    assert_eq!(vector.basic_elements(), count);
+    // the same as the general path for a small count
+    let small = Datatype::hvector(3, 2, 8, &int()).unwrap();
+    assert_eq!(segments(&small), vec![(0, 24)]);
+    assert_eq!((small.lb_bytes, small.ub_bytes), (0, 24));
+}
+
+#[test]
+fn vector_of_too_many_separate_blocks_is_mpi_err_count() {
+    let error = Datatype::hvector(MAX_FLAT_SEGMENTS + 1, 1, 16, &int()).unwrap_err();
+    assert_eq!(error.class, crate::ErrorClass::Count);
+    let strided = Datatype::hvector(4, 1, 16, &int()).unwrap();
+    let error = Datatype::contiguous(MAX_FLAT_SEGMENTS, &strided).unwrap_err();
+    assert_eq!(error.class, crate::ErrorClass::Count);
+    assert!(
+        error.to_string().contains("flat datatype representation"),
+        "{error}"
+    );
+}
