@@ -643,27 +643,22 @@ unsafe fn accumulate(
 
 /// A request already complete, for the R* forms, on the window's communicator.
 fn complete_request(comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult<()> {
-    let comm_index = crate::handles::comm_index(comm).unwrap_or(resmpi_core::WORLD);
-    let index = with_engine("MPI_Rput", |mpi| {
+    hand_back_request(comm, request, |mpi, comm_index| {
         mpi.engine
             .start_nothing(comm_index, crate::requests::empty_status())
-    })?;
-    // SAFETY: checked non-null by the caller.
-    unsafe { *request = crate::handles::request_handle(index) };
-    Ok(())
+    })
 }
 
-/// MPI_Rput's request when its data went lent: it completes once the links
-/// released every view of `loan`.
-fn lent_request(
+/// Write to `request` a new request on `comm` (the window's) made by
+/// `start`: complete at once, or (MPI_Rput's, its data lent) completing
+/// once the links released every view of its loan.
+fn hand_back_request(
     comm: MPI_Comm,
     request: *mut MPI_Request,
-    loan: resmpi_core::reliability::Loan,
+    start: impl FnOnce(&mut resmpi_core::Mpi, usize) -> MpiResult<u32>,
 ) -> MpiResult<()> {
     let comm_index = crate::handles::comm_index(comm).unwrap_or(resmpi_core::WORLD);
-    let index = with_engine("MPI_Rput", |mpi| {
-        mpi.engine.start_lent_completion(comm_index, loan)
-    })?;
+    let index = with_engine("MPI_Rput", |mpi| start(mpi, comm_index))?;
     // SAFETY: checked non-null by the caller.
     unsafe { *request = crate::handles::request_handle(index) };
     Ok(())
@@ -831,7 +826,11 @@ unsafe fn put_entry(
             )
         }?;
         match (request, loan) {
-            (Some(request), Some(loan)) if lent => lent_request(window.comm, request, loan),
+            (Some(request), Some(loan)) if lent => {
+                hand_back_request(window.comm, request, |mpi, comm_index| {
+                    mpi.engine.start_lent_completion(comm_index, loan)
+                })
+            }
             (Some(request), _) => complete_request(window.comm, request),
             (None, _) => Ok(()),
         }

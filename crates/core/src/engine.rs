@@ -2184,7 +2184,7 @@ impl<F: Interceptor> Engine<F> {
             let Operation::LentOut(loan) = &request.operation else {
                 return false;
             };
-            if std::sync::Arc::strong_count(loan) > 1 {
+            if crate::reliability::loan_outstanding(loan) {
                 return true;
             }
             request.complete = true;

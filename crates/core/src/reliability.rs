@@ -49,6 +49,12 @@ use crate::user_bytes::UserBytes;
 /// complete once it holds the only one.
 pub type Loan = Arc<()>;
 
+/// Whether the links still hold a view made with `loan` (someone besides
+/// its owner holds a clone).
+pub fn loan_outstanding(loan: &Loan) -> bool {
+    Arc::strong_count(loan) > 1
+}
+
 /// What a link keeps of a frame's payload until it is acknowledged.
 pub enum OutPayload {
     /// A private copy (eager and control frames: small).

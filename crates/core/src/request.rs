@@ -115,7 +115,7 @@ impl SendState {
     pub fn fragments_on_loan(&self) -> bool {
         self.loan
             .as_ref()
-            .is_some_and(|loan| std::sync::Arc::strong_count(loan) > 1)
+            .is_some_and(crate::reliability::loan_outstanding)
     }
 }
 

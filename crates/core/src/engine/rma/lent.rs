@@ -49,7 +49,7 @@ use super::{
 };
 use crate::engine::{Engine, State};
 use crate::error::{ErrorClass, MpiResult};
-use crate::reliability::{LentBytes, Loan};
+use crate::reliability::{loan_outstanding, LentBytes, Loan};
 
 /// Control subtype of a put's data frame: `context` = window, `aux` = the
 /// target displacement in bytes (an address in a dynamic window).
@@ -360,7 +360,7 @@ impl<F: Interceptor> Engine<F> {
         let Some(state) = self.state.rma.windows.get(&window) else {
             return true;
         };
-        let returned = |loan: &Loan| std::sync::Arc::strong_count(loan) == 1;
+        let returned = |loan: &Loan| !loan_outstanding(loan);
         match target {
             Some(target) => state.origin_loans.get(&target).is_none_or(returned),
             None => state.origin_loans.values().all(returned),
@@ -378,7 +378,7 @@ impl<F: Interceptor> Engine<F> {
                     .rma
                     .windows
                     .get(&window)
-                    .is_none_or(|state| std::sync::Arc::strong_count(&state.target_loan) == 1)
+                    .is_none_or(|state| !loan_outstanding(&state.target_loan))
         })
     }
 }
