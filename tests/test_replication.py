@@ -187,7 +187,7 @@ def test_a_death_during_wire_up_under_process_masking_still_ends_the_job_with_it
     (("--replicas", "0"), "--replicas '0': expected a number of replicas from 1 to 8"),
     (("--replicas", "9"), "--replicas '9': expected a number of replicas from 1 to 8"),
     (("--replicas", "2", "--failure-policy", "continue"), "a replicated job handles a death itself"),
-    (("--replicas", "2", "--hosts", "localhost:4"), "placing replicas on several hosts is not built yet"),
+    (("--replicas", "2", "--hosts", "localhost:4"), "--replicas 2 needs at least 2 hosts"),
     (("--replicas", "2", "--inject", "kill:1.2@1s"), "replica 2 is not in this job of 2 replicas per rank"),
     (("--inject", "kill:1.1@1s"), "replica 1: no replicas in this job"),
 ])

@@ -13,10 +13,12 @@
  * usage: replication [rounds] [pause_ms] [mark_dir] [exit_code]
  * (rank 0 returns exit_code after MPI_Finalize; pause between
  * rounds, so a timed kill can land mid-run; each process creates the file
- * mark_dir/RANK.REPLICA, so a test can count the processes started) */
+ * mark_dir/RANK.REPLICA, holding its network namespace (/proc/self/ns/net),
+ * so a test can count the processes started and see where they ran) */
 #include "common.h"
 
 #include <time.h>
+#include <unistd.h>
 
 static void pause_ms(int ms)
 {
@@ -46,6 +48,13 @@ int main(int argc, char **argv)
                  replica_text != NULL ? replica_text : "0");
         FILE *mark = fopen(path, "w");
         CHECK(mark != NULL, "cannot create %s", path);
+        /* The network namespace it runs in: the multi-host tests' hosts. */
+        char netns[256];
+        ssize_t length = readlink("/proc/self/ns/net", netns, sizeof netns - 1);
+        if (length > 0) {
+            netns[length] = '\0';
+            fprintf(mark, "%s\n", netns);
+        }
         fclose(mark);
     }
     if (g_rank == 0)

@@ -8,6 +8,14 @@
 //! again, so `-n` larger than the total slots oversubscribes in blocks.
 //! Without `-n`, the job has as many ranks as slots in total (`-ppn` × hosts
 //! with `-ppn`).
+//!
+//! Under `--replicas R` the hosts are cut, in the order given, into R host
+//! groups of consecutive entries (as equal as the count allows), and
+//! replica k of every rank is placed on group k by the rules above
+//! (SDR-MPI's placement): no two replicas of one rank share a host, so a
+//! host that goes down takes at most one replica of each rank. A host that
+//! would fall into two groups (named twice, or two names of this host) is
+//! refused, since it would put two replicas of a rank together.
 
 use std::net::Ipv4Addr;
 
@@ -203,6 +211,75 @@ impl Placement {
             }
         }
         placement
+    }
+
+    /// Places replica k of each of `rank_count` ranks (process
+    /// `k * rank_count + rank`) on the k-th of `replica_count` host groups
+    /// cut from `hosts` (see the module text). An error when there are fewer
+    /// distinct hosts than replicas or a host falls into two groups.
+    pub fn replicated(
+        hosts: &[HostSpec],
+        ranks_per_host: Option<u32>,
+        rank_count: u32,
+        replica_count: u32,
+        is_local: impl Fn(&str) -> bool,
+    ) -> Result<Placement, String> {
+        if replica_count <= 1 {
+            return Ok(Placement::new(hosts, ranks_per_host, rank_count, is_local));
+        }
+        let groups = replica_count as usize;
+        if hosts.len() < groups {
+            return Err(format!(
+                "--replicas {replica_count} needs at least {replica_count} hosts (one host group \
+                 per replica, so that no host holds two replicas of a rank); {} given",
+                hosts.len()
+            ));
+        }
+        // The group of each distinct host, by the identity `new` merges on.
+        let same_host = |a: &HostSpec, b: &HostSpec| {
+            (is_local(&a.name) && is_local(&b.name)) || a.name == b.name
+        };
+        let group_of_entry = |entry: usize| entry * groups / hosts.len();
+        for (first, host) in hosts.iter().enumerate() {
+            if let Some(second) = (first + 1..hosts.len()).find(|&other| {
+                same_host(host, &hosts[other]) && group_of_entry(other) != group_of_entry(first)
+            }) {
+                return Err(format!(
+                    "--replicas {replica_count}: host {} (entry {}) and host {} (entry {}) are \
+                     the same host in host groups {} and {}: two replicas of a rank would \
+                     share it; name each host once",
+                    host.name,
+                    first + 1,
+                    hosts[second].name,
+                    second + 1,
+                    group_of_entry(first),
+                    group_of_entry(second)
+                ));
+            }
+        }
+        let mut placement = Placement {
+            hosts: Vec::new(),
+            host_of_rank: Vec::with_capacity((rank_count * replica_count) as usize),
+        };
+        for group in 0..groups {
+            let entries: Vec<HostSpec> = (0..hosts.len())
+                .filter(|&entry| group_of_entry(entry) == group)
+                .map(|entry| hosts[entry].clone())
+                .collect();
+            let part = Placement::new(&entries, ranks_per_host, rank_count, &is_local);
+            let offset = placement.hosts.len();
+            let first_process = group as u32 * rank_count;
+            placement
+                .host_of_rank
+                .extend(part.host_of_rank.iter().map(|&index| offset + index));
+            placement
+                .hosts
+                .extend(part.hosts.into_iter().map(|host| PlacedHost {
+                    ranks: host.ranks.iter().map(|rank| first_process + rank).collect(),
+                    ..host
+                }));
+        }
+        Ok(placement)
     }
 
     /// (`MPI_LOCALNRANKS`, `MPI_LOCALRANKID`) of `rank`.
@@ -425,6 +502,42 @@ mod tests {
             Placement::single_host(3).process_mapping(),
             "(vector,(0,1,3))"
         );
+    }
+
+    #[test]
+    fn replica_k_of_every_rank_goes_to_host_group_k() {
+        let hosts = [host("a", 2), host("b", 2), host("c", 1), host("d", 1)];
+        let placement = Placement::replicated(&hosts, None, 3, 2, |_| false).unwrap();
+        // Replica 0 (processes 0-2) on a, b; replica 1 (3-5) on c, d.
+        assert_eq!(hosts_of(&placement), ["a", "a", "b", "c", "d", "c"]);
+        assert_eq!(placement.hosts[1].ranks, [2]);
+        assert_eq!(placement.hosts[2].ranks, [3, 5]);
+        assert_eq!(placement.local_numbers(5), (2, 1));
+        let three = Placement::replicated(&hosts[..3], Some(1), 2, 3, |_| false).unwrap();
+        assert_eq!(hosts_of(&three), ["a", "a", "b", "b", "c", "c"]);
+        // One replica: the plain placement.
+        assert_eq!(
+            Placement::replicated(&hosts, None, 5, 1, |_| false).unwrap(),
+            Placement::new(&hosts, None, 5, |_| false)
+        );
+    }
+
+    #[test]
+    fn replicas_that_would_share_a_host_are_refused() {
+        let error = Placement::replicated(&[host("a", 4)], None, 2, 2, |_| false).unwrap_err();
+        assert!(error.contains("at least 2 hosts"), "{error}");
+        let twice = [host("a", 1), host("b", 1), host("a", 1)];
+        let error = Placement::replicated(&twice, None, 2, 2, |_| false).unwrap_err();
+        assert!(
+            error.contains("host a") && error.contains("share"),
+            "{error}"
+        );
+        // Two names of this host in different groups are one host.
+        let local = [host("localhost", 1), host("me", 1)];
+        assert!(Placement::replicated(&local, None, 1, 2, |_| true).is_err());
+        // A host named twice inside one group is fine.
+        let same_group = [host("a", 1), host("a", 1), host("b", 1), host("c", 1)];
+        assert!(Placement::replicated(&same_group, None, 2, 2, |_| false).is_ok());
     }
 
     #[test]

@@ -240,21 +240,13 @@ pub const REPLICAS_MAX: u32 = 8;
 pub const REPLICAS_VARIABLE: &str = "RESMPI_REPLICAS";
 
 /// What of issue 12 is not built yet refuses to start, rather than run a
-/// job that looks protected and is not: replicas on several hosts (the
-/// placement of replica k on host group k), going on after a death (the
-/// crash masking of the parallel protocol), and re-join.
+/// job that looks protected and is not: going on after a death (the crash
+/// masking of the parallel protocol) and re-join. (Replicas on several
+/// hosts are placed by `Placement::replicated`.)
 fn check_replication_supported(
-    hosts: &Option<Vec<HostSpec>>,
     failure_policy: FailurePolicy,
     respawn_count_max: u32,
 ) -> Result<(), String> {
-    if hosts.is_some() {
-        return Err(
-            "--replicas with --hosts/--hostfile: placing replicas on several hosts \
-             is not built yet (issue 12); replicated jobs run on this host"
-                .to_string(),
-        );
-    }
     if failure_policy == FailurePolicy::Continue {
         return Err(
             "--replicas with failure policy continue: a replicated job handles \
@@ -349,8 +341,9 @@ fault tolerance (each sets a variable in every rank):
                         RESMPI_REPLICAS=R. Each output line is shown once,
                         from replica 0 until it is given up. A death gives
                         up that replica of every rank and the job goes on
-                        with the others; it fails when none is left
-                        (docs/user-guide.md, Replicas)
+                        with the others; it fails when none is left.
+                        With --hosts, replica K of every rank runs on the
+                        K-th of R host groups (docs/user-guide.md, Replicas)
   --replica-masking replica|process
                         what a replica's death costs (RESMPI_REPLICA_MASKING):
                         replica (default) gives up that replica of every
@@ -921,10 +914,12 @@ pub fn parse(
         (Some(count), _) => count,
         (None, None) => 1,
         (None, Some(hosts)) => {
-            let total: u64 = match ranks_per_host {
+            let slots: u64 = match ranks_per_host {
                 Some(per_host) => u64::from(per_host) * hosts.len() as u64,
                 None => hosts.iter().map(|host| u64::from(host.slots)).sum(),
             };
+            // Under --replicas the slots hold every replica of every rank.
+            let total = (slots / u64::from(replica_count.max(1))).max(1);
             u32::try_from(total)
                 .ok()
                 .filter(|&count| count <= MAX_RANK_COUNT)
@@ -1033,7 +1028,7 @@ pub fn parse(
         environment.push((SDC_VARIABLE.to_string(), sdc.to_string()));
     }
     if replica_count > 1 {
-        check_replication_supported(&hosts, failure_policy, respawn_count_max)?;
+        check_replication_supported(failure_policy, respawn_count_max)?;
         environment.push((
             REPLICA_MASKING_VARIABLE.to_string(),
             replica_masking.name().to_string(),

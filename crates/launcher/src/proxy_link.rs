@@ -44,6 +44,7 @@ use crate::proxy::Bootstrap;
 use crate::proxy_protocol::{
     Frame, FrameReader, Launch, OutputStream, ReadError, PROTOCOL_VERSION,
 };
+use crate::replicated_output::{RankOutput, ReplicaFeed};
 use crate::spawn::{self, JobIdentity, INHERITED_PMI_VARIABLES};
 
 /// How long every proxy together may take to connect back (ssh logins
@@ -324,15 +325,20 @@ pub fn start_proxies(
     placement: &Placement,
     identity: &JobIdentity,
     exits: &RemoteExits,
+    replicated_outputs: &[[Arc<RankOutput>; 2]],
 ) -> Result<Proxies, (i32, String)> {
     let mut threads = Vec::new();
     match connect_proxies(options, placement, identity, &mut threads) {
         Ok((links, readers)) => {
             for (link, reader) in readers {
                 let exits = exits.clone();
-                let tag_output = options.tag_output;
+                let output = RemoteOutput {
+                    tag_output: options.tag_output,
+                    rank_count: options.rank_count,
+                    replicated: replicated_outputs.to_vec(),
+                };
                 threads.push(thread::spawn(move || {
-                    demultiplex(&link, reader, &exits, tag_output)
+                    demultiplex(&link, reader, &exits, &output)
                 }));
             }
             Ok(Proxies { links, threads })
@@ -642,15 +648,39 @@ fn admit(
     Ok((index, (link, reader)))
 }
 
+/// How the output of a proxy's ranks is shown.
+pub struct RemoteOutput {
+    /// `--tag-output`.
+    pub tag_output: bool,
+    /// `-n`: processes are `rank_count * replicas`.
+    pub rank_count: u32,
+    /// Under `--replicas`, per rank its stdout and stderr, fed by every
+    /// replica and shown once (`replicated_output`); empty otherwise.
+    pub replicated: Vec<[Arc<RankOutput>; 2]>,
+}
+
 /// The reading side of one proxy connection, until it ends (see the module
 /// text); then the link is lost.
 pub fn demultiplex(
     link: &ProxyLink,
     mut reader: FrameReader<TcpStream>,
     exits: &RemoteExits,
-    tag_output: bool,
+    remote_output: &RemoteOutput,
 ) {
+    let tag_output = remote_output.tag_output;
     let mut splitters: HashMap<(u32, u32, bool), LineSplitter> = HashMap::new();
+    // Under --replicas: each process's streams go to its rank's outputs.
+    let mut feeds: HashMap<(u32, u32, bool), ReplicaFeed> = HashMap::new();
+    let replica_feed = |rank: u32, stream: OutputStream| {
+        let outputs = remote_output
+            .replicated
+            .get((rank % remote_output.rank_count.max(1)) as usize)?;
+        let index = usize::from(stream == OutputStream::Stderr);
+        Some(ReplicaFeed::new(
+            outputs[index].clone(),
+            (rank / remote_output.rank_count.max(1)) as usize,
+        ))
+    };
     let destination = |stream: OutputStream| match stream {
         OutputStream::Stdout => Destination::Stdout,
         OutputStream::Stderr => Destination::Stderr,
@@ -708,15 +738,27 @@ pub fn demultiplex(
                 stream,
                 bytes,
             } => {
-                let splitter = splitters
-                    .entry((rank, incarnation, stream == OutputStream::Stdout))
-                    .or_insert_with(|| {
-                        LineSplitter::new(&if tag_output {
-                            format!("[{rank}] ")
-                        } else {
-                            String::new()
-                        })
-                    });
+                let key = (rank, incarnation, stream == OutputStream::Stdout);
+                if !remote_output.replicated.is_empty() {
+                    if let Some(feed) = match feeds.entry(key) {
+                        std::collections::hash_map::Entry::Occupied(entry) => {
+                            Some(entry.into_mut())
+                        }
+                        std::collections::hash_map::Entry::Vacant(entry) => {
+                            replica_feed(rank, stream).map(|feed| entry.insert(feed))
+                        }
+                    } {
+                        feed.push(&bytes);
+                    }
+                    continue;
+                }
+                let splitter = splitters.entry(key).or_insert_with(|| {
+                    LineSplitter::new(&if tag_output {
+                        format!("[{rank}] ")
+                    } else {
+                        String::new()
+                    })
+                });
                 let ready = splitter.push(&bytes);
                 emit(stream, ready);
             }
@@ -725,9 +767,12 @@ pub fn demultiplex(
                 incarnation,
                 stream,
             } => {
-                if let Some(mut splitter) =
-                    splitters.remove(&(rank, incarnation, stream == OutputStream::Stdout))
-                {
+                let key = (rank, incarnation, stream == OutputStream::Stdout);
+                if let Some(feed) = feeds.remove(&key) {
+                    feed.finish();
+                    continue;
+                }
+                if let Some(mut splitter) = splitters.remove(&key) {
                     emit(stream, splitter.finish());
                 }
             }

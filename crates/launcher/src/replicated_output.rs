@@ -231,19 +231,70 @@ impl UnitCutter {
     }
 }
 
+/// Per rank of a replicated job (`--replicas R`, R > 1), its stdout and
+/// stderr, fed by every replica; empty without replicas.
+pub fn rank_outputs(options: &crate::options::Options) -> Vec<[Arc<RankOutput>; 2]> {
+    if options.replica_count <= 1 {
+        return Vec::new();
+    }
+    (0..options.rank_count)
+        .map(|rank| {
+            let prefix = if options.tag_output {
+                format!("[{rank}] ")
+            } else {
+                String::new()
+            };
+            [Destination::Stdout, Destination::Stderr].map(|destination| {
+                RankOutput::new(rank, options.replica_count, destination, &prefix)
+            })
+        })
+        .collect()
+}
+
+/// One replica's stream as it arrives in pieces (from a pipe here, or in
+/// a proxy's output frames from another host), fed into its rank's output.
+pub struct ReplicaFeed {
+    cutter: UnitCutter,
+    output: Arc<RankOutput>,
+    replica: usize,
+}
+
+impl ReplicaFeed {
+    /// The stream of replica `replica` of `output`'s rank.
+    pub fn new(output: Arc<RankOutput>, replica: usize) -> ReplicaFeed {
+        ReplicaFeed {
+            cutter: UnitCutter::new(),
+            output,
+            replica,
+        }
+    }
+
+    /// The stream's next bytes.
+    pub fn push(&mut self, bytes: &[u8]) {
+        let (output, replica) = (&self.output, self.replica);
+        self.cutter.push(bytes, |unit| output.push(replica, unit));
+    }
+
+    /// The stream ended.
+    pub fn finish(mut self) {
+        let (output, replica) = (&self.output, self.replica);
+        self.cutter.finish(|unit| output.push(replica, unit));
+    }
+}
+
 /// Copies replica `replica`'s stream `source` into `output` until end of file.
 pub fn forward_replica(mut source: impl std::io::Read, output: Arc<RankOutput>, replica: usize) {
-    let mut cutter = UnitCutter::new();
+    let mut feed = ReplicaFeed::new(output, replica);
     let mut chunk = [0u8; 8192];
     loop {
         match source.read(&mut chunk) {
             Ok(0) => break,
-            Ok(count) => cutter.push(&chunk[..count], |unit| output.push(replica, unit)),
+            Ok(count) => feed.push(&chunk[..count]),
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
-    cutter.finish(|unit| output.push(replica, unit));
+    feed.finish();
 }
 
 #[cfg(test)]

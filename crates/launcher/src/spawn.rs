@@ -146,6 +146,10 @@ pub fn remote_rank_environment(
     ] {
         variables.push((name.to_string(), value.to_string()));
     }
+    if options.replica_count > 1 {
+        let (_, replica) = options.rank_and_replica(rank);
+        variables.push((REPLICA_VARIABLE.to_string(), replica.to_string()));
+    }
     variables
 }
 

@@ -175,12 +175,19 @@ pub fn run(options: &Options) -> i32 {
         None => Placement::single_host(options.process_count()),
         Some(hosts) => {
             let host_name = this_host_name();
-            Placement::new(
+            match Placement::replicated(
                 hosts,
                 options.ranks_per_host,
-                options.process_count(),
+                options.rank_count,
+                options.replica_count,
                 |name| is_this_host(name, &host_name),
-            )
+            ) {
+                Ok(placement) => placement,
+                Err(message) => {
+                    eprintln!("mpiexec: {message}");
+                    return crate::EXIT_USAGE;
+                }
+            }
         }
     };
     let kills = {
@@ -202,9 +209,16 @@ pub fn run(options: &Options) -> i32 {
         placement.process_mapping(),
     );
     let remote_exits: RemoteExits = Arc::new(Mutex::new(Vec::new()));
+    let replicated_outputs = replicated_output::rank_outputs(options);
     let mut output_threads = Vec::new();
     let proxies = if placement.has_remote() {
-        match proxy_link::start_proxies(options, &placement, &identity, &remote_exits) {
+        match proxy_link::start_proxies(
+            options,
+            &placement,
+            &identity,
+            &remote_exits,
+            &replicated_outputs,
+        ) {
             Ok(proxies) => {
                 output_threads.extend(proxies.threads);
                 proxies.links
@@ -244,22 +258,7 @@ pub fn run(options: &Options) -> i32 {
         replica_count: options.replica_count,
         replica_masking: options.replica_masking,
         replicas_given_up: vec![false; options.replica_count as usize],
-        replicated_outputs: if options.replica_count > 1 {
-            (0..options.rank_count)
-                .map(|rank| {
-                    let prefix = if options.tag_output {
-                        format!("[{rank}] ")
-                    } else {
-                        String::new()
-                    };
-                    [Destination::Stdout, Destination::Stderr].map(|destination| {
-                        RankOutput::new(rank, options.replica_count, destination, &prefix)
-                    })
-                })
-                .collect()
-        } else {
-            Vec::new()
-        },
+        replicated_outputs,
     };
     let started = job.start_ranks(options, &identity);
     if started.is_ok() {
