@@ -193,7 +193,6 @@ fn parse_msglog(text: &str) -> Result<bool, String> {
 /// What `--msglog` cannot honour refuses to start, rather than run a job
 /// that looks protected and is not.
 fn check_msglog_supported(
-    hosts: &Option<Vec<HostSpec>>,
     replica_count: u32,
     rank_count: u32,
     failure_policy: Option<FailurePolicy>,
@@ -202,13 +201,6 @@ fn check_msglog_supported(
         return Err(
             "--msglog with --replicas: a job is protected by replication or by message \
              logging, not both; choose one"
-                .to_string(),
-        );
-    }
-    if hosts.is_some() {
-        return Err(
-            "--msglog with --hosts/--hostfile: restarting a logged rank through a remote \
-             proxy is not built yet (issue 13); message-logged jobs run on this host"
                 .to_string(),
         );
     }
@@ -935,7 +927,7 @@ pub fn parse(
         None => false,
     };
     if msglog {
-        check_msglog_supported(&hosts, replica_count, rank_count, failure_policy)?;
+        check_msglog_supported(replica_count, rank_count, failure_policy)?;
         // Restart and replay is what the mode is: the job outlives a
         // death, and the dead rank is started again (a bounded number of
         // times, unless --respawn says how many).

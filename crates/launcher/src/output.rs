@@ -148,6 +148,17 @@ impl ReplayedStream {
         }
     }
 
+    /// [`Self::bytes_to_skip`] without waiting: `None` while an earlier
+    /// incarnation's stream is still open and `deadline` has not passed.
+    fn bytes_to_skip_now(&self, deadline: Instant) -> Option<u64> {
+        if self.incarnation == 0 {
+            return Some(0);
+        }
+        let streams = self.ledger.streams.lock().expect("ledger");
+        (streams[self.stream].open_count <= 1 || Instant::now() >= deadline)
+            .then_some(streams[self.stream].shown_bytes)
+    }
+
     /// How many bytes at the start of this stream were shown already: 0
     /// for the first incarnation; for a later one, what the earlier ones
     /// showed, once their streams ended (bounded wait).
@@ -183,6 +194,78 @@ impl ReplayedStream {
         let mut streams = self.ledger.streams.lock().expect("ledger");
         streams[self.stream].open_count -= 1;
         self.ledger.changed.notify_all();
+    }
+}
+
+/// One incarnation's stream arriving in pieces rather than from a pipe
+/// (a proxy's output frames, for a rank on another host), under message
+/// logging: what earlier incarnations showed is left out, as
+/// [`forward_replayed`] does. It never blocks the reader it runs in (the
+/// earlier incarnation's end comes through that same reader): until the
+/// earlier streams have ended, what arrives is held, and released by a
+/// later call ([`Self::push`], [`Self::retry`] or [`Self::finish`]).
+pub struct ReplayedFeed {
+    replayed: ReplayedStream,
+    /// Bytes still to leave out, once known.
+    skip_bytes: Option<u64>,
+    /// Until then, what arrived.
+    held: Vec<u8>,
+    position: u64,
+    splitter: LineSplitter,
+    deadline: Instant,
+}
+
+impl ReplayedFeed {
+    /// Incarnation `incarnation`'s stream `stream` of `ledger` opens; lines
+    /// get `prefix`.
+    pub fn open(
+        ledger: Arc<OutputLedger>,
+        stream: usize,
+        incarnation: u32,
+        prefix: &str,
+    ) -> ReplayedFeed {
+        ReplayedFeed {
+            replayed: ReplayedStream::open(ledger, stream, incarnation),
+            skip_bytes: None,
+            held: Vec::new(),
+            position: 0,
+            splitter: LineSplitter::new(prefix),
+            deadline: Instant::now() + PREVIOUS_STREAM_WAIT,
+        }
+    }
+
+    /// The stream's next bytes; returns what may be written now.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.position += bytes.len() as u64;
+        self.held.extend_from_slice(bytes);
+        self.retry()
+    }
+
+    /// What may be written now that another stream may have ended.
+    pub fn retry(&mut self) -> Vec<u8> {
+        if self.skip_bytes.is_none() {
+            self.skip_bytes = self.replayed.bytes_to_skip_now(self.deadline);
+        }
+        let Some(skip_bytes) = &mut self.skip_bytes else {
+            return Vec::new();
+        };
+        // Only now: what this stream reached must not count as shown
+        // before its own skip is known.
+        self.replayed.reached(self.position);
+        let skipped = (*skip_bytes).min(self.held.len() as u64) as usize;
+        *skip_bytes -= skipped as u64;
+        let ready = self.splitter.push(&self.held[skipped..]);
+        self.held.clear();
+        ready
+    }
+
+    /// The stream ended; returns the rest to write.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.deadline = Instant::now().min(self.deadline);
+        let mut ready = self.retry();
+        ready.extend(self.splitter.finish());
+        self.replayed.close();
+        ready
     }
 }
 
@@ -236,6 +319,23 @@ pub fn forward_replayed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fed_incarnation_holds_its_bytes_until_the_earlier_one_ended() {
+        let ledger = Arc::new(OutputLedger::new(2));
+        let mut first = ReplayedFeed::open(ledger.clone(), 1, 0, "[1] ");
+        assert_eq!(first.push(b"a\nb"), b"[1] a\n");
+        let mut second = ReplayedFeed::open(ledger.clone(), 1, 1, "[1] ");
+        // The first is still open: the second's replay is held (and what
+        // it holds is not counted as shown).
+        assert_eq!(second.push(b"a\nb\nc"), b"");
+        assert_eq!(first.push(b"\n"), b"[1] b\n");
+        assert_eq!(first.finish(), b"");
+        // The first showed 4 bytes: the second goes on after them.
+        assert_eq!(second.retry(), b"");
+        assert_eq!(second.push(b"\nd\n"), b"[1] c\n[1] d\n");
+        assert_eq!(second.finish(), b"");
+    }
 
     #[test]
     fn only_whole_lines_come_out_each_prefixed() {

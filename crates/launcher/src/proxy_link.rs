@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use crate::hosts::{first_non_loopback_ipv4, Placement};
 use crate::options::Options;
-use crate::output::{self, Destination, LineSplitter};
+use crate::output::{self, Destination, LineSplitter, OutputLedger, ReplayedFeed};
 use crate::pmi_server::PmiServer;
 use crate::proxy::Bootstrap;
 use crate::proxy_protocol::{
@@ -326,6 +326,7 @@ pub fn start_proxies(
     identity: &JobIdentity,
     exits: &RemoteExits,
     replicated_outputs: &[[Arc<RankOutput>; 2]],
+    replay_output: Option<&Arc<OutputLedger>>,
 ) -> Result<Proxies, (i32, String)> {
     let mut threads = Vec::new();
     match connect_proxies(options, placement, identity, &mut threads) {
@@ -336,6 +337,7 @@ pub fn start_proxies(
                     tag_output: options.tag_output,
                     rank_count: options.rank_count,
                     replicated: replicated_outputs.to_vec(),
+                    replay: replay_output.cloned(),
                 };
                 threads.push(thread::spawn(move || {
                     demultiplex(&link, reader, &exits, &output)
@@ -657,6 +659,9 @@ pub struct RemoteOutput {
     /// Under `--replicas`, per rank its stdout and stderr, fed by every
     /// replica and shown once (`replicated_output`); empty otherwise.
     pub replicated: Vec<[Arc<RankOutput>; 2]>,
+    /// Under `--msglog`, what each rank's incarnations have shown: a
+    /// restarted rank's replayed output is not shown twice.
+    pub replay: Option<Arc<OutputLedger>>,
 }
 
 /// The reading side of one proxy connection, until it ends (see the module
@@ -671,6 +676,15 @@ pub fn demultiplex(
     let mut splitters: HashMap<(u32, u32, bool), LineSplitter> = HashMap::new();
     // Under --replicas: each process's streams go to its rank's outputs.
     let mut feeds: HashMap<(u32, u32, bool), ReplicaFeed> = HashMap::new();
+    // Under --msglog: each incarnation's streams, replays left out.
+    let mut replayed: HashMap<(u32, u32, bool), ReplayedFeed> = HashMap::new();
+    let prefix = |rank: u32| {
+        if tag_output {
+            format!("[{rank}] ")
+        } else {
+            String::new()
+        }
+    };
     let replica_feed = |rank: u32, stream: OutputStream| {
         let outputs = remote_output
             .replicated
@@ -739,6 +753,19 @@ pub fn demultiplex(
                 bytes,
             } => {
                 let key = (rank, incarnation, stream == OutputStream::Stdout);
+                if let Some(ledger) = &remote_output.replay {
+                    let feed = replayed.entry(key).or_insert_with(|| {
+                        ReplayedFeed::open(
+                            ledger.clone(),
+                            rank as usize * 2 + usize::from(stream == OutputStream::Stderr),
+                            incarnation,
+                            &prefix(rank),
+                        )
+                    });
+                    let ready = feed.push(&bytes);
+                    emit(stream, ready);
+                    continue;
+                }
                 if !remote_output.replicated.is_empty() {
                     if let Some(feed) = match feeds.entry(key) {
                         std::collections::hash_map::Entry::Occupied(entry) => {
@@ -752,13 +779,9 @@ pub fn demultiplex(
                     }
                     continue;
                 }
-                let splitter = splitters.entry(key).or_insert_with(|| {
-                    LineSplitter::new(&if tag_output {
-                        format!("[{rank}] ")
-                    } else {
-                        String::new()
-                    })
-                });
+                let splitter = splitters
+                    .entry(key)
+                    .or_insert_with(|| LineSplitter::new(&prefix(rank)));
                 let ready = splitter.push(&bytes);
                 emit(stream, ready);
             }
@@ -770,6 +793,17 @@ pub fn demultiplex(
                 let key = (rank, incarnation, stream == OutputStream::Stdout);
                 if let Some(feed) = feeds.remove(&key) {
                     feed.finish();
+                    continue;
+                }
+                if let Some(feed) = replayed.remove(&key) {
+                    emit(stream, feed.finish());
+                    // A later incarnation of this stream may wait for it.
+                    for ((other, _, stdout), feed) in replayed.iter_mut() {
+                        if *other == rank && *stdout == (stream == OutputStream::Stdout) {
+                            let ready = feed.retry();
+                            emit(stream, ready);
+                        }
+                    }
                     continue;
                 }
                 if let Some(mut splitter) = splitters.remove(&key) {

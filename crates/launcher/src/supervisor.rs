@@ -210,6 +210,11 @@ pub fn run(options: &Options) -> i32 {
     );
     let remote_exits: RemoteExits = Arc::new(Mutex::new(Vec::new()));
     let replicated_outputs = replicated_output::rank_outputs(options);
+    let replay_output = options.msglog.then(|| {
+        Arc::new(output::OutputLedger::new(
+            options.process_count() as usize * 2,
+        ))
+    });
     let mut output_threads = Vec::new();
     let proxies = if placement.has_remote() {
         match proxy_link::start_proxies(
@@ -218,6 +223,7 @@ pub fn run(options: &Options) -> i32 {
             &identity,
             &remote_exits,
             &replicated_outputs,
+            replay_output.as_ref(),
         ) {
             Ok(proxies) => {
                 output_threads.extend(proxies.threads);
@@ -248,11 +254,7 @@ pub fn run(options: &Options) -> i32 {
         kills,
         detection_latency_max: Duration::ZERO,
         respawn_counts: vec![0; options.process_count() as usize],
-        replay_output: options.msglog.then(|| {
-            std::sync::Arc::new(output::OutputLedger::new(
-                options.process_count() as usize * 2,
-            ))
-        }),
+        replay_output,
         startup_death: None,
         rank_count: options.rank_count,
         replica_count: options.replica_count,
@@ -1026,25 +1028,40 @@ impl Job {
 
     /// `--msglog`: a rank dead with no restart left cannot be replayed, and
     /// the survivors would wait for it for ever: the job ends, naming it.
+    /// So does a rank lost with its host's proxy (nothing there can start
+    /// it again).
     fn msglog_gave_up(&mut self, options: &Options) -> bool {
+        let proxy_lost = |process: &RankProcess| {
+            process.proxy.is_some_and(|index| {
+                self.proxies[index]
+                    .as_ref()
+                    .is_some_and(|link| link.is_lost())
+            })
+        };
         let exhausted = (0..self.ranks.len()).find(|&rank| {
             let process = &self.ranks[rank];
             process.failed
                 && process.ending.is_some()
-                && self.respawn_counts[rank] >= options.respawn_count_max
+                && (self.respawn_counts[rank] >= options.respawn_count_max || proxy_lost(process))
         });
         let Some(rank) = exhausted else {
             return false;
         };
         let code = self.first_death_code.unwrap_or(1);
-        self.fail(
-            code,
-            &format!(
+        let message = if proxy_lost(&self.ranks[rank]) {
+            format!(
+                "rank {rank} was lost with the proxy of host {}; message logging cannot start \
+                 it again there: the job ends",
+                self.ranks[rank].host.as_deref().unwrap_or("?")
+            )
+        } else {
+            format!(
                 "rank {rank} died again after {} restarts; message logging restarts a rank at most \
                  {} times (--respawn N sets it): the job ends",
                 self.respawn_counts[rank], options.respawn_count_max
-            ),
-        );
+            )
+        };
+        self.fail(code, &message);
         true
     }
 
