@@ -17,6 +17,14 @@ static void expect(int rc, int cls, const char *what) {
           "%s: empty/inconsistent Error_string", what);
 }
 
+static int g_counted_errors = 0;
+static void count_errors(MPI_Comm *comm, int *code, ...)
+{
+    (void)comm;
+    (void)code;
+    g_counted_errors++;
+}
+
 int main(int argc, char **argv) {
     test_init(&argc, &argv);
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
@@ -26,6 +34,24 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
     MPI_OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
     CHECK(eh == MPI_ERRORS_RETURN, "Comm_get_errhandler did not return ERRORS_RETURN");
+
+    /* The MPI-1 names (deleted in MPI-3, still in MPICH's library) act as
+     * the MPI_Comm_ forms. */
+    {
+        MPI_Errhandler mpi1 = MPI_ERRHANDLER_NULL, got = MPI_ERRHANDLER_NULL;
+        MPI_OK(MPI_Errhandler_create(count_errors, &mpi1));
+        MPI_OK(MPI_Errhandler_set(MPI_COMM_SELF, mpi1));
+        MPI_OK(MPI_Errhandler_get(MPI_COMM_SELF, &got));
+        CHECK(got == mpi1, "Errhandler_get gave %#x, set %#x", (unsigned)got, (unsigned)mpi1);
+        int before = g_counted_errors;
+        int s = 0;
+        MPI_Comm_size(MPI_COMM_NULL, &s); /* raised on WORLD: not counted */
+        MPI_OK(MPI_Comm_call_errhandler(MPI_COMM_SELF, MPI_ERR_OTHER));
+        CHECK(g_counted_errors == before + 1, "the MPI-1 handler ran %d times",
+              g_counted_errors - before);
+        MPI_OK(MPI_Errhandler_set(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+        MPI_OK(MPI_Errhandler_free(&mpi1));
+    }
 
     int to = (g_rank + 1) % g_size, from = (g_rank - 1 + g_size) % g_size;
     int buf[16] = {0}, flag;

@@ -104,3 +104,36 @@ pub unsafe extern "C" fn PMPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_
     MPI_SUCCESS
 }
 const _: fn_types::MPI_Comm_call_errhandler = PMPI_Comm_call_errhandler;
+
+// ----- MPI-1 names, deleted in MPI-3 but still in MPICH's library ------------
+
+/// MPI_Errhandler_create: MPI_Comm_create_errhandler under its MPI-1 name
+/// (programs built against MPICH may still call it).
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Errhandler_create(
+    function: MPI_Comm_errhandler_function,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    // SAFETY: forwarded arguments.
+    unsafe { PMPI_Comm_create_errhandler(function, errhandler) }
+}
+const _: fn_types::MPI_Errhandler_create = PMPI_Errhandler_create;
+
+/// MPI_Errhandler_get: MPI_Comm_get_errhandler under its MPI-1 name.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Errhandler_get(
+    comm: MPI_Comm,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    // SAFETY: forwarded arguments.
+    unsafe { PMPI_Comm_get_errhandler(comm, errhandler) }
+}
+const _: fn_types::MPI_Errhandler_get = PMPI_Errhandler_get;
+
+/// MPI_Errhandler_set: MPI_Comm_set_errhandler under its MPI-1 name.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+    // SAFETY: forwarded arguments.
+    unsafe { PMPI_Comm_set_errhandler(comm, errhandler) }
+}
+const _: fn_types::MPI_Errhandler_set = PMPI_Errhandler_set;

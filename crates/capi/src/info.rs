@@ -111,7 +111,7 @@ pub(crate) fn set_hint(
     Ok(())
 }
 
-fn new_info(registry: &mut Registry, entries: InfoEntries) -> MPI_Info {
+pub(crate) fn new_info(registry: &mut Registry, entries: InfoEntries) -> MPI_Info {
     info_handle(insert_reusing(&mut registry.objects.infos, entries))
 }
 

@@ -1,6 +1,7 @@
 //! Start-up, shut-down and environment queries.
 
 use std::ffi::CStr;
+use std::sync::atomic::Ordering;
 
 use resmpi_core::{ErrorClass, Mpi, MpiError};
 
@@ -21,7 +22,7 @@ static MAIN_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::Once
 fn initialize(required: c_int, provided: *mut c_int) -> c_int {
     let _ = MAIN_THREAD.set(std::thread::current().id());
     let mut global = lock();
-    if global.initialized {
+    if global.initialized || (global.mpi.is_none() && RUNTIME_ENDED.load(Ordering::SeqCst)) {
         drop(global);
         // Through MPI_COMM_WORLD's handler: fatal by default (as MPICH),
         // so a program that did not ask for errors to return stops here;
@@ -35,10 +36,33 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
             ),
         );
     }
+    if global.mpi.is_none() {
+        // Not up yet (no session started it).
+        bring_up(&mut global, required);
+    }
+    global.initialized = true;
+    crate::global::INITIALIZED.store(true, Ordering::SeqCst);
+    if !provided.is_null() {
+        // SAFETY: the caller's output pointer.
+        unsafe { *provided = global.thread_level };
+    }
+    MPI_SUCCESS
+}
+
+/// The runtime (the engine wired up to the other processes) ran and was
+/// shut down: it is not started again in this process (MPI-4 allows a
+/// process to initialize MPI again through sessions; resmpi's wire-up
+/// happens once per process).
+pub(crate) static RUNTIME_ENDED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Start the runtime: what MPI_Init and the first MPI_Session_init share
+/// (the world model and sessions run over one engine). A failure to start
+/// ends the process with the reason, as MPI_Init always has.
+pub(crate) fn bring_up(global: &mut crate::global::Global, required: c_int) {
     let initial = match initial_errhandler() {
         Ok((handler, _)) => handler,
         Err(message) => {
-            drop(global);
             eprintln!("resmpi: {message}");
             std::process::exit(1);
         }
@@ -69,17 +93,9 @@ fn initialize(required: c_int, provided: *mut c_int) -> c_int {
             } else if global.thread_level < MPI_THREAD_MULTIPLE {
                 crate::global::stop_serializing_with_mutex();
             }
-            global.initialized = true;
-            crate::global::INITIALIZED.store(true, std::sync::atomic::Ordering::SeqCst);
-            THREAD_LEVEL.store(global.thread_level, std::sync::atomic::Ordering::Relaxed);
-            if !provided.is_null() {
-                // SAFETY: the caller's output pointer.
-                unsafe { *provided = global.thread_level };
-            }
-            MPI_SUCCESS
+            THREAD_LEVEL.store(global.thread_level, Ordering::Relaxed);
         }
         Err(error) => {
-            drop(global);
             eprintln!("resmpi: {error}");
             std::process::exit(1);
         }
@@ -99,6 +115,11 @@ fn granted_thread_level(required: c_int, replicated: bool) -> c_int {
         MPI_THREAD_SERIALIZED
     };
     required.clamp(MPI_THREAD_SINGLE, most)
+}
+
+/// The thread level the runtime granted (MPI_THREAD_SINGLE before it started).
+pub fn granted_level() -> c_int {
+    THREAD_LEVEL.load(Ordering::Relaxed)
 }
 
 /// Whether MPI_THREAD_MULTIPLE was granted (other threads may call MPI while
@@ -258,10 +279,21 @@ pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
     if let Err(error) = crate::attr::delete_all_attributes(resmpi_core::SELF) {
         return raise_error("MPI_Finalize", MPI_COMM_SELF, error);
     }
-    let result = entry("MPI_Finalize", MPI_COMM_WORLD, |mpi, _| mpi.finalize());
+    // Sessions still open keep the runtime up: it ends with the last one
+    // (MPI_Session_finalize).
+    let sessions_open = crate::session::open_count() > 0;
+    let result = if sessions_open {
+        with_mpi("MPI_Finalize", MPI_COMM_WORLD, |_, _| Ok(()))
+            .map_or_else(|code| code, |()| MPI_SUCCESS)
+    } else {
+        entry("MPI_Finalize", MPI_COMM_WORLD, |mpi, _| mpi.finalize())
+    };
     if result == MPI_SUCCESS {
         let mut global = lock();
-        global.mpi = None;
+        if !sessions_open {
+            global.mpi = None;
+            RUNTIME_ENDED.store(true, Ordering::SeqCst);
+        }
         global.finalized = true;
         crate::global::FINALIZED.store(true, std::sync::atomic::Ordering::SeqCst);
     }

@@ -43,6 +43,7 @@ mod requests;
 mod rma;
 mod rma_direct;
 mod rma_ops;
+mod session;
 mod topo;
 mod type_attr;
 mod ulfm;

@@ -72,6 +72,8 @@ pub enum ErrorClass {
     RmaAttach = 56,
     RmaShared = 57,
     RmaFlavor = 58,
+    /// MPI_ERR_SESSION (MPI-4): an invalid session.
+    Session = 75,
     /// MPIX_ERR_PROC_FAILED (MPICH's value): a process the operation needs has failed.
     ProcFailed = 101,
     /// MPIX_ERR_PROC_FAILED_PENDING: a wildcard receive cannot start while a
@@ -83,7 +85,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 54] = [
+    pub const ALL: [ErrorClass; 55] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -135,6 +137,7 @@ impl ErrorClass {
         ErrorClass::RmaAttach,
         ErrorClass::RmaShared,
         ErrorClass::RmaFlavor,
+        ErrorClass::Session,
         ErrorClass::ProcFailed,
         ErrorClass::ProcFailedPending,
         ErrorClass::Revoked,
@@ -198,6 +201,7 @@ impl ErrorClass {
             ErrorClass::RmaAttach => "Memory cannot be attached",
             ErrorClass::RmaShared => "Memory cannot be shared",
             ErrorClass::RmaFlavor => "Passed window has the wrong flavor for the called function",
+            ErrorClass::Session => "Invalid session",
             ErrorClass::ProcFailed => "Process failed",
             ErrorClass::ProcFailedPending => {
                 "Process failure not acknowledged: wildcard receives wait for MPIX_Comm_failure_ack"
