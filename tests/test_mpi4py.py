@@ -53,6 +53,9 @@ SUBSET = [
     # ULFM (issue 11): revoke, shrink, agree, failure_ack/get_acked on a
     # fault-free run (no test of the module kills a process)
     "test_ulfm",
+    # MPI-4 sessions and the error handlers of every object kind, sessions'
+    # included (issue 15)
+    "test_session", "test_errhandler",
 ]
 
 # Failures that are mpi4py's expectation, not a resmpi fault, with why.

@@ -121,11 +121,17 @@ fn call_user_handler(user: MPI_Errhandler, mut session: MPI_Session, code: &mut 
     }
 }
 
-/// `raise_with` the session's own handler (fatal for an invalid session,
-/// as MPI_ERRORS_ARE_FATAL is the default of the session-less world).
+/// `raise_with` the session's own handler. An error on a handle that is
+/// no open session goes, as in MPICH, to MPI_COMM_WORLD's handler while the
+/// runtime is up (mpi4py sets it to return errors), else it is fatal.
 fn raise(name: &str, handle: MPI_Session, error: MpiError) -> c_int {
-    let handler = session(handle).map_or(MPI_ERRORS_ARE_FATAL, |session| session.errhandler);
-    raise_with(name, handle, handler, error)
+    match session(handle) {
+        Ok(found) => raise_with(name, handle, found.errhandler, error),
+        Err(_) if lock().mpi.is_some() => {
+            crate::global::raise_error(name, MPI_COMM_WORLD, error)
+        }
+        Err(_) => raise_with(name, handle, MPI_ERRORS_ARE_FATAL, error),
+    }
 }
 
 /// Run `body` on an open session with the runtime up; errors go to the
