@@ -38,6 +38,7 @@ mod memory;
 mod names;
 mod objects;
 mod p2p;
+mod partitioned;
 mod persistent_coll;
 mod requests;
 mod rma;

@@ -84,7 +84,7 @@ fn status_bytes(status: &MPI_Status) -> u64 {
 }
 
 /// Slab index of a live request handle, or MPI_ERR_REQUEST.
-fn live_request(mpi: &Mpi, handle: MPI_Request) -> MpiResult<u32> {
+pub(crate) fn live_request(mpi: &Mpi, handle: MPI_Request) -> MpiResult<u32> {
     request_index(handle)
         .filter(|index| mpi.engine.state.requests.get(*index).is_some())
         .ok_or_else(|| {
@@ -147,7 +147,8 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
     let requests = &mut mpi.engine.state.requests;
     let (core_status, released) = match requests.get_mut(index) {
         Some(request) if request.persistent.is_some() => {
-            let status = match request.inner.take() {
+            let partitioned = matches!(request.persistent, Some(Persistent::Partitioned(_)));
+            let mut status = match request.inner.take() {
                 Some(inner) => match requests.remove(inner) {
                     Some(request) => {
                         finish_staged_receive(inner, request.generation);
@@ -157,6 +158,10 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
                 },
                 None => empty_status(),
             };
+            if partitioned && status.tag >= 0 {
+                // The message travelled under an internal tag.
+                status.tag = resmpi_core::partitioned::application_tag(status.tag);
+            }
             (status, false)
         }
         Some(request) if matches!(request.operation, Operation::Generalized) => {
@@ -1030,6 +1035,7 @@ fn start_one(mpi: &mut Mpi, handle: MPI_Request) -> MpiResult<()> {
                 "a persistent collective is started by persistent_coll::start",
             ))
         }
+        Persistent::Partitioned(state) => crate::partitioned::start(mpi, index, &state)?,
     };
     mpi.engine
         .state

@@ -127,9 +127,7 @@ fn call_user_handler(user: MPI_Errhandler, mut session: MPI_Session, code: &mut 
 fn raise(name: &str, handle: MPI_Session, error: MpiError) -> c_int {
     match session(handle) {
         Ok(found) => raise_with(name, handle, found.errhandler, error),
-        Err(_) if lock().mpi.is_some() => {
-            crate::global::raise_error(name, MPI_COMM_WORLD, error)
-        }
+        Err(_) if lock().mpi.is_some() => crate::global::raise_error(name, MPI_COMM_WORLD, error),
         Err(_) => raise_with(name, handle, MPI_ERRORS_ARE_FATAL, error),
     }
 }

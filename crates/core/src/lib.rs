@@ -20,6 +20,7 @@ pub mod error;
 pub mod group;
 mod intercomm;
 pub mod op;
+pub mod partitioned;
 pub mod reliability;
 pub mod request;
 pub mod schedule;

@@ -169,6 +169,34 @@ pub enum Persistent {
     /// MPI_Start starts the nonblocking collective (the C layer keeps its
     /// arguments).
     Collective,
+    /// MPI_Psend_init / MPI_Precv_init (`crate::partitioned`); the C layer
+    /// drives it.
+    Partitioned(Box<Partitioned>),
+}
+
+/// A partitioned request: its arguments, and the state of its current
+/// activation.
+#[derive(Clone, Debug)]
+pub struct Partitioned {
+    /// A send (MPI_Psend_init) or a receive.
+    pub send: bool,
+    /// Destination or source comm rank (or PROC_NULL).
+    pub peer: i32,
+    /// User buffer: every partition, in order.
+    pub bytes: crate::user_bytes::UserBytes,
+    /// Packed bytes of all partitions.
+    pub length: usize,
+    /// The application's tag.
+    pub tag: i32,
+    /// Number of partitions.
+    pub partitions: u32,
+    /// Send: partitions marked ready in this activation.
+    pub ready: Vec<bool>,
+    /// Send: how many are.
+    pub ready_count: u32,
+    /// Send: the request that holds the activation's group open until the
+    /// transfer joins it (None once it has, or for a receive).
+    pub holder: Option<u32>,
 }
 
 /// The operation a request stands for.

@@ -549,6 +549,28 @@ impl<F: Interceptor> Engine<F> {
         })
     }
 
+    /// Add request `index` to the running request group under request
+    /// `group` ([`Engine::new_request_group`], started): the group's request
+    /// completes once `index` has too (a partitioned send's transfer joins
+    /// the group MPI_Start made when its last partition is ready).
+    pub fn adopt_into(&mut self, group: u32, index: u32) -> MpiResult<()> {
+        match self
+            .schedules
+            .active
+            .iter_mut()
+            .find(|(request, _)| *request == group)
+        {
+            Some((_, schedule)) => {
+                schedule.adopt(index);
+                Ok(())
+            }
+            None => Err(MpiError::new(
+                ErrorClass::Request,
+                "the request group has already completed",
+            )),
+        }
+    }
+
     /// Start `schedule` under a new request and run it as far as it goes
     /// without waiting. Returns the request index.
     pub fn start_schedule(&mut self, schedule: Schedule) -> MpiResult<u32> {
