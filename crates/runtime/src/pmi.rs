@@ -882,6 +882,49 @@ impl Pmi {
         parse_peer_incarnations(reply.require("peers")?)
     }
 
+    /// MPI_Publish_name: `cmd=publish_name service=S port=P` (hydra's
+    /// PMI-1 name service, which resmpi's mpiexec also serves). Only over a
+    /// PMI-1 connection: PMI-2 and PMIx have none this client speaks.
+    pub fn publish_name(&mut self, service: &str, port: &str) -> Result<(), PmiError> {
+        self.name_request(
+            PmiLine::new("publish_name")
+                .with("service", crate::codec::encode_text(service))
+                .with("port", crate::codec::encode_text(port)),
+            "publish_result",
+        )
+        .map(|_| ())
+    }
+
+    /// MPI_Lookup_name: the port published under `service`.
+    pub fn lookup_name(&mut self, service: &str) -> Result<String, PmiError> {
+        let reply = self.name_request(
+            PmiLine::new("lookup_name").with("service", crate::codec::encode_text(service)),
+            "lookup_result",
+        )?;
+        Ok(crate::codec::decode_text(reply.require("port")?))
+    }
+
+    /// MPI_Unpublish_name.
+    pub fn unpublish_name(&mut self, service: &str) -> Result<(), PmiError> {
+        self.name_request(
+            PmiLine::new("unpublish_name").with("service", crate::codec::encode_text(service)),
+            "unpublish_result",
+        )
+        .map(|_| ())
+    }
+
+    fn name_request(&mut self, request: PmiLine, expected: &str) -> Result<PmiLine, PmiError> {
+        self.check_usable(&request.command.clone())?;
+        match &mut self.transport {
+            Transport::Connected(channel) if channel.wire == Wire::Pmi1 => {
+                channel.request(&request, expected)
+            }
+            _ => Err(PmiError::new(
+                "no name service: the process manager is not a PMI-1 one (resmpi's mpiexec or hydra)",
+            )),
+        }
+    }
+
     /// Tells the process manager this rank is done (`cmd=finalize`) and waits
     /// for `finalize_ack`. A second call does nothing.
     pub fn finalize(&mut self) -> Result<(), PmiError> {
