@@ -6,12 +6,14 @@ data over the new inter-communicators, every error is the right MPI error
 class, and nothing hangs (each job has a timeout; the error paths also time
 themselves inside the program).
 
-tests/c/dynproc.c is self-checking; the accept/connect, join and disconnect
-modes pass under MPICH too (RESMPI_TEST_MPI=mpich).
+tests/c/dynproc.c is self-checking. Under RESMPI_TEST_MPI=mpich only the
+disconnect mode runs: Debian's MPICH 4.0.2 is built with ch4:ucx, whose
+MPI_Open_port (and so MPI_Comm_join) fails with "not supported with ucx
+netmod", and which leaves MPI_UNIVERSE_SIZE unset without -usize.
 """
 import pytest
 
-from conftest import assert_ok, run
+from conftest import assert_ok, mpich_known_bug, run
 
 
 @pytest.mark.resmpi_only("hydra leaves MPI_UNIVERSE_SIZE unset without -usize")
@@ -34,11 +36,16 @@ def test_universe_size_from_the_environment(build):
     assert "universe=7 flag=1" in result.stdout, result.describe()
 
 
+NO_PORTS_IN_MPICH = "Debian's MPICH (ch4:ucx) has no MPI_Open_port"
+
+
+@pytest.mark.resmpi_only(NO_PORTS_IN_MPICH)
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_accept_and_connect_through_a_published_name_both_ways(build, nprocs):
     assert_ok(run(nprocs, build("dynproc"), "accept", timeout=60))
 
 
+@pytest.mark.resmpi_only(NO_PORTS_IN_MPICH)
 @pytest.mark.parametrize("nprocs", [2, 4, 5])
 def test_accept_and_connect_between_two_multi_process_groups(build, nprocs):
     assert_ok(run(nprocs, build("dynproc"), "halves", timeout=60))
@@ -49,12 +56,15 @@ def test_accept_and_connect_over_tcp_paths(build):
     assert_ok(run(4, build("dynproc"), "halves", mpiexec_opts=("--paths", "tcp"), timeout=60))
 
 
+@pytest.mark.resmpi_only(NO_PORTS_IN_MPICH)
 @pytest.mark.parametrize("nprocs", [2, 3])
 def test_comm_join_over_a_socket_makes_a_working_inter_communicator(build, nprocs):
     assert_ok(run(nprocs, build("dynproc"), "join", timeout=60))
 
 
-@pytest.mark.parametrize("nprocs", [1, 3])
+@pytest.mark.parametrize("nprocs", [1, pytest.param(3, marks=mpich_known_bug(
+    "MPI_Comm_disconnect returns before a freed MPI_Isend's rendezvous is read (UCX's "
+    "process_vm_readv then hits freed memory)"))])
 def test_disconnect_completes_pending_sends_and_frees_the_communicator(build, nprocs):
     assert_ok(run(nprocs, build("dynproc"), "disconnect", timeout=60))
 
