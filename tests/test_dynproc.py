@@ -83,3 +83,11 @@ def test_bad_ports_unknown_names_and_an_unanswered_connect_are_errors_not_hangs(
     result = run(nprocs, build("dynproc"), "errors", env={"RESMPI_CONNECT_TIMEOUT": "1"}, timeout=60)
     assert_ok(result)
     assert "errors reported" in result.stdout, result.describe()
+
+
+@pytest.mark.resmpi_only("--replicas is resmpi's")
+@pytest.mark.parametrize("mode", ["accept", "halves", "join"])
+def test_each_replica_connects_and_publishes_in_a_space_of_its_own(build, mode):
+    # both replicas of rank 0 publish the same service name: without a
+    # name space per replica the second publish is MPI_ERR_SERVICE
+    assert_ok(run(3, build("dynproc"), mode, mpiexec_opts=("--replicas", "2"), timeout=60))

@@ -447,10 +447,23 @@ impl Mpi {
         Ok(self.add_intercomm(context, local, Arc::new(remote_group)))
     }
 
+    /// The name `service` has in the process manager's name service:
+    /// under `--replicas`, each replica's processes talk only among
+    /// themselves, so each replica publishes in a space of its own.
+    fn service_key(&self, service: &str) -> String {
+        if self.replicas.count > 1 {
+            let replica = self.replicas.replica_of(self.endpoint());
+            format!("resmpi-replica-{replica}/{service}")
+        } else {
+            service.to_string()
+        }
+    }
+
     /// MPI_Publish_name, through the process manager's name service
     /// (resmpi's mpiexec, or hydra).
     pub fn publish_name(&mut self, service: &str, port_name: &str) -> MpiResult<()> {
-        self.pmi.publish_name(service, port_name).map_err(|error| {
+        let key = self.service_key(service);
+        self.pmi.publish_name(&key, port_name).map_err(|error| {
             MpiError::new(
                 ErrorClass::Service,
                 format!("MPI_Publish_name of '{service}': {}", error.message()),
@@ -460,7 +473,8 @@ impl Mpi {
 
     /// MPI_Lookup_name.
     pub fn lookup_name(&mut self, service: &str) -> MpiResult<String> {
-        self.pmi.lookup_name(service).map_err(|error| {
+        let key = self.service_key(service);
+        self.pmi.lookup_name(&key).map_err(|error| {
             MpiError::new(
                 ErrorClass::Name,
                 format!("MPI_Lookup_name of '{service}': {}", error.message()),
@@ -470,7 +484,8 @@ impl Mpi {
 
     /// MPI_Unpublish_name.
     pub fn unpublish_name(&mut self, service: &str) -> MpiResult<()> {
-        self.pmi.unpublish_name(service).map_err(|error| {
+        let key = self.service_key(service);
+        self.pmi.unpublish_name(&key).map_err(|error| {
             MpiError::new(
                 ErrorClass::Service,
                 format!("MPI_Unpublish_name of '{service}': {}", error.message()),
