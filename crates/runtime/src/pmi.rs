@@ -1099,6 +1099,40 @@ mod tests {
     }
 
     #[test]
+    fn the_name_service_speaks_hydras_lines_with_escaped_names() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut script = HANDSHAKE.to_vec();
+        script.extend([
+            (
+                "cmd=publish_name service=my%20service port=resmpi-port:kvs_7:1:0\n",
+                Some("cmd=publish_result rc=0 msg=success\n"),
+            ),
+            (
+                "cmd=lookup_name service=my%20service\n",
+                Some("cmd=lookup_result rc=0 msg=success port=resmpi-port:kvs_7:1:0\n"),
+            ),
+            (
+                "cmd=unpublish_name service=my%20service\n",
+                Some("cmd=unpublish_result rc=-1 msg=service_not_published\n"),
+            ),
+            ("cmd=finalize", Some("cmd=finalize_ack\n")),
+        ]);
+        let server = scripted_server(server, script);
+        let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 1, 2, 1, 2).unwrap();
+        pmi.publish_name("my service", "resmpi-port:kvs_7:1:0")
+            .unwrap();
+        assert_eq!(
+            pmi.lookup_name("my service").unwrap(),
+            "resmpi-port:kvs_7:1:0"
+        );
+        let error = pmi.unpublish_name("my service").unwrap_err().to_string();
+        assert!(error.contains("service_not_published"), "{error}");
+        pmi.finalize().unwrap();
+        assert!(pmi.lookup_name("late").is_err());
+        assert_eq!(server.join().unwrap().len(), 9);
+    }
+
+    #[test]
     fn failure_notices_arrive_between_replies_and_replies_still_reach_requests() {
         let (client, server) = UnixStream::pair().unwrap();
         let mut script = HANDSHAKE.to_vec();
