@@ -56,6 +56,9 @@ SUBSET = [
     # MPI-4 sessions and the error handlers of every object kind, sessions'
     # included (issue 15)
     "test_session", "test_errhandler",
+    # dynamic processes within one job (issue 15 item 4): name publishing,
+    # accept/connect both ways, MPI_Comm_join (all skipped at -n 1)
+    "test_dynproc",
 ]
 
 # Failures that are mpi4py's expectation, not a resmpi fault, with why.
@@ -119,9 +122,10 @@ def test_mpi4py_suite_subset_passes(mpi4py_build, nprocs, tmp_path):
     # an expected failure fails its rank's unittest run, and so the job
     assert job["exit"] == 0 or job["failures"], f"mpiexec exited {job['exit']}{where}"
     # every selected module really ran tests, not only skips (inter-
-    # communicator modules need two ranks and skip everything at -n 1)
+    # communicator modules and test_dynproc need two ranks and skip
+    # everything at -n 1)
     for name in SUBSET:
-        if nprocs == 1 and name.endswith("_inter"):
+        if nprocs == 1 and (name.endswith("_inter") or name == "test_dynproc"):
             continue
         ran = [t for t in job["tests"] if t.startswith(name + ".") and t not in job["skipped"]]
         assert ran, f"{name}: no test ran at -n {nprocs} (all skipped or none found){where}"

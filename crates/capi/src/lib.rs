@@ -20,6 +20,7 @@ mod datatype_constructors;
 mod datatype_f90;
 mod datatype_packing;
 mod datatype_queries;
+mod dpm;
 mod errhandler;
 mod error_codes;
 mod external32;

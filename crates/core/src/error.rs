@@ -47,6 +47,8 @@ pub enum ErrorClass {
     InfoNokey = 31,
     /// MPI-IO: an I/O error (including a block no replica holds intact).
     Io = 32,
+    /// Dynamic processes: no port published under the service name.
+    Name = 33,
     NoMem = 34,
     /// MPI-IO: collective arguments differ between processes.
     NotSame = 35,
@@ -54,8 +56,15 @@ pub enum ErrorClass {
     NoSpace = 36,
     /// MPI-IO: the file does not exist.
     NoSuchFile = 37,
+    /// Dynamic processes: an invalid or closed port name.
+    Port = 38,
     /// MPI-IO: write to a file opened read-only.
     ReadOnly = 40,
+    /// Dynamic processes: a service name that cannot be published or
+    /// unpublished.
+    Service = 41,
+    /// Dynamic processes: processes could not be started.
+    Spawn = 42,
     /// MPI-IO: a data representation other than "native".
     UnsupportedDatarep = 43,
     Unsupported = 44,
@@ -85,7 +94,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 55] = [
+    pub const ALL: [ErrorClass; 59] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -117,11 +126,15 @@ impl ErrorClass {
         ErrorClass::InfoValue,
         ErrorClass::InfoNokey,
         ErrorClass::Io,
+        ErrorClass::Name,
         ErrorClass::NoMem,
         ErrorClass::NotSame,
         ErrorClass::NoSpace,
         ErrorClass::NoSuchFile,
+        ErrorClass::Port,
         ErrorClass::ReadOnly,
+        ErrorClass::Service,
+        ErrorClass::Spawn,
         ErrorClass::UnsupportedDatarep,
         ErrorClass::Unsupported,
         ErrorClass::Win,
@@ -187,6 +200,10 @@ impl ErrorClass {
             ErrorClass::InfoValue => "Invalid info value",
             ErrorClass::InfoNokey => "Info key not found",
             ErrorClass::NoMem => "Out of memory",
+            ErrorClass::Name => "Invalid service name (see MPI_Publish_name)",
+            ErrorClass::Port => "Invalid port",
+            ErrorClass::Service => "Invalid service name",
+            ErrorClass::Spawn => "Error in spawn call",
             ErrorClass::Unsupported => "Unsupported operation",
             ErrorClass::Keyval => "Invalid keyval",
             ErrorClass::Win => "Invalid MPI_Win",

@@ -328,49 +328,15 @@ impl Mpi {
             );
         }
         let local_max = self.allreduce_i64_max(local_index, self.next_context as i64)? as u32;
-        // Header broadcast by the leader: ok flag, context, remote size.
-        let mut header = [0u32; 3];
-        let mut remote_group: Vec<u32> = Vec::new();
-        let mut leader_error = None;
-        if local.rank == local_leader as u32 {
-            match self.leader_exchange(&local, local_max, peer_comm_index, remote_leader, tag) {
-                Ok((context, group)) => {
-                    header = [1, context, group.len() as u32];
-                    remote_group = group;
-                }
-                Err(error) => leader_error = Some(error),
-            }
-        }
-        let mut header_bytes: Vec<u8> = header.iter().flat_map(|word| word.to_ne_bytes()).collect();
-        self.bcast(local_index, &mut header_bytes, local_leader as u32)?;
-        let word = |at: usize| {
-            u32::from_ne_bytes(
-                header_bytes[at * 4..at * 4 + 4]
-                    .try_into()
-                    .expect("4 bytes"),
-            )
-        };
-        if word(0) == 0 {
-            return Err(leader_error.unwrap_or_else(|| {
-                crate::MpiError::new(
-                    ErrorClass::Arg,
-                    "MPI_Intercomm_create failed at the local leader",
-                )
-            }));
-        }
-        let (context, remote_size) = (word(1), word(2) as usize);
-        let mut group_bytes: Vec<u8> = remote_group
-            .iter()
-            .flat_map(|world| world.to_ne_bytes())
-            .collect();
-        group_bytes.resize(remote_size * 4, 0);
-        self.bcast(local_index, &mut group_bytes, local_leader as u32)?;
-        let remote_group: Vec<u32> = group_bytes
-            .chunks_exact(4)
-            .map(|chunk| u32::from_ne_bytes(chunk.try_into().expect("4 bytes")))
-            .collect();
-        self.next_context = self.next_context.max(context + INTERCOMM_CONTEXT_SPAN);
-        Ok(self.add_intercomm(context, &local, Arc::new(remote_group)))
+        let leader_result = (local.rank == local_leader as u32)
+            .then(|| self.leader_exchange(&local, local_max, peer_comm_index, remote_leader, tag));
+        self.finish_intercomm(
+            local_index,
+            &local,
+            local_leader as u32,
+            leader_result,
+            ErrorClass::Arg,
+        )
     }
 
     /// The local leader's part of MPI_Intercomm_create: swap (context

@@ -15,6 +15,7 @@ pub mod coll;
 pub mod comm;
 mod comm_create;
 pub mod datatype;
+pub mod dpm;
 pub mod engine;
 pub mod error;
 pub mod group;
@@ -247,6 +248,8 @@ pub struct Mpi {
     /// creations waiting to agree on a context, and the one whose turn it
     /// is (its thread is in the agreement).
     context_turns: ContextTurns,
+    /// Ports opened with MPI_Open_port and not closed (`dpm.rs`).
+    ports: dpm::Ports,
     /// MPI_Buffer_attach state.
     pub bsend: BsendBuffer,
     /// MPI_Get_processor_name.
@@ -458,6 +461,7 @@ impl Mpi {
             idups_led: 0,
             threads_multiple: false,
             context_turns: ContextTurns::default(),
+            ports: dpm::Ports::default(),
             bsend: BsendBuffer::default(),
             processor_name: wireup::processor_name(),
             config,

@@ -54,3 +54,55 @@ fn malformed_cards_are_refused_with_the_reason() {
     let long = format!("aa;-;{}", "1".repeat(Card::MAX_BYTES));
     assert!(Card::parse(&long).unwrap_err().contains("too long"));
 }
+
+/// Port names (MPI_Comm_connect takes any string) and MPI_Comm_join's
+/// cards (read from a socket) parse and write back the same, or are
+/// refused; never a panic.
+#[test]
+fn port_names_and_join_cards_from_random_and_mutated_bytes_parse_or_fail_cleanly() {
+    use resmpi_core::dpm::{JoinCard, PortName};
+    let ports: [&[u8]; 3] = [
+        b"resmpi-port:kvs_1234_0:3:7",
+        b"resmpi-port:kvs:with:colons:0:268435455",
+        b"resmpi-port:j:4294967295:0",
+    ];
+    let (mut accepted, mut refused) = (0, 0);
+    Inputs::new(22).check(&ports, 50_000, 96, |bytes| {
+        let text = String::from_utf8_lossy(bytes);
+        match PortName::parse(&text) {
+            Some(port) => {
+                assert_eq!(PortName::parse(&port.format()), Some(port), "{text:?}");
+                accepted += 1;
+            }
+            None => refused += 1,
+        }
+    });
+    assert!(
+        accepted >= ports.len() && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
+    let card = JoinCard {
+        job: "kvs_1".to_string(),
+        rank: 5,
+        next_context: 40,
+    }
+    .encode();
+    let cards: [&[u8]; 1] = [&card[4..]];
+    let (mut accepted, mut refused) = (0, 0);
+    Inputs::new(23).check(
+        &cards,
+        50_000,
+        JoinCard::MAX_BYTES + 8,
+        |bytes| match JoinCard::decode(bytes) {
+            Some(card) => {
+                assert_eq!(JoinCard::decode(&card.encode()[4..]), Some(card));
+                accepted += 1;
+            }
+            None => refused += 1,
+        },
+    );
+    assert!(
+        accepted >= 1 && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
+}

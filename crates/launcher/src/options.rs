@@ -119,6 +119,10 @@ pub struct Options {
     /// is started again and replays, and what it prints again while it
     /// replays is not shown twice.
     pub msglog: bool,
+    /// `MPI_UNIVERSE_SIZE`: the slots the job may fill, spawned processes
+    /// included. `--universe-size N` / `-usize N` / `RESMPI_UNIVERSE_SIZE`
+    /// when given, else the larger of `-n` and the hosts' slots.
+    pub universe_size: u32,
     /// The program to run, looked up in `PATH` like a shell would.
     pub program: String,
     /// The program's arguments.
@@ -281,6 +285,8 @@ options (each also as --name=value or -name value):
   --hostfile F          hosts from F, one a line: host, host:S or host slots=S;
                         '#' starts a comment (also -f, --machinefile)
   -ppn N                N ranks per host per round (overrides slots)
+  --universe-size N     MPI_UNIVERSE_SIZE (also -usize, RESMPI_UNIVERSE_SIZE;
+                        N or SYSTEM); default: the larger of -n and the slots
   --launcher-exec PROG  start each remote host's proxy as 'PROG HOST MPIEXEC
                         --proxy' (default ssh)
   --control-addr ADDR   address proxies use to reach mpiexec (default:
@@ -426,6 +432,43 @@ enum Arity {
     Two,
 }
 
+/// The variable that mirrors `--universe-size`.
+pub const UNIVERSE_SIZE_VARIABLE: &str = "RESMPI_UNIVERSE_SIZE";
+
+/// `MPI_UNIVERSE_SIZE` (hydra's `-usize`): a number, or `SYSTEM` for the
+/// slots the hosts offer; without one, the larger of `-n` and the slots.
+/// Unlike hydra, which leaves the attribute unset without `-usize`, the
+/// attribute is always set: the slots are known, and MPICH's spawn tests
+/// read it to decide how many processes to start.
+fn parse_universe_size(
+    given: Option<String>,
+    rank_count: u32,
+    hosts: Option<&[HostSpec]>,
+    ranks_per_host: Option<u32>,
+) -> Result<u32, String> {
+    let slots: u64 = match (hosts, ranks_per_host) {
+        (None, _) => 0,
+        (Some(hosts), Some(per_host)) => u64::from(per_host) * hosts.len() as u64,
+        (Some(hosts), None) => hosts.iter().map(|host| u64::from(host.slots)).sum(),
+    };
+    let available = u64::from(rank_count)
+        .max(slots)
+        .min(u64::from(MAX_RANK_COUNT)) as u32;
+    match given.as_deref() {
+        None => Ok(available),
+        Some(text) if text.eq_ignore_ascii_case("system") => Ok(available),
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|size| (1..=MAX_RANK_COUNT).contains(size))
+            .ok_or_else(|| {
+                format!(
+                    "--universe-size '{text}': expected SYSTEM or a number from 1 to {MAX_RANK_COUNT}"
+                )
+            }),
+    }
+}
+
 fn arity_of(name: &str) -> Option<Arity> {
     match name {
         "h" | "help" | "version" | "tag-output" | "l" | "prepend-rank" | "disable-auto-cleanup" => {
@@ -436,7 +479,7 @@ fn arity_of(name: &str) -> Option<Arity> {
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
         | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler"
         | "replicas" | "replica-masking" | "sdc" | "msglog" | "msglog-mem" | "msglog-disk"
-        | "msglog-spill-dir" | "ckpt-dir" => Some(Arity::One),
+        | "msglog-spill-dir" | "ckpt-dir" | "universe-size" | "usize" => Some(Arity::One),
         "io-replication-factor" | "io-replica-targets" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
@@ -641,6 +684,7 @@ pub fn parse(
     let mut msglog_disk_bytes_max = None;
     let mut msglog_spill_dir = None;
     let mut checkpoint_directory = None;
+    let mut universe_size: Option<String> = None;
     let mut index = 0;
     while index < arguments.len() {
         let word = &arguments[index];
@@ -873,6 +917,7 @@ pub fn parse(
                 }
                 checkpoint_directory = Some(values[0].clone())
             }
+            "universe-size" | "usize" => universe_size = Some(values[0].clone()),
             "respawn" => {
                 respawn_count_max = values[0].parse::<u32>().map_err(|_| {
                     format!(
@@ -922,6 +967,12 @@ pub fn parse(
                 })?
         }
     };
+    let universe_size = parse_universe_size(
+        universe_size.or_else(|| lookup(UNIVERSE_SIZE_VARIABLE)),
+        rank_count,
+        hosts.as_deref(),
+        ranks_per_host,
+    )?;
     let msglog = match msglog.or_else(|| lookup(MSGLOG_VARIABLE)) {
         Some(text) => parse_msglog(&text)?,
         None => false,
@@ -1051,6 +1102,7 @@ pub fn parse(
         environment,
         tag_output,
         timeout_seconds,
+        universe_size,
         program,
         arguments: arguments[index + 1..].to_vec(),
     })))
@@ -1086,6 +1138,26 @@ mod tests {
         assert!(!options.tag_output);
         let options = run("-- -weird-name a");
         assert_eq!(options.program, "-weird-name");
+    }
+
+    #[test]
+    fn universe_size_is_the_n_count_unless_slots_or_the_option_say_more() {
+        assert_eq!(run("-n 2 p").universe_size, 2);
+        assert_eq!(run("-n 2 --universe-size 7 p").universe_size, 7);
+        assert_eq!(run("-n 2 -usize 5 p").universe_size, 5);
+        assert_eq!(run("-n 2 -usize SYSTEM p").universe_size, 2);
+        assert_eq!(run("-n 2 --hosts a:3,b:2 p").universe_size, 5);
+        assert_eq!(run("-n 9 --hosts a:3,b:2 p").universe_size, 9);
+        assert_eq!(run("-n 2 -ppn 4 --hosts a,b p").universe_size, 8);
+        let from_variable = parse(&words("-n 2 p"), |name| {
+            (name == UNIVERSE_SIZE_VARIABLE).then(|| "6".to_string())
+        });
+        match from_variable {
+            Ok(Request::Run(options)) => assert_eq!(options.universe_size, 6),
+            other => panic!("{other:?}"),
+        }
+        assert!(error("-n 2 -usize 0 p").contains("--universe-size"));
+        assert!(error("-n 2 -usize many p").contains("--universe-size"));
     }
 
     #[test]

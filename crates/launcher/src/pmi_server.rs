@@ -49,6 +49,8 @@ pub const VALUE_MAX_BYTES: usize = 1024;
 pub const KVS_NAME_MAX_BYTES: usize = 256;
 /// Bound on the key-value space: past it, puts fail with `rc=-1`.
 pub const KVS_MAX_BYTES: usize = 64 * 1024 * 1024;
+/// Most services MPI_Publish_name may have published at once in a job.
+pub const NAMES_MAX_COUNT: usize = 4096;
 /// How long one write to a rank's connection may block (a rank that stopped
 /// reading must not stall the supervisor, which writes failure notices).
 /// Never reached in practice: a connection is sent at most one notice per
@@ -172,6 +174,11 @@ impl ServerState {
 /// The server shared by all rank threads.
 pub struct PmiServer {
     rank_count: u32,
+    /// What `get_universe_size` answers (`--universe-size`).
+    universe_size: u32,
+    /// MPI_Publish_name's services: service name to port name, shared by
+    /// every process of the job, visible at once (no barrier).
+    names: Mutex<HashMap<String, String>>,
     kvs_name: String,
     process_mapping: String,
     state: Mutex<ServerState>,
@@ -186,6 +193,8 @@ impl PmiServer {
         let ranks = rank_count as usize;
         Arc::new(PmiServer {
             rank_count,
+            universe_size: rank_count,
+            names: Mutex::new(HashMap::new()),
             kvs_name,
             process_mapping,
             state: Mutex::new(ServerState {
@@ -207,6 +216,62 @@ impl PmiServer {
                 notices_sent_count: 0,
             }),
         })
+    }
+
+    /// The same server answering `universe_size` to `get_universe_size`
+    /// (processes, so replicas count); call before it is shared.
+    pub fn with_universe_size(mut self: Arc<PmiServer>, universe_size: u32) -> Arc<PmiServer> {
+        if let Some(server) = Arc::get_mut(&mut self) {
+            server.universe_size = universe_size.max(1);
+        }
+        self
+    }
+
+    /// MPI_Publish_name / Lookup_name / Unpublish_name (hydra's PMI-1
+    /// commands `publish_name`, `lookup_name`, `unpublish_name`).
+    fn name_service(&self, line: &PmiLine) -> PmiLine {
+        let mut names = self
+            .names
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let reply = match line.command.as_str() {
+            "publish_name" => "publish_result",
+            "lookup_name" => "lookup_result",
+            _ => "unpublish_result",
+        };
+        let refuse = |message: &str| PmiLine::new(reply).with("rc", -1).with("msg", message);
+        let Some(service) = line.get("service") else {
+            return refuse("a_service_name_is_needed");
+        };
+        match line.command.as_str() {
+            "publish_name" => {
+                let Some(port) = line.get("port") else {
+                    return refuse("a_port_name_is_needed");
+                };
+                if names.contains_key(service) {
+                    return refuse("service_already_published");
+                }
+                if names.len() >= NAMES_MAX_COUNT
+                    || service.len() > VALUE_MAX_BYTES
+                    || port.len() > VALUE_MAX_BYTES
+                {
+                    return refuse("name_service_full");
+                }
+                names.insert(service.to_string(), port.to_string());
+                PmiLine::new(reply).with("rc", 0).with("msg", "success")
+            }
+            "lookup_name" => match names.get(service) {
+                Some(port) => PmiLine::new(reply)
+                    .with("rc", 0)
+                    .with("msg", "success")
+                    .with("port", port),
+                None => refuse("service_not_published"),
+            },
+            _ => match names.remove(service) {
+                Some(_) => PmiLine::new(reply).with("rc", 0).with("msg", "success"),
+                None => refuse("service_not_published"),
+            },
+        }
     }
 
     fn failures(&self) -> MutexGuard<'_, FailureBoard> {
@@ -603,8 +668,9 @@ impl PmiServer {
             "get_appnum" => Some(PmiLine::new("appnum").with("appnum", 0)),
             "get_my_kvsname" => Some(PmiLine::new("my_kvsname").with("kvsname", &self.kvs_name)),
             "get_universe_size" => {
-                Some(PmiLine::new("universe_size").with("size", self.rank_count))
+                Some(PmiLine::new("universe_size").with("size", self.universe_size))
             }
+            "publish_name" | "lookup_name" | "unpublish_name" => Some(self.name_service(line)),
             "put" => {
                 let (Some(key), Some(value)) = (line.get("key"), line.get("value")) else {
                     return failure("put_result", "put_needs_key_and_value");
@@ -764,6 +830,56 @@ mod tests {
         let state = server.state();
         assert!(state.initialized[0] && state.finalized[0]);
         assert!(!state.initialized[1] && !state.finalized[1]);
+    }
+
+    #[test]
+    fn names_are_published_looked_up_and_withdrawn_at_once_across_ranks() {
+        let server = server(2, "kvs_test").with_universe_size(6);
+        let cases = [
+            (0, "cmd=get_universe_size", "cmd=universe_size size=6"),
+            (
+                1,
+                "cmd=lookup_name service=s",
+                "cmd=lookup_result rc=-1 msg=service_not_published",
+            ),
+            (
+                0,
+                "cmd=publish_name service=s port=resmpi-port:j:0:1",
+                "cmd=publish_result rc=0 msg=success",
+            ),
+            (
+                1,
+                "cmd=publish_name service=s port=other",
+                "cmd=publish_result rc=-1 msg=service_already_published",
+            ),
+            (
+                1,
+                "cmd=lookup_name service=s",
+                "cmd=lookup_result rc=0 msg=success port=resmpi-port:j:0:1",
+            ),
+            (
+                1,
+                "cmd=unpublish_name service=s",
+                "cmd=unpublish_result rc=0 msg=success",
+            ),
+            (
+                0,
+                "cmd=unpublish_name service=s",
+                "cmd=unpublish_result rc=-1 msg=service_not_published",
+            ),
+            (
+                0,
+                "cmd=lookup_name",
+                "cmd=lookup_result rc=-1 msg=a_service_name_is_needed",
+            ),
+        ];
+        for (rank, sent, expected) in cases {
+            assert_eq!(
+                request(&server, rank, sent).as_deref(),
+                Some(expected),
+                "{sent}"
+            );
+        }
     }
 
     #[test]

@@ -444,6 +444,7 @@ mod tests {
             report_json: None,
             failure_policy: FailurePolicy::Continue,
             process_faults: Vec::new(),
+            universe_size: 4,
             program: program.to_string(),
             arguments: vec!["it's".to_string()],
         }

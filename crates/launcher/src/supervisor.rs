@@ -207,7 +207,8 @@ pub fn run(options: &Options) -> i32 {
         options.process_count(),
         format!("kvs_{}", identity.job_id),
         placement.process_mapping(),
-    );
+    )
+    .with_universe_size(options.universe_size.saturating_mul(options.replica_count));
     let remote_exits: RemoteExits = Arc::new(Mutex::new(Vec::new()));
     let replicated_outputs = replicated_output::rank_outputs(options);
     let replay_output = options.msglog.then(|| {

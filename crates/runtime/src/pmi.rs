@@ -882,6 +882,49 @@ impl Pmi {
         parse_peer_incarnations(reply.require("peers")?)
     }
 
+    /// MPI_Publish_name: `cmd=publish_name service=S port=P` (hydra's
+    /// PMI-1 name service, which resmpi's mpiexec also serves). Only over a
+    /// PMI-1 connection: PMI-2 and PMIx have none this client speaks.
+    pub fn publish_name(&mut self, service: &str, port: &str) -> Result<(), PmiError> {
+        self.name_request(
+            PmiLine::new("publish_name")
+                .with("service", crate::codec::encode_text(service))
+                .with("port", crate::codec::encode_text(port)),
+            "publish_result",
+        )
+        .map(|_| ())
+    }
+
+    /// MPI_Lookup_name: the port published under `service`.
+    pub fn lookup_name(&mut self, service: &str) -> Result<String, PmiError> {
+        let reply = self.name_request(
+            PmiLine::new("lookup_name").with("service", crate::codec::encode_text(service)),
+            "lookup_result",
+        )?;
+        Ok(crate::codec::decode_text(reply.require("port")?))
+    }
+
+    /// MPI_Unpublish_name.
+    pub fn unpublish_name(&mut self, service: &str) -> Result<(), PmiError> {
+        self.name_request(
+            PmiLine::new("unpublish_name").with("service", crate::codec::encode_text(service)),
+            "unpublish_result",
+        )
+        .map(|_| ())
+    }
+
+    fn name_request(&mut self, request: PmiLine, expected: &str) -> Result<PmiLine, PmiError> {
+        self.check_usable(&request.command.clone())?;
+        match &mut self.transport {
+            Transport::Connected(channel) if channel.wire == Wire::Pmi1 => {
+                channel.request(&request, expected)
+            }
+            _ => Err(PmiError::new(
+                "no name service: the process manager is not a PMI-1 one (resmpi's mpiexec or hydra)",
+            )),
+        }
+    }
+
     /// Tells the process manager this rank is done (`cmd=finalize`) and waits
     /// for `finalize_ack`. A second call does nothing.
     pub fn finalize(&mut self) -> Result<(), PmiError> {
@@ -1053,6 +1096,40 @@ mod tests {
         pmi.finalize().unwrap();
         assert!(pmi.put("late", "x").is_err());
         assert_eq!(server.join().unwrap().len(), 10);
+    }
+
+    #[test]
+    fn the_name_service_speaks_hydras_lines_with_escaped_names() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let mut script = HANDSHAKE.to_vec();
+        script.extend([
+            (
+                "cmd=publish_name service=my%20service port=resmpi-port:kvs_7:1:0\n",
+                Some("cmd=publish_result rc=0 msg=success\n"),
+            ),
+            (
+                "cmd=lookup_name service=my%20service\n",
+                Some("cmd=lookup_result rc=0 msg=success port=resmpi-port:kvs_7:1:0\n"),
+            ),
+            (
+                "cmd=unpublish_name service=my%20service\n",
+                Some("cmd=unpublish_result rc=-1 msg=service_not_published\n"),
+            ),
+            ("cmd=finalize", Some("cmd=finalize_ack\n")),
+        ]);
+        let server = scripted_server(server, script);
+        let mut pmi = Pmi::handshake(Channel::new(Stream::Unix(client)), 1, 2, 1, 2).unwrap();
+        pmi.publish_name("my service", "resmpi-port:kvs_7:1:0")
+            .unwrap();
+        assert_eq!(
+            pmi.lookup_name("my service").unwrap(),
+            "resmpi-port:kvs_7:1:0"
+        );
+        let error = pmi.unpublish_name("my service").unwrap_err().to_string();
+        assert!(error.contains("service_not_published"), "{error}");
+        pmi.finalize().unwrap();
+        assert!(pmi.lookup_name("late").is_err());
+        assert_eq!(server.join().unwrap().len(), 9);
     }
 
     #[test]
