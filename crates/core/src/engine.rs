@@ -58,6 +58,7 @@ use resmpi_checksum::crc32c;
 use resmpi_runtime::FailureNotices;
 
 mod direct_receive;
+mod position;
 mod rejoin;
 mod replay;
 pub mod rma;
@@ -65,6 +66,7 @@ mod single_copy;
 mod ulfm;
 
 pub use direct_receive::BlockingReceive;
+pub use position::{logs_messages, CheckpointPosition, CollectivePosition};
 use direct_receive::{DirectReceive, DIRECT_RECEIVE_TOKEN};
 
 use rma::{CONTROL_RMA, CONTROL_RMA_PUT_DATA, CONTROL_RMA_REPLY_DATA};
@@ -346,6 +348,8 @@ pub struct State<F: Interceptor = PassThrough> {
     message_seq_in: Vec<u64>,
     /// Messages dropped because their logical number was already taken.
     pub duplicate_messages_dropped: u64,
+    /// Message logging: messages re-sent from the log to re-joined peers.
+    pub messages_replayed: u64,
     /// Incarnation of this process (0 for the first; stamped on every
     /// frame it sends, see `rejoin.rs`).
     pub own_incarnation: u32,
@@ -532,6 +536,7 @@ impl<F: Interceptor> Engine<F> {
                 failed: vec![false; peers],
                 message_seq_out: vec![0; peers],
                 message_seq_in: vec![0; peers],
+                messages_replayed: 0,
                 duplicate_messages_dropped: 0,
                 own_incarnation: 0,
                 peer_incarnation: vec![0; peers],
@@ -2550,6 +2555,15 @@ impl<F: Interceptor> State<F> {
         }
         if logical_seq <= *last {
             self.duplicate_messages_dropped += 1;
+        } else if F::LOGS_MESSAGES {
+            self.pending_error.get_or_insert(MpiError::new(
+                ErrorClass::ProcFailed,
+                format!(
+                    "message logging: message {logical_seq} from rank {peer} arrived after message {last}: messages {} to {} are missing (the sender's log no longer holds them: a checkpoint covered them, or the sender resumed from its own checkpoint after sending them); this restart is refused",
+                    *last + 1,
+                    logical_seq - 1
+                ),
+            ));
         } else {
             self.pending_error.get_or_insert(MpiError::new(
                 ErrorClass::Intern,

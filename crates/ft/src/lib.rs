@@ -573,6 +573,37 @@ pub trait Interceptor {
     #[inline]
     fn on_peer_rejoin(&mut self, _peer: u32) {}
 
+    /// The first logical number to world rank `destination` this process
+    /// still holds in its log (only with `LOGS_MESSAGES`): what a re-join
+    /// re-sends from. Above 1 once the destination's checkpoint covered
+    /// the rest, or when this process resumed from its own checkpoint.
+    #[inline]
+    fn replay_first(&self, _destination: u32) -> u64 {
+        1
+    }
+
+    /// The protocol's part of a checkpoint's position (only with
+    /// `LOGS_MESSAGES`): the ordinals of the next wildcard receive and of
+    /// the next counted completion call or probe.
+    #[inline]
+    fn checkpoint_ordinals(&self) -> [u64; 2] {
+        [0, 0]
+    }
+
+    /// This process (a restarted incarnation) resumes from a checkpoint's
+    /// position (only with `LOGS_MESSAGES`): the next ordinals are
+    /// `ordinals`, and the messages numbered at or below `sent[peer]` to
+    /// each peer were sent by an earlier incarnation (not in this log).
+    #[inline]
+    fn resume_at(&mut self, _ordinals: [u64; 2], _sent: &[u64]) {}
+
+    /// A checkpoint of this process is durable and restartable from its
+    /// position (only with `LOGS_MESSAGES`): it covers, per peer, the
+    /// messages numbered at or below `delivered[peer]`, which the peers
+    /// may now drop from their logs.
+    #[inline]
+    fn on_checkpoint(&mut self, _delivered: &[u64]) {}
+
     /// This process has passed `MPI_Finalize`'s barrier (only with
     /// `LOGS_MESSAGES`): it will leave once [`Interceptor::may_leave`] says so.
     #[inline]

@@ -18,8 +18,15 @@
 //! specified: the log stops taking messages and says why
 //! ([`SenderLog::incomplete_reason`]); the protocol then refuses to
 //! restart any peer (the job ends with an error naming the bound) instead
-//! of replaying a history with holes. Trimming at checkpoints is not built
-//! yet (issue 13): a rank restarts from `MPI_Init`, so it needs everything.
+//! of replaying a history with holes.
+//!
+//! Trimming ([`SenderLog::trim`]): once a destination's restartable
+//! checkpoint covers the messages numbered up to some `last` (it says so
+//! in a `Covered` frame), they are dropped, from memory and from the
+//! spill file's index (the file's bytes stay until the process ends: it
+//! is append-only and unlinked). What a log no longer holds is named by
+//! [`SenderLog::first_held`]; asking for a message below it is an error
+//! naming the missing range, never a replay with a hole.
 
 use std::collections::VecDeque;
 
@@ -64,8 +71,17 @@ struct Entry {
 #[derive(Debug)]
 pub struct SenderLog {
     per_destination: Vec<VecDeque<Entry>>,
-    /// (destination, position) of the entries whose payload is in memory,
-    /// oldest first: the order they spill in.
+    /// Per destination: entries trimmed from the front of its queue (an
+    /// entry's absolute position is this plus its index).
+    trimmed_entries: Vec<usize>,
+    /// Per destination: the first logical number this log can hold (1
+    /// until a trim or a resume moves it).
+    first_held: Vec<u64>,
+    /// Payload bytes dropped by trims, and how many messages.
+    trimmed_bytes: u64,
+    trimmed_messages: u64,
+    /// (destination, absolute position) of the entries whose payload is
+    /// in memory, oldest first: the order they spill in.
     in_memory: VecDeque<(u32, usize)>,
     memory_bytes: usize,
     memory_bytes_max: usize,
@@ -80,6 +96,10 @@ impl SenderLog {
     pub fn new(size: u32, bytes_max: usize) -> SenderLog {
         SenderLog {
             per_destination: (0..size).map(|_| VecDeque::new()).collect(),
+            trimmed_entries: vec![0; size as usize],
+            first_held: vec![1; size as usize],
+            trimmed_bytes: 0,
+            trimmed_messages: 0,
             in_memory: VecDeque::new(),
             memory_bytes: 0,
             memory_bytes_max: bytes_max,
@@ -116,7 +136,8 @@ impl SenderLog {
         } = message;
         let stored = if self.memory_bytes + cost <= self.memory_bytes_max {
             self.memory_bytes += payload.len();
-            let position = self.per_destination[destination as usize].len();
+            let position = self.trimmed_entries[destination as usize]
+                + self.per_destination[destination as usize].len();
             self.in_memory.push_back((destination, position));
             Stored::Memory(payload)
         } else {
@@ -143,8 +164,14 @@ impl SenderLog {
     fn make_room(&mut self, cost: usize) -> Result<(), String> {
         if self.spill.is_some() {
             while self.memory_bytes + cost > self.memory_bytes_max {
-                let Some((destination, position)) = self.in_memory.pop_front() else {
+                let Some((destination, absolute)) = self.in_memory.pop_front() else {
                     break;
+                };
+                let Some(position) =
+                    absolute.checked_sub(self.trimmed_entries[destination as usize])
+                else {
+                    // Trimmed since.
+                    continue;
                 };
                 let entry = &mut self.per_destination[destination as usize][position];
                 let Stored::Memory(payload) =
@@ -194,6 +221,15 @@ impl SenderLog {
     /// The message numbered `logical_seq` sent to `destination`, read back
     /// from disk if it was spilled. Err says why it cannot be had.
     pub fn message(&self, destination: u32, logical_seq: u64) -> Result<LoggedMessage, String> {
+        let first_held = self.first_held(destination);
+        if logical_seq < first_held {
+            return Err(format!(
+                "messages {logical_seq} to {} to rank {destination} are no longer in this rank's \
+                 sender log (a checkpoint of rank {destination} covered them, or this rank resumed \
+                 from its own checkpoint after sending them); a restart that needs them is refused",
+                first_held - 1
+            ));
+        }
         let entry = self.entry(destination, logical_seq).ok_or_else(|| {
             format!(
                 "message {logical_seq} to rank {destination} is not in this rank's sender log{}",
@@ -233,6 +269,70 @@ impl SenderLog {
             .get(position)
             .filter(|entry| entry.logical_seq == logical_seq)
             .or_else(|| queue.iter().find(|entry| entry.logical_seq == logical_seq))
+    }
+
+    /// The first logical number to `destination` this log can still hold.
+    pub fn first_held(&self, destination: u32) -> u64 {
+        self.first_held
+            .get(destination as usize)
+            .copied()
+            .unwrap_or(1)
+    }
+
+    /// Drop the messages to `destination` numbered at or below `last` (its
+    /// checkpoint covers them). Returns the payload bytes dropped.
+    pub fn trim(&mut self, destination: u32, last: u64) -> u64 {
+        let slot = destination as usize;
+        let Some(queue) = self.per_destination.get_mut(slot) else {
+            return 0;
+        };
+        let mut dropped_bytes = 0u64;
+        while queue.front().is_some_and(|entry| entry.logical_seq <= last) {
+            let entry = queue.pop_front().expect("checked");
+            self.trimmed_entries[slot] += 1;
+            self.trimmed_messages += 1;
+            self.memory_bytes -= ENTRY_OVERHEAD_BYTES;
+            match entry.stored {
+                Stored::Memory(payload) => {
+                    self.memory_bytes -= payload.len();
+                    dropped_bytes += payload.len() as u64;
+                }
+                Stored::Disk(at) => dropped_bytes += at.length,
+                Stored::Lost => {}
+            }
+        }
+        self.first_held[slot] = self.first_held[slot].max(last.saturating_add(1));
+        self.trimmed_bytes += dropped_bytes;
+        // Forget trimmed entries' places in the spill order (they are
+        // skipped anyway; this keeps the queue bounded without spilling).
+        if self.in_memory.len() > 64 && self.in_memory.len() > 2 * self.entries_in_memory() {
+            let trimmed = &self.trimmed_entries;
+            self.in_memory
+                .retain(|&(destination, absolute)| absolute >= trimmed[destination as usize]);
+        }
+        dropped_bytes
+    }
+
+    /// This log belongs to a process that resumed from its checkpoint:
+    /// the messages to each destination numbered at or below `sent[d]`
+    /// were sent by an earlier incarnation and are not here.
+    pub fn resume_after(&mut self, sent: &[u64]) {
+        for (slot, &last) in sent.iter().enumerate().take(self.first_held.len()) {
+            self.first_held[slot] = self.first_held[slot].max(last.saturating_add(1));
+        }
+    }
+
+    fn entries_in_memory(&self) -> usize {
+        self.per_destination
+            .iter()
+            .flatten()
+            .filter(|entry| matches!(entry.stored, Stored::Memory(_)))
+            .count()
+    }
+
+    /// Payload bytes, and messages, dropped by trims so far.
+    pub fn trimmed(&self) -> (u64, u64) {
+        (self.trimmed_bytes, self.trimmed_messages)
     }
 
     /// Whether every message sent so far is in the log.
