@@ -590,12 +590,23 @@ pub trait Interceptor {
         [0, 0]
     }
 
+    /// The sender log as a checkpoint carries it (only with
+    /// `LOGS_MESSAGES`): what the peers' checkpoints do not cover yet, so
+    /// that a replacement can send again what its peers had not taken and
+    /// replay to a peer restarted later. Err: it cannot be carried (the
+    /// log is incomplete).
+    #[inline]
+    fn checkpoint_log(&self) -> Result<Vec<u8>, String> {
+        Ok(Vec::new())
+    }
+
     /// This process (a restarted incarnation) resumes from a checkpoint's
     /// position (only with `LOGS_MESSAGES`): the next ordinals are
-    /// `ordinals`, and the messages numbered at or below `sent[peer]` to
-    /// each peer were sent by an earlier incarnation (not in this log).
+    /// `ordinals`, and its sender log is `log` ([`Interceptor::checkpoint_log`]).
     #[inline]
-    fn resume_at(&mut self, _ordinals: [u64; 2], _sent: &[u64]) {}
+    fn resume_at(&mut self, _ordinals: [u64; 2], _log: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
 
     /// A checkpoint of this process is durable and restartable from its
     /// position (only with `LOGS_MESSAGES`): it covers, per peer, the

@@ -597,11 +597,15 @@ impl Interceptor for MessageLog {
         [self.next_ordinal, self.next_choice_ordinal]
     }
 
-    fn resume_at(&mut self, ordinals: [u64; 2], sent: &[u64]) {
+    fn checkpoint_log(&self) -> Result<Vec<u8>, String> {
+        self.log.export()
+    }
+
+    fn resume_at(&mut self, ordinals: [u64; 2], log: &[u8]) -> Result<(), String> {
         self.next_ordinal = ordinals[0];
         self.next_choice_ordinal = ordinals[1];
         self.failed_run = None;
-        self.log.resume_after(sent);
+        self.log.import(log)
     }
 
     fn on_checkpoint(&mut self, delivered: &[u64]) {

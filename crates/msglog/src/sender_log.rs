@@ -313,13 +313,86 @@ impl SenderLog {
         dropped_bytes
     }
 
-    /// This log belongs to a process that resumed from its checkpoint:
-    /// the messages to each destination numbered at or below `sent[d]`
-    /// were sent by an earlier incarnation and are not here.
-    pub fn resume_after(&mut self, sent: &[u64]) {
-        for (slot, &last) in sent.iter().enumerate().take(self.first_held.len()) {
-            self.first_held[slot] = self.first_held[slot].max(last.saturating_add(1));
+    /// The log as a checkpoint carries it: per destination, the first
+    /// number held and every message held (read back from disk if it was
+    /// spilled). Layout: count u32, then per destination: first held
+    /// u64, messages u32, and per message: number u64, context u32, tag
+    /// i32, length u64, payload. Err: the log is incomplete.
+    pub fn export(&self) -> Result<Vec<u8>, String> {
+        if let Some(reason) = &self.incomplete {
+            return Err(format!("the sender log is incomplete: {reason}"));
         }
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&(self.per_destination.len() as u32).to_le_bytes());
+        for (destination, queue) in self.per_destination.iter().enumerate() {
+            bytes.extend_from_slice(&self.first_held[destination].to_le_bytes());
+            bytes.extend_from_slice(&(queue.len() as u32).to_le_bytes());
+            for entry in queue {
+                let message = self.message(destination as u32, entry.logical_seq)?;
+                bytes.extend_from_slice(&message.logical_seq.to_le_bytes());
+                bytes.extend_from_slice(&message.context.to_le_bytes());
+                bytes.extend_from_slice(&message.tag.to_le_bytes());
+                bytes.extend_from_slice(&(message.payload.len() as u64).to_le_bytes());
+                bytes.extend_from_slice(&message.payload);
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Take back a log [`SenderLog::export`] wrote (a replacement resuming
+    /// from its checkpoint; this log is empty then). Err names what is
+    /// wrong with the bytes.
+    pub fn import(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let mut at = 0usize;
+        let mut take = |length: usize| -> Result<&[u8], String> {
+            let end = at
+                .checked_add(length)
+                .filter(|&end| end <= bytes.len())
+                .ok_or_else(|| "checkpointed sender log: truncated".to_string())?;
+            let taken = &bytes[at..end];
+            at = end;
+            Ok(taken)
+        };
+        let count = u32::from_le_bytes(take(4)?.try_into().expect("4")) as usize;
+        if count != self.per_destination.len() {
+            return Err(format!(
+                "checkpointed sender log: {count} destinations, the job has {}",
+                self.per_destination.len()
+            ));
+        }
+        for destination in 0..count {
+            let first_held = u64::from_le_bytes(take(8)?.try_into().expect("8"));
+            let messages = u32::from_le_bytes(take(4)?.try_into().expect("4"));
+            self.first_held[destination] = first_held.max(1);
+            for _ in 0..messages {
+                let logical_seq = u64::from_le_bytes(take(8)?.try_into().expect("8"));
+                let context = u32::from_le_bytes(take(4)?.try_into().expect("4"));
+                let tag = i32::from_le_bytes(take(4)?.try_into().expect("4"));
+                let length = u64::from_le_bytes(take(8)?.try_into().expect("8"));
+                let length = usize::try_from(length)
+                    .map_err(|_| "checkpointed sender log: a message too long".to_string())?;
+                let payload = take(length)?.to_vec();
+                self.record(
+                    destination as u32,
+                    LoggedMessage {
+                        logical_seq,
+                        context,
+                        tag,
+                        payload,
+                    },
+                );
+            }
+        }
+        if at != bytes.len() {
+            return Err(format!(
+                "checkpointed sender log: {} bytes left over",
+                bytes.len() - at
+            ));
+        }
+        Ok(())
     }
 
     fn entries_in_memory(&self) -> usize {

@@ -15,7 +15,15 @@
 //! The wire form (inside the checkpoint file, so covered by its CRC) is
 //! versioned and parsed with checks: version u8, job id (length u16 and
 //! bytes), size u32, size × (delivered u64, sent u64), two ordinals u64,
-//! count u32, count × (context u32, collective u32, shared-memory u64).
+//! count u32, count × (context u32, collective u32, shared-memory u64),
+//! log length u64 and the protocol's sender log.
+//!
+//! The sender log travels in the checkpoint (bounded by the peers'
+//! trimming: only what their checkpoints do not cover): a message sent
+//! before the checkpoint may not have reached its destination when the
+//! process died (a frame lost with it), and the replacement, which does
+//! not run that part of the program again, sends it again from the
+//! carried log; the peer drops what it had as a duplicate.
 
 use resmpi_ft::Interceptor;
 
@@ -56,6 +64,8 @@ pub struct CheckpointPosition {
     pub ordinals: [u64; 2],
     /// Every communicator's collective counters.
     pub collectives: Vec<CollectivePosition>,
+    /// The protocol's sender log ([`Interceptor::checkpoint_log`]).
+    pub log: Vec<u8>,
 }
 
 impl CheckpointPosition {
@@ -80,6 +90,8 @@ impl CheckpointPosition {
             bytes.extend_from_slice(&collective.collective_sequence.to_le_bytes());
             bytes.extend_from_slice(&collective.shared_memory_sequence.to_le_bytes());
         }
+        bytes.extend_from_slice(&(self.log.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&self.log);
         bytes
     }
 
@@ -121,6 +133,9 @@ impl CheckpointPosition {
                 shared_memory_sequence: u64::from_le_bytes(reader.array()?),
             });
         }
+        let log_length = usize::try_from(u64::from_le_bytes(reader.array()?))
+            .map_err(|_| "checkpoint position: log too long".to_string())?;
+        let log = reader.take(log_length)?.to_vec();
         if reader.at != bytes.len() {
             return Err(format!(
                 "checkpoint position: {} bytes left over",
@@ -133,6 +148,7 @@ impl CheckpointPosition {
             sent,
             ordinals,
             collectives,
+            log,
         })
     }
 }
@@ -226,12 +242,14 @@ impl<F: Interceptor> Engine<F> {
                 shared_memory_sequence: communicator.shared_memory_sequence,
             })
             .collect();
+        let log = state.interceptor.checkpoint_log()?;
         Ok(CheckpointPosition {
             job: job.to_string(),
             delivered,
             sent: state.message_seq_out.clone(),
             ordinals: state.interceptor.checkpoint_ordinals(),
             collectives,
+            log,
         })
     }
 
@@ -248,8 +266,9 @@ impl<F: Interceptor> Engine<F> {
     /// numbered at or below the delivered position are taken already
     /// (the peers' re-sends of them are dropped as duplicates) and the
     /// next message sent is numbered after the sent position; the
-    /// protocol's ordinals continue from the checkpoint's. Err: the
-    /// position is for another job size.
+    /// protocol's ordinals continue from the checkpoint's, its sender log
+    /// is the carried one, and what that holds is sent again. Err: the
+    /// position is for another job size, or its log does not parse.
     pub fn resume_from(&mut self, position: &CheckpointPosition) -> Result<(), String> {
         let size = self.state.size as usize;
         if !F::LOGS_MESSAGES || position.delivered.len() != size || position.sent.len() != size {
@@ -283,7 +302,15 @@ impl<F: Interceptor> Engine<F> {
         }
         self.state
             .interceptor
-            .resume_at(position.ordinals, &position.sent);
+            .resume_at(position.ordinals, &position.log)?;
+        // What the earlier incarnation sent may not all have arrived (a
+        // frame lost with it): send again what the carried log holds; the
+        // peers drop what they took already.
+        for peer in 0..self.state.size {
+            if peer != self.state.rank && !self.state.is_restarting(peer) {
+                self.replay_to(peer);
+            }
+        }
         Ok(())
     }
 
@@ -323,6 +350,7 @@ mod tests {
                 collective_sequence: 17,
                 shared_memory_sequence: 3,
             }],
+            log: vec![1, 2, 3],
         };
         let bytes = position.encode();
         assert_eq!(CheckpointPosition::decode(&bytes), Ok(position));
