@@ -46,6 +46,7 @@ mod rma_ops;
 mod topo;
 mod type_attr;
 mod ulfm;
+mod output_position;
 mod veloc;
 
 use std::os::raw::{c_char, c_int};

@@ -866,8 +866,6 @@ struct Resume {
     name: String,
     version: u32,
     position: CheckpointPosition,
-    /// The application's standard output, kept while it is muted.
-    saved_stdout: Option<c_int>,
 }
 
 static RESUME: Mutex<Option<Resume>> = Mutex::new(None);
@@ -878,14 +876,28 @@ fn lock_resume() -> std::sync::MutexGuard<'static, Option<Resume>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// `RESMPI_MSGLOG_RESUME=off`: checkpoints save no position (so nothing
+/// is trimmed) and a replacement always replays from `MPI_Init`.
+fn resume_enabled() -> bool {
+    !matches!(
+        std::env::var("RESMPI_MSGLOG_RESUME").as_deref(),
+        Ok("off" | "0" | "no")
+    )
+}
+
 /// This process's position now, if a replacement could resume from it.
 fn current_position() -> Option<CheckpointPosition> {
+    if !resume_enabled() {
+        return None;
+    }
     let job = std::env::var("RESMPI_JOB_ID").unwrap_or_default();
-    crate::global::with_mpi("VELOC_Checkpoint", abi::MPI_COMM_WORLD, |mpi, _| {
+    let mut position = crate::global::with_mpi("VELOC_Checkpoint", abi::MPI_COMM_WORLD, |mpi, _| {
         Ok(mpi.engine.checkpoint_position(&job).ok())
     })
     .ok()
-    .flatten()
+    .flatten()?;
+    position.output_bytes = crate::output_position::passed_bytes().unwrap_or(u64::MAX);
+    Some(position)
 }
 
 fn announce_position(position: &CheckpointPosition) {
@@ -937,32 +949,41 @@ fn newest_position(
 /// takes the position now (the peers' re-sends at or below it are
 /// dropped), `VELOC_Restart_test` answers its version, and
 /// `VELOC_Restart` finishes the jump. Its standard output is muted until
-/// then: what it prints before its restart the original never printed.
+/// then (what it prints before its restart the original never printed),
+/// and copied and counted in every process (`output_position`).
 pub(crate) fn resume_at_init(mpi: &mut resmpi_core::Mpi) {
-    if mpi.config.incarnation == 0 || !resmpi_core::engine::logs_messages(&mpi.engine) {
+    if !resmpi_core::engine::logs_messages(&mpi.engine) || !resume_enabled() {
         return;
     }
+    let resuming = resume_choice(mpi);
+    crate::output_position::start(resuming);
+}
+
+/// [`resume_at_init`]'s choice: true if this replacement resumes.
+fn resume_choice(mpi: &mut resmpi_core::Mpi) -> bool {
+    if mpi.config.incarnation == 0 {
+        return false;
+    }
     let Ok(directory) = std::env::var(CHECKPOINT_DIRECTORY_VARIABLE) else {
-        return;
+        return false;
     };
     let job = mpi.config.job_id.clone().unwrap_or_default();
     let size = mpi.engine.state.size as usize;
     let Some((name, version, position)) =
         newest_position(&directory, mpi.engine.state.rank, &job, size)
     else {
-        return;
+        return false;
     };
     if let Err(reason) = mpi.engine.resume_from(&position) {
         eprintln!("resmpi: not resuming from checkpoint {name} version {version}: {reason}");
-        return;
+        return false;
     }
-    let saved_stdout = mute_standard_output();
     *lock_resume() = Some(Resume {
         name,
         version,
         position,
-        saved_stdout,
     });
+    true
 }
 
 /// `VELOC_Restart` of version `version` of `name` succeeded: if this is
@@ -987,58 +1008,9 @@ fn finish_resume(name: &str, version: u32) -> Result<(), String> {
         mpi.engine.resume_collectives(&position);
         Ok(())
     });
-    if let Some(saved) = resume.saved_stdout {
-        restore_standard_output(saved);
-    }
+    // What the original showed up to its checkpoint: the launcher skips
+    // it (with what the original showed after), so it is filler here.
+    let shown = position.output_bytes;
+    crate::output_position::unmute_at(if shown == u64::MAX { 0 } else { shown });
     Ok(())
-}
-
-extern "C" {
-    /// glibc's `stdout` stream.
-    static mut stdout: *mut libc::FILE;
-}
-
-fn flush_c_stdout() {
-    // SAFETY: fflush on the C library's own stdout, which exists for the
-    // whole process.
-    unsafe {
-        let stream = std::ptr::addr_of!(stdout).read();
-        if !stream.is_null() {
-            libc::fflush(stream);
-        }
-    }
-}
-
-/// Point descriptor 1 at /dev/null; returns a copy of the old one.
-fn mute_standard_output() -> Option<c_int> {
-    flush_c_stdout();
-    // SAFETY: plain descriptor calls on descriptors this function opens
-    // or on 1, which the process owns.
-    unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if null < 0 {
-            return None;
-        }
-        let saved = libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3);
-        if saved < 0 || libc::dup2(null, libc::STDOUT_FILENO) < 0 {
-            libc::close(null);
-            if saved >= 0 {
-                libc::close(saved);
-            }
-            return None;
-        }
-        libc::close(null);
-        Some(saved)
-    }
-}
-
-/// Flush what the muted program wrote (to /dev/null) and give descriptor
-/// 1 back.
-fn restore_standard_output(saved: c_int) {
-    flush_c_stdout();
-    // SAFETY: `saved` is the descriptor `mute_standard_output` kept.
-    unsafe {
-        libc::dup2(saved, libc::STDOUT_FILENO);
-        libc::close(saved);
-    }
 }

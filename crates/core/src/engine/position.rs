@@ -16,7 +16,8 @@
 //! versioned and parsed with checks: version u8, job id (length u16 and
 //! bytes), size u32, size × (delivered u64, sent u64), two ordinals u64,
 //! count u32, count × (context u32, collective u32, shared-memory u64),
-//! log length u64 and the protocol's sender log.
+//! log length u64 and the protocol's sender log, standard output bytes
+//! u64.
 //!
 //! The sender log travels in the checkpoint (bounded by the peers'
 //! trimming: only what their checkpoints do not cover): a message sent
@@ -66,6 +67,9 @@ pub struct CheckpointPosition {
     pub collectives: Vec<CollectivePosition>,
     /// The protocol's sender log ([`Interceptor::checkpoint_log`]).
     pub log: Vec<u8>,
+    /// Bytes of standard output the process had passed on (the C layer
+    /// fills it in; `u64::MAX`: unknown).
+    pub output_bytes: u64,
 }
 
 impl CheckpointPosition {
@@ -92,6 +96,7 @@ impl CheckpointPosition {
         }
         bytes.extend_from_slice(&(self.log.len() as u64).to_le_bytes());
         bytes.extend_from_slice(&self.log);
+        bytes.extend_from_slice(&self.output_bytes.to_le_bytes());
         bytes
     }
 
@@ -136,6 +141,7 @@ impl CheckpointPosition {
         let log_length = usize::try_from(u64::from_le_bytes(reader.array()?))
             .map_err(|_| "checkpoint position: log too long".to_string())?;
         let log = reader.take(log_length)?.to_vec();
+        let output_bytes = u64::from_le_bytes(reader.array()?);
         if reader.at != bytes.len() {
             return Err(format!(
                 "checkpoint position: {} bytes left over",
@@ -149,6 +155,7 @@ impl CheckpointPosition {
             ordinals,
             collectives,
             log,
+            output_bytes,
         })
     }
 }
@@ -250,6 +257,7 @@ impl<F: Interceptor> Engine<F> {
             ordinals: state.interceptor.checkpoint_ordinals(),
             collectives,
             log,
+            output_bytes: u64::MAX,
         })
     }
 
@@ -351,6 +359,7 @@ mod tests {
                 shared_memory_sequence: 3,
             }],
             log: vec![1, 2, 3],
+            output_bytes: 77,
         };
         let bytes = position.encode();
         assert_eq!(CheckpointPosition::decode(&bytes), Ok(position));
