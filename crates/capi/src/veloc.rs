@@ -878,11 +878,16 @@ fn lock_resume() -> std::sync::MutexGuard<'static, Option<Resume>> {
 
 /// `RESMPI_MSGLOG_RESUME=off`: checkpoints save no position (so nothing
 /// is trimmed) and a replacement always replays from `MPI_Init`.
+/// Without `--ckpt-dir` (`RESMPI_CKPT_DIR`) neither happens either: a
+/// replacement looks for its checkpoint at `MPI_Init`, before the program
+/// names its cfg file, so a position saved elsewhere could not be found,
+/// and the peers must keep their whole logs for a replay from `MPI_Init`.
 fn resume_enabled() -> bool {
-    !matches!(
-        std::env::var("RESMPI_MSGLOG_RESUME").as_deref(),
-        Ok("off" | "0" | "no")
-    )
+    std::env::var_os(CHECKPOINT_DIRECTORY_VARIABLE).is_some()
+        && !matches!(
+            std::env::var("RESMPI_MSGLOG_RESUME").as_deref(),
+            Ok("off" | "0" | "no")
+        )
 }
 
 /// This process's position now, if a replacement could resume from it.
