@@ -599,7 +599,7 @@ impl Process {
 /// seeded number of steps later (meanwhile they go on without it).
 /// Returns every rank's history and outcomes, and whether the kill happened.
 fn run(program: Program, seed: u64, kill: Option<(u32, usize)>) -> (Vec<Ending>, bool) {
-    let (endings, killed, _) = run_with(program, seed, kill, false);
+    let (endings, killed, _) = run_with(program, seed, kill, false, false);
     (endings, killed)
 }
 
@@ -612,6 +612,8 @@ struct CheckpointStats {
     trimmed_bytes: u64,
     /// Messages the survivors re-sent to the new incarnation.
     replayed: u64,
+    /// With `lose_checkpoint`: the error a process stopped with.
+    refusal: Option<String>,
 }
 
 /// [`run`], with every process taking checkpoints when `checkpoints`
@@ -621,6 +623,7 @@ fn run_with(
     seed: u64,
     kill: Option<(u32, usize)>,
     checkpoints: bool,
+    lose_checkpoint: bool,
 ) -> (Vec<Ending>, bool, CheckpointStats) {
     let mut stats = CheckpointStats::default();
     let mut random = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
@@ -734,6 +737,9 @@ fn run_with(
         if let Some((victim, rejoin_at)) = dead {
             if step >= rejoin_at {
                 dead = None;
+                if lose_checkpoint {
+                    disk = None;
+                }
                 processes[victim as usize] = match &disk {
                     Some(saved) => {
                         stats.resumed = true;
@@ -757,10 +763,13 @@ fn run_with(
                 processes[rank].step();
             }
             1 => {
-                processes[rank]
-                    .engine
-                    .progress()
-                    .unwrap_or_else(|error| panic!("seed {seed}: rank {rank} progress: {error:?}"));
+                if let Err(error) = processes[rank].engine.progress() {
+                    if lose_checkpoint {
+                        stats.refusal = Some(error.message.clone());
+                        return (Vec::new(), killed, stats);
+                    }
+                    panic!("seed {seed}: rank {rank} progress: {error:?}");
+                }
                 let memory = processes[rank]
                     .engine
                     .transports
@@ -974,7 +983,7 @@ fn a_rank_killed_after_a_checkpoint_resumes_from_its_position() {
         for victim in 0..SIZE {
             for kill_at in [400, 900, 1600, 3000] {
                 let (endings, killed, stats) =
-                    run_with(Program::Wildcards, seed, Some((victim, kill_at)), true);
+                    run_with(Program::Wildcards, seed, Some((victim, kill_at)), true, false);
                 check_consistent(Program::Wildcards, &endings).unwrap_or_else(|problem| {
                     panic!("seed {seed}, rank {victim} killed at step {kill_at} after a checkpoint: {problem}")
                 });
@@ -984,7 +993,7 @@ fn a_rank_killed_after_a_checkpoint_resumes_from_its_position() {
                 if stats.resumed {
                     replayed_from_checkpoints += stats.replayed;
                     let (_, _, from_start) =
-                        run_with(Program::Wildcards, seed, Some((victim, kill_at)), false);
+                        run_with(Program::Wildcards, seed, Some((victim, kill_at)), false, false);
                     replayed_from_the_start += from_start.replayed;
                 }
             }
@@ -1009,4 +1018,26 @@ fn a_checkpoint_with_a_request_pending_has_no_position() {
         .expect("receive");
     let refusal = process.engine.checkpoint_position("job").unwrap_err();
     assert!(refusal.contains("pending"), "{refusal}");
+}
+
+#[test]
+fn a_replacement_without_its_checkpoint_is_refused_with_the_missing_range_named() {
+    // Its peers trimmed what its checkpoints covered; started from the
+    // beginning (its checkpoint lost), it would need those messages.
+    let mut refusals = 0;
+    for seed in 0..10 {
+        let (_, killed, stats) = run_with(Program::Wildcards, seed, Some((1, 900)), true, true);
+        if !killed || stats.trimmed_bytes == 0 && stats.refusal.is_none() {
+            continue;
+        }
+        let refusal = stats.refusal.unwrap_or_else(|| {
+            panic!("seed {seed}: the replacement replayed with the trimmed messages missing")
+        });
+        assert!(
+            refusal.contains("messages 1 to ") && refusal.contains("are missing"),
+            "{refusal}"
+        );
+        refusals += 1;
+    }
+    assert!(refusals > 5, "only {refusals} runs reached the kill");
 }
