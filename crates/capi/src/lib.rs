@@ -37,6 +37,7 @@ mod large_count;
 mod memory;
 mod names;
 mod objects;
+mod output_position;
 mod p2p;
 mod persistent_coll;
 mod requests;
@@ -46,7 +47,6 @@ mod rma_ops;
 mod topo;
 mod type_attr;
 mod ulfm;
-mod output_position;
 mod veloc;
 
 use std::os::raw::{c_char, c_int};

@@ -896,11 +896,12 @@ fn current_position() -> Option<CheckpointPosition> {
         return None;
     }
     let job = std::env::var("RESMPI_JOB_ID").unwrap_or_default();
-    let mut position = crate::global::with_mpi("VELOC_Checkpoint", abi::MPI_COMM_WORLD, |mpi, _| {
-        Ok(mpi.engine.checkpoint_position(&job).ok())
-    })
-    .ok()
-    .flatten()?;
+    let mut position =
+        crate::global::with_mpi("VELOC_Checkpoint", abi::MPI_COMM_WORLD, |mpi, _| {
+            Ok(mpi.engine.checkpoint_position(&job).ok())
+        })
+        .ok()
+        .flatten()?;
     position.output_bytes = crate::output_position::passed_bytes().unwrap_or(u64::MAX);
     Some(position)
 }

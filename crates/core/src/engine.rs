@@ -66,8 +66,8 @@ mod single_copy;
 mod ulfm;
 
 pub use direct_receive::BlockingReceive;
-pub use position::{logs_messages, CheckpointPosition, CollectivePosition};
 use direct_receive::{DirectReceive, DIRECT_RECEIVE_TOKEN};
+pub use position::{logs_messages, CheckpointPosition, CollectivePosition};
 
 use rma::{CONTROL_RMA, CONTROL_RMA_PUT_DATA, CONTROL_RMA_REPLY_DATA};
 pub use ulfm::revoked_error;

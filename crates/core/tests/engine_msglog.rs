@@ -42,10 +42,10 @@ use std::sync::Arc;
 
 use resmpi_core::comm::Communicator;
 use resmpi_core::engine::{CheckpointPosition, Destination, Engine, EngineConfig, ProbeLook};
-use resmpi_ft::Interceptor;
 use resmpi_core::transport::{Route, Transports};
 use resmpi_core::CompletionCall;
 use resmpi_core::SendMode;
+use resmpi_ft::Interceptor;
 use resmpi_matching::ReceivePattern;
 use resmpi_msglog::MessageLog;
 use resmpi_path::memory::MemoryPath;
@@ -390,10 +390,7 @@ impl Process {
     /// The new incarnation of a rank that resumes from `saved`.
     fn resumed(program: Program, rank: u32, incarnation: u32, saved: &Saved) -> Process {
         let mut process = Process::new(program, rank, incarnation);
-        process
-            .engine
-            .resume_from(&saved.position)
-            .expect("resume");
+        process.engine.resume_from(&saved.position).expect("resume");
         process.engine.resume_collectives(&saved.position);
         process.pc = saved.pc;
         process.history = saved.history.clone();
@@ -409,7 +406,10 @@ impl Process {
         if !self.checkpoints
             || self.pc == 0
             || !self.pc.is_multiple_of(4)
-            || self.checkpoint.as_ref().is_some_and(|saved| saved.pc == self.pc)
+            || self
+                .checkpoint
+                .as_ref()
+                .is_some_and(|saved| saved.pc == self.pc)
         {
             return;
         }
@@ -982,8 +982,13 @@ fn a_rank_killed_after_a_checkpoint_resumes_from_its_position() {
     for seed in 0..40 {
         for victim in 0..SIZE {
             for kill_at in [400, 900, 1600, 3000] {
-                let (endings, killed, stats) =
-                    run_with(Program::Wildcards, seed, Some((victim, kill_at)), true, false);
+                let (endings, killed, stats) = run_with(
+                    Program::Wildcards,
+                    seed,
+                    Some((victim, kill_at)),
+                    true,
+                    false,
+                );
                 check_consistent(Program::Wildcards, &endings).unwrap_or_else(|problem| {
                     panic!("seed {seed}, rank {victim} killed at step {kill_at} after a checkpoint: {problem}")
                 });
@@ -992,15 +997,23 @@ fn a_rank_killed_after_a_checkpoint_resumes_from_its_position() {
                 trimmed_bytes += stats.trimmed_bytes;
                 if stats.resumed {
                     replayed_from_checkpoints += stats.replayed;
-                    let (_, _, from_start) =
-                        run_with(Program::Wildcards, seed, Some((victim, kill_at)), false, false);
+                    let (_, _, from_start) = run_with(
+                        Program::Wildcards,
+                        seed,
+                        Some((victim, kill_at)),
+                        false,
+                        false,
+                    );
                     replayed_from_the_start += from_start.replayed;
                 }
             }
         }
     }
     assert!(kills > 300, "only {kills} of 480 runs reached their kill");
-    assert!(resumed > 200, "only {resumed} restarts resumed from a checkpoint");
+    assert!(
+        resumed > 200,
+        "only {resumed} restarts resumed from a checkpoint"
+    );
     assert!(trimmed_bytes > 0, "no sender ever trimmed its log");
     assert!(
         replayed_from_checkpoints < replayed_from_the_start,
@@ -1014,7 +1027,14 @@ fn a_checkpoint_with_a_request_pending_has_no_position() {
     let mut buffer = [0u8; 8];
     process
         .engine
-        .start_receive(WORLD, buffer.as_mut_ptr(), 8, Some(2), Some(0), WORLD_CONTEXT)
+        .start_receive(
+            WORLD,
+            buffer.as_mut_ptr(),
+            8,
+            Some(2),
+            Some(0),
+            WORLD_CONTEXT,
+        )
         .expect("receive");
     let refusal = process.engine.checkpoint_position("job").unwrap_err();
     assert!(refusal.contains("pending"), "{refusal}");

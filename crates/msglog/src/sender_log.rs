@@ -519,4 +519,50 @@ mod tests {
         let error = log.message(1, 4).unwrap_err();
         assert!(error.contains("not in this rank's sender log"), "{error}");
     }
+
+    #[test]
+    fn a_trim_drops_what_a_checkpoint_covers_and_a_lookup_below_names_the_range() {
+        let mut log = spilling_log(16 * ENTRY_OVERHEAD_BYTES + 2 * 100, 1 << 20);
+        for seq in 1..=6 {
+            log.record(1, message(seq, 100));
+            log.record(2, message(seq, 100));
+        }
+        let before = log.bytes_logged();
+        assert_eq!(log.trim(1, 4), 400);
+        assert_eq!(log.trimmed(), (400, 4));
+        assert!(log.bytes_logged() < before);
+        assert_eq!(log.first_held(1), 5);
+        let error = log.message(1, 2).unwrap_err();
+        assert!(error.contains("messages 2 to 4 to rank 1"), "{error}");
+        assert_eq!(log.message(1, 5).unwrap().payload, vec![5; 100]);
+        assert_eq!(log.message(2, 1).unwrap().payload, vec![1; 100]);
+        // Spilling goes on past trimmed entries.
+        for seq in 7..=12 {
+            log.record(1, message(seq, 100));
+        }
+        assert!(log.is_complete(), "{:?}", log.incomplete_reason());
+        for seq in 5..=12 {
+            assert_eq!(log.message(1, seq).unwrap().payload, vec![seq as u8; 100]);
+        }
+    }
+
+    #[test]
+    fn an_exported_log_is_imported_whole_and_a_damaged_one_is_refused() {
+        let mut log = spilling_log(4 * ENTRY_OVERHEAD_BYTES + 100, 1 << 20);
+        for seq in 1..=5 {
+            log.record(1, message(seq, 100));
+        }
+        log.trim(1, 2);
+        let bytes = log.export().unwrap();
+        let mut again = SenderLog::new(3, 1 << 20);
+        again.import(&bytes).unwrap();
+        assert_eq!(again.first_held(1), 3);
+        for seq in 3..=5 {
+            assert_eq!(again.message(1, seq).unwrap(), log.message(1, seq).unwrap());
+        }
+        assert!(again.message(1, 2).is_err());
+        for length in 1..bytes.len() {
+            assert!(SenderLog::new(3, 1 << 20).import(&bytes[..length]).is_err());
+        }
+    }
 }

@@ -300,9 +300,7 @@ impl<F: Interceptor> Engine<F> {
             .matcher
             .withdraw_unexpected(|envelope, message| {
                 let source = envelope.source as usize;
-                source != rank
-                    && source < size
-                    && message.logical_seq() <= delivered[source]
+                source != rank && source < size && message.logical_seq() <= delivered[source]
             })
             .is_some()
         {
