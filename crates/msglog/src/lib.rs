@@ -31,7 +31,9 @@
 //! new incarnation posts no ANY_SOURCE receive (`Defer`), and from then on
 //! it pins the n-th one to the logged source while the log lasts. Every
 //! survivor re-sends it, from its sender log, each message it had numbered
-//! for the rank (all of them: the rank starts over from `MPI_Init`), and
+//! for the rank that the log still holds (all of them unless a checkpoint
+//! of the rank covered some: it starts over from `MPI_Init`, or resumes
+//! from that checkpoint's position), and
 //! drops as duplicates the messages the rank sends again (the engine's
 //! part, see `LOGS_MESSAGES`). If the restarted rank held another rank's
 //! determinants, that rank sends its whole list again.
