@@ -276,14 +276,19 @@ def logged_with_report(exe, tmp_path, kill, name, env=None):
 
 # Seeded kill times, each after at least one checkpoint (every 40
 # iterations of at least 2 ms): rank 0 prints as it goes, so its resumed
-# output must line up with what the original showed.
-@pytest.mark.parametrize("victim,at", [(0, "330ms"), (1, "520ms"), (2, "610ms"), (0, "870ms")])
+# output must line up with what the original showed; the last kills rank 0
+# again while its first replacement runs on (incarnation 2 resumes from a
+# checkpoint incarnation 1 wrote).
+@pytest.mark.parametrize("victim,kill", [
+    (0, "kill:0@330ms"), (1, "kill:1@520ms"), (2, "kill:2@610ms"), (0, "kill:0@870ms"),
+    (0, "kill:0@300ms,kill:0@800ms")])
 def test_heat_killed_after_a_checkpoint_resumes_from_its_position(
-        heat_exe, heat_fault_free, tmp_path, victim, at):
+        heat_exe, heat_fault_free, tmp_path, victim, kill):
     import os
-    kill = f"kill:{victim}@{at}"
     res, report = logged_with_report(heat_exe, tmp_path, kill, "resumed")
     assert_restarted(res, victim)
+    if kill.count("kill:") == 2:
+        assert f"rank {victim} started again as incarnation 2" in res.stderr, res.describe()
     assert per_rank(res.stdout) == heat_fault_free, res.describe()
     counters = report_counters(report)
     assert counters.get("msglog_trimmed_bytes", 0) > 0, counters
