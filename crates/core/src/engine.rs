@@ -396,6 +396,10 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Message logging: per world rank, dead and not yet re-joined (its
     /// new incarnation will replay; see `engine/replay.rs`).
     restarting: Vec<bool>,
+    /// Message logging: this replacement took a checkpoint's position
+    /// (`engine/position.rs`) and the program has not reached its
+    /// restart yet: it must not communicate.
+    resume_pending: bool,
     /// Message logging: sends started while a determinant was not stable,
     /// launched in order once it is (request, mode).
     sends_waiting_for_log: VecDeque<(u32, SendMode)>,
@@ -553,6 +557,7 @@ impl<F: Interceptor> Engine<F> {
                 rendezvous_in: Vec::new(),
                 rma: rma::RmaState::default(),
                 restarting: vec![false; peers],
+                resume_pending: false,
                 sends_waiting_for_log: VecDeque::new(),
                 interceptor,
             },
@@ -597,6 +602,9 @@ impl<F: Interceptor> Engine<F> {
         mode: SendMode,
         tainted: bool,
     ) -> MpiResult<u32> {
+        if F::LOGS_MESSAGES {
+            self.state.refuse_before_restart()?;
+        }
         if self.state.comm_revoked(comm) {
             return self.start_revoked(comm);
         }
@@ -776,6 +784,9 @@ impl<F: Interceptor> Engine<F> {
         bytes: impl Into<UserBytes>,
         length: usize,
     ) -> MpiResult<bool> {
+        if F::LOGS_MESSAGES {
+            self.state.refuse_before_restart()?;
+        }
         if F::ROUTES_SENDS {
             // The protocol may fan it out: only a request can track copies.
             return Ok(false);
@@ -940,6 +951,9 @@ impl<F: Interceptor> Engine<F> {
         tag: Option<i32>,
         context: u32,
     ) -> MpiResult<u32> {
+        if F::LOGS_MESSAGES {
+            self.state.refuse_before_restart()?;
+        }
         if self.state.comm_revoked(comm) {
             return self.start_revoked(comm);
         }

@@ -1061,3 +1061,43 @@ fn a_replacement_without_its_checkpoint_is_refused_with_the_missing_range_named(
     }
     assert!(refusals > 5, "only {refusals} runs reached the kill");
 }
+
+#[test]
+fn a_resumed_rank_that_communicates_before_its_restart_is_refused_with_an_error() {
+    let mut original = Process::new(Program::Wildcards, 1, 0);
+    let position = original
+        .engine
+        .checkpoint_position("job")
+        .expect("position");
+    let mut replacement = Process::new(Program::Wildcards, 1, 1);
+    replacement.engine.resume_from(&position).expect("resume");
+    let mut buffer = [0u8; 8];
+    let refusal = replacement
+        .engine
+        .start_receive(
+            WORLD,
+            buffer.as_mut_ptr(),
+            8,
+            Some(2),
+            Some(0),
+            WORLD_CONTEXT,
+        )
+        .unwrap_err();
+    assert!(
+        refusal.message.contains("before VELOC_Restart"),
+        "{refusal:?}"
+    );
+    // After the restart (the collective counters set) it may.
+    replacement.engine.resume_collectives(&position);
+    replacement
+        .engine
+        .start_receive(
+            WORLD,
+            buffer.as_mut_ptr(),
+            8,
+            Some(2),
+            Some(0),
+            WORLD_CONTEXT,
+        )
+        .expect("receive after the restart");
+}

@@ -187,6 +187,26 @@ pub fn logs_messages<F: Interceptor>(_engine: &Engine<F>) -> bool {
     F::LOGS_MESSAGES
 }
 
+impl<F: Interceptor> super::State<F> {
+    /// A replacement that resumes from a checkpoint's position skips the
+    /// original's run up to it: a message it sends or receives before the
+    /// program's restart (`VELOC_Restart`) would be numbered or matched
+    /// as if after it. Refused with an error that says so, rather than a
+    /// hang or a message taken by the wrong receive.
+    pub(super) fn refuse_before_restart(&self) -> crate::error::MpiResult<()> {
+        if !self.resume_pending {
+            return Ok(());
+        }
+        Err(crate::error::MpiError::new(
+            crate::error::ErrorClass::Other,
+            "message logging: this restarted rank resumes from its checkpoint's position, but \
+             the program communicates before VELOC_Restart, whose position the peers already \
+             passed; a resumed program must call VELOC_Restart first \
+             (RESMPI_MSGLOG_RESUME=off replays from MPI_Init instead)",
+        ))
+    }
+}
+
 impl<F: Interceptor> Engine<F> {
     /// This process's position now, for a checkpoint of job `job`; Err
     /// says why a replacement could not resume from it (it then replays
@@ -309,6 +329,7 @@ impl<F: Interceptor> Engine<F> {
         self.state
             .interceptor
             .resume_at(position.ordinals, &position.log)?;
+        self.state.resume_pending = true;
         // What the earlier incarnation sent may not all have arrived (a
         // frame lost with it): send again what the carried log holds; the
         // peers drop what they took already.
@@ -324,6 +345,7 @@ impl<F: Interceptor> Engine<F> {
     /// collective counters (at `VELOC_Restart`, once the program has made
     /// its communicators again). Returns how many were set.
     pub fn resume_collectives(&mut self, position: &CheckpointPosition) -> usize {
+        self.state.resume_pending = false;
         let mut restored = 0;
         for communicator in self.state.comms.iter_mut().flatten() {
             if let Some(saved) = position
