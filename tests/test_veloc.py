@@ -12,6 +12,13 @@ at a time inside its loop is restarted and the job's output is, rank by
 rank, what a fault-free run prints; and a restarted rank replays
 VELOC_Restart_test's recorded answer even when the checkpoints it wrote
 since would make it answer otherwise.
+
+Under `--msglog pessimistic --ckpt-dir D`, a checkpoint also saves the
+library's position, and a killed rank's replacement resumes there instead
+of replaying from MPI_Init: the output is still, rank by rank, what a
+fault-free run prints (its own "restarting" line muted), the survivors
+re-sent fewer messages than for a replay from MPI_Init (the same kill with
+RESMPI_MSGLOG_RESUME=off), and they trimmed their logs.
 """
 import re
 from pathlib import Path
@@ -249,3 +256,49 @@ def test_a_restarted_rank_replays_the_restart_test_answer_it_gave_before(
     assert final_lines(lines) == final_lines(heat_fault_free), res.describe()
     assert lines[0][1:] == [line for line in heat_fault_free[0]
                             if int(line.split()[1]) >= 200 or not line.startswith("step")], res.describe()
+
+
+def report_counters(path):
+    import json
+    return json.loads(path.read_text())["counters"]
+
+
+def logged_with_report(exe, tmp_path, kill, name, env=None):
+    cfg = config(tmp_path)
+    report = tmp_path / f"{name}.json"
+    opts = ["--msglog", "pessimistic", "--ckpt-dir", str(tmp_path / name), "--inject", kill,
+            "--report-json", str(report)]
+    res = run(3, exe, *heat_args(cfg),
+              mpiexec_opts=["--tag-output", "--timeout", str(BOUND_SECONDS), *opts],
+              timeout=BOUND_SECONDS + 30, env=env)
+    return res, report
+
+
+# Seeded kill times, each after at least one checkpoint (every 40
+# iterations of at least 2 ms): rank 0 prints as it goes, so its resumed
+# output must line up with what the original showed; the last kills rank 0
+# again while its first replacement runs on (incarnation 2 resumes from a
+# checkpoint incarnation 1 wrote).
+@pytest.mark.parametrize("victim,kill", [
+    (0, "kill:0@330ms"), (1, "kill:1@520ms"), (2, "kill:2@610ms"), (0, "kill:0@870ms"),
+    (0, "kill:0@300ms,kill:0@800ms")])
+def test_heat_killed_after_a_checkpoint_resumes_from_its_position(
+        heat_exe, heat_fault_free, tmp_path, victim, kill):
+    import os
+    res, report = logged_with_report(heat_exe, tmp_path, kill, "resumed")
+    assert_restarted(res, victim)
+    if kill.count("kill:") == 2:
+        assert f"rank {victim} started again as incarnation 2" in res.stderr, res.describe()
+    assert per_rank(res.stdout) == heat_fault_free, res.describe()
+    counters = report_counters(report)
+    assert counters.get("msglog_trimmed_bytes", 0) > 0, counters
+    # The same kill, the replacement replaying from MPI_Init (no position
+    # saved, nothing trimmed): the survivors re-send more.
+    env = dict(os.environ, RESMPI_MSGLOG_RESUME="off")
+    from_start, from_start_report = logged_with_report(heat_exe, tmp_path, kill, "from-start", env=env)
+    assert_restarted(from_start, victim)
+    assert per_rank(from_start.stdout) == heat_fault_free, from_start.describe()
+    from_start_counters = report_counters(from_start_report)
+    assert "msglog_trimmed_bytes" not in from_start_counters, from_start_counters
+    assert counters["msglog_replayed_messages"] < from_start_counters["msglog_replayed_messages"], \
+        (counters, from_start_counters)

@@ -68,7 +68,10 @@ pub(crate) fn bring_up(global: &mut crate::global::Global, required: c_int) {
         }
     };
     match Mpi::init(initial) {
-        Ok(mpi) => {
+        Ok(mut mpi) => {
+            // Message logging: a replacement resumes from its checkpoint's
+            // position if it has one (before anything is read).
+            crate::veloc::resume_at_init(&mut mpi);
             // RESMPI_PROGRESS_THREAD=off exists for tests that show what the thread is for.
             let background_progress = mpi.engine.links.any() && mpi.config.progress_thread;
             if mpi.config.line_buffered {

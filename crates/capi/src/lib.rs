@@ -38,6 +38,7 @@ mod large_count;
 mod memory;
 mod names;
 mod objects;
+mod output_position;
 mod p2p;
 mod partitioned;
 mod persistent_coll;

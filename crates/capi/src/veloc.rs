@@ -23,7 +23,10 @@
 //! call and the reason; none aborts the process.
 
 use crate::abi::{self, MPI_Comm};
-use resmpi_veloc::{CheckpointStore, Config, Region, RestartTest, RestartTestLog};
+use resmpi_core::engine::CheckpointPosition;
+use resmpi_veloc::{
+    CheckpointStore, Config, Region, RestartTest, RestartTestLog, POSITION_REGION_ID,
+};
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
@@ -62,6 +65,9 @@ enum Phase {
         version: u32,
         written: bool,
         failed: bool,
+        /// Message logging: the position saved in the file, when a
+        /// replacement can resume from it.
+        position: Option<CheckpointPosition>,
     },
     Restart {
         name: String,
@@ -254,6 +260,9 @@ pub extern "C" fn VELOC_Mem_protect(
     base_size: usize,
 ) -> c_int {
     with_client("VELOC_Mem_protect", |client| {
+        if id == POSITION_REGION_ID {
+            return Err(format!("region {id}: reserved for the library"));
+        }
         let bytes = count
             .checked_mul(base_size)
             .filter(|&bytes| bytes <= isize::MAX as usize)
@@ -379,22 +388,39 @@ pub unsafe extern "C" fn VELOC_Checkpoint_begin(name: *const c_char, version: c_
             version,
             written: false,
             failed: false,
+            position: None,
         };
         Ok(VELOC_SUCCESS)
     })
 }
 
 fn write_checkpoint(client: &mut Client, ids: &[i32]) -> Result<(), String> {
+    let logs_messages = client.restart_tests.is_some();
     let Phase::Checkpoint {
         name,
         version,
         written,
         failed,
+        position,
     } = &mut client.phase
     else {
         return Err("no checkpoint phase is open (call VELOC_Checkpoint_begin)".to_string());
     };
-    let mut regions = Vec::with_capacity(ids.len());
+    let mut regions = Vec::with_capacity(ids.len() + 1);
+    // Message logging: where the library stands, so that a replacement
+    // resumes here (none: it replays from MPI_Init, as without it).
+    *position = if logs_messages {
+        current_position()
+    } else {
+        None
+    };
+    let encoded_position = position.as_ref().map(CheckpointPosition::encode);
+    if let Some(bytes) = &encoded_position {
+        regions.push(Region {
+            id: POSITION_REGION_ID,
+            bytes,
+        });
+    }
     for &id in ids {
         let protected = client.regions.get(&id).ok_or_else(|| {
             *failed = true;
@@ -472,7 +498,13 @@ pub extern "C" fn VELOC_Checkpoint_end(success: c_int) -> c_int {
             }
         }
         let phase = std::mem::replace(&mut client.phase, Phase::Idle);
-        let Phase::Checkpoint { name, failed, .. } = phase else {
+        let Phase::Checkpoint {
+            name,
+            failed,
+            position,
+            ..
+        } = phase
+        else {
             unreachable!("checked above")
         };
         if success == 0 {
@@ -485,6 +517,10 @@ pub extern "C" fn VELOC_Checkpoint_end(success: c_int) -> c_int {
             .store
             .prune(&name, client.max_versions)
             .map_err(|error| format!("max_versions: removing old versions: {error}"))?;
+        if let Some(position) = position {
+            // Durable now: the peers may drop what it covers.
+            announce_position(&position);
+        }
         Ok(VELOC_SUCCESS)
     })
 }
@@ -583,6 +619,19 @@ pub unsafe extern "C" fn VELOC_Restart_test(name: *const c_char, needed_version:
         let name = name?;
         let needed = checked_name_version(&name, needed_version)?;
         let ordinal = RESTART_TEST_COUNT.fetch_add(1, Ordering::Relaxed);
+        if let Some(resume) = lock_resume().as_ref() {
+            // This replacement resumes from its own checkpoint's position
+            // (chosen at MPI_Init): no agreement, whose rounds are before
+            // that position, and no record (the original's stands).
+            if resume.name != name || (needed > 0 && resume.version > needed) {
+                return Err(format!(
+                    "this restarted rank resumes from checkpoint {} version {} (message logging), \
+                     but the program asks for {name} at or below {needed}",
+                    resume.name, resume.version
+                ));
+            }
+            return Ok(resume.version as c_int);
+        }
         let recorded = client
             .restart_tests
             .as_ref()
@@ -659,7 +708,9 @@ pub unsafe extern "C" fn VELOC_Recover_selective(
         else {
             return Err("no restart phase is open (call VELOC_Restart_begin)".to_string());
         };
-        let saved = checkpoint.regions.iter().map(|(id, _)| *id);
+        let saved = (checkpoint.regions.iter())
+            .map(|(id, _)| *id)
+            .filter(|&id| id != POSITION_REGION_ID);
         // SAFETY: VeloC's contract on `ids`.
         let selected = unsafe { selected_ids(mode, ids, id_count, saved) }?;
         // Check everything before writing anything.
@@ -725,9 +776,12 @@ pub extern "C" fn VELOC_Restart_end(success: c_int) -> c_int {
         if !matches!(client.phase, Phase::Restart { .. }) {
             return Err("no restart phase is open".to_string());
         }
-        client.phase = Phase::Idle;
+        let phase = std::mem::replace(&mut client.phase, Phase::Idle);
         if success == 0 {
             return Err("the application reported the restart failed".to_string());
+        }
+        if let Phase::Restart { name, version, .. } = phase {
+            finish_resume(&name, version)?;
         }
         Ok(VELOC_SUCCESS)
     })
@@ -804,4 +858,165 @@ pub unsafe extern "C" fn VELOC_Cleanup(name: *const c_char) -> c_int {
             .map_err(|error| error.to_string())?;
         Ok(VELOC_SUCCESS)
     })
+}
+
+/// Message logging: the checkpoint a replacement resumes from, chosen at
+/// `MPI_Init` ([`resume_at_init`]) and finished by `VELOC_Restart`.
+struct Resume {
+    name: String,
+    version: u32,
+    position: CheckpointPosition,
+}
+
+static RESUME: Mutex<Option<Resume>> = Mutex::new(None);
+
+fn lock_resume() -> std::sync::MutexGuard<'static, Option<Resume>> {
+    RESUME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `RESMPI_MSGLOG_RESUME=off`: checkpoints save no position (so nothing
+/// is trimmed) and a replacement always replays from `MPI_Init`.
+/// Without `--ckpt-dir` (`RESMPI_CKPT_DIR`) neither happens either: a
+/// replacement looks for its checkpoint at `MPI_Init`, before the program
+/// names its cfg file, so a position saved elsewhere could not be found,
+/// and the peers must keep their whole logs for a replay from `MPI_Init`.
+fn resume_enabled() -> bool {
+    std::env::var_os(CHECKPOINT_DIRECTORY_VARIABLE).is_some()
+        && !matches!(
+            std::env::var("RESMPI_MSGLOG_RESUME").as_deref(),
+            Ok("off" | "0" | "no")
+        )
+}
+
+/// This process's position now, if a replacement could resume from it.
+fn current_position() -> Option<CheckpointPosition> {
+    if !resume_enabled() {
+        return None;
+    }
+    let job = std::env::var("RESMPI_JOB_ID").unwrap_or_default();
+    let mut position =
+        crate::global::with_mpi("VELOC_Checkpoint", abi::MPI_COMM_WORLD, |mpi, _| {
+            Ok(mpi.engine.checkpoint_position(&job).ok())
+        })
+        .ok()
+        .flatten()?;
+    position.output_bytes = crate::output_position::passed_bytes().unwrap_or(u64::MAX);
+    Some(position)
+}
+
+fn announce_position(position: &CheckpointPosition) {
+    let _ = crate::global::with_mpi("VELOC_Checkpoint", abi::MPI_COMM_WORLD, |mpi, _| {
+        mpi.engine.announce_checkpoint(position);
+        Ok(())
+    });
+}
+
+/// The newest checkpoint of `rank` in `directory` that holds a position of
+/// job `job` for `size` ranks: (name, version, position). The newest is
+/// the one furthest along (positions only grow within a job).
+fn newest_position(
+    directory: &str,
+    rank: u32,
+    job: &str,
+    size: usize,
+) -> Option<(String, u32, CheckpointPosition)> {
+    let store = CheckpointStore::new(directory, rank);
+    let mut best: Option<(u128, String, u32, CheckpointPosition)> = None;
+    for (name, version) in store.all_checkpoints().ok()? {
+        // A damaged file is skipped (the next older one may do).
+        let Ok(checkpoint) = store.read(&name, version) else {
+            continue;
+        };
+        let Some(bytes) = checkpoint.region(POSITION_REGION_ID) else {
+            continue;
+        };
+        let Ok(position) = CheckpointPosition::decode(bytes) else {
+            continue;
+        };
+        if position.job != job || position.delivered.len() != size {
+            continue;
+        }
+        let reach: u128 = (position.delivered.iter().chain(&position.sent))
+            .map(|&n| u128::from(n))
+            .sum();
+        let key = (reach << 32) | u128::from(version);
+        if best.as_ref().is_none_or(|(best_key, ..)| key > *best_key) {
+            best = Some((key, name, version, position));
+        }
+    }
+    best.map(|(_, name, version, position)| (name, version, position))
+}
+
+/// `MPI_Init` of a replacement under message logging (called before
+/// anything from the peers is read): if its checkpoint directory holds a
+/// checkpoint of this job with a position, resume from it: the engine
+/// takes the position now (the peers' re-sends at or below it are
+/// dropped), `VELOC_Restart_test` answers its version, and
+/// `VELOC_Restart` finishes the jump. Its standard output is muted until
+/// then (what it prints before its restart the original never printed),
+/// and copied and counted in every process (`output_position`).
+pub(crate) fn resume_at_init(mpi: &mut resmpi_core::Mpi) {
+    if !resmpi_core::engine::logs_messages(&mpi.engine) || !resume_enabled() {
+        return;
+    }
+    let resuming = resume_choice(mpi);
+    crate::output_position::start(resuming);
+}
+
+/// [`resume_at_init`]'s choice: true if this replacement resumes.
+fn resume_choice(mpi: &mut resmpi_core::Mpi) -> bool {
+    if mpi.config.incarnation == 0 {
+        return false;
+    }
+    let Ok(directory) = std::env::var(CHECKPOINT_DIRECTORY_VARIABLE) else {
+        return false;
+    };
+    let job = mpi.config.job_id.clone().unwrap_or_default();
+    let size = mpi.engine.state.size as usize;
+    let Some((name, version, position)) =
+        newest_position(&directory, mpi.engine.state.rank, &job, size)
+    else {
+        return false;
+    };
+    if let Err(reason) = mpi.engine.resume_from(&position) {
+        eprintln!("resmpi: not resuming from checkpoint {name} version {version}: {reason}");
+        return false;
+    }
+    *lock_resume() = Some(Resume {
+        name,
+        version,
+        position,
+    });
+    true
+}
+
+/// `VELOC_Restart` of version `version` of `name` succeeded: if this is
+/// the resume chosen at `MPI_Init`, set the collective counters and give
+/// the application its output back.
+fn finish_resume(name: &str, version: u32) -> Result<(), String> {
+    let mut guard = lock_resume();
+    let Some(resume) = guard.as_ref() else {
+        return Ok(());
+    };
+    if resume.name != name || resume.version != version {
+        return Err(format!(
+            "this restarted rank resumes from checkpoint {} version {} (message logging), \
+             but the program restarts from {name} version {version}",
+            resume.name, resume.version
+        ));
+    }
+    let resume = guard.take().expect("checked");
+    drop(guard);
+    let position = resume.position;
+    let _ = crate::global::with_mpi("VELOC_Restart", abi::MPI_COMM_WORLD, |mpi, _| {
+        mpi.engine.resume_collectives(&position);
+        Ok(())
+    });
+    // What the original showed up to its checkpoint: the launcher skips
+    // it (with what the original showed after), so it is filler here.
+    let shown = position.output_bytes;
+    crate::output_position::unmute_at(if shown == u64::MAX { 0 } else { shown });
+    Ok(())
 }

@@ -58,6 +58,7 @@ use resmpi_checksum::crc32c;
 use resmpi_runtime::FailureNotices;
 
 mod direct_receive;
+mod position;
 mod rejoin;
 mod replay;
 pub mod rma;
@@ -66,6 +67,7 @@ mod ulfm;
 
 pub use direct_receive::BlockingReceive;
 use direct_receive::{DirectReceive, DIRECT_RECEIVE_TOKEN};
+pub use position::{logs_messages, CheckpointPosition, CollectivePosition};
 
 use rma::{CONTROL_RMA, CONTROL_RMA_PUT_DATA, CONTROL_RMA_REPLY_DATA};
 pub use ulfm::revoked_error;
@@ -346,6 +348,8 @@ pub struct State<F: Interceptor = PassThrough> {
     message_seq_in: Vec<u64>,
     /// Messages dropped because their logical number was already taken.
     pub duplicate_messages_dropped: u64,
+    /// Message logging: messages re-sent from the log to re-joined peers.
+    pub messages_replayed: u64,
     /// Incarnation of this process (0 for the first; stamped on every
     /// frame it sends, see `rejoin.rs`).
     pub own_incarnation: u32,
@@ -392,6 +396,10 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Message logging: per world rank, dead and not yet re-joined (its
     /// new incarnation will replay; see `engine/replay.rs`).
     restarting: Vec<bool>,
+    /// Message logging: this replacement took a checkpoint's position
+    /// (`engine/position.rs`) and the program has not reached its
+    /// restart yet: it must not communicate.
+    resume_pending: bool,
     /// Message logging: sends started while a determinant was not stable,
     /// launched in order once it is (request, mode).
     sends_waiting_for_log: VecDeque<(u32, SendMode)>,
@@ -532,6 +540,7 @@ impl<F: Interceptor> Engine<F> {
                 failed: vec![false; peers],
                 message_seq_out: vec![0; peers],
                 message_seq_in: vec![0; peers],
+                messages_replayed: 0,
                 duplicate_messages_dropped: 0,
                 own_incarnation: 0,
                 peer_incarnation: vec![0; peers],
@@ -548,6 +557,7 @@ impl<F: Interceptor> Engine<F> {
                 rendezvous_in: Vec::new(),
                 rma: rma::RmaState::default(),
                 restarting: vec![false; peers],
+                resume_pending: false,
                 sends_waiting_for_log: VecDeque::new(),
                 interceptor,
             },
@@ -592,6 +602,9 @@ impl<F: Interceptor> Engine<F> {
         mode: SendMode,
         tainted: bool,
     ) -> MpiResult<u32> {
+        if F::LOGS_MESSAGES {
+            self.state.refuse_before_restart()?;
+        }
         if self.state.comm_revoked(comm) {
             return self.start_revoked(comm);
         }
@@ -771,6 +784,9 @@ impl<F: Interceptor> Engine<F> {
         bytes: impl Into<UserBytes>,
         length: usize,
     ) -> MpiResult<bool> {
+        if F::LOGS_MESSAGES {
+            self.state.refuse_before_restart()?;
+        }
         if F::ROUTES_SENDS {
             // The protocol may fan it out: only a request can track copies.
             return Ok(false);
@@ -935,6 +951,9 @@ impl<F: Interceptor> Engine<F> {
         tag: Option<i32>,
         context: u32,
     ) -> MpiResult<u32> {
+        if F::LOGS_MESSAGES {
+            self.state.refuse_before_restart()?;
+        }
         if self.state.comm_revoked(comm) {
             return self.start_revoked(comm);
         }
@@ -2550,6 +2569,15 @@ impl<F: Interceptor> State<F> {
         }
         if logical_seq <= *last {
             self.duplicate_messages_dropped += 1;
+        } else if F::LOGS_MESSAGES {
+            self.pending_error.get_or_insert(MpiError::new(
+                ErrorClass::ProcFailed,
+                format!(
+                    "message logging: message {logical_seq} from rank {peer} arrived after message {last}: messages {} to {} are missing (the sender's log no longer holds them: a checkpoint covered them, or the sender resumed from its own checkpoint after sending them); this restart is refused",
+                    *last + 1,
+                    logical_seq - 1
+                ),
+            ));
         } else {
             self.pending_error.get_or_insert(MpiError::new(
                 ErrorClass::Intern,

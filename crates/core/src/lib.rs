@@ -565,6 +565,7 @@ impl Mpi {
                 "old_incarnation_frames_dropped",
                 state.old_incarnation_frames_dropped,
             ),
+            ("msglog_replayed_messages", state.messages_replayed),
         ] {
             if value > 0 {
                 counters.push((name, value));

@@ -106,3 +106,46 @@ fn port_names_and_join_cards_from_random_and_mutated_bytes_parse_or_fail_cleanly
         "{accepted} accepted, {refused} refused"
     );
 }
+
+/// The message-logging position a checkpoint carries (issue 13 item 5),
+/// on random and mutated bytes: it decodes and encodes back to the same
+/// bytes, or is refused with a message; never a panic.
+#[test]
+fn checkpoint_positions_from_random_and_mutated_bytes_decode_or_fail_cleanly() {
+    use resmpi_core::engine::{CheckpointPosition, CollectivePosition};
+    let position = CheckpointPosition {
+        job: "0123abcd".into(),
+        delivered: vec![0, 7, 9],
+        sent: vec![3, 0, 11],
+        ordinals: [2, 40],
+        collectives: vec![CollectivePosition {
+            context: 0,
+            collective_sequence: 12,
+            shared_memory_sequence: 0,
+        }],
+        log: vec![1, 2, 3, 4],
+        output_bytes: 28,
+    };
+    let encoded = position.encode();
+    let corpus: [&[u8]; 1] = [&encoded];
+    let (mut accepted, mut refused) = (0, 0);
+    Inputs::new(22).check(
+        &corpus,
+        50_000,
+        200,
+        |bytes| match CheckpointPosition::decode(bytes) {
+            Ok(decoded) => {
+                assert_eq!(decoded.encode(), bytes);
+                accepted += 1;
+            }
+            Err(message) => {
+                assert!(!message.is_empty());
+                refused += 1;
+            }
+        },
+    );
+    assert!(
+        accepted >= 1 && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
+}

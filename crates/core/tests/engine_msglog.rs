@@ -23,6 +23,14 @@
 //! history *and its outcomes*: the restarted rank's outcomes must be the
 //! ones its earlier incarnation's answers carried, exactly.
 //!
+//! With checkpoints ([`a_rank_killed_after_a_checkpoint_resumes_from_its_position`]):
+//! every process takes a checkpoint at each round's start when it can
+//! (no request pending), with messages of later rounds often waiting
+//! unexpected above its position; the killed rank's new incarnation
+//! resumes from its newest one (the engine's position, its program's
+//! place and what it had delivered until then), the survivors trim their
+//! logs to what the checkpoints announced, and the same oracle holds.
+//!
 //! And directly, for both programs: what the killed incarnation had
 //! delivered and observed before its last completed send (stable by then:
 //! pessimistic logging lets a send go only once the determinants before
@@ -33,10 +41,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use resmpi_core::comm::Communicator;
-use resmpi_core::engine::{Destination, Engine, EngineConfig, ProbeLook};
+use resmpi_core::engine::{CheckpointPosition, Destination, Engine, EngineConfig, ProbeLook};
 use resmpi_core::transport::{Route, Transports};
 use resmpi_core::CompletionCall;
 use resmpi_core::SendMode;
+use resmpi_ft::Interceptor;
 use resmpi_matching::ReceivePattern;
 use resmpi_msglog::MessageLog;
 use resmpi_path::memory::MemoryPath;
@@ -345,6 +354,19 @@ struct Process {
     /// The operation in progress: its request and its buffer.
     current: Option<(u32, Box<[u8]>, bool)>,
     done: bool,
+    /// Take a checkpoint at the start of every round (`Wildcards`).
+    checkpoints: bool,
+    /// Its newest checkpoint, as the disk keeps it.
+    checkpoint: Option<Saved>,
+}
+
+/// A checkpoint: the engine's position and the program's state.
+#[derive(Clone)]
+struct Saved {
+    position: CheckpointPosition,
+    pc: usize,
+    history: Vec<Delivery>,
+    outcomes: Vec<Outcome>,
 }
 
 impl Process {
@@ -360,7 +382,47 @@ impl Process {
             stable: (0, 0),
             current: None,
             done: false,
+            checkpoints: false,
+            checkpoint: None,
         }
+    }
+
+    /// The new incarnation of a rank that resumes from `saved`.
+    fn resumed(program: Program, rank: u32, incarnation: u32, saved: &Saved) -> Process {
+        let mut process = Process::new(program, rank, incarnation);
+        process.engine.resume_from(&saved.position).expect("resume");
+        process.engine.resume_collectives(&saved.position);
+        process.pc = saved.pc;
+        process.history = saved.history.clone();
+        process.outcomes = saved.outcomes.clone();
+        process.stable = (process.history.len(), process.outcomes.len());
+        process.checkpoints = true;
+        process.checkpoint = Some(saved.clone());
+        process
+    }
+
+    /// At a round's start, a checkpoint if nothing is pending.
+    fn maybe_checkpoint(&mut self) {
+        if !self.checkpoints
+            || self.pc == 0
+            || !self.pc.is_multiple_of(4)
+            || self
+                .checkpoint
+                .as_ref()
+                .is_some_and(|saved| saved.pc == self.pc)
+        {
+            return;
+        }
+        let Ok(position) = self.engine.checkpoint_position("test-job") else {
+            return;
+        };
+        self.engine.announce_checkpoint(&position);
+        self.checkpoint = Some(Saved {
+            position,
+            pc: self.pc,
+            history: self.history.clone(),
+            outcomes: self.outcomes.clone(),
+        });
     }
 
     /// One look of the polling operation in progress.
@@ -479,6 +541,7 @@ impl Process {
         if self.done {
             return false;
         }
+        self.maybe_checkpoint();
         match operation(self.program, rank, self.pc, &self.history, &self.outcomes) {
             None => self.done = true,
             Some(
@@ -536,10 +599,43 @@ impl Process {
 /// seeded number of steps later (meanwhile they go on without it).
 /// Returns every rank's history and outcomes, and whether the kill happened.
 fn run(program: Program, seed: u64, kill: Option<(u32, usize)>) -> (Vec<Ending>, bool) {
+    let (endings, killed, _) = run_with(program, seed, kill, false, false);
+    (endings, killed)
+}
+
+/// What a run with checkpoints did besides its endings.
+#[derive(Debug, Default)]
+struct CheckpointStats {
+    /// The new incarnation resumed from a checkpoint (not from the start).
+    resumed: bool,
+    /// Payload bytes the survivors trimmed from their logs.
+    trimmed_bytes: u64,
+    /// Messages the survivors re-sent to the new incarnation.
+    replayed: u64,
+    /// With `lose_checkpoint`: the error a process stopped with.
+    refusal: Option<String>,
+}
+
+/// [`run`], with every process taking checkpoints when `checkpoints`
+/// (the killed one's new incarnation then resumes from its newest).
+fn run_with(
+    program: Program,
+    seed: u64,
+    kill: Option<(u32, usize)>,
+    checkpoints: bool,
+    lose_checkpoint: bool,
+) -> (Vec<Ending>, bool, CheckpointStats) {
+    let mut stats = CheckpointStats::default();
     let mut random = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut processes: Vec<Process> = (0..SIZE)
-        .map(|rank| Process::new(program, rank, 0))
+        .map(|rank| {
+            let mut process = Process::new(program, rank, 0);
+            process.checkpoints = checkpoints;
+            process
+        })
         .collect();
+    // The victim's newest checkpoint when it died.
+    let mut disk: Option<Saved> = None;
     // The network: per (from, to), frames in order.
     let mut channels: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); (SIZE * SIZE) as usize];
     let mut killed = false;
@@ -563,18 +659,28 @@ fn run(program: Program, seed: u64, kill: Option<(u32, usize)>) -> (Vec<Ending>,
                      differ from what its first incarnation had before its last send"
                 );
             }
+            for process in &processes {
+                let counters = process.engine.state.interceptor.report_counters();
+                stats.trimmed_bytes += counters
+                    .iter()
+                    .find(|(name, _)| *name == "msglog_trimmed_bytes")
+                    .map_or(0, |(_, value)| *value);
+                stats.replayed += process.engine.state.messages_replayed;
+            }
             return (
                 processes
                     .into_iter()
                     .map(|process| (process.history, process.outcomes))
                     .collect(),
                 killed,
+                stats,
             );
         }
         if let Some((victim, kill_at)) = kill {
             if !killed && step == kill_at {
                 killed = true;
                 let first = &processes[victim as usize];
+                disk = first.checkpoint.clone();
                 let (deliveries, outcomes) = first.stable;
                 stable_before_kill = Some((
                     first.history[..deliveries].to_vec(),
@@ -631,7 +737,16 @@ fn run(program: Program, seed: u64, kill: Option<(u32, usize)>) -> (Vec<Ending>,
         if let Some((victim, rejoin_at)) = dead {
             if step >= rejoin_at {
                 dead = None;
-                processes[victim as usize] = Process::new(program, victim, 1);
+                if lose_checkpoint {
+                    disk = None;
+                }
+                processes[victim as usize] = match &disk {
+                    Some(saved) => {
+                        stats.resumed = true;
+                        Process::resumed(program, victim, 1, saved)
+                    }
+                    None => Process::new(program, victim, 1),
+                };
                 for (rank, process) in processes.iter_mut().enumerate() {
                     if rank as u32 != victim {
                         assert!(process.engine.handle_peer_rejoin(victim, 1, Route::Memory));
@@ -648,10 +763,13 @@ fn run(program: Program, seed: u64, kill: Option<(u32, usize)>) -> (Vec<Ending>,
                 processes[rank].step();
             }
             1 => {
-                processes[rank]
-                    .engine
-                    .progress()
-                    .unwrap_or_else(|error| panic!("seed {seed}: rank {rank} progress: {error:?}"));
+                if let Err(error) = processes[rank].engine.progress() {
+                    if lose_checkpoint {
+                        stats.refusal = Some(error.message.clone());
+                        return (Vec::new(), killed, stats);
+                    }
+                    panic!("seed {seed}: rank {rank} progress: {error:?}");
+                }
                 let memory = processes[rank]
                     .engine
                     .transports
@@ -852,4 +970,134 @@ fn without_a_kill_the_polling_program_is_consistent_and_its_outcomes_differ_betw
 fn a_rank_killed_while_it_polls_with_iprobe_and_testall_replays_the_same_outcomes() {
     let kills = with_kills(Program::Polls, 0..60, &[5, 40, 150, 400, 900, 1600, 3000]);
     assert!(kills > 900, "only {kills} of 1260 runs reached their kill");
+}
+
+#[test]
+fn a_rank_killed_after_a_checkpoint_resumes_from_its_position() {
+    let mut kills = 0;
+    let mut resumed = 0;
+    let mut trimmed_bytes = 0;
+    let mut replayed_from_checkpoints = 0;
+    let mut replayed_from_the_start = 0;
+    for seed in 0..40 {
+        for victim in 0..SIZE {
+            for kill_at in [400, 900, 1600, 3000] {
+                let (endings, killed, stats) = run_with(
+                    Program::Wildcards,
+                    seed,
+                    Some((victim, kill_at)),
+                    true,
+                    false,
+                );
+                check_consistent(Program::Wildcards, &endings).unwrap_or_else(|problem| {
+                    panic!("seed {seed}, rank {victim} killed at step {kill_at} after a checkpoint: {problem}")
+                });
+                kills += usize::from(killed);
+                resumed += usize::from(stats.resumed);
+                trimmed_bytes += stats.trimmed_bytes;
+                if stats.resumed {
+                    replayed_from_checkpoints += stats.replayed;
+                    let (_, _, from_start) = run_with(
+                        Program::Wildcards,
+                        seed,
+                        Some((victim, kill_at)),
+                        false,
+                        false,
+                    );
+                    replayed_from_the_start += from_start.replayed;
+                }
+            }
+        }
+    }
+    assert!(kills > 300, "only {kills} of 480 runs reached their kill");
+    assert!(
+        resumed > 200,
+        "only {resumed} restarts resumed from a checkpoint"
+    );
+    assert!(trimmed_bytes > 0, "no sender ever trimmed its log");
+    assert!(
+        replayed_from_checkpoints < replayed_from_the_start,
+        "resuming re-sent {replayed_from_checkpoints} messages, from the start {replayed_from_the_start}"
+    );
+}
+
+#[test]
+fn a_checkpoint_with_a_request_pending_has_no_position() {
+    let mut process = Process::new(Program::Wildcards, 1, 0);
+    let mut buffer = [0u8; 8];
+    process
+        .engine
+        .start_receive(
+            WORLD,
+            buffer.as_mut_ptr(),
+            8,
+            Some(2),
+            Some(0),
+            WORLD_CONTEXT,
+        )
+        .expect("receive");
+    let refusal = process.engine.checkpoint_position("job").unwrap_err();
+    assert!(refusal.contains("pending"), "{refusal}");
+}
+
+#[test]
+fn a_replacement_without_its_checkpoint_is_refused_with_the_missing_range_named() {
+    // Its peers trimmed what its checkpoints covered; started from the
+    // beginning (its checkpoint lost), it would need those messages.
+    let mut refusals = 0;
+    for seed in 0..10 {
+        let (_, killed, stats) = run_with(Program::Wildcards, seed, Some((1, 900)), true, true);
+        if !killed || stats.trimmed_bytes == 0 && stats.refusal.is_none() {
+            continue;
+        }
+        let refusal = stats.refusal.unwrap_or_else(|| {
+            panic!("seed {seed}: the replacement replayed with the trimmed messages missing")
+        });
+        assert!(
+            refusal.contains("messages 1 to ") && refusal.contains("are missing"),
+            "{refusal}"
+        );
+        refusals += 1;
+    }
+    assert!(refusals > 5, "only {refusals} runs reached the kill");
+}
+
+#[test]
+fn a_resumed_rank_that_communicates_before_its_restart_is_refused_with_an_error() {
+    let mut original = Process::new(Program::Wildcards, 1, 0);
+    let position = original
+        .engine
+        .checkpoint_position("job")
+        .expect("position");
+    let mut replacement = Process::new(Program::Wildcards, 1, 1);
+    replacement.engine.resume_from(&position).expect("resume");
+    let mut buffer = [0u8; 8];
+    let refusal = replacement
+        .engine
+        .start_receive(
+            WORLD,
+            buffer.as_mut_ptr(),
+            8,
+            Some(2),
+            Some(0),
+            WORLD_CONTEXT,
+        )
+        .unwrap_err();
+    assert!(
+        refusal.message.contains("before VELOC_Restart"),
+        "{refusal:?}"
+    );
+    // After the restart (the collective counters set) it may.
+    replacement.engine.resume_collectives(&position);
+    replacement
+        .engine
+        .start_receive(
+            WORLD,
+            buffer.as_mut_ptr(),
+            8,
+            Some(2),
+            Some(0),
+            WORLD_CONTEXT,
+        )
+        .expect("receive after the restart");
 }

@@ -573,6 +573,48 @@ pub trait Interceptor {
     #[inline]
     fn on_peer_rejoin(&mut self, _peer: u32) {}
 
+    /// The first logical number to world rank `destination` this process
+    /// still holds in its log (only with `LOGS_MESSAGES`): what a re-join
+    /// re-sends from. Above 1 once the destination's checkpoint covered
+    /// the rest, or when this process resumed from its own checkpoint.
+    #[inline]
+    fn replay_first(&self, _destination: u32) -> u64 {
+        1
+    }
+
+    /// The protocol's part of a checkpoint's position (only with
+    /// `LOGS_MESSAGES`): the ordinals of the next wildcard receive and of
+    /// the next counted completion call or probe.
+    #[inline]
+    fn checkpoint_ordinals(&self) -> [u64; 2] {
+        [0, 0]
+    }
+
+    /// The sender log as a checkpoint carries it (only with
+    /// `LOGS_MESSAGES`): what the peers' checkpoints do not cover yet, so
+    /// that a replacement can send again what its peers had not taken and
+    /// replay to a peer restarted later. Err: it cannot be carried (the
+    /// log is incomplete).
+    #[inline]
+    fn checkpoint_log(&self) -> Result<Vec<u8>, String> {
+        Ok(Vec::new())
+    }
+
+    /// This process (a restarted incarnation) resumes from a checkpoint's
+    /// position (only with `LOGS_MESSAGES`): the next ordinals are
+    /// `ordinals`, and its sender log is `log` ([`Interceptor::checkpoint_log`]).
+    #[inline]
+    fn resume_at(&mut self, _ordinals: [u64; 2], _log: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// A checkpoint of this process is durable and restartable from its
+    /// position (only with `LOGS_MESSAGES`): it covers, per peer, the
+    /// messages numbered at or below `delivered[peer]`, which the peers
+    /// may now drop from their logs.
+    #[inline]
+    fn on_checkpoint(&mut self, _delivered: &[u64]) {}
+
     /// This process has passed `MPI_Finalize`'s barrier (only with
     /// `LOGS_MESSAGES`): it will leave once [`Interceptor::may_leave`] says so.
     #[inline]

@@ -20,6 +20,9 @@
 //! - `Replay`: last u8 (0 or 1), count u32, count × entry as above — the holder
 //!   hands a restarted rank the determinants of its earlier incarnations.
 //! - `Finished`: no fields — the sender has passed `MPI_Finalize`'s barrier.
+//! - `Covered`: last u64 — the sender's newest restartable checkpoint
+//!   covers the messages the receiver sent it numbered 1 to `last`: the
+//!   receiver may drop them from its log (garbage collection).
 
 /// Version of this frame format (2: entries carry a kind, and completion
 /// choices exist; 3: probe entries exist).
@@ -28,6 +31,7 @@ const KIND_DETERMINANTS: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_REPLAY: u8 = 3;
 const KIND_FINISHED: u8 = 4;
+const KIND_COVERED: u8 = 5;
 const ENTRY_WILDCARD: u8 = 0;
 const ENTRY_CHOICE: u8 = 1;
 const ENTRY_PROBE: u8 = 2;
@@ -132,6 +136,12 @@ pub enum Frame {
     },
     /// The sender has passed `MPI_Finalize`'s barrier.
     Finished,
+    /// The sender's checkpoint covers the receiver's messages to it up to
+    /// `last`.
+    Covered {
+        /// The highest logical number covered.
+        last: u64,
+    },
 }
 
 impl Frame {
@@ -154,6 +164,10 @@ impl Frame {
                 encode_entries(&mut bytes, entries);
             }
             Frame::Finished => bytes.push(KIND_FINISHED),
+            Frame::Covered { last } => {
+                bytes.push(KIND_COVERED);
+                bytes.extend_from_slice(&last.to_le_bytes());
+            }
         }
         bytes
     }
@@ -186,6 +200,9 @@ impl Frame {
                 Frame::Replay { last, entries }
             }
             KIND_FINISHED => Frame::Finished,
+            KIND_COVERED => Frame::Covered {
+                last: reader.u64()?,
+            },
             other => return Err(format!("unknown message-logging frame kind {other}")),
         };
         if reader.at != bytes.len() {
@@ -355,6 +372,7 @@ mod tests {
                 entries,
             },
             Frame::Finished,
+            Frame::Covered { last: 1 << 40 },
         ];
         for frame in frames {
             let bytes = frame.encode();

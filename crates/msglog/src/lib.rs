@@ -31,7 +31,9 @@
 //! new incarnation posts no ANY_SOURCE receive (`Defer`), and from then on
 //! it pins the n-th one to the logged source while the log lasts. Every
 //! survivor re-sends it, from its sender log, each message it had numbered
-//! for the rank (all of them: the rank starts over from `MPI_Init`), and
+//! for the rank that the log still holds (all of them unless a checkpoint
+//! of the rank covered some: it starts over from `MPI_Init`, or resumes
+//! from that checkpoint's position), and
 //! drops as duplicates the messages the rank sends again (the engine's
 //! part, see `LOGS_MESSAGES`). If the restarted rank held another rank's
 //! determinants, that rank sends its whole list again.
@@ -45,6 +47,14 @@
 //! restarted rank would wait for its replay for ever). The durable
 //! event logger outside MPI_COMM_WORLD is not built (docs/design.md,
 //! "Message logging").
+//!
+//! Checkpoints (`VELOC_Checkpoint`): a restartable checkpoint's position
+//! covers, per peer, the messages delivered before it; the process tells
+//! each peer so (`Covered`), and the peer drops them from its log
+//! ([`sender_log::SenderLog::trim`]). A replacement that resumes from the
+//! checkpoint's position ([`Interceptor::resume_at`]) continues the
+//! ordinals from there, and its own log starts after the messages its
+//! earlier incarnation sent before the checkpoint.
 //!
 //! Leaving: a process keeps its log until every rank has passed
 //! `MPI_Finalize`'s barrier (`Finished` frames; [`Interceptor::may_leave`]),
@@ -427,13 +437,16 @@ impl Interceptor for MessageLog {
     /// The log's memory and disk use, once it spilled or stopped (a job
     /// whose log stayed in memory ends quietly: no report line for it).
     fn report_counters(&self) -> Vec<(&'static str, u64)> {
-        if self.log.bytes_spilled() == 0 && self.log.is_complete() {
-            return Vec::new();
+        let (trimmed_bytes, trimmed_messages) = self.log.trimmed();
+        let mut counters = vec![
+            ("msglog_trimmed_bytes", trimmed_bytes),
+            ("msglog_trimmed_messages", trimmed_messages),
+        ];
+        if self.log.bytes_spilled() > 0 || !self.log.is_complete() {
+            counters.push(("msglog_memory_bytes", self.log.bytes_logged() as u64));
+            counters.push(("msglog_spilled_bytes", self.log.bytes_spilled()));
         }
-        vec![
-            ("msglog_memory_bytes", self.log.bytes_logged() as u64),
-            ("msglog_spilled_bytes", self.log.bytes_spilled()),
-        ]
+        counters
     }
 
     fn report_lines(&self) -> Vec<String> {
@@ -578,6 +591,33 @@ impl Interceptor for MessageLog {
         PeerFailureAction::Handled
     }
 
+    fn replay_first(&self, destination: u32) -> u64 {
+        self.log.first_held(destination)
+    }
+
+    fn checkpoint_ordinals(&self) -> [u64; 2] {
+        [self.next_ordinal, self.next_choice_ordinal]
+    }
+
+    fn checkpoint_log(&self) -> Result<Vec<u8>, String> {
+        self.log.export()
+    }
+
+    fn resume_at(&mut self, ordinals: [u64; 2], log: &[u8]) -> Result<(), String> {
+        self.next_ordinal = ordinals[0];
+        self.next_choice_ordinal = ordinals[1];
+        self.failed_run = None;
+        self.log.import(log)
+    }
+
+    fn on_checkpoint(&mut self, delivered: &[u64]) {
+        for (peer, &last) in delivered.iter().enumerate().take(self.size as usize) {
+            if last > 0 {
+                self.queue(peer as u32, Frame::Covered { last });
+            }
+        }
+    }
+
     fn on_peer_rejoin(&mut self, peer: u32) {
         if peer >= self.size || peer == self.rank {
             return;
@@ -610,6 +650,9 @@ impl Interceptor for MessageLog {
                 self.handle_replay(last, entries)
             }
             Ok(Frame::Finished) if peer < self.size => self.finished[peer as usize] = true,
+            Ok(Frame::Covered { last }) if peer < self.size => {
+                self.log.trim(peer, last);
+            }
             _ => self.protocol_errors += 1,
         }
     }

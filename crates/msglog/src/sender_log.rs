@@ -18,8 +18,15 @@
 //! specified: the log stops taking messages and says why
 //! ([`SenderLog::incomplete_reason`]); the protocol then refuses to
 //! restart any peer (the job ends with an error naming the bound) instead
-//! of replaying a history with holes. Trimming at checkpoints is not built
-//! yet (issue 13): a rank restarts from `MPI_Init`, so it needs everything.
+//! of replaying a history with holes.
+//!
+//! Trimming ([`SenderLog::trim`]): once a destination's restartable
+//! checkpoint covers the messages numbered up to some `last` (it says so
+//! in a `Covered` frame), they are dropped, from memory and from the
+//! spill file's index (the file's bytes stay until the process ends: it
+//! is append-only and unlinked). What a log no longer holds is named by
+//! [`SenderLog::first_held`]; asking for a message below it is an error
+//! naming the missing range, never a replay with a hole.
 
 use std::collections::VecDeque;
 
@@ -64,8 +71,17 @@ struct Entry {
 #[derive(Debug)]
 pub struct SenderLog {
     per_destination: Vec<VecDeque<Entry>>,
-    /// (destination, position) of the entries whose payload is in memory,
-    /// oldest first: the order they spill in.
+    /// Per destination: entries trimmed from the front of its queue (an
+    /// entry's absolute position is this plus its index).
+    trimmed_entries: Vec<usize>,
+    /// Per destination: the first logical number this log can hold (1
+    /// until a trim or a resume moves it).
+    first_held: Vec<u64>,
+    /// Payload bytes dropped by trims, and how many messages.
+    trimmed_bytes: u64,
+    trimmed_messages: u64,
+    /// (destination, absolute position) of the entries whose payload is
+    /// in memory, oldest first: the order they spill in.
     in_memory: VecDeque<(u32, usize)>,
     memory_bytes: usize,
     memory_bytes_max: usize,
@@ -80,6 +96,10 @@ impl SenderLog {
     pub fn new(size: u32, bytes_max: usize) -> SenderLog {
         SenderLog {
             per_destination: (0..size).map(|_| VecDeque::new()).collect(),
+            trimmed_entries: vec![0; size as usize],
+            first_held: vec![1; size as usize],
+            trimmed_bytes: 0,
+            trimmed_messages: 0,
             in_memory: VecDeque::new(),
             memory_bytes: 0,
             memory_bytes_max: bytes_max,
@@ -116,7 +136,8 @@ impl SenderLog {
         } = message;
         let stored = if self.memory_bytes + cost <= self.memory_bytes_max {
             self.memory_bytes += payload.len();
-            let position = self.per_destination[destination as usize].len();
+            let position = self.trimmed_entries[destination as usize]
+                + self.per_destination[destination as usize].len();
             self.in_memory.push_back((destination, position));
             Stored::Memory(payload)
         } else {
@@ -143,8 +164,14 @@ impl SenderLog {
     fn make_room(&mut self, cost: usize) -> Result<(), String> {
         if self.spill.is_some() {
             while self.memory_bytes + cost > self.memory_bytes_max {
-                let Some((destination, position)) = self.in_memory.pop_front() else {
+                let Some((destination, absolute)) = self.in_memory.pop_front() else {
                     break;
+                };
+                let Some(position) =
+                    absolute.checked_sub(self.trimmed_entries[destination as usize])
+                else {
+                    // Trimmed since.
+                    continue;
                 };
                 let entry = &mut self.per_destination[destination as usize][position];
                 let Stored::Memory(payload) =
@@ -194,6 +221,15 @@ impl SenderLog {
     /// The message numbered `logical_seq` sent to `destination`, read back
     /// from disk if it was spilled. Err says why it cannot be had.
     pub fn message(&self, destination: u32, logical_seq: u64) -> Result<LoggedMessage, String> {
+        let first_held = self.first_held(destination);
+        if logical_seq < first_held {
+            return Err(format!(
+                "messages {logical_seq} to {} to rank {destination} are no longer in this rank's \
+                 sender log (a checkpoint of rank {destination} covered them, or this rank resumed \
+                 from its own checkpoint after sending them); a restart that needs them is refused",
+                first_held - 1
+            ));
+        }
         let entry = self.entry(destination, logical_seq).ok_or_else(|| {
             format!(
                 "message {logical_seq} to rank {destination} is not in this rank's sender log{}",
@@ -233,6 +269,143 @@ impl SenderLog {
             .get(position)
             .filter(|entry| entry.logical_seq == logical_seq)
             .or_else(|| queue.iter().find(|entry| entry.logical_seq == logical_seq))
+    }
+
+    /// The first logical number to `destination` this log can still hold.
+    pub fn first_held(&self, destination: u32) -> u64 {
+        self.first_held
+            .get(destination as usize)
+            .copied()
+            .unwrap_or(1)
+    }
+
+    /// Drop the messages to `destination` numbered at or below `last` (its
+    /// checkpoint covers them). Returns the payload bytes dropped.
+    pub fn trim(&mut self, destination: u32, last: u64) -> u64 {
+        let slot = destination as usize;
+        let Some(queue) = self.per_destination.get_mut(slot) else {
+            return 0;
+        };
+        let mut dropped_bytes = 0u64;
+        while queue.front().is_some_and(|entry| entry.logical_seq <= last) {
+            let entry = queue.pop_front().expect("checked");
+            self.trimmed_entries[slot] += 1;
+            self.trimmed_messages += 1;
+            self.memory_bytes -= ENTRY_OVERHEAD_BYTES;
+            match entry.stored {
+                Stored::Memory(payload) => {
+                    self.memory_bytes -= payload.len();
+                    dropped_bytes += payload.len() as u64;
+                }
+                Stored::Disk(at) => dropped_bytes += at.length,
+                Stored::Lost => {}
+            }
+        }
+        self.first_held[slot] = self.first_held[slot].max(last.saturating_add(1));
+        self.trimmed_bytes += dropped_bytes;
+        // Forget trimmed entries' places in the spill order (they are
+        // skipped anyway; this keeps the queue bounded without spilling).
+        if self.in_memory.len() > 64 && self.in_memory.len() > 2 * self.entries_in_memory() {
+            let trimmed = &self.trimmed_entries;
+            self.in_memory
+                .retain(|&(destination, absolute)| absolute >= trimmed[destination as usize]);
+        }
+        dropped_bytes
+    }
+
+    /// The log as a checkpoint carries it: per destination, the first
+    /// number held and every message held (read back from disk if it was
+    /// spilled). Layout: count u32, then per destination: first held
+    /// u64, messages u32, and per message: number u64, context u32, tag
+    /// i32, length u64, payload. Err: the log is incomplete.
+    pub fn export(&self) -> Result<Vec<u8>, String> {
+        if let Some(reason) = &self.incomplete {
+            return Err(format!("the sender log is incomplete: {reason}"));
+        }
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&(self.per_destination.len() as u32).to_le_bytes());
+        for (destination, queue) in self.per_destination.iter().enumerate() {
+            bytes.extend_from_slice(&self.first_held[destination].to_le_bytes());
+            bytes.extend_from_slice(&(queue.len() as u32).to_le_bytes());
+            for entry in queue {
+                let message = self.message(destination as u32, entry.logical_seq)?;
+                bytes.extend_from_slice(&message.logical_seq.to_le_bytes());
+                bytes.extend_from_slice(&message.context.to_le_bytes());
+                bytes.extend_from_slice(&message.tag.to_le_bytes());
+                bytes.extend_from_slice(&(message.payload.len() as u64).to_le_bytes());
+                bytes.extend_from_slice(&message.payload);
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Take back a log [`SenderLog::export`] wrote (a replacement resuming
+    /// from its checkpoint; this log is empty then). Err names what is
+    /// wrong with the bytes.
+    pub fn import(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let mut at = 0usize;
+        let mut take = |length: usize| -> Result<&[u8], String> {
+            let end = at
+                .checked_add(length)
+                .filter(|&end| end <= bytes.len())
+                .ok_or_else(|| "checkpointed sender log: truncated".to_string())?;
+            let taken = &bytes[at..end];
+            at = end;
+            Ok(taken)
+        };
+        let count = u32::from_le_bytes(take(4)?.try_into().expect("4")) as usize;
+        if count != self.per_destination.len() {
+            return Err(format!(
+                "checkpointed sender log: {count} destinations, the job has {}",
+                self.per_destination.len()
+            ));
+        }
+        for destination in 0..count {
+            let first_held = u64::from_le_bytes(take(8)?.try_into().expect("8"));
+            let messages = u32::from_le_bytes(take(4)?.try_into().expect("4"));
+            self.first_held[destination] = first_held.max(1);
+            for _ in 0..messages {
+                let logical_seq = u64::from_le_bytes(take(8)?.try_into().expect("8"));
+                let context = u32::from_le_bytes(take(4)?.try_into().expect("4"));
+                let tag = i32::from_le_bytes(take(4)?.try_into().expect("4"));
+                let length = u64::from_le_bytes(take(8)?.try_into().expect("8"));
+                let length = usize::try_from(length)
+                    .map_err(|_| "checkpointed sender log: a message too long".to_string())?;
+                let payload = take(length)?.to_vec();
+                self.record(
+                    destination as u32,
+                    LoggedMessage {
+                        logical_seq,
+                        context,
+                        tag,
+                        payload,
+                    },
+                );
+            }
+        }
+        if at != bytes.len() {
+            return Err(format!(
+                "checkpointed sender log: {} bytes left over",
+                bytes.len() - at
+            ));
+        }
+        Ok(())
+    }
+
+    fn entries_in_memory(&self) -> usize {
+        self.per_destination
+            .iter()
+            .flatten()
+            .filter(|entry| matches!(entry.stored, Stored::Memory(_)))
+            .count()
+    }
+
+    /// Payload bytes, and messages, dropped by trims so far.
+    pub fn trimmed(&self) -> (u64, u64) {
+        (self.trimmed_bytes, self.trimmed_messages)
     }
 
     /// Whether every message sent so far is in the log.
@@ -345,5 +518,51 @@ mod tests {
         assert_eq!(log.message(1, 1).unwrap().payload, vec![1; 100]);
         let error = log.message(1, 4).unwrap_err();
         assert!(error.contains("not in this rank's sender log"), "{error}");
+    }
+
+    #[test]
+    fn a_trim_drops_what_a_checkpoint_covers_and_a_lookup_below_names_the_range() {
+        let mut log = spilling_log(16 * ENTRY_OVERHEAD_BYTES + 2 * 100, 1 << 20);
+        for seq in 1..=6 {
+            log.record(1, message(seq, 100));
+            log.record(2, message(seq, 100));
+        }
+        let before = log.bytes_logged();
+        assert_eq!(log.trim(1, 4), 400);
+        assert_eq!(log.trimmed(), (400, 4));
+        assert!(log.bytes_logged() < before);
+        assert_eq!(log.first_held(1), 5);
+        let error = log.message(1, 2).unwrap_err();
+        assert!(error.contains("messages 2 to 4 to rank 1"), "{error}");
+        assert_eq!(log.message(1, 5).unwrap().payload, vec![5; 100]);
+        assert_eq!(log.message(2, 1).unwrap().payload, vec![1; 100]);
+        // Spilling goes on past trimmed entries.
+        for seq in 7..=12 {
+            log.record(1, message(seq, 100));
+        }
+        assert!(log.is_complete(), "{:?}", log.incomplete_reason());
+        for seq in 5..=12 {
+            assert_eq!(log.message(1, seq).unwrap().payload, vec![seq as u8; 100]);
+        }
+    }
+
+    #[test]
+    fn an_exported_log_is_imported_whole_and_a_damaged_one_is_refused() {
+        let mut log = spilling_log(4 * ENTRY_OVERHEAD_BYTES + 100, 1 << 20);
+        for seq in 1..=5 {
+            log.record(1, message(seq, 100));
+        }
+        log.trim(1, 2);
+        let bytes = log.export().unwrap();
+        let mut again = SenderLog::new(3, 1 << 20);
+        again.import(&bytes).unwrap();
+        assert_eq!(again.first_held(1), 3);
+        for seq in 3..=5 {
+            assert_eq!(again.message(1, seq).unwrap(), log.message(1, seq).unwrap());
+        }
+        assert!(again.message(1, 2).is_err());
+        for length in 1..bytes.len() {
+            assert!(SenderLog::new(3, 1 << 20).import(&bytes[..length]).is_err());
+        }
     }
 }

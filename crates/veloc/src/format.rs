@@ -28,6 +28,12 @@ pub const REGION_COUNT_MAX: u32 = 1 << 16;
 /// Longest name (VeloC's `VELOC_MAX_NAME`).
 pub const NAME_BYTES_MAX: usize = 1024;
 
+/// The region id under which the library (not the application) keeps its
+/// message-logging position in a checkpoint file: the smallest id, so it
+/// is written first. `VELOC_Mem_protect` refuses it for an application's
+/// region, and a restart never copies it into one.
+pub const POSITION_REGION_ID: i32 = i32::MIN;
+
 /// One protected region as it is written: its id and its bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Region<'a> {

@@ -28,6 +28,6 @@ pub mod restart_tests;
 pub mod store;
 
 pub use config::Config;
-pub use format::{Checkpoint, FormatError, Region};
+pub use format::{Checkpoint, FormatError, Region, POSITION_REGION_ID};
 pub use restart_tests::{RestartTest, RestartTestLog};
 pub use store::{valid_name, CheckpointStore, Refusal};

@@ -130,6 +130,37 @@ impl CheckpointStore {
         (None, refusals)
     }
 
+    /// Every (name, version) this rank has a file for, in no order
+    /// (whether intact is not checked here).
+    pub fn all_checkpoints(&self) -> io::Result<Vec<(String, u32)>> {
+        let suffix = format!("-{}-", self.rank);
+        let entries = match fs::read_dir(&self.directory) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(error),
+        };
+        let mut found = Vec::new();
+        for entry in entries {
+            let file_name = entry?.file_name();
+            let Some(stem) = file_name.to_str().and_then(|n| n.strip_suffix(".dat")) else {
+                continue;
+            };
+            // Names hold no '-' (valid_name), so the last `-RANK-` splits.
+            let Some(split) = stem.rfind(&suffix) else {
+                continue;
+            };
+            let (name, digits) = (&stem[..split], &stem[split + suffix.len()..]);
+            if !valid_name(name) || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                continue;
+            }
+            if let Ok(version) = digits.parse::<u32>() {
+                found.push((name.to_string(), version));
+            }
+        }
+        Ok(found)
+    }
+
     /// Remove all but the newest `keep` versions of `name` (VeloC's
     /// `max_versions`); 0 keeps all. Returns how many were removed.
     pub fn prune(&self, name: &str, keep: u32) -> io::Result<usize> {

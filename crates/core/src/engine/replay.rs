@@ -131,10 +131,17 @@ impl<F: Interceptor> Engine<F> {
     }
 
     /// Incarnation `peer` re-joined: send it again, from the log and in
-    /// order, every message numbered for it (it replays from `MPI_Init`).
+    /// order, every message numbered for it that the log holds (all of
+    /// them unless its checkpoint covered some: it replays from `MPI_Init`
+    /// or resumes from that checkpoint, `engine/position.rs`).
     pub(super) fn replay_to(&mut self, peer: u32) {
         let last = self.state.message_seq_out[peer as usize];
-        for logical_seq in 1..=last {
+        // What the peer's checkpoint covers was trimmed from the log (and
+        // a replacement's log starts after its own checkpoint): the peer
+        // resumes above it, or refuses the gap (`take_message_seq`).
+        let first = self.state.interceptor.replay_first(peer).max(1);
+        for logical_seq in first..=last {
+            self.state.messages_replayed += 1;
             if let Err(error) = self.resend_logged(peer, logical_seq) {
                 self.state.fail_later(error);
                 return;
