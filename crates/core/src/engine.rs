@@ -2427,13 +2427,22 @@ impl<F: Interceptor> Engine<F> {
     /// connection (`ProcFailed`) under the `continue` policy is the peer's
     /// death seen by the network: handled as the event (the frame and
     /// everything queued for the peer dropped), and the send that tried
-    /// fails with the peer's error. Anything else passes through.
+    /// fails with the peer's error, unless the death was masked (a
+    /// replica's, a logged rank's restart). Anything else passes through.
     fn absorb_lost_peer(&mut self, peer: u32, offered: MpiResult<bool>) -> MpiResult<bool> {
         match offered {
             Err(error) if lost_peer_is_event(self.failures_are_events, &error) => {
                 self.handle_peer_failure(peer);
                 if F::LOGS_MESSAGES && self.state.is_restarting(peer) {
                     // Logged: its new incarnation gets it again.
+                    return Ok(true);
+                }
+                if F::REPLICATES && !self.state.is_failed(peer) {
+                    // A replica the protocol masked (its rank lives on in
+                    // a substitute): what was for it is dropped, as after
+                    // mpiexec's notice. Seen when a host with several
+                    // replicas goes down and a survivor's frame to one of
+                    // them finds the connection closed before the notice.
                     return Ok(true);
                 }
                 Err(peer_failed_error(peer))
