@@ -47,6 +47,7 @@ mod rma;
 mod rma_direct;
 mod rma_ops;
 mod session;
+mod tool;
 mod topo;
 mod type_attr;
 mod ulfm;
