@@ -221,10 +221,10 @@ pub type MPI_T_event_free_cb_function =
 pub type MPI_T_event_dropped_cb_function = Option<
     unsafe extern "C" fn(MPI_Count, MPI_T_event_registration, c_int, MPI_T_cb_safety, *mut c_void),
 >;
-/// C: `#define MPI_VERSION 3`
-pub const MPI_VERSION: c_int = 3;
-/// C: `#define MPI_SUBVERSION 1`
-pub const MPI_SUBVERSION: c_int = 1;
+/// C: `#define MPI_VERSION 4`
+pub const MPI_VERSION: c_int = 4;
+/// C: `#define MPI_SUBVERSION 0`
+pub const MPI_SUBVERSION: c_int = 0;
 /// C: `#define MPI_BOTTOM ((void *)0)`; compare addresses.
 pub const MPI_BOTTOM: usize = 0;
 /// C: `#define MPI_IN_PLACE ((void *)-1)`; compare addresses.

@@ -13,7 +13,7 @@ use crate::handles::comm_index;
 pub const LIBRARY_VERSION: &str = concat!(
     "resmpi ",
     env!("CARGO_PKG_VERSION"),
-    " (MPICH ABI, MPI 3.1 subset)"
+    " (MPICH ABI, MPI 4.0)"
 );
 
 /// The thread that initialized MPI (MPI_Is_thread_main).
