@@ -1,11 +1,30 @@
 //! Error handlers: predefined ones and those made by MPI_Comm_create_errhandler.
 
-use resmpi_core::{ErrorClass, MpiError};
+use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
 use crate::global::{entry, raise_code};
 use crate::handles::{errhandler_handle, errhandler_index, is_builtin_errhandler};
 use crate::p2p::comm_of;
+
+/// MPI_ERR_ARG unless `errhandler` is predefined or a user handler that
+/// exists (made by any of the create_errhandler calls).
+pub(crate) fn valid_errhandler(errhandler: MPI_Errhandler) -> MpiResult<()> {
+    let user = errhandler_index(errhandler).is_some_and(|index| {
+        crate::global::lock()
+            .registry
+            .errhandlers
+            .get(index)
+            .is_some_and(Option::is_some)
+    });
+    if is_builtin_errhandler(errhandler) || user {
+        return Ok(());
+    }
+    Err(MpiError::new(
+        ErrorClass::Arg,
+        format!("error handler {errhandler:#x} is not valid"),
+    ))
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_set_errhandler(

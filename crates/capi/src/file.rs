@@ -28,7 +28,8 @@ use resmpi_io::store::{OpenRequest, Store};
 use resmpi_io::view::{FileView, FiletypeSegment};
 
 use crate::abi::*;
-use crate::handles::{errhandler_handle, errhandler_index, is_builtin_errhandler};
+use crate::errhandler::valid_errhandler;
+use crate::handles::{errhandler_handle, errhandler_index};
 
 /// A split collective begun and not yet ended: its byte count or error.
 pub(crate) struct SplitCollective {
@@ -1562,23 +1563,6 @@ pub unsafe extern "C" fn PMPI_File_create_errhandler(
     })
 }
 const _: fn_types::MPI_File_create_errhandler = PMPI_File_create_errhandler;
-
-fn valid_errhandler(errhandler: MPI_Errhandler) -> MpiResult<()> {
-    let user = errhandler_index(errhandler).is_some_and(|index| {
-        crate::global::lock()
-            .registry
-            .errhandlers
-            .get(index)
-            .is_some_and(Option::is_some)
-    });
-    if is_builtin_errhandler(errhandler) || user {
-        return Ok(());
-    }
-    Err(MpiError::new(
-        ErrorClass::Arg,
-        format!("error handler {errhandler:#x} is not valid"),
-    ))
-}
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_set_errhandler(

@@ -18,8 +18,9 @@ use std::sync::Mutex;
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
+use crate::errhandler::valid_errhandler;
 use crate::global::{abort_job, lock, out_pointer, registry_entry, with_mpi};
-use crate::handles::{errhandler_handle, errhandler_index, is_builtin_errhandler};
+use crate::handles::{errhandler_handle, errhandler_index};
 
 /// The process sets every session has, in the order `get_nth_pset` gives.
 const PROCESS_SETS: [&str; 2] = ["mpi://WORLD", "mpi://SELF"];
@@ -69,23 +70,6 @@ fn session(handle: MPI_Session) -> MpiResult<Session> {
             };
             MpiError::new(ErrorClass::Session, format!("session {what} is not valid"))
         })
-}
-
-fn valid_errhandler(errhandler: MPI_Errhandler) -> MpiResult<()> {
-    let user = errhandler_index(errhandler).is_some_and(|index| {
-        lock()
-            .registry
-            .errhandlers
-            .get(index)
-            .is_some_and(Option::is_some)
-    });
-    if is_builtin_errhandler(errhandler) || user {
-        return Ok(());
-    }
-    Err(MpiError::new(
-        ErrorClass::Arg,
-        format!("error handler {errhandler:#x} is not valid"),
-    ))
 }
 
 /// Hand `error` of `name` to `handler` (the session's, or the one

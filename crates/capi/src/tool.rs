@@ -63,6 +63,21 @@ fn all_handles(handle: MPI_T_pvar_handle) -> bool {
     handle == unsafe { MPI_T_PVAR_ALL_HANDLES }
 }
 
+/// MPI_T calls that, with no variable, category, enumeration, event or
+/// source to name, can only answer `code` once the interface is
+/// initialized (their arguments are not looked at).
+macro_rules! nothing_to_find {
+    ($code:expr; $($name:ident = $c_name:ident($($ty:ty),*);)*) => {
+        $(
+            #[no_mangle]
+            pub unsafe extern "C" fn $name($(_: $ty),*) -> c_int {
+                tool_entry(|| $code)
+            }
+            const _: fn_types::$c_name = $name;
+        )*
+    };
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
     if provided.is_null() {
@@ -169,186 +184,6 @@ pub unsafe extern "C" fn PMPI_T_source_get_num(num_sources: *mut c_int) -> c_int
 }
 const _: fn_types::MPI_T_source_get_num = PMPI_T_source_get_num;
 
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_cvar_get_info(
-    _cvar_index: c_int,
-    _name: *mut c_char,
-    _name_len: *mut c_int,
-    _verbosity: *mut c_int,
-    _datatype: *mut MPI_Datatype,
-    _enumtype: *mut MPI_T_enum,
-    _desc: *mut c_char,
-    _desc_len: *mut c_int,
-    _bind: *mut c_int,
-    _scope: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_cvar_get_info = PMPI_T_cvar_get_info;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_cvar_handle_alloc(
-    _cvar_index: c_int,
-    _obj_handle: *mut c_void,
-    _handle: *mut MPI_T_cvar_handle,
-    _count: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_cvar_handle_alloc = PMPI_T_cvar_handle_alloc;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_get_info(
-    _pvar_index: c_int,
-    _name: *mut c_char,
-    _name_len: *mut c_int,
-    _verbosity: *mut c_int,
-    _var_class: *mut c_int,
-    _datatype: *mut MPI_Datatype,
-    _enumtype: *mut MPI_T_enum,
-    _desc: *mut c_char,
-    _desc_len: *mut c_int,
-    _bind: *mut c_int,
-    _readonly: *mut c_int,
-    _continuous: *mut c_int,
-    _atomic: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_pvar_get_info = PMPI_T_pvar_get_info;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_category_get_info(
-    _cat_index: c_int,
-    _name: *mut c_char,
-    _name_len: *mut c_int,
-    _desc: *mut c_char,
-    _desc_len: *mut c_int,
-    _num_cvars: *mut c_int,
-    _num_pvars: *mut c_int,
-    _num_categories: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_category_get_info = PMPI_T_category_get_info;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_category_get_cvars(
-    _cat_index: c_int,
-    _len: c_int,
-    _indices: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_category_get_cvars = PMPI_T_category_get_cvars;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_category_get_pvars(
-    _cat_index: c_int,
-    _len: c_int,
-    _indices: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_category_get_pvars = PMPI_T_category_get_pvars;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_category_get_categories(
-    _cat_index: c_int,
-    _len: c_int,
-    _indices: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_category_get_categories = PMPI_T_category_get_categories;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_category_get_num_events(
-    _cat_index: c_int,
-    _num_events: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_category_get_num_events = PMPI_T_category_get_num_events;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_category_get_events(
-    _cat_index: c_int,
-    _len: c_int,
-    _indices: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_category_get_events = PMPI_T_category_get_events;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_get_info(
-    _event_index: c_int,
-    _name: *mut c_char,
-    _name_len: *mut c_int,
-    _verbosity: *mut c_int,
-    _array_of_datatypes: *mut MPI_Datatype,
-    _array_of_displacements: *mut MPI_Aint,
-    _num_elements: *mut c_int,
-    _enumtype: *mut MPI_T_enum,
-    _info: *mut MPI_Info,
-    _desc: *mut c_char,
-    _desc_len: *mut c_int,
-    _bind: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_event_get_info = PMPI_T_event_get_info;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_handle_alloc(
-    _event_index: c_int,
-    _obj_handle: *mut c_void,
-    _info: MPI_Info,
-    _event_registration: *mut MPI_T_event_registration,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_event_handle_alloc = PMPI_T_event_handle_alloc;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_source_get_info(
-    _source_index: c_int,
-    _name: *mut c_char,
-    _name_len: *mut c_int,
-    _desc: *mut c_char,
-    _desc_len: *mut c_int,
-    _ordering: *mut MPI_T_source_order,
-    _ticks_per_second: *mut MPI_Count,
-    _max_ticks: *mut MPI_Count,
-    _info: *mut MPI_Info,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_source_get_info = PMPI_T_source_get_info;
-
-/// No index names one (there are none).
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_source_get_timestamp(
-    _source_index: c_int,
-    _timestamp: *mut MPI_Count,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_INDEX)
-}
-const _: fn_types::MPI_T_source_get_timestamp = PMPI_T_source_get_timestamp;
-
 /// No name names one.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_T_cvar_get_index(
@@ -409,172 +244,6 @@ pub unsafe extern "C" fn PMPI_T_event_get_index(
     })
 }
 const _: fn_types::MPI_T_event_get_index = PMPI_T_event_get_index;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_cvar_handle_free(_handle: *mut MPI_T_cvar_handle) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_cvar_handle_free = PMPI_T_cvar_handle_free;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_cvar_read(_handle: MPI_T_cvar_handle, _buf: *mut c_void) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_cvar_read = PMPI_T_cvar_read;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_cvar_write(
-    _handle: MPI_T_cvar_handle,
-    _buf: *const c_void,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_cvar_write = PMPI_T_cvar_write;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_enum_get_info(
-    _enumtype: MPI_T_enum,
-    _num: *mut c_int,
-    _name: *mut c_char,
-    _name_len: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_enum_get_info = PMPI_T_enum_get_info;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_enum_get_item(
-    _enumtype: MPI_T_enum,
-    _indx: c_int,
-    _value: *mut c_int,
-    _name: *mut c_char,
-    _name_len: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_enum_get_item = PMPI_T_enum_get_item;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_handle_free(
-    _event_registration: MPI_T_event_registration,
-    _user_data: *mut c_void,
-    _free_cb_function: MPI_T_event_free_cb_function,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_handle_free = PMPI_T_event_handle_free;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_handle_get_info(
-    _event_registration: MPI_T_event_registration,
-    _info_used: *mut MPI_Info,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_handle_get_info = PMPI_T_event_handle_get_info;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_handle_set_info(
-    _event_registration: MPI_T_event_registration,
-    _info: MPI_Info,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_handle_set_info = PMPI_T_event_handle_set_info;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_register_callback(
-    _event_registration: MPI_T_event_registration,
-    _cb_safety: MPI_T_cb_safety,
-    _info: MPI_Info,
-    _user_data: *mut c_void,
-    _event_cb_function: MPI_T_event_cb_function,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_register_callback = PMPI_T_event_register_callback;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_callback_get_info(
-    _event_registration: MPI_T_event_registration,
-    _cb_safety: MPI_T_cb_safety,
-    _info_used: *mut MPI_Info,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_callback_get_info = PMPI_T_event_callback_get_info;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_callback_set_info(
-    _event_registration: MPI_T_event_registration,
-    _cb_safety: MPI_T_cb_safety,
-    _info: MPI_Info,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_callback_set_info = PMPI_T_event_callback_set_info;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_set_dropped_handler(
-    _event_registration: MPI_T_event_registration,
-    _dropped_cb_function: MPI_T_event_dropped_cb_function,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_set_dropped_handler = PMPI_T_event_set_dropped_handler;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_read(
-    _event_instance: MPI_T_event_instance,
-    _element_index: c_int,
-    _buffer: *mut c_void,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_read = PMPI_T_event_read;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_copy(
-    _event_instance: MPI_T_event_instance,
-    _buffer: *mut c_void,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_copy = PMPI_T_event_copy;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_get_timestamp(
-    _event_instance: MPI_T_event_instance,
-    _event_timestamp: *mut MPI_Count,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_get_timestamp = PMPI_T_event_get_timestamp;
-
-/// No handle of this kind exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_get_source(
-    _event_instance: MPI_T_event_instance,
-    _source_index: *mut c_int,
-) -> c_int {
-    tool_entry(|| MPI_T_ERR_INVALID_HANDLE)
-}
-const _: fn_types::MPI_T_event_get_source = PMPI_T_event_get_source;
 
 /// No performance variable exists to be bound.
 #[no_mangle]
@@ -710,3 +379,42 @@ pub unsafe extern "C" fn PMPI_T_pvar_reset(
     })
 }
 const _: fn_types::MPI_T_pvar_reset = PMPI_T_pvar_reset;
+
+// No index names one of these (there are none).
+nothing_to_find! {
+    MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_cvar_get_info = MPI_T_cvar_get_info(c_int, *mut c_char, *mut c_int, *mut c_int, *mut MPI_Datatype, *mut MPI_T_enum, *mut c_char, *mut c_int, *mut c_int, *mut c_int);
+    PMPI_T_cvar_handle_alloc = MPI_T_cvar_handle_alloc(c_int, *mut c_void, *mut MPI_T_cvar_handle, *mut c_int);
+    PMPI_T_pvar_get_info = MPI_T_pvar_get_info(c_int, *mut c_char, *mut c_int, *mut c_int, *mut c_int, *mut MPI_Datatype, *mut MPI_T_enum, *mut c_char, *mut c_int, *mut c_int, *mut c_int, *mut c_int, *mut c_int);
+    PMPI_T_category_get_info = MPI_T_category_get_info(c_int, *mut c_char, *mut c_int, *mut c_char, *mut c_int, *mut c_int, *mut c_int, *mut c_int);
+    PMPI_T_category_get_cvars = MPI_T_category_get_cvars(c_int, c_int, *mut c_int);
+    PMPI_T_category_get_pvars = MPI_T_category_get_pvars(c_int, c_int, *mut c_int);
+    PMPI_T_category_get_categories = MPI_T_category_get_categories(c_int, c_int, *mut c_int);
+    PMPI_T_category_get_num_events = MPI_T_category_get_num_events(c_int, *mut c_int);
+    PMPI_T_category_get_events = MPI_T_category_get_events(c_int, c_int, *mut c_int);
+    PMPI_T_event_get_info = MPI_T_event_get_info(c_int, *mut c_char, *mut c_int, *mut c_int, *mut MPI_Datatype, *mut MPI_Aint, *mut c_int, *mut MPI_T_enum, *mut MPI_Info, *mut c_char, *mut c_int, *mut c_int);
+    PMPI_T_event_handle_alloc = MPI_T_event_handle_alloc(c_int, *mut c_void, MPI_Info, *mut MPI_T_event_registration);
+    PMPI_T_source_get_info = MPI_T_source_get_info(c_int, *mut c_char, *mut c_int, *mut c_char, *mut c_int, *mut MPI_T_source_order, *mut MPI_Count, *mut MPI_Count, *mut MPI_Info);
+    PMPI_T_source_get_timestamp = MPI_T_source_get_timestamp(c_int, *mut MPI_Count);
+}
+
+// No handle of these kinds exists to be valid.
+nothing_to_find! {
+    MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_cvar_handle_free = MPI_T_cvar_handle_free(*mut MPI_T_cvar_handle);
+    PMPI_T_cvar_read = MPI_T_cvar_read(MPI_T_cvar_handle, *mut c_void);
+    PMPI_T_cvar_write = MPI_T_cvar_write(MPI_T_cvar_handle, *const c_void);
+    PMPI_T_enum_get_info = MPI_T_enum_get_info(MPI_T_enum, *mut c_int, *mut c_char, *mut c_int);
+    PMPI_T_enum_get_item = MPI_T_enum_get_item(MPI_T_enum, c_int, *mut c_int, *mut c_char, *mut c_int);
+    PMPI_T_event_handle_free = MPI_T_event_handle_free(MPI_T_event_registration, *mut c_void, MPI_T_event_free_cb_function);
+    PMPI_T_event_handle_get_info = MPI_T_event_handle_get_info(MPI_T_event_registration, *mut MPI_Info);
+    PMPI_T_event_handle_set_info = MPI_T_event_handle_set_info(MPI_T_event_registration, MPI_Info);
+    PMPI_T_event_register_callback = MPI_T_event_register_callback(MPI_T_event_registration, MPI_T_cb_safety, MPI_Info, *mut c_void, MPI_T_event_cb_function);
+    PMPI_T_event_callback_get_info = MPI_T_event_callback_get_info(MPI_T_event_registration, MPI_T_cb_safety, *mut MPI_Info);
+    PMPI_T_event_callback_set_info = MPI_T_event_callback_set_info(MPI_T_event_registration, MPI_T_cb_safety, MPI_Info);
+    PMPI_T_event_set_dropped_handler = MPI_T_event_set_dropped_handler(MPI_T_event_registration, MPI_T_event_dropped_cb_function);
+    PMPI_T_event_read = MPI_T_event_read(MPI_T_event_instance, c_int, *mut c_void);
+    PMPI_T_event_copy = MPI_T_event_copy(MPI_T_event_instance, *mut c_void);
+    PMPI_T_event_get_timestamp = MPI_T_event_get_timestamp(MPI_T_event_instance, *mut MPI_Count);
+    PMPI_T_event_get_source = MPI_T_event_get_source(MPI_T_event_instance, *mut c_int);
+}
