@@ -3,20 +3,15 @@
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
-use crate::global::{entry, raise_code};
+use crate::global::{entry, raise_code, Registry};
 use crate::handles::{errhandler_handle, errhandler_index, is_builtin_errhandler};
 use crate::p2p::comm_of;
 
-/// MPI_ERR_ARG unless `errhandler` is predefined or a user handler that
-/// exists (made by any of the create_errhandler calls).
-pub(crate) fn valid_errhandler(errhandler: MPI_Errhandler) -> MpiResult<()> {
-    let user = errhandler_index(errhandler).is_some_and(|index| {
-        crate::global::lock()
-            .registry
-            .errhandlers
-            .get(index)
-            .is_some_and(Option::is_some)
-    });
+/// MPI_ERR_ARG unless `errhandler` is predefined or a user handler in
+/// `registry` (made by any of the create_errhandler calls).
+pub(crate) fn check_errhandler(registry: &Registry, errhandler: MPI_Errhandler) -> MpiResult<()> {
+    let user = errhandler_index(errhandler)
+        .is_some_and(|index| registry.errhandlers.get(index).is_some_and(Option::is_some));
     if is_builtin_errhandler(errhandler) || user {
         return Ok(());
     }
@@ -26,6 +21,22 @@ pub(crate) fn valid_errhandler(errhandler: MPI_Errhandler) -> MpiResult<()> {
     ))
 }
 
+/// [`check_errhandler`] for a caller that does not hold the library lock.
+pub(crate) fn valid_errhandler(errhandler: MPI_Errhandler) -> MpiResult<()> {
+    check_errhandler(&crate::global::lock().registry, errhandler)
+}
+
+/// Register user handler `function` (a communicator, file, window or
+/// session handler: all take a pointer to an int handle and to the code,
+/// so they are stored in the communicator form) and return its handle.
+pub(crate) fn register_errhandler(
+    registry: &mut Registry,
+    function: unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...),
+) -> MPI_Errhandler {
+    registry.errhandlers.push(Some(Some(function)));
+    errhandler_handle(registry.errhandlers.len() - 1)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_set_errhandler(
     comm: MPI_Comm,
@@ -33,15 +44,7 @@ pub unsafe extern "C" fn PMPI_Comm_set_errhandler(
 ) -> c_int {
     entry("MPI_Comm_set_errhandler", comm, |mpi, global| {
         let index = comm_of(mpi, comm)?;
-        let valid = is_builtin_errhandler(errhandler)
-            || errhandler_index(errhandler)
-                .is_some_and(|user| global.errhandlers.get(user).is_some_and(Option::is_some));
-        if !valid {
-            return Err(MpiError::new(
-                ErrorClass::Arg,
-                format!("error handler {errhandler:#x} is not valid"),
-            ));
-        }
+        check_errhandler(global, errhandler)?;
         mpi.comm_mut(index)?.errhandler = errhandler;
         Ok(())
     })
@@ -71,15 +74,14 @@ pub unsafe extern "C" fn PMPI_Comm_create_errhandler(
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
     entry("MPI_Comm_create_errhandler", MPI_COMM_WORLD, |_, global| {
-        if function.is_none() || errhandler.is_null() {
+        let (Some(function), false) = (function, errhandler.is_null()) else {
             return Err(MpiError::new(
                 ErrorClass::Arg,
                 "function or errhandler pointer is NULL",
             ));
-        }
-        global.errhandlers.push(Some(function));
+        };
         // SAFETY: checked non-null.
-        unsafe { *errhandler = errhandler_handle(global.errhandlers.len() - 1) };
+        unsafe { *errhandler = register_errhandler(global, function) };
         Ok(())
     })
 }

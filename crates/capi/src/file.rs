@@ -28,8 +28,8 @@ use resmpi_io::store::{OpenRequest, Store};
 use resmpi_io::view::{FileView, FiletypeSegment};
 
 use crate::abi::*;
-use crate::errhandler::valid_errhandler;
-use crate::handles::{errhandler_handle, errhandler_index};
+use crate::errhandler::{register_errhandler, valid_errhandler};
+use crate::handles::errhandler_index;
 
 /// A split collective begun and not yet ended: its byte count or error.
 pub(crate) struct SplitCollective {
@@ -1556,9 +1556,8 @@ pub unsafe extern "C" fn PMPI_File_create_errhandler(
         // ...); raise_file turns it back before calling.
         let stored: unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...) =
             unsafe { std::mem::transmute(function) };
-        global.errhandlers.push(Some(Some(stored)));
         // SAFETY: checked non-null.
-        unsafe { *errhandler = errhandler_handle(global.errhandlers.len() - 1) };
+        unsafe { *errhandler = register_errhandler(global, stored) };
         Ok(())
     })
 }

@@ -322,20 +322,8 @@ pub unsafe extern "C" fn PMPI_Parrived(
     entry("MPI_Parrived", MPI_COMM_WORLD, |mpi, _| {
         out_pointer(flag, "flag")?;
         let index = crate::requests::live_request(mpi, request)?;
-        let inactive = mpi
-            .engine
-            .state
-            .requests
-            .get(index)
-            .is_some_and(|request| request.inner.is_none());
-        let partitions = match &mpi
-            .engine
-            .state
-            .requests
-            .get(index)
-            .expect("live")
-            .persistent
-        {
+        let slot = mpi.engine.state.requests.get(index).expect("live request");
+        let partitions = match &slot.persistent {
             Some(Persistent::Partitioned(state)) if !state.send => state.partitions,
             _ => {
                 return Err(MpiError::new(
@@ -350,13 +338,12 @@ pub unsafe extern "C" fn PMPI_Parrived(
                 format!("partition {partition} does not exist (0..{partitions})"),
             ));
         }
-        if inactive {
+        let Some(group) = slot.inner else {
             // MPI-4: an inactive request has every partition arrived.
             // SAFETY: checked non-null.
             unsafe { *flag = 1 };
             return Ok(());
-        }
-        let (_, group) = active_partitioned(mpi, request, false)?;
+        };
         let done = |mpi: &Mpi| {
             mpi.engine
                 .state

@@ -22,8 +22,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
+use crate::errhandler::{register_errhandler, valid_errhandler};
 use crate::file::checked;
-use crate::handles::{errhandler_handle, errhandler_index, is_builtin_errhandler};
+use crate::handles::errhandler_index;
 
 /// Handle bits of a window: MPICH's kind "direct" (2) and class 8.
 const WINDOW_HANDLE_BITS: c_int = 0xA000_0000_u32 as c_int;
@@ -1192,31 +1193,12 @@ pub unsafe extern "C" fn PMPI_Win_create_errhandler(
         // MPI_Win and MPI_Comm are both ints: a window handler has the
         // communicator handler's C type, and dispatch_window_code calls it so.
         let stored: unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...) = function;
-        global.errhandlers.push(Some(Some(stored)));
         // SAFETY: checked non-null.
-        unsafe { *errhandler = errhandler_handle(global.errhandlers.len() - 1) };
+        unsafe { *errhandler = register_errhandler(global, stored) };
         Ok(())
     })
 }
 const _: fn_types::MPI_Win_create_errhandler = PMPI_Win_create_errhandler;
-
-fn valid_errhandler(errhandler: MPI_Errhandler) -> MpiResult<()> {
-    let user = errhandler_index(errhandler).is_some_and(|index| {
-        crate::global::lock()
-            .registry
-            .errhandlers
-            .get(index)
-            .is_some_and(Option::is_some)
-    });
-    if user || is_builtin_errhandler(errhandler) {
-        Ok(())
-    } else {
-        Err(MpiError::new(
-            ErrorClass::Arg,
-            format!("error handler {errhandler:#x} is not valid"),
-        ))
-    }
-}
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_set_errhandler(

@@ -18,9 +18,9 @@ use std::sync::Mutex;
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
-use crate::errhandler::valid_errhandler;
+use crate::errhandler::{register_errhandler, valid_errhandler};
 use crate::global::{abort_job, lock, out_pointer, registry_entry, with_mpi};
-use crate::handles::{errhandler_handle, errhandler_index};
+use crate::handles::errhandler_index;
 
 /// The process sets every session has, in the order `get_nth_pset` gives.
 const PROCESS_SETS: [&str; 2] = ["mpi://WORLD", "mpi://SELF"];
@@ -412,9 +412,8 @@ pub unsafe extern "C" fn PMPI_Session_create_errhandler(
         out_pointer(errhandler, "errhandler")?;
         // Stored as a communicator handler: MPI_Session and MPI_Comm are
         // both C ints, so the two function types are one.
-        registry.errhandlers.push(Some(Some(function)));
         // SAFETY: checked non-null.
-        unsafe { *errhandler = errhandler_handle(registry.errhandlers.len() - 1) };
+        unsafe { *errhandler = register_errhandler(registry, function) };
         Ok(())
     })
 }

@@ -63,15 +63,45 @@ fn all_handles(handle: MPI_T_pvar_handle) -> bool {
     handle == unsafe { MPI_T_PVAR_ALL_HANDLES }
 }
 
-/// MPI_T calls that, with no variable, category, enumeration, event or
-/// source to name, can only answer `code` once the interface is
-/// initialized (their arguments are not looked at).
-macro_rules! nothing_to_find {
-    ($code:expr; $($name:ident = $c_name:ident($($ty:ty),*);)*) => {
+/// `MPI_ERR_ARG` for a NULL name, else: no variable has it.
+fn name_not_found(name: *const c_char) -> c_int {
+    if name.is_null() {
+        return MPI_ERR_ARG;
+    }
+    MPI_T_ERR_INVALID_NAME
+}
+
+/// `code` once `session` is known valid.
+fn in_session(session: MPI_T_pvar_session, code: c_int) -> c_int {
+    if !valid_session(session) {
+        return MPI_T_ERR_INVALID_SESSION;
+    }
+    code
+}
+
+/// Start, stop or reset: done on MPI_T_PVAR_ALL_HANDLES of a valid
+/// session (which binds no handle); no single handle exists to be valid.
+fn every_handle_in_session(session: MPI_T_pvar_session, handle: MPI_T_pvar_handle) -> c_int {
+    in_session(
+        session,
+        if all_handles(handle) {
+            MPI_SUCCESS
+        } else {
+            MPI_T_ERR_INVALID_HANDLE
+        },
+    )
+}
+
+/// MPI_T calls whose answer, once the interface is initialized, is one
+/// expression of their arguments (`_` for an argument not looked at):
+/// with no variable, category, enumeration, event or source to name, most
+/// can only report what does not exist.
+macro_rules! tool_calls {
+    ($($name:ident = $c_name:ident($($arg:tt: $ty:ty),*) => $answer:expr;)*) => {
         $(
             #[no_mangle]
-            pub unsafe extern "C" fn $name($(_: $ty),*) -> c_int {
-                tool_entry(|| $code)
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+                tool_entry(|| $answer)
             }
             const _: fn_types::$c_name = $name;
         )*
@@ -101,13 +131,6 @@ pub unsafe extern "C" fn PMPI_T_finalize() -> c_int {
     }
 }
 const _: fn_types::MPI_T_finalize = PMPI_T_finalize;
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_category_changed(update_number: *mut c_int) -> c_int {
-    // The set of categories (empty) never changes.
-    tool_entry(|| write_out(update_number, 0))
-}
-const _: fn_types::MPI_T_category_changed = PMPI_T_category_changed;
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_T_pvar_session_create(session: *mut MPI_T_pvar_session) -> c_int {
@@ -149,272 +172,59 @@ pub unsafe extern "C" fn PMPI_T_pvar_session_free(session: *mut MPI_T_pvar_sessi
 }
 const _: fn_types::MPI_T_pvar_session_free = PMPI_T_pvar_session_free;
 
-/// None exist.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
-    tool_entry(|| write_out(num_cvar, 0))
-}
-const _: fn_types::MPI_T_cvar_get_num = PMPI_T_cvar_get_num;
-
-/// None exist.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
-    tool_entry(|| write_out(num_pvar, 0))
-}
-const _: fn_types::MPI_T_pvar_get_num = PMPI_T_pvar_get_num;
-
-/// None exist.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
-    tool_entry(|| write_out(num_cat, 0))
-}
-const _: fn_types::MPI_T_category_get_num = PMPI_T_category_get_num;
-
-/// None exist.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_get_num(num_events: *mut c_int) -> c_int {
-    tool_entry(|| write_out(num_events, 0))
-}
-const _: fn_types::MPI_T_event_get_num = PMPI_T_event_get_num;
-
-/// None exist.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_source_get_num(num_sources: *mut c_int) -> c_int {
-    tool_entry(|| write_out(num_sources, 0))
-}
-const _: fn_types::MPI_T_source_get_num = PMPI_T_source_get_num;
-
-/// No name names one.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_cvar_get_index(
-    name: *const c_char,
-    _cvar_index: *mut c_int,
-) -> c_int {
-    tool_entry(|| {
-        if name.is_null() {
-            return MPI_ERR_ARG;
-        }
-        MPI_T_ERR_INVALID_NAME
-    })
-}
-const _: fn_types::MPI_T_cvar_get_index = PMPI_T_cvar_get_index;
-
-/// No name names one.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_get_index(
-    name: *const c_char,
-    _var_class: c_int,
-    _pvar_index: *mut c_int,
-) -> c_int {
-    tool_entry(|| {
-        if name.is_null() {
-            return MPI_ERR_ARG;
-        }
-        MPI_T_ERR_INVALID_NAME
-    })
-}
-const _: fn_types::MPI_T_pvar_get_index = PMPI_T_pvar_get_index;
-
-/// No name names one.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_category_get_index(
-    name: *const c_char,
-    _cat_index: *mut c_int,
-) -> c_int {
-    tool_entry(|| {
-        if name.is_null() {
-            return MPI_ERR_ARG;
-        }
-        MPI_T_ERR_INVALID_NAME
-    })
-}
-const _: fn_types::MPI_T_category_get_index = PMPI_T_category_get_index;
-
-/// No name names one.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_event_get_index(
-    name: *const c_char,
-    _event_index: *mut c_int,
-) -> c_int {
-    tool_entry(|| {
-        if name.is_null() {
-            return MPI_ERR_ARG;
-        }
-        MPI_T_ERR_INVALID_NAME
-    })
-}
-const _: fn_types::MPI_T_event_get_index = PMPI_T_event_get_index;
-
-/// No performance variable exists to be bound.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_handle_alloc(
-    session: MPI_T_pvar_session,
-    _pvar_index: c_int,
-    _obj_handle: *mut c_void,
-    _handle: *mut MPI_T_pvar_handle,
-    _count: *mut c_int,
-) -> c_int {
-    tool_entry(|| {
-        if !valid_session(session) {
-            return MPI_T_ERR_INVALID_SESSION;
-        }
-        MPI_T_ERR_INVALID_INDEX
-    })
-}
-const _: fn_types::MPI_T_pvar_handle_alloc = PMPI_T_pvar_handle_alloc;
-
-/// No performance-variable handle exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_handle_free(
-    session: MPI_T_pvar_session,
-    _handle: *mut MPI_T_pvar_handle,
-) -> c_int {
-    tool_entry(|| {
-        if !valid_session(session) {
-            return MPI_T_ERR_INVALID_SESSION;
-        }
-        MPI_T_ERR_INVALID_HANDLE
-    })
-}
-const _: fn_types::MPI_T_pvar_handle_free = PMPI_T_pvar_handle_free;
-
-/// No performance-variable handle exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_read(
-    session: MPI_T_pvar_session,
-    _handle: MPI_T_pvar_handle,
-    _buf: *mut c_void,
-) -> c_int {
-    tool_entry(|| {
-        if !valid_session(session) {
-            return MPI_T_ERR_INVALID_SESSION;
-        }
-        MPI_T_ERR_INVALID_HANDLE
-    })
-}
-const _: fn_types::MPI_T_pvar_read = PMPI_T_pvar_read;
-
-/// No performance-variable handle exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_write(
-    session: MPI_T_pvar_session,
-    _handle: MPI_T_pvar_handle,
-    _buf: *const c_void,
-) -> c_int {
-    tool_entry(|| {
-        if !valid_session(session) {
-            return MPI_T_ERR_INVALID_SESSION;
-        }
-        MPI_T_ERR_INVALID_HANDLE
-    })
-}
-const _: fn_types::MPI_T_pvar_write = PMPI_T_pvar_write;
-
-/// No performance-variable handle exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_readreset(
-    session: MPI_T_pvar_session,
-    _handle: MPI_T_pvar_handle,
-    _buf: *mut c_void,
-) -> c_int {
-    tool_entry(|| {
-        if !valid_session(session) {
-            return MPI_T_ERR_INVALID_SESSION;
-        }
-        MPI_T_ERR_INVALID_HANDLE
-    })
-}
-const _: fn_types::MPI_T_pvar_readreset = PMPI_T_pvar_readreset;
-
-/// On MPI_T_PVAR_ALL_HANDLES of a valid session: done (the session binds no handle); no single handle exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_start(
-    session: MPI_T_pvar_session,
-    handle: MPI_T_pvar_handle,
-) -> c_int {
-    tool_entry(|| {
-        if !valid_session(session) {
-            return MPI_T_ERR_INVALID_SESSION;
-        }
-        if all_handles(handle) {
-            return MPI_SUCCESS;
-        }
-        MPI_T_ERR_INVALID_HANDLE
-    })
-}
-const _: fn_types::MPI_T_pvar_start = PMPI_T_pvar_start;
-
-/// On MPI_T_PVAR_ALL_HANDLES of a valid session: done (the session binds no handle); no single handle exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_stop(
-    session: MPI_T_pvar_session,
-    handle: MPI_T_pvar_handle,
-) -> c_int {
-    tool_entry(|| {
-        if !valid_session(session) {
-            return MPI_T_ERR_INVALID_SESSION;
-        }
-        if all_handles(handle) {
-            return MPI_SUCCESS;
-        }
-        MPI_T_ERR_INVALID_HANDLE
-    })
-}
-const _: fn_types::MPI_T_pvar_stop = PMPI_T_pvar_stop;
-
-/// On MPI_T_PVAR_ALL_HANDLES of a valid session: done (the session binds no handle); no single handle exists to be valid.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_T_pvar_reset(
-    session: MPI_T_pvar_session,
-    handle: MPI_T_pvar_handle,
-) -> c_int {
-    tool_entry(|| {
-        if !valid_session(session) {
-            return MPI_T_ERR_INVALID_SESSION;
-        }
-        if all_handles(handle) {
-            return MPI_SUCCESS;
-        }
-        MPI_T_ERR_INVALID_HANDLE
-    })
-}
-const _: fn_types::MPI_T_pvar_reset = PMPI_T_pvar_reset;
-
-// No index names one of these (there are none).
-nothing_to_find! {
-    MPI_T_ERR_INVALID_INDEX;
-    PMPI_T_cvar_get_info = MPI_T_cvar_get_info(c_int, *mut c_char, *mut c_int, *mut c_int, *mut MPI_Datatype, *mut MPI_T_enum, *mut c_char, *mut c_int, *mut c_int, *mut c_int);
-    PMPI_T_cvar_handle_alloc = MPI_T_cvar_handle_alloc(c_int, *mut c_void, *mut MPI_T_cvar_handle, *mut c_int);
-    PMPI_T_pvar_get_info = MPI_T_pvar_get_info(c_int, *mut c_char, *mut c_int, *mut c_int, *mut c_int, *mut MPI_Datatype, *mut MPI_T_enum, *mut c_char, *mut c_int, *mut c_int, *mut c_int, *mut c_int, *mut c_int);
-    PMPI_T_category_get_info = MPI_T_category_get_info(c_int, *mut c_char, *mut c_int, *mut c_char, *mut c_int, *mut c_int, *mut c_int, *mut c_int);
-    PMPI_T_category_get_cvars = MPI_T_category_get_cvars(c_int, c_int, *mut c_int);
-    PMPI_T_category_get_pvars = MPI_T_category_get_pvars(c_int, c_int, *mut c_int);
-    PMPI_T_category_get_categories = MPI_T_category_get_categories(c_int, c_int, *mut c_int);
-    PMPI_T_category_get_num_events = MPI_T_category_get_num_events(c_int, *mut c_int);
-    PMPI_T_category_get_events = MPI_T_category_get_events(c_int, c_int, *mut c_int);
-    PMPI_T_event_get_info = MPI_T_event_get_info(c_int, *mut c_char, *mut c_int, *mut c_int, *mut MPI_Datatype, *mut MPI_Aint, *mut c_int, *mut MPI_T_enum, *mut MPI_Info, *mut c_char, *mut c_int, *mut c_int);
-    PMPI_T_event_handle_alloc = MPI_T_event_handle_alloc(c_int, *mut c_void, MPI_Info, *mut MPI_T_event_registration);
-    PMPI_T_source_get_info = MPI_T_source_get_info(c_int, *mut c_char, *mut c_int, *mut c_char, *mut c_int, *mut MPI_T_source_order, *mut MPI_Count, *mut MPI_Count, *mut MPI_Info);
-    PMPI_T_source_get_timestamp = MPI_T_source_get_timestamp(c_int, *mut MPI_Count);
-}
-
-// No handle of these kinds exists to be valid.
-nothing_to_find! {
-    MPI_T_ERR_INVALID_HANDLE;
-    PMPI_T_cvar_handle_free = MPI_T_cvar_handle_free(*mut MPI_T_cvar_handle);
-    PMPI_T_cvar_read = MPI_T_cvar_read(MPI_T_cvar_handle, *mut c_void);
-    PMPI_T_cvar_write = MPI_T_cvar_write(MPI_T_cvar_handle, *const c_void);
-    PMPI_T_enum_get_info = MPI_T_enum_get_info(MPI_T_enum, *mut c_int, *mut c_char, *mut c_int);
-    PMPI_T_enum_get_item = MPI_T_enum_get_item(MPI_T_enum, c_int, *mut c_int, *mut c_char, *mut c_int);
-    PMPI_T_event_handle_free = MPI_T_event_handle_free(MPI_T_event_registration, *mut c_void, MPI_T_event_free_cb_function);
-    PMPI_T_event_handle_get_info = MPI_T_event_handle_get_info(MPI_T_event_registration, *mut MPI_Info);
-    PMPI_T_event_handle_set_info = MPI_T_event_handle_set_info(MPI_T_event_registration, MPI_Info);
-    PMPI_T_event_register_callback = MPI_T_event_register_callback(MPI_T_event_registration, MPI_T_cb_safety, MPI_Info, *mut c_void, MPI_T_event_cb_function);
-    PMPI_T_event_callback_get_info = MPI_T_event_callback_get_info(MPI_T_event_registration, MPI_T_cb_safety, *mut MPI_Info);
-    PMPI_T_event_callback_set_info = MPI_T_event_callback_set_info(MPI_T_event_registration, MPI_T_cb_safety, MPI_Info);
-    PMPI_T_event_set_dropped_handler = MPI_T_event_set_dropped_handler(MPI_T_event_registration, MPI_T_event_dropped_cb_function);
-    PMPI_T_event_read = MPI_T_event_read(MPI_T_event_instance, c_int, *mut c_void);
-    PMPI_T_event_copy = MPI_T_event_copy(MPI_T_event_instance, *mut c_void);
-    PMPI_T_event_get_timestamp = MPI_T_event_get_timestamp(MPI_T_event_instance, *mut MPI_Count);
-    PMPI_T_event_get_source = MPI_T_event_get_source(MPI_T_event_instance, *mut c_int);
+tool_calls! {
+    // The set of categories (empty) never changes.
+    PMPI_T_category_changed = MPI_T_category_changed(update_number: *mut c_int) => write_out(update_number, 0);
+    // No variable, category, event or source exists.
+    PMPI_T_cvar_get_num = MPI_T_cvar_get_num(num_cvar: *mut c_int) => write_out(num_cvar, 0);
+    PMPI_T_pvar_get_num = MPI_T_pvar_get_num(num_pvar: *mut c_int) => write_out(num_pvar, 0);
+    PMPI_T_category_get_num = MPI_T_category_get_num(num_cat: *mut c_int) => write_out(num_cat, 0);
+    PMPI_T_event_get_num = MPI_T_event_get_num(num_events: *mut c_int) => write_out(num_events, 0);
+    PMPI_T_source_get_num = MPI_T_source_get_num(num_sources: *mut c_int) => write_out(num_sources, 0);
+    // No name names one.
+    PMPI_T_cvar_get_index = MPI_T_cvar_get_index(name: *const c_char, _: *mut c_int) => name_not_found(name);
+    PMPI_T_pvar_get_index = MPI_T_pvar_get_index(name: *const c_char, _: c_int, _: *mut c_int) => name_not_found(name);
+    PMPI_T_category_get_index = MPI_T_category_get_index(name: *const c_char, _: *mut c_int) => name_not_found(name);
+    PMPI_T_event_get_index = MPI_T_event_get_index(name: *const c_char, _: *mut c_int) => name_not_found(name);
+    // No performance variable exists to be bound, nor a handle of one.
+    PMPI_T_pvar_handle_alloc = MPI_T_pvar_handle_alloc(session: MPI_T_pvar_session, _: c_int, _: *mut c_void, _: *mut MPI_T_pvar_handle, _: *mut c_int) => in_session(session, MPI_T_ERR_INVALID_INDEX);
+    PMPI_T_pvar_handle_free = MPI_T_pvar_handle_free(session: MPI_T_pvar_session, _: *mut MPI_T_pvar_handle) => in_session(session, MPI_T_ERR_INVALID_HANDLE);
+    PMPI_T_pvar_read = MPI_T_pvar_read(session: MPI_T_pvar_session, _: MPI_T_pvar_handle, _: *mut c_void) => in_session(session, MPI_T_ERR_INVALID_HANDLE);
+    PMPI_T_pvar_write = MPI_T_pvar_write(session: MPI_T_pvar_session, _: MPI_T_pvar_handle, _: *const c_void) => in_session(session, MPI_T_ERR_INVALID_HANDLE);
+    PMPI_T_pvar_readreset = MPI_T_pvar_readreset(session: MPI_T_pvar_session, _: MPI_T_pvar_handle, _: *mut c_void) => in_session(session, MPI_T_ERR_INVALID_HANDLE);
+    // MPI_T_PVAR_ALL_HANDLES of a valid session: done (it binds no handle).
+    PMPI_T_pvar_start = MPI_T_pvar_start(session: MPI_T_pvar_session, handle: MPI_T_pvar_handle) => every_handle_in_session(session, handle);
+    PMPI_T_pvar_stop = MPI_T_pvar_stop(session: MPI_T_pvar_session, handle: MPI_T_pvar_handle) => every_handle_in_session(session, handle);
+    PMPI_T_pvar_reset = MPI_T_pvar_reset(session: MPI_T_pvar_session, handle: MPI_T_pvar_handle) => every_handle_in_session(session, handle);
+    // No index names one of these (there are none).
+    PMPI_T_cvar_get_info = MPI_T_cvar_get_info(_: c_int, _: *mut c_char, _: *mut c_int, _: *mut c_int, _: *mut MPI_Datatype, _: *mut MPI_T_enum, _: *mut c_char, _: *mut c_int, _: *mut c_int, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_cvar_handle_alloc = MPI_T_cvar_handle_alloc(_: c_int, _: *mut c_void, _: *mut MPI_T_cvar_handle, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_pvar_get_info = MPI_T_pvar_get_info(_: c_int, _: *mut c_char, _: *mut c_int, _: *mut c_int, _: *mut c_int, _: *mut MPI_Datatype, _: *mut MPI_T_enum, _: *mut c_char, _: *mut c_int, _: *mut c_int, _: *mut c_int, _: *mut c_int, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_category_get_info = MPI_T_category_get_info(_: c_int, _: *mut c_char, _: *mut c_int, _: *mut c_char, _: *mut c_int, _: *mut c_int, _: *mut c_int, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_category_get_cvars = MPI_T_category_get_cvars(_: c_int, _: c_int, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_category_get_pvars = MPI_T_category_get_pvars(_: c_int, _: c_int, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_category_get_categories = MPI_T_category_get_categories(_: c_int, _: c_int, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_category_get_num_events = MPI_T_category_get_num_events(_: c_int, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_category_get_events = MPI_T_category_get_events(_: c_int, _: c_int, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_event_get_info = MPI_T_event_get_info(_: c_int, _: *mut c_char, _: *mut c_int, _: *mut c_int, _: *mut MPI_Datatype, _: *mut MPI_Aint, _: *mut c_int, _: *mut MPI_T_enum, _: *mut MPI_Info, _: *mut c_char, _: *mut c_int, _: *mut c_int) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_event_handle_alloc = MPI_T_event_handle_alloc(_: c_int, _: *mut c_void, _: MPI_Info, _: *mut MPI_T_event_registration) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_source_get_info = MPI_T_source_get_info(_: c_int, _: *mut c_char, _: *mut c_int, _: *mut c_char, _: *mut c_int, _: *mut MPI_T_source_order, _: *mut MPI_Count, _: *mut MPI_Count, _: *mut MPI_Info) => MPI_T_ERR_INVALID_INDEX;
+    PMPI_T_source_get_timestamp = MPI_T_source_get_timestamp(_: c_int, _: *mut MPI_Count) => MPI_T_ERR_INVALID_INDEX;
+    // No handle of these kinds exists to be valid.
+    PMPI_T_cvar_handle_free = MPI_T_cvar_handle_free(_: *mut MPI_T_cvar_handle) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_cvar_read = MPI_T_cvar_read(_: MPI_T_cvar_handle, _: *mut c_void) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_cvar_write = MPI_T_cvar_write(_: MPI_T_cvar_handle, _: *const c_void) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_enum_get_info = MPI_T_enum_get_info(_: MPI_T_enum, _: *mut c_int, _: *mut c_char, _: *mut c_int) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_enum_get_item = MPI_T_enum_get_item(_: MPI_T_enum, _: c_int, _: *mut c_int, _: *mut c_char, _: *mut c_int) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_handle_free = MPI_T_event_handle_free(_: MPI_T_event_registration, _: *mut c_void, _: MPI_T_event_free_cb_function) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_handle_get_info = MPI_T_event_handle_get_info(_: MPI_T_event_registration, _: *mut MPI_Info) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_handle_set_info = MPI_T_event_handle_set_info(_: MPI_T_event_registration, _: MPI_Info) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_register_callback = MPI_T_event_register_callback(_: MPI_T_event_registration, _: MPI_T_cb_safety, _: MPI_Info, _: *mut c_void, _: MPI_T_event_cb_function) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_callback_get_info = MPI_T_event_callback_get_info(_: MPI_T_event_registration, _: MPI_T_cb_safety, _: *mut MPI_Info) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_callback_set_info = MPI_T_event_callback_set_info(_: MPI_T_event_registration, _: MPI_T_cb_safety, _: MPI_Info) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_set_dropped_handler = MPI_T_event_set_dropped_handler(_: MPI_T_event_registration, _: MPI_T_event_dropped_cb_function) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_read = MPI_T_event_read(_: MPI_T_event_instance, _: c_int, _: *mut c_void) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_copy = MPI_T_event_copy(_: MPI_T_event_instance, _: *mut c_void) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_get_timestamp = MPI_T_event_get_timestamp(_: MPI_T_event_instance, _: *mut MPI_Count) => MPI_T_ERR_INVALID_HANDLE;
+    PMPI_T_event_get_source = MPI_T_event_get_source(_: MPI_T_event_instance, _: *mut c_int) => MPI_T_ERR_INVALID_HANDLE;
 }

@@ -234,6 +234,21 @@ impl ReplayedFeed {
         }
     }
 
+    /// `replayed` (already open), read by a thread of its own from a pipe:
+    /// that thread may wait (bounded) for the earlier incarnations' streams
+    /// to end, so the bytes to leave out are known before the first read.
+    fn after_earlier(replayed: ReplayedStream, prefix: &str) -> ReplayedFeed {
+        let skip_bytes = replayed.bytes_to_skip();
+        ReplayedFeed {
+            replayed,
+            skip_bytes: Some(skip_bytes),
+            held: Vec::new(),
+            position: 0,
+            splitter: LineSplitter::new(prefix),
+            deadline: Instant::now(),
+        }
+    }
+
     /// The stream's next bytes; returns what may be written now.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<u8> {
         self.position += bytes.len() as u64;
@@ -282,38 +297,30 @@ pub fn forward_replayed(
     prefix: &str,
     replayed: Option<ReplayedStream>,
 ) {
-    let mut skip_bytes = replayed.as_ref().map_or(0, ReplayedStream::bytes_to_skip);
-    let mut position = 0u64;
+    let mut feed = replayed.map(|stream| ReplayedFeed::after_earlier(stream, prefix));
     let mut splitter = LineSplitter::new(prefix);
     let mut chunk = [0u8; 8192];
     let mut destination_open = true;
-    let emit = |bytes: Vec<u8>, destination_open: &mut bool| {
-        if *destination_open && !bytes.is_empty() && write_to(destination, &bytes).is_err() {
-            *destination_open = false;
+    let mut emit = |bytes: Vec<u8>| {
+        if destination_open && !bytes.is_empty() && write_to(destination, &bytes).is_err() {
+            destination_open = false;
         }
     };
     loop {
         match source.read(&mut chunk) {
             Ok(0) => break,
-            Ok(count) => {
-                position += count as u64;
-                let skipped = (skip_bytes.min(count as u64)) as usize;
-                skip_bytes -= skipped as u64;
-                if skipped < count {
-                    emit(splitter.push(&chunk[skipped..count]), &mut destination_open);
-                }
-                if let Some(replayed) = &replayed {
-                    replayed.reached(position);
-                }
-            }
+            Ok(count) => emit(match &mut feed {
+                Some(feed) => feed.push(&chunk[..count]),
+                None => splitter.push(&chunk[..count]),
+            }),
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
-    emit(splitter.finish(), &mut destination_open);
-    if let Some(replayed) = &replayed {
-        replayed.close();
-    }
+    emit(match feed {
+        Some(feed) => feed.finish(),
+        None => splitter.finish(),
+    });
 }
 
 #[cfg(test)]

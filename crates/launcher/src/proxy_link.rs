@@ -767,15 +767,11 @@ pub fn demultiplex(
                     continue;
                 }
                 if !remote_output.replicated.is_empty() {
-                    if let Some(feed) = match feeds.entry(key) {
-                        std::collections::hash_map::Entry::Occupied(entry) => {
-                            Some(entry.into_mut())
-                        }
-                        std::collections::hash_map::Entry::Vacant(entry) => {
-                            replica_feed(rank, stream).map(|feed| entry.insert(feed))
-                        }
-                    } {
+                    if let Some(feed) = feeds.get_mut(&key) {
                         feed.push(&bytes);
+                    } else if let Some(mut feed) = replica_feed(rank, stream) {
+                        feed.push(&bytes);
+                        feeds.insert(key, feed);
                     }
                     continue;
                 }

@@ -511,14 +511,9 @@ impl Job {
         }
         for rank in 0..self.ranks.len() {
             let process = &self.ranks[rank];
-            let proxy_alive = process.proxy.is_none_or(|index| {
-                self.proxies[index]
-                    .as_ref()
-                    .is_some_and(|link| !link.is_lost())
-            });
             let due = process.failed
                 && process.ending.is_some()
-                && proxy_alive
+                && !self.proxy_lost(process)
                 && self.respawn_counts[rank] < options.respawn_count_max;
             if !due {
                 continue;
@@ -1027,29 +1022,33 @@ impl Job {
             .unwrap_or(0)
     }
 
+    /// Whether `process` ran on a host whose proxy is gone (nothing there
+    /// can start it again).
+    fn proxy_lost(&self, process: &RankProcess) -> bool {
+        process.proxy.is_some_and(|index| {
+            self.proxies[index]
+                .as_ref()
+                .is_none_or(|link| link.is_lost())
+        })
+    }
+
     /// `--msglog`: a rank dead with no restart left cannot be replayed, and
     /// the survivors would wait for it for ever: the job ends, naming it.
     /// So does a rank lost with its host's proxy (nothing there can start
     /// it again).
     fn msglog_gave_up(&mut self, options: &Options) -> bool {
-        let proxy_lost = |process: &RankProcess| {
-            process.proxy.is_some_and(|index| {
-                self.proxies[index]
-                    .as_ref()
-                    .is_some_and(|link| link.is_lost())
-            })
-        };
         let exhausted = (0..self.ranks.len()).find(|&rank| {
             let process = &self.ranks[rank];
             process.failed
                 && process.ending.is_some()
-                && (self.respawn_counts[rank] >= options.respawn_count_max || proxy_lost(process))
+                && (self.respawn_counts[rank] >= options.respawn_count_max
+                    || self.proxy_lost(process))
         });
         let Some(rank) = exhausted else {
             return false;
         };
         let code = self.first_death_code.unwrap_or(1);
-        let message = if proxy_lost(&self.ranks[rank]) {
+        let message = if self.proxy_lost(&self.ranks[rank]) {
             format!(
                 "rank {rank} was lost with the proxy of host {}; message logging cannot start \
                  it again there: the job ends",
