@@ -38,6 +38,25 @@ def test_pack_external_of_pair_types(build):
     assert_ok(run(1, build("pack_external"), "pairs"))
 
 
+def test_pack_external_stores_long_and_unsigned_long_in_four_bytes(build):
+    assert_ok(run(1, build("pack_external"), "longs"))
+
+
+@mpich_known_bug("MPI_Pack_external_size dies (SIGILL) on a struct holding MPI_LONG")
+def test_pack_external_shrinks_the_longs_inside_a_struct(build):
+    assert_ok(run(1, build("pack_external"), "long_records"))
+
+
+@mpich_known_bug("MPI_Pack_external asserts on MPI_WCHAR")
+def test_pack_external_stores_wchar_in_two_bytes(build):
+    assert_ok(run(1, build("pack_external"), "wchars"))
+
+
+@pytest.mark.resmpi_only("MPICH truncates a long that does not fit external32's 4 bytes")
+def test_pack_external_refuses_a_long_that_does_not_fit_four_bytes(build):
+    assert_ok(run(1, build("pack_external"), "longs_that_do_not_fit"))
+
+
 @pytest.mark.parametrize("nprocs", [1, 3])
 def test_fortran_90_parameterized_types_pick_the_smallest_kind_and_communicate(build, nprocs):
     assert_ok(run(nprocs, build("dtype_f90")))

@@ -22,6 +22,11 @@ def test_mpi_io_core(build, tmp_path, nprocs, subtest):
     assert_ok(run(nprocs, build("io_core"), subtest, cwd=tmp_path, timeout=90))
 
 
+@pytest.mark.resmpi_only("ROMIO converts long in external32 views")
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_external32_views_refuse_types_whose_size_changes(build, tmp_path, nprocs):
+    assert_ok(run(nprocs, build("io_core"), "external32_longs", cwd=tmp_path, timeout=90))
+
 
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 @pytest.mark.parametrize("storage", ["plain", "replicated"])

@@ -250,6 +250,37 @@ static void test_view(void) {
     remove_file("view.dat");
 }
 
+/* external32 stores C long in 4 bytes: a view or an access that would
+ * need that conversion is MPI_ERR_UNSUPPORTED_DATAREP, never a file of
+ * 8-byte longs that only claims to be external32; fixed-size types work. */
+static void test_external32_longs(void) {
+    MPI_File fh;
+    MPI_Status status;
+    remove_file("x32.dat");
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, "x32.dat", MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    EXPECT_CLASS(MPI_File_set_view(fh, 0, MPI_LONG, MPI_LONG, "external32", MPI_INFO_NULL),
+                 MPI_ERR_UNSUPPORTED_DATAREP);
+    EXPECT_CLASS(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_WCHAR, "external32", MPI_INFO_NULL),
+                 MPI_ERR_UNSUPPORTED_DATAREP);
+    MPI_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "external32", MPI_INFO_NULL));
+    long value = 5;
+    EXPECT_CLASS(MPI_File_write_at(fh, 8 * g_rank, &value, 1, MPI_LONG, &status), MPI_ERR_UNSUPPORTED_DATAREP);
+    MPI_Aint extent = 0;
+    EXPECT_CLASS(MPI_File_get_type_extent(fh, MPI_UNSIGNED_LONG, &extent), MPI_ERR_UNSUPPORTED_DATAREP);
+    MPI_OK(MPI_File_get_type_extent(fh, MPI_INT64_T, &extent));
+    CHECK(extent == 8, "MPI_INT64_T extent %ld", (long)extent);
+    int64_t fixed = 0x0102030405060708LL + g_rank, back = 0;
+    MPI_OK(MPI_File_write_at(fh, 8 * g_rank, &fixed, 1, MPI_INT64_T, &status));
+    MPI_OK(MPI_File_read_at(fh, 8 * g_rank, &back, 1, MPI_INT64_T, &status));
+    CHECK(back == fixed, "int64 external32 round trip %llx", (unsigned long long)back);
+    /* The same long through a native view is fine. */
+    MPI_OK(MPI_File_set_view(fh, 0, MPI_LONG, MPI_LONG, "native", MPI_INFO_NULL));
+    MPI_OK(MPI_File_write_at(fh, g_rank, &value, 1, MPI_LONG, &status));
+    MPI_OK(MPI_File_close(&fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    remove_file("x32.dat");
+}
+
 /* Shared pointer: every rank's record lands exactly once; ordered access
  * lays records out in rank order. */
 static void test_shared(void) {
@@ -498,6 +529,7 @@ int main(int argc, char **argv) {
     if (selected(argc, argv, "errhandler")) test_errhandler();
     if (selected(argc, argv, "sequential")) test_sequential();
     if (selected(argc, argv, "atomicity")) test_atomicity();
+    if (selected(argc, argv, "external32_longs")) test_external32_longs();
     if (selected(argc, argv, "errors")) test_bad_type_maps();
     return test_finish();
 }

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use resmpi_core::datatype::{BasicKind as K, Datatype, PairValue, TypeInfo};
+use resmpi_core::datatype::{BasicKind as K, Datatype, External32, PairValue, TypeInfo};
 use resmpi_core::user_bytes::UserBytes;
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
@@ -141,6 +141,29 @@ pub fn builtin_layout(info: TypeInfo) -> Datatype {
             };
             Datatype::basic(info, alignment_bytes)
         }
+    }
+}
+
+/// The layout of predefined type `handle` (whose [`TypeInfo`] is `info`):
+/// [`builtin_layout`], with the elements whose external32 size is not their
+/// native one marked (C `long`, `unsigned long` and `wchar_t`; see
+/// [`External32`]).
+pub fn predefined_layout(handle: MPI_Datatype, info: TypeInfo) -> Datatype {
+    let layout = builtin_layout(info);
+    match handle {
+        MPI_LONG | MPI_LONG_INT => layout.with_external32_first(External32::Narrow {
+            bytes: 4,
+            signed: true,
+        }),
+        MPI_UNSIGNED_LONG => layout.with_external32_first(External32::Narrow {
+            bytes: 4,
+            signed: false,
+        }),
+        MPI_WCHAR => layout.with_external32_first(External32::Narrow {
+            bytes: 2,
+            signed: false,
+        }),
+        _ => layout,
     }
 }
 
@@ -276,7 +299,7 @@ pub fn resolve(handle: MPI_Datatype) -> MpiResult<Resolved> {
 /// The layout of any valid handle.
 pub fn layout_of(handle: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
     Ok(match resolve(handle)? {
-        Resolved::Predefined(info) => Arc::new(builtin_layout(info)),
+        Resolved::Predefined(info) => Arc::new(predefined_layout(handle, info)),
         Resolved::Derived(object, _) => object.layout.clone(),
     })
 }
@@ -284,7 +307,7 @@ pub fn layout_of(handle: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
 /// As [`layout_of`], for communication: a derived type must be committed.
 pub fn committed_layout(handle: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
     match resolve(handle)? {
-        Resolved::Predefined(info) => Ok(Arc::new(builtin_layout(info))),
+        Resolved::Predefined(info) => Ok(Arc::new(predefined_layout(handle, info))),
         Resolved::Derived(object, true) => Ok(object.layout.clone()),
         Resolved::Derived(_, false) => Err(uncommitted(handle)),
     }
@@ -302,7 +325,7 @@ pub fn type_ref(handle: MPI_Datatype) -> MpiResult<(TypeRef, Arc<Datatype>, bool
     Ok(match resolve(handle)? {
         Resolved::Predefined(info) => (
             TypeRef::Predefined(handle),
-            Arc::new(builtin_layout(info)),
+            Arc::new(predefined_layout(handle, info)),
             true,
         ),
         Resolved::Derived(object, _) => {
@@ -586,7 +609,7 @@ pub fn message_buffer(
                     format!("buffer is NULL but count is {count}"),
                 ));
             }
-            Arc::new(builtin_layout(info))
+            Arc::new(predefined_layout(datatype, info))
         }
         Resolved::Derived(object, true) => object.layout.clone(),
         Resolved::Derived(_, false) => return Err(uncommitted(datatype)),

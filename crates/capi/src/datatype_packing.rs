@@ -266,12 +266,37 @@ impl Position for MPI_Aint {
     }
 }
 
+/// The form of packed bytes: MPI_Pack's (native) or MPI_Pack_external's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Representation {
+    /// The native packed form.
+    Native,
+    /// "external32": big-endian, with the external32 sizes.
+    External32,
+}
+
+impl Representation {
+    /// Packed bytes of `count` elements of `layout`, or MPI_ERR_COUNT.
+    pub(crate) fn packed_bytes(self, layout: &Datatype, count: usize) -> MpiResult<usize> {
+        let overflow = || MpiError::new(ErrorClass::Count, "packed size overflows");
+        let native_bytes = layout.packed_bytes(count).ok_or_else(overflow)?;
+        match self {
+            Representation::External32 if layout.narrows_in_external32() => layout
+                .external32_size_bytes()
+                .checked_mul(count)
+                .ok_or_else(overflow),
+            _ => Ok(native_bytes),
+        }
+    }
+}
+
 /// MPI_Pack's work, shared with MPI_Pack_external: pack `incount`
-/// elements of `datatype` at `inbuf` into `outbuf` at `*position`, let
-/// `convert` rewrite the packed bytes in place, advance `*position`.
+/// elements of `datatype` at `inbuf` into `outbuf` at `*position` in
+/// `representation`, advance `*position` (left as it was on an error).
 ///
 /// # Safety
 /// The caller's buffers and position pointer, as MPI_Pack takes them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn pack_message<P: Position>(
     name: &str,
     inbuf: *const c_void,
@@ -280,14 +305,12 @@ pub(crate) unsafe fn pack_message<P: Position>(
     outbuf: *mut c_void,
     outsize: P,
     position: *mut P,
-    convert: impl FnOnce(&Datatype, &mut [u8]),
+    representation: Representation,
 ) -> MpiResult<()> {
     let count = check_count(incount)?;
     let layout = committed_layout(datatype)?;
     check_user_buffer(inbuf, count, datatype)?;
-    let bytes = layout
-        .packed_bytes(count)
-        .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
+    let bytes = representation.packed_bytes(&layout, count)?;
     // SAFETY: position checked inside; buffers are the caller's.
     unsafe {
         let start = pack_window(position, bytes, outsize, name)?;
@@ -296,19 +319,31 @@ pub(crate) unsafe fn pack_message<P: Position>(
                 return Err(MpiError::new(ErrorClass::Buffer, "outbuf is NULL"));
             }
             let window = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(start), bytes);
-            layout.pack(inbuf.cast(), count, 0, window);
-            convert(&layout, window);
+            match representation {
+                Representation::Native => layout.pack(inbuf.cast(), count, 0, window),
+                Representation::External32 if layout.narrows_in_external32() => {
+                    let native_bytes = layout.packed_bytes(count).unwrap_or(0);
+                    let mut native = vec![0u8; native_bytes];
+                    layout.pack(inbuf.cast(), count, 0, &mut native);
+                    crate::external32::to_external32(&layout, &native, window)?;
+                }
+                Representation::External32 => {
+                    layout.pack(inbuf.cast(), count, 0, window);
+                    crate::external32::reverse_elements(&layout, window);
+                }
+            }
         }
         *position = P::from_bytes(start + bytes);
     }
     Ok(())
 }
 
-/// MPI_Unpack's work, shared with MPI_Unpack_external: `convert` turns a
-/// copy of the packed bytes into native ones first (None: used as they are).
+/// MPI_Unpack's work, shared with MPI_Unpack_external: the packed bytes
+/// at `*position` are in `representation`.
 ///
 /// # Safety
 /// The caller's buffers and position pointer, as MPI_Unpack takes them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn unpack_message<P: Position>(
     name: &str,
     inbuf: *const c_void,
@@ -317,14 +352,12 @@ pub(crate) unsafe fn unpack_message<P: Position>(
     outbuf: *mut c_void,
     outcount: impl Into<MPI_Count>,
     datatype: MPI_Datatype,
-    convert: Option<fn(&Datatype, &mut [u8])>,
+    representation: Representation,
 ) -> MpiResult<()> {
     let count = check_count(outcount)?;
     let layout = committed_layout(datatype)?;
     check_user_buffer(outbuf, count, datatype)?;
-    let bytes = layout
-        .packed_bytes(count)
-        .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))?;
+    let bytes = representation.packed_bytes(&layout, count)?;
     // SAFETY: position checked inside; buffers are the caller's.
     unsafe {
         let start = pack_window(position, bytes, insize, name)?;
@@ -333,11 +366,12 @@ pub(crate) unsafe fn unpack_message<P: Position>(
                 return Err(MpiError::new(ErrorClass::Buffer, "inbuf is NULL"));
             }
             let window = std::slice::from_raw_parts((inbuf as *const u8).add(start), bytes);
-            match convert {
-                None => layout.unpack(outbuf.cast(), count, 0, window),
-                Some(convert) => {
-                    let mut native = window.to_vec();
-                    convert(&layout, &mut native);
+            match representation {
+                Representation::Native => layout.unpack(outbuf.cast(), count, 0, window),
+                Representation::External32 => {
+                    let native_bytes = layout.packed_bytes(count).unwrap_or(0);
+                    let mut native = vec![0u8; native_bytes];
+                    crate::external32::from_external32(&layout, window, &mut native);
                     layout.unpack(outbuf.cast(), count, 0, &native);
                 }
             }
@@ -369,7 +403,7 @@ unsafe fn pack<C: Count + Position>(
                 outbuf,
                 outsize,
                 position,
-                |_, _| {},
+                Representation::Native,
             )
         }
     })
@@ -399,7 +433,14 @@ unsafe fn unpack<C: Count + Position>(
         // SAFETY: the caller's arguments, checked inside.
         unsafe {
             unpack_message(
-                name, inbuf, insize, position, outbuf, outcount, datatype, None,
+                name,
+                inbuf,
+                insize,
+                position,
+                outbuf,
+                outcount,
+                datatype,
+                Representation::Native,
             )
         }
     })

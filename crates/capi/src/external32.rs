@@ -1,20 +1,26 @@
 //! MPI_Pack_external, MPI_Unpack_external, MPI_Pack_external_size: the
 //! portable "external32" representation.
 //!
-//! On this platform (x86-64, LP64) every predefined C type already has its
-//! external32 size, so external32 is the native packed form with every
-//! basic element stored big-endian: pack, then reverse the bytes of each
-//! element (each half of a complex number). `long double` is byte-reversed
-//! as its 16 stored bytes, not converted to IEEE quad precision; a struct
-//! mixing complex numbers with other types reverses its complex members
-//! whole. Both are round-trip safe within resmpi.
+//! On this platform (x86-64, LP64) almost every predefined C type already
+//! has its external32 size, so external32 is mostly the native packed form
+//! with every basic element stored big-endian: pack, then reverse the bytes
+//! of each element (each half of a complex number). The exceptions are C's
+//! `long` and `unsigned long` (8 bytes here, 4 in external32) and `wchar_t`
+//! (4 here, 2 there), marked in their layouts' element runs
+//! ([`External32`]): a type holding them is packed natively first and then
+//! narrowed element by element, and a value that does not fit is
+//! MPI_ERR_CONVERSION rather than a silently truncated number (MPICH
+//! truncates). `long double` is byte-reversed as its 16 stored bytes, not
+//! converted to IEEE quad precision; a struct mixing complex numbers with
+//! other types reverses its complex members whole. Both are round-trip safe
+//! within resmpi.
 
-use resmpi_core::datatype::{BasicKind, Datatype};
+use resmpi_core::datatype::{BasicKind, Datatype, ElementRun, External32};
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
 use crate::datatype::{check_count, layout_of};
-use crate::datatype_packing::{pack_message, unpack_message};
+use crate::datatype_packing::{pack_message, unpack_message, Representation};
 use crate::global::entry;
 use crate::large_count::{int_and_large_count, Count};
 
@@ -41,12 +47,7 @@ unsafe fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
 /// elements of `datatype` in native packed form (the same call converts
 /// back: the reversal is its own inverse).
 pub(crate) fn reverse_elements(datatype: &Datatype, packed: &mut [u8]) {
-    let halves = datatype.unit.is_some_and(|unit| {
-        matches!(
-            unit.kind,
-            BasicKind::ComplexF32 | BasicKind::ComplexF64 | BasicKind::ComplexLongDouble
-        )
-    });
+    let halves = complex_halves(datatype);
     if datatype.size_bytes == 0 {
         return;
     }
@@ -71,11 +72,114 @@ pub(crate) fn reverse_elements(datatype: &Datatype, packed: &mut [u8]) {
     }
 }
 
+/// Whether the complex members of `datatype` are reversed per half.
+fn complex_halves(datatype: &Datatype) -> bool {
+    datatype.unit.is_some_and(|unit| {
+        matches!(
+            unit.kind,
+            BasicKind::ComplexF32 | BasicKind::ComplexF64 | BasicKind::ComplexLongDouble
+        )
+    })
+}
+
+/// Convert `native`, whole elements of `datatype` in native packed form,
+/// into `external` (their external32 form, [`Datatype::external32_size_bytes`]
+/// each): every basic element big-endian, narrowed where its external32
+/// size is smaller. MPI_ERR_CONVERSION when a value does not fit.
+pub(crate) fn to_external32(
+    datatype: &Datatype,
+    native: &[u8],
+    external: &mut [u8],
+) -> MpiResult<()> {
+    convert_elements(datatype, native, external, true, |run, from, to| {
+        let External32::Narrow { bytes, signed } = run.external32 else {
+            to.copy_from_slice(from);
+            to.reverse();
+            return Ok(());
+        };
+        let (low, high) = from.split_at(bytes as usize);
+        let negative = signed && low[low.len() - 1] & 0x80 != 0;
+        let extension = if negative { 0xff } else { 0 };
+        if high.iter().any(|&byte| byte != extension) {
+            return Err(MpiError::new(
+                ErrorClass::Conversion,
+                format!(
+                    "a value of {} bytes does not fit the {bytes} bytes external32 gives its type                      (C long and unsigned long take 4, wchar_t 2)",
+                    from.len()
+                ),
+            ));
+        }
+        for (at, byte) in to.iter_mut().zip(low.iter().rev()) {
+            *at = *byte;
+        }
+        Ok(())
+    })
+}
+
+/// Convert `external`, whole elements of `datatype` in external32 form,
+/// into `native` packed form: the inverse of [`to_external32`], widening
+/// narrowed values (sign-extended when signed).
+pub(crate) fn from_external32(datatype: &Datatype, external: &[u8], native: &mut [u8]) {
+    let widened = convert_elements(datatype, external, native, false, |run, from, to| {
+        let External32::Narrow { signed, .. } = run.external32 else {
+            to.copy_from_slice(from);
+            to.reverse();
+            return Ok(());
+        };
+        let negative = signed && from[0] & 0x80 != 0;
+        to.fill(if negative { 0xff } else { 0 });
+        for (at, byte) in to.iter_mut().zip(from.iter().rev()) {
+            *at = *byte;
+        }
+        Ok(())
+    });
+    debug_assert!(widened.is_ok(), "widening cannot fail");
+}
+
+/// Walk whole elements of `datatype` in `from` and `to` side by side, basic
+/// element by basic element (complex numbers per half), `from` in native
+/// packed form and `to` in external32 when `from_native` (else the other
+/// way round), and let `convert` write each basic element of `to` from the
+/// one of `from`.
+fn convert_elements(
+    datatype: &Datatype,
+    from: &[u8],
+    to: &mut [u8],
+    from_native: bool,
+    mut convert: impl FnMut(&ElementRun, &[u8], &mut [u8]) -> MpiResult<()>,
+) -> MpiResult<()> {
+    let halves = complex_halves(datatype);
+    let (mut from_at, mut to_at) = (0, 0);
+    while from_at < from.len() && to_at < to.len() {
+        for run in &datatype.elements {
+            let (mut native_bytes, mut external_bytes) = (run.size_bytes, run.external32_bytes());
+            let mut values = run.count;
+            if halves {
+                (native_bytes, external_bytes, values) =
+                    (native_bytes / 2, external_bytes / 2, values * 2);
+            }
+            let (from_bytes, to_bytes) = if from_native {
+                (native_bytes, external_bytes)
+            } else {
+                (external_bytes, native_bytes)
+            };
+            for _ in 0..values {
+                convert(
+                    run,
+                    &from[from_at..from_at + from_bytes],
+                    &mut to[to_at..to_at + to_bytes],
+                )?;
+                from_at += from_bytes;
+                to_at += to_bytes;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The external32 bytes of `count` elements, or MPI_ERR_COUNT on overflow.
 fn external_bytes(layout: &Datatype, count: usize) -> MpiResult<usize> {
-    layout
-        .packed_bytes(count)
-        .ok_or_else(|| MpiError::new(ErrorClass::Count, "packed size overflows"))
+    Representation::External32.packed_bytes(layout, count)
 }
 
 unsafe fn pack_external_size<C: Count>(
@@ -127,7 +231,7 @@ unsafe fn pack_external<C: Count>(
                 outbuf,
                 outsize,
                 position,
-                reverse_elements,
+                Representation::External32,
             )
         }
     })
@@ -164,7 +268,7 @@ unsafe fn unpack_external<C: Count>(
                 outbuf,
                 outcount,
                 datatype,
-                Some(reverse_elements),
+                Representation::External32,
             )
         }
     })

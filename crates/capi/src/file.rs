@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use resmpi_core::datatype::Datatype;
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 use resmpi_io::placement::{parse_targets, ReplicaLayout, DEFAULT_BLOCK_SIZE_BYTES};
 use resmpi_io::store::{OpenRequest, Store};
@@ -1259,8 +1260,10 @@ unsafe fn set_view(
         .into_owned();
     let external32 = match representation.as_str() {
         "native" => false,
-        // On x86-64 LP64 every predefined type has its external32 size:
-        // the representation is the native bytes, each element big-endian.
+        // On x86-64 LP64 every predefined type but long, unsigned long and
+        // wchar_t has its external32 size: the representation is the
+        // native bytes, each element big-endian (those three are refused,
+        // see `external32_view_can_hold`).
         "external32" => true,
         _ => {
             return Err(MpiError::new(
@@ -1291,6 +1294,10 @@ unsafe fn set_view(
     } else {
         offset_argument(disp, "displacement")?
     };
+    if external32 {
+        external32_view_can_hold(&*crate::datatype::layout_of(etype)?, "the etype")?;
+        external32_view_can_hold(&*crate::datatype::layout_of(filetype)?, "the filetype")?;
+    }
     let (etype_segments, _, etype_size) = type_geometry(etype, "etype")?;
     let (segments, extent, _) = type_geometry(filetype, "filetype")?;
     // A type map MPI-IO cannot use is MPI_ERR_IO, as in ROMIO; overlapping
@@ -1384,9 +1391,12 @@ pub unsafe extern "C" fn PMPI_File_get_type_extent(
     datatype: MPI_Datatype,
     extent: *mut MPI_Aint,
 ) -> c_int {
-    file_entry("MPI_File_get_type_extent", fh, |_| {
+    file_entry("MPI_File_get_type_extent", fh, |file| {
         crate::global::out_pointer(extent, "extent")?;
         let layout = crate::datatype::layout_of(datatype)?;
+        if file.external32 {
+            external32_view_can_hold(&layout, "the datatype")?;
+        }
         // SAFETY: checked non-null.
         unsafe { *extent = layout.extent_bytes() as MPI_Aint };
         Ok(())
@@ -1404,6 +1414,25 @@ pub unsafe extern "C" fn PMPI_File_get_type_extent_c(
     unsafe { PMPI_File_get_type_extent(fh, datatype, extent) }
 }
 const _: fn_types::MPI_File_get_type_extent_c = PMPI_File_get_type_extent_c;
+
+/// MPI_ERR_UNSUPPORTED_DATAREP for a type an "external32" file view cannot
+/// hold here: one with C `long`, `unsigned long` or `wchar_t`, which
+/// external32 stores in fewer bytes than memory (MPI_Pack_external
+/// converts them; file views keep every element at its native size, so
+/// such a file would not be external32).
+pub(crate) fn external32_view_can_hold(layout: &Datatype, what: &str) -> MpiResult<()> {
+    if layout.narrows_in_external32() {
+        return Err(MpiError::new(
+            ErrorClass::UnsupportedDatarep,
+            format!(
+                "{what} holds MPI_LONG, MPI_UNSIGNED_LONG or MPI_WCHAR, which \"external32\" stores \
+                 in 4, 4 and 2 bytes; resmpi's external32 file views do not convert them \
+                 (use MPI_INT32_T/MPI_INT64_T, or the \"native\" representation)"
+            ),
+        ));
+    }
+    Ok(())
+}
 
 pub(crate) fn not_sequential(file: &OpenFile, what: &str) -> MpiResult<()> {
     if file.amode & MPI_MODE_SEQUENTIAL != 0 {

@@ -81,6 +81,9 @@ pub(crate) unsafe fn prepare(
     datatype: MPI_Datatype,
 ) -> MpiResult<Prepared> {
     let layout = crate::datatype::committed_layout(datatype)?;
+    if file.external32 {
+        crate::file::external32_view_can_hold(&layout, "the access's datatype")?;
+    }
     let total = layout.packed_bytes(count).ok_or_else(|| {
         MpiError::new(
             ErrorClass::Count,

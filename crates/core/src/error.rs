@@ -35,6 +35,9 @@ pub enum ErrorClass {
     Amode = 21,
     /// MPI-IO: invalid file name.
     BadFile = 22,
+    /// A value that does not fit the data representation it is converted
+    /// to (external32's 4-byte `long`).
+    Conversion = 23,
     /// MPI-IO: the file exists (MPI_MODE_EXCL).
     FileExists = 25,
     /// MPI-IO: the file is open elsewhere (MPI_File_delete).
@@ -94,7 +97,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 59] = [
+    pub const ALL: [ErrorClass; 60] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -118,6 +121,7 @@ impl ErrorClass {
         ErrorClass::Access,
         ErrorClass::Amode,
         ErrorClass::BadFile,
+        ErrorClass::Conversion,
         ErrorClass::FileExists,
         ErrorClass::FileInUse,
         ErrorClass::File,
@@ -182,6 +186,7 @@ impl ErrorClass {
             ErrorClass::Access => "Permission denied",
             ErrorClass::Amode => "Invalid amode value in MPI_File_open",
             ErrorClass::BadFile => "Invalid file name",
+            ErrorClass::Conversion => "An error occurred in a user-supplied data conversion function",
             ErrorClass::FileExists => "File exists",
             ErrorClass::FileInUse => {
                 "File operation could not be completed, as the file is currently open by some process"

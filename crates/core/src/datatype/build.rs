@@ -467,8 +467,8 @@ fn append_element_runs(elements: &mut Vec<super::ElementRun>, child: &Datatype, 
         push_run(
             elements,
             super::ElementRun {
-                size_bytes: only.size_bytes,
                 count: only.count * copies,
+                ..*only
             },
         );
         return;

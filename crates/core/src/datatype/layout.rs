@@ -32,6 +32,50 @@ pub struct ElementRun {
     pub size_bytes: usize,
     /// How many in a row.
     pub count: usize,
+    /// How each element is stored in the "external32" representation.
+    pub external32: External32,
+}
+
+impl ElementRun {
+    /// `count` elements of `size_bytes` whose external32 size is their own.
+    pub fn native(size_bytes: usize, count: usize) -> ElementRun {
+        ElementRun {
+            size_bytes,
+            count,
+            external32: External32::Native,
+        }
+    }
+
+    /// Bytes of one element in the external32 representation.
+    pub fn external32_bytes(&self) -> usize {
+        match self.external32 {
+            External32::Native => self.size_bytes,
+            External32::Narrow { bytes, .. } => bytes as usize,
+        }
+    }
+}
+
+/// The size of a basic element in the portable "external32" representation
+/// when it is not its native size. Why it is needed: on LP64 Linux C's
+/// `long` and `unsigned long` take 8 bytes and `wchar_t` 4, but external32
+/// fixes them at 4, 4 and 2 (MPI-4.0 section 19.5; MPICH packs them so),
+/// while `long long` and `int64_t`, of the same native size and kind, stay
+/// 8. So the size in external32 is a property of the predefined type the
+/// element came from, carried with its run through every derived type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum External32 {
+    /// Stored in external32 with its native size.
+    #[default]
+    Native,
+    /// Stored in `bytes` (fewer than its native size): a value is narrowed
+    /// on the way out (it must fit) and widened on the way in, sign-extended
+    /// when `signed`, else zero-extended.
+    Narrow {
+        /// Bytes in external32.
+        bytes: u8,
+        /// Whether the value is a signed integer.
+        signed: bool,
+    },
 }
 
 /// A datatype's layout and bounds.
@@ -98,10 +142,7 @@ impl Datatype {
             true_lb_bytes: 0,
             true_ub_bytes: info.size_bytes as isize,
             segments,
-            elements: vec![ElementRun {
-                size_bytes: element_size,
-                count: info.basic_elements,
-            }],
+            elements: vec![ElementRun::native(element_size, info.basic_elements)],
             unit: Some(info),
             alignment_bytes,
             explicit_bounds: false,
@@ -126,17 +167,8 @@ impl Datatype {
                 length_bytes: second_size_bytes,
             },
         );
-        let mut elements = vec![ElementRun {
-            size_bytes: value_size_bytes,
-            count: 1,
-        }];
-        push_run(
-            &mut elements,
-            ElementRun {
-                size_bytes: second_size_bytes,
-                count: 1,
-            },
-        );
+        let mut elements = vec![ElementRun::native(value_size_bytes, 1)];
+        push_run(&mut elements, ElementRun::native(second_size_bytes, 1));
         Datatype {
             size_bytes: info.size_bytes,
             lb_bytes: 0,
@@ -160,6 +192,42 @@ impl Datatype {
     /// true_ub - true_lb.
     pub fn true_extent_bytes(&self) -> isize {
         self.true_ub_bytes - self.true_lb_bytes
+    }
+
+    /// This layout with the first basic element of each element stored in
+    /// external32 as `external32` says (the predefined types whose
+    /// external32 size differs from their native one: all their basic
+    /// elements for MPI_LONG, only the value of MPI_LONG_INT).
+    pub fn with_external32_first(mut self, external32: External32) -> Datatype {
+        if let Some(first) = self.elements.first_mut() {
+            if first.count > 1 {
+                let rest = ElementRun {
+                    count: first.count - 1,
+                    ..*first
+                };
+                first.count = 1;
+                first.external32 = external32;
+                self.elements.insert(1, rest);
+            } else {
+                first.external32 = external32;
+            }
+        }
+        self
+    }
+
+    /// Whether some basic element has another size in external32.
+    pub fn narrows_in_external32(&self) -> bool {
+        self.elements
+            .iter()
+            .any(|run| run.external32 != External32::Native)
+    }
+
+    /// Bytes of one element in the external32 representation.
+    pub fn external32_size_bytes(&self) -> usize {
+        self.elements
+            .iter()
+            .map(|run| run.external32_bytes() * run.count)
+            .sum()
     }
 
     /// Basic elements in one element.
@@ -372,7 +440,7 @@ pub(super) fn push_run(elements: &mut Vec<ElementRun>, run: ElementRun) {
         return;
     }
     if let Some(last) = elements.last_mut() {
-        if last.size_bytes == run.size_bytes {
+        if last.size_bytes == run.size_bytes && last.external32 == run.external32 {
             last.count += run.count;
             return;
         }

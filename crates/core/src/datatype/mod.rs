@@ -14,7 +14,7 @@ mod layout;
 mod tests;
 
 pub use build::{Block, DarrayDistribution, DimensionOrder, MAX_FLAT_SEGMENTS};
-pub use layout::{Datatype, ElementRun, Segment};
+pub use layout::{Datatype, ElementRun, External32, Segment};
 
 /// Element kinds the reduction kernels understand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -275,3 +275,52 @@ fn vector_of_too_many_separate_blocks_is_mpi_err_count() {
         "{error}"
     );
 }
+
+#[test]
+fn external32_sizes_follow_the_predefined_type_through_derived_types() {
+    let narrow_long = External32::Narrow {
+        bytes: 4,
+        signed: true,
+    };
+    let long =
+        Datatype::basic(TypeInfo::basic(8, BasicKind::I64), 8).with_external32_first(narrow_long);
+    let long_long = Datatype::basic(TypeInfo::basic(8, BasicKind::I64), 8);
+    assert!(long.narrows_in_external32());
+    assert!(!long_long.narrows_in_external32());
+    assert_eq!(
+        (
+            long.external32_size_bytes(),
+            long_long.external32_size_bytes()
+        ),
+        (4, 8)
+    );
+    // Three longs merge into one run that keeps the narrowing.
+    let three = Datatype::contiguous(3, &long).unwrap();
+    assert_eq!(three.elements.len(), 1);
+    assert_eq!((three.size_bytes, three.external32_size_bytes()), (24, 12));
+    // A long beside a long long of the same native size stays two runs.
+    let both = Datatype::from_blocks(
+        &[
+            Block {
+                datatype: &long,
+                count: 2,
+                displacement_bytes: 0,
+            },
+            Block {
+                datatype: &long_long,
+                count: 1,
+                displacement_bytes: 16,
+            },
+        ],
+        true,
+    )
+    .unwrap();
+    assert_eq!(both.elements.len(), 2);
+    assert_eq!((both.size_bytes, both.external32_size_bytes()), (24, 16));
+    // Narrowing the first of several elements splits the run.
+    let pair = Datatype::contiguous(2, &long_long)
+        .unwrap()
+        .with_external32_first(narrow_long);
+    assert_eq!(pair.elements.len(), 2);
+    assert_eq!(pair.external32_size_bytes(), 12);
+}
