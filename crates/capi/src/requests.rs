@@ -120,11 +120,10 @@ fn is_complete(mpi: &Mpi, index: u32) -> bool {
 /// which hand their closures the engine).
 fn request_done(requests: &RequestTable, index: u32) -> bool {
     match requests.get(index) {
-        None => true,
-        Some(request) if request.persistent.is_some() => request
-            .inner
-            .is_none_or(|inner| requests.get(inner).is_none_or(|inner| inner.complete)),
-        Some(request) => request.complete,
+        Some(request) if request.persistent.is_some() => {
+            request.inner.is_none_or(|inner| requests.done(inner))
+        }
+        _ => requests.done(index),
     }
 }
 
@@ -149,13 +148,16 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
         Some(request) if request.persistent.is_some() => {
             let partitioned = matches!(request.persistent, Some(Persistent::Partitioned(_)));
             let mut status = match request.inner.take() {
-                Some(inner) => match requests.remove(inner) {
-                    Some(request) => {
-                        finish_staged_receive(inner, request.generation);
-                        request.status
+                Some(inner) => {
+                    let status = requests.final_status(inner);
+                    match (requests.remove(inner), status) {
+                        (Some(request), Some(status)) => {
+                            finish_staged_receive(inner, request.generation);
+                            status
+                        }
+                        _ => empty_status(),
                     }
-                    None => empty_status(),
-                },
+                }
                 None => empty_status(),
             };
             if partitioned && status.tag >= 0 {
@@ -174,11 +176,12 @@ fn finish(mpi: &mut Mpi, index: u32, status: *mut MPI_Status) -> (MpiResult<()>,
             );
         }
         Some(request) => {
-            let (core_status, generation) = (request.status, request.generation);
+            let generation = request.generation;
             // Only a schedule's request (a nonblocking collective, an
             // MPI_Comm_idup) stages data or waits for a context; the
             // point-to-point ones skip both tables (and their locks).
             let scheduled = matches!(request.operation, Operation::Nothing);
+            let core_status = requests.final_status(index).unwrap_or_else(empty_status);
             requests.release(index);
             if scheduled {
                 finish_staged_receive(index, generation);
@@ -314,12 +317,8 @@ fn wait_index(mpi: &mut Mpi, index: u32) -> MpiResult<()> {
         // Already complete (most sends of a window by the time Waitall
         // looks): nothing to check or wait for.
         Some(target)
-            if mpi
-                .engine
-                .state
-                .requests
-                .get(target)
-                .is_some_and(|request| request.complete) =>
+            if mpi.engine.state.requests.get(target).is_some()
+                && mpi.engine.state.requests.done(target) =>
         {
             Ok(())
         }
@@ -885,7 +884,12 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
                         unsafe { crate::grequest::finish(target, std::ptr::null_mut(), false)? };
                     }
                 }
-                Some(request) if request.complete => {
+                // A buffered send's request goes now even while its cancel
+                // waits: its internal send is let go of with it.
+                Some(request)
+                    if request.complete
+                        || matches!(request.operation, Operation::Buffered { .. }) =>
+                {
                     let request = requests.remove(target).expect("live");
                     finish_staged_receive(target, request.generation);
                 }

@@ -1100,8 +1100,7 @@ impl<F: Interceptor> Engine<F> {
                 let withdrawable = matches!(
                     send.stage,
                     SendStage::Done | SendStage::AwaitingSyncAck | SendStage::AwaitingClearToSend
-                ) && send.owned.is_none()
-                    && !send.cancel_requested
+                ) && !send.cancel_requested
                     && !request.status.cancelled;
                 if !withdrawable {
                     return Ok(());
@@ -1125,6 +1124,13 @@ impl<F: Interceptor> Engine<F> {
                 header.message_id = CONTROL_CANCEL_SEND;
                 header.aux = wire_id;
                 self.send_frame(peer, &header, &[])?;
+            }
+            // A buffered send: withdraw its internal send, and stay open
+            // until that is answered (`RequestTable::done`).
+            Operation::Buffered { send } if request.complete => {
+                let send = *send;
+                request.complete = false;
+                self.cancel(send)?;
             }
             _ => {}
         }
@@ -1499,13 +1505,7 @@ impl<F: Interceptor> Engine<F> {
 
     /// Block until request `index` completes.
     pub fn wait_request(&mut self, index: u32) -> MpiResult<()> {
-        self.wait_until(|engine| {
-            engine
-                .state
-                .requests
-                .get(index)
-                .is_none_or(|request| request.complete)
-        })
+        self.wait_until(|engine| engine.state.requests.done(index))
     }
 
     // ----- the fault-tolerance protocol -----------------------------------------
@@ -2878,7 +2878,10 @@ impl<F: Interceptor> State<F> {
                                 .is_some_and(|comm| comm_holds(comm, peer))
                     }
                 },
-                Operation::Nothing | Operation::Generalized | Operation::LentOut(_) => false,
+                Operation::Nothing
+                | Operation::Buffered { .. }
+                | Operation::Generalized
+                | Operation::LentOut(_) => false,
             };
             if !involved {
                 continue;

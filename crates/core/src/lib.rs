@@ -40,6 +40,7 @@ use resmpi_runtime::{Config, FailureNotices, FailurePolicy, Pmi, StripeChoice};
 pub use comm::Communicator;
 pub use engine::{Destination, Engine, EngineConfig, Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
 pub use error::{fail, ErrorClass, MpiError, MpiResult};
+use request::{Operation, Request};
 pub use request::{Persistent, SendMode, Status};
 
 /// Largest tag an application may use (MPI_TAG_UB).
@@ -814,29 +815,25 @@ impl Mpi {
             self.engine
                 .start_send(comm_index, target, bytes, length, SendMode::Buffered)?;
         self.bsend.in_flight.push((index, needed));
-        // The application never waits for this internal request; it is
-        // released as soon as the data has left.
-        let request = self
-            .engine
-            .state
-            .requests
-            .get_mut(index)
-            .expect("just created");
-        if request.complete {
-            self.engine.state.requests.remove(index);
-        } else {
-            request.free_when_complete = true;
-        }
-        self.engine.start_nothing(
-            comm_index,
-            Status {
+        // The application's request is complete at once; it keeps the
+        // internal send in the table (see `Operation::Buffered`), which is
+        // released with it.
+        self.engine.insert_request(Request {
+            operation: Operation::Buffered { send: index },
+            comm: comm_index,
+            complete: true,
+            status: Status {
                 source: -1,
                 tag: -1,
                 error: 0,
                 count_bytes: length,
                 cancelled: false,
             },
-        )
+            generation: 0,
+            persistent: None,
+            free_when_complete: false,
+            inner: None,
+        })
     }
 
     /// Wait until every buffered send has left (MPI_Buffer_detach).

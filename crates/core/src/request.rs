@@ -208,6 +208,15 @@ pub enum Operation {
     Receive(ReceiveState),
     /// Completes at once (PROC_NULL, inactive persistent request).
     Nothing,
+    /// An MPI_Ibsend (or a start of MPI_Bsend_init): complete at once, the
+    /// data being in the attached buffer. `send` is the internal send that
+    /// moves it, kept in the table while this request lives so that
+    /// MPI_Cancel can still withdraw the message; this request is
+    /// incomplete only while such a cancel waits for its answer.
+    Buffered {
+        /// The internal send's slot.
+        send: u32,
+    },
     /// A generalized request (MPI_Grequest_start): the application
     /// completes it with MPI_Grequest_complete; the C layer keeps its
     /// callbacks.
@@ -310,21 +319,55 @@ impl RequestTable {
     /// hundred bytes). True if the slot was live.
     #[inline]
     pub fn release(&mut self, index: u32) -> bool {
-        match self.slots.get_mut(index as usize) {
-            Some(slot @ Some(_)) => {
-                *slot = None;
-                self.free.push(index);
-                true
-            }
-            _ => false,
-        }
+        self.remove(index).is_some()
     }
 
-    /// Release a slot.
+    /// Release a slot. A buffered send's request lets go of its internal
+    /// send: removed now if it has completed, else when it completes.
     pub fn remove(&mut self, index: u32) -> Option<Request> {
         let request = self.slots.get_mut(index as usize)?.take()?;
         self.free.push(index);
+        if let Operation::Buffered { send } = request.operation {
+            match self.get_mut(send) {
+                Some(internal) if internal.complete => {
+                    self.remove(send);
+                }
+                Some(internal) => internal.free_when_complete = true,
+                None => {}
+            }
+        }
         Some(request)
+    }
+
+    /// The status a finished request reports: its own, and for a buffered
+    /// send whose cancel was answered, whether the internal send was
+    /// withdrawn.
+    pub fn final_status(&self, index: u32) -> Option<Status> {
+        let request = self.get(index)?;
+        let mut status = request.status;
+        if let Operation::Buffered { send } = request.operation {
+            if !request.complete {
+                status.cancelled = self
+                    .get(send)
+                    .is_some_and(|internal| internal.status.cancelled);
+            }
+        }
+        Some(status)
+    }
+
+    /// Whether a request the application holds has nothing more to do: its
+    /// own flag, or for a buffered send whose cancel is pending, the
+    /// internal send's (which the cancel reopened).
+    pub fn done(&self, index: u32) -> bool {
+        match self.get(index) {
+            None => true,
+            Some(Request {
+                operation: Operation::Buffered { send },
+                complete: false,
+                ..
+            }) => self.get(*send).is_none_or(|internal| internal.complete),
+            Some(request) => request.complete,
+        }
     }
 
     /// Indices of the live requests (failure handling walks them all).

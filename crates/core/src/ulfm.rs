@@ -178,13 +178,7 @@ impl Mpi {
     /// `MPIX_ERR_PROC_FAILED_PENDING` and stays active (ULFM), whether the
     /// failure was known before the wait or is noticed during it.
     pub fn wait_or_pending(&mut self, index: u32) -> MpiResult<()> {
-        let done = |engine: &crate::engine::Engine<_>| {
-            engine
-                .state
-                .requests
-                .get(index)
-                .is_none_or(|request| request.complete)
-        };
+        let done = |engine: &crate::engine::Engine<_>| engine.state.requests.done(index);
         loop {
             self.check_wildcard_request(index)?;
             let failures = self.engine.state.failed_count;

@@ -155,7 +155,10 @@ impl<F: Interceptor> State<F> {
                         | SendStage::Streaming { .. }
                 ),
                 Operation::Receive(_) => true,
-                Operation::Nothing | Operation::Generalized | Operation::LentOut(_) => false,
+                Operation::Nothing
+                | Operation::Buffered { .. }
+                | Operation::Generalized
+                | Operation::LentOut(_) => false,
             };
             if !pending {
                 continue;
