@@ -493,7 +493,7 @@ void pmpi_conversion_fn_null_(void *userbuf, MPI_Fint *datatype, MPI_Fint *count
 }
 
 /* Fortran data conversion callbacks would need trampolines like the keyvals';
- * resmpi's MPI_Register_datarep is unimplemented anyway, so say so plainly. */
+ * resmpi's Fortran MPI_Register_datarep is not built (the C one is), so say so plainly. */
 void pmpi_register_datarep_(const char *datarep, void *read_fn, void *write_fn, void *extent_fn,
                             MPI_Aint *extra_state, MPI_Fint *ierror, size_t datarep_len);
 void pmpi_register_datarep_(const char *datarep, void *read_fn, void *write_fn, void *extent_fn,

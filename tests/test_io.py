@@ -22,6 +22,18 @@ def test_mpi_io_core(build, tmp_path, nprocs, subtest):
     assert_ok(run(nprocs, build("io_core"), subtest, cwd=tmp_path, timeout=90))
 
 
+@pytest.mark.resmpi_only("MPICH 4.0's ROMIO refuses every conversion function (\"not supported by MPI-IO\")")
+@pytest.mark.parametrize("nprocs", [1, 2, 3])
+@pytest.mark.parametrize("subtest", ["registered", "collective", "errors"])
+def test_user_data_representations_convert_what_reaches_the_file(build, tmp_path, nprocs, subtest):
+    """MPI_Register_datarep(_c): a byte-swapping representation written and
+    read back, independently and collectively; NULL conversion functions
+    keep the native bytes; a taken name, a missing extent function, a
+    failing conversion function and a size-changing representation are
+    errors, never a hang."""
+    assert_ok(run(nprocs, build("io_datarep"), subtest, cwd=tmp_path, timeout=90))
+
+
 @pytest.mark.resmpi_only("ROMIO converts long in external32 views")
 @pytest.mark.parametrize("nprocs", [1, 2])
 def test_external32_views_refuse_types_whose_size_changes(build, tmp_path, nprocs):

@@ -241,6 +241,11 @@ fn derived(handle: MPI_Datatype) -> Option<(Arc<TypeObject>, bool)> {
         .map(|entry| (entry.object.clone(), entry.committed))
 }
 
+/// The derived type behind `handle` (None for a predefined or invalid one).
+pub fn derived_object(handle: MPI_Datatype) -> Option<Arc<TypeObject>> {
+    derived(handle).map(|(object, _)| object)
+}
+
 /// Give `object` a new handle.
 pub fn register(object: Arc<TypeObject>) -> MPI_Datatype {
     let mut table = table();

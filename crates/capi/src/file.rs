@@ -58,8 +58,8 @@ pub(crate) struct OpenFile {
     pub etype: MPI_Datatype,
     /// The view's filetype (likewise).
     pub filetype: MPI_Datatype,
-    /// The view's data representation is "external32" (else "native").
-    pub external32: bool,
+    /// The view's data representation.
+    pub datarep: ViewDatarep,
     /// MPI atomic mode: each access holds a lock over all its bytes.
     pub atomic: bool,
     /// The individual file pointer, in etypes.
@@ -784,7 +784,7 @@ unsafe fn open_on(
         view: FileView::bytes(),
         etype: MPI_BYTE,
         filetype: MPI_BYTE,
-        external32: false,
+        datarep: ViewDatarep::Native,
         atomic: false,
         position_etypes,
         shared_pointer,
@@ -1258,21 +1258,25 @@ unsafe fn set_view(
     let representation = unsafe { CStr::from_ptr(datarep) }
         .to_string_lossy()
         .into_owned();
-    let external32 = match representation.as_str() {
-        "native" => false,
+    let datarep = match representation.as_str() {
+        "native" => ViewDatarep::Native,
         // On x86-64 LP64 every predefined type but long, unsigned long and
         // wchar_t has its external32 size: the representation is the
         // native bytes, each element big-endian (those three are refused,
         // see `external32_view_can_hold`).
-        "external32" => true,
-        _ => {
-            return Err(MpiError::new(
-                ErrorClass::UnsupportedDatarep,
-                format!(
-                    "data representation {representation:?} (resmpi supports \"native\" and \"external32\")"
-                ),
-            ))
-        }
+        "external32" => ViewDatarep::External32,
+        name => match crate::datarep::find(name) {
+            Some((index, _)) => ViewDatarep::User(index),
+            None => {
+                return Err(MpiError::new(
+                    ErrorClass::UnsupportedDatarep,
+                    format!(
+                        "data representation {representation:?} (resmpi knows \"native\", \"external32\" \
+                         and those registered with MPI_Register_datarep)"
+                    ),
+                ))
+            }
+        },
     };
     if file.split.is_some() {
         return Err(MpiError::new(
@@ -1294,9 +1298,8 @@ unsafe fn set_view(
     } else {
         offset_argument(disp, "displacement")?
     };
-    if external32 {
-        external32_view_can_hold(&*crate::datatype::layout_of(etype)?, "the etype")?;
-        external32_view_can_hold(&*crate::datatype::layout_of(filetype)?, "the filetype")?;
+    for (datatype, what) in [(etype, "the etype"), (filetype, "the filetype")] {
+        view_can_hold(datarep, datatype, what)?;
     }
     let (etype_segments, _, etype_size) = type_geometry(etype, "etype")?;
     let (segments, extent, _) = type_geometry(filetype, "filetype")?;
@@ -1317,7 +1320,7 @@ unsafe fn set_view(
     file.etype = kept_etype;
     file.filetype = kept_filetype;
     file.view = view;
-    file.external32 = external32;
+    file.datarep = datarep;
     file.position_etypes = 0;
     if file.rank == 0 {
         if let Some(counter) = &file.shared_pointer {
@@ -1373,12 +1376,13 @@ pub unsafe extern "C" fn PMPI_File_get_view(
             *disp = file.view.displacement_bytes() as MPI_Offset;
             *etype = etype_copy;
             *filetype = filetype_copy;
-            let name = if file.external32 {
-                c"external32"
-            } else {
-                c"native"
+            let name = match file.datarep {
+                ViewDatarep::Native => "native".to_string(),
+                ViewDatarep::External32 => "external32".to_string(),
+                ViewDatarep::User(index) => crate::datarep::get(index).name,
             };
-            std::ptr::copy_nonoverlapping(name.as_ptr(), datarep, name.to_bytes_with_nul().len());
+            std::ptr::copy_nonoverlapping(name.as_ptr().cast(), datarep, name.len());
+            *datarep.add(name.len()) = 0;
         }
         Ok(())
     })
@@ -1394,9 +1398,7 @@ pub unsafe extern "C" fn PMPI_File_get_type_extent(
     file_entry("MPI_File_get_type_extent", fh, |file| {
         crate::global::out_pointer(extent, "extent")?;
         let layout = crate::datatype::layout_of(datatype)?;
-        if file.external32 {
-            external32_view_can_hold(&layout, "the datatype")?;
-        }
+        view_can_hold(file.datarep, datatype, "the datatype")?;
         // SAFETY: checked non-null.
         unsafe { *extent = layout.extent_bytes() as MPI_Aint };
         Ok(())
@@ -1414,6 +1416,34 @@ pub unsafe extern "C" fn PMPI_File_get_type_extent_c(
     unsafe { PMPI_File_get_type_extent(fh, datatype, extent) }
 }
 const _: fn_types::MPI_File_get_type_extent_c = PMPI_File_get_type_extent_c;
+
+/// The data representation of a file view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViewDatarep {
+    /// "native": the bytes of memory.
+    Native,
+    /// "external32": each element big-endian (see `crate::external32`).
+    External32,
+    /// Registered with MPI_Register_datarep (its index, `crate::datarep`).
+    User(usize),
+}
+
+/// MPI_ERR_UNSUPPORTED_DATAREP for a `datatype` a view in `datarep` cannot
+/// hold at its native size (see [`external32_view_can_hold`] and
+/// `crate::datarep`).
+pub(crate) fn view_can_hold(
+    datarep: ViewDatarep,
+    datatype: MPI_Datatype,
+    what: &str,
+) -> MpiResult<()> {
+    match datarep {
+        ViewDatarep::Native => Ok(()),
+        ViewDatarep::External32 => {
+            external32_view_can_hold(&*crate::datatype::layout_of(datatype)?, what)
+        }
+        ViewDatarep::User(index) => crate::datarep::get(index).check_sizes(datatype, what),
+    }
+}
 
 /// MPI_ERR_UNSUPPORTED_DATAREP for a type an "external32" file view cannot
 /// hold here: one with C `long`, `unsigned long` or `wchar_t`, which

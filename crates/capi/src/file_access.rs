@@ -28,7 +28,7 @@ use resmpi_io::view::Extent;
 use crate::abi::*;
 use crate::file::{
     barrier, broadcast_i64, exclusive_prefix_sum, file_entry, io_error, not_sequential,
-    shared_position, CollectiveBuffering, OpenFile, SplitCollective,
+    shared_position, CollectiveBuffering, OpenFile, SplitCollective, ViewDatarep,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -63,8 +63,10 @@ pub(crate) struct Prepared {
     layout: Arc<Datatype>,
     count: usize,
     base: *mut u8,
-    /// The file holds big-endian elements (the "external32" view).
-    external32: bool,
+    /// The view's data representation.
+    datarep: ViewDatarep,
+    /// The access's datatype (a user representation's functions get it).
+    datatype: MPI_Datatype,
     /// Bytes of data.
     pub total_bytes: usize,
     /// Where they go in the file, in view order.
@@ -81,9 +83,7 @@ pub(crate) unsafe fn prepare(
     datatype: MPI_Datatype,
 ) -> MpiResult<Prepared> {
     let layout = crate::datatype::committed_layout(datatype)?;
-    if file.external32 {
-        crate::file::external32_view_can_hold(&layout, "the access's datatype")?;
-    }
+    crate::file::view_can_hold(file.datarep, datatype, "the access's datatype")?;
     let total = layout.packed_bytes(count).ok_or_else(|| {
         MpiError::new(
             ErrorClass::Count,
@@ -108,34 +108,49 @@ pub(crate) unsafe fn prepare(
         layout,
         count,
         base: buffer as *mut u8,
-        external32: file.external32,
+        datarep: file.datarep,
+        datatype,
         total_bytes: total,
         extents,
     })
 }
 
 impl Prepared {
-    /// The data to write, packed (borrowed when the buffer is contiguous).
-    pub(crate) unsafe fn packed(&self) -> Cow<'_, [u8]> {
+    /// The data to write, packed, in the view's representation (borrowed
+    /// when the buffer is contiguous and the representation native).
+    pub(crate) unsafe fn packed(&self) -> MpiResult<Cow<'_, [u8]>> {
         let contiguous = self
             .layout
             .contiguous_span(self.count)
-            .filter(|_| !self.external32);
-        match contiguous {
+            .filter(|_| self.datarep == ViewDatarep::Native);
+        if let Some((offset, length)) = contiguous {
             // SAFETY: the application promises `count` elements at `buffer`.
-            Some((offset, length)) => Cow::Borrowed(unsafe {
+            return Ok(Cow::Borrowed(unsafe {
                 std::slice::from_raw_parts(self.base.wrapping_offset(offset), length)
-            }),
-            None => {
-                let mut bytes = vec![0u8; self.total_bytes];
-                // SAFETY: as above.
-                unsafe { self.layout.pack(self.base, self.count, 0, &mut bytes) };
-                if self.external32 {
-                    crate::external32::reverse_elements(&self.layout, &mut bytes);
-                }
-                Cow::Owned(bytes)
+            }));
+        }
+        let mut bytes = vec![0u8; self.total_bytes];
+        let converted = match self.datarep {
+            // SAFETY: as above; `bytes` holds the packed size.
+            ViewDatarep::User(index) => unsafe {
+                crate::datarep::get(index).convert(
+                    crate::datarep::Direction::Write,
+                    self.base,
+                    self.datatype,
+                    self.count,
+                    &mut bytes,
+                )?
+            },
+            _ => false,
+        };
+        if !converted {
+            // SAFETY: as above.
+            unsafe { self.layout.pack(self.base, self.count, 0, &mut bytes) };
+            if self.datarep == ViewDatarep::External32 {
+                crate::external32::reverse_elements(&self.layout, &mut bytes);
             }
         }
+        Ok(Cow::Owned(bytes))
     }
 
     /// Run `fill` on the packed bytes a read delivers, then scatter them
@@ -148,7 +163,7 @@ impl Prepared {
         let contiguous = self
             .layout
             .contiguous_span(self.count)
-            .filter(|_| !self.external32);
+            .filter(|_| self.datarep == ViewDatarep::Native);
         match contiguous {
             Some((offset, length)) => {
                 // SAFETY: the application promises `count` writable elements.
@@ -160,11 +175,34 @@ impl Prepared {
             None => {
                 let mut staging = vec![0u8; self.total_bytes];
                 let delivered = fill(&mut staging)?;
-                if self.external32 {
-                    // Whole elements only: a partial one at the end of the
-                    // file stays as read.
-                    let whole = delivered / self.layout.size_bytes.max(1) * self.layout.size_bytes;
-                    crate::external32::reverse_elements(&self.layout, &mut staging[..whole]);
+                // Whole elements only: a partial one at the end of the file
+                // stays as read.
+                let whole_elements = delivered / self.layout.size_bytes.max(1);
+                let whole = whole_elements * self.layout.size_bytes;
+                match self.datarep {
+                    ViewDatarep::Native => {}
+                    ViewDatarep::External32 => {
+                        crate::external32::reverse_elements(&self.layout, &mut staging[..whole])
+                    }
+                    ViewDatarep::User(index) => {
+                        let datarep = crate::datarep::get(index);
+                        // SAFETY: the application promises `count` writable
+                        // elements; the staging holds their packed bytes.
+                        let converted = unsafe {
+                            datarep.convert(
+                                crate::datarep::Direction::Read,
+                                self.base,
+                                self.datatype,
+                                whole_elements,
+                                &mut staging[..whole],
+                            )?
+                        };
+                        if converted {
+                            // The conversion function wrote the buffer; a
+                            // partial last element is not the application's.
+                            return Ok(whole);
+                        }
+                    }
                 }
                 // SAFETY: the application promises `count` writable elements.
                 unsafe {
@@ -213,7 +251,7 @@ pub(crate) unsafe fn independent(
     match direction {
         Direction::Write => {
             // SAFETY: the caller's buffer.
-            let packed = unsafe { prepared.packed() };
+            let packed = unsafe { prepared.packed()? };
             let mut cursor = 0usize;
             let pieces: Vec<(u64, &[u8])> = prepared
                 .extents

@@ -21,6 +21,8 @@
 //! were bad (the first allreduce tells everyone, and all return an error),
 //! so a bad argument on one rank never leaves the others waiting.
 
+use std::borrow::Cow;
+
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 use resmpi_io::aggregation::{Access, Piece, Plan};
 use resmpi_io::store::Store;
@@ -540,14 +542,20 @@ unsafe fn two_phase_write(
     access: &Access,
     plan: &Plan,
 ) -> MpiResult<usize> {
-    // SAFETY: the caller's buffer.
-    let packed = unsafe { prepared.packed() };
+    // SAFETY: the caller's buffer. A conversion that fails (a user data
+    // representation's function) still takes part in every exchange, with
+    // zeros for its pieces, so no other rank waits for it; all return the
+    // error.
+    let (packed, converted) = match unsafe { prepared.packed() } {
+        Ok(packed) => (packed, Ok(())),
+        Err(error) => (Cow::Owned(vec![0u8; prepared.total_bytes]), Err(error)),
+    };
     let mine = my_aggregator(file, plan);
     let me = file.rank as usize;
     let size = file.size as usize;
     let comm = file.comm;
     let mut buffers = std::mem::take(&mut file.exchange_buffers);
-    let mut local: MpiResult<()> = Ok(());
+    let mut local: MpiResult<()> = converted;
     let overlap = spare_core();
     let store = &mut file.store;
     let result = std::thread::scope(|scope| -> MpiResult<()> {

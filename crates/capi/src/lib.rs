@@ -15,6 +15,7 @@ pub mod abi;
 mod attr;
 mod coll;
 mod comm;
+mod datarep;
 mod datatype;
 mod datatype_constructors;
 mod datatype_f90;

@@ -38,6 +38,8 @@ pub enum ErrorClass {
     /// A value that does not fit the data representation it is converted
     /// to (external32's 4-byte `long`).
     Conversion = 23,
+    /// MPI_Register_datarep: the name is taken.
+    DupDatarep = 24,
     /// MPI-IO: the file exists (MPI_MODE_EXCL).
     FileExists = 25,
     /// MPI-IO: the file is open elsewhere (MPI_File_delete).
@@ -97,7 +99,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class the core knows, for lookups by number.
-    pub const ALL: [ErrorClass; 60] = [
+    pub const ALL: [ErrorClass; 61] = [
         ErrorClass::Success,
         ErrorClass::Buffer,
         ErrorClass::Count,
@@ -122,6 +124,7 @@ impl ErrorClass {
         ErrorClass::Amode,
         ErrorClass::BadFile,
         ErrorClass::Conversion,
+        ErrorClass::DupDatarep,
         ErrorClass::FileExists,
         ErrorClass::FileInUse,
         ErrorClass::File,
@@ -187,6 +190,7 @@ impl ErrorClass {
             ErrorClass::Amode => "Invalid amode value in MPI_File_open",
             ErrorClass::BadFile => "Invalid file name",
             ErrorClass::Conversion => "An error occurred in a user-supplied data conversion function",
+            ErrorClass::DupDatarep => "Conversion functions could not be registered because a data representation with the same name already exists",
             ErrorClass::FileExists => "File exists",
             ErrorClass::FileInUse => {
                 "File operation could not be completed, as the file is currently open by some process"
