@@ -67,7 +67,7 @@ pub const INITIAL_ERRHANDLERS: [&str; 3] = [
 pub const BIND_TO_VARIABLE: &str = "RESMPI_BIND_TO";
 
 /// A job to start.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// `-n` / `-np`: number of ranks.
     pub rank_count: u32,
@@ -210,7 +210,7 @@ fn check_msglog_supported(
     }
     if rank_count < 2 {
         return Err(
-            "--msglog needs at least 2 ranks: each rank's determinants are kept by the next rank"
+            "--msglog needs at least 2 ranks: a job of one has no peer to replay its messages"
                 .to_string(),
         );
     }
