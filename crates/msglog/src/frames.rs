@@ -128,7 +128,7 @@ pub enum Frame {
         /// The entries.
         entries: Vec<Entry>,
     },
-    /// The holder has the sender's first `count` determinants.
+    /// The event logger has the first `count` determinants of the receiver on disk.
     Ack {
         /// How many.
         count: u64,
