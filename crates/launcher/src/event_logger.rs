@@ -69,7 +69,10 @@ impl EventLoggerProcess {
             }
         };
         std::fs::create_dir_all(&directory).map_err(|error| {
-            format!("event logger: cannot create {}: {error}", directory.display())
+            format!(
+                "event logger: cannot create {}: {error}",
+                directory.display()
+            )
         })?;
         let ip = remote_ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let listener = TcpListener::bind(SocketAddr::new(ip, 0))

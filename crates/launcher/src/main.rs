@@ -17,8 +17,8 @@
 //! (the kills `--inject` schedules), `event_logger` (the `--msglog`
 //! event logger's process), `signals`.
 
-mod ft_report;
 mod event_logger;
+mod ft_report;
 mod hosts;
 mod options;
 mod output;

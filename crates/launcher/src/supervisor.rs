@@ -391,7 +391,10 @@ fn report_fault_tolerance(
             ("eventlog_determinants_stored", counters.determinants_stored),
             ("eventlog_batches_synced", counters.batches_synced),
             ("eventlog_bytes_appended", counters.bytes_appended),
-            ("eventlog_determinants_recovered", counters.determinants_recovered),
+            (
+                "eventlog_determinants_recovered",
+                counters.determinants_recovered,
+            ),
             ("eventlog_protocol_errors", counters.protocol_errors),
             ("eventlog_restarts", restarts),
         ] {

@@ -511,7 +511,6 @@ impl Interceptor for MessageLog {
         let mut counters = vec![
             ("msglog_trimmed_bytes", trimmed_bytes),
             ("msglog_trimmed_messages", trimmed_messages),
-            ("msglog_determinants", self.own.len() as u64),
             (
                 "msglog_logger_reconnects",
                 self.logger_connections.saturating_sub(1),
