@@ -800,11 +800,18 @@ fn run_faults(
                 stats,
             );
         }
+        // Kills due at the logger's step wait, with it, until it has a
+        // batch written and not synced: the moment its death loses most.
+        // (Once every program is done no batch comes: they go then.)
+        let batch_in_flight =
+            logger.unsynced.is_some() || processes.iter().all(|process| process.done);
+        let with_logger = |at: usize| !logger_killed && faults.logger_at == Some(at);
         let due = faults.kills.get(kills_done).filter(|(victims, at)| {
             step >= *at
                 && victims
                     .iter()
                     .all(|&victim| dead[victim as usize].is_none())
+                && (!with_logger(*at) || batch_in_flight)
         });
         if let Some((victims, _)) = due.cloned() {
             kills_done += 1;
@@ -877,7 +884,11 @@ fn run_faults(
                 dead[victim as usize] = Some(step + random.below(400) as usize);
             }
         }
-        if faults.logger_at.is_some_and(|at| step >= at) && !logger_killed {
+        let logger_due = faults.logger_at.is_some_and(|at| {
+            step >= at
+                && (batch_in_flight || !faults.kills.iter().any(|(_, kill_at)| *kill_at == at))
+        });
+        if logger_due && !logger_killed {
             logger_killed = true;
             logger.kill(step, &mut processes, &dead, &mut random);
         }
@@ -1342,6 +1353,23 @@ fn the_event_logger_killed_and_restarted_from_its_file_loses_nothing_acked() {
             "no restarted logger read anything back: the test would prove nothing"
         );
         assert!(runs > 60, "only {runs} of 90 runs reached their kill");
+    }
+}
+
+#[test]
+fn a_rank_and_the_event_logger_killed_together_replay_only_what_was_synced() {
+    // What the logger had written but not synced dies with it; the rank
+    // dies at the same step, so nothing re-sends it: its replay is what
+    // the file held, which must be all it ever let a send depend on.
+    for program in [Program::Wildcards, Program::Polls] {
+        // Rank 0 is the one whose matches and polls are determinants.
+        let (runs, _) = with_faults(program, 0..40, &[40, 150, 400, 900, 1600], |_, step| {
+            Faults {
+                kills: vec![(vec![0], step)],
+                logger_at: Some(step),
+            }
+        });
+        assert!(runs > 150, "only {runs} of 200 runs reached their kill");
     }
 }
 

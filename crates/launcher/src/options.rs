@@ -366,8 +366,11 @@ fault tolerance (each sets a variable in every rank):
                         replays from MPI_Init against the others' sender
                         logs; what it prints again is not shown twice, and
                         the job ends as without the fault. Sets continue.
-                        Not with --replicas, --hosts or one rank;
-                        optimistic is not built yet (issue 13)
+                        Determinants go to an event-logger process mpiexec
+                        starts (and restarts), in --ckpt-dir's
+                        determinants.log, else a job directory in $TMPDIR.
+                        Not with --replicas or one rank; optimistic is not
+                        built yet (issue 13)
   --msglog-mem BYTES    bound of one process's message log in memory
                         (default 1G); past it the oldest payloads spill to disk
   --msglog-disk BYTES   bound of what one process spills (default 8G; 0: no

@@ -117,8 +117,9 @@ struct Job {
     replicated_outputs: Vec<[Arc<RankOutput>; 2]>,
     /// `--msglog`: the job's event logger, outside `MPI_COMM_WORLD`.
     event_logger: Option<EventLoggerProcess>,
-    /// The reaper saw the event logger exit (it is started again).
-    event_logger_exited: bool,
+    /// The reaper saw the event logger end, and how (it is started again
+    /// when killed by a signal; an exit of its own is an error it found).
+    event_logger_exited: Option<Ending>,
     server: Arc<PmiServer>,
     placement: Placement,
     /// Per placed host: its proxy (`None` for this host).
@@ -289,7 +290,7 @@ pub fn run(options: &Options) -> i32 {
         replicas_given_up: vec![false; options.replica_count as usize],
         replicated_outputs,
         event_logger,
-        event_logger_exited: false,
+        event_logger_exited: None,
     };
     let started = job.start_ranks(options, &identity);
     if started.is_ok() {
@@ -1080,14 +1081,23 @@ impl Job {
 
     /// `--msglog`: start the event logger again if it died (it reads its
     /// log back; ranks connect again and re-send what it had not acked).
-    /// True when it cannot be started: the job ends.
+    /// True when it cannot be started, or ended by itself (an error it
+    /// named, such as a damaged log: starting it again would fail again):
+    /// the job ends.
     fn restart_event_logger(&mut self) -> bool {
-        if !std::mem::take(&mut self.event_logger_exited) {
+        let Some(ending) = self.event_logger_exited.take() else {
             return false;
-        }
+        };
         let Some(logger) = self.event_logger.as_mut() else {
             return false;
         };
+        if let Ending::Code(code) = ending {
+            self.fail(
+                EXIT_LAUNCHER_FAILURE,
+                &format!("the event logger exited with code {code}: the job ends"),
+            );
+            return true;
+        }
         match logger.restart() {
             Ok(line) => {
                 eprintln!("{line}");
@@ -1212,7 +1222,7 @@ impl Job {
                 .as_ref()
                 .is_some_and(|logger| logger.pid == pid)
             {
-                self.event_logger_exited = true;
+                self.event_logger_exited = Some(ending);
             } else if let Some(link) = self
                 .proxies
                 .iter()

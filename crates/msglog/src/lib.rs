@@ -127,6 +127,8 @@ pub struct MessageLog {
     own_acknowledged: usize,
     /// A connection to the event logger is up and has been greeted.
     logger_connected: bool,
+    /// The logger has not answered this connection's hello yet.
+    hello_unanswered: bool,
     /// Frames for the event logger, oldest first.
     logger_out: VecDeque<Vec<u8>>,
     /// The socket to the logger; `None` when a harness moves the frames.
@@ -205,6 +207,7 @@ impl MessageLog {
             own: Vec::new(),
             own_acknowledged: 0,
             logger_connected: false,
+            hello_unanswered: false,
             logger_out: VecDeque::new(),
             link: None,
             replay: BTreeMap::new(),
@@ -289,10 +292,11 @@ impl MessageLog {
         }
     }
 
-    /// A connection to the event logger is up: say who this is, then send
-    /// what it has not acked (it may have restarted; it drops what it has).
+    /// A connection to the event logger is up: say who this is; its
+    /// answer (an ack of what it has on disk) says where to send from.
     pub fn handle_logger_connected(&mut self) {
         self.logger_connected = true;
+        self.hello_unanswered = true;
         self.logger_connections += 1;
         self.logger_out.clear();
         if !self.replay_complete {
@@ -307,7 +311,6 @@ impl MessageLog {
             replay: !self.replay_complete,
         };
         self.logger_out.push_back(hello.encode());
-        self.send_own_from(self.own_acknowledged);
     }
 
     /// The connection to the event logger broke.
@@ -319,6 +322,16 @@ impl MessageLog {
     /// A frame from the event logger.
     pub fn handle_logger_frame(&mut self, bytes: &[u8]) {
         match Frame::decode(bytes) {
+            Ok(Frame::Ack { count }) if self.hello_unanswered => {
+                // What the logger has: a restarted one read its file back.
+                // If it has less than it once acked (its file was lost or
+                // damaged), this process, the source of its own list,
+                // sends the rest again, and its sends wait for the acks.
+                self.hello_unanswered = false;
+                let count = (count as usize).min(self.own.len());
+                self.own_acknowledged = count;
+                self.send_own_from(count);
+            }
             Ok(Frame::Ack { count }) => {
                 let count = (count as usize).min(self.own.len());
                 self.own_acknowledged = self.own_acknowledged.max(count);

@@ -536,3 +536,36 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
     assert!(ranks[0].send_may_start());
     assert_eq!(ranks[0].choices_logged, 0);
 }
+
+#[test]
+fn a_logger_that_lost_its_file_is_sent_the_whole_list_again_and_sends_wait_for_it() {
+    let mut ranks: Vec<MessageLog> = (0..2)
+        .map(|rank| MessageLog::new(rank, 2, 0, 1 << 20))
+        .collect();
+    let mut logger = connect_all(&mut ranks);
+    for receive in 1..=3 {
+        ranks[0].on_wildcard_receive(receive, &any_source());
+        ranks[0].on_match(&matched(receive, 1));
+    }
+    exchange(&mut ranks, &mut logger);
+    assert_eq!(ranks[0].determinants_acknowledged(), 3);
+    // A logger with nothing (its file gone): what it says on the hello
+    // is what counts, and rank 0 sends all three again.
+    let mut empty = EventLogger::new();
+    for rank in ranks.iter_mut() {
+        rank.handle_logger_lost();
+        rank.handle_logger_connected();
+    }
+    let from = connection(&ranks[0]);
+    while let Some(bytes) = ranks[0].poll_logger_frame() {
+        empty.handle_frame(from, &bytes);
+    }
+    while let Some((_, bytes)) = empty.poll_frame() {
+        ranks[0].handle_logger_frame(&bytes);
+    }
+    assert_eq!(ranks[0].determinants_acknowledged(), 0);
+    assert!(!ranks[0].send_may_start());
+    exchange(&mut ranks, &mut empty);
+    assert!(ranks[0].send_may_start());
+    assert_eq!(empty.entries(0), logger.entries(0));
+}
