@@ -357,6 +357,7 @@ impl MessageLog {
         // the replay in), no read is needed, and a progress round costs no
         // system call. A logger lost meanwhile is found at the next send.
         let idle = self.logger_connected
+            && !self.hello_unanswered
             && self.replay_complete
             && self.own_acknowledged == self.own.len()
             && self.logger_out.is_empty();
