@@ -1,6 +1,7 @@
 """Pessimistic message logging on real processes (issue 13, first slice):
 `mpiexec --msglog pessimistic` runs every rank on lib/msglog (sender-based
-payload log, determinants held by the next rank), a rank killed with
+payload log, determinants stored by the job's event logger: see
+test_msglog_eventlog.py), a rank killed with
 `--inject kill:R@sends=N` is started again by mpiexec as the next
 incarnation, re-joins, replays from MPI_Init (its ANY_SOURCE receives
 pinned to the logged sources, the survivors re-sending every message they
@@ -145,7 +146,7 @@ def test_the_same_rank_killed_twice_is_restarted_twice_and_the_output_is_unchang
 
 
 @pytest.mark.parametrize("kill", ["kill:0@sends=10,kill:2@sends=12", "kill:1@sends=5,kill:3@sends=30"])
-def test_two_ranks_that_do_not_hold_each_others_determinants_killed_both_recover(ring_exe, kill):
+def test_two_ranks_killed_at_different_sends_both_recover(ring_exe, kill):
     args = [20, 16]
     expected = baseline(4, ring_exe, args)
     res = run_logged(4, ring_exe, args, kill)

@@ -200,6 +200,21 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
             .msglog_disk_bytes_max
             .unwrap_or(resmpi_msglog::spill::SPILL_BYTES_MAX_DEFAULT),
     );
+    // The event logger mpiexec started for the job (outside the world):
+    // without it no determinant is ever acked, so no send could start.
+    let variable = resmpi_msglog::logger_link::ADDRESS_VARIABLE;
+    let logger_address = std::env::var(variable)
+        .ok()
+        .and_then(|text| text.parse::<std::net::SocketAddr>().ok());
+    let Some(logger_address) = logger_address else {
+        return fail(
+            ErrorClass::Other,
+            format!(
+                "MPI_Init: message logging needs the job's event logger, which mpiexec --msglog \
+                 starts and names in {variable} (not set, or not ip:port)"
+            ),
+        );
+    };
     Ok(resmpi_msglog::MessageLog::new(
         rank,
         replicas.ranks,
@@ -208,7 +223,10 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
             .msglog_bytes_max
             .unwrap_or(resmpi_msglog::LOG_BYTES_MAX_DEFAULT),
     )
-    .with_spill(spill))
+    .with_spill(spill)
+    .with_logger_link(Box::new(resmpi_msglog::logger_link::TcpLink::new(
+        logger_address,
+    ))))
 }
 
 /// This build's protocol for process `rank` of a job mapped by `replicas`.

@@ -47,6 +47,7 @@ use resmpi_core::CompletionCall;
 use resmpi_core::SendMode;
 use resmpi_ft::Interceptor;
 use resmpi_matching::ReceivePattern;
+use resmpi_msglog::event_logger::{EventLogger, LoggerCounters};
 use resmpi_msglog::MessageLog;
 use resmpi_path::memory::MemoryPath;
 
@@ -614,6 +615,18 @@ struct CheckpointStats {
     replayed: u64,
     /// With `lose_checkpoint`: the error a process stopped with.
     refusal: Option<String>,
+    /// The event logger's counters at the end.
+    logger: LoggerCounters,
+}
+
+/// The faults of one run: sets of ranks killed together, each at a step
+/// (a set whose ranks are not all alive then waits until they are), and
+/// the event logger killed at a step (its unsynced batch lost, sometimes
+/// half written) and restarted from its file.
+#[derive(Clone, Debug, Default)]
+struct Faults {
+    kills: Vec<(Vec<u32>, usize)>,
+    logger_at: Option<usize>,
 }
 
 /// [`run`], with every process taking checkpoints when `checkpoints`
@@ -625,38 +638,148 @@ fn run_with(
     checkpoints: bool,
     lose_checkpoint: bool,
 ) -> (Vec<Ending>, bool, CheckpointStats) {
+    let faults = Faults {
+        kills: kill
+            .map(|(victim, at)| (vec![victim], at))
+            .into_iter()
+            .collect(),
+        logger_at: None,
+    };
+    run_faults(program, seed, &faults, checkpoints, lose_checkpoint)
+}
+
+/// The event logger as the harness runs it: its state machine, its file,
+/// the batch written and not yet synced, and whether it is down.
+struct Logger {
+    state: EventLogger,
+    file: Vec<u8>,
+    unsynced: Option<Vec<u8>>,
+    down_until: Option<usize>,
+}
+
+/// The logger's connection id for incarnation `incarnation` of `rank`.
+fn connection(rank: usize, incarnation: u32) -> u64 {
+    (u64::from(incarnation) << 32) | rank as u64
+}
+
+impl Logger {
+    /// One step: take every live rank's frames, then either write the
+    /// next batch or sync the one written (or neither), then answer.
+    fn step(
+        &mut self,
+        processes: &mut [Process],
+        incarnations: &[u32],
+        dead: &[Option<usize>],
+        random: &mut Random,
+    ) {
+        if self.down_until.is_some() {
+            return;
+        }
+        for (rank, process) in processes.iter_mut().enumerate() {
+            if dead[rank].is_some() {
+                continue;
+            }
+            let from = connection(rank, incarnations[rank]);
+            while let Some(bytes) = process.engine.state.interceptor.poll_logger_frame() {
+                self.state.handle_frame(from, &bytes);
+            }
+        }
+        match self.unsynced.take() {
+            Some(batch) if random.below(2) == 0 => {
+                self.file.extend_from_slice(&batch);
+                self.state.handle_durable();
+            }
+            Some(batch) => self.unsynced = Some(batch),
+            None => self.unsynced = self.state.poll_write(),
+        }
+        while let Some((to, bytes)) = self.state.poll_frame() {
+            let rank = (to & 0xffff_ffff) as usize;
+            if dead[rank].is_none() && connection(rank, incarnations[rank]) == to {
+                processes[rank]
+                    .engine
+                    .state
+                    .interceptor
+                    .handle_logger_frame(&bytes);
+            }
+        }
+    }
+
+    /// Killed: what was written and not synced is lost (or half of it
+    /// reached the file: a torn record); the next one reads the file back.
+    fn kill(
+        &mut self,
+        step: usize,
+        processes: &mut [Process],
+        dead: &[Option<usize>],
+        random: &mut Random,
+    ) {
+        if let Some(batch) = self.unsynced.take() {
+            if random.below(2) == 0 {
+                self.file.extend_from_slice(&batch[..batch.len() / 2]);
+            }
+        }
+        let (state, length) = EventLogger::recover(&self.file).expect("the log reads back");
+        self.file.truncate(length);
+        self.state = state;
+        for (rank, process) in processes.iter_mut().enumerate() {
+            if dead[rank].is_none() {
+                process.engine.state.interceptor.handle_logger_lost();
+            }
+        }
+        self.down_until = Some(step + random.below(300) as usize);
+    }
+}
+
+/// [`run_with`] with any [`Faults`].
+fn run_faults(
+    program: Program,
+    seed: u64,
+    faults: &Faults,
+    checkpoints: bool,
+    lose_checkpoint: bool,
+) -> (Vec<Ending>, bool, CheckpointStats) {
     let mut stats = CheckpointStats::default();
     let mut random = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut processes: Vec<Process> = (0..SIZE)
         .map(|rank| {
             let mut process = Process::new(program, rank, 0);
             process.checkpoints = checkpoints;
+            process.engine.state.interceptor.handle_logger_connected();
             process
         })
         .collect();
-    // The victim's newest checkpoint when it died.
-    let mut disk: Option<Saved> = None;
+    let mut logger = Logger {
+        state: EventLogger::new(),
+        file: Vec::new(),
+        unsynced: None,
+        down_until: None,
+    };
+    let mut incarnations = vec![0u32; SIZE as usize];
+    // Each victim's newest checkpoint when it died.
+    let mut disks: Vec<Option<Saved>> = vec![None; SIZE as usize];
     // The network: per (from, to), frames in order.
     let mut channels: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); (SIZE * SIZE) as usize];
-    let mut killed = false;
-    // What the victim had delivered and observed before its last send:
+    let mut kills_done = 0;
+    let mut logger_killed = false;
+    // What each victim had delivered and observed before its last send:
     // its restarted incarnation must deliver and observe it again, exactly.
-    let mut stable_before_kill: Option<Ending> = None;
-    // The victim while it is dead, and the step its new incarnation joins.
-    let mut dead: Option<(u32, usize)> = None;
+    let mut stable_before_kill: Vec<(u32, Ending)> = Vec::new();
+    // Per rank while it is dead: the step its new incarnation joins.
+    let mut dead: Vec<Option<usize>> = vec![None; SIZE as usize];
     let channel = |from: u32, to: u32| (from * SIZE + to) as usize;
     for step in 0..STEPS_MAX {
-        let all_done = dead.is_none()
+        let all_done = dead.iter().all(Option::is_none)
+            && kills_done == faults.kills.len()
             && processes.iter().all(|process| process.done)
             && channels.iter().all(VecDeque::is_empty);
         if all_done {
-            if let (Some((victim, _)), Some((history, outcomes))) = (kill, &stable_before_kill) {
-                let restarted = &processes[victim as usize];
+            for (victim, (history, outcomes)) in &stable_before_kill {
+                let restarted = &processes[*victim as usize];
                 assert!(
                     restarted.history.starts_with(history)
                         && restarted.outcomes.starts_with(outcomes),
-                    "seed {seed} kill {kill:?}: the restarted rank's deliveries or outcomes \
-                     differ from what its first incarnation had before its last send"
+                    "seed {seed} faults {faults:?}: rank {victim}'s deliveries or outcomes \
+                     differ from what an earlier incarnation had before its last send"
                 );
             }
             for process in &processes {
@@ -667,28 +790,49 @@ fn run_with(
                     .map_or(0, |(_, value)| *value);
                 stats.replayed += process.engine.state.messages_replayed;
             }
+            stats.logger = logger.state.counters;
             return (
                 processes
                     .into_iter()
                     .map(|process| (process.history, process.outcomes))
                     .collect(),
-                killed,
+                !faults.kills.is_empty() && kills_done == faults.kills.len(),
                 stats,
             );
         }
-        if let Some((victim, kill_at)) = kill {
-            if !killed && step == kill_at {
-                killed = true;
+        // Kills due at the logger's step wait, with it, until it has a
+        // batch written and not synced: the moment its death loses most.
+        // (Once every program is done no batch comes: they go then.)
+        let batch_in_flight =
+            logger.unsynced.is_some() || processes.iter().all(|process| process.done);
+        let with_logger = |at: usize| !logger_killed && faults.logger_at == Some(at);
+        let due = faults.kills.get(kills_done).filter(|(victims, at)| {
+            step >= *at
+                && victims
+                    .iter()
+                    .all(|&victim| dead[victim as usize].is_none())
+                && (!with_logger(*at) || batch_in_flight)
+        });
+        if let Some((victims, _)) = due.cloned() {
+            kills_done += 1;
+            let is_victim = |rank: u32| victims.contains(&rank);
+            for &victim in &victims {
                 let first = &processes[victim as usize];
-                disk = first.checkpoint.clone();
+                disks[victim as usize] = first.checkpoint.clone();
                 let (deliveries, outcomes) = first.stable;
-                stable_before_kill = Some((
-                    first.history[..deliveries].to_vec(),
-                    first.outcomes[..outcomes].to_vec(),
+                stable_before_kill.push((
+                    victim,
+                    (
+                        first.history[..deliveries].to_vec(),
+                        first.outcomes[..outcomes].to_vec(),
+                    ),
                 ));
-                if random.below(2) == 0 {
-                    // Its last words reach the survivors before its death.
-                    for to in (0..SIZE).filter(|&to| to != victim) {
+            }
+            if random.below(2) == 0 {
+                // Their last words reach the survivors before the deaths.
+                for &victim in &victims {
+                    for to in (0..SIZE).filter(|&to| !is_victim(to) && dead[to as usize].is_none())
+                    {
                         let memory = processes[to as usize]
                             .engine
                             .transports
@@ -704,61 +848,110 @@ fn run_with(
                             .expect("last words");
                     }
                 }
-                // What was on the way to or from it dies with it: the
-                // channels, and what the survivors' paths hold for it (a
-                // socket or ring to the dead process; the new one is
-                // reached anew).
-                for from in 0..SIZE {
+            }
+            // What was on the way to or from them dies with them: the
+            // channels, and what the survivors' paths hold for them (a
+            // socket or ring to a dead process; the new one is reached
+            // anew).
+            for from in 0..SIZE {
+                for &victim in &victims {
                     channels[channel(from, victim)].clear();
                     channels[channel(victim, from)].clear();
-                    if from == victim {
-                        continue;
-                    }
-                    let memory = processes[from as usize]
-                        .engine
-                        .transports
-                        .memory
-                        .as_mut()
-                        .expect("memory");
-                    while let Some((to, frame)) = memory.take_outgoing() {
-                        if to != victim {
-                            channels[channel(from, to)].push_back(frame);
-                        }
+                }
+                if is_victim(from) || dead[from as usize].is_some() {
+                    continue;
+                }
+                let memory = processes[from as usize]
+                    .engine
+                    .transports
+                    .memory
+                    .as_mut()
+                    .expect("memory");
+                while let Some((to, frame)) = memory.take_outgoing() {
+                    if !is_victim(to) && dead[to as usize].is_none() {
+                        channels[channel(from, to)].push_back(frame);
                     }
                 }
-                for (rank, process) in processes.iter_mut().enumerate() {
-                    if rank as u32 != victim {
+            }
+            for (rank, process) in processes.iter_mut().enumerate() {
+                if !is_victim(rank as u32) && dead[rank].is_none() {
+                    for &victim in &victims {
                         process.engine.handle_peer_failure(victim);
                     }
                 }
-                dead = Some((victim, step + random.below(400) as usize));
+            }
+            for &victim in &victims {
+                dead[victim as usize] = Some(step + random.below(400) as usize);
             }
         }
-        if let Some((victim, rejoin_at)) = dead {
-            if step >= rejoin_at {
-                dead = None;
-                if lose_checkpoint {
-                    disk = None;
+        let logger_due = faults.logger_at.is_some_and(|at| {
+            step >= at
+                && (batch_in_flight || !faults.kills.iter().any(|(_, kill_at)| *kill_at == at))
+        });
+        if logger_due && !logger_killed {
+            logger_killed = true;
+            logger.kill(step, &mut processes, &dead, &mut random);
+        }
+        if logger.down_until.is_some_and(|until| step >= until) {
+            logger.down_until = None;
+            for (rank, process) in processes.iter_mut().enumerate() {
+                if dead[rank].is_none() {
+                    process.engine.state.interceptor.handle_logger_connected();
                 }
-                processes[victim as usize] = match &disk {
-                    Some(saved) => {
-                        stats.resumed = true;
-                        Process::resumed(program, victim, 1, saved)
-                    }
-                    None => Process::new(program, victim, 1),
-                };
-                for (rank, process) in processes.iter_mut().enumerate() {
-                    if rank as u32 != victim {
-                        assert!(process.engine.handle_peer_rejoin(victim, 1, Route::Memory));
-                    }
+            }
+        }
+        for victim in 0..SIZE {
+            let Some(rejoin_at) = dead[victim as usize] else {
+                continue;
+            };
+            if step < rejoin_at {
+                continue;
+            }
+            dead[victim as usize] = None;
+            incarnations[victim as usize] += 1;
+            let incarnation = incarnations[victim as usize];
+            if lose_checkpoint {
+                disks[victim as usize] = None;
+            }
+            let mut replacement = match &disks[victim as usize] {
+                Some(saved) => {
+                    stats.resumed = true;
+                    Process::resumed(program, victim, incarnation, saved)
+                }
+                None => Process::new(program, victim, incarnation),
+            };
+            // It hears of the ranks still dead, and of the incarnations of
+            // those replaced, as a replacement does from the launcher.
+            for other in 0..SIZE {
+                if dead[other as usize].is_some() {
+                    replacement.engine.handle_peer_failure(other);
+                } else if other != victim {
+                    replacement
+                        .engine
+                        .assume_peer_incarnation(other, incarnations[other as usize]);
+                }
+            }
+            if logger.down_until.is_none() {
+                replacement
+                    .engine
+                    .state
+                    .interceptor
+                    .handle_logger_connected();
+            }
+            processes[victim as usize] = replacement;
+            for (rank, process) in processes.iter_mut().enumerate() {
+                if rank as u32 != victim && dead[rank].is_none() {
+                    assert!(process
+                        .engine
+                        .handle_peer_rejoin(victim, incarnation, Route::Memory));
                 }
             }
         }
         let rank = random.below(u64::from(SIZE)) as usize;
-        if dead.is_some_and(|(victim, _)| victim as usize == rank) {
+        if dead[rank].is_some() {
             continue;
         }
-        match random.below(3) {
+        match random.below(4) {
             0 => {
                 processes[rank].step();
             }
@@ -766,7 +959,7 @@ fn run_with(
                 if let Err(error) = processes[rank].engine.progress() {
                     if lose_checkpoint {
                         stats.refusal = Some(error.message.clone());
-                        return (Vec::new(), killed, stats);
+                        return (Vec::new(), kills_done > 0, stats);
                     }
                     panic!("seed {seed}: rank {rank} progress: {error:?}");
                 }
@@ -777,13 +970,13 @@ fn run_with(
                     .as_mut()
                     .expect("memory");
                 while let Some((to, frame)) = memory.take_outgoing() {
-                    if dead.is_some_and(|(victim, _)| victim == to) {
+                    if dead[to as usize].is_some() {
                         continue;
                     }
                     channels[channel(rank as u32, to)].push_back(frame);
                 }
             }
-            _ => {
+            2 => {
                 // Deliver the oldest frame of one channel into `rank`.
                 let from = random.below(u64::from(SIZE)) as u32;
                 if let Some(frame) = channels[channel(from, rank as u32)].pop_front() {
@@ -796,13 +989,14 @@ fn run_with(
                     memory.push_incoming(from, frame);
                 }
             }
+            _ => logger.step(&mut processes, &incarnations, &dead, &mut random),
         }
     }
     let stuck: Vec<(u32, usize, bool)> = processes
         .iter()
         .map(|process| (process.engine.state.rank, process.pc, process.done))
         .collect();
-    panic!("seed {seed} kill {kill:?}: no end after {STEPS_MAX} steps: {stuck:?}");
+    panic!("seed {seed} faults {faults:?}: no end after {STEPS_MAX} steps: {stuck:?}");
 }
 
 /// The oracle: the histories are those of *some* run without a fault.
@@ -1100,4 +1294,95 @@ fn a_resumed_rank_that_communicates_before_its_restart_is_refused_with_an_error(
             WORLD_CONTEXT,
         )
         .expect("receive after the restart");
+}
+
+/// Every run of `program` under `faults(seed, step)` is consistent;
+/// returns how many runs had all their kills happen.
+fn with_faults(
+    program: Program,
+    seeds: std::ops::Range<u64>,
+    steps: &[usize],
+    faults: impl Fn(u64, usize) -> Faults,
+) -> (usize, LoggerCounters) {
+    let mut complete = 0;
+    let mut logger_total = LoggerCounters::default();
+    for seed in seeds {
+        for &step in steps {
+            let plan = faults(seed, step);
+            let (endings, killed, stats) = run_faults(program, seed, &plan, false, false);
+            check_consistent(program, &endings)
+                .unwrap_or_else(|problem| panic!("seed {seed}, {plan:?}: {problem}"));
+            complete += usize::from(killed);
+            logger_total.determinants_recovered += stats.logger.determinants_recovered;
+            logger_total.batches_synced += stats.logger.batches_synced;
+            logger_total.determinants_stored += stats.logger.determinants_stored;
+            assert_eq!(stats.logger.protocol_errors, 0, "seed {seed}, {plan:?}");
+        }
+    }
+    (complete, logger_total)
+}
+
+#[test]
+fn two_ranks_killed_together_both_replay_into_a_run_without_the_fault() {
+    for program in [Program::Wildcards, Program::Polls] {
+        // Every pair, each the other's neighbour (with 3 ranks every
+        // pair is), at the same step.
+        let (runs, logger) = with_faults(program, 0..20, &[5, 150, 900, 3000], |seed, step| {
+            let first = (seed % u64::from(SIZE)) as u32;
+            Faults {
+                kills: vec![(vec![first, (first + 1) % SIZE], step)],
+                logger_at: None,
+            }
+        });
+        assert!(runs > 60, "only {runs} of 80 runs reached their kills");
+        assert!(logger.determinants_stored > 0);
+    }
+}
+
+#[test]
+fn the_event_logger_killed_and_restarted_from_its_file_loses_nothing_acked() {
+    for program in [Program::Wildcards, Program::Polls] {
+        let (runs, logger) = with_faults(program, 0..30, &[40, 400, 1600], |seed, step| Faults {
+            // A rank dies after the logger did: its replay must come
+            // from what the restarted logger read back.
+            kills: vec![(vec![(seed % u64::from(SIZE)) as u32], step + 300)],
+            logger_at: Some(step),
+        });
+        assert!(
+            logger.determinants_recovered > 0,
+            "no restarted logger read anything back: the test would prove nothing"
+        );
+        assert!(runs > 60, "only {runs} of 90 runs reached their kill");
+    }
+}
+
+#[test]
+fn a_rank_and_the_event_logger_killed_together_replay_only_what_was_synced() {
+    // What the logger had written but not synced dies with it; the rank
+    // dies at the same step, so nothing re-sends it: its replay is what
+    // the file held, which must be all it ever let a send depend on.
+    for program in [Program::Wildcards, Program::Polls] {
+        // Rank 0 is the one whose matches and polls are determinants.
+        let (runs, _) = with_faults(program, 0..40, &[40, 150, 400, 900, 1600], |_, step| {
+            Faults {
+                kills: vec![(vec![0], step)],
+                logger_at: Some(step),
+            }
+        });
+        assert!(runs > 150, "only {runs} of 200 runs reached their kill");
+    }
+}
+
+#[test]
+fn the_same_rank_killed_twice_replays_both_times() {
+    for program in [Program::Wildcards, Program::Polls] {
+        let (runs, _) = with_faults(program, 0..20, &[40, 900], |seed, step| {
+            let victim = (seed % u64::from(SIZE)) as u32;
+            Faults {
+                kills: vec![(vec![victim], step), (vec![victim], step + 700)],
+                logger_at: None,
+            }
+        });
+        assert!(runs > 20, "only {runs} of 40 runs reached both kills");
+    }
 }

@@ -14,8 +14,10 @@
 //! proxy), `output` (line forwarding), `supervisor` (the job loop and exit
 //! code),
 //! `ft_report` (the end-of-job fault-tolerance report), `process_faults`
-//! (the kills `--inject` schedules), `signals`.
+//! (the kills `--inject` schedules), `event_logger` (the `--msglog`
+//! event logger's process), `signals`.
 
+mod event_logger;
 mod ft_report;
 mod hosts;
 mod options;
@@ -43,6 +45,10 @@ fn main() {
     // Started by mpiexec on another host: a proxy, not a job.
     if arguments.len() == 1 && arguments[0] == proxy::PROXY_FLAG {
         std::process::exit(proxy::main());
+    }
+    // Started by mpiexec under --msglog: the job's event logger.
+    if arguments.first().map(String::as_str) == Some(event_logger::EVENT_LOGGER_FLAG) {
+        std::process::exit(event_logger::main(&arguments));
     }
     let code = match options::parse(&arguments, |name| std::env::var(name).ok()) {
         Ok(Request::Help) => {

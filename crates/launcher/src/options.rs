@@ -67,7 +67,7 @@ pub const INITIAL_ERRHANDLERS: [&str; 3] = [
 pub const BIND_TO_VARIABLE: &str = "RESMPI_BIND_TO";
 
 /// A job to start.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// `-n` / `-np`: number of ranks.
     pub rank_count: u32,
@@ -210,7 +210,7 @@ fn check_msglog_supported(
     }
     if rank_count < 2 {
         return Err(
-            "--msglog needs at least 2 ranks: each rank's determinants are kept by the next rank"
+            "--msglog needs at least 2 ranks: a job of one has no peer to replay its messages"
                 .to_string(),
         );
     }
@@ -366,8 +366,11 @@ fault tolerance (each sets a variable in every rank):
                         replays from MPI_Init against the others' sender
                         logs; what it prints again is not shown twice, and
                         the job ends as without the fault. Sets continue.
-                        Not with --replicas, --hosts or one rank;
-                        optimistic is not built yet (issue 13)
+                        Determinants go to an event-logger process mpiexec
+                        starts (and restarts), in --ckpt-dir's
+                        determinants.log, else a job directory in $TMPDIR.
+                        Not with --replicas or one rank; optimistic is not
+                        built yet (issue 13)
   --msglog-mem BYTES    bound of one process's message log in memory
                         (default 1G); past it the oldest payloads spill to disk
   --msglog-disk BYTES   bound of what one process spills (default 8G; 0: no

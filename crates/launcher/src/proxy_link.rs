@@ -289,7 +289,7 @@ pub struct Proxies {
 
 /// The address proxies connect back to: `--control-addr`, else this
 /// host's first non-loopback IPv4 address.
-fn control_address(options: &Options) -> Result<SocketAddr, String> {
+pub(crate) fn control_address(options: &Options) -> Result<SocketAddr, String> {
     match &options.control_address {
         Some(text) => {
             let with_port = match text.parse::<std::net::IpAddr>() {

@@ -35,6 +35,9 @@ use std::time::{Duration, Instant};
 use resmpi_path::inject_spec::{ProcessFault, ProcessTarget};
 use resmpi_runtime::{hex_encode, random_bytes};
 
+use resmpi_msglog::event_logger::LoggerCounters;
+
+use crate::event_logger::EventLoggerProcess;
 use crate::ft_report::{FtReport, LauncherCounters};
 use crate::hosts::{is_this_host, this_host_name, Placement};
 use crate::options::{FailurePolicy, Options, ReplicaMasking};
@@ -112,6 +115,11 @@ struct Job {
     /// Under `--replicas`, per rank: its stdout and stderr, fed by every
     /// replica, shown from one (`replicated_output`).
     replicated_outputs: Vec<[Arc<RankOutput>; 2]>,
+    /// `--msglog`: the job's event logger, outside `MPI_COMM_WORLD`.
+    event_logger: Option<EventLoggerProcess>,
+    /// The reaper saw the event logger end, and how (it is started again
+    /// when killed by a signal; an exit of its own is an error it found).
+    event_logger_exited: Option<Ending>,
     server: Arc<PmiServer>,
     placement: Placement,
     /// Per placed host: its proxy (`None` for this host).
@@ -203,6 +211,24 @@ pub fn run(options: &Options) -> i32 {
             return crate::EXIT_USAGE;
         }
     };
+    // --msglog: the event logger first, so that every rank (a remote
+    // one's environment goes with its proxy) is told where it is.
+    let mut options_with_logger = None;
+    let event_logger = if options.msglog {
+        match start_event_logger(options, &placement, &identity) {
+            Ok((logger, with_address)) => {
+                options_with_logger = Some(with_address);
+                Some(logger)
+            }
+            Err(message) => {
+                eprintln!("mpiexec: {message}");
+                return EXIT_LAUNCHER_FAILURE;
+            }
+        }
+    } else {
+        None
+    };
+    let options = options_with_logger.as_ref().unwrap_or(options);
     let server = PmiServer::new(
         options.process_count(),
         format!("kvs_{}", identity.job_id),
@@ -232,7 +258,8 @@ pub fn run(options: &Options) -> i32 {
             }
             Err((code, message)) => {
                 eprintln!("mpiexec: {message}");
-                report_fault_tolerance(options, &server, Duration::ZERO, 0, code);
+                let event_logger = event_logger.map(|logger| (logger.stop(), 0));
+                report_fault_tolerance(options, &server, Duration::ZERO, 0, event_logger, code);
                 return code;
             }
         }
@@ -262,6 +289,8 @@ pub fn run(options: &Options) -> i32 {
         replica_masking: options.replica_masking,
         replicas_given_up: vec![false; options.replica_count as usize],
         replicated_outputs,
+        event_logger,
+        event_logger_exited: None,
     };
     let started = job.start_ranks(options, &identity);
     if started.is_ok() {
@@ -270,6 +299,10 @@ pub fn run(options: &Options) -> i32 {
         job.tear_down();
     }
     job.finish();
+    let event_logger = job.event_logger.take().map(|logger| {
+        let restarts = logger.restarts;
+        (logger.stop(), restarts)
+    });
     let code = match started {
         Ok(()) => job.final_exit_code(),
         Err(code) => code,
@@ -284,9 +317,35 @@ pub fn run(options: &Options) -> i32 {
         &job.server,
         job.detection_latency_max,
         replicas_given_up as u64,
+        event_logger,
         code,
     );
     code
+}
+
+/// Start the job's event logger (`--msglog`): listening on loopback, or
+/// where proxies reach mpiexec when ranks run on other hosts; returns it
+/// and the options with its address in the ranks' environment.
+fn start_event_logger(
+    options: &Options,
+    placement: &Placement,
+    identity: &JobIdentity,
+) -> Result<(EventLoggerProcess, Options), String> {
+    let remote_ip = if placement.has_remote() {
+        Some(proxy_link::control_address(options)?.ip())
+    } else {
+        None
+    };
+    let checkpoint_directory =
+        spawn::environment_value(&options.environment, "RESMPI_CKPT_DIR").map(str::to_string);
+    let logger =
+        EventLoggerProcess::start(checkpoint_directory.as_deref(), remote_ip, &identity.job_id)?;
+    let mut with_address = options.clone();
+    with_address.environment.push((
+        resmpi_msglog::logger_link::ADDRESS_VARIABLE.to_string(),
+        logger.address(),
+    ));
+    Ok((logger, with_address))
 }
 
 /// The end-of-job FT report: sums what ranks put under
@@ -299,6 +358,7 @@ fn report_fault_tolerance(
     server: &PmiServer,
     detection_latency_max: Duration,
     replicas_given_up: u64,
+    event_logger: Option<(LoggerCounters, u64)>,
     exit_code: i32,
 ) {
     let (mut report, lines) = {
@@ -327,6 +387,21 @@ fn report_fault_tolerance(
         detection_latency_us_max: detection_latency_max.as_micros() as u64,
         replicas_given_up,
     };
+    if let Some((counters, restarts)) = event_logger {
+        for (name, value) in [
+            ("eventlog_determinants_stored", counters.determinants_stored),
+            ("eventlog_batches_synced", counters.batches_synced),
+            ("eventlog_bytes_appended", counters.bytes_appended),
+            (
+                "eventlog_determinants_recovered",
+                counters.determinants_recovered,
+            ),
+            ("eventlog_protocol_errors", counters.protocol_errors),
+            ("eventlog_restarts", restarts),
+        ] {
+            report.counters.insert(name.to_string(), value);
+        }
+    }
     if report.any_nonzero() || options.ft_options_given {
         eprintln!("{}{}", notice_prefix(options.failure_policy), report.line());
     }
@@ -1004,6 +1079,37 @@ impl Job {
         }
     }
 
+    /// `--msglog`: start the event logger again if it died (it reads its
+    /// log back; ranks connect again and re-send what it had not acked).
+    /// True when it cannot be started, or ended by itself (an error it
+    /// named, such as a damaged log: starting it again would fail again):
+    /// the job ends.
+    fn restart_event_logger(&mut self) -> bool {
+        let Some(ending) = self.event_logger_exited.take() else {
+            return false;
+        };
+        let Some(logger) = self.event_logger.as_mut() else {
+            return false;
+        };
+        if let Ending::Code(code) = ending {
+            self.fail(
+                EXIT_LAUNCHER_FAILURE,
+                &format!("the event logger exited with code {code}: the job ends"),
+            );
+            return true;
+        }
+        match logger.restart() {
+            Ok(line) => {
+                eprintln!("{line}");
+                false
+            }
+            Err(message) => {
+                self.fail(EXIT_LAUNCHER_FAILURE, &format!("{message}: the job ends"));
+                true
+            }
+        }
+    }
+
     /// mpiexec's exit code once the job is over: under `abort`, the first
     /// failure's (or the first non-zero exit after finalize); under
     /// `continue`, what ended the job early, else the first death, else
@@ -1111,6 +1217,12 @@ impl Job {
             {
                 self.ranks[rank].ending = Some(ending);
                 reaped.push((rank as u32, ending));
+            } else if self
+                .event_logger
+                .as_ref()
+                .is_some_and(|logger| logger.pid == pid)
+            {
+                self.event_logger_exited = Some(ending);
             } else if let Some(link) = self
                 .proxies
                 .iter()
@@ -1327,6 +1439,9 @@ impl Job {
                 }
             }
             self.carry_out_kills(started.elapsed());
+            if self.restart_event_logger() {
+                break;
+            }
             if !self.server.state().abort_requests.is_empty() {
                 // Ranks often abort because a peer died: let that death be
                 // seen first, so the report names the cause, not the echo.

@@ -4,8 +4,8 @@
 //! Layout: a version byte, a kind byte, then the kind's fields, all
 //! little-endian:
 //! - `Determinants`: first position u64, count u32, count × entry — a
-//!   rank's determinants, from position `first` of its list, to the rank
-//!   that holds them. An entry is a kind byte and its fields:
+//!   rank's determinants, from position `first` of its list, to the event
+//!   logger (`event_logger.rs`), which stores them durably. An entry is a kind byte and its fields:
 //!   - 0, wildcard: ordinal u64, source u32 — the `ordinal`-th
 //!     ANY_SOURCE receive matched `source`;
 //!   - 1, completion choice: ordinal u64, repeat u32 (at least 1), count
@@ -16,22 +16,28 @@
 //!   - 2, probe: ordinal u64, source u32, tag i32, length u64 — the
 //!     `ordinal`-th non-deterministic call, a probe, found the message of
 //!     `length` packed bytes from world rank `source` with `tag`.
-//! - `Ack`: count u64 — the holder has the first `count` determinants.
-//! - `Replay`: last u8 (0 or 1), count u32, count × entry as above — the holder
-//!   hands a restarted rank the determinants of its earlier incarnations.
+//! - `Ack`: count u64 — the event logger has the first `count`
+//!   determinants of the rank on disk (synced).
+//! - `Replay`: last u8 (0 or 1), count u32, count × entry as above — the
+//!   event logger hands a restarted rank the determinants of its earlier
+//!   incarnations.
 //! - `Finished`: no fields — the sender has passed `MPI_Finalize`'s barrier.
 //! - `Covered`: last u64 — the sender's newest restartable checkpoint
 //!   covers the messages the receiver sent it numbered 1 to `last`: the
 //!   receiver may drop them from its log (garbage collection).
+//! - `Hello`: rank u32, incarnation u32, replay u8 (0 or 1) — the first
+//!   frame of a rank on each connection to the event logger: who it is,
+//!   and whether it wants its earlier incarnations' determinants.
 
 /// Version of this frame format (2: entries carry a kind, and completion
-/// choices exist; 3: probe entries exist).
-pub const VERSION: u8 = 3;
+/// choices exist; 3: probe entries exist; 4: the event logger's `Hello`).
+pub const VERSION: u8 = 4;
 const KIND_DETERMINANTS: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_REPLAY: u8 = 3;
 const KIND_FINISHED: u8 = 4;
 const KIND_COVERED: u8 = 5;
+const KIND_HELLO: u8 = 6;
 const ENTRY_WILDCARD: u8 = 0;
 const ENTRY_CHOICE: u8 = 1;
 const ENTRY_PROBE: u8 = 2;
@@ -122,7 +128,7 @@ pub enum Frame {
         /// The entries.
         entries: Vec<Entry>,
     },
-    /// The holder has the sender's first `count` determinants.
+    /// The event logger has the first `count` determinants of the receiver on disk.
     Ack {
         /// How many.
         count: u64,
@@ -141,6 +147,15 @@ pub enum Frame {
     Covered {
         /// The highest logical number covered.
         last: u64,
+    },
+    /// A rank introduces itself to the event logger.
+    Hello {
+        /// World rank.
+        rank: u32,
+        /// Its incarnation (0 at the start of the job).
+        incarnation: u32,
+        /// It wants the determinants of its earlier incarnations.
+        replay: bool,
     },
 }
 
@@ -167,6 +182,16 @@ impl Frame {
             Frame::Covered { last } => {
                 bytes.push(KIND_COVERED);
                 bytes.extend_from_slice(&last.to_le_bytes());
+            }
+            Frame::Hello {
+                rank,
+                incarnation,
+                replay,
+            } => {
+                bytes.push(KIND_HELLO);
+                bytes.extend_from_slice(&rank.to_le_bytes());
+                bytes.extend_from_slice(&incarnation.to_le_bytes());
+                bytes.push(u8::from(*replay));
             }
         }
         bytes
@@ -203,6 +228,15 @@ impl Frame {
             KIND_COVERED => Frame::Covered {
                 last: reader.u64()?,
             },
+            KIND_HELLO => Frame::Hello {
+                rank: reader.u32()?,
+                incarnation: reader.u32()?,
+                replay: match reader.u8()? {
+                    0 => false,
+                    1 => true,
+                    other => return Err(format!("hello frame: replay flag {other}")),
+                },
+            },
             other => return Err(format!("unknown message-logging frame kind {other}")),
         };
         if reader.at != bytes.len() {
@@ -215,7 +249,9 @@ impl Frame {
     }
 }
 
-fn encode_entries(bytes: &mut Vec<u8>, entries: &[Entry]) {
+/// Append `entries` as a frame carries them (count, then each entry): the
+/// event logger's file records use the same form.
+pub fn encode_entries(bytes: &mut Vec<u8>, entries: &[Entry]) {
     bytes.extend_from_slice(&(entries.len() as u32).to_le_bytes());
     for entry in entries {
         match entry {
@@ -242,6 +278,19 @@ fn encode_entries(bytes: &mut Vec<u8>, entries: &[Entry]) {
             }
         }
     }
+}
+
+/// Parse entries as [`encode_entries`] wrote them, the whole of `bytes`.
+pub fn decode_entries(bytes: &[u8]) -> Result<Vec<Entry>, String> {
+    let mut reader = Reader { bytes, at: 0 };
+    let entries = reader.entries()?;
+    if reader.at != bytes.len() {
+        return Err(format!(
+            "determinant entries: {} bytes left over",
+            bytes.len() - reader.at
+        ));
+    }
+    Ok(entries)
 }
 
 struct Reader<'a> {
@@ -373,6 +422,11 @@ mod tests {
             },
             Frame::Finished,
             Frame::Covered { last: 1 << 40 },
+            Frame::Hello {
+                rank: 3,
+                incarnation: 2,
+                replay: true,
+            },
         ];
         for frame in frames {
             let bytes = frame.encode();
@@ -397,6 +451,9 @@ mod tests {
         // refused, not misread.
         assert!(Frame::decode(&[1, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert!(Frame::decode(&[2, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(Frame::decode(&[3, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        // A replay flag other than 0 or 1.
+        assert!(Frame::decode(&[VERSION, KIND_HELLO, 0, 0, 0, 0, 0, 0, 0, 0, 2]).is_err());
     }
 
     fn one_choice(repeat: u32, completed: &[u32]) -> Vec<u8> {

@@ -8,14 +8,14 @@
 //! - the **sender log** ([`sender_log::SenderLog`]): every message sent,
 //!   keyed by (destination, logical number), bounded;
 //! - its **determinants**: for the n-th ANY_SOURCE receive it posted, the
-//!   source it matched. They are sent to its *holder*, the next rank
-//!   (rank + 1 mod N), which keeps them and acks them. Pessimistic: the
-//!   engine starts no send while one is not acked
-//!   ([`Interceptor::send_may_start`]), so nothing another process sees
-//!   depends on a determinant that could be lost;
-//! - the **determinants it holds** for its *ward* (rank − 1 mod N).
+//!   source it matched. They are sent to the job's *event logger*
+//!   ([`event_logger`], a process `mpiexec` starts outside
+//!   `MPI_COMM_WORLD`), which appends them to a file, syncs it, and only
+//!   then acks them. Pessimistic: the engine starts no send while one is
+//!   not acked ([`Interceptor::send_may_start`]), so nothing another
+//!   process sees depends on a determinant that could be lost;
 //! - its **completion choices and probe outcomes** (same list, same
-//!   holder, same acks), counted together: for the n-th Test, Testany,
+//!   logger, same acks), counted together: for the n-th Test, Testany,
 //!   Testsome, Testall, Request_get_status, Waitany or Waitsome over
 //!   several requests (Waitany/Waitsome over one cannot choose and are not
 //!   counted), the positions it reported; for the n-th Iprobe or Improbe,
@@ -24,10 +24,19 @@
 //!   does: consecutive failed tests and probes are one run-length entry,
 //!   kept here and made stable only when a send is about to start
 //!   ([`Interceptor::before_send`]) or another determinant follows, so a
-//!   polling loop neither floods the holder nor waits for acks.
+//!   polling loop neither floods the logger nor waits for acks.
 //!
-//! Restart: when the new incarnation of a rank re-joins, its holder hands
-//! it its determinants (`Replay` frames); until the last one is in, the
+//! The logger is reached through a [`LoggerLink`] (the socket, in
+//! `logger_link.rs`); without one (the engine tests) the harness moves the
+//! frames itself ([`MessageLog::poll_logger_frame`],
+//! [`MessageLog::handle_logger_frame`]), so the protocol stays sans-IO.
+//! Each connection starts with a `Hello`; after it the rank sends again
+//! what the logger has not acked (a restarted logger lost nothing it
+//! acked: it reads its file back).
+//!
+//! Restart: the new incarnation of a rank says hello asking for a replay,
+//! and the logger hands it its determinants (`Replay` frames); until the
+//! last one is in, the
 //! new incarnation posts no ANY_SOURCE receive (`Defer`), and from then on
 //! it pins the n-th one to the logged source while the log lasts. Every
 //! survivor re-sends it, from its sender log, each message it had numbered
@@ -35,18 +44,10 @@
 //! of the rank covered some: it starts over from `MPI_Init`, or resumes
 //! from that checkpoint's position), and
 //! drops as duplicates the messages the rank sends again (the engine's
-//! part, see `LOGS_MESSAGES`). If the restarted rank held another rank's
-//! determinants, that rank sends its whole list again.
-//!
-//! Why the holder is a rank and not an event-logger process: it needs no
-//! new process, connection or file, runs over the engine's protocol frames
-//! (so the simulator can drive it), and a determinant survives any single
-//! failure, because it lives in two processes (the rank and its holder)
-//! and either one re-creates it in the other when that one restarts. The
-//! cost: a rank and its holder lost together cannot be restarted (the
-//! restarted rank would wait for its replay for ever). The durable
-//! event logger outside MPI_COMM_WORLD is not built (docs/design.md,
-//! "Message logging").
+//! part, see `LOGS_MESSAGES`). Since no determinant lives only in another
+//! rank, any set of ranks can die together and each restarts alone; the
+//! messages a dead rank had sent to another dead one are sent again by
+//! its own re-execution.
 //!
 //! Checkpoints (`VELOC_Checkpoint`): a restartable checkpoint's position
 //! covers, per peer, the messages delivered before it; the process tells
@@ -68,14 +69,18 @@
 #![warn(missing_docs)]
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
 
 use resmpi_ft::{
     probe_is_nondeterministic, CompletionCall, CompletionChoice, Interceptor, MatchEvent, Payload,
     PeerFailureAction, ProbeOutcome, ReceivePattern, ReplayedChoice, SentMessage, WildcardDecision,
 };
 
+pub mod event_logger;
 pub mod frames;
+pub mod logger_link;
 pub mod sender_log;
+pub mod server;
 pub mod spill;
 
 use frames::{
@@ -89,20 +94,47 @@ pub const LOG_BYTES_MAX_DEFAULT: usize = 1 << 30;
 /// Bytes a determinant is charged against the bound.
 const DETERMINANT_COST_BYTES: usize = 16;
 
+/// What a [`LoggerLink`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// A connection to the event logger is up (a first one, or a new one
+    /// after the logger restarted).
+    Connected,
+    /// A frame from the logger.
+    Frame(Vec<u8>),
+    /// The connection broke; the link tries again by itself.
+    Lost,
+}
+
+/// The way to the event logger: moves frames, knows nothing of them.
+pub trait LoggerLink: Send {
+    /// Send `frame` on the current connection (dropped when there is none:
+    /// the protocol sends again after the next [`LinkEvent::Connected`]).
+    fn send(&mut self, frame: Vec<u8>);
+    /// The next event, without blocking.
+    fn poll(&mut self) -> Option<LinkEvent>;
+}
+
 /// The message-logging protocol of one process.
-#[derive(Debug)]
 pub struct MessageLog {
     rank: u32,
     size: u32,
+    incarnation: u32,
     log: SenderLog,
     /// This process's determinants, in the order they were made.
     own: Vec<Entry>,
-    /// How many of `own` the holder has acknowledged.
+    /// How many of `own` the event logger has acknowledged (durable).
     own_acknowledged: usize,
-    /// Determinants this process holds for its ward, in its order.
-    held: Vec<Entry>,
+    /// A connection to the event logger is up and has been greeted.
+    logger_connected: bool,
+    /// The logger has not answered this connection's hello yet.
+    hello_unanswered: bool,
+    /// Frames for the event logger, oldest first.
+    logger_out: VecDeque<Vec<u8>>,
+    /// The socket to the logger; `None` when a harness moves the frames.
+    link: Option<Box<dyn LoggerLink>>,
     /// Restarted incarnation: the determinants of the earlier ones, by
-    /// ordinal; `replay_complete` once the holder sent the last of them.
+    /// ordinal; `replay_complete` once the logger sent the last of them.
     replay: BTreeMap<u64, u32>,
     /// Restarted incarnation: the completion choices and probe outcomes
     /// of the earlier ones, by first ordinal: (repeat, outcome).
@@ -131,8 +163,25 @@ pub struct MessageLog {
     /// Per rank: it has passed `MPI_Finalize`'s barrier (in its current
     /// incarnation).
     finished: Vec<bool>,
-    /// A frame that could not be parsed, or a gap in a ward's list.
+    /// A frame that could not be parsed, or from the wrong sender.
     pub protocol_errors: u64,
+    /// Connections to the event logger made (more than one: it restarted,
+    /// or the link broke).
+    pub logger_connections: u64,
+}
+
+impl fmt::Debug for MessageLog {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("MessageLog")
+            .field("rank", &self.rank)
+            .field("incarnation", &self.incarnation)
+            .field("own", &self.own.len())
+            .field("own_acknowledged", &self.own_acknowledged)
+            .field("logger_connected", &self.logger_connected)
+            .field("replay_complete", &self.replay_complete)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A logged outcome, as a restarted incarnation replays it.
@@ -153,16 +202,20 @@ impl MessageLog {
         MessageLog {
             rank,
             size,
+            incarnation,
             log: SenderLog::new(size, log_bytes_max),
             own: Vec::new(),
             own_acknowledged: 0,
-            held: Vec::new(),
+            logger_connected: false,
+            hello_unanswered: false,
+            logger_out: VecDeque::new(),
+            link: None,
             replay: BTreeMap::new(),
             replay_choices: BTreeMap::new(),
             next_choice_ordinal: 0,
             failed_run: None,
             choices_logged: 0,
-            replay_complete: incarnation == 0 || size < 2,
+            replay_complete: incarnation == 0,
             wildcard_ordinals: HashMap::new(),
             next_ordinal: 0,
             deferred: Vec::new(),
@@ -173,7 +226,14 @@ impl MessageLog {
             finishing: false,
             finished: vec![false; size as usize],
             protocol_errors: 0,
+            logger_connections: 0,
         }
+    }
+
+    /// Reach the event logger through `link` (the process's socket).
+    pub fn with_logger_link(mut self, link: Box<dyn LoggerLink>) -> MessageLog {
+        self.link = Some(link);
+        self
     }
 
     /// Spill the sender log past its memory bound as `config` says.
@@ -181,16 +241,6 @@ impl MessageLog {
         let log = std::mem::replace(&mut self.log, SenderLog::new(0, 0));
         self.log = log.with_spill(config, self.rank);
         self
-    }
-
-    /// The rank that holds this process's determinants.
-    pub fn holder(&self) -> u32 {
-        (self.rank + 1) % self.size
-    }
-
-    /// The rank whose determinants this process holds.
-    pub fn ward(&self) -> u32 {
-        (self.rank + self.size - 1) % self.size
     }
 
     /// Whether every message sent so far is in the sender log.
@@ -224,9 +274,12 @@ impl MessageLog {
         }
     }
 
-    /// Send `own[from..]` to the holder.
+    /// Send `own[from..]` to the event logger (nothing while no
+    /// connection is up: the next one sends from what is acked).
     fn send_own_from(&mut self, from: usize) {
-        let holder = self.holder();
+        if !self.logger_connected {
+            return;
+        }
         let mut first = from;
         while first < self.own.len() {
             let end = frame_end(&self.own, first);
@@ -234,41 +287,97 @@ impl MessageLog {
                 first: first as u64,
                 entries: self.own[first..end].to_vec(),
             };
-            self.queue(holder, frame);
+            self.logger_out.push_back(frame.encode());
             first = end;
         }
     }
 
-    /// Hand the ward's new incarnation its determinants.
-    fn send_replay(&mut self) {
-        let ward = self.ward();
-        if self.held.is_empty() {
-            self.queue(
-                ward,
-                Frame::Replay {
-                    last: true,
-                    entries: Vec::new(),
-                },
-            );
+    /// A connection to the event logger is up: say who this is; its
+    /// answer (an ack of what it has on disk) says where to send from.
+    pub fn handle_logger_connected(&mut self) {
+        self.logger_connected = true;
+        self.hello_unanswered = true;
+        self.logger_connections += 1;
+        self.logger_out.clear();
+        if !self.replay_complete {
+            // A replay cut off by the lost connection comes again whole.
+            self.own.clear();
+            self.replay.clear();
+            self.replay_choices.clear();
+        }
+        let hello = Frame::Hello {
+            rank: self.rank,
+            incarnation: self.incarnation,
+            replay: !self.replay_complete,
+        };
+        self.logger_out.push_back(hello.encode());
+    }
+
+    /// The connection to the event logger broke.
+    pub fn handle_logger_lost(&mut self) {
+        self.logger_connected = false;
+        self.logger_out.clear();
+    }
+
+    /// A frame from the event logger.
+    pub fn handle_logger_frame(&mut self, bytes: &[u8]) {
+        match Frame::decode(bytes) {
+            Ok(Frame::Ack { count }) if self.hello_unanswered => {
+                // What the logger has: a restarted one read its file back.
+                // If it has less than it once acked (its file was lost or
+                // damaged), this process, the source of its own list,
+                // sends the rest again, and its sends wait for the acks.
+                self.hello_unanswered = false;
+                let count = (count as usize).min(self.own.len());
+                self.own_acknowledged = count;
+                self.send_own_from(count);
+            }
+            Ok(Frame::Ack { count }) => {
+                let count = (count as usize).min(self.own.len());
+                self.own_acknowledged = self.own_acknowledged.max(count);
+            }
+            Ok(Frame::Replay { last, entries }) => self.handle_replay(last, entries),
+            _ => self.protocol_errors += 1,
+        }
+    }
+
+    /// The next frame for the event logger (for a harness without a link).
+    pub fn poll_logger_frame(&mut self) -> Option<Vec<u8>> {
+        self.logger_out.pop_front()
+    }
+
+    /// How many of this process's determinants the logger has acked.
+    pub fn determinants_acknowledged(&self) -> usize {
+        self.own_acknowledged
+    }
+
+    /// Move frames between the protocol and its link, if it has one.
+    fn pump_link(&mut self) {
+        // Acks come only for determinants sent: with everything acked (and
+        // the replay in), no read is needed, and a progress round costs no
+        // system call. A logger lost meanwhile is found at the next send.
+        let idle = self.logger_connected
+            && !self.hello_unanswered
+            && self.replay_complete
+            && self.own_acknowledged == self.own.len()
+            && self.logger_out.is_empty();
+        if idle {
             return;
         }
-        let mut chunks: Vec<Vec<Entry>> = Vec::new();
-        let mut first = 0;
-        while first < self.held.len() {
-            let end = frame_end(&self.held, first);
-            chunks.push(self.held[first..end].to_vec());
-            first = end;
+        let Some(mut link) = self.link.take() else {
+            return;
+        };
+        while let Some(event) = link.poll() {
+            match event {
+                LinkEvent::Connected => self.handle_logger_connected(),
+                LinkEvent::Frame(bytes) => self.handle_logger_frame(&bytes),
+                LinkEvent::Lost => self.handle_logger_lost(),
+            }
         }
-        let count = chunks.len();
-        for (index, entries) in chunks.into_iter().enumerate() {
-            self.queue(
-                ward,
-                Frame::Replay {
-                    last: index + 1 == count,
-                    entries,
-                },
-            );
+        while let Some(frame) = self.logger_out.pop_front() {
+            link.send(frame);
         }
+        self.link = Some(link);
     }
 
     fn charge_determinant(&mut self, entry: &Entry) {
@@ -276,7 +385,7 @@ impl MessageLog {
     }
 
     /// Append a determinant this incarnation made and send it to the
-    /// holder (a run of failed tests before it goes first: order).
+    /// event logger (a run of failed tests before it goes first: order).
     fn push_own(&mut self, entry: Entry) {
         self.flush_failed_run();
         self.push_own_now(entry);
@@ -286,11 +395,7 @@ impl MessageLog {
         let position = self.own.len();
         self.charge_determinant(&entry);
         self.own.push(entry);
-        if self.size >= 2 {
-            self.send_own_from(position);
-        } else {
-            self.own_acknowledged = self.own.len();
-        }
+        self.send_own_from(position);
     }
 
     /// Make the lazily kept run of failed tests a determinant.
@@ -353,27 +458,6 @@ impl MessageLog {
 
     fn over_bound(&self) -> bool {
         !self.log.is_complete()
-    }
-
-    fn handle_determinants(&mut self, peer: u32, first: u64, entries: Vec<Entry>) {
-        if peer != self.ward() {
-            self.protocol_errors += 1;
-            return;
-        }
-        let first = first as usize;
-        if first > self.held.len() {
-            // A gap: the ward sends in order over one channel, so this is a bug.
-            self.protocol_errors += 1;
-            return;
-        }
-        // Entries before `held.len()` are a re-send of what is held already.
-        let already_held = self.held.len() - first;
-        for entry in entries.into_iter().skip(already_held) {
-            self.charge_determinant(&entry);
-            self.held.push(entry);
-        }
-        let count = self.held.len() as u64;
-        self.queue(peer, Frame::Ack { count });
     }
 
     fn handle_replay(&mut self, last: bool, entries: Vec<Entry>) {
@@ -441,6 +525,10 @@ impl Interceptor for MessageLog {
         let mut counters = vec![
             ("msglog_trimmed_bytes", trimmed_bytes),
             ("msglog_trimmed_messages", trimmed_messages),
+            (
+                "msglog_logger_reconnects",
+                self.logger_connections.saturating_sub(1),
+            ),
         ];
         if self.log.bytes_spilled() > 0 || !self.log.is_complete() {
             counters.push(("msglog_memory_bytes", self.log.bytes_logged() as u64));
@@ -627,28 +715,10 @@ impl Interceptor for MessageLog {
         if self.finishing {
             self.queue(peer, Frame::Finished);
         }
-        if peer == self.holder() {
-            // It lost what it held: all of it again (acks count from 0).
-            self.own_acknowledged = 0;
-            self.send_own_from(0);
-        }
-        if peer == self.ward() {
-            self.send_replay();
-        }
     }
 
     fn on_protocol_frame(&mut self, peer: u32, bytes: &[u8]) {
         match Frame::decode(bytes) {
-            Ok(Frame::Determinants { first, entries }) => {
-                self.handle_determinants(peer, first, entries)
-            }
-            Ok(Frame::Ack { count }) if peer == self.holder() => {
-                let count = (count as usize).min(self.own.len());
-                self.own_acknowledged = self.own_acknowledged.max(count);
-            }
-            Ok(Frame::Replay { last, entries }) if peer == self.holder() => {
-                self.handle_replay(last, entries)
-            }
             Ok(Frame::Finished) if peer < self.size => self.finished[peer as usize] = true,
             Ok(Frame::Covered { last }) if peer < self.size => {
                 self.log.trim(peer, last);
@@ -658,6 +728,9 @@ impl Interceptor for MessageLog {
     }
 
     fn poll_protocol_frame(&mut self) -> Option<(u32, Vec<u8>)> {
+        // Called on every progress round: the logger's acks and replay
+        // come in here too.
+        self.pump_link();
         self.frames_out.pop_front()
     }
 

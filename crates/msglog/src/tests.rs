@@ -1,9 +1,11 @@
-//! Three ranks' protocols wired together by hand: determinants reach the
-//! holder and are acked before sends may start, a restarted rank gets its
-//! determinants back and pins its wildcards to them, and a restarted
-//! holder is sent its ward's list again.
+//! Three ranks' protocols and the event logger's wired together by hand:
+//! determinants reach the logger and are acked (once synced) before sends
+//! may start, a restarted rank gets its determinants back and pins its
+//! wildcards to them, and a restarted logger that read its file back is
+//! sent what it had not acked.
 
 use super::*;
+use crate::event_logger::EventLogger;
 use resmpi_ft::Envelope;
 
 fn any_source() -> ReceivePattern {
@@ -26,13 +28,51 @@ fn matched(receive: u64, source: u32) -> MatchEvent {
     }
 }
 
-/// Deliver every queued protocol frame until none is left.
-fn exchange(ranks: &mut [MessageLog]) {
+/// The logger's connection id for a rank's incarnation.
+fn connection(rank: &MessageLog) -> u64 {
+    (u64::from(rank.incarnation) << 32) | u64::from(rank.rank)
+}
+
+/// A logger, and every rank connected to it.
+fn connect_all(ranks: &mut [MessageLog]) -> EventLogger {
+    for rank in ranks.iter_mut() {
+        rank.handle_logger_connected();
+    }
+    let mut logger = EventLogger::new();
+    exchange(ranks, &mut logger);
+    logger
+}
+
+/// Deliver every queued frame (between ranks, and to and from the logger,
+/// each batch synced at once) until none is left; what was written is
+/// appended to `file` when one is given.
+fn exchange_logging(
+    ranks: &mut [MessageLog],
+    logger: &mut EventLogger,
+    mut file: Option<&mut Vec<u8>>,
+) {
     loop {
         let mut moved = false;
         for from in 0..ranks.len() {
             while let Some((to, bytes)) = ranks[from].poll_protocol_frame() {
                 ranks[to as usize].on_protocol_frame(from as u32, &bytes);
+                moved = true;
+            }
+            let from_connection = connection(&ranks[from]);
+            while let Some(bytes) = ranks[from].poll_logger_frame() {
+                logger.handle_frame(from_connection, &bytes);
+                moved = true;
+            }
+        }
+        while let Some(batch) = logger.poll_write() {
+            if let Some(file) = file.as_deref_mut() {
+                file.extend_from_slice(&batch);
+            }
+            logger.handle_durable();
+        }
+        while let Some((to, bytes)) = logger.poll_frame() {
+            if let Some(rank) = ranks.iter_mut().find(|rank| connection(rank) == to) {
+                rank.handle_logger_frame(&bytes);
                 moved = true;
             }
         }
@@ -42,11 +82,23 @@ fn exchange(ranks: &mut [MessageLog]) {
     }
 }
 
+fn exchange(ranks: &mut [MessageLog], logger: &mut EventLogger) {
+    exchange_logging(ranks, logger, None);
+}
+
+/// Incarnation `incarnation` of `rank` replaces the dead one and connects.
+fn restart(ranks: &mut [MessageLog], rank: u32, incarnation: u32) {
+    let size = ranks.len() as u32;
+    ranks[rank as usize] = MessageLog::new(rank, size, incarnation, 1 << 20);
+    ranks[rank as usize].handle_logger_connected();
+}
+
 #[test]
-fn a_wildcard_match_holds_sends_until_the_holder_acknowledges_it() {
+fn a_wildcard_match_holds_sends_until_the_logger_acknowledges_it() {
     let mut ranks: Vec<MessageLog> = (0..3)
         .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
         .collect();
+    let mut logger = connect_all(&mut ranks);
     assert_eq!(
         ranks[0].on_wildcard_receive(10, &any_source()),
         WildcardDecision::AnySource
@@ -54,10 +106,10 @@ fn a_wildcard_match_holds_sends_until_the_holder_acknowledges_it() {
     assert!(ranks[0].send_may_start());
     ranks[0].on_match(&matched(10, 2));
     assert!(!ranks[0].send_may_start());
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     assert!(ranks[0].send_may_start());
     assert_eq!(
-        ranks[1].held,
+        logger.entries(0),
         vec![Entry::Wildcard(Determinant {
             ordinal: 0,
             source: 2
@@ -70,22 +122,23 @@ fn a_restarted_rank_defers_wildcards_until_its_replay_then_pins_them() {
     let mut ranks: Vec<MessageLog> = (0..3)
         .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
         .collect();
+    let mut logger = connect_all(&mut ranks);
     for (receive, source) in [(1, 2), (2, 1), (3, 2)] {
         ranks[0].on_wildcard_receive(receive, &any_source());
         ranks[0].on_match(&matched(receive, source));
-        exchange(&mut ranks);
+        exchange(&mut ranks, &mut logger);
     }
     // Rank 0 dies and starts again.
     assert_eq!(ranks[1].on_peer_failure(0), PeerFailureAction::Handled);
     assert_eq!(ranks[2].on_peer_failure(0), PeerFailureAction::Handled);
-    ranks[0] = MessageLog::new(0, 3, 1, 1 << 20);
+    restart(&mut ranks, 0, 1);
     assert_eq!(
         ranks[0].on_wildcard_receive(7, &any_source()),
         WildcardDecision::Defer
     );
     ranks[1].on_peer_rejoin(0);
     ranks[2].on_peer_rejoin(0);
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     assert!(ranks[0].replay_complete());
     assert_eq!(ranks[0].poll_released_receive(), Some((7, Some(2))));
     assert_eq!(
@@ -105,11 +158,11 @@ fn a_restarted_rank_defers_wildcards_until_its_replay_then_pins_them() {
     );
     ranks[0].on_match(&matched(11, 1));
     assert!(!ranks[0].send_may_start());
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     assert!(ranks[0].send_may_start());
-    assert_eq!(ranks[1].held.len(), 4);
+    assert_eq!(logger.entries(0).len(), 4);
     assert_eq!(
-        ranks[1].held[3],
+        logger.entries(0)[3],
         Entry::Wildcard(Determinant {
             ordinal: 3,
             source: 1
@@ -118,27 +171,73 @@ fn a_restarted_rank_defers_wildcards_until_its_replay_then_pins_them() {
 }
 
 #[test]
-fn a_restarted_holder_gets_its_wards_determinants_again() {
+fn a_restarted_logger_reads_its_file_back_and_is_sent_what_it_had_not_acked() {
     let mut ranks: Vec<MessageLog> = (0..3)
         .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
         .collect();
+    let mut logger = connect_all(&mut ranks);
+    let mut file = Vec::new();
     ranks[0].on_wildcard_receive(1, &any_source());
     ranks[0].on_match(&matched(1, 2));
-    exchange(&mut ranks);
-    ranks[0].on_peer_failure(1);
-    ranks[2].on_peer_failure(1);
-    // A determinant made while the holder is down waits for it.
+    exchange_logging(&mut ranks, &mut logger, Some(&mut file));
+    assert!(ranks[0].send_may_start());
+    // The logger dies: a determinant made meanwhile waits for it.
+    for rank in ranks.iter_mut() {
+        rank.handle_logger_lost();
+    }
     ranks[0].on_wildcard_receive(2, &any_source());
     ranks[0].on_match(&matched(2, 2));
-    exchange(&mut ranks);
+    assert!(ranks[0].poll_logger_frame().is_none());
     assert!(!ranks[0].send_may_start());
-    ranks[1] = MessageLog::new(1, 3, 1, 1 << 20);
-    ranks[0].on_peer_rejoin(1);
-    ranks[2].on_peer_rejoin(1);
-    exchange(&mut ranks);
+    // Its replacement reads the file back; the ranks connect again.
+    let (mut logger, length) = EventLogger::recover(&file).unwrap();
+    assert_eq!(length, file.len());
+    assert_eq!(logger.entries(0).len(), 1);
+    for rank in ranks.iter_mut() {
+        rank.handle_logger_connected();
+    }
+    exchange_logging(&mut ranks, &mut logger, Some(&mut file));
     assert!(ranks[0].send_may_start());
-    assert_eq!(ranks[1].held.len(), 2);
-    assert!(ranks[1].replay_complete());
+    assert_eq!(logger.entries(0).len(), 2);
+    assert_eq!(logger.counters.protocol_errors, 0);
+    assert_eq!(
+        EventLogger::recover(&file).unwrap().0.entries(0),
+        logger.entries(0)
+    );
+}
+
+#[test]
+fn two_ranks_restarted_together_each_get_their_own_determinants() {
+    let mut ranks: Vec<MessageLog> = (0..3)
+        .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
+        .collect();
+    let mut logger = connect_all(&mut ranks);
+    for (receive, source) in [(1, 2), (2, 0)] {
+        ranks[1].on_wildcard_receive(receive, &any_source());
+        ranks[1].on_match(&matched(receive, source));
+        ranks[2].on_wildcard_receive(receive, &any_source());
+        ranks[2].on_match(&matched(receive, 1 - source.min(1)));
+    }
+    exchange(&mut ranks, &mut logger);
+    // Ranks 1 and 2 (each the other's neighbour) die at once.
+    ranks[0].on_peer_failure(1);
+    ranks[0].on_peer_failure(2);
+    restart(&mut ranks, 1, 1);
+    restart(&mut ranks, 2, 1);
+    ranks[0].on_peer_rejoin(1);
+    ranks[0].on_peer_rejoin(2);
+    exchange(&mut ranks, &mut logger);
+    for (rank, sources) in [(1, [2, 0]), (2, [0, 1])] {
+        let replayed = &mut ranks[rank];
+        assert!(replayed.replay_complete());
+        for (receive, source) in [10, 11].into_iter().zip(sources) {
+            assert_eq!(
+                replayed.on_wildcard_receive(receive, &any_source()),
+                WildcardDecision::Pin(source),
+                "rank {rank}"
+            );
+        }
+    }
 }
 
 fn choose(rank: &mut MessageLog, call: CompletionCall, offered: usize, completed: &[usize]) {
@@ -154,26 +253,27 @@ fn completion_choices_are_logged_failed_tests_lazily_and_replayed_exactly() {
     let mut ranks: Vec<MessageLog> = (0..3)
         .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
         .collect();
+    let mut logger = connect_all(&mut ranks);
     // A Waitany over one request cannot choose: not counted, not logged.
     choose(&mut ranks[0], CompletionCall::Waitany, 1, &[0]);
     assert!(ranks[0].send_may_start());
     // Ordinal 0: Waitany chose position 2; held back sends until acked.
     choose(&mut ranks[0], CompletionCall::Waitany, 3, &[2]);
     assert!(!ranks[0].send_may_start());
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     assert!(ranks[0].send_may_start());
     // Ordinals 1..=500: a polling loop of failed tests. Nothing is sent
     // and sends are not held: the run is kept here.
     for _ in 0..500 {
         choose(&mut ranks[0], CompletionCall::Testsome, 3, &[]);
-        assert!(ranks[0].poll_protocol_frame().is_none());
+        assert!(ranks[0].poll_logger_frame().is_none());
     }
     assert!(ranks[0].send_may_start());
-    assert_eq!(ranks[1].held.len(), 1);
+    assert_eq!(logger.entries(0).len(), 1);
     // A send is about to start: the run becomes one determinant.
     ranks[0].before_send();
     assert!(!ranks[0].send_may_start());
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     assert!(ranks[0].send_may_start());
     // Ordinals 501..=502 failed, 503 is MPI_Test's success: the run goes
     // first, in order, then the success.
@@ -184,7 +284,7 @@ fn completion_choices_are_logged_failed_tests_lazily_and_replayed_exactly() {
     choose(&mut ranks[0], CompletionCall::Waitsome, 4, &[3, 1]);
     // A tail of failed tests that no send depends on: never logged.
     choose(&mut ranks[0], CompletionCall::Testany, 2, &[]);
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     assert!(ranks[0].send_may_start());
     let choice = |ordinal, repeat, completed: &[u32]| {
         Entry::Choice(Choice {
@@ -194,7 +294,7 @@ fn completion_choices_are_logged_failed_tests_lazily_and_replayed_exactly() {
         })
     };
     assert_eq!(
-        ranks[1].held,
+        logger.entries(0),
         vec![
             choice(0, 1, &[2]),
             choice(1, 500, &[]),
@@ -208,7 +308,7 @@ fn completion_choices_are_logged_failed_tests_lazily_and_replayed_exactly() {
     // Rank 0 restarts: until its replay is in, a choice is not yet known.
     ranks[1].on_peer_failure(0);
     ranks[2].on_peer_failure(0);
-    ranks[0] = MessageLog::new(0, 3, 1, 1 << 20);
+    restart(&mut ranks, 0, 1);
     assert_eq!(
         ranks[0].replayed_completion_choice(CompletionCall::Waitany, 3),
         ReplayedChoice::NotYetKnown
@@ -220,7 +320,7 @@ fn completion_choices_are_logged_failed_tests_lazily_and_replayed_exactly() {
     );
     ranks[1].on_peer_rejoin(0);
     ranks[2].on_peer_rejoin(0);
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     let mut replayed = Vec::new();
     let calls = std::iter::once((CompletionCall::Waitany, 3))
         .chain(std::iter::repeat_n((CompletionCall::Testsome, 3), 500))
@@ -250,9 +350,9 @@ fn completion_choices_are_logged_failed_tests_lazily_and_replayed_exactly() {
     assert_eq!(replayed[505], ReplayedChoice::Free);
     assert_eq!(ranks[0].determinant_count(), 6);
     // Replayed choices were not sent again; the new one was.
-    exchange(&mut ranks);
-    assert_eq!(ranks[1].held.len(), 6);
-    assert_eq!(ranks[1].held[5], choice(505, 1, &[9]));
+    exchange(&mut ranks, &mut logger);
+    assert_eq!(logger.entries(0).len(), 6);
+    assert_eq!(logger.entries(0)[5], choice(505, 1, &[9]));
 }
 
 #[test]
@@ -260,13 +360,14 @@ fn wildcards_and_choices_share_the_list_in_order() {
     let mut ranks: Vec<MessageLog> = (0..2)
         .map(|rank| MessageLog::new(rank, 2, 0, 1 << 20))
         .collect();
+    let mut logger = connect_all(&mut ranks);
     choose(&mut ranks[0], CompletionCall::Test, 1, &[]);
     ranks[0].on_wildcard_receive(5, &any_source());
     // The match flushes the failed test before it.
     ranks[0].on_match(&matched(5, 1));
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     assert_eq!(
-        ranks[1].held,
+        logger.entries(0),
         vec![
             Entry::Choice(Choice {
                 ordinal: 0,
@@ -326,6 +427,7 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
     let mut ranks: Vec<MessageLog> = (0..3)
         .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
         .collect();
+    let mut logger = connect_all(&mut ranks);
     let wildcard = ReceivePattern {
         source: None,
         context: 0,
@@ -346,7 +448,7 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
     choose(&mut ranks[0], CompletionCall::Testall, 4, &[]);
     probed(&mut ranks[0], Some(2), false, None);
     assert!(ranks[0].send_may_start());
-    assert!(ranks[0].poll_protocol_frame().is_none());
+    assert!(ranks[0].poll_logger_frame().is_none());
     // Ordinal 3: an Iprobe found a message: the run, then the find, and
     // sends wait for them.
     probed(&mut ranks[0], None, false, Some((1, 7, 24)));
@@ -354,7 +456,7 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
     // Ordinal 4: an ANY_SOURCE Probe found one; 5: Request_get_status true.
     probed(&mut ranks[0], None, true, Some((2, 0, 1 << 20)));
     choose(&mut ranks[0], CompletionCall::RequestGetStatus, 1, &[0]);
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     assert!(ranks[0].send_may_start());
     let probe = |ordinal, source, tag, length_bytes| {
         Entry::Probe(Probed {
@@ -365,7 +467,7 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
         })
     };
     assert_eq!(
-        ranks[1].held,
+        logger.entries(0),
         vec![
             Entry::Choice(Choice {
                 ordinal: 0,
@@ -385,7 +487,7 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
     // Rank 0 restarts: probes wait for the replay, then get the log.
     ranks[1].on_peer_failure(0);
     ranks[2].on_peer_failure(0);
-    ranks[0] = MessageLog::new(0, 3, 1, 1 << 20);
+    restart(&mut ranks, 0, 1);
     assert_eq!(
         ranks[0].replayed_probe(&wildcard, false),
         ReplayedChoice::NotYetKnown
@@ -396,7 +498,7 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
     );
     ranks[1].on_peer_rejoin(0);
     ranks[2].on_peer_rejoin(0);
-    exchange(&mut ranks);
+    exchange(&mut ranks, &mut logger);
     probed(&mut ranks[0], Some(2), true, Some((2, 5, 8)));
     let mut answers = Vec::new();
     answers.push(ranks[0].replayed_probe(&wildcard, false));
@@ -433,4 +535,37 @@ fn probe_outcomes_share_the_count_and_the_lazy_runs_of_tests_and_replay_exactly(
     // Replayed outcomes were not logged again.
     assert!(ranks[0].send_may_start());
     assert_eq!(ranks[0].choices_logged, 0);
+}
+
+#[test]
+fn a_logger_that_lost_its_file_is_sent_the_whole_list_again_and_sends_wait_for_it() {
+    let mut ranks: Vec<MessageLog> = (0..2)
+        .map(|rank| MessageLog::new(rank, 2, 0, 1 << 20))
+        .collect();
+    let mut logger = connect_all(&mut ranks);
+    for receive in 1..=3 {
+        ranks[0].on_wildcard_receive(receive, &any_source());
+        ranks[0].on_match(&matched(receive, 1));
+    }
+    exchange(&mut ranks, &mut logger);
+    assert_eq!(ranks[0].determinants_acknowledged(), 3);
+    // A logger with nothing (its file gone): what it says on the hello
+    // is what counts, and rank 0 sends all three again.
+    let mut empty = EventLogger::new();
+    for rank in ranks.iter_mut() {
+        rank.handle_logger_lost();
+        rank.handle_logger_connected();
+    }
+    let from = connection(&ranks[0]);
+    while let Some(bytes) = ranks[0].poll_logger_frame() {
+        empty.handle_frame(from, &bytes);
+    }
+    while let Some((_, bytes)) = empty.poll_frame() {
+        ranks[0].handle_logger_frame(&bytes);
+    }
+    assert_eq!(ranks[0].determinants_acknowledged(), 0);
+    assert!(!ranks[0].send_may_start());
+    exchange(&mut ranks, &mut empty);
+    assert!(ranks[0].send_may_start());
+    assert_eq!(empty.entries(0), logger.entries(0));
 }

@@ -2,6 +2,7 @@
 //! never a panic; an accepted frame re-encodes to the very bytes it came
 //! from.
 use resmpi_fuzz_input::Inputs;
+use resmpi_msglog::event_logger::{append_record, EventLogger};
 use resmpi_msglog::frames::{Choice, Determinant, Entry, Frame, Probed};
 
 #[test]
@@ -45,6 +46,12 @@ fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly()
         }
         .encode(),
         Frame::Finished.encode(),
+        Frame::Hello {
+            rank: 1,
+            incarnation: 2,
+            replay: true,
+        }
+        .encode(),
     ];
     let seeds: Vec<&[u8]> = seeds.iter().map(Vec::as_slice).collect();
     Inputs::new(13).check(&seeds, 50_000, 128, |bytes| {
@@ -66,4 +73,60 @@ fn the_cargo_fuzz_seeds_are_frames_of_this_version() {
         count += 1;
     }
     assert!(count >= 4, "{count} seeds");
+}
+
+#[test]
+fn event_log_files_from_random_and_mutated_bytes_recover_a_whole_record_prefix() {
+    let mut file = Vec::new();
+    append_record(
+        &mut file,
+        0,
+        0,
+        &[Entry::Wildcard(Determinant {
+            ordinal: 0,
+            source: 2,
+        })],
+    );
+    append_record(
+        &mut file,
+        1,
+        0,
+        &[
+            Entry::Choice(Choice {
+                ordinal: 0,
+                repeat: 3,
+                completed: vec![],
+            }),
+            Entry::Probe(Probed {
+                ordinal: 3,
+                source: 0,
+                tag: 1,
+                length_bytes: 8,
+            }),
+        ],
+    );
+    append_record(
+        &mut file,
+        0,
+        1,
+        &[Entry::Choice(Choice {
+            ordinal: 0,
+            repeat: 1,
+            completed: vec![1, 0],
+        })],
+    );
+    let seeds: [&[u8]; 1] = [&file];
+    Inputs::new(31).check(&seeds, 50_000, 256, |bytes| {
+        if let Ok((logger, length)) = EventLogger::recover(bytes) {
+            assert!(length <= bytes.len());
+            let (again, again_length) = EventLogger::recover(&bytes[..length]).expect("a prefix");
+            assert_eq!(again_length, length);
+            assert_eq!(again.counters, logger.counters);
+        }
+    });
+    // The unmutated file reads back whole.
+    let (logger, length) = EventLogger::recover(&file).unwrap();
+    assert_eq!(length, file.len());
+    assert_eq!(logger.entries(0).len(), 2);
+    assert_eq!(logger.entries(1).len(), 2);
 }
