@@ -27,6 +27,7 @@ import time
 import pytest
 
 import test_msglog as msglog
+from test_msglog import anysource_exe, choices_exe, ring_exe  # noqa: F401 (fixtures)
 from conftest import Result, kill_group, launch, mpiexec_cmd, reap_strays, run
 
 pytestmark = pytest.mark.resmpi_only("--msglog is resmpi's")
@@ -157,16 +158,3 @@ def test_without_ckpt_dir_the_log_lives_in_a_job_directory_removed_at_the_end(ri
     assert not list(tmp_path.glob("resmpi-eventlog-*")), list(tmp_path.iterdir())
 
 
-@pytest.fixture(scope="module")
-def ring_exe(build):
-    return build("msglog_ring")
-
-
-@pytest.fixture(scope="module")
-def anysource_exe(build):
-    return build("msglog_anysource")
-
-
-@pytest.fixture(scope="module")
-def choices_exe(build):
-    return build("msglog_choices")

@@ -34,7 +34,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use resmpi_checksum::crc32c;
 
-use crate::frames::{self, Entry, Frame, ENTRIES_PER_FRAME_MAX, ENTRY_BYTES_PER_FRAME_MAX};
+use crate::frame_end;
+use crate::frames::{self, Entry, Frame};
 
 /// Bytes of a record's header: length and checksum.
 pub const RECORD_HEADER_BYTES: usize = 8;
@@ -297,21 +298,6 @@ impl EventLogger {
         self.frames_out
             .push_back((connection, Frame::Ack { count }.encode()));
     }
-}
-
-/// The end of the frame that carries `entries[first..]` (at least one
-/// entry when there is one).
-fn frame_end(entries: &[Entry], first: usize) -> usize {
-    let mut end = first;
-    let mut bytes = 0;
-    while end < entries.len() && end - first < ENTRIES_PER_FRAME_MAX {
-        bytes += entries[end].encoded_len();
-        if end > first && bytes > ENTRY_BYTES_PER_FRAME_MAX {
-            break;
-        }
-        end += 1;
-    }
-    end
 }
 
 /// Append one record: `rank`'s determinants from `first`.

@@ -199,7 +199,7 @@ impl Frame {
 
     /// Parse `bytes`; an error says what is wrong.
     pub fn decode(bytes: &[u8]) -> Result<Frame, String> {
-        let mut reader = Reader { bytes, at: 0 };
+        let mut reader = Reader::new(bytes, "message-logging frame is truncated".to_string());
         let version = reader.u8()?;
         if version != VERSION {
             return Err(format!(
@@ -239,10 +239,10 @@ impl Frame {
             },
             other => return Err(format!("unknown message-logging frame kind {other}")),
         };
-        if reader.at != bytes.len() {
+        if reader.remaining() != 0 {
             return Err(format!(
                 "message-logging frame: {} bytes left over",
-                bytes.len() - reader.at
+                reader.remaining()
             ));
         }
         Ok(frame)
@@ -282,49 +282,31 @@ pub fn encode_entries(bytes: &mut Vec<u8>, entries: &[Entry]) {
 
 /// Parse entries as [`encode_entries`] wrote them, the whole of `bytes`.
 pub fn decode_entries(bytes: &[u8]) -> Result<Vec<Entry>, String> {
-    let mut reader = Reader { bytes, at: 0 };
+    let mut reader = Reader::new(bytes, "message-logging frame is truncated".to_string());
     let entries = reader.entries()?;
-    if reader.at != bytes.len() {
+    if reader.remaining() != 0 {
         return Err(format!(
             "determinant entries: {} bytes left over",
-            bytes.len() - reader.at
+            reader.remaining()
         ));
     }
     Ok(entries)
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// A cursor over a frame or log record, with the decoders of what only
+/// message logging writes.
+type Reader<'a> = resmpi_wire::bytes::ByteReader<'a, String>;
+
+/// The determinant lists inside frames and log records.
+trait EntryReader {
+    fn entries(&mut self) -> Result<Vec<Entry>, String>;
+    fn entry(&mut self) -> Result<Entry, String>;
 }
 
-impl Reader<'_> {
-    fn take(&mut self, length: usize) -> Result<&[u8], String> {
-        let end = self
-            .at
-            .checked_add(length)
-            .filter(|&end| end <= self.bytes.len())
-            .ok_or_else(|| "message-logging frame is truncated".to_string())?;
-        let slice = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(slice)
-    }
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-    fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
+impl EntryReader for Reader<'_> {
     fn entries(&mut self) -> Result<Vec<Entry>, String> {
         let count = self.u32()? as usize;
-        if count > ENTRIES_PER_FRAME_MAX || count * ENTRY_BYTES_MIN > self.bytes.len() - self.at {
+        if count > ENTRIES_PER_FRAME_MAX || count * ENTRY_BYTES_MIN > self.remaining() {
             return Err(format!("message-logging frame claims {count} determinants"));
         }
         (0..count).map(|_| self.entry()).collect()
@@ -342,7 +324,7 @@ impl Reader<'_> {
                     return Err("completion-choice determinant repeated 0 times".to_string());
                 }
                 let count = self.u32()? as usize;
-                if count.saturating_mul(4) > self.bytes.len() - self.at {
+                if count.saturating_mul(4) > self.remaining() {
                     return Err(format!(
                         "completion-choice determinant claims {count} positions"
                     ));

@@ -770,8 +770,9 @@ fn chooses(call: CompletionCall, offered: usize) -> bool {
 
 /// The end of the frame that carries `entries[first..]`: at most
 /// [`ENTRIES_PER_FRAME_MAX`] entries and [`ENTRY_BYTES_PER_FRAME_MAX`]
-/// bytes of them, but always one.
-fn frame_end(entries: &[Entry], first: usize) -> usize {
+/// bytes of them, but always one (the event logger's replies are cut the
+/// same way).
+pub(crate) fn frame_end(entries: &[Entry], first: usize) -> usize {
     let mut end = first;
     let mut bytes = 0;
     while end < entries.len() && end - first < ENTRIES_PER_FRAME_MAX {

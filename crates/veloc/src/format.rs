@@ -154,33 +154,7 @@ pub fn emit(
 }
 
 /// A cursor over the checksummed part of a file.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    offset: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, count: usize) -> Result<&'a [u8], FormatError> {
-        let end = self
-            .offset
-            .checked_add(count)
-            .filter(|&end| end <= self.bytes.len())
-            .ok_or(FormatError::Truncated)?;
-        let taken = &self.bytes[self.offset..end];
-        self.offset = end;
-        Ok(taken)
-    }
-    fn u32(&mut self) -> Result<u32, FormatError> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-    fn u64(&mut self) -> Result<u64, FormatError> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-}
+type Reader<'a> = resmpi_wire::bytes::ByteReader<'a, FormatError>;
 
 /// Check and decode a whole file. The checksum is verified before any
 /// field is trusted; then the identity is compared with what the caller
@@ -199,10 +173,8 @@ pub fn parse(bytes: &[u8], expected: (&str, u32, u32)) -> Result<Checkpoint, For
     if stored != computed {
         return Err(FormatError::ChecksumMismatch { stored, computed });
     }
-    let mut reader = Reader {
-        bytes: body,
-        offset: MAGIC.len(),
-    };
+    let mut reader = Reader::new(body, FormatError::Truncated);
+    reader.take(MAGIC.len())?;
     if reader.u32()? != FORMAT_VERSION {
         return Err(FormatError::NotACheckpoint);
     }
@@ -229,7 +201,7 @@ pub fn parse(bytes: &[u8], expected: (&str, u32, u32)) -> Result<Checkpoint, For
     for (id, length) in table {
         regions.push((id, reader.take(length)?.to_vec()));
     }
-    if reader.offset != body.len() {
+    if reader.remaining() != 0 {
         return Err(FormatError::Malformed("bytes after the last region"));
     }
     if (name.as_str(), rank, version) != expected {

@@ -16,6 +16,7 @@
 //! foreign frame is an error value, never a panic.
 #![warn(missing_docs)]
 
+pub mod bytes;
 pub mod seal;
 
 /// Magic number at offset 0 ("RM", little-endian).

@@ -102,7 +102,7 @@ impl CheckpointPosition {
 
     /// Parse `bytes`; an error says what is wrong.
     pub fn decode(bytes: &[u8]) -> Result<CheckpointPosition, String> {
-        let mut reader = Reader { bytes, at: 0 };
+        let mut reader = Reader::new(bytes, "checkpoint position: truncated".to_string());
         let version = reader.take(1)?[0];
         if version != POSITION_VERSION {
             return Err(format!(
@@ -142,10 +142,10 @@ impl CheckpointPosition {
             .map_err(|_| "checkpoint position: log too long".to_string())?;
         let log = reader.take(log_length)?.to_vec();
         let output_bytes = u64::from_le_bytes(reader.array()?);
-        if reader.at != bytes.len() {
+        if reader.remaining() != 0 {
             return Err(format!(
                 "checkpoint position: {} bytes left over",
-                bytes.len() - reader.at
+                reader.remaining()
             ));
         }
         Ok(CheckpointPosition {
@@ -160,27 +160,8 @@ impl CheckpointPosition {
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, length: usize) -> Result<&[u8], String> {
-        let end = self
-            .at
-            .checked_add(length)
-            .filter(|&end| end <= self.bytes.len())
-            .ok_or_else(|| "checkpoint position: truncated".to_string())?;
-        let taken = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(taken)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
-        Ok(self.take(N)?.try_into().expect("N bytes"))
-    }
-}
+/// A cursor over a saved position.
+type Reader<'a> = resmpi_wire::bytes::ByteReader<'a, String>;
 
 /// Whether `engine` runs a message-logging protocol.
 pub fn logs_messages<F: Interceptor>(_engine: &Engine<F>) -> bool {
