@@ -34,6 +34,14 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &g_size));
     CHECK(provided >= required && provided <= MPI_THREAD_MULTIPLE,
           "provided %d < required %d", provided, required);
+#if defined(MPIX_GPU_SUPPORT_CUDA)
+    /* Host memory only: the GPU queries answer "no", not an error code. */
+    CHECK(MPIX_Query_cuda_support() == 0 && MPIX_Query_hip_support() == 0 && MPIX_Query_ze_support() == 0,
+          "a GPU query says the library supports device memory");
+    int gpu = -1;
+    MPI_OK(MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &gpu));
+    CHECK(gpu == 0, "MPIX_GPU_query_support(CUDA) = %d", gpu);
+#endif
     int q = -1;
     MPI_OK(MPI_Query_thread(&q));
     CHECK(q == provided, "Query_thread %d != provided %d", q, provided);

@@ -585,3 +585,52 @@ pub unsafe fn c_text(text: *const c_char) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+// ----- MPICH's GPU queries: resmpi moves host memory only -------------------
+//
+// Programs (and mpi4py) ask these before handing the library a device
+// buffer. They are answered, not stubbed: a stub's error code would read
+// as "supported" to a caller that tests the value.
+
+#[no_mangle]
+pub extern "C" fn PMPIX_Query_cuda_support() -> c_int {
+    0
+}
+const _: fn_types::MPIX_Query_cuda_support = PMPIX_Query_cuda_support;
+
+#[no_mangle]
+pub extern "C" fn PMPIX_Query_hip_support() -> c_int {
+    0
+}
+const _: fn_types::MPIX_Query_hip_support = PMPIX_Query_hip_support;
+
+#[no_mangle]
+pub extern "C" fn PMPIX_Query_ze_support() -> c_int {
+    0
+}
+const _: fn_types::MPIX_Query_ze_support = PMPIX_Query_ze_support;
+
+/// MPIX_GPU_query_support: no GPU kind is supported; an unknown kind is
+/// MPI_ERR_ARG.
+#[no_mangle]
+pub unsafe extern "C" fn PMPIX_GPU_query_support(
+    gpu_type: c_int,
+    is_supported: *mut c_int,
+) -> c_int {
+    crate::global::local_entry("MPIX_GPU_query_support", || {
+        crate::global::out_pointer(is_supported, "is_supported")?;
+        if !matches!(
+            gpu_type,
+            MPIX_GPU_SUPPORT_CUDA | MPIX_GPU_SUPPORT_ZE | MPIX_GPU_SUPPORT_HIP
+        ) {
+            return Err(MpiError::new(
+                ErrorClass::Arg,
+                format!("{gpu_type} is not a GPU kind (MPIX_GPU_SUPPORT_CUDA, _ZE or _HIP)"),
+            ));
+        }
+        // SAFETY: checked non-null; the caller's variable.
+        unsafe { *is_supported = 0 };
+        Ok(())
+    })
+}
+const _: fn_types::MPIX_GPU_query_support = PMPIX_GPU_query_support;
