@@ -60,6 +60,9 @@ SUBSET = [
     # dynamic processes within one job (issue 15 item 4): name publishing,
     # accept/connect both ways, MPI_Comm_join (all skipped at -n 1)
     "test_dynproc",
+    # MPI-IO: files, views, every access family, and user data
+    # representations (TestDatarep, MPI_Register_datarep; issues 14, 15)
+    "test_io", "test_file",
 ]
 
 # Failures that are mpi4py's expectation, not a resmpi fault, with why.
