@@ -25,6 +25,7 @@ pub mod partitioned;
 pub mod reliability;
 pub mod request;
 pub mod schedule;
+pub mod spawn;
 pub mod topology;
 pub mod transport;
 pub mod ulfm;
