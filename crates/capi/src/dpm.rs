@@ -1,9 +1,9 @@
 //! Dynamic process entry points: ports, accept/connect, the name service,
 //! MPI_Comm_join, MPI_Comm_disconnect, and MPI_Comm_spawn(_multiple),
 //! whose request is decoded here (argv, the `wdir` and `host` info keys)
-//! and judged at the root by `resmpi_core::spawn`: every member returns
-//! the root's verdict (MPI_ERR_SPAWN, every error code filled) at once,
-//! because resmpi does not start new processes yet.
+//! and judged and started at the root by `resmpi_core::spawn`: every
+//! member returns the inter-communicator to the children, or the root's
+//! reason (MPI_ERR_SPAWN, every error code filled) at once.
 //! The logic lives in `resmpi_core::dpm`; this file only decodes C
 //! arguments and does the socket I/O of MPI_Comm_join (the one place a
 //! user file descriptor is touched).
@@ -323,17 +323,31 @@ unsafe fn spawn_command(
 }
 
 /// The shared end of MPI_Comm_spawn(_multiple): `at_root` is the request
-/// decoded at the root. Every member fills one error code per process
-/// asked for and returns the root's verdict (see `resmpi_core::spawn`).
+/// decoded at the root. Every member gets the inter-communicator to the
+/// children, or fills one error code per process asked for and returns
+/// the root's reason (see `resmpi_core::spawn`).
 fn spawn_at(
     mpi: &mut resmpi_core::Mpi,
     index: usize,
     root: c_int,
     at_root: Option<MpiResult<Vec<SpawnCommand>>>,
+    intercomm: *mut MPI_Comm,
     array_of_errcodes: *mut c_int,
 ) -> MpiResult<()> {
-    let Err((error, count)) = mpi.comm_spawn(index, root, at_root) else {
-        return Ok(());
+    let (error, count) = match mpi.comm_spawn(index, root, at_root) {
+        Ok(children) => {
+            // SAFETY: checked non-null by the caller.
+            unsafe { *intercomm = comm_handle(children) };
+            if !array_of_errcodes.is_null() {
+                let count = mpi.comm(children)?.remote.as_ref().map_or(0, |remote| remote.group.len());
+                for slot in 0..count {
+                    // SAFETY: one code per process asked for, as below.
+                    unsafe { *array_of_errcodes.add(slot) = MPI_SUCCESS };
+                }
+            }
+            return Ok(());
+        }
+        Err(failure) => failure,
     };
     if !array_of_errcodes.is_null() {
         for slot in 0..count {
@@ -368,7 +382,7 @@ pub unsafe extern "C" fn PMPI_Comm_spawn(
                 unsafe { spawn_command(registry, command, argv, maxprocs, info, "command") }?;
             Ok(vec![command])
         });
-        spawn_at(mpi, index, root, at_root, array_of_errcodes)
+        spawn_at(mpi, index, root, at_root, intercomm, array_of_errcodes)
     })
 }
 const _: fn_types::MPI_Comm_spawn = PMPI_Comm_spawn;
@@ -425,7 +439,7 @@ pub unsafe extern "C" fn PMPI_Comm_spawn_multiple(
                 })
                 .collect()
         });
-        spawn_at(mpi, index, root, at_root, array_of_errcodes)
+        spawn_at(mpi, index, root, at_root, intercomm, array_of_errcodes)
     })
 }
 const _: fn_types::MPI_Comm_spawn_multiple = PMPI_Comm_spawn_multiple;

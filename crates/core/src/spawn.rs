@@ -183,9 +183,7 @@ pub fn judge(
             room.universe_size, room.running_count
         )));
     }
-    Err(spawn_error(format!(
-        "the request is valid, but resmpi's mpiexec cannot start processes yet: {asked_count} processes not started (MPI_Comm_accept/MPI_Comm_connect work between processes of one job)"
-    )))
+    Ok(())
 }
 
 /// `message` cut to at most `VERDICT_MESSAGE_MAX_BYTES` at a character
@@ -196,6 +194,149 @@ pub fn verdict_message_bytes(message: &str) -> &[u8] {
         end -= 1;
     }
     &message.as_bytes()[..end]
+}
+
+/// What a spawned child learns of its parents (`RESMPI_SPAWN_PARENT`,
+/// handed to the nested mpiexec by the parents' one, opaque to both).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpawnParent {
+    /// Context of the parent/child inter-communicator, agreed by the
+    /// parents (the largest next free context among them).
+    pub context: u32,
+    /// Where the parents' root waits for the children's addresses.
+    pub rendezvous: String,
+    /// A one-time token the children's root sends back first (hex).
+    pub token: String,
+    /// The parents' job secret (hex), which they prove when they connect.
+    pub secret: String,
+    /// Endpoints of the spawning communicator, in its rank order.
+    pub parents: Vec<u32>,
+}
+
+impl SpawnParent {
+    /// The environment value.
+    pub fn format(&self) -> String {
+        let parents: Vec<String> = self.parents.iter().map(u32::to_string).collect();
+        format!(
+            "{};{};{};{};{}",
+            self.context,
+            self.rendezvous,
+            self.token,
+            self.secret,
+            parents.join(",")
+        )
+    }
+
+    /// Parse the environment value; `None` if malformed.
+    pub fn parse(text: &str) -> Option<SpawnParent> {
+        let mut fields = text.split(';');
+        let parent = SpawnParent {
+            context: fields.next()?.parse().ok()?,
+            rendezvous: fields.next()?.to_string(),
+            token: fields.next()?.to_string(),
+            secret: fields.next()?.to_string(),
+            parents: fields
+                .next()?
+                .split(',')
+                .map(|word| word.parse().ok())
+                .collect::<Option<Vec<u32>>>()?,
+        };
+        (fields.next().is_none() && !parent.parents.is_empty()).then_some(parent)
+    }
+}
+
+/// `word` quoted for a POSIX shell.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// The shell script the nested mpiexec runs in every child: each process
+/// picks its command by `PMI_RANK` (spawn_multiple's commands take
+/// consecutive ranks), changes to its directory and execs the command.
+pub fn child_script(commands: &[SpawnCommand], default_directory: &str) -> String {
+    let mut script = String::from("case \"$PMI_RANK\" in\n");
+    let mut first = 0u32;
+    for command in commands {
+        let ranks: Vec<String> = (first..first + command.process_count)
+            .map(|rank| rank.to_string())
+            .collect();
+        first += command.process_count;
+        let directory = command
+            .working_directory
+            .as_deref()
+            .unwrap_or(default_directory);
+        let mut words = vec![shell_quote(&command.command)];
+        words.extend(command.arguments.iter().map(|word| shell_quote(word)));
+        script.push_str(&format!(
+            "{}) cd {} && exec {} ;;\n",
+            ranks.join("|"),
+            shell_quote(directory),
+            words.join(" ")
+        ));
+    }
+    script.push_str("esac\nexit 127\n");
+    script
+}
+
+/// How long the parents' root waits for the children to report (they are
+/// in MPI_Init: this bounds only children that die or never call it).
+fn spawn_timeout() -> std::time::Duration {
+    let seconds = std::env::var("RESMPI_SPAWN_TIMEOUT")
+        .ok()
+        .and_then(|text| text.parse::<u64>().ok())
+        .unwrap_or(60);
+    std::time::Duration::from_secs(seconds)
+}
+
+/// The parents' root: wait on `listener` for the children's root, which
+/// writes `TOKEN ADDRESS...` and a newline; returns the addresses.
+fn await_children(
+    listener: &std::net::TcpListener,
+    token: &str,
+    count: usize,
+) -> Result<Vec<String>, String> {
+    use std::io::{BufRead, BufReader};
+    let deadline = std::time::Instant::now() + spawn_timeout();
+    listener
+        .set_nonblocking(true)
+        .map_err(|error| error.to_string())?;
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream
+                    .set_nonblocking(false)
+                    .and_then(|()| stream.set_read_timeout(Some(std::time::Duration::from_secs(10))))
+                    .map_err(|error| error.to_string())?;
+                let mut line = String::new();
+                let mut reader = BufReader::new(std::io::Read::take(stream, 1 << 20));
+                if reader.read_line(&mut line).is_err() {
+                    continue;
+                }
+                let mut words = line.split_whitespace();
+                if words.next() != Some(token) {
+                    continue;
+                }
+                let addresses: Vec<String> = words.map(str::to_string).collect();
+                if addresses.len() != count {
+                    return Err(format!(
+                        "the children reported {} addresses for {count} processes",
+                        addresses.len()
+                    ));
+                }
+                return Ok(addresses);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(format!(
+                        "the children did not reach MPI_Init within {} s (RESMPI_SPAWN_TIMEOUT); did they fail to start?",
+                        spawn_timeout().as_secs()
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(error) => return Err(error.to_string()),
+        }
+    }
 }
 
 impl crate::Mpi {
@@ -215,53 +356,110 @@ impl crate::Mpi {
         })
     }
 
+    /// The root's part of a spawn the verdict allowed: ask mpiexec to
+    /// start the children and wait for their addresses. Returns the
+    /// children's first endpoint and addresses.
+    fn start_children(
+        &mut self,
+        commands: &[SpawnCommand],
+        context: u32,
+        parents: &[u32],
+    ) -> MpiResult<(u32, Vec<String>)> {
+        let failed = |message: String| spawn_error(message);
+        if self.replicas.count > 1 || cfg!(feature = "msglog") || cfg!(feature = "replication") {
+            return Err(failed(
+                "spawn is not supported under --replicas or message logging".into(),
+            ));
+        }
+        let Some(secret) = self.config.job_secret.clone() else {
+            return Err(failed("this job has no secret (RESMPI_JOB_SECRET)".into()));
+        };
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .map_err(|error| failed(format!("listening for the children: {error}")))?;
+        let rendezvous = listener
+            .local_addr()
+            .map_err(|error| failed(error.to_string()))?
+            .to_string();
+        let token = resmpi_runtime::hex_encode(&resmpi_runtime::random_bytes(16));
+        let parent = SpawnParent {
+            context,
+            rendezvous,
+            token: token.clone(),
+            secret: resmpi_runtime::hex_encode(&secret),
+            parents: parents.to_vec(),
+        };
+        let directory = std::env::current_dir()
+            .map(|directory| directory.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| ".".into());
+        let count = total_process_count(commands);
+        let base = self
+            .pmi
+            .spawn(count, &child_script(commands, &directory), &parent.format())
+            .map_err(|error| failed(format!("mpiexec refused: {}", error.message())))?;
+        let addresses = await_children(&listener, &token, count as usize).map_err(failed)?;
+        Ok((base, addresses))
+    }
+
     /// MPI_Comm_spawn(_multiple) on intra-communicator `comm_index`:
     /// `at_root` is the root's request (`None` elsewhere; an error when
-    /// its arguments were invalid). The root judges it and broadcasts
-    /// `[ok, processes asked for, message length]` and the message, so
-    /// every member returns the same outcome. Returns the processes asked
-    /// for with the error (the caller fills that many error codes), or the
-    /// error alone when the arguments themselves were bad.
+    /// its arguments were invalid). The parents agree on the new
+    /// inter-communicator's context, the root judges the request and
+    /// starts the children, and broadcasts `[arguments valid, processes,
+    /// message length, started, first endpoint]` and the message (the
+    /// error, or the children's addresses), so every member returns the
+    /// same outcome; on success each connects to every child. Returns the
+    /// inter-communicator, or the error with the processes asked for (the
+    /// caller fills that many error codes).
     pub fn comm_spawn(
         &mut self,
         comm_index: usize,
         root: i32,
         at_root: Option<MpiResult<Vec<SpawnCommand>>>,
-    ) -> Result<(), (MpiError, usize)> {
-        let comm = self.comm(comm_index).map_err(|error| (error, 0))?;
-        if comm.is_inter() {
+    ) -> Result<usize, (MpiError, usize)> {
+        let local = self.comm(comm_index).map_err(|error| (error, 0))?.clone();
+        if local.is_inter() {
             return Err((
-                MpiError::new(
-                    ErrorClass::Comm,
-                    "MPI_Comm_spawn needs an intra-communicator",
-                ),
+                MpiError::new(ErrorClass::Comm, "MPI_Comm_spawn needs an intra-communicator"),
                 0,
             ));
         }
-        if root < 0 || root as u32 >= comm.size() {
+        if root < 0 || root as u32 >= local.size() {
             return Err((
                 MpiError::new(
                     ErrorClass::Root,
-                    format!("root {root} is out of range (size {})", comm.size()),
+                    format!("root {root} is out of range (size {})", local.size()),
                 ),
                 0,
             ));
         }
-        // [arguments valid at the root, processes asked for, message bytes]
-        let mut words = [0u32; 3];
+        let context = self
+            .allreduce_i64_max(comm_index, self.next_context as i64)
+            .map_err(|error| (error, 0))? as u32;
+        let mut words = [0u32; 5];
         let mut verdict = Vec::new();
         let mut root_error = None;
         match at_root {
             Some(Ok(commands)) => {
                 let outcome = self
                     .spawn_room()
-                    .and_then(|room| judge(&commands, &room, &RealFileSystem));
-                let message = match outcome {
-                    Ok(()) => String::new(),
-                    Err(error) => error.message.clone(),
+                    .and_then(|room| judge(&commands, &room, &RealFileSystem))
+                    .and_then(|()| self.start_children(&commands, context, &local.group));
+                let (started, base, message) = match outcome {
+                    Ok((base, addresses)) => (1, base, addresses.join(" ")),
+                    Err(error) => (0, 0, error.message.clone()),
                 };
-                verdict = verdict_message_bytes(&message).to_vec();
-                words = [1, total_process_count(&commands), verdict.len() as u32];
+                verdict = if started == 1 {
+                    message.into_bytes()
+                } else {
+                    verdict_message_bytes(&message).to_vec()
+                };
+                words = [
+                    1,
+                    total_process_count(&commands),
+                    verdict.len() as u32,
+                    started,
+                    base,
+                ];
             }
             Some(Err(error)) => root_error = Some(error),
             None => {}
@@ -269,8 +467,9 @@ impl crate::Mpi {
         let mut header: Vec<u8> = words.iter().flat_map(|word| word.to_ne_bytes()).collect();
         self.bcast(comm_index, &mut header, root as u32)
             .map_err(|error| (error, 0))?;
-        let word =
-            |at: usize| u32::from_ne_bytes(header[at * 4..at * 4 + 4].try_into().expect("4 bytes"));
+        let word = |at: usize| {
+            u32::from_ne_bytes(header[at * 4..at * 4 + 4].try_into().expect("4 bytes"))
+        };
         if word(0) == 0 {
             let error = root_error.unwrap_or_else(|| {
                 MpiError::new(ErrorClass::Arg, "the root's spawn arguments are invalid")
@@ -281,10 +480,130 @@ impl crate::Mpi {
         verdict.resize(word(2) as usize, 0);
         self.bcast(comm_index, &mut verdict, root as u32)
             .map_err(|error| (error, count))?;
-        Err((
-            spawn_error(String::from_utf8_lossy(&verdict).into_owned()),
-            count,
-        ))
+        let text = String::from_utf8_lossy(&verdict).into_owned();
+        if word(3) == 0 {
+            return Err((spawn_error(text), count));
+        }
+        let base = word(4);
+        self.connect_children(&local, context, base, &text)
+            .map_err(|error| (error, count))
+    }
+
+    /// Every parent's end of a started spawn: grow the endpoint space,
+    /// connect to each child, and make the inter-communicator.
+    fn connect_children(
+        &mut self,
+        local: &crate::comm::Communicator,
+        context: u32,
+        base: u32,
+        addresses: &str,
+    ) -> MpiResult<usize> {
+        let addresses: Vec<&str> = addresses.split_whitespace().collect();
+        let count = addresses.len() as u32;
+        let secret = self.config.job_secret.clone().unwrap_or_default();
+        let reliable = self.config.reliable;
+        self.engine.add_endpoints(base + count, reliable);
+        let own = self.engine.state.rank;
+        for (child, address) in addresses.iter().enumerate() {
+            crate::wireup::connect_spawned_peer(
+                &mut self.engine.transports,
+                &self.config,
+                own,
+                base + child as u32,
+                address,
+                &secret,
+            )?;
+        }
+        self.next_context = self
+            .next_context
+            .max(context + crate::intercomm::INTERCOMM_CONTEXT_SPAN);
+        let children: Vec<u32> = (base..base + count).collect();
+        Ok(self.add_intercomm(context, local, std::sync::Arc::new(children)))
+    }
+}
+
+/// A spawned child's parents (`RESMPI_SPAWN_PARENT`) and its first
+/// endpoint (`RESMPI_SPAWN_BASE`), both set by the parents' mpiexec;
+/// `None` in a process nobody spawned.
+pub fn child_parent() -> MpiResult<Option<(u32, SpawnParent)>> {
+    let Ok(text) = std::env::var("RESMPI_SPAWN_PARENT") else {
+        return Ok(None);
+    };
+    let base = std::env::var("RESMPI_SPAWN_BASE")
+        .ok()
+        .and_then(|text| text.parse::<u32>().ok());
+    match (base, SpawnParent::parse(&text)) {
+        (Some(base), Some(parent)) => Ok(Some((base, parent))),
+        _ => Err(MpiError::new(
+            ErrorClass::Other,
+            "MPI_Init: RESMPI_SPAWN_PARENT or RESMPI_SPAWN_BASE is malformed",
+        )),
+    }
+}
+
+/// A spawned child's wire-up (`wireup::wire_up_child`), its first
+/// process reporting the children's addresses to the parents' root.
+pub fn wire_up_child(
+    pmi: &mut resmpi_runtime::Pmi,
+    config: &resmpi_runtime::Config,
+    base: u32,
+    parent: &SpawnParent,
+) -> MpiResult<crate::transport::Transports> {
+    let parent_secret = resmpi_runtime::hex_decode(&parent.secret).ok_or_else(|| {
+        MpiError::new(ErrorClass::Other, "MPI_Init: the parents' secret is not hex")
+    })?;
+    let report = |addresses: &[String]| {
+        use std::io::Write;
+        let failed = |error: std::io::Error| {
+            MpiError::new(
+                ErrorClass::Other,
+                format!(
+                    "MPI_Init: telling the parents at {} where the children listen: {error}",
+                    parent.rendezvous
+                ),
+            )
+        };
+        let mut stream = std::net::TcpStream::connect(&parent.rendezvous).map_err(failed)?;
+        writeln!(stream, "{} {}", parent.token, addresses.join(" ")).map_err(failed)
+    };
+    crate::wireup::wire_up_child(pmi, config, base, &parent.parents, &parent_secret, report)
+}
+
+impl crate::Mpi {
+    /// A spawned child's MPI_Init, after MPI_COMM_WORLD exists: the
+    /// inter-communicator to the parents, on the context they agreed.
+    pub(crate) fn adopt_parent(&mut self, parent: &SpawnParent) {
+        let Ok(world) = self.comm(crate::WORLD).cloned() else {
+            return;
+        };
+        self.next_context = self
+            .next_context
+            .max(parent.context + crate::intercomm::INTERCOMM_CONTEXT_SPAN);
+        let parents = std::sync::Arc::new(parent.parents.clone());
+        self.parent = Some(self.add_intercomm(parent.context, &world, parents));
+    }
+
+    /// MPI_Comm_disconnect of an inter-communicator to another world
+    /// (MPI_Comm_spawn's parents or children): those processes may now
+    /// close their connections without that being a failure. Returns
+    /// whether `remote` held such processes.
+    pub(crate) fn let_other_world_leave(&mut self, remote: &[u32]) -> bool {
+        let Ok(world) = self.comm(crate::WORLD) else {
+            return false;
+        };
+        let others: Vec<u32> = remote
+            .iter()
+            .copied()
+            .filter(|endpoint| !world.group.contains(endpoint))
+            .collect();
+        let any = !others.is_empty();
+        for endpoint in others {
+            if !self.engine.state.leavers.contains(&endpoint) {
+                self.engine.state.leavers.push(endpoint);
+            }
+            self.engine.links.let_peer_leave(endpoint);
+        }
+        any
     }
 }
 
@@ -359,12 +678,11 @@ mod tests {
     }
 
     #[test]
-    fn a_valid_request_reaches_the_launcher_verdict() {
+    fn a_valid_request_passes_under_resmpis_mpiexec_only() {
         let mut request = command("worker", 5);
         request.working_directory = Some("/tmp".into());
         request.host = Some("node1".into());
-        let message = message_of(judge(&[request.clone()], &room(), &files()));
-        assert!(message.contains("cannot start processes yet"), "{message}");
+        assert_eq!(judge(&[request.clone()], &room(), &files()), Ok(()));
         let other_launcher = SpawnRoom {
             under_resmpi_mpiexec: false,
             ..room()

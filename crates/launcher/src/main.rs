@@ -16,6 +16,7 @@
 //! `ft_report` (the end-of-job fault-tolerance report), `process_faults`
 //! (the kills `--inject` schedules), `signals`.
 
+mod dynamic_spawn;
 mod ft_report;
 mod hosts;
 mod options;

@@ -274,6 +274,7 @@ pub fn run(options: &Options) -> i32 {
         Ok(()) => job.final_exit_code(),
         Err(code) => code,
     };
+    let code = wait_for_spawned_launchers(&job.server, code);
     let replicas_given_up = job
         .replicas_given_up
         .iter()
@@ -287,6 +288,28 @@ pub fn run(options: &Options) -> i32 {
         code,
     );
     code
+}
+
+/// The job ends when MPI_Comm_spawn's children end too: wait for every
+/// nested launcher (told to end first when the parents' job failed), and
+/// a failed one makes a successful job's exit code its own.
+fn wait_for_spawned_launchers(server: &PmiServer, code: i32) -> i32 {
+    let pids = server.spawned().running_pids();
+    for pid in pids {
+        if code != 0 {
+            // SAFETY: `pid` is a child of this process not reaped yet.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let mut status = 0;
+        // SAFETY: waitpid writes only to the local `status`; `pid` is ours.
+        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
+            server.spawned().record(pid, status);
+        }
+    }
+    match code {
+        0 => server.spawned().exit_code(),
+        code => code,
+    }
 }
 
 /// The end-of-job FT report: sums what ranks put under
@@ -1111,6 +1134,8 @@ impl Job {
             {
                 self.ranks[rank].ending = Some(ending);
                 reaped.push((rank as u32, ending));
+            } else if self.server.spawned().reaped(pid, status) {
+                // A nested launcher of MPI_Comm_spawn: judged at the end.
             } else if let Some(link) = self
                 .proxies
                 .iter()
