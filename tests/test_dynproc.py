@@ -1,8 +1,8 @@
 """Dynamic processes (issue 15 item 4): MPI_UNIVERSE_SIZE, ports and
 accept/connect within one job (also through MPI_Publish_name), MPI_Comm_join,
-MPI_Comm_disconnect, and the clear errors of what resmpi does not do yet
-(MPI_Comm_spawn: refused with the reason, checked before the launcher's
-verdict) or what is misused. What must hold: the right groups and
+MPI_Comm_disconnect, and the clear errors of spawns that cannot start
+(refused with the reason: tests/test_spawn.py has the spawns that start
+processes) or of what is misused. What must hold: the right groups and
 data over the new inter-communicators, every error is the right MPI error
 class, and nothing hangs (each job has a timeout; the error paths also time
 themselves inside the program).
@@ -86,8 +86,7 @@ def spawn_lines(result):
 @pytest.mark.resmpi_only("the reasons are resmpi's messages")
 @pytest.mark.parametrize("nprocs", [1, 3])
 def test_spawn_is_refused_fast_with_the_reason_and_every_errcode_set(build, nprocs):
-    # room for 2 more processes: a valid request of 1 or 2 passes every
-    # check and is refused only because mpiexec does not start processes
+    # room for 2 more processes; spawns that start processes: test_spawn.py
     result = run(nprocs, build("dynproc"), "spawn", mpiexec_opts=("--universe-size", str(nprocs + 2)),
                  timeout=60)
     assert_ok(result)
@@ -95,9 +94,9 @@ def test_spawn_is_refused_fast_with_the_reason_and_every_errcode_set(build, npro
     reasons = spawn_lines(result)
     for label, reason in SPAWN_REASONS.items():
         assert reason in reasons.get(label, ""), f"{label}\n{result.describe()}"
-    for label in ("valid", "multiple valid"):
-        assert "resmpi's mpiexec cannot start processes yet" in reasons.get(label, ""), result.describe()
-    assert "3 new processes asked for" in reasons["multiple over universe"], result.describe()
+    assert "3 new processes asked for" in reasons["over universe"], result.describe()
+    assert "4 new processes asked for" in reasons["multiple over universe"], result.describe()
+    assert "room for 2" in reasons["multiple over universe"], result.describe()
 
 
 @pytest.mark.resmpi_only("the universe check is resmpi's")
@@ -113,11 +112,11 @@ def test_spawn_past_the_universe_is_refused_even_when_it_could_start(build):
 @pytest.mark.resmpi_only("a resmpi singleton is started by no launcher")
 def test_spawn_outside_resmpis_mpiexec_says_it_needs_it(build):
     # a singleton has no RESMPI_JOB_ID, as under hydra or Slurm: the same
-    # branch of the verdict
+    # branch of the verdict, checked before the universe
     result = run_cmd([build("dynproc"), "spawn"], timeout=60)
     assert_ok(result)
     reasons = spawn_lines(result)
-    assert "needs resmpi's own mpiexec" in reasons.get("valid", ""), result.describe()
+    assert "needs resmpi's own mpiexec" in reasons.get("over universe", ""), result.describe()
     assert "'./no-such-program': not found" in reasons.get("bad command", ""), result.describe()
 
 

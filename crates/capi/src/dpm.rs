@@ -339,7 +339,11 @@ fn spawn_at(
             // SAFETY: checked non-null by the caller.
             unsafe { *intercomm = comm_handle(children) };
             if !array_of_errcodes.is_null() {
-                let count = mpi.comm(children)?.remote.as_ref().map_or(0, |remote| remote.group.len());
+                let count = mpi
+                    .comm(children)?
+                    .remote
+                    .as_ref()
+                    .map_or(0, |remote| remote.group.len());
                 for slot in 0..count {
                     // SAFETY: one code per process asked for, as below.
                     unsafe { *array_of_errcodes.add(slot) = MPI_SUCCESS };

@@ -593,7 +593,9 @@ impl<F: Interceptor> Engine<F> {
         let state = &mut self.state;
         state.outbox.resize_with(peers, VecDeque::new);
         state.streams.resize_with(peers, VecDeque::new);
-        state.eager_credit.resize(peers, state.config.eager_credit_bytes);
+        state
+            .eager_credit
+            .resize(peers, state.config.eager_credit_bytes);
         state.credit_owed.resize(peers, 0);
         state.failed.resize(peers, false);
         state.message_seq_out.resize(peers, 0);
@@ -601,7 +603,9 @@ impl<F: Interceptor> Engine<F> {
         state.peer_incarnation.resize(peers, 0);
         state.restarting.resize(peers, false);
         state.size = size;
-        self.transports.routes.resize(peers, crate::transport::Route::Tcp);
+        self.transports
+            .routes
+            .resize(peers, crate::transport::Route::Tcp);
         self.links.grow(size);
         for peer in old..size {
             self.links.adopt(peer, reliable);

@@ -325,7 +325,10 @@ impl Mpi {
         let spawn_parent = spawn::child_parent()?;
         // A replacement process joins the running job instead (re-join).
         let (transports, live_peers) = if let Some((base, parent)) = &spawn_parent {
-            (spawn::wire_up_child(&mut pmi, &config, *base, parent)?, None)
+            (
+                spawn::wire_up_child(&mut pmi, &config, *base, parent)?,
+                None,
+            )
         } else if config.incarnation > 0 {
             let (transports, live_peers) = wireup::wire_up_replacement(&mut pmi, &config)?;
             (transports, Some(live_peers))

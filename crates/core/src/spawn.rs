@@ -305,7 +305,9 @@ fn await_children(
             Ok((stream, _)) => {
                 stream
                     .set_nonblocking(false)
-                    .and_then(|()| stream.set_read_timeout(Some(std::time::Duration::from_secs(10))))
+                    .and_then(|()| {
+                        stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+                    })
                     .map_err(|error| error.to_string())?;
                 let mut line = String::new();
                 let mut reader = BufReader::new(std::io::Read::take(stream, 1 << 20));
@@ -419,7 +421,10 @@ impl crate::Mpi {
         let local = self.comm(comm_index).map_err(|error| (error, 0))?.clone();
         if local.is_inter() {
             return Err((
-                MpiError::new(ErrorClass::Comm, "MPI_Comm_spawn needs an intra-communicator"),
+                MpiError::new(
+                    ErrorClass::Comm,
+                    "MPI_Comm_spawn needs an intra-communicator",
+                ),
                 0,
             ));
         }
@@ -467,9 +472,8 @@ impl crate::Mpi {
         let mut header: Vec<u8> = words.iter().flat_map(|word| word.to_ne_bytes()).collect();
         self.bcast(comm_index, &mut header, root as u32)
             .map_err(|error| (error, 0))?;
-        let word = |at: usize| {
-            u32::from_ne_bytes(header[at * 4..at * 4 + 4].try_into().expect("4 bytes"))
-        };
+        let word =
+            |at: usize| u32::from_ne_bytes(header[at * 4..at * 4 + 4].try_into().expect("4 bytes"));
         if word(0) == 0 {
             let error = root_error.unwrap_or_else(|| {
                 MpiError::new(ErrorClass::Arg, "the root's spawn arguments are invalid")
@@ -550,7 +554,10 @@ pub fn wire_up_child(
     parent: &SpawnParent,
 ) -> MpiResult<crate::transport::Transports> {
     let parent_secret = resmpi_runtime::hex_decode(&parent.secret).ok_or_else(|| {
-        MpiError::new(ErrorClass::Other, "MPI_Init: the parents' secret is not hex")
+        MpiError::new(
+            ErrorClass::Other,
+            "MPI_Init: the parents' secret is not hex",
+        )
     })?;
     let report = |addresses: &[String]| {
         use std::io::Write;

@@ -668,7 +668,10 @@ pub fn connect_spawned_peer(
     secret: &[u8],
 ) -> MpiResult<()> {
     let spawn_error = |what: &str, error: &dyn std::fmt::Display| {
-        MpiError::new(ErrorClass::Spawn, format!("MPI_Comm_spawn: {what}: {error}"))
+        MpiError::new(
+            ErrorClass::Spawn,
+            format!("MPI_Comm_spawn: {what}: {error}"),
+        )
     };
     if transports.rails.len() > 1 {
         return Err(spawn_error(
@@ -678,7 +681,8 @@ pub fn connect_spawned_peer(
     }
     if transports.rails.is_empty() {
         let ip = tcp_publish_address(config, true)?;
-        let (path, _) = TcpPath::bind(rank, ip).map_err(|error| spawn_error("TCP listen", &error))?;
+        let (path, _) =
+            TcpPath::bind(rank, ip).map_err(|error| spawn_error("TCP listen", &error))?;
         let epoch = std::time::Instant::now();
         let clock: Box<dyn Fn() -> u64 + Send> =
             Box::new(move || epoch.elapsed().as_nanos() as u64);
@@ -692,7 +696,6 @@ pub fn connect_spawned_peer(
     }
     let rail = transports.rails[0].inner_mut();
     rail.set_connect_timeout(REJOIN_CONNECT_TIMEOUT);
-    rail.connect_peer(peer, address, secret).map_err(|error| {
-        spawn_error(&format!("connecting to child {peer} at {address}"), &error)
-    })
+    rail.connect_peer(peer, address, secret)
+        .map_err(|error| spawn_error(&format!("connecting to child {peer} at {address}"), &error))
 }

@@ -74,7 +74,11 @@ impl SpawnedLaunchers {
     /// The supervisor reaped `pid` with `status`: true when it was a
     /// nested launcher (recorded for the end).
     pub fn reaped(&mut self, pid: i32, status: i32) -> bool {
-        match self.launchers.iter_mut().find(|(launcher, _)| *launcher == pid) {
+        match self
+            .launchers
+            .iter_mut()
+            .find(|(launcher, _)| *launcher == pid)
+        {
             Some((_, slot)) => {
                 *slot = Some(status);
                 true

@@ -1106,6 +1106,24 @@ impl Job {
         }
     }
 
+    /// MPI_Comm_spawn's children failed (their nested mpiexec, which
+    /// reported the death, exited non-zero while the parents run): under
+    /// `abort` that ends the job as a rank's death does, so no parent
+    /// waits for a child that is gone.
+    fn spawned_children_failed(&mut self) -> bool {
+        let code = self.server.spawned().exit_code();
+        if code == 0 || self.policy == FailurePolicy::Continue {
+            return false;
+        }
+        self.fail(
+            code,
+            &format!(
+                "processes started by MPI_Comm_spawn failed (their mpiexec exited with code {code}): ending the job"
+            ),
+        );
+        true
+    }
+
     fn running_count(&self) -> usize {
         self.ranks
             .iter()
@@ -1360,7 +1378,7 @@ impl Job {
                     break;
                 }
             }
-            if self.handle_aborts() {
+            if self.handle_aborts() || self.spawned_children_failed() {
                 break;
             }
             if self.handle_lost_proxies()
