@@ -41,6 +41,13 @@ def test_spawned_children_talk_over_tcp_when_the_parents_share_memory(build):
         assert len(children_done(result)) == 2, result.describe()
 
 
+def test_parents_and_children_may_finalize_without_disconnecting(build):
+    result = run(2, build("spawn"), "nodisconnect", mpiexec_opts=("--universe-size", "4"), timeout=90)
+    assert_ok(result)
+    assert children_done(result) == [f"child {rank} of 2 (nodisconnect) remote=2 done"
+                                      for rank in range(2)], result.describe()
+
+
 def test_spawn_multiple_gives_two_commands_one_world(build):
     result = run(2, build("spawn"), "multiple", mpiexec_opts=("--universe-size", "5"), timeout=90)
     assert_ok(result)

@@ -7,6 +7,8 @@
  *   spawn one N          the parents spawn N children of one command
  *   spawn multiple       two commands: 1 child "a" and 2 children "b"
  *   spawn dies           N=2 children, child 1 exits with code 3 at once
+ *   spawn nodisconnect   N=2 children; both sides barrier on the
+ *                        inter-communicator and finalize without disconnect
  *   (children run as "spawn child N LABEL")
  */
 #include "common.h"
@@ -74,6 +76,14 @@ static int child(int argc, char **argv) {
     }
     int remote;
     MPI_OK(MPI_Comm_remote_size(parent, &remote));
+    if (!strcmp(label, "nodisconnect")) {
+        /* MPI_Finalize without MPI_Comm_disconnect (mpi4py's tests do it) */
+        MPI_OK(MPI_Barrier(parent));
+        printf("child %d of %d (%s) remote=%d done\n", g_rank, g_size, label, remote);
+        fflush(stdout);
+        MPI_OK(MPI_Finalize());
+        return 0;
+    }
     /* the children's own world works */
     int one = 1, count = 0;
     MPI_OK(MPI_Allreduce(&one, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
@@ -100,8 +110,8 @@ int main(int argc, char **argv) {
     int codes[8];
     for (int i = 0; i < 8; i++) codes[i] = -1;
     int children = 0;
-    if (!strcmp(mode, "one") || !strcmp(mode, "dies")) {
-        children = !strcmp(mode, "dies") ? 2 : (argc > 2 ? atoi(argv[2]) : 2);
+    if (!strcmp(mode, "one") || !strcmp(mode, "dies") || !strcmp(mode, "nodisconnect")) {
+        children = strcmp(mode, "one") ? 2 : (argc > 2 ? atoi(argv[2]) : 2);
         char count_text[16];
         snprintf(count_text, sizeof count_text, "%d", children);
         char *args[] = {"child", count_text, (char *)mode, NULL};
@@ -109,7 +119,9 @@ int main(int argc, char **argv) {
         MPI_OK(MPI_Info_create(&info));
         MPI_OK(MPI_Info_set(info, "wdir", "/"));
         MPI_OK(MPI_Info_set(info, "x-unknown-key", "ignored"));
-        MPI_OK(MPI_Comm_spawn(argv[0], args, children, info, 0, MPI_COMM_WORLD, &inter, codes));
+        /* the last parent is the root: its arguments are the ones that count */
+        MPI_OK(MPI_Comm_spawn(g_rank == g_size - 1 ? argv[0] : NULL, args, children, info, g_size - 1,
+                              MPI_COMM_WORLD, &inter, codes));
         MPI_OK(MPI_Info_free(&info));
     } else if (!strcmp(mode, "multiple")) {
         children = 3;
@@ -129,6 +141,11 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Comm_remote_size(inter, &remote));
     MPI_OK(MPI_Comm_test_inter(inter, &flag));
     CHECK(flag && remote == children, "remote size %d", remote);
+    if (!strcmp(mode, "nodisconnect")) {
+        MPI_OK(MPI_Barrier(inter));
+        if (g_rank == 0) printf("parents spawned %d\n", children);
+        return test_finish();
+    }
     if (strcmp(mode, "dies")) exchange(inter, 1);
     MPI_OK(MPI_Comm_disconnect(&inter));
     CHECK(inter == MPI_COMM_NULL, "disconnect clears the handle");

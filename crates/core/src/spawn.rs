@@ -522,6 +522,9 @@ impl crate::Mpi {
             .next_context
             .max(context + crate::intercomm::INTERCOMM_CONTEXT_SPAN);
         let children: Vec<u32> = (base..base + count).collect();
+        // Another world ends on its own: its launcher reports a death
+        // (and ends this job), a closed connection alone is none.
+        self.let_other_world_leave(&children);
         Ok(self.add_intercomm(context, local, std::sync::Arc::new(children)))
     }
 }
@@ -586,6 +589,8 @@ impl crate::Mpi {
         self.next_context = self
             .next_context
             .max(parent.context + crate::intercomm::INTERCOMM_CONTEXT_SPAN);
+        // The parents may end first (see `connect_children`).
+        self.let_other_world_leave(&parent.parents);
         let parents = std::sync::Arc::new(parent.parents.clone());
         self.parent = Some(self.add_intercomm(parent.context, &world, parents));
     }
