@@ -41,6 +41,15 @@ def test_spawned_children_talk_over_tcp_when_the_parents_share_memory(build):
         assert len(children_done(result)) == 2, result.describe()
 
 
+def test_mpiexec_counts_running_children_against_the_universe(build):
+    # universe 4, one parent: 2 children fit; 2 more while they run do not
+    # (the library's own check, universe minus the world, would let them)
+    result = run(1, build("spawn"), "twice", mpiexec_opts=("--universe-size", "4"), timeout=90)
+    assert_ok(result)
+    assert "second spawn: " in result.stdout and "room_for_1" in result.stdout, result.describe()
+    assert len(children_done(result)) == 2, result.describe()
+
+
 def test_parents_and_children_may_finalize_without_disconnecting(build):
     result = run(2, build("spawn"), "nodisconnect", mpiexec_opts=("--universe-size", "4"), timeout=90)
     assert_ok(result)

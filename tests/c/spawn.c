@@ -7,6 +7,8 @@
  *   spawn one N          the parents spawn N children of one command
  *   spawn multiple       two commands: 1 child "a" and 2 children "b"
  *   spawn dies           N=2 children, child 1 exits with code 3 at once
+ *   spawn twice          N=2 children, then 2 more while they run (refused
+ *                        by mpiexec's count against the universe)
  *   spawn nodisconnect   N=2 children; both sides barrier on the
  *                        inter-communicator and finalize without disconnect
  *   (children run as "spawn child N LABEL")
@@ -110,11 +112,12 @@ int main(int argc, char **argv) {
     int codes[8];
     for (int i = 0; i < 8; i++) codes[i] = -1;
     int children = 0;
-    if (!strcmp(mode, "one") || !strcmp(mode, "dies") || !strcmp(mode, "nodisconnect")) {
+    if (!strcmp(mode, "one") || !strcmp(mode, "dies") || !strcmp(mode, "nodisconnect") ||
+        !strcmp(mode, "twice")) {
         children = strcmp(mode, "one") ? 2 : (argc > 2 ? atoi(argv[2]) : 2);
         char count_text[16];
         snprintf(count_text, sizeof count_text, "%d", children);
-        char *args[] = {"child", count_text, (char *)mode, NULL};
+        char *args[] = {"child", count_text, strcmp(mode, "twice") ? (char *)mode : "one", NULL};
         MPI_Info info;
         MPI_OK(MPI_Info_create(&info));
         MPI_OK(MPI_Info_set(info, "wdir", "/"));
@@ -141,6 +144,26 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Comm_remote_size(inter, &remote));
     MPI_OK(MPI_Comm_test_inter(inter, &flag));
     CHECK(flag && remote == children, "remote size %d", remote);
+    if (!strcmp(mode, "twice")) {
+        /* the first children still run: mpiexec counts them against the
+         * universe, which the library's own check (universe minus the
+         * world) cannot know */
+        MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        MPI_Comm again = MPI_COMM_WORLD;
+        int again_codes[2] = {0, 0};
+        char *args[] = {"child", "2", "one", NULL};
+        int rc = MPI_Comm_spawn(argv[0], args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &again,
+                                again_codes);
+        int class_ = -1;
+        MPI_Error_class(rc, &class_);
+        CHECK(class_ == MPI_ERR_SPAWN && again == MPI_COMM_NULL, "second spawn: class %d", class_);
+        CHECK(again_codes[0] == MPI_ERR_SPAWN && again_codes[1] == MPI_ERR_SPAWN, "codes %d %d",
+              again_codes[0], again_codes[1]);
+        char text[MPI_MAX_ERROR_STRING];
+        int length;
+        MPI_Error_string(rc, text, &length);
+        if (g_rank == 0) printf("second spawn: %s\n", text);
+    }
     if (!strcmp(mode, "nodisconnect")) {
         MPI_OK(MPI_Barrier(inter));
         if (g_rank == 0) printf("parents spawned %d\n", children);

@@ -6,9 +6,10 @@
 //! forwarding, exit codes, deaths reported and torn down), and a nested
 //! launcher is all of that, unchanged. Making one PMI server and one
 //! supervisor keep several worlds would touch every per-rank table of the
-//! supervisor. This side only keeps the job-wide count of processes
-//! against the universe, numbers the new processes' endpoints (job-wide:
-//! the parents' are 0..N, each spawn gets the next block), starts the
+//! supervisor. This side only keeps the count of running processes
+//! against the universe (a spawn's count is given back when its launcher
+//! ends), numbers the new processes' endpoints (job-wide and never
+//! reused: the parents' are 0..N, each spawn gets the next block), starts the
 //! nested launcher, and at the end waits for it and folds its exit code
 //! into the job's. How the children reach their parents is the library's
 //! business (`RESMPI_SPAWN_PARENT`, opaque here).
@@ -20,10 +21,14 @@ use std::process::Command;
 pub struct SpawnedLaunchers {
     /// Processes the universe holds (MPI_UNIVERSE_SIZE, in processes).
     universe_size: u32,
-    /// Processes started so far: the job's own, then every spawn's.
-    process_count: u32,
-    /// Each nested launcher's pid and, once reaped, its wait status.
-    launchers: Vec<(i32, Option<i32>)>,
+    /// Processes running: the job's own and those of every spawn whose
+    /// launcher has not ended.
+    running_count: u32,
+    /// The first endpoint of the next spawn.
+    next_endpoint: u32,
+    /// Each nested launcher's pid, process count and, once reaped, its
+    /// wait status.
+    launchers: Vec<(i32, u32, Option<i32>)>,
 }
 
 impl SpawnedLaunchers {
@@ -31,7 +36,8 @@ impl SpawnedLaunchers {
     pub fn new(process_count: u32) -> SpawnedLaunchers {
         SpawnedLaunchers {
             universe_size: process_count,
-            process_count,
+            running_count: process_count,
+            next_endpoint: process_count,
             launchers: Vec::new(),
         }
     }
@@ -46,7 +52,7 @@ impl SpawnedLaunchers {
     /// mpiexec, with `RESMPI_SPAWN_PARENT=parent` and their first endpoint
     /// in `RESMPI_SPAWN_BASE`. Returns that first endpoint.
     pub fn start(&mut self, count: u32, script: &str, parent: &str) -> Result<u32, String> {
-        let room_count = self.universe_size.saturating_sub(self.process_count);
+        let room_count = self.universe_size.saturating_sub(self.running_count);
         if count == 0 || count > room_count {
             return Err(format!(
                 "{count}_processes_asked_for_but_the_universe_has_room_for_{room_count}"
@@ -54,7 +60,7 @@ impl SpawnedLaunchers {
         }
         let launcher = std::env::current_exe()
             .map_err(|error| format!("mpiexec_cannot_find_itself:_{error}").replace(' ', "_"))?;
-        let base = self.process_count;
+        let base = self.next_endpoint;
         let child = Command::new(launcher)
             .arg("-n")
             .arg(count.to_string())
@@ -66,21 +72,26 @@ impl SpawnedLaunchers {
             .env("RESMPI_UNIVERSE_SIZE", self.universe_size.to_string())
             .spawn()
             .map_err(|error| format!("starting_the_nested_mpiexec:_{error}").replace(' ', "_"))?;
-        self.launchers.push((child.id() as i32, None));
-        self.process_count += count;
+        self.launchers.push((child.id() as i32, count, None));
+        self.running_count += count;
+        self.next_endpoint += count;
         Ok(base)
     }
 
     /// The supervisor reaped `pid` with `status`: true when it was a
-    /// nested launcher (recorded for the end).
+    /// nested launcher (recorded for the end, its processes no longer
+    /// counted against the universe).
     pub fn reaped(&mut self, pid: i32, status: i32) -> bool {
         match self
             .launchers
             .iter_mut()
-            .find(|(launcher, _)| *launcher == pid)
+            .find(|(launcher, _, _)| *launcher == pid)
         {
-            Some((_, slot)) => {
-                *slot = Some(status);
+            Some((_, count, slot)) => {
+                // A spawn's processes are room again once it ended.
+                if slot.replace(status).is_none() {
+                    self.running_count -= *count;
+                }
                 true
             }
             None => false,
@@ -91,8 +102,8 @@ impl SpawnedLaunchers {
     pub fn running_pids(&self) -> Vec<i32> {
         self.launchers
             .iter()
-            .filter(|(_, status)| status.is_none())
-            .map(|(pid, _)| *pid)
+            .filter(|(_, _, status)| status.is_none())
+            .map(|(pid, _, _)| *pid)
             .collect()
     }
 
@@ -106,7 +117,7 @@ impl SpawnedLaunchers {
     pub fn exit_code(&self) -> i32 {
         self.launchers
             .iter()
-            .filter_map(|(_, status)| *status)
+            .filter_map(|(_, _, status)| *status)
             .map(|status| {
                 if libc::WIFEXITED(status) {
                     libc::WEXITSTATUS(status)
@@ -138,11 +149,16 @@ mod tests {
     #[test]
     fn a_failed_nested_launcher_fails_the_job() {
         let mut launchers = SpawnedLaunchers::new(1);
-        launchers.launchers = vec![(10, Some(0)), (11, None), (12, Some(3 << 8))];
+        launchers.launchers = vec![(10, 1, Some(0)), (11, 2, None), (12, 1, Some(3 << 8))];
+        launchers.running_count = 3;
         assert_eq!(launchers.exit_code(), 3);
         assert_eq!(launchers.running_pids(), vec![11]);
         assert!(launchers.reaped(11, 9));
         assert!(!launchers.reaped(99, 0));
         assert_eq!(launchers.exit_code(), 137);
+        // the ended spawn's processes are room again, counted once
+        assert_eq!(launchers.running_count, 1);
+        assert!(launchers.reaped(11, 9));
+        assert_eq!(launchers.running_count, 1);
     }
 }
