@@ -1,7 +1,8 @@
 """Dynamic processes (issue 15 item 4): MPI_UNIVERSE_SIZE, ports and
 accept/connect within one job (also through MPI_Publish_name), MPI_Comm_join,
-MPI_Comm_disconnect, and the clear errors of what resmpi does not do yet
-(MPI_Comm_spawn) or what is misused. What must hold: the right groups and
+MPI_Comm_disconnect, and the clear errors of spawns that cannot start
+(refused with the reason: tests/test_spawn.py has the spawns that start
+processes) or of what is misused. What must hold: the right groups and
 data over the new inter-communicators, every error is the right MPI error
 class, and nothing hangs (each job has a timeout; the error paths also time
 themselves inside the program).
@@ -13,7 +14,7 @@ netmod", and which leaves MPI_UNIVERSE_SIZE unset without -usize.
 """
 import pytest
 
-from conftest import assert_ok, mpich_known_bug, run
+from conftest import assert_ok, mpich_known_bug, run, run_cmd
 
 
 @pytest.mark.resmpi_only("hydra leaves MPI_UNIVERSE_SIZE unset without -usize")
@@ -69,12 +70,54 @@ def test_disconnect_completes_pending_sends_and_frees_the_communicator(build, np
     assert_ok(run(nprocs, build("dynproc"), "disconnect", timeout=60))
 
 
-@pytest.mark.resmpi_only("resmpi does not start new processes yet: spawn must fail, not hang")
+SPAWN_REASONS = {
+    "bad command": "'./no-such-program': not found",
+    "over universe": "room for",
+    "bad wdir": "info wdir '/no/such/directory' is not a directory",
+    "bad host": "info host 'no-such-host.invalid' is not a host of this job",
+}
+
+
+def spawn_lines(result):
+    return {line.split(": ", 1)[0][len("spawn "):]: line.split(": ", 1)[1]
+            for line in result.stdout.splitlines() if line.startswith("spawn ") and ": " in line}
+
+
+@pytest.mark.resmpi_only("the reasons are resmpi's messages")
 @pytest.mark.parametrize("nprocs", [1, 3])
-def test_spawn_fails_fast_with_err_spawn_in_every_errcode(build, nprocs):
-    result = run(nprocs, build("dynproc"), "spawn", timeout=60)
+def test_spawn_is_refused_fast_with_the_reason_and_every_errcode_set(build, nprocs):
+    # room for 2 more processes; spawns that start processes: test_spawn.py
+    result = run(nprocs, build("dynproc"), "spawn", mpiexec_opts=("--universe-size", str(nprocs + 2)),
+                 timeout=60)
     assert_ok(result)
     assert "spawn refused" in result.stdout, result.describe()
+    reasons = spawn_lines(result)
+    for label, reason in SPAWN_REASONS.items():
+        assert reason in reasons.get(label, ""), f"{label}\n{result.describe()}"
+    assert "3 new processes asked for" in reasons["over universe"], result.describe()
+    assert "4 new processes asked for" in reasons["multiple over universe"], result.describe()
+    assert "room for 2" in reasons["multiple over universe"], result.describe()
+
+
+@pytest.mark.resmpi_only("the universe check is resmpi's")
+def test_spawn_past_the_universe_is_refused_even_when_it_could_start(build):
+    result = run(2, build("dynproc"), "spawn", timeout=60)
+    assert_ok(result)
+    reasons = spawn_lines(result)
+    assert "1 new processes asked for, but MPI_UNIVERSE_SIZE is 2" in reasons["over universe"], \
+        result.describe()
+    assert "room for 0" in reasons["multiple over universe"], result.describe()
+
+
+@pytest.mark.resmpi_only("a resmpi singleton is started by no launcher")
+def test_spawn_outside_resmpis_mpiexec_says_it_needs_it(build):
+    # a singleton has no RESMPI_JOB_ID, as under hydra or Slurm: the same
+    # branch of the verdict, checked before the universe
+    result = run_cmd([build("dynproc"), "spawn"], timeout=60)
+    assert_ok(result)
+    reasons = spawn_lines(result)
+    assert "needs resmpi's own mpiexec" in reasons.get("over universe", ""), result.describe()
+    assert "'./no-such-program': not found" in reasons.get("bad command", ""), result.describe()
 
 
 @pytest.mark.resmpi_only("port names and the connect timeout are resmpi's")

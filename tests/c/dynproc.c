@@ -7,7 +7,9 @@
  *   dynproc accept             name service + accept/connect, both ways
  *   dynproc halves             lower half of WORLD accepts, upper connects
  *   dynproc join               MPI_Comm_join over a TCP socket (ranks 0, 1)
- *   dynproc spawn              spawn/spawn_multiple fail with MPI_ERR_SPAWN
+ *   dynproc spawn              spawn/spawn_multiple refused with MPI_ERR_SPAWN and
+ *                              the reason (bad command/wdir/host, universe, launcher);
+ *                              spawns that start processes are tests/c/spawn.c
  *   dynproc errors             bad ports, unknown names, an unanswered connect
  *   dynproc disconnect         disconnect waits for pending sends
  */
@@ -213,34 +215,87 @@ static void join(void) {
     }
 }
 
+static const char *g_self; /* this program's path, an existing command */
+
+/* One refused spawn: every member gets MPI_ERR_SPAWN, no inter-communicator
+ * and every error code set; rank 0 prints "spawn LABEL: MESSAGE" so the
+ * test can check the reason, which must be the same at every member. */
+static void refused(const char *label, int rc, MPI_Comm children, const int *codes, int count) {
+    CHECK(error_class(rc) == MPI_ERR_SPAWN, "%s: spawn returned class %d", label, error_class(rc));
+    CHECK(children == MPI_COMM_NULL, "%s: no inter-communicator on failure", label);
+    for (int i = 0; codes && i < count; i++)
+        CHECK(codes[i] == MPI_ERR_SPAWN, "%s: errcodes[%d] = %d", label, i, codes[i]);
+    char text[MPI_MAX_ERROR_STRING], root_text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    memset(text, 0, sizeof text);
+    MPI_Error_string(rc, text, &length);
+    memcpy(root_text, text, sizeof text);
+    MPI_OK(MPI_Bcast(root_text, MPI_MAX_ERROR_STRING, MPI_CHAR, 0, MPI_COMM_WORLD));
+    CHECK(!strcmp(text, root_text), "%s: rank %d got '%s', rank 0 '%s'", label, g_rank, text, root_text);
+    if (g_rank == 0) printf("spawn %s: %s\n", label, text);
+}
+
 static void spawn(void) {
     MPI_Comm parent, children = MPI_COMM_WORLD;
     MPI_OK(MPI_Comm_get_parent(&parent));
     CHECK(parent == MPI_COMM_NULL, "a process started by mpiexec has no parent");
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    int codes[3] = {0, 0, 0};
+    int *universe, flag;
+    MPI_OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_UNIVERSE_SIZE, &universe, &flag));
+    CHECK(flag, "MPI_UNIVERSE_SIZE is set");
+    int room = *universe - g_size;
+    int codes[16];
     char *args[] = {"x", NULL};
     double start = now();
+
+    memset(codes, 0, sizeof codes);
     int rc = MPI_Comm_spawn("./no-such-program", args, 3, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
                             &children, codes);
-    CHECK(error_class(rc) == MPI_ERR_SPAWN, "spawn returned class %d", error_class(rc));
-    CHECK(children == MPI_COMM_NULL, "no inter-communicator on failure");
-    for (int i = 0; i < 3; i++) CHECK(codes[i] == MPI_ERR_SPAWN, "errcodes[%d] = %d", i, codes[i]);
-    rc = MPI_Comm_spawn("./no-such-program", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
-                        &children, MPI_ERRCODES_IGNORE);
-    CHECK(error_class(rc) == MPI_ERR_SPAWN, "spawn (codes ignored) returned %d", rc);
-    char *commands[2] = {"./a", "./b"};
-    int counts[2] = {1, 2};
+    refused("bad command", rc, children, codes, 3);
+
+    memset(codes, 0, sizeof codes);
+    children = MPI_COMM_WORLD;
+    rc = MPI_Comm_spawn(g_self, args, room + 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &children, codes);
+    refused("over universe", rc, children, codes, room + 1);
+
+    /* known keys with bad values (an unknown key is ignored) */
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int host_length;
+    MPI_OK(MPI_Get_processor_name(host, &host_length));
+    MPI_Info info;
+    MPI_OK(MPI_Info_create(&info));
+    MPI_OK(MPI_Info_set(info, "host", host));
+    MPI_OK(MPI_Info_set(info, "x-no-such-key", "ignored"));
+    MPI_OK(MPI_Info_set(info, "wdir", "/no/such/directory"));
+    children = MPI_COMM_WORLD;
+    rc = MPI_Comm_spawn(g_self, MPI_ARGV_NULL, 1, info, 0, MPI_COMM_WORLD, &children,
+                        MPI_ERRCODES_IGNORE);
+    refused("bad wdir", rc, children, NULL, 0);
+
+    MPI_OK(MPI_Info_set(info, "wdir", "."));
+    MPI_OK(MPI_Info_set(info, "host", "no-such-host.invalid"));
+    children = MPI_COMM_WORLD;
+    rc = MPI_Comm_spawn(g_self, MPI_ARGV_NULL, 1, info, 0, MPI_COMM_WORLD, &children,
+                        MPI_ERRCODES_IGNORE);
+    refused("bad host", rc, children, NULL, 0);
+    MPI_OK(MPI_Info_free(&info));
+
+    /* spawn_multiple: two commands that together overflow the universe */
+    char *commands[2] = {(char *)g_self, (char *)g_self};
+    int counts[2] = {room + 1, 1};
     MPI_Info infos[2] = {MPI_INFO_NULL, MPI_INFO_NULL};
-    int multiple_codes[3] = {0, 0, 0};
-    rc = MPI_Comm_spawn_multiple(2, commands, MPI_ARGVS_NULL, counts, infos, 0, MPI_COMM_WORLD,
-                                 &children, multiple_codes);
-    CHECK(error_class(rc) == MPI_ERR_SPAWN, "spawn_multiple returned %d", rc);
-    for (int i = 0; i < 3; i++)
-        CHECK(multiple_codes[i] == MPI_ERR_SPAWN, "multiple errcodes[%d] = %d", i, multiple_codes[i]);
+    memset(codes, 0, sizeof codes);
+    children = MPI_COMM_WORLD;
+    if (room + 2 <= 16) {
+        rc = MPI_Comm_spawn_multiple(2, commands, MPI_ARGVS_NULL, counts, infos, 0, MPI_COMM_WORLD,
+                                     &children, codes);
+        refused("multiple over universe", rc, children, codes, room + 2);
+    }
     CHECK(now() - start < 10, "spawn errors took %.1f s", now() - start);
-    /* the communicator is still usable */
-    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    /* the parents keep working */
+    int sum = 0, one = 1;
+    MPI_OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(sum == g_size, "allreduce after the refusals: %d", sum);
     if (g_rank == 0) printf("spawn refused\n");
 }
 
@@ -313,6 +368,7 @@ static void disconnect(void) {
 int main(int argc, char **argv) {
     test_init(&argc, &argv);
     const char *mode = argc > 1 ? argv[1] : "accept";
+    g_self = argv[0];
     if (!strcmp(mode, "universe")) universe();
     else if (!strcmp(mode, "accept")) accept_connect();
     else if (!strcmp(mode, "halves")) halves();

@@ -322,16 +322,21 @@ pub unsafe extern "C" fn PMPI_Comm_idup_with_info(
 }
 const _: fn_types::MPI_Comm_idup_with_info = PMPI_Comm_idup_with_info;
 
-/// MPI_Comm_get_parent: resmpi has no MPI_Comm_spawn, so no process has a
-/// parent.
+/// MPI_Comm_get_parent: the inter-communicator to the parents of a
+/// process MPI_Comm_spawn started (until it is disconnected), else
+/// MPI_COMM_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    entry("MPI_Comm_get_parent", MPI_COMM_WORLD, |_, _| {
+    entry("MPI_Comm_get_parent", MPI_COMM_WORLD, |mpi, _| {
         if parent.is_null() {
             return Err(MpiError::new(ErrorClass::Arg, "parent pointer is NULL"));
         }
+        let handle = match mpi.parent {
+            Some(index) if mpi.comm(index).is_ok() => crate::handles::comm_handle(index),
+            _ => MPI_COMM_NULL,
+        };
         // SAFETY: checked non-null; the caller's variable.
-        unsafe { *parent = MPI_COMM_NULL };
+        unsafe { *parent = handle };
         Ok(())
     })
 }

@@ -1,11 +1,9 @@
 //! Dynamic process entry points: ports, accept/connect, the name service,
 //! MPI_Comm_join, MPI_Comm_disconnect, and MPI_Comm_spawn(_multiple),
-//! which fail cleanly (MPI_ERR_SPAWN, every error code filled) because
-//! resmpi does not start new processes yet.
-//!
-//! Why spawn fails rather than hangs: the call is collective, and each
-//! member learns the outcome from the root through one broadcast over the
-//! parent communicator, so every member returns the same error at once.
+//! whose request is decoded here (argv, the `wdir` and `host` info keys)
+//! and judged and started at the root by `resmpi_core::spawn`: every
+//! member returns the inter-communicator to the children, or the root's
+//! reason (MPI_ERR_SPAWN, every error code filled) at once.
 //! The logic lives in `resmpi_core::dpm`; this file only decodes C
 //! arguments and does the socket I/O of MPI_Comm_join (the one place a
 //! user file descriptor is touched).
@@ -13,6 +11,7 @@
 use std::os::raw::{c_char, c_int};
 
 use resmpi_core::dpm::{JoinCard, PORT_NAME_MAX_BYTES};
+use resmpi_core::spawn::SpawnCommand;
 use resmpi_core::{ErrorClass, MpiError, MpiResult};
 
 use crate::abi::*;
@@ -277,47 +276,83 @@ pub unsafe extern "C" fn PMPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> 
 }
 const _: fn_types::MPI_Comm_join = PMPI_Comm_join;
 
-/// MPI_Comm_spawn(_multiple) after its arguments were checked at the
-/// root: every member learns the number of processes asked for from the
-/// root, fills its error codes with MPI_ERR_SPAWN and returns it.
-fn refuse_spawn(
+/// A NULL-terminated C argument vector (MPI_ARGV_NULL: none).
+unsafe fn argument_vector(argv: *mut *mut c_char) -> Vec<String> {
+    let mut arguments = Vec::new();
+    if argv.is_null() {
+        return arguments;
+    }
+    // SAFETY: the caller's vector ends with a NULL entry (the standard's
+    // rule for argv); each entry is a NUL-terminated string.
+    unsafe {
+        let mut at = 0;
+        while !(*argv.add(at)).is_null() {
+            arguments.push(c_text(*argv.add(at)));
+            at += 1;
+        }
+    }
+    arguments
+}
+
+/// One command of a spawn request: the info keys resmpi reads are `wdir`
+/// and `host`; others are ignored, as the standard allows.
+unsafe fn spawn_command(
+    registry: &crate::global::Registry,
+    command: *const c_char,
+    argv: *mut *mut c_char,
+    maxprocs: c_int,
+    info: MPI_Info,
+    what: &str,
+) -> MpiResult<SpawnCommand> {
+    // SAFETY: the caller's string.
+    let command = unsafe { text_argument(command, what) }?;
+    if maxprocs <= 0 {
+        return Err(MpiError::new(
+            ErrorClass::Arg,
+            format!("maxprocs {maxprocs} of {what} must be positive"),
+        ));
+    }
+    Ok(SpawnCommand {
+        command,
+        // SAFETY: the caller's vector.
+        arguments: unsafe { argument_vector(argv) },
+        process_count: maxprocs as u32,
+        working_directory: crate::info::hint(registry, info, "wdir")?,
+        host: crate::info::hint(registry, info, "host")?,
+    })
+}
+
+/// The shared end of MPI_Comm_spawn(_multiple): `at_root` is the request
+/// decoded at the root. Every member gets the inter-communicator to the
+/// children, or fills one error code per process asked for and returns
+/// the root's reason (see `resmpi_core::spawn`).
+fn spawn_at(
     mpi: &mut resmpi_core::Mpi,
     index: usize,
     root: c_int,
-    at_root: Option<MpiResult<u32>>,
+    at_root: Option<MpiResult<Vec<SpawnCommand>>>,
+    intercomm: *mut MPI_Comm,
     array_of_errcodes: *mut c_int,
 ) -> MpiResult<()> {
-    let comm = mpi.comm(index)?;
-    if comm.is_inter() {
-        return Err(MpiError::new(
-            ErrorClass::Comm,
-            "MPI_Comm_spawn needs an intra-communicator",
-        ));
-    }
-    if root < 0 || root as u32 >= comm.size() {
-        return Err(MpiError::new(
-            ErrorClass::Root,
-            format!("root {root} is out of range (size {})", comm.size()),
-        ));
-    }
-    // [arguments valid at the root, processes asked for]
-    let mut words = [0u32; 2];
-    let mut root_error = None;
-    match at_root {
-        Some(Ok(count)) => words = [1, count],
-        Some(Err(error)) => root_error = Some(error),
-        None => {}
-    }
-    let mut bytes: Vec<u8> = words.iter().flat_map(|word| word.to_ne_bytes()).collect();
-    mpi.bcast(index, &mut bytes, root as u32)?;
-    let word =
-        |at: usize| u32::from_ne_bytes(bytes[at * 4..at * 4 + 4].try_into().expect("4 bytes"));
-    if word(0) == 0 {
-        return Err(root_error.unwrap_or_else(|| {
-            MpiError::new(ErrorClass::Spawn, "the root's spawn arguments are invalid")
-        }));
-    }
-    let count = word(1) as usize;
+    let (error, count) = match mpi.comm_spawn(index, root, at_root) {
+        Ok(children) => {
+            // SAFETY: checked non-null by the caller.
+            unsafe { *intercomm = comm_handle(children) };
+            if !array_of_errcodes.is_null() {
+                let count = mpi
+                    .comm(children)?
+                    .remote
+                    .as_ref()
+                    .map_or(0, |remote| remote.group.len());
+                for slot in 0..count {
+                    // SAFETY: one code per process asked for, as below.
+                    unsafe { *array_of_errcodes.add(slot) = MPI_SUCCESS };
+                }
+            }
+            return Ok(());
+        }
+        Err(failure) => failure,
+    };
     if !array_of_errcodes.is_null() {
         for slot in 0..count {
             // SAFETY: MPI_Comm_spawn's caller passes one code per process
@@ -325,43 +360,33 @@ fn refuse_spawn(
             unsafe { *array_of_errcodes.add(slot) = MPI_ERR_SPAWN };
         }
     }
-    Err(MpiError::new(
-        ErrorClass::Spawn,
-        format!(
-            "starting {count} new processes is not supported: resmpi's mpiexec cannot spawn processes yet (MPI_Comm_accept/MPI_Comm_connect work between processes of one job)"
-        ),
-    ))
+    Err(error)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_spawn(
     command: *const c_char,
-    _argv: *mut *mut c_char,
+    argv: *mut *mut c_char,
     maxprocs: c_int,
-    _info: MPI_Info,
+    info: MPI_Info,
     root: c_int,
     comm: MPI_Comm,
     intercomm: *mut MPI_Comm,
     array_of_errcodes: *mut c_int,
 ) -> c_int {
-    entry("MPI_Comm_spawn", comm, |mpi, _| {
+    entry("MPI_Comm_spawn", comm, |mpi, registry| {
         let index = comm_of(mpi, comm)?;
         check_newcomm(intercomm)?;
         // SAFETY: checked non-null.
         unsafe { *intercomm = MPI_COMM_NULL };
         let is_root = mpi.comm(index)?.rank as c_int == root;
         let at_root = is_root.then(|| {
-            // SAFETY: the caller's string.
-            unsafe { text_argument(command, "command") }?;
-            if maxprocs <= 0 {
-                return Err(MpiError::new(
-                    ErrorClass::Arg,
-                    format!("maxprocs {maxprocs} must be positive"),
-                ));
-            }
-            Ok(maxprocs as u32)
+            // SAFETY: the caller's arguments, significant at the root.
+            let command =
+                unsafe { spawn_command(registry, command, argv, maxprocs, info, "command") }?;
+            Ok(vec![command])
         });
-        refuse_spawn(mpi, index, root, at_root, array_of_errcodes)
+        spawn_at(mpi, index, root, at_root, intercomm, array_of_errcodes)
     })
 }
 const _: fn_types::MPI_Comm_spawn = PMPI_Comm_spawn;
@@ -370,42 +395,55 @@ const _: fn_types::MPI_Comm_spawn = PMPI_Comm_spawn;
 pub unsafe extern "C" fn PMPI_Comm_spawn_multiple(
     count: c_int,
     array_of_commands: *mut *mut c_char,
-    _array_of_argv: *mut *mut *mut c_char,
+    array_of_argv: *mut *mut *mut c_char,
     array_of_maxprocs: *const c_int,
-    _array_of_info: *const MPI_Info,
+    array_of_info: *const MPI_Info,
     root: c_int,
     comm: MPI_Comm,
     intercomm: *mut MPI_Comm,
     array_of_errcodes: *mut c_int,
 ) -> c_int {
-    entry("MPI_Comm_spawn_multiple", comm, |mpi, _| {
+    entry("MPI_Comm_spawn_multiple", comm, |mpi, registry| {
         let index = comm_of(mpi, comm)?;
         check_newcomm(intercomm)?;
         // SAFETY: checked non-null.
         unsafe { *intercomm = MPI_COMM_NULL };
         let is_root = mpi.comm(index)?.rank as c_int == root;
         let at_root = is_root.then(|| {
-            let mut total = 0u32;
             if count <= 0 || array_of_commands.is_null() || array_of_maxprocs.is_null() {
                 return Err(MpiError::new(
                     ErrorClass::Arg,
                     "MPI_Comm_spawn_multiple needs a positive count, commands and maxprocs",
                 ));
             }
-            for command in 0..count as usize {
-                // SAFETY: the caller's arrays hold `count` entries.
-                let processes = unsafe { *array_of_maxprocs.add(command) };
-                if processes <= 0 {
-                    return Err(MpiError::new(
-                        ErrorClass::Arg,
-                        format!("maxprocs[{command}] = {processes} must be positive"),
-                    ));
-                }
-                total = total.saturating_add(processes as u32);
-            }
-            Ok(total)
+            (0..count as usize)
+                .map(|at| {
+                    // SAFETY: the caller's arrays hold `count` entries
+                    // (MPI_ARGVS_NULL and a NULL info array: none).
+                    unsafe {
+                        let argv = if array_of_argv.is_null() {
+                            std::ptr::null_mut()
+                        } else {
+                            *array_of_argv.add(at)
+                        };
+                        let info = if array_of_info.is_null() {
+                            MPI_INFO_NULL
+                        } else {
+                            *array_of_info.add(at)
+                        };
+                        spawn_command(
+                            registry,
+                            *array_of_commands.add(at),
+                            argv,
+                            *array_of_maxprocs.add(at),
+                            info,
+                            &format!("command {at}"),
+                        )
+                    }
+                })
+                .collect()
         });
-        refuse_spawn(mpi, index, root, at_root, array_of_errcodes)
+        spawn_at(mpi, index, root, at_root, intercomm, array_of_errcodes)
     })
 }
 const _: fn_types::MPI_Comm_spawn_multiple = PMPI_Comm_spawn_multiple;

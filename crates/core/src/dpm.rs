@@ -545,7 +545,30 @@ impl Mpi {
                 })
         };
         self.engine.wait_until(|engine| !pending(engine))?;
+        // Processes of another world (spawn's parents or children) may
+        // leave once their side is done: their requests are complete, so
+        // they hold what we sent them, and a link left waiting for their
+        // last acknowledgements must not take their exit for a failure.
+        let remote = self
+            .comm(index)?
+            .remote
+            .as_ref()
+            .map(|remote| remote.group.clone());
+        if let Some(remote) = remote {
+            if self.let_other_world_leave(&remote) {
+                // Disconnect is collective: neither side leaves before the
+                // other is here, so a process still waiting for the
+                // acknowledgement of a message the other side already used
+                // sees it leave only once it tolerates that.
+                let mut schedule = self.engine.new_schedule(index)?;
+                crate::coll::inter::barrier(&mut schedule);
+                self.engine.run_schedule(schedule)?;
+            }
+        }
         self.engine.drain()?;
+        if self.parent == Some(index) {
+            self.parent = None;
+        }
         self.free_comm(index)
     }
 }

@@ -396,6 +396,10 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Message logging: per world rank, dead and not yet re-joined (its
     /// new incarnation will replay; see `engine/replay.rs`).
     restarting: Vec<bool>,
+    /// Peers of another world (MPI_Comm_spawn's parents or children) whose
+    /// inter-communicator was disconnected: they may close their
+    /// connections, as every peer may past MPI_Finalize's barrier.
+    pub leavers: Vec<u32>,
     /// Message logging: this replacement took a checkpoint's position
     /// (`engine/position.rs`) and the program has not reached its
     /// restart yet: it must not communicate.
@@ -557,6 +561,7 @@ impl<F: Interceptor> Engine<F> {
                 rendezvous_in: Vec::new(),
                 rma: rma::RmaState::default(),
                 restarting: vec![false; peers],
+                leavers: Vec::new(),
                 resume_pending: false,
                 sends_waiting_for_log: VecDeque::new(),
                 interceptor,
@@ -572,6 +577,38 @@ impl<F: Interceptor> Engine<F> {
             local_exits_checked_at: None,
             timer_clock: monotonic_now_ns,
             shared_memory: Default::default(),
+        }
+    }
+
+    /// Grow every per-peer table to `size` endpoints (MPI_Comm_spawn's
+    /// children get job-wide numbers past the parents'); a new peer starts
+    /// as a fresh one: no frames, full credit, numbered from 1,
+    /// incarnation 0, not failed, routed over TCP with a fresh link when
+    /// the reliability layer is on (`reliable`).
+    pub fn add_endpoints(&mut self, size: u32, reliable: bool) {
+        if size <= self.state.size {
+            return;
+        }
+        let (old, peers) = (self.state.size, size as usize);
+        let state = &mut self.state;
+        state.outbox.resize_with(peers, VecDeque::new);
+        state.streams.resize_with(peers, VecDeque::new);
+        state
+            .eager_credit
+            .resize(peers, state.config.eager_credit_bytes);
+        state.credit_owed.resize(peers, 0);
+        state.failed.resize(peers, false);
+        state.message_seq_out.resize(peers, 0);
+        state.message_seq_in.resize(peers, 0);
+        state.peer_incarnation.resize(peers, 0);
+        state.restarting.resize(peers, false);
+        state.size = size;
+        self.transports
+            .routes
+            .resize(peers, crate::transport::Route::Tcp);
+        self.links.grow(size);
+        for peer in old..size {
+            self.links.adopt(peer, reliable);
         }
     }
 
@@ -1303,7 +1340,11 @@ impl<F: Interceptor> Engine<F> {
                 Err(PathError::PeerClosed(peer)) if state.is_failed(peer) => {}
                 // Past the final barrier, peers leave whenever they like; a
                 // peer that left has received all it needed from us.
-                Err(PathError::PeerClosed(peer)) if state.finalizing => links.forget(peer),
+                Err(PathError::PeerClosed(peer))
+                    if state.finalizing || state.leavers.contains(&peer) =>
+                {
+                    links.forget(peer)
+                }
                 // Another rail may carry on; the link decides when the
                 // peer is unreachable.
                 Err(PathError::PeerClosed(peer)) if links.covers(peer) => {

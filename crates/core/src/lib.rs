@@ -25,6 +25,7 @@ pub mod partitioned;
 pub mod reliability;
 pub mod request;
 pub mod schedule;
+pub mod spawn;
 pub mod topology;
 pub mod transport;
 pub mod ulfm;
@@ -269,6 +270,9 @@ pub struct Mpi {
     context_turns: ContextTurns,
     /// Ports opened with MPI_Open_port and not closed (`dpm.rs`).
     ports: dpm::Ports,
+    /// MPI_Comm_get_parent: the inter-communicator to the parents of a
+    /// spawned process (`spawn.rs`).
+    pub parent: Option<usize>,
     /// MPI_Buffer_attach state.
     pub bsend: BsendBuffer,
     /// MPI_Get_processor_name.
@@ -335,14 +339,25 @@ impl Mpi {
             .map_err(|message| MpiError::new(ErrorClass::Other, format!("MPI_Init: {message}")))?;
         let mut pmi = Pmi::from_env()
             .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
+        // A spawned child reaches its siblings and its parents over TCP,
+        // its endpoint past the parents' (`spawn.rs`).
+        let spawn_parent = spawn::child_parent()?;
         // A replacement process joins the running job instead (re-join).
-        let (transports, live_peers) = if config.incarnation > 0 {
+        let (transports, live_peers) = if let Some((base, parent)) = &spawn_parent {
+            (
+                spawn::wire_up_child(&mut pmi, &config, *base, parent)?,
+                None,
+            )
+        } else if config.incarnation > 0 {
             let (transports, live_peers) = wireup::wire_up_replacement(&mut pmi, &config)?;
             (transports, Some(live_peers))
         } else {
             (wireup::wire_up(&mut pmi, &config)?, None)
         };
-        let (rank, size) = (pmi.rank(), pmi.size());
+        let (rank, size) = match &spawn_parent {
+            Some((base, _)) => (base + pmi.rank(), base + pmi.size()),
+            None => (pmi.rank(), pmi.size()),
+        };
         // Enough credit for four maximal eager messages, otherwise 32 MiB of
         // unexpected payload per receiver shared by all senders, at most 1 MiB each.
         // RESMPI_EAGER_CREDIT overrides it (never below four eager messages).
@@ -415,10 +430,14 @@ impl Mpi {
             engine.failures_are_events = true;
             engine.links.unreachable_is_failure = true;
         }
+        let (world_group, world_rank) = match &spawn_parent {
+            Some((base, _)) => ((*base..size).collect(), rank - base),
+            None => (replicas.world_group(rank), replicas.rank_of(rank)),
+        };
         let world = Communicator::new(
             comm::WORLD_CONTEXT,
-            Arc::new(replicas.world_group(rank)),
-            replicas.rank_of(rank),
+            Arc::new(world_group),
+            world_rank,
             default_errhandler,
             "MPI_COMM_WORLD".into(),
         );
@@ -472,11 +491,12 @@ impl Mpi {
             engine.state.wildcards_wait_for_acknowledgement = !cfg!(feature = "msglog");
             engine.links.unreachable_is_failure = true;
         }
-        Ok(Mpi {
+        let mut mpi = Mpi {
             replicas,
             engine,
             pmi,
             next_context: comm::FIRST_FREE_CONTEXT,
+            parent: None,
             idups_led: 0,
             threads_multiple: false,
             context_turns: ContextTurns::default(),
@@ -484,7 +504,11 @@ impl Mpi {
             bsend: BsendBuffer::default(),
             processor_name: wireup::processor_name(),
             config,
-        })
+        };
+        if let Some((_, parent)) = spawn_parent {
+            mpi.adopt_parent(&parent);
+        }
+        Ok(mpi)
     }
 
     /// World rank.

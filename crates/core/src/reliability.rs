@@ -175,6 +175,8 @@ pub struct ReliableLinks {
     /// MPI_Finalize passed its barrier: a peer whose rails fail has left
     /// the job after finishing (see `peers_may_leave`).
     peers_may_leave: bool,
+    /// Peers that may leave one by one (`let_peer_leave`).
+    leavers: Vec<u32>,
     /// A peer unreachable on every rail is a process failure for the
     /// engine to handle (failure policy `continue`), not a fatal error.
     pub unreachable_is_failure: bool,
@@ -209,6 +211,7 @@ impl ReliableLinks {
             retired: [0; REPORT_COUNTERS],
             placing: vec![None; size as usize],
             peers_may_leave: false,
+            leavers: Vec::new(),
             unreachable_is_failure: false,
             unreachable: Vec::new(),
             epoch: Instant::now(),
@@ -573,7 +576,7 @@ impl ReliableLinks {
             link.handle_timeout(now_ns);
         }
         if let Err(unreachable) = link.status() {
-            if self.peers_may_leave {
+            if self.peers_may_leave || self.leavers.contains(&peer) {
                 self.forget(peer);
                 return Ok(false);
             }
@@ -683,6 +686,25 @@ impl ReliableLinks {
             }
             self.refused[peer as usize] = None;
             self.placing[peer as usize] = None;
+        }
+    }
+
+    /// Room for `size` peers (MPI_Comm_spawn's children); new ones have no
+    /// link until `adopt` gives them one.
+    pub fn grow(&mut self, size: u32) {
+        let peers = size as usize;
+        if peers > self.links.len() {
+            self.links.resize_with(peers, || None);
+            self.refused.resize_with(peers, || None);
+            self.placing.resize(peers, None);
+        }
+    }
+
+    /// `peer` may leave (its inter-communicator was disconnected): an
+    /// unreachable link to it is forgotten, not an error.
+    pub fn let_peer_leave(&mut self, peer: u32) {
+        if !self.leavers.contains(&peer) {
+            self.leavers.push(peer);
         }
     }
 

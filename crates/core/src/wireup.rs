@@ -590,3 +590,112 @@ pub fn injection_spec(config: &Config) -> MpiResult<FaultSpec> {
         None => Ok(FaultSpec::default()),
     }
 }
+
+/// A spawned child's MPI_Init (`RESMPI_SPAWN_PARENT` set): its endpoint is
+/// `base` + its PMI rank, and it reaches everybody over one TCP rail. It
+/// connects to its siblings as MPI_Init does (cards through its own PMI
+/// world, its own job's secret); then the children's first process tells
+/// the parents' root where every child listens (`report`, which writes on
+/// the parents' rendezvous socket), and each child accepts the parents of
+/// the spawning communicator, who prove their own job's secret. Returns
+/// the paths over `base` + the children's count endpoints.
+pub fn wire_up_child(
+    pmi: &mut Pmi,
+    config: &Config,
+    base: u32,
+    parents: &[u32],
+    parent_secret: &[u8],
+    report: impl FnOnce(&[String]) -> MpiResult<()>,
+) -> MpiResult<Transports> {
+    let rank = base + pmi.rank();
+    let size = base + pmi.size();
+    let ip = tcp_publish_address(config, true)?;
+    let (mut path, address) =
+        TcpPath::bind(rank, ip).map_err(|e| runtime_error("TCP listen", e))?;
+    pmi.put(&format!("resmpi-child-{}", pmi.rank()), &address)
+        .map_err(|e| runtime_error("PMI put", e))?;
+    pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
+    let secret = match &config.job_secret {
+        Some(secret) => secret.clone(),
+        None => return Err(runtime_error("spawn", "the children have no job secret")),
+    };
+    let mut addresses = Vec::with_capacity(pmi.size() as usize);
+    for child in 0..pmi.size() {
+        addresses.push(
+            pmi.get_from(child, &format!("resmpi-child-{child}"))
+                .map_err(|e| runtime_error("PMI get", e))?,
+        );
+    }
+    let siblings: Vec<(u32, String)> = addresses
+        .iter()
+        .enumerate()
+        .map(|(child, address)| (base + child as u32, address.clone()))
+        .filter(|(endpoint, _)| *endpoint != rank)
+        .collect();
+    path.connect_all(&siblings, &secret)
+        .map_err(|e| runtime_error("TCP connect to the other children", e))?;
+    pmi.barrier().map_err(|e| runtime_error("PMI barrier", e))?;
+    if pmi.rank() == 0 {
+        report(&addresses)?;
+    }
+    path.accept_peers(parents, parent_secret)
+        .map_err(|e| runtime_error("spawn: accepting the parents", e))?;
+    let mut routes = vec![Route::Tcp; size as usize];
+    routes[rank as usize] = Route::Loopback;
+    let spec = injection_spec(config)?;
+    let epoch = std::time::Instant::now();
+    let clock: Box<dyn Fn() -> u64 + Send> = Box::new(move || epoch.elapsed().as_nanos() as u64);
+    Ok(Transports {
+        routes,
+        shm: None,
+        rails: vec![FaultyPath::new(path, spec, rank, 0, clock)],
+        loopback: Default::default(),
+        memory: None,
+        joining: None,
+    })
+}
+
+/// A parent's half of MPI_Comm_spawn's wire-up: connect to the child
+/// `peer` listening at `address` over TCP rail 0 (made now if this
+/// process had none: a one-process job, or only shared-memory peers),
+/// proving this job's `secret`.
+pub fn connect_spawned_peer(
+    transports: &mut Transports,
+    config: &Config,
+    rank: u32,
+    peer: u32,
+    address: &str,
+    secret: &[u8],
+) -> MpiResult<()> {
+    let spawn_error = |what: &str, error: &dyn std::fmt::Display| {
+        MpiError::new(
+            ErrorClass::Spawn,
+            format!("MPI_Comm_spawn: {what}: {error}"),
+        )
+    };
+    if transports.rails.len() > 1 {
+        return Err(spawn_error(
+            "several TCP rails",
+            &"children are reached over one rail; run with one rail",
+        ));
+    }
+    if transports.rails.is_empty() {
+        let ip = tcp_publish_address(config, true)?;
+        let (path, _) =
+            TcpPath::bind(rank, ip).map_err(|error| spawn_error("TCP listen", &error))?;
+        let epoch = std::time::Instant::now();
+        let clock: Box<dyn Fn() -> u64 + Send> =
+            Box::new(move || epoch.elapsed().as_nanos() as u64);
+        transports.rails.push(FaultyPath::new(
+            path,
+            injection_spec(config)?,
+            rank,
+            0,
+            clock,
+        ));
+    }
+    let rail = transports.rails[0].inner_mut();
+    rail.set_connect_timeout(REJOIN_CONNECT_TIMEOUT);
+    rail.connect_peer(peer, address, secret)
+        .map_err(|error| spawn_error(&format!("connecting to child {peer} at {address}"), &error))
+}

@@ -17,6 +17,7 @@
 //! (the kills `--inject` schedules), `event_logger` (the `--msglog`
 //! event logger's process), `signals`.
 
+mod dynamic_spawn;
 mod event_logger;
 mod ft_report;
 mod hosts;

@@ -184,6 +184,8 @@ pub struct PmiServer {
     state: Mutex<ServerState>,
     barrier_released: Condvar,
     failures: Mutex<FailureBoard>,
+    /// MPI_Comm_spawn's nested launchers (`cmd=resmpi_spawn`).
+    spawns: Mutex<crate::dynamic_spawn::SpawnedLaunchers>,
 }
 
 impl PmiServer {
@@ -215,6 +217,7 @@ impl PmiServer {
                 pending_rejoins: vec![Vec::new(); ranks],
                 notices_sent_count: 0,
             }),
+            spawns: Mutex::new(crate::dynamic_spawn::SpawnedLaunchers::new(rank_count)),
         })
     }
 
@@ -223,8 +226,40 @@ impl PmiServer {
     pub fn with_universe_size(mut self: Arc<PmiServer>, universe_size: u32) -> Arc<PmiServer> {
         if let Some(server) = Arc::get_mut(&mut self) {
             server.universe_size = universe_size.max(1);
+            server.spawned().set_universe_size(server.universe_size);
         }
         self
+    }
+
+    /// MPI_Comm_spawn's nested launchers.
+    pub fn spawned(&self) -> MutexGuard<'_, crate::dynamic_spawn::SpawnedLaunchers> {
+        self.spawns
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `cmd=resmpi_spawn count=N script=S parent=P`: start the processes
+    /// (see `dynamic_spawn.rs`) and answer their first endpoint.
+    fn spawn(&self, line: &PmiLine) -> PmiLine {
+        let reply = PmiLine::new("resmpi_spawn_result");
+        let count = line.get("count").and_then(|text| text.parse::<u32>().ok());
+        let (Some(count), Some(script), Some(parent)) =
+            (count, line.get("script"), line.get("parent"))
+        else {
+            return reply
+                .with("rc", -1)
+                .with("msg", "spawn_needs_count_script_and_parent");
+        };
+        if self.state().shutting_down {
+            return reply.with("rc", -1).with("msg", "the_job_is_ending");
+        }
+        match self
+            .spawned()
+            .start(count, &decode_text(script), &decode_text(parent))
+        {
+            Ok(base) => reply.with("rc", 0).with("base", base),
+            Err(message) => reply.with("rc", -1).with("msg", message),
+        }
     }
 
     /// MPI_Publish_name / Lookup_name / Unpublish_name (hydra's PMI-1
@@ -671,6 +706,7 @@ impl PmiServer {
                 Some(PmiLine::new("universe_size").with("size", self.universe_size))
             }
             "publish_name" | "lookup_name" | "unpublish_name" => Some(self.name_service(line)),
+            "resmpi_spawn" => Some(self.spawn(line)),
             "put" => {
                 let (Some(key), Some(value)) = (line.get("key"), line.get("value")) else {
                     return failure("put_result", "put_needs_key_and_value");

@@ -307,6 +307,7 @@ pub fn run(options: &Options) -> i32 {
         Ok(()) => job.final_exit_code(),
         Err(code) => code,
     };
+    let code = wait_for_spawned_launchers(&job.server, code);
     let replicas_given_up = job
         .replicas_given_up
         .iter()
@@ -346,6 +347,28 @@ fn start_event_logger(
         logger.address(),
     ));
     Ok((logger, with_address))
+}
+
+/// The job ends when MPI_Comm_spawn's children end too: wait for every
+/// nested launcher (told to end first when the parents' job failed), and
+/// a failed one makes a successful job's exit code its own.
+fn wait_for_spawned_launchers(server: &PmiServer, code: i32) -> i32 {
+    let pids = server.spawned().running_pids();
+    for pid in pids {
+        if code != 0 {
+            // SAFETY: `pid` is a child of this process not reaped yet.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let mut status = 0;
+        // SAFETY: waitpid writes only to the local `status`; `pid` is ours.
+        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
+            server.spawned().record(pid, status);
+        }
+    }
+    match code {
+        0 => server.spawned().exit_code(),
+        code => code,
+    }
 }
 
 /// The end-of-job FT report: sums what ranks put under
@@ -1189,6 +1212,24 @@ impl Job {
         }
     }
 
+    /// MPI_Comm_spawn's children failed (their nested mpiexec, which
+    /// reported the death, exited non-zero while the parents run): under
+    /// `abort` that ends the job as a rank's death does, so no parent
+    /// waits for a child that is gone.
+    fn spawned_children_failed(&mut self) -> bool {
+        let code = self.server.spawned().exit_code();
+        if code == 0 || self.policy == FailurePolicy::Continue {
+            return false;
+        }
+        self.fail(
+            code,
+            &format!(
+                "processes started by MPI_Comm_spawn failed (their mpiexec exited with code {code}): ending the job"
+            ),
+        );
+        true
+    }
+
     fn running_count(&self) -> usize {
         self.ranks
             .iter()
@@ -1223,6 +1264,8 @@ impl Job {
                 .is_some_and(|logger| logger.pid == pid)
             {
                 self.event_logger_exited = Some(ending);
+            } else if self.server.spawned().reaped(pid, status) {
+                // A nested launcher of MPI_Comm_spawn: judged at the end.
             } else if let Some(link) = self
                 .proxies
                 .iter()
@@ -1450,7 +1493,7 @@ impl Job {
                     break;
                 }
             }
-            if self.handle_aborts() {
+            if self.handle_aborts() || self.spawned_children_failed() {
                 break;
             }
             if self.handle_lost_proxies()

@@ -913,6 +913,24 @@ impl Pmi {
         .map(|_| ())
     }
 
+    /// MPI_Comm_spawn's request to resmpi's mpiexec (`cmd=resmpi_spawn
+    /// count=N script=S parent=P`): start N processes running the shell
+    /// script S with `RESMPI_SPAWN_PARENT=P`; the answer is the first
+    /// job-wide endpoint number of the new processes.
+    pub fn spawn(&mut self, count: u32, script: &str, parent: &str) -> Result<u32, PmiError> {
+        let reply = self.name_request(
+            PmiLine::new("resmpi_spawn")
+                .with("count", count)
+                .with("script", crate::codec::encode_text(script))
+                .with("parent", crate::codec::encode_text(parent)),
+            "resmpi_spawn_result",
+        )?;
+        reply
+            .require("base")?
+            .parse()
+            .map_err(|_| PmiError::new("mpiexec's spawn reply has no base"))
+    }
+
     fn name_request(&mut self, request: PmiLine, expected: &str) -> Result<PmiLine, PmiError> {
         self.check_usable(&request.command.clone())?;
         match &mut self.transport {
