@@ -176,11 +176,11 @@ fn job_protocol(_rank: u32, _replicas: Replicas, config: &Config) -> MpiResult<J
 /// is only ever loaded by `mpiexec --msglog`.
 #[cfg(feature = "msglog")]
 fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<JobProtocol> {
-    if config.msglog != resmpi_runtime::MessageLogging::Pessimistic {
+    if config.msglog == resmpi_runtime::MessageLogging::None {
         return fail(
             ErrorClass::Other,
             "MPI_Init: this is resmpi's message-logging library (lib/msglog); it runs only under \
-             mpiexec --msglog pessimistic (RESMPI_MSGLOG=pessimistic)",
+             mpiexec --msglog pessimistic or optimistic (RESMPI_MSGLOG)",
         );
     }
     if replicas.count > 1 {
@@ -215,7 +215,7 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
             ),
         );
     };
-    Ok(resmpi_msglog::MessageLog::new(
+    let protocol = resmpi_msglog::MessageLog::new(
         rank,
         replicas.ranks,
         config.incarnation,
@@ -226,7 +226,11 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
     .with_spill(spill)
     .with_logger_link(Box::new(resmpi_msglog::logger_link::TcpLink::new(
         logger_address,
-    ))))
+    )));
+    Ok(match config.msglog {
+        resmpi_runtime::MessageLogging::Optimistic => protocol.optimistic(),
+        _ => protocol,
+    })
 }
 
 /// This build's protocol for process `rank` of a job mapped by `replicas`.

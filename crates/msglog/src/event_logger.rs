@@ -29,6 +29,13 @@
 //! older ones ignored: a dead process's last determinants, still in a
 //! socket, must not land after its replacement was served its list.
 //! Replay is served from what is durable, after any batch in flight.
+//!
+//! **Optimistic ranks** (O2P) say so in their hello; every ack to them is
+//! a `Stable` frame carrying the logger's *stable vector* (per rank, how
+//! many determinants are on disk), from which a rank learns which of its
+//! dependencies on other ranks can never be lost and stops tracking (and
+//! piggybacking) them. Pessimistic ranks get the bare `Ack`: they track
+//! no dependency, and the vector would cost them bytes for nothing.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -72,6 +79,8 @@ struct RankLog {
 struct Connection {
     rank: u32,
     incarnation: u32,
+    /// Its acks carry the stable vector.
+    optimistic: bool,
 }
 
 /// The event logger's state: per rank, its determinant list.
@@ -87,14 +96,30 @@ pub struct EventLogger {
     /// Connections waiting for their replay until nothing is in flight.
     replay_waiting: Vec<u64>,
     frames_out: VecDeque<(u64, Vec<u8>)>,
+    /// Test only: most determinants stored per rank (the rest are
+    /// dropped unacked, as a logger that lost them would).
+    store_count_max: Option<usize>,
     /// What it did.
     pub counters: LoggerCounters,
 }
+
+/// The variable of the test-only bound [`EventLogger::with_store_count_max`]
+/// (`mpiexec` passes its environment to the logger it starts).
+pub const STORE_COUNT_MAX_VARIABLE: &str = "RESMPI_EVENTLOG_TEST_STORE_MAX";
 
 impl EventLogger {
     /// A logger with an empty file.
     pub fn new() -> EventLogger {
         EventLogger::default()
+    }
+
+    /// Test only: store at most `count` determinants of each rank and drop
+    /// the rest unacked, so that an optimistic rank's determinants stay
+    /// unstable (what a slow or lost disk does) and a death provably
+    /// leaves orphans.
+    pub fn with_store_count_max(mut self, count: usize) -> EventLogger {
+        self.store_count_max = Some(count);
+        self
     }
 
     /// A logger that resumes from `file`, the bytes of its log: the
@@ -151,15 +176,29 @@ impl EventLogger {
                 rank,
                 incarnation,
                 replay,
-            }) => self.handle_hello(connection, rank, incarnation, replay),
+                optimistic,
+            }) => self.handle_hello(connection, rank, incarnation, replay, optimistic),
             Ok(Frame::Determinants { first, entries }) => {
                 self.handle_determinants(connection, first, entries)
+            }
+            Ok(Frame::Query) if self.connections.contains_key(&connection) => {
+                let answer = Frame::Answer {
+                    stable: self.stable_vector(),
+                };
+                self.frames_out.push_back((connection, answer.encode()));
             }
             _ => self.counters.protocol_errors += 1,
         }
     }
 
-    fn handle_hello(&mut self, connection: u64, rank: u32, incarnation: u32, replay: bool) {
+    fn handle_hello(
+        &mut self,
+        connection: u64,
+        rank: u32,
+        incarnation: u32,
+        replay: bool,
+        optimistic: bool,
+    ) {
         let log = self.ranks.entry(rank).or_default();
         if incarnation < log.incarnation {
             // A process already replaced: nothing it says counts.
@@ -167,8 +206,14 @@ impl EventLogger {
             return;
         }
         log.incarnation = incarnation;
-        self.connections
-            .insert(connection, Connection { rank, incarnation });
+        self.connections.insert(
+            connection,
+            Connection {
+                rank,
+                incarnation,
+                optimistic,
+            },
+        );
         if replay {
             if self.batch.is_some() || !self.unwritten.is_empty() {
                 self.replay_waiting.push(connection);
@@ -177,13 +222,42 @@ impl EventLogger {
             }
         } else {
             let count = log.durable as u64;
-            self.frames_out
-                .push_back((connection, Frame::Ack { count }.encode()));
+            let ack = self.ack(optimistic, count);
+            self.frames_out.push_back((connection, ack));
+        }
+    }
+
+    /// The logger's stable vector: (rank, determinants on disk), ranks
+    /// with none left out.
+    pub fn stable_vector(&self) -> Vec<(u32, u64)> {
+        self.ranks
+            .iter()
+            .filter(|(_, log)| log.durable > 0)
+            .map(|(&rank, log)| (rank, log.durable as u64))
+            .collect()
+    }
+
+    /// An ack of `count` determinants for a connection: with the stable
+    /// vector when it is optimistic.
+    fn ack(&self, optimistic: bool, count: u64) -> Vec<u8> {
+        if optimistic {
+            Frame::Stable {
+                count,
+                stable: self.stable_vector(),
+            }
+            .encode()
+        } else {
+            Frame::Ack { count }.encode()
         }
     }
 
     fn handle_determinants(&mut self, connection: u64, first: u64, entries: Vec<Entry>) {
-        let Some(&Connection { rank, incarnation }) = self.connections.get(&connection) else {
+        let Some(&Connection {
+            rank,
+            incarnation,
+            optimistic,
+        }) = self.connections.get(&connection)
+        else {
             self.counters.protocol_errors += 1;
             return;
         };
@@ -202,13 +276,16 @@ impl EventLogger {
         }
         // Entries before `entries.len()` are a re-send of what is stored.
         let already = log.entries.len() - first;
-        let new: Vec<Entry> = entries.into_iter().skip(already).collect();
+        let room = self
+            .store_count_max
+            .map_or(usize::MAX, |max| max.saturating_sub(log.entries.len()));
+        let new: Vec<Entry> = entries.into_iter().skip(already).take(room).collect();
         if new.is_empty() {
             // Nothing new; say how far the durable list reaches.
             let count = log.durable as u64;
             if log.durable == log.entries.len() {
-                self.frames_out
-                    .push_back((connection, Frame::Ack { count }.encode()));
+                let ack = self.ack(optimistic, count);
+                self.frames_out.push_back((connection, ack));
             }
             return;
         }
@@ -244,18 +321,24 @@ impl EventLogger {
             return;
         };
         self.counters.batches_synced += 1;
-        for (rank, count) in batch {
+        for &(rank, count) in &batch {
             let log = self.ranks.entry(rank).or_default();
             log.durable = log.durable.max(count);
-            let incarnation = log.incarnation;
-            let ack = Frame::Ack {
-                count: log.durable as u64,
-            }
-            .encode();
-            for (&connection, state) in &self.connections {
-                if state.rank == rank && state.incarnation == incarnation {
-                    self.frames_out.push_back((connection, ack.clone()));
-                }
+        }
+        // The whole batch is durable before any ack goes: the stable
+        // vector of every ack covers all of it.
+        for (rank, _) in batch {
+            let log = &self.ranks[&rank];
+            let (incarnation, count) = (log.incarnation, log.durable as u64);
+            let targets: Vec<(u64, bool)> = self
+                .connections
+                .iter()
+                .filter(|(_, state)| state.rank == rank && state.incarnation == incarnation)
+                .map(|(&connection, state)| (connection, state.optimistic))
+                .collect();
+            for (connection, optimistic) in targets {
+                let ack = self.ack(optimistic, count);
+                self.frames_out.push_back((connection, ack));
             }
         }
         if self.unwritten.is_empty() {
@@ -295,8 +378,12 @@ impl EventLogger {
             first = end;
         }
         let count = log.durable as u64;
-        self.frames_out
-            .push_back((connection, Frame::Ack { count }.encode()));
+        let optimistic = self
+            .connections
+            .get(&connection)
+            .is_some_and(|state| state.optimistic);
+        let ack = self.ack(optimistic, count);
+        self.frames_out.push_back((connection, ack));
     }
 }
 
@@ -345,6 +432,7 @@ mod tests {
             rank,
             incarnation,
             replay,
+            optimistic: false,
         }
         .encode()
     }

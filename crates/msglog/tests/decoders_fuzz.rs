@@ -50,6 +50,21 @@ fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly()
             rank: 1,
             incarnation: 2,
             replay: true,
+            optimistic: true,
+        }
+        .encode(),
+        Frame::Stable {
+            count: 3,
+            stable: vec![(0, 3), (2, 7)],
+        }
+        .encode(),
+        Frame::Depend {
+            entries: vec![(1, 4), (3, 1)],
+        }
+        .encode(),
+        Frame::Query.encode(),
+        Frame::Answer {
+            stable: vec![(0, 5)],
         }
         .encode(),
     ];
