@@ -927,6 +927,11 @@ fn run_faults(
             }
             for &victim in &victims {
                 dead[victim as usize] = Some(step + random.below(400) as usize);
+                // Its socket to the logger closes, at once or later.
+                if random.below(2) == 0 && logger.down_until.is_none() {
+                    let from = connection(victim as usize, incarnations[victim as usize]);
+                    logger.state.handle_closed(from);
+                }
             }
         }
         let logger_due = faults.logger_at.is_some_and(|at| {

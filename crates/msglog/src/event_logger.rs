@@ -36,6 +36,19 @@
 //! dependencies on other ranks can never be lost and stops tracking (and
 //! piggybacking) them. Pessimistic ranks get the bare `Ack`: they track
 //! no dependency, and the vector would cost them bytes for nothing.
+//!
+//! **Where a dead incarnation's list ends** (`Query`/`Answer`): when a
+//! rank dies, a survivor that depends on determinants of it it does not
+//! know stable asks. The answer must be one number for every asker, and
+//! exactly what the replacement replays: the rank's list when its
+//! connection closed (a dead process sends nothing more; its socket was
+//! read to the end) or, if its replacement said hello first, when that
+//! hello came (from then on the old incarnation's frames are ignored).
+//! A query that comes before either waits; the answer goes once that
+//! much is on disk. (A second death of the same rank before a query
+//! about the first is answered moves the end to the second's: a
+//! survivor then takes determinants of the replacement for ones it
+//! depended on; the window is a query delayed past a whole restart.)
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -73,6 +86,9 @@ struct RankLog {
     durable: usize,
     /// The newest incarnation that said hello.
     incarnation: u32,
+    /// Where the list of its newest dead incarnation ends (`Query`):
+    /// set when its connection closes or a newer incarnation says hello.
+    ended: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +111,9 @@ pub struct EventLogger {
     batch: Option<Vec<(u32, usize)>>,
     /// Connections waiting for their replay until nothing is in flight.
     replay_waiting: Vec<u64>,
+    /// Queries (connection, dead rank) waiting for the rank's end to be
+    /// known and on disk.
+    queries_waiting: Vec<(u64, u32)>,
     frames_out: VecDeque<(u64, Vec<u8>)>,
     /// Test only: most determinants stored per rank (the rest are
     /// dropped unacked, as a logger that lost them would).
@@ -164,9 +183,45 @@ impl EventLogger {
 
     /// Connection `connection` closed.
     pub fn handle_closed(&mut self, connection: u64) {
-        self.connections.remove(&connection);
+        if let Some(closed) = self.connections.remove(&connection) {
+            let still_open = self
+                .connections
+                .values()
+                .any(|state| state.rank == closed.rank && state.incarnation == closed.incarnation);
+            if let Some(log) = self.ranks.get_mut(&closed.rank) {
+                if !still_open && closed.incarnation == log.incarnation {
+                    // Everything it sent was read before the close.
+                    log.ended = Some(log.entries.len());
+                }
+            }
+        }
         self.replay_waiting.retain(|&waiting| waiting != connection);
+        self.queries_waiting
+            .retain(|&(waiting, _)| waiting != connection);
         self.frames_out.retain(|(to, _)| *to != connection);
+        self.answer_queries();
+    }
+
+    /// Answer the queries whose rank's end is known and on disk.
+    fn answer_queries(&mut self) {
+        let mut waiting = std::mem::take(&mut self.queries_waiting);
+        waiting.retain(|&(connection, rank)| {
+            let Some(log) = self.ranks.get(&rank) else {
+                return true;
+            };
+            match log.ended {
+                Some(count) if log.durable >= count => {
+                    let answer = Frame::Answer {
+                        rank,
+                        count: count as u64,
+                    };
+                    self.frames_out.push_back((connection, answer.encode()));
+                    false
+                }
+                _ => true,
+            }
+        });
+        self.queries_waiting = waiting;
     }
 
     /// A frame from connection `connection`.
@@ -181,11 +236,10 @@ impl EventLogger {
             Ok(Frame::Determinants { first, entries }) => {
                 self.handle_determinants(connection, first, entries)
             }
-            Ok(Frame::Query) if self.connections.contains_key(&connection) => {
-                let answer = Frame::Answer {
-                    stable: self.stable_vector(),
-                };
-                self.frames_out.push_back((connection, answer.encode()));
+            Ok(Frame::Query { rank }) if self.connections.contains_key(&connection) => {
+                self.ranks.entry(rank).or_default();
+                self.queries_waiting.push((connection, rank));
+                self.answer_queries();
             }
             _ => self.counters.protocol_errors += 1,
         }
@@ -204,6 +258,14 @@ impl EventLogger {
             // A process already replaced: nothing it says counts.
             self.counters.protocol_errors += 1;
             return;
+        }
+        if incarnation > log.incarnation {
+            // The old incarnation's list ends here: its frames are ignored
+            // from now on, and this one replays exactly this much.
+            log.ended = Some(log.entries.len());
+        } else if !replay {
+            // The same process again (its link broke): not dead.
+            log.ended = None;
         }
         log.incarnation = incarnation;
         self.connections.insert(
@@ -225,6 +287,7 @@ impl EventLogger {
             let ack = self.ack(optimistic, count);
             self.frames_out.push_back((connection, ack));
         }
+        self.answer_queries();
     }
 
     /// The logger's stable vector: (rank, determinants on disk), ranks
@@ -341,6 +404,7 @@ impl EventLogger {
                 self.frames_out.push_back((connection, ack));
             }
         }
+        self.answer_queries();
         if self.unwritten.is_empty() {
             for connection in std::mem::take(&mut self.replay_waiting) {
                 if let Some(state) = self.connections.get(&connection).copied() {

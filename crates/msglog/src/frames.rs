@@ -39,11 +39,11 @@
 //!   first `count` determinants of `rank`, not known stable. Only entries
 //!   changed since the sender's last message to the receiver are listed,
 //!   and no frame goes when none is.
-//! - `Query`: no fields — an optimistic rank asks the event logger for its
-//!   stable vector now (a peer died and this rank depends on determinants
-//!   of it it does not know stable).
-//! - `Answer`: n u32, n × (rank u32, count u64) — the logger's stable
-//!   vector, in answer to a `Query`.
+//! - `Query`: rank u32 — an optimistic rank asks the event logger where
+//!   the list of `rank`'s dead incarnation ends (it died, and the asker
+//!   depends on determinants of it it does not know stable).
+//! - `Answer`: rank u32, count u64 — `rank`'s dead incarnation's list
+//!   ends at `count`, all of it on disk: what its replacement replays.
 
 /// Version of this frame format (2: entries carry a kind, and completion
 /// choices exist; 3: probe entries exist; 4: the event logger's `Hello`;
@@ -199,12 +199,17 @@ pub enum Frame {
         /// (rank, count) pairs.
         entries: Vec<(u32, u64)>,
     },
-    /// An optimistic rank asks the logger for its stable vector.
-    Query,
-    /// The logger's stable vector, answering a `Query`.
+    /// An optimistic rank asks where a dead rank's list ends.
+    Query {
+        /// The dead rank.
+        rank: u32,
+    },
+    /// Where a dead rank's list ends, answering a `Query`.
     Answer {
-        /// (rank, determinants of it on disk), ranks with none left out.
-        stable: Vec<(u32, u64)>,
+        /// The dead rank.
+        rank: u32,
+        /// Its determinants its replacement replays (all on disk).
+        count: u64,
     },
 }
 
@@ -253,10 +258,14 @@ impl Frame {
                 bytes.push(KIND_DEPEND);
                 encode_pairs(&mut bytes, entries);
             }
-            Frame::Query => bytes.push(KIND_QUERY),
-            Frame::Answer { stable } => {
+            Frame::Query { rank } => {
+                bytes.push(KIND_QUERY);
+                bytes.extend_from_slice(&rank.to_le_bytes());
+            }
+            Frame::Answer { rank, count } => {
                 bytes.push(KIND_ANSWER);
-                encode_pairs(&mut bytes, stable);
+                bytes.extend_from_slice(&rank.to_le_bytes());
+                bytes.extend_from_slice(&count.to_le_bytes());
             }
         }
         bytes
@@ -314,9 +323,12 @@ impl Frame {
             KIND_DEPEND => Frame::Depend {
                 entries: reader.pairs()?,
             },
-            KIND_QUERY => Frame::Query,
+            KIND_QUERY => Frame::Query {
+                rank: reader.u32()?,
+            },
             KIND_ANSWER => Frame::Answer {
-                stable: reader.pairs()?,
+                rank: reader.u32()?,
+                count: reader.u64()?,
             },
             other => return Err(format!("unknown message-logging frame kind {other}")),
         };
@@ -518,10 +530,8 @@ mod tests {
                 entries: vec![(2, 9)],
             },
             Frame::Depend { entries: vec![] },
-            Frame::Query,
-            Frame::Answer {
-                stable: vec![(1, 2)],
-            },
+            Frame::Query { rank: 2 },
+            Frame::Answer { rank: 1, count: 2 },
         ];
         for frame in frames {
             let bytes = frame.encode();

@@ -199,8 +199,6 @@ pub struct MessageLog {
     /// Optimistic: dead peers on whose unstable determinants this process
     /// may depend, until the logger's answer to the `Query` says.
     suspected_orphan_of: Vec<u32>,
-    /// Optimistic: `Query` frames sent and not answered.
-    queries_unanswered: u32,
     /// Optimistic: this process is an orphan (taken once as a fatal error).
     orphan_error: Option<String>,
     /// Optimistic: the orphan's report line (stays).
@@ -267,7 +265,6 @@ impl MessageLog {
             optimistic: false,
             dependencies: dependency::Dependencies::new(rank, size),
             suspected_orphan_of: Vec::new(),
-            queries_unanswered: 0,
             orphan_error: None,
             orphan_line: None,
         }
@@ -378,17 +375,24 @@ impl MessageLog {
         };
         self.logger_out.push_back(hello.encode());
         // A query lost with the connection is asked again.
-        self.queries_unanswered = 0;
-        if !self.suspected_orphan_of.is_empty() {
-            self.send_query();
+        for peer in self.suspected_orphan_of.clone() {
+            self.send_query(peer);
         }
     }
 
-    /// Ask the logger for its stable vector (optimistic logging).
-    fn send_query(&mut self) {
+    /// Ask the logger where dead `peer`'s list ends (optimistic logging).
+    fn send_query(&mut self, peer: u32) {
         if self.logger_connected {
-            self.queries_unanswered += 1;
-            self.logger_out.push_back(Frame::Query.encode());
+            self.logger_out
+                .push_back(Frame::Query { rank: peer }.encode());
+        }
+    }
+
+    /// Dead `peer` may have left this process an orphan: ask the logger.
+    fn suspect(&mut self, peer: u32) {
+        if !self.dependencies.is_stable_on(peer) && !self.suspected_orphan_of.contains(&peer) {
+            self.suspected_orphan_of.push(peer);
+            self.send_query(peer);
         }
     }
 
@@ -411,39 +415,42 @@ impl MessageLog {
             .handle_stable(self.rank, self.own_acknowledged as u64);
     }
 
-    /// The logger's stable vector came (optimistic): drop what is stable,
-    /// and settle the dead peers this process may be an orphan of.
-    fn handle_stable_vector(&mut self, stable: &[(u32, u64)], answer: bool) {
+    /// The logger's stable vector came with an ack (optimistic): drop
+    /// what is stable. Not for a dead peer's entry while its answer is
+    /// awaited: the counts may be its replacement's by then.
+    fn handle_stable_vector(&mut self, stable: &[(u32, u64)]) {
         for &(rank, count) in stable {
-            if rank < self.size && rank != self.rank {
+            let settled = rank < self.size
+                && rank != self.rank
+                && !self.restarting[rank as usize]
+                && !self.suspected_orphan_of.contains(&rank);
+            if settled {
                 self.dependencies.handle_stable(rank, count);
             }
         }
-        if answer {
-            self.queries_unanswered = self.queries_unanswered.saturating_sub(1);
-        }
-        let dependencies = &self.dependencies;
-        self.suspected_orphan_of
-            .retain(|&peer| !dependencies.is_stable_on(peer));
-        if self.queries_unanswered > 0 {
+    }
+
+    /// Dead `peer`'s list ends at `count` (what its replacement replays):
+    /// depending on more of it makes this process an orphan.
+    fn handle_answer(&mut self, peer: u32, count: u64) {
+        let Some(position) = self.suspected_orphan_of.iter().position(|&p| p == peer) else {
+            return;
+        };
+        self.suspected_orphan_of.remove(position);
+        let depends = self.dependencies.dependency(peer);
+        if depends <= count {
+            self.dependencies.handle_stable(peer, count);
             return;
         }
-        // The freshest vector is in: what is still unstable of a dead
-        // peer is lost for good (its replacement replays what is on disk).
-        if let Some(&peer) = self.suspected_orphan_of.first() {
-            let depends = self.dependencies.dependency(peer);
-            let stable = self.dependencies.stable(peer);
-            let line = format!(
-                "rank {}: optimistic message logging: this rank is an orphan of rank {peer}: \
-                 it depends on {depends} of that rank's determinants, and the event logger has \
-                 only {stable} of them on disk; rolling orphans back is not built (issue 13), \
-                 so the job cannot go on with a history identical to a fault-free run",
-                self.rank
-            );
-            self.orphan_error.get_or_insert_with(|| line.clone());
-            self.orphan_line.get_or_insert(line);
-            self.suspected_orphan_of.clear();
-        }
+        let line = format!(
+            "rank {}: optimistic message logging: this rank is an orphan of rank {peer}: \
+             it depends on {depends} of that rank's determinants, and the event logger has \
+             only {count} of them; rolling orphans back is not built (issue 13), so the job \
+             cannot go on with a history identical to a fault-free run",
+            self.rank
+        );
+        self.orphan_error.get_or_insert_with(|| line.clone());
+        self.orphan_line.get_or_insert(line);
     }
 
     /// The connection to the event logger broke.
@@ -458,9 +465,9 @@ impl MessageLog {
             Ok(Frame::Ack { count }) => self.handle_ack(count),
             Ok(Frame::Stable { count, stable }) => {
                 self.handle_ack(count);
-                self.handle_stable_vector(&stable, false);
+                self.handle_stable_vector(&stable);
             }
-            Ok(Frame::Answer { stable }) => self.handle_stable_vector(&stable, true),
+            Ok(Frame::Answer { rank, count }) => self.handle_answer(rank, count),
             Ok(Frame::Replay { last, entries }) => self.handle_replay(last, entries),
             _ => self.protocol_errors += 1,
         }
@@ -485,7 +492,7 @@ impl MessageLog {
             && !self.hello_unanswered
             && self.replay_complete
             && self.own_acknowledged == self.own.len()
-            && self.queries_unanswered == 0
+            && self.suspected_orphan_of.is_empty()
             && self.logger_out.is_empty();
         if idle {
             return;
@@ -843,11 +850,8 @@ impl Interceptor for MessageLog {
         self.finished[peer as usize] = false;
         if self.optimistic {
             self.dependencies.forget_sent(peer);
-            if !self.dependencies.is_stable_on(peer) && !self.suspected_orphan_of.contains(&peer) {
-                // Maybe an orphan: the logger's vector now settles it.
-                self.suspected_orphan_of.push(peer);
-                self.send_query();
-            }
+            // Maybe an orphan: the logger's answer settles it.
+            self.suspect(peer);
         }
         PeerFailureAction::Handled
     }
@@ -907,13 +911,8 @@ impl Interceptor for MessageLog {
                 // A dependency on a rank already dead (the peer heard of
                 // it later): settled like one held at the death.
                 for (rank, _) in entries {
-                    let dead = self.restarting[rank as usize];
-                    if dead
-                        && !self.dependencies.is_stable_on(rank)
-                        && !self.suspected_orphan_of.contains(&rank)
-                    {
-                        self.suspected_orphan_of.push(rank);
-                        self.send_query();
+                    if self.restarting[rank as usize] {
+                        self.suspect(rank);
                     }
                 }
             }

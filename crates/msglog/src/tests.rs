@@ -629,7 +629,11 @@ fn a_rank_that_depended_only_on_stable_determinants_survives_the_death() {
     // Rank 1 made no determinant, so no ack told it rank 0's is stable.
     assert!(!ranks[1].dependencies().is_stable_on(0));
     assert_eq!(ranks[1].on_peer_failure(0), PeerFailureAction::Handled);
-    // It asks the logger, which has it on disk: no orphan.
+    // It asks the logger, which answers once rank 0's list has ended
+    // (its connection closed): it has the determinant on disk.
+    exchange(&mut ranks, &mut logger);
+    assert!(!ranks[1].dependencies().is_stable_on(0));
+    logger.handle_closed(connection(&ranks[0]));
     exchange(&mut ranks, &mut logger);
     assert!(ranks[1].dependencies().is_stable_on(0));
     assert!(!ranks[1].is_orphan());
@@ -654,6 +658,9 @@ fn a_rank_that_depended_on_a_lost_determinant_is_an_orphan_and_says_so() {
     // Rank 2 took nothing from rank 0: it is no orphan.
     assert_eq!(ranks[2].on_peer_failure(0), PeerFailureAction::Handled);
     assert_eq!(ranks[1].on_peer_failure(0), PeerFailureAction::Handled);
+    // Rank 0's replacement says hello before its old connection's close
+    // is seen: the old list ends there.
+    restart(&mut ranks, 0, 1);
     exchange(&mut ranks, &mut logger);
     assert!(!ranks[2].is_orphan());
     assert!(ranks[1].is_orphan());
@@ -693,4 +700,42 @@ fn a_piggyback_naming_a_rank_out_of_range_is_refused_whole() {
     ranks[0].on_protocol_frame(1, &bytes);
     assert_eq!(ranks[0].protocol_errors, 1);
     assert_eq!(ranks[0].dependencies().dependency(1), 0);
+}
+
+#[test]
+fn a_dead_ranks_end_is_one_number_for_every_asker_and_its_replacement_replays_it() {
+    let mut ranks = optimistic_ranks(3);
+    let mut logger = connect_all(&mut ranks);
+    wildcard_match(&mut ranks[0], 1, 2);
+    exchange(&mut ranks, &mut logger);
+    wildcard_match(&mut ranks[0], 2, 1);
+    assert!(send_message(&mut ranks, 0, 1));
+    assert!(send_message(&mut ranks, 0, 2));
+    // Rank 0's second determinant reaches the logger, then rank 0 dies;
+    // rank 1 asks before the logger sees the close, rank 2 after.
+    let from = connection(&ranks[0]);
+    while let Some(bytes) = ranks[0].poll_logger_frame() {
+        logger.handle_frame(from, &bytes);
+    }
+    ranks[1].on_peer_failure(0);
+    let asker = connection(&ranks[1]);
+    while let Some(bytes) = ranks[1].poll_logger_frame() {
+        logger.handle_frame(asker, &bytes);
+    }
+    assert_eq!(
+        logger.poll_frame(),
+        None,
+        "answered before rank 0's end was known"
+    );
+    logger.handle_closed(from);
+    ranks[2].on_peer_failure(0);
+    // Its replacement's replay comes from the same list.
+    restart(&mut ranks, 0, 1);
+    exchange(&mut ranks, &mut logger);
+    assert!(!ranks[1].is_orphan() && !ranks[2].is_orphan());
+    assert_eq!(ranks[0].determinant_count(), 2);
+    // The replacement's own determinants do not count for the old ones.
+    wildcard_match(&mut ranks[0], 1, 2);
+    exchange(&mut ranks, &mut logger);
+    assert_eq!(ranks[1].dependencies().stable(0), 2);
 }
