@@ -1273,6 +1273,23 @@ mod tests {
     }
 
     #[test]
+    fn msglog_optimistic_reaches_the_ranks_and_sets_what_pessimistic_does() {
+        let options = run("-n 2 --msglog optimistic p");
+        assert!(options.msglog && options.msglog_optimistic);
+        assert_eq!(
+            variable(&options, "RESMPI_MSGLOG").as_deref(),
+            Some("optimistic")
+        );
+        let options = run("-n 2 --msglog pessimistic p");
+        assert!(options.msglog && !options.msglog_optimistic);
+        assert_eq!(
+            variable(&options, "RESMPI_MSGLOG").as_deref(),
+            Some("pessimistic")
+        );
+        assert!(error("-n 2 --msglog optimist p").contains("--msglog 'optimist'"));
+    }
+
+    #[test]
     fn ckpt_dir_reaches_the_ranks_with_or_without_msglog() {
         // veloc.h's checkpoints need no message logging: a whole-job
         // restart reads them back.

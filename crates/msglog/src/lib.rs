@@ -530,6 +530,21 @@ impl MessageLog {
         self.own.push(entry);
         self.dependencies.handle_own(self.own.len() as u64);
         self.send_own_from(position);
+        if self.optimistic {
+            // Active optimistic logging: on its way before the send that
+            // may depend on it (which does not wait), so that a death
+            // right after that send rarely loses it.
+            self.flush_link();
+        }
+    }
+
+    /// Hand the frames for the logger to the link now, reading nothing.
+    fn flush_link(&mut self) {
+        if let Some(link) = self.link.as_mut() {
+            while let Some(frame) = self.logger_out.pop_front() {
+                link.send(frame);
+            }
+        }
     }
 
     /// Make the lazily kept run of failed tests a determinant.
