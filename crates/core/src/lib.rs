@@ -635,8 +635,11 @@ impl Mpi {
         }
     }
 
-    /// MPI_Abort: tell the process manager, then exit.
+    /// MPI_Abort: tell the process manager, then exit. The FT report's
+    /// counters go first (best effort): an abort is often what a fault
+    /// ended in (an orphan of optimistic message logging says so in them).
     pub fn abort(&mut self, exit_code: i32, message: &str) -> ! {
+        self.put_ft_report();
         self.pmi.abort(exit_code, message);
         std::process::exit(exit_code);
     }
