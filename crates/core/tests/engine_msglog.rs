@@ -927,7 +927,8 @@ fn run_faults(
             }
             for &victim in &victims {
                 dead[victim as usize] = Some(step + random.below(400) as usize);
-                // Its socket to the logger closes, at once or later.
+                // Its socket to the logger closes, at once or when its
+                // replacement connects.
                 if random.below(2) == 0 && logger.down_until.is_none() {
                     let from = connection(victim as usize, incarnations[victim as usize]);
                     logger.state.handle_closed(from);
@@ -958,6 +959,10 @@ fn run_faults(
                 continue;
             }
             dead[victim as usize] = None;
+            // Closed now if it was not at the death (a no-op if it was).
+            logger
+                .state
+                .handle_closed(connection(victim as usize, incarnations[victim as usize]));
             incarnations[victim as usize] += 1;
             let incarnation = incarnations[victim as usize];
             if lose_checkpoint {

@@ -91,6 +91,16 @@ struct RankLog {
     ended: Option<usize>,
 }
 
+/// A replacement's hello, held until its predecessor's socket is closed.
+#[derive(Clone, Copy, Debug)]
+struct WaitingHello {
+    connection: u64,
+    rank: u32,
+    incarnation: u32,
+    replay: bool,
+    optimistic: bool,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Connection {
     rank: u32,
@@ -114,6 +124,9 @@ pub struct EventLogger {
     /// Queries (connection, dead rank) waiting for the rank's end to be
     /// known and on disk.
     queries_waiting: Vec<(u64, u32)>,
+    /// Hellos of replacements waiting for an optimistic predecessor's
+    /// connection to close.
+    hellos_waiting: Vec<WaitingHello>,
     frames_out: VecDeque<(u64, Vec<u8>)>,
     /// Test only: most determinants stored per rank (the rest are
     /// dropped unacked, as a logger that lost them would).
@@ -198,7 +211,19 @@ impl EventLogger {
         self.replay_waiting.retain(|&waiting| waiting != connection);
         self.queries_waiting
             .retain(|&(waiting, _)| waiting != connection);
+        self.hellos_waiting
+            .retain(|waiting| waiting.connection != connection);
         self.frames_out.retain(|(to, _)| *to != connection);
+        for hello in std::mem::take(&mut self.hellos_waiting) {
+            // Held again if a predecessor is still open.
+            self.handle_hello(
+                hello.connection,
+                hello.rank,
+                hello.incarnation,
+                hello.replay,
+                hello.optimistic,
+            );
+        }
         self.answer_queries();
     }
 
@@ -259,6 +284,25 @@ impl EventLogger {
             self.counters.protocol_errors += 1;
             return;
         }
+        let optimistic_predecessor = self
+            .connections
+            .values()
+            .any(|state| state.rank == rank && state.incarnation < incarnation && state.optimistic);
+        if optimistic_predecessor {
+            // An optimistic predecessor's last determinants may still be
+            // in its socket, and others may depend on them (its sends did
+            // not wait): its list ends only once that socket is read to
+            // its end (`handle_closed`), so wait for it.
+            self.hellos_waiting.push(WaitingHello {
+                connection,
+                rank,
+                incarnation,
+                replay,
+                optimistic,
+            });
+            return;
+        }
+        let log = self.ranks.entry(rank).or_default();
         if incarnation > log.incarnation {
             // The old incarnation's list ends here: its frames are ignored
             // from now on, and this one replays exactly this much.

@@ -659,9 +659,15 @@ fn a_rank_that_depended_on_a_lost_determinant_is_an_orphan_and_says_so() {
     assert_eq!(ranks[2].on_peer_failure(0), PeerFailureAction::Handled);
     assert_eq!(ranks[1].on_peer_failure(0), PeerFailureAction::Handled);
     // Rank 0's replacement says hello before its old connection's close
-    // is seen: the old list ends there.
+    // is seen: the hello waits for the close (the old socket may still
+    // hold determinants others depend on), then the old list ends.
+    let old = connection(&ranks[0]);
     restart(&mut ranks, 0, 1);
     exchange(&mut ranks, &mut logger);
+    assert!(!ranks[1].is_orphan() && !ranks[0].replay_complete());
+    logger.handle_closed(old);
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[0].replay_complete());
     assert!(!ranks[2].is_orphan());
     assert!(ranks[1].is_orphan());
     let error = ranks[1]
