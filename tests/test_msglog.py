@@ -496,7 +496,7 @@ def test_iprobe_improbe_probe_testall_and_get_status_outcomes_replay_exactly(
 
 
 @pytest.mark.parametrize("opts,message", [
-    (["--msglog", "optimistic"], "optimistic message logging (O2P) is not built yet (issue 13)"),
+    (["--msglog", "optimistic", "--replicas", "2"], "--msglog with --replicas"),
     (["--msglog", "pessimistic", "--replicas", "2"], "--msglog with --replicas"),
     (["--msglog", "pessimistic", "--failure-policy", "abort"], "--msglog with failure policy abort"),
     (["--msglog", "bogus"], "--msglog 'bogus'"),
@@ -517,6 +517,8 @@ def test_one_rank_is_refused(ring_exe):
 
 
 def test_the_environment_variable_mirrors_the_option(ring_exe):
-    res = run(3, ring_exe, 2, 4, timeout=30, env={"RESMPI_MSGLOG": "optimistic"})
+    res = run(3, ring_exe, 2, 4, timeout=30, env={"RESMPI_MSGLOG": "bogus"})
     assert res.returncode == 2, res.describe()
-    assert "not built yet (issue 13)" in res.stderr, res.describe()
+    assert "--msglog 'bogus'" in res.stderr, res.describe()
+    res = run(3, ring_exe, 2, 4, timeout=30, env={"RESMPI_MSGLOG": "optimistic"})
+    assert res.returncode == 0, res.describe()

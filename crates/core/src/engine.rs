@@ -856,6 +856,9 @@ impl<F: Interceptor> Engine<F> {
                     .report_payload(&header, destination.peer, &bytes, length)
             };
         }
+        if F::LOGS_MESSAGES {
+            self.send_piggyback(destination.peer)?;
+        }
         // SAFETY: the caller guarantees `length` readable bytes for this call.
         if !unsafe { self.try_send_contiguous_now(destination.peer, &header, &bytes, length) } {
             // SAFETY: as above.
@@ -946,6 +949,9 @@ impl<F: Interceptor> Engine<F> {
             self.state.complete_send(index);
             self.count_send_for_kill();
             return Ok(());
+        }
+        if F::LOGS_MESSAGES {
+            self.send_piggyback(peer)?;
         }
         let stage = if self.take_eager_credit(peer, length) {
             if mode == SendMode::Synchronous {
@@ -1272,7 +1278,7 @@ impl<F: Interceptor> Engine<F> {
         if let Some(error) = self.state.pending_error.take() {
             return Err(error);
         }
-        if F::HASHES_RECEIVED {
+        if F::HASHES_RECEIVED || F::LOGS_MESSAGES {
             if let Some(text) = self.state.interceptor.take_fatal_error() {
                 return Err(MpiError::new(ErrorClass::Other, text));
             }
@@ -1595,6 +1601,17 @@ impl<F: Interceptor> Engine<F> {
         header.message_id = CONTROL_PROTOCOL;
         header.payload_len = bytes.len() as u32;
         self.send_frame(peer, &header, bytes)
+    }
+
+    /// Send what the protocol piggybacks on the message about to go to
+    /// `peer` (optimistic logging's dependencies), ahead of it on the
+    /// same channel: the receiver takes it in before the message.
+    #[inline]
+    fn send_piggyback(&mut self, peer: u32) -> MpiResult<()> {
+        match self.state.interceptor.piggyback(peer) {
+            Some(bytes) => self.send_protocol_frame(peer, &bytes),
+            None => Ok(()),
+        }
     }
 
     /// Post the deferred wildcard receives the protocol releases. Returns
@@ -2276,14 +2293,11 @@ impl<F: Interceptor> Engine<F> {
                 PeerFailureAction::Handled => return self.await_restart(peer),
                 PeerFailureAction::AbortJob => {
                     // The protocol's report lines say why (which bound, or
-                    // which spill file failed).
+                    // which spill file failed, or an orphan).
                     let why = state.interceptor.report_lines().join("; ");
                     state.pending_error.get_or_insert(MpiError::new(
                         ErrorClass::ProcFailed,
-                        format!(
-                            "message logging: rank {peer} died and cannot be restarted: this rank's \
-                             sender log lacks messages it would have to replay ({why})"
-                        ),
+                        format!("message logging: rank {peer} died and cannot be restarted: {why}"),
                     ));
                 }
             }

@@ -177,11 +177,11 @@ fn job_protocol(_rank: u32, _replicas: Replicas, config: &Config) -> MpiResult<J
 /// is only ever loaded by `mpiexec --msglog`.
 #[cfg(feature = "msglog")]
 fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<JobProtocol> {
-    if config.msglog != resmpi_runtime::MessageLogging::Pessimistic {
+    if config.msglog == resmpi_runtime::MessageLogging::None {
         return fail(
             ErrorClass::Other,
             "MPI_Init: this is resmpi's message-logging library (lib/msglog); it runs only under \
-             mpiexec --msglog pessimistic (RESMPI_MSGLOG=pessimistic)",
+             mpiexec --msglog pessimistic or optimistic (RESMPI_MSGLOG)",
         );
     }
     if replicas.count > 1 {
@@ -216,7 +216,7 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
             ),
         );
     };
-    Ok(resmpi_msglog::MessageLog::new(
+    let protocol = resmpi_msglog::MessageLog::new(
         rank,
         replicas.ranks,
         config.incarnation,
@@ -227,7 +227,11 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
     .with_spill(spill)
     .with_logger_link(Box::new(resmpi_msglog::logger_link::TcpLink::new(
         logger_address,
-    ))))
+    )));
+    Ok(match config.msglog {
+        resmpi_runtime::MessageLogging::Optimistic => protocol.optimistic(),
+        _ => protocol,
+    })
 }
 
 /// This build's protocol for process `rank` of a job mapped by `replicas`.
@@ -655,8 +659,11 @@ impl Mpi {
         }
     }
 
-    /// MPI_Abort: tell the process manager, then exit.
+    /// MPI_Abort: tell the process manager, then exit. The FT report's
+    /// counters go first (best effort): an abort is often what a fault
+    /// ended in (an orphan of optimistic message logging says so in them).
     pub fn abort(&mut self, exit_code: i32, message: &str) -> ! {
+        self.put_ft_report();
         self.pmi.abort(exit_code, message);
         std::process::exit(exit_code);
     }

@@ -549,6 +549,16 @@ pub trait Interceptor {
         true
     }
 
+    /// A frame to send to world rank `destination` just before the
+    /// application message (or request-to-send) about to go to it (only
+    /// with `LOGS_MESSAGES`), in order on the same channel: optimistic
+    /// logging piggybacks the sender's dependencies this way. `None`, the
+    /// common case, sends nothing extra.
+    #[inline]
+    fn piggyback(&mut self, _destination: u32) -> Option<Vec<u8>> {
+        None
+    }
+
     /// A send is about to ask [`Interceptor::send_may_start`] (only with
     /// `LOGS_MESSAGES`): the moment to make stable what was logged lazily
     /// (e.g. a run of failed tests), since the send may depend on it.

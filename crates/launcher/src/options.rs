@@ -119,6 +119,9 @@ pub struct Options {
     /// is started again and replays, and what it prints again while it
     /// replays is not shown twice.
     pub msglog: bool,
+    /// `--msglog optimistic`: sends do not wait for the event logger's
+    /// acks (O2P); false with `pessimistic` or without message logging.
+    pub msglog_optimistic: bool,
     /// `MPI_UNIVERSE_SIZE`: the slots the job may fill, spawned processes
     /// included. `--universe-size N` / `-usize N` / `RESMPI_UNIVERSE_SIZE`
     /// when given, else the larger of `-n` and the hosts' slots.
@@ -178,18 +181,14 @@ pub const MSGLOG_VARIABLE: &str = "RESMPI_MSGLOG";
 /// kills itself deterministically does not loop for ever.
 pub const MSGLOG_RESTARTS_PER_RANK: u32 = 3;
 
-/// `--msglog MODE`: true for pessimistic; what is not built is refused.
-fn parse_msglog(text: &str) -> Result<bool, String> {
+/// `--msglog MODE`: the mode's name, None for none.
+fn parse_msglog(text: &str) -> Result<Option<&'static str>, String> {
     match text.trim() {
-        "none" | "" => Ok(false),
-        "pessimistic" => Ok(true),
-        "optimistic" => Err(
-            "--msglog optimistic: optimistic message logging (O2P) is not built yet (issue 13); \
-             --msglog pessimistic is"
-                .to_string(),
-        ),
+        "none" | "" => Ok(None),
+        "pessimistic" => Ok(Some("pessimistic")),
+        "optimistic" => Ok(Some("optimistic")),
         other => Err(format!(
-            "--msglog '{other}': expected pessimistic or none (optimistic is not built yet, issue 13)"
+            "--msglog '{other}': expected pessimistic, optimistic or none"
         )),
     }
 }
@@ -369,8 +368,13 @@ fault tolerance (each sets a variable in every rank):
                         Determinants go to an event-logger process mpiexec
                         starts (and restarts), in --ckpt-dir's
                         determinants.log, else a job directory in $TMPDIR.
-                        Not with --replicas or one rank; optimistic is not
-                        built yet (issue 13)
+                        Not with --replicas or one rank
+  --msglog optimistic   the same, but sends do not wait for the event
+                        logger's acks (O2P): dependencies on determinants
+                        not yet on disk are piggybacked on messages; a rank
+                        left an orphan by a death (it depends on a
+                        determinant the logger lost) ends the job with an
+                        error, since rolling orphans back is not built
   --msglog-mem BYTES    bound of one process's message log in memory
                         (default 1G); past it the oldest payloads spill to disk
   --msglog-disk BYTES   bound of what one process spills (default 8G; 0: no
@@ -976,10 +980,12 @@ pub fn parse(
         hosts.as_deref(),
         ranks_per_host,
     )?;
-    let msglog = match msglog.or_else(|| lookup(MSGLOG_VARIABLE)) {
+    let msglog_mode = match msglog.or_else(|| lookup(MSGLOG_VARIABLE)) {
         Some(text) => parse_msglog(&text)?,
-        None => false,
+        None => None,
     };
+    let msglog = msglog_mode.is_some();
+    let msglog_optimistic = msglog_mode == Some("optimistic");
     if msglog {
         check_msglog_supported(replica_count, rank_count, failure_policy)?;
         // Restart and replay is what the mode is: the job outlives a
@@ -989,7 +995,8 @@ pub fn parse(
         if respawn_count_max == 0 {
             respawn_count_max = MSGLOG_RESTARTS_PER_RANK;
         }
-        environment.push((MSGLOG_VARIABLE.to_string(), "pessimistic".to_string()));
+        let mode = msglog_mode.unwrap_or("pessimistic");
+        environment.push((MSGLOG_VARIABLE.to_string(), mode.to_string()));
         if let Some(bytes) = msglog_bytes_max {
             environment.push(("RESMPI_MSGLOG_MEM".to_string(), bytes.to_string()));
         }
@@ -1096,6 +1103,7 @@ pub fn parse(
         replica_count,
         replica_masking,
         msglog,
+        msglog_optimistic,
         hosts,
         ranks_per_host,
         launcher_exec,
@@ -1262,6 +1270,23 @@ mod tests {
 
     fn variable(options: &Options, name: &str) -> Option<String> {
         crate::spawn::environment_value(&options.environment, name).map(str::to_string)
+    }
+
+    #[test]
+    fn msglog_optimistic_reaches_the_ranks_and_sets_what_pessimistic_does() {
+        let options = run("-n 2 --msglog optimistic p");
+        assert!(options.msglog && options.msglog_optimistic);
+        assert_eq!(
+            variable(&options, "RESMPI_MSGLOG").as_deref(),
+            Some("optimistic")
+        );
+        let options = run("-n 2 --msglog pessimistic p");
+        assert!(options.msglog && !options.msglog_optimistic);
+        assert_eq!(
+            variable(&options, "RESMPI_MSGLOG").as_deref(),
+            Some("pessimistic")
+        );
+        assert!(error("-n 2 --msglog optimist p").contains("--msglog 'optimist'"));
     }
 
     #[test]

@@ -433,6 +433,7 @@ mod tests {
             replica_count: 1,
             replica_masking: crate::options::ReplicaMasking::Replica,
             msglog: false,
+            msglog_optimistic: false,
             environment: vec![("A".to_string(), "x y".to_string())],
             tag_output: false,
             timeout_seconds: None,

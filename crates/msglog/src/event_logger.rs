@@ -29,6 +29,26 @@
 //! older ones ignored: a dead process's last determinants, still in a
 //! socket, must not land after its replacement was served its list.
 //! Replay is served from what is durable, after any batch in flight.
+//!
+//! **Optimistic ranks** (O2P) say so in their hello; every ack to them is
+//! a `Stable` frame carrying the logger's *stable vector* (per rank, how
+//! many determinants are on disk), from which a rank learns which of its
+//! dependencies on other ranks can never be lost and stops tracking (and
+//! piggybacking) them. Pessimistic ranks get the bare `Ack`: they track
+//! no dependency, and the vector would cost them bytes for nothing.
+//!
+//! **Where a dead incarnation's list ends** (`Query`/`Answer`): when a
+//! rank dies, a survivor that depends on determinants of it it does not
+//! know stable asks. The answer must be one number for every asker, and
+//! exactly what the replacement replays: the rank's list when its
+//! connection closed (a dead process sends nothing more; its socket was
+//! read to the end) or, if its replacement said hello first, when that
+//! hello came (from then on the old incarnation's frames are ignored).
+//! A query that comes before either waits; the answer goes once that
+//! much is on disk. (A second death of the same rank before a query
+//! about the first is answered moves the end to the second's: a
+//! survivor then takes determinants of the replacement for ones it
+//! depended on; the window is a query delayed past a whole restart.)
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -66,12 +86,27 @@ struct RankLog {
     durable: usize,
     /// The newest incarnation that said hello.
     incarnation: u32,
+    /// Where the list of its newest dead incarnation ends (`Query`):
+    /// set when its connection closes or a newer incarnation says hello.
+    ended: Option<usize>,
+}
+
+/// A replacement's hello, held until its predecessor's socket is closed.
+#[derive(Clone, Copy, Debug)]
+struct WaitingHello {
+    connection: u64,
+    rank: u32,
+    incarnation: u32,
+    replay: bool,
+    optimistic: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Connection {
     rank: u32,
     incarnation: u32,
+    /// Its acks carry the stable vector.
+    optimistic: bool,
 }
 
 /// The event logger's state: per rank, its determinant list.
@@ -86,15 +121,37 @@ pub struct EventLogger {
     batch: Option<Vec<(u32, usize)>>,
     /// Connections waiting for their replay until nothing is in flight.
     replay_waiting: Vec<u64>,
+    /// Queries (connection, dead rank) waiting for the rank's end to be
+    /// known and on disk.
+    queries_waiting: Vec<(u64, u32)>,
+    /// Hellos of replacements waiting for an optimistic predecessor's
+    /// connection to close.
+    hellos_waiting: Vec<WaitingHello>,
     frames_out: VecDeque<(u64, Vec<u8>)>,
+    /// Test only: most determinants stored per rank (the rest are
+    /// dropped unacked, as a logger that lost them would).
+    store_count_max: Option<usize>,
     /// What it did.
     pub counters: LoggerCounters,
 }
+
+/// The variable of the test-only bound [`EventLogger::with_store_count_max`]
+/// (`mpiexec` passes its environment to the logger it starts).
+pub const STORE_COUNT_MAX_VARIABLE: &str = "RESMPI_EVENTLOG_TEST_STORE_MAX";
 
 impl EventLogger {
     /// A logger with an empty file.
     pub fn new() -> EventLogger {
         EventLogger::default()
+    }
+
+    /// Test only: store at most `count` determinants of each rank and drop
+    /// the rest unacked, so that an optimistic rank's determinants stay
+    /// unstable (what a slow or lost disk does) and a death provably
+    /// leaves orphans.
+    pub fn with_store_count_max(mut self, count: usize) -> EventLogger {
+        self.store_count_max = Some(count);
+        self
     }
 
     /// A logger that resumes from `file`, the bytes of its log: the
@@ -139,9 +196,57 @@ impl EventLogger {
 
     /// Connection `connection` closed.
     pub fn handle_closed(&mut self, connection: u64) {
-        self.connections.remove(&connection);
+        if let Some(closed) = self.connections.remove(&connection) {
+            let still_open = self
+                .connections
+                .values()
+                .any(|state| state.rank == closed.rank && state.incarnation == closed.incarnation);
+            if let Some(log) = self.ranks.get_mut(&closed.rank) {
+                if !still_open && closed.incarnation == log.incarnation {
+                    // Everything it sent was read before the close.
+                    log.ended = Some(log.entries.len());
+                }
+            }
+        }
         self.replay_waiting.retain(|&waiting| waiting != connection);
+        self.queries_waiting
+            .retain(|&(waiting, _)| waiting != connection);
+        self.hellos_waiting
+            .retain(|waiting| waiting.connection != connection);
         self.frames_out.retain(|(to, _)| *to != connection);
+        for hello in std::mem::take(&mut self.hellos_waiting) {
+            // Held again if a predecessor is still open.
+            self.handle_hello(
+                hello.connection,
+                hello.rank,
+                hello.incarnation,
+                hello.replay,
+                hello.optimistic,
+            );
+        }
+        self.answer_queries();
+    }
+
+    /// Answer the queries whose rank's end is known and on disk.
+    fn answer_queries(&mut self) {
+        let mut waiting = std::mem::take(&mut self.queries_waiting);
+        waiting.retain(|&(connection, rank)| {
+            let Some(log) = self.ranks.get(&rank) else {
+                return true;
+            };
+            match log.ended {
+                Some(count) if log.durable >= count => {
+                    let answer = Frame::Answer {
+                        rank,
+                        count: count as u64,
+                    };
+                    self.frames_out.push_back((connection, answer.encode()));
+                    false
+                }
+                _ => true,
+            }
+        });
+        self.queries_waiting = waiting;
     }
 
     /// A frame from connection `connection`.
@@ -151,24 +256,70 @@ impl EventLogger {
                 rank,
                 incarnation,
                 replay,
-            }) => self.handle_hello(connection, rank, incarnation, replay),
+                optimistic,
+            }) => self.handle_hello(connection, rank, incarnation, replay, optimistic),
             Ok(Frame::Determinants { first, entries }) => {
                 self.handle_determinants(connection, first, entries)
+            }
+            Ok(Frame::Query { rank }) if self.connections.contains_key(&connection) => {
+                self.ranks.entry(rank).or_default();
+                self.queries_waiting.push((connection, rank));
+                self.answer_queries();
             }
             _ => self.counters.protocol_errors += 1,
         }
     }
 
-    fn handle_hello(&mut self, connection: u64, rank: u32, incarnation: u32, replay: bool) {
+    fn handle_hello(
+        &mut self,
+        connection: u64,
+        rank: u32,
+        incarnation: u32,
+        replay: bool,
+        optimistic: bool,
+    ) {
         let log = self.ranks.entry(rank).or_default();
         if incarnation < log.incarnation {
             // A process already replaced: nothing it says counts.
             self.counters.protocol_errors += 1;
             return;
         }
+        let optimistic_predecessor = self
+            .connections
+            .values()
+            .any(|state| state.rank == rank && state.incarnation < incarnation && state.optimistic);
+        if optimistic_predecessor {
+            // An optimistic predecessor's last determinants may still be
+            // in its socket, and others may depend on them (its sends did
+            // not wait): its list ends only once that socket is read to
+            // its end (`handle_closed`), so wait for it.
+            self.hellos_waiting.push(WaitingHello {
+                connection,
+                rank,
+                incarnation,
+                replay,
+                optimistic,
+            });
+            return;
+        }
+        let log = self.ranks.entry(rank).or_default();
+        if incarnation > log.incarnation {
+            // The old incarnation's list ends here: its frames are ignored
+            // from now on, and this one replays exactly this much.
+            log.ended = Some(log.entries.len());
+        } else if !replay {
+            // The same process again (its link broke): not dead.
+            log.ended = None;
+        }
         log.incarnation = incarnation;
-        self.connections
-            .insert(connection, Connection { rank, incarnation });
+        self.connections.insert(
+            connection,
+            Connection {
+                rank,
+                incarnation,
+                optimistic,
+            },
+        );
         if replay {
             if self.batch.is_some() || !self.unwritten.is_empty() {
                 self.replay_waiting.push(connection);
@@ -177,13 +328,43 @@ impl EventLogger {
             }
         } else {
             let count = log.durable as u64;
-            self.frames_out
-                .push_back((connection, Frame::Ack { count }.encode()));
+            let ack = self.ack(optimistic, count);
+            self.frames_out.push_back((connection, ack));
+        }
+        self.answer_queries();
+    }
+
+    /// The logger's stable vector: (rank, determinants on disk), ranks
+    /// with none left out.
+    pub fn stable_vector(&self) -> Vec<(u32, u64)> {
+        self.ranks
+            .iter()
+            .filter(|(_, log)| log.durable > 0)
+            .map(|(&rank, log)| (rank, log.durable as u64))
+            .collect()
+    }
+
+    /// An ack of `count` determinants for a connection: with the stable
+    /// vector when it is optimistic.
+    fn ack(&self, optimistic: bool, count: u64) -> Vec<u8> {
+        if optimistic {
+            Frame::Stable {
+                count,
+                stable: self.stable_vector(),
+            }
+            .encode()
+        } else {
+            Frame::Ack { count }.encode()
         }
     }
 
     fn handle_determinants(&mut self, connection: u64, first: u64, entries: Vec<Entry>) {
-        let Some(&Connection { rank, incarnation }) = self.connections.get(&connection) else {
+        let Some(&Connection {
+            rank,
+            incarnation,
+            optimistic,
+        }) = self.connections.get(&connection)
+        else {
             self.counters.protocol_errors += 1;
             return;
         };
@@ -202,13 +383,16 @@ impl EventLogger {
         }
         // Entries before `entries.len()` are a re-send of what is stored.
         let already = log.entries.len() - first;
-        let new: Vec<Entry> = entries.into_iter().skip(already).collect();
+        let room = self
+            .store_count_max
+            .map_or(usize::MAX, |max| max.saturating_sub(log.entries.len()));
+        let new: Vec<Entry> = entries.into_iter().skip(already).take(room).collect();
         if new.is_empty() {
             // Nothing new; say how far the durable list reaches.
             let count = log.durable as u64;
             if log.durable == log.entries.len() {
-                self.frames_out
-                    .push_back((connection, Frame::Ack { count }.encode()));
+                let ack = self.ack(optimistic, count);
+                self.frames_out.push_back((connection, ack));
             }
             return;
         }
@@ -244,20 +428,27 @@ impl EventLogger {
             return;
         };
         self.counters.batches_synced += 1;
-        for (rank, count) in batch {
+        for &(rank, count) in &batch {
             let log = self.ranks.entry(rank).or_default();
             log.durable = log.durable.max(count);
-            let incarnation = log.incarnation;
-            let ack = Frame::Ack {
-                count: log.durable as u64,
-            }
-            .encode();
-            for (&connection, state) in &self.connections {
-                if state.rank == rank && state.incarnation == incarnation {
-                    self.frames_out.push_back((connection, ack.clone()));
-                }
+        }
+        // The whole batch is durable before any ack goes: the stable
+        // vector of every ack covers all of it.
+        for (rank, _) in batch {
+            let log = &self.ranks[&rank];
+            let (incarnation, count) = (log.incarnation, log.durable as u64);
+            let targets: Vec<(u64, bool)> = self
+                .connections
+                .iter()
+                .filter(|(_, state)| state.rank == rank && state.incarnation == incarnation)
+                .map(|(&connection, state)| (connection, state.optimistic))
+                .collect();
+            for (connection, optimistic) in targets {
+                let ack = self.ack(optimistic, count);
+                self.frames_out.push_back((connection, ack));
             }
         }
+        self.answer_queries();
         if self.unwritten.is_empty() {
             for connection in std::mem::take(&mut self.replay_waiting) {
                 if let Some(state) = self.connections.get(&connection).copied() {
@@ -295,8 +486,12 @@ impl EventLogger {
             first = end;
         }
         let count = log.durable as u64;
-        self.frames_out
-            .push_back((connection, Frame::Ack { count }.encode()));
+        let optimistic = self
+            .connections
+            .get(&connection)
+            .is_some_and(|state| state.optimistic);
+        let ack = self.ack(optimistic, count);
+        self.frames_out.push_back((connection, ack));
     }
 }
 
@@ -345,6 +540,7 @@ mod tests {
             rank,
             incarnation,
             replay,
+            optimistic: false,
         }
         .encode()
     }

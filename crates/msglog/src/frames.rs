@@ -25,19 +25,46 @@
 //! - `Covered`: last u64 — the sender's newest restartable checkpoint
 //!   covers the messages the receiver sent it numbered 1 to `last`: the
 //!   receiver may drop them from its log (garbage collection).
-//! - `Hello`: rank u32, incarnation u32, replay u8 (0 or 1) — the first
-//!   frame of a rank on each connection to the event logger: who it is,
-//!   and whether it wants its earlier incarnations' determinants.
+//! - `Hello`: rank u32, incarnation u32, replay u8 (0 or 1), optimistic
+//!   u8 (0 or 1) — the first frame of a rank on each connection to the
+//!   event logger: who it is, whether it wants its earlier incarnations'
+//!   determinants, and whether its acks must carry the stable vector
+//!   (optimistic logging, O2P).
+//! - `Stable`: count u64, n u32, n × (rank u32, count u64) — an ack (as
+//!   `Ack`) to an optimistic rank, with the logger's *stable vector*: for
+//!   each rank listed, how many of its determinants are on disk (ranks
+//!   with none are left out).
+//! - `Depend`: n u32, n × (rank u32, count u64) — piggybacked (O2P) just
+//!   before an application message: the sender's state depends on the
+//!   first `count` determinants of `rank`, not known stable. Only entries
+//!   changed since the sender's last message to the receiver are listed,
+//!   and no frame goes when none is.
+//! - `Query`: rank u32 — an optimistic rank asks the event logger where
+//!   the list of `rank`'s dead incarnation ends (it died, and the asker
+//!   depends on determinants of it it does not know stable).
+//! - `Answer`: rank u32, count u64 — `rank`'s dead incarnation's list
+//!   ends at `count`, all of it on disk: what its replacement replays.
 
 /// Version of this frame format (2: entries carry a kind, and completion
-/// choices exist; 3: probe entries exist; 4: the event logger's `Hello`).
-pub const VERSION: u8 = 4;
+/// choices exist; 3: probe entries exist; 4: the event logger's `Hello`;
+/// 5: optimistic logging's `Stable` and `Depend`, and the `Hello` flag).
+pub const VERSION: u8 = 5;
 const KIND_DETERMINANTS: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_REPLAY: u8 = 3;
 const KIND_FINISHED: u8 = 4;
 const KIND_COVERED: u8 = 5;
 const KIND_HELLO: u8 = 6;
+const KIND_STABLE: u8 = 7;
+const KIND_DEPEND: u8 = 8;
+const KIND_QUERY: u8 = 9;
+const KIND_ANSWER: u8 = 10;
+/// An encoded (rank, count) pair of `Stable` and `Depend`.
+const PAIR_BYTES: usize = 4 + 8;
+/// Most (rank, count) pairs one frame carries: one per rank of the
+/// largest job the engine numbers (world ranks are u32, but a frame's
+/// payload is far smaller; this bounds the decoder's allocation).
+pub const PAIRS_PER_FRAME_MAX: usize = 1 << 16;
 const ENTRY_WILDCARD: u8 = 0;
 const ENTRY_CHOICE: u8 = 1;
 const ENTRY_PROBE: u8 = 2;
@@ -156,6 +183,33 @@ pub enum Frame {
         incarnation: u32,
         /// It wants the determinants of its earlier incarnations.
         replay: bool,
+        /// It logs optimistically: its acks carry the stable vector.
+        optimistic: bool,
+    },
+    /// An ack with the stable vector (optimistic logging).
+    Stable {
+        /// The receiver's first `count` determinants are on disk.
+        count: u64,
+        /// (rank, determinants of it on disk), ranks with none left out.
+        stable: Vec<(u32, u64)>,
+    },
+    /// The sender depends on these determinants (rank, count), not known
+    /// stable: piggybacked before an application message.
+    Depend {
+        /// (rank, count) pairs.
+        entries: Vec<(u32, u64)>,
+    },
+    /// An optimistic rank asks where a dead rank's list ends.
+    Query {
+        /// The dead rank.
+        rank: u32,
+    },
+    /// Where a dead rank's list ends, answering a `Query`.
+    Answer {
+        /// The dead rank.
+        rank: u32,
+        /// Its determinants its replacement replays (all on disk).
+        count: u64,
     },
 }
 
@@ -187,11 +241,31 @@ impl Frame {
                 rank,
                 incarnation,
                 replay,
+                optimistic,
             } => {
                 bytes.push(KIND_HELLO);
                 bytes.extend_from_slice(&rank.to_le_bytes());
                 bytes.extend_from_slice(&incarnation.to_le_bytes());
                 bytes.push(u8::from(*replay));
+                bytes.push(u8::from(*optimistic));
+            }
+            Frame::Stable { count, stable } => {
+                bytes.push(KIND_STABLE);
+                bytes.extend_from_slice(&count.to_le_bytes());
+                encode_pairs(&mut bytes, stable);
+            }
+            Frame::Depend { entries } => {
+                bytes.push(KIND_DEPEND);
+                encode_pairs(&mut bytes, entries);
+            }
+            Frame::Query { rank } => {
+                bytes.push(KIND_QUERY);
+                bytes.extend_from_slice(&rank.to_le_bytes());
+            }
+            Frame::Answer { rank, count } => {
+                bytes.push(KIND_ANSWER);
+                bytes.extend_from_slice(&rank.to_le_bytes());
+                bytes.extend_from_slice(&count.to_le_bytes());
             }
         }
         bytes
@@ -236,6 +310,25 @@ impl Frame {
                     1 => true,
                     other => return Err(format!("hello frame: replay flag {other}")),
                 },
+                optimistic: match reader.u8()? {
+                    0 => false,
+                    1 => true,
+                    other => return Err(format!("hello frame: optimistic flag {other}")),
+                },
+            },
+            KIND_STABLE => Frame::Stable {
+                count: reader.u64()?,
+                stable: reader.pairs()?,
+            },
+            KIND_DEPEND => Frame::Depend {
+                entries: reader.pairs()?,
+            },
+            KIND_QUERY => Frame::Query {
+                rank: reader.u32()?,
+            },
+            KIND_ANSWER => Frame::Answer {
+                rank: reader.u32()?,
+                count: reader.u64()?,
             },
             other => return Err(format!("unknown message-logging frame kind {other}")),
         };
@@ -280,6 +373,15 @@ pub fn encode_entries(bytes: &mut Vec<u8>, entries: &[Entry]) {
     }
 }
 
+/// Append (rank, count) pairs: how many, then each.
+fn encode_pairs(bytes: &mut Vec<u8>, pairs: &[(u32, u64)]) {
+    bytes.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+    for (rank, count) in pairs {
+        bytes.extend_from_slice(&rank.to_le_bytes());
+        bytes.extend_from_slice(&count.to_le_bytes());
+    }
+}
+
 /// Parse entries as [`encode_entries`] wrote them, the whole of `bytes`.
 pub fn decode_entries(bytes: &[u8]) -> Result<Vec<Entry>, String> {
     let mut reader = Reader::new(bytes, "message-logging frame is truncated".to_string());
@@ -299,11 +401,21 @@ type Reader<'a> = resmpi_wire::bytes::ByteReader<'a, String>;
 
 /// The determinant lists inside frames and log records.
 trait EntryReader {
+    fn pairs(&mut self) -> Result<Vec<(u32, u64)>, String>;
     fn entries(&mut self) -> Result<Vec<Entry>, String>;
     fn entry(&mut self) -> Result<Entry, String>;
 }
 
 impl EntryReader for Reader<'_> {
+    fn pairs(&mut self) -> Result<Vec<(u32, u64)>, String> {
+        let count = self.u32()? as usize;
+        if count > PAIRS_PER_FRAME_MAX || count * PAIR_BYTES > self.remaining() {
+            return Err(format!(
+                "message-logging frame claims {count} (rank, count) pairs"
+            ));
+        }
+        (0..count).map(|_| Ok((self.u32()?, self.u64()?))).collect()
+    }
     fn entries(&mut self) -> Result<Vec<Entry>, String> {
         let count = self.u32()? as usize;
         if count > ENTRIES_PER_FRAME_MAX || count * ENTRY_BYTES_MIN > self.remaining() {
@@ -408,7 +520,18 @@ mod tests {
                 rank: 3,
                 incarnation: 2,
                 replay: true,
+                optimistic: true,
             },
+            Frame::Stable {
+                count: 4,
+                stable: vec![(0, 4), (7, 1 << 35)],
+            },
+            Frame::Depend {
+                entries: vec![(2, 9)],
+            },
+            Frame::Depend { entries: vec![] },
+            Frame::Query { rank: 2 },
+            Frame::Answer { rank: 1, count: 2 },
         ];
         for frame in frames {
             let bytes = frame.encode();
@@ -425,7 +548,12 @@ mod tests {
     #[test]
     fn a_bad_version_kind_or_count_is_refused() {
         assert!(Frame::decode(&[VERSION + 1, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
-        assert!(Frame::decode(&[VERSION, 9]).is_err());
+        assert!(Frame::decode(&[VERSION, 99]).is_err());
+        let mut many_pairs = vec![VERSION, KIND_DEPEND];
+        many_pairs.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Frame::decode(&many_pairs).is_err());
+        // Version 4 (no optimistic flag in the hello) is refused.
+        assert!(Frame::decode(&[4, KIND_HELLO, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
         let mut huge = vec![VERSION, KIND_REPLAY, 1];
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(Frame::decode(&huge).is_err());
@@ -435,7 +563,9 @@ mod tests {
         assert!(Frame::decode(&[2, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert!(Frame::decode(&[3, KIND_ACK, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
         // A replay flag other than 0 or 1.
-        assert!(Frame::decode(&[VERSION, KIND_HELLO, 0, 0, 0, 0, 0, 0, 0, 0, 2]).is_err());
+        assert!(Frame::decode(&[VERSION, KIND_HELLO, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0]).is_err());
+        // An optimistic flag other than 0 or 1.
+        assert!(Frame::decode(&[VERSION, KIND_HELLO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]).is_err());
     }
 
     fn one_choice(repeat: u32, completed: &[u32]) -> Vec<u8> {

@@ -62,6 +62,28 @@
 //! since a rank that dies before then replays from `MPI_Init` and needs
 //! every message ever sent to it.
 //!
+//! **Optimistic logging (O2P)**, [`MessageLog::optimistic`]: the same
+//! determinants go to the logger at once, but sends do not wait for their
+//! acks. What another process sees may then depend on a determinant the
+//! logger could lose, so each process keeps a *dependency vector*: per
+//! rank, how many of that rank's determinants its state depends on
+//! (its own: all it made; another's: the most any message it took in said).
+//! It piggybacks, just before an application message
+//! ([`Interceptor::piggyback`], a `Depend` frame on the same channel),
+//! the entries changed since its last message to that destination and not
+//! known stable (Singhal and Kshemkalyani's vector-clock compression:
+//! one clock per entry and per destination, no n × n table); with none,
+//! nothing at all is sent. The logger's acks carry its *stable vector*
+//! (per rank, determinants on disk), and entries at or below it are
+//! dropped: they can never be lost. When rank f dies, a process that
+//! depends on more of f's determinants than it knows stable asks the
+//! logger for its vector now (`Query`); if the logger holds them, it
+//! goes on (f replays them); if not, it is an *orphan*: its state
+//! depends on choices f's re-execution may make differently. Rolling
+//! orphans back is not built: the orphan ends the job with an error that
+//! says so ([`Interceptor::take_fatal_error`]), never a silently
+//! different history.
+//!
 //! Bounds: the sender log and the determinant lists share the byte bound
 //! given at construction (`RESMPI_MSGLOG_MEM`). Past it the log is
 //! incomplete and every later death ends the job ([`MessageLog`]'s
@@ -76,6 +98,7 @@ use resmpi_ft::{
     PeerFailureAction, ProbeOutcome, ReceivePattern, ReplayedChoice, SentMessage, WildcardDecision,
 };
 
+pub mod dependency;
 pub mod event_logger;
 pub mod frames;
 pub mod logger_link;
@@ -168,6 +191,18 @@ pub struct MessageLog {
     /// Connections to the event logger made (more than one: it restarted,
     /// or the link broke).
     pub logger_connections: u64,
+    /// Optimistic logging (O2P): sends do not wait for acks, dependencies
+    /// are tracked and piggybacked instead.
+    optimistic: bool,
+    /// Optimistic: the dependency tracking.
+    dependencies: dependency::Dependencies,
+    /// Optimistic: dead peers on whose unstable determinants this process
+    /// may depend, until the logger's answer to the `Query` says.
+    suspected_orphan_of: Vec<u32>,
+    /// Optimistic: this process is an orphan (taken once as a fatal error).
+    orphan_error: Option<String>,
+    /// Optimistic: the orphan's report line (stays).
+    orphan_line: Option<String>,
 }
 
 impl fmt::Debug for MessageLog {
@@ -227,7 +262,34 @@ impl MessageLog {
             finished: vec![false; size as usize],
             protocol_errors: 0,
             logger_connections: 0,
+            optimistic: false,
+            dependencies: dependency::Dependencies::new(rank, size),
+            suspected_orphan_of: Vec::new(),
+            orphan_error: None,
+            orphan_line: None,
         }
+    }
+
+    /// Log optimistically (O2P): sends do not wait for acks; dependencies
+    /// are tracked, piggybacked, and checked when a peer dies.
+    pub fn optimistic(mut self) -> MessageLog {
+        self.optimistic = true;
+        self
+    }
+
+    /// Whether this process logs optimistically.
+    pub fn is_optimistic(&self) -> bool {
+        self.optimistic
+    }
+
+    /// The dependency tracking (optimistic logging).
+    pub fn dependencies(&self) -> &dependency::Dependencies {
+        &self.dependencies
+    }
+
+    /// Whether this process found itself an orphan of a dead peer.
+    pub fn is_orphan(&self) -> bool {
+        self.orphan_line.is_some()
     }
 
     /// Reach the event logger through `link` (the process's socket).
@@ -309,8 +371,86 @@ impl MessageLog {
             rank: self.rank,
             incarnation: self.incarnation,
             replay: !self.replay_complete,
+            optimistic: self.optimistic,
         };
         self.logger_out.push_back(hello.encode());
+        // A query lost with the connection is asked again.
+        for peer in self.suspected_orphan_of.clone() {
+            self.send_query(peer);
+        }
+    }
+
+    /// Ask the logger where dead `peer`'s list ends (optimistic logging).
+    fn send_query(&mut self, peer: u32) {
+        if self.logger_connected {
+            self.logger_out
+                .push_back(Frame::Query { rank: peer }.encode());
+        }
+    }
+
+    /// Dead `peer` may have left this process an orphan: ask the logger.
+    fn suspect(&mut self, peer: u32) {
+        if !self.dependencies.is_stable_on(peer) && !self.suspected_orphan_of.contains(&peer) {
+            self.suspected_orphan_of.push(peer);
+            self.send_query(peer);
+        }
+    }
+
+    /// The logger's own acks: `count` of this process's determinants are
+    /// on disk (`first_answer`: the answer to this connection's hello).
+    fn handle_ack(&mut self, count: u64) {
+        let count = (count as usize).min(self.own.len());
+        if self.hello_unanswered {
+            // What the logger has: a restarted one read its file back.
+            // If it has less than it once acked (its file was lost or
+            // damaged), this process, the source of its own list,
+            // sends the rest again, and its sends wait for the acks.
+            self.hello_unanswered = false;
+            self.own_acknowledged = count;
+            self.send_own_from(count);
+        } else {
+            self.own_acknowledged = self.own_acknowledged.max(count);
+        }
+        self.dependencies
+            .handle_stable(self.rank, self.own_acknowledged as u64);
+    }
+
+    /// The logger's stable vector came with an ack (optimistic): drop
+    /// what is stable. Not for a dead peer's entry while its answer is
+    /// awaited: the counts may be its replacement's by then.
+    fn handle_stable_vector(&mut self, stable: &[(u32, u64)]) {
+        for &(rank, count) in stable {
+            let settled = rank < self.size
+                && rank != self.rank
+                && !self.restarting[rank as usize]
+                && !self.suspected_orphan_of.contains(&rank);
+            if settled {
+                self.dependencies.handle_stable(rank, count);
+            }
+        }
+    }
+
+    /// Dead `peer`'s list ends at `count` (what its replacement replays):
+    /// depending on more of it makes this process an orphan.
+    fn handle_answer(&mut self, peer: u32, count: u64) {
+        let Some(position) = self.suspected_orphan_of.iter().position(|&p| p == peer) else {
+            return;
+        };
+        self.suspected_orphan_of.remove(position);
+        let depends = self.dependencies.dependency(peer);
+        if depends <= count {
+            self.dependencies.handle_stable(peer, count);
+            return;
+        }
+        let line = format!(
+            "rank {}: optimistic message logging: this rank is an orphan of rank {peer}: \
+             it depends on {depends} of that rank's determinants, and the event logger has \
+             only {count} of them; rolling orphans back is not built (issue 13), so the job \
+             cannot go on with a history identical to a fault-free run",
+            self.rank
+        );
+        self.orphan_error.get_or_insert_with(|| line.clone());
+        self.orphan_line.get_or_insert(line);
     }
 
     /// The connection to the event logger broke.
@@ -322,20 +462,12 @@ impl MessageLog {
     /// A frame from the event logger.
     pub fn handle_logger_frame(&mut self, bytes: &[u8]) {
         match Frame::decode(bytes) {
-            Ok(Frame::Ack { count }) if self.hello_unanswered => {
-                // What the logger has: a restarted one read its file back.
-                // If it has less than it once acked (its file was lost or
-                // damaged), this process, the source of its own list,
-                // sends the rest again, and its sends wait for the acks.
-                self.hello_unanswered = false;
-                let count = (count as usize).min(self.own.len());
-                self.own_acknowledged = count;
-                self.send_own_from(count);
+            Ok(Frame::Ack { count }) => self.handle_ack(count),
+            Ok(Frame::Stable { count, stable }) => {
+                self.handle_ack(count);
+                self.handle_stable_vector(&stable);
             }
-            Ok(Frame::Ack { count }) => {
-                let count = (count as usize).min(self.own.len());
-                self.own_acknowledged = self.own_acknowledged.max(count);
-            }
+            Ok(Frame::Answer { rank, count }) => self.handle_answer(rank, count),
             Ok(Frame::Replay { last, entries }) => self.handle_replay(last, entries),
             _ => self.protocol_errors += 1,
         }
@@ -360,6 +492,7 @@ impl MessageLog {
             && !self.hello_unanswered
             && self.replay_complete
             && self.own_acknowledged == self.own.len()
+            && self.suspected_orphan_of.is_empty()
             && self.logger_out.is_empty();
         if idle {
             return;
@@ -395,7 +528,23 @@ impl MessageLog {
         let position = self.own.len();
         self.charge_determinant(&entry);
         self.own.push(entry);
+        self.dependencies.handle_own(self.own.len() as u64);
         self.send_own_from(position);
+        if self.optimistic {
+            // Active optimistic logging: on its way before the send that
+            // may depend on it (which does not wait), so that a death
+            // right after that send rarely loses it.
+            self.flush_link();
+        }
+    }
+
+    /// Hand the frames for the logger to the link now, reading nothing.
+    fn flush_link(&mut self) {
+        if let Some(link) = self.link.as_mut() {
+            while let Some(frame) = self.logger_out.pop_front() {
+                link.send(frame);
+            }
+        }
     }
 
     /// Make the lazily kept run of failed tests a determinant.
@@ -496,6 +645,9 @@ impl MessageLog {
         }
         self.replay_complete = true;
         self.own_acknowledged = self.own.len();
+        self.dependencies.handle_own(self.own.len() as u64);
+        self.dependencies
+            .handle_stable(self.rank, self.own_acknowledged as u64);
         for receive in std::mem::take(&mut self.deferred) {
             let source = self
                 .wildcard_ordinals
@@ -515,7 +667,11 @@ impl Interceptor for MessageLog {
     const WANTS_NONDETERMINISM: bool = true;
 
     fn name(&self) -> &'static str {
-        "msglog-pessimistic"
+        if self.optimistic {
+            "msglog-optimistic"
+        } else {
+            "msglog-pessimistic"
+        }
     }
 
     /// The log's memory and disk use, once it spilled or stopped (a job
@@ -530,6 +686,17 @@ impl Interceptor for MessageLog {
                 self.logger_connections.saturating_sub(1),
             ),
         ];
+        if self.optimistic {
+            counters.push((
+                "msglog_piggybacked_frames",
+                self.dependencies.piggybacked_frames,
+            ));
+            counters.push((
+                "msglog_piggybacked_entries",
+                self.dependencies.piggybacked_entries,
+            ));
+            counters.push(("msglog_orphans", u64::from(self.is_orphan())));
+        }
         if self.log.bytes_spilled() > 0 || !self.log.is_complete() {
             counters.push(("msglog_memory_bytes", self.log.bytes_logged() as u64));
             counters.push(("msglog_spilled_bytes", self.log.bytes_spilled()));
@@ -540,8 +707,15 @@ impl Interceptor for MessageLog {
     fn report_lines(&self) -> Vec<String> {
         self.log
             .incomplete_reason()
-            .map(|reason| format!("rank {}: message log incomplete: {reason}", self.rank))
+            .map(|reason| {
+                format!(
+                    "rank {}: this rank's sender log lacks messages it would have to replay \
+                     (message log incomplete: {reason})",
+                    self.rank
+                )
+            })
             .into_iter()
+            .chain(self.orphan_line.clone())
             .collect()
     }
 
@@ -657,7 +831,20 @@ impl Interceptor for MessageLog {
     }
 
     fn send_may_start(&self) -> bool {
-        self.own_acknowledged == self.own.len()
+        // Optimistic: never wait; what the send depends on travels with it.
+        self.optimistic || self.own_acknowledged == self.own.len()
+    }
+
+    fn piggyback(&mut self, destination: u32) -> Option<Vec<u8>> {
+        if !self.optimistic || destination >= self.size {
+            return None;
+        }
+        let entries = self.dependencies.piggyback(destination)?;
+        Some(Frame::Depend { entries }.encode())
+    }
+
+    fn take_fatal_error(&mut self) -> Option<String> {
+        self.orphan_error.take()
     }
 
     fn replay_message(
@@ -676,6 +863,11 @@ impl Interceptor for MessageLog {
         }
         self.restarting[peer as usize] = true;
         self.finished[peer as usize] = false;
+        if self.optimistic {
+            self.dependencies.forget_sent(peer);
+            // Maybe an orphan: the logger's answer settles it.
+            self.suspect(peer);
+        }
         PeerFailureAction::Handled
     }
 
@@ -712,6 +904,9 @@ impl Interceptor for MessageLog {
         }
         self.restarting[peer as usize] = false;
         self.finished[peer as usize] = false;
+        // Its new incarnation learns every dependency again with the
+        // first message (the re-sends from the log included).
+        self.dependencies.forget_sent(peer);
         if self.finishing {
             self.queue(peer, Frame::Finished);
         }
@@ -722,6 +917,19 @@ impl Interceptor for MessageLog {
             Ok(Frame::Finished) if peer < self.size => self.finished[peer as usize] = true,
             Ok(Frame::Covered { last }) if peer < self.size => {
                 self.log.trim(peer, last);
+            }
+            Ok(Frame::Depend { entries }) if self.optimistic && peer < self.size => {
+                if !self.dependencies.handle_piggyback(&entries) {
+                    self.protocol_errors += 1;
+                    return;
+                }
+                // A dependency on a rank already dead (the peer heard of
+                // it later): settled like one held at the death.
+                for (rank, _) in entries {
+                    if self.restarting[rank as usize] {
+                        self.suspect(rank);
+                    }
+                }
             }
             _ => self.protocol_errors += 1,
         }

@@ -45,6 +45,12 @@ pub fn serve(listener: TcpListener, directory: &Path, fresh: bool) -> Result<(),
     let path = log_path(directory);
     let counters_path = directory.join(COUNTERS_FILE_NAME);
     let (mut logger, mut file) = open_log(&path, fresh)?;
+    if let Some(count) = std::env::var(crate::event_logger::STORE_COUNT_MAX_VARIABLE)
+        .ok()
+        .and_then(|text| text.trim().parse::<usize>().ok())
+    {
+        logger = logger.with_store_count_max(count);
+    }
     if !fresh {
         if let Ok(text) = std::fs::read_to_string(&counters_path) {
             let earlier = parse_counters(&text);

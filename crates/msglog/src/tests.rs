@@ -569,3 +569,179 @@ fn a_logger_that_lost_its_file_is_sent_the_whole_list_again_and_sends_wait_for_i
     assert!(ranks[0].send_may_start());
     assert_eq!(empty.entries(0), logger.entries(0));
 }
+
+fn optimistic_ranks(size: u32) -> Vec<MessageLog> {
+    (0..size)
+        .map(|rank| MessageLog::new(rank, size, 0, 1 << 20).optimistic())
+        .collect()
+}
+
+/// Rank `rank` posts wildcard receive `receive` and it matches `source`.
+fn wildcard_match(rank: &mut MessageLog, receive: u64, source: u32) {
+    rank.on_wildcard_receive(receive, &any_source());
+    rank.on_match(&matched(receive, source));
+}
+
+/// Hand the piggyback of a message from `from` to `to` over, as the engine
+/// does just before the message; whether there was one.
+fn send_message(ranks: &mut [MessageLog], from: u32, to: u32) -> bool {
+    match ranks[from as usize].piggyback(to) {
+        Some(bytes) => {
+            ranks[to as usize].on_protocol_frame(from, &bytes);
+            true
+        }
+        None => false,
+    }
+}
+
+#[test]
+fn optimistic_sends_never_wait_and_piggyback_only_unstable_changed_entries() {
+    let mut ranks = optimistic_ranks(3);
+    let mut logger = connect_all(&mut ranks);
+    // Nothing to depend on: no piggyback at all.
+    assert!(!send_message(&mut ranks, 0, 1));
+    wildcard_match(&mut ranks[0], 1, 2);
+    // Unacked, and the send may start anyway (pessimistic would hold it).
+    assert!(ranks[0].send_may_start());
+    assert!(send_message(&mut ranks, 0, 1));
+    assert_eq!(ranks[1].dependencies().dependency(0), 1);
+    // Unchanged since the last message to rank 1: nothing again.
+    assert!(!send_message(&mut ranks, 0, 1));
+    // Rank 1 passes the dependency on to rank 2 (transitively).
+    assert!(send_message(&mut ranks, 1, 2));
+    assert_eq!(ranks[2].dependencies().dependency(0), 1);
+    // Not back to its own maker.
+    assert!(!send_message(&mut ranks, 2, 0));
+    // The ack carries the stable vector; rank 0 drops its own entry.
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[0].dependencies().is_stable_on(0));
+    assert!(!send_message(&mut ranks, 0, 2));
+    assert_eq!(ranks[0].dependencies().piggybacked_frames, 1);
+}
+
+#[test]
+fn a_rank_that_depended_only_on_stable_determinants_survives_the_death() {
+    let mut ranks = optimistic_ranks(3);
+    let mut logger = connect_all(&mut ranks);
+    wildcard_match(&mut ranks[0], 1, 2);
+    assert!(send_message(&mut ranks, 0, 1));
+    exchange(&mut ranks, &mut logger);
+    // Rank 1 made no determinant, so no ack told it rank 0's is stable.
+    assert!(!ranks[1].dependencies().is_stable_on(0));
+    assert_eq!(ranks[1].on_peer_failure(0), PeerFailureAction::Handled);
+    // It asks the logger, which answers once rank 0's list has ended
+    // (its connection closed): it has the determinant on disk.
+    exchange(&mut ranks, &mut logger);
+    assert!(!ranks[1].dependencies().is_stable_on(0));
+    logger.handle_closed(connection(&ranks[0]));
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[1].dependencies().is_stable_on(0));
+    assert!(!ranks[1].is_orphan());
+    assert_eq!(ranks[1].take_fatal_error(), None);
+}
+
+#[test]
+fn a_rank_that_depended_on_a_lost_determinant_is_an_orphan_and_says_so() {
+    let mut ranks = optimistic_ranks(3);
+    for rank in ranks.iter_mut() {
+        rank.handle_logger_connected();
+    }
+    // The logger stores one determinant per rank: the second is lost.
+    let mut logger = EventLogger::new().with_store_count_max(1);
+    exchange(&mut ranks, &mut logger);
+    wildcard_match(&mut ranks[0], 1, 2);
+    wildcard_match(&mut ranks[0], 2, 1);
+    assert!(send_message(&mut ranks, 0, 1));
+    exchange(&mut ranks, &mut logger);
+    assert_eq!(logger.durable(0), 1);
+    assert_eq!(ranks[1].dependencies().dependency(0), 2);
+    // Rank 2 took nothing from rank 0: it is no orphan.
+    assert_eq!(ranks[2].on_peer_failure(0), PeerFailureAction::Handled);
+    assert_eq!(ranks[1].on_peer_failure(0), PeerFailureAction::Handled);
+    // Rank 0's replacement says hello before its old connection's close
+    // is seen: the hello waits for the close (the old socket may still
+    // hold determinants others depend on), then the old list ends.
+    let old = connection(&ranks[0]);
+    restart(&mut ranks, 0, 1);
+    exchange(&mut ranks, &mut logger);
+    assert!(!ranks[1].is_orphan() && !ranks[0].replay_complete());
+    logger.handle_closed(old);
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[0].replay_complete());
+    assert!(!ranks[2].is_orphan());
+    assert!(ranks[1].is_orphan());
+    let error = ranks[1]
+        .take_fatal_error()
+        .expect("the orphan ends the job");
+    assert!(error.contains("orphan of rank 0"), "{error}");
+    assert!(error.contains("depends on 2"), "{error}");
+    assert!(ranks[1]
+        .report_lines()
+        .iter()
+        .any(|line| line.contains("orphan")));
+    assert!(ranks[1].report_counters().contains(&("msglog_orphans", 1)));
+}
+
+#[test]
+fn a_restarted_peer_gets_every_unstable_dependency_with_its_first_message() {
+    let mut ranks = optimistic_ranks(3);
+    let _logger = connect_all(&mut ranks);
+    wildcard_match(&mut ranks[0], 1, 2);
+    assert!(send_message(&mut ranks, 0, 1));
+    assert!(!send_message(&mut ranks, 0, 1));
+    ranks[0].on_peer_failure(1);
+    ranks[0].on_peer_rejoin(1);
+    ranks[1] = MessageLog::new(1, 3, 1, 1 << 20).optimistic();
+    assert!(send_message(&mut ranks, 0, 1));
+    assert_eq!(ranks[1].dependencies().dependency(0), 1);
+}
+
+#[test]
+fn a_piggyback_naming_a_rank_out_of_range_is_refused_whole() {
+    let mut ranks = optimistic_ranks(2);
+    let bytes = Frame::Depend {
+        entries: vec![(1, 3), (9, 1)],
+    }
+    .encode();
+    ranks[0].on_protocol_frame(1, &bytes);
+    assert_eq!(ranks[0].protocol_errors, 1);
+    assert_eq!(ranks[0].dependencies().dependency(1), 0);
+}
+
+#[test]
+fn a_dead_ranks_end_is_one_number_for_every_asker_and_its_replacement_replays_it() {
+    let mut ranks = optimistic_ranks(3);
+    let mut logger = connect_all(&mut ranks);
+    wildcard_match(&mut ranks[0], 1, 2);
+    exchange(&mut ranks, &mut logger);
+    wildcard_match(&mut ranks[0], 2, 1);
+    assert!(send_message(&mut ranks, 0, 1));
+    assert!(send_message(&mut ranks, 0, 2));
+    // Rank 0's second determinant reaches the logger, then rank 0 dies;
+    // rank 1 asks before the logger sees the close, rank 2 after.
+    let from = connection(&ranks[0]);
+    while let Some(bytes) = ranks[0].poll_logger_frame() {
+        logger.handle_frame(from, &bytes);
+    }
+    ranks[1].on_peer_failure(0);
+    let asker = connection(&ranks[1]);
+    while let Some(bytes) = ranks[1].poll_logger_frame() {
+        logger.handle_frame(asker, &bytes);
+    }
+    assert_eq!(
+        logger.poll_frame(),
+        None,
+        "answered before rank 0's end was known"
+    );
+    logger.handle_closed(from);
+    ranks[2].on_peer_failure(0);
+    // Its replacement's replay comes from the same list.
+    restart(&mut ranks, 0, 1);
+    exchange(&mut ranks, &mut logger);
+    assert!(!ranks[1].is_orphan() && !ranks[2].is_orphan());
+    assert_eq!(ranks[0].determinant_count(), 2);
+    // The replacement's own determinants do not count for the old ones.
+    wildcard_match(&mut ranks[0], 1, 2);
+    exchange(&mut ranks, &mut logger);
+    assert_eq!(ranks[1].dependencies().stable(0), 2);
+}

@@ -50,8 +50,20 @@ fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly()
             rank: 1,
             incarnation: 2,
             replay: true,
+            optimistic: true,
         }
         .encode(),
+        Frame::Stable {
+            count: 3,
+            stable: vec![(0, 3), (2, 7)],
+        }
+        .encode(),
+        Frame::Depend {
+            entries: vec![(1, 4), (3, 1)],
+        }
+        .encode(),
+        Frame::Query { rank: 3 }.encode(),
+        Frame::Answer { rank: 0, count: 5 }.encode(),
     ];
     let seeds: Vec<&[u8]> = seeds.iter().map(Vec::as_slice).collect();
     Inputs::new(13).check(&seeds, 50_000, 128, |bytes| {

@@ -31,7 +31,7 @@
 //! | `RESMPI_DEBUG_RAILS`    | any value: print rails going down or up    | unset |
 //! | `RESMPI_FAILURE_POLICY` | `abort`/`continue`: a dead peer ends the job, or is an event the survivors see (set by our `mpiexec`; unset under other launchers) | unset |
 //! | `RESMPI_FT`             | process fault-tolerance protocol, chosen at `MPI_Init` (`none` is the only one yet; `resmpi_ft::Mode`) | `none` |
-//! | `RESMPI_MSGLOG`         | `none`/`pessimistic`: message logging (`mpiexec --msglog`; needs the library in `lib/msglog`); `optimistic` is refused, not built yet | `none` |
+//! | `RESMPI_MSGLOG`         | `none`/`pessimistic`/`optimistic`: message logging (`mpiexec --msglog`; needs the library in `lib/msglog`) | `none` |
 //! | `RESMPI_MSGLOG_MEM`     | bytes one process's message log may hold in memory (`mpiexec --msglog-mem`) | 1 GiB |
 //! | `RESMPI_MSGLOG_DISK`    | bytes it may spill past that to local disk (`mpiexec --msglog-disk`; 0: no spilling) | 8 GiB |
 //! | `RESMPI_MSGLOG_SPILL_DIR` | directory of the spill file (`mpiexec --msglog-spill-dir`) | `$TMPDIR`, else `/tmp` |
@@ -148,6 +148,8 @@ pub enum MessageLogging {
     None,
     /// Pessimistic: determinants stable before any send that depends on them.
     Pessimistic,
+    /// Optimistic (O2P): sends do not wait; dependencies are piggybacked.
+    Optimistic,
 }
 
 impl MessageLogging {
@@ -157,13 +159,9 @@ impl MessageLogging {
         match text.trim() {
             "" | "none" => Ok(MessageLogging::None),
             "pessimistic" => Ok(MessageLogging::Pessimistic),
-            "optimistic" => Err(
-                "message logging 'optimistic' (O2P) is not built yet (issue 13); \
-                 use pessimistic"
-                    .to_string(),
-            ),
+            "optimistic" => Ok(MessageLogging::Optimistic),
             other => Err(format!(
-                "message logging '{other}': expected none or pessimistic (optimistic is not built yet, issue 13)"
+                "message logging '{other}': expected none, pessimistic or optimistic"
             )),
         }
     }
