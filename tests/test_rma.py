@@ -147,9 +147,11 @@ def test_replicas_finish_rma_with_the_unreplicated_results_when_a_replica_dies(b
     gives up that replica set and the other one finishes with the window
     digest of the unreplicated run."""
     exe = build("rma")
-    plain = run(2, exe, "rails", "3000", timeout=120)
+    # 30000 iterations: about 2.7 s under --replicas 2 on an idle 2-core
+    # host (3000 took 0.3 s there and ended before the kill at 0.3 s).
+    plain = run(2, exe, "rails", "30000", timeout=120)
     assert_ok(plain)
-    res = run(2, exe, "rails", "3000", timeout=120,
+    res = run(2, exe, "rails", "30000", timeout=120,
               mpiexec_opts=("--replicas", "2", "--timeout", "90", "--inject", f"kill:{victim}@0.3s"))
     assert res.returncode == 0, res.describe()
     assert "is given up" in res.stderr, res.describe()
@@ -162,7 +164,7 @@ def test_process_masking_ends_an_rma_job_with_a_clear_error_when_a_replica_dies(
     point-to-point traffic, not window state): the replica whose epochs
     target the dead one gets its lock back (the dead one held it) and then
     an error naming the cause, instead of waiting until --timeout."""
-    res = run(2, build("rma"), "rails", "3000", timeout=120,
+    res = run(2, build("rma"), "rails", "30000", timeout=120,
               mpiexec_opts=("--replicas", "2", "--replica-masking", "process", "--timeout", "90",
                             "--inject", "kill:1.1@0.3s"))
     assert res.returncode not in (0, 124), res.describe()
