@@ -34,6 +34,11 @@ BOUND_SECONDS = 60
 TAG = re.compile(r"^\[(\d+)\] (.*)$")
 
 
+def victim_of(kill):
+    """The rank an `--inject kill:RANK@…` spec kills first."""
+    return int(kill.split(":")[1].split("@")[0])
+
+
 @pytest.fixture(scope="module")
 def ring_exe(build):
     return build("msglog_ring")
@@ -115,7 +120,7 @@ def test_a_ring_exchange_with_a_rank_killed_mid_run_prints_what_a_fault_free_run
     args = [20, count]
     expected = baseline(nprocs, ring_exe, args)
     res = run_logged(nprocs, ring_exe, args, kill)
-    victim = int(kill.split(":")[1].split("@")[0])
+    victim = victim_of(kill)
     assert_recovered(res, victim, nprocs)
     assert per_rank(res.stdout) == expected, res.describe()
 
@@ -129,7 +134,7 @@ def test_synchronous_sends_replay_and_are_answered(ring_exe, count, kill):
     args = [20, count, 1]
     expected = baseline(3, ring_exe, args)
     res = run_logged(3, ring_exe, args, kill)
-    victim = int(kill.split(":")[1].split("@")[0])
+    victim = victim_of(kill)
     assert_recovered(res, victim, 3)
     assert per_rank(res.stdout) == expected, res.describe()
 
@@ -193,17 +198,21 @@ def anysource_consistent(lines, nprocs, rounds):
         assert lines[worker] == [f"rank {worker} value {values[worker]}"], lines[worker]
 
 
-@pytest.mark.parametrize("nprocs,kill", [
+# Kill points of the ANY_SOURCE program (master 0), shared by both modes.
+ANYSOURCE_KILLS = [
     (4, "kill:0@sends=4"),
     (4, "kill:0@sends=14"),
     (3, "kill:0@sends=9"),
     (4, "kill:2@sends=5"),
     (4, "kill:1@sends=7"),
-])
+]
+
+
+@pytest.mark.parametrize("nprocs,kill", ANYSOURCE_KILLS)
 def test_any_source_matches_replay_in_the_logged_order(anysource_exe, nprocs, kill):
     rounds = 12
     res = run_logged(nprocs, anysource_exe, [rounds], kill)
-    victim = int(kill.split(":")[1].split("@")[0])
+    victim = victim_of(kill)
     assert_recovered(res, victim, nprocs)
     anysource_consistent(per_rank(res.stdout), nprocs, rounds)
 
@@ -281,7 +290,7 @@ def test_waitany_testsome_and_test_outcomes_replay_exactly(choices_exe, nprocs, 
     # final hash no longer follow from what its first incarnation printed.
     rounds = 8
     res = run_logged(nprocs, choices_exe, [rounds], kill)
-    victim = int(kill.split(":")[1].split("@")[0])
+    victim = victim_of(kill)
     assert_recovered(res, victim, nprocs)
     choices_consistent(per_rank(res.stdout), nprocs, rounds)
 
@@ -296,7 +305,7 @@ def test_a_collective_loop_with_a_rank_killed_prints_what_a_fault_free_run_print
     args = [30]
     expected = baseline(nprocs, coll_exe, args)
     res = run_logged(nprocs, coll_exe, args, kill)
-    victim = int(kill.split(":")[1].split("@")[0])
+    victim = victim_of(kill)
     assert_recovered(res, victim, nprocs)
     assert per_rank(res.stdout) == expected, res.describe()
 
@@ -490,7 +499,7 @@ def test_iprobe_improbe_probe_testall_and_get_status_outcomes_replay_exactly(
     # lines and its final hash no longer follow from what its first
     # incarnation printed.
     res = run_logged(nprocs, probes_exe, [PROBE_ROUNDS], kill)
-    victim = int(kill.split(":")[1].split("@")[0])
+    victim = victim_of(kill)
     assert_recovered(res, victim, nprocs)
     probes_consistent(per_rank(res.stdout), nprocs, PROBE_ROUNDS)
 

@@ -43,7 +43,7 @@ def test_a_rank_killed_on_either_host_is_restarted_there_and_replays(build, two_
     expected = msglog.baseline(RANKS, exe, args) if exe_name == "msglog_ring" else None
     for kill in kills:
         res = logged_on_two_hosts(two_hosts, exe, args, kill)
-        victim = int(kill.split(":")[1].split("@")[0])
+        victim = msglog.victim_of(kill)
         msglog.assert_recovered(res, victim, RANKS)
         # Restarted on its own host, through that host's proxy.
         host = two_hosts.b if victim >= 2 else two_hosts.a

@@ -27,6 +27,7 @@ import pytest
 
 import test_msglog as msglog
 from test_msglog import anysource_exe, choices_exe, coll_exe, probes_exe, ring_exe  # noqa: F401
+from test_msglog import victim_of
 from test_msglog_eventlog import counter
 from conftest import run
 
@@ -40,10 +41,6 @@ def run_optimistic(nprocs, exe, args, kill=None, env=None):
     if kill:
         opts += ["--inject", kill]
     return run(nprocs, exe, *args, mpiexec_opts=opts, timeout=BOUND + 30, env=env)
-
-
-def victim_of(kill):
-    return int(kill.split(":")[1].split("@")[0])
 
 
 @pytest.mark.parametrize("nprocs,count,kill", [
@@ -62,13 +59,7 @@ def test_a_ring_killed_mid_run_prints_what_a_fault_free_run_prints(ring_exe, npr
     assert counter(res.stderr, "msglog_piggybacked_frames") == 0, res.describe()
 
 
-@pytest.mark.parametrize("nprocs,kill", [
-    (4, "kill:0@sends=4"),
-    (4, "kill:0@sends=14"),
-    (3, "kill:0@sends=9"),
-    (4, "kill:2@sends=5"),
-    (4, "kill:1@sends=7"),
-])
+@pytest.mark.parametrize("nprocs,kill", msglog.ANYSOURCE_KILLS)
 def test_any_source_matches_replay_in_the_logged_order(anysource_exe, nprocs, kill):
     rounds = 12
     res = run_optimistic(nprocs, anysource_exe, [rounds], kill)

@@ -1299,7 +1299,12 @@ unsafe fn set_view(
         offset_argument(disp, "displacement")?
     };
     for (datatype, what) in [(etype, "the etype"), (filetype, "the filetype")] {
-        view_can_hold(datarep, datatype, what)?;
+        view_can_hold(
+            datarep,
+            datatype,
+            &*crate::datatype::layout_of(datatype)?,
+            what,
+        )?;
     }
     let (etype_segments, _, etype_size) = type_geometry(etype, "etype")?;
     let (segments, extent, _) = type_geometry(filetype, "filetype")?;
@@ -1398,7 +1403,7 @@ pub unsafe extern "C" fn PMPI_File_get_type_extent(
     file_entry("MPI_File_get_type_extent", fh, |file| {
         crate::global::out_pointer(extent, "extent")?;
         let layout = crate::datatype::layout_of(datatype)?;
-        view_can_hold(file.datarep, datatype, "the datatype")?;
+        view_can_hold(file.datarep, datatype, &layout, "the datatype")?;
         // SAFETY: checked non-null.
         unsafe { *extent = layout.extent_bytes() as MPI_Aint };
         Ok(())
@@ -1428,19 +1433,18 @@ pub enum ViewDatarep {
     User(usize),
 }
 
-/// MPI_ERR_UNSUPPORTED_DATAREP for a `datatype` a view in `datarep` cannot
-/// hold at its native size (see [`external32_view_can_hold`] and
-/// `crate::datarep`).
+/// MPI_ERR_UNSUPPORTED_DATAREP for a `datatype` (whose layout the caller
+/// has at hand) a view in `datarep` cannot hold at its native size (see
+/// [`external32_view_can_hold`] and `crate::datarep`).
 pub(crate) fn view_can_hold(
     datarep: ViewDatarep,
     datatype: MPI_Datatype,
+    layout: &Datatype,
     what: &str,
 ) -> MpiResult<()> {
     match datarep {
         ViewDatarep::Native => Ok(()),
-        ViewDatarep::External32 => {
-            external32_view_can_hold(&*crate::datatype::layout_of(datatype)?, what)
-        }
+        ViewDatarep::External32 => external32_view_can_hold(layout, what),
         ViewDatarep::User(index) => crate::datarep::get(index).check_sizes(datatype, what),
     }
 }

@@ -83,7 +83,7 @@ pub(crate) unsafe fn prepare(
     datatype: MPI_Datatype,
 ) -> MpiResult<Prepared> {
     let layout = crate::datatype::committed_layout(datatype)?;
-    crate::file::view_can_hold(file.datarep, datatype, "the access's datatype")?;
+    crate::file::view_can_hold(file.datarep, datatype, &layout, "the access's datatype")?;
     let total = layout.packed_bytes(count).ok_or_else(|| {
         MpiError::new(
             ErrorClass::Count,
