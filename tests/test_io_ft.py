@@ -12,6 +12,7 @@ middle of a run of collective writes (on an unreplicated file and on a
 replication_factor=2 file) leaves the job's output and both files
 byte-identical to a fault-free run, and the file's block replicas in
 agreement (`resmpi-io check`)."""
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -90,14 +91,16 @@ def files_of(case):
     return {name: (case / name).read_bytes() for name in ("ft.dat", "ordered.dat")}
 
 
-def io_ft(build, case, factor, mpiexec_opts=()):
+def io_ft(build, case, factor, mpiexec_opts=(), env=None):
     case.mkdir()
     if factor == 1:
         where = "plain"
     else:
         (case / "t1").mkdir()
         where = str(case / "t1")
-    return run(3, build("io_ft"), ROUNDS, PAUSE_MS, where, cwd=case,
+    if env is not None:
+        env = {**os.environ, **env}
+    return run(3, build("io_ft"), ROUNDS, PAUSE_MS, where, cwd=case, env=env,
                mpiexec_opts=(*mpiexec_opts, "--timeout", "100"), timeout=120)
 
 
@@ -163,6 +166,103 @@ def test_a_replica_killed_mid_write_leaves_the_files_of_a_fault_free_run(
     if factor > 1:
         assert_replicas_agree(tmp_path / "case")
     assert res.elapsed < 100, res.describe()
+
+
+# ---------------------------------------------------------------- written once per rank
+
+COUNTED_ENV = {"IO_FT_COUNTS": "1"}
+
+
+def write_counts(case):
+    """{(rank, replica): (bytes written, bytes left to another replica)}
+    from the counts.RANK.REPLICA files io_ft leaves with IO_FT_COUNTS."""
+    counts = {}
+    for path in case.glob("counts.*.*"):
+        _, rank, replica = path.name.split(".")
+        written, left = path.read_text().split()
+        counts[(int(rank), int(replica))] = (int(written), int(left))
+    return counts
+
+
+@pytest.fixture(scope="module")
+def counted_fault_free(build, tmp_path_factory):
+    """An unreplicated run's bytes written per rank, per file layout."""
+    written = {}
+    for factor in (1, 2):
+        case = tmp_path_factory.mktemp("io-ft") / f"counted-{factor}"
+        res = io_ft(build, case, factor, env=COUNTED_ENV)
+        assert_ok(res)
+        counts = write_counts(case)
+        assert sorted(counts) == [(0, 0), (1, 0), (2, 0)], res.describe()
+        assert all(left == 0 for _, left in counts.values()), counts
+        written[factor] = {rank: counts[(rank, 0)][0] for rank in range(3)}
+        assert all(written[factor].values()), written
+    return written
+
+
+@pytest.mark.resmpi_only("mpiexec --replicas is a resmpi option")
+@pytest.mark.parametrize("factor", [1, 2])
+@pytest.mark.parametrize("masking", ["replica", "process"])
+def test_the_replicas_of_a_rank_write_its_bytes_once(
+        build, tmp_path, fault_free, counted_fault_free, factor, masking):
+    """Under --replicas 2 the file is written once per rank: replica 0 of
+    every rank writes exactly what the unreplicated rank writes, replica 1
+    writes nothing and leaves all of it to replica 0; the files are the
+    fault-free run's."""
+    case = tmp_path / "case"
+    res = io_ft(build, case, factor, ("--replicas", 2, "--replica-masking", masking), env=COUNTED_ENV)
+    assert_ok(res)
+    assert files_of(case) == fault_free[1], res.describe()
+    counts = write_counts(case)
+    for rank, reference in counted_fault_free[factor].items():
+        assert counts[(rank, 0)] == (reference, 0), (rank, counts)
+        assert counts[(rank, 1)] == (0, reference), (rank, counts)
+
+
+@pytest.mark.resmpi_only("mpiexec --replicas is a resmpi option")
+@pytest.mark.parametrize("factor", [1, 2])
+@pytest.mark.parametrize("masking, kill", [
+    ("replica", "1.0@sends=200"),
+    ("process", "1.0@sends=200"),
+    ("process", "2.0@1.0s"),
+])
+def test_a_performing_replica_killed_mid_run_leaves_its_writes_to_its_sibling(
+        build, tmp_path, fault_free, counted_fault_free, factor, masking, kill):
+    """Replica 0 of a rank (the one that writes) killed mid-run: replica 1
+    writes from then on, and every byte it held for replica 0 is either
+    left to it (made before the death) or written by replica 1 itself, so
+    its two counts add up to the rank's bytes; the files are the fault-free
+    run's, copies in agreement."""
+    case = tmp_path / "case"
+    res = io_ft(build, case, factor,
+                ("--replicas", 2, "--replica-masking", masking, "--inject", f"kill:{kill}"),
+                env=COUNTED_ENV)
+    rank = int(kill.split(".")[0])
+    assert f"rank {rank} replica 0" in res.stderr and "killed by signal 9" in res.stderr, \
+        f"the kill did not land before the end of the run:\n{res.describe()}"
+    assert_ok(res)
+    assert files_of(case) == fault_free[1], res.describe()
+    if factor > 1:
+        assert_replicas_agree(case)
+    counts = write_counts(case)
+    written, left = counts[(rank, 1)]
+    assert written > 0 and written + left == counted_fault_free[factor][rank], (rank, counts)
+
+
+@pytest.mark.resmpi_only("mpiexec --replicas is a resmpi option")
+def test_past_its_hold_bound_a_follower_writes_the_rest_itself(build, tmp_path, fault_free, counted_fault_free):
+    """RESMPI_IO_REPLICA_HOLD_BYTES=2000: a follower holds at most 2000
+    bytes of a call's writes and makes the rest (the same bytes) itself,
+    so its memory stays bounded; every write here is a 3000-byte piece, so
+    replica 1 writes everything, and the files are the same."""
+    case = tmp_path / "case"
+    res = io_ft(build, case, 1, ("--replicas", 2, "-x", "RESMPI_IO_REPLICA_HOLD_BYTES=2000"),
+                env=COUNTED_ENV)
+    assert_ok(res)
+    assert files_of(case) == fault_free[1], res.describe()
+    counts = write_counts(case)
+    for rank, reference in counted_fault_free[1].items():
+        assert counts[(rank, 1)] == (reference, 0), (rank, counts)
 
 
 # ---------------------------------------------------------------- late replicas

@@ -15,6 +15,8 @@
  * MPI_File_write_ordered (the shared file pointer), then reads back the
  * piece its left neighbour wrote in the round before with
  * MPI_File_read_at_all.  Rank 0 prints one line per round and "OK".
+ * With IO_FT_COUNTS set, each process also records how many bytes it
+ * wrote and how many it left to another replica of its rank (below).
  *
  * "truncate": after 10 rounds of MPI_Barrier and PAUSE_MS with no file
  * call, as HDF5 (H5F_ACC_TRUNC) and IOR do, every round opens
@@ -56,6 +58,38 @@ static void check_file(const char *name, int rounds) {
         }
     free(buf);
     MPI_OK(MPI_File_close(&fh));
+}
+
+/* resmpi's count of bytes this process wrote through fh, and of bytes it
+ * left to another replica of its rank that wrote them (0 elsewhere). */
+static void add_write_counts(MPI_File fh, long long counts[2]) {
+    static const char *keys[2] = {"resmpi_bytes_written", "resmpi_bytes_left_to_replica"};
+    MPI_Info used;
+    MPI_OK(MPI_File_get_info(fh, &used));
+    for (int k = 0; k < 2; k++) {
+        char value[64];
+        int flag = 0;
+        MPI_OK(MPI_Info_get(used, keys[k], (int)sizeof value - 1, value, &flag));
+        if (flag) counts[k] += atoll(value);
+    }
+    MPI_OK(MPI_Info_free(&used));
+}
+
+/* IO_FT_COUNTS set: each process (each replica) writes
+ * counts.RANK.REPLICA = "WRITTEN LEFT" in the working directory, with
+ * plain POSIX calls (the application's own file, one per replica). */
+static void save_write_counts(MPI_File a, MPI_File b) {
+    if (getenv("IO_FT_COUNTS") == NULL) return;
+    long long counts[2] = {0, 0};
+    add_write_counts(a, counts);
+    add_write_counts(b, counts);
+    const char *replica = getenv("RESMPI_REPLICA");
+    char name[64];
+    snprintf(name, sizeof name, "counts.%d.%s", g_rank, replica ? replica : "0");
+    FILE *out = fopen(name, "w");
+    CHECK(out != NULL, "cannot write %s", name);
+    fprintf(out, "%lld %lld\n", counts[0], counts[1]);
+    fclose(out);
 }
 
 static void truncating_rounds(int rounds, int pause_ms, MPI_Info info) {
@@ -162,6 +196,7 @@ int main(int argc, char **argv) {
     }
     free(mine);
     free(theirs);
+    save_write_counts(fh, ordered);
     MPI_OK(MPI_File_close(&fh));
     MPI_OK(MPI_File_close(&ordered));
     if (info != MPI_INFO_NULL) MPI_OK(MPI_Info_free(&info));

@@ -174,7 +174,8 @@ pub(crate) fn file_entry(
     handle: MPI_File,
     body: impl FnOnce(&mut OpenFile) -> MpiResult<()>,
 ) -> c_int {
-    crate::file_siblings::in_step();
+    use crate::file_siblings::{Settled, Step};
+    let step = crate::file_siblings::in_step();
     let Some(file) = lookup(handle) else {
         return raise_file(
             name,
@@ -185,7 +186,34 @@ pub(crate) fn file_entry(
     };
     let (result, errhandler) = {
         let mut open = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let result = body(&mut open);
+        if let Step::Follower(_) = step {
+            open.store.hold_changes(replica_hold_bytes());
+        }
+        let (written_before, _) = open.store.write_counts();
+        let mut result = body(&mut open);
+        match step {
+            Step::Alone => {}
+            Step::Performer(call) => {
+                if open.store.write_counts().0 != written_before {
+                    crate::file_siblings::performed(call, result.is_ok());
+                }
+            }
+            Step::Follower(call) => {
+                let held = open.store.take_held();
+                if !held.is_empty() {
+                    match crate::file_siblings::settle(call) {
+                        Settled::MadeBySibling => open.store.drop_held(held),
+                        Settled::MakeThem => {
+                            let made = open.store.apply_held(held);
+                            crate::file_siblings::performed(call, made.is_ok());
+                            if let Err(error) = made {
+                                result = result.and(Err(io_error(name, &error)));
+                            }
+                        }
+                    }
+                }
+            }
+        }
         report_repairs(&mut open);
         (result, open.errhandler)
     };
@@ -193,6 +221,19 @@ pub(crate) fn file_entry(
         Ok(()) => MPI_SUCCESS,
         Err(error) => raise_file(name, handle, errhandler, error),
     }
+}
+
+/// The most bytes of one file call a follower replica holds for its
+/// rank's performer to write (`RESMPI_IO_REPLICA_HOLD_BYTES`, 64 MiB by
+/// default); past it the follower writes the rest itself.
+fn replica_hold_bytes() -> u64 {
+    static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        std::env::var("RESMPI_IO_REPLICA_HOLD_BYTES")
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(64 << 20)
+    })
 }
 
 /// Say what read-repair found, one line per damaged block copy, and count it.
@@ -1165,6 +1206,15 @@ pub unsafe extern "C" fn PMPI_File_get_info(fh: MPI_File, info_used: *mut MPI_In
         pairs.push((
             "resmpi_unrepaired_blocks".to_string(),
             file.unrepaired_blocks.to_string(),
+        ));
+        // What this process wrote, and what it left to its rank's other
+        // replica that wrote it (`mpiexec --replicas`: written once per
+        // rank).
+        let (written, left_to_replica) = file.store.write_counts();
+        pairs.push(("resmpi_bytes_written".to_string(), written.to_string()));
+        pairs.push((
+            "resmpi_bytes_left_to_replica".to_string(),
+            left_to_replica.to_string(),
         ));
         // SAFETY: checked non-null.
         unsafe { *info_used = new_info(&pairs)? };

@@ -20,6 +20,17 @@
 //! nothing, no process of the job's launcher has its PMI rank. While waiting, the engine makes progress:
 //! under `--replica-masking process` a sibling may be blocked on an
 //! acknowledgement this process's engine owes it.
+//!
+//! Writes are made once per rank, not once per replica: the lowest live
+//! replica of a rank (the *performer*) makes them; every other one (a
+//! *follower*) keeps its writes, size changes and preallocations in memory
+//! (`Store::hold_changes`, bounded: past the bound it makes them itself,
+//! the same bytes) and, before the call returns, waits until the performer
+//! announces it made that call's changes ("done n"), then drops them. If
+//! the performer dies first (or moves on having made none), the follower
+//! makes them itself, so a file call never returns with its writes left to
+//! a dead process; a write made twice that way is the same bytes at the
+//! same offsets. Reads stay with each replica (each needs the bytes).
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -35,6 +46,43 @@ struct Siblings {
     replica: u32,
     count: u32,
     calls: u64,
+    /// The last call whose changes this process made, and whether they
+    /// all succeeded.
+    done: u64,
+    done_ok: bool,
+    /// Per replica: known dead (a death is for good).
+    dead: Vec<bool>,
+}
+
+/// What a sibling has announced.
+#[derive(Clone, Copy, Debug)]
+struct Announcement {
+    pid: i32,
+    calls: u64,
+    done: u64,
+    done_ok: bool,
+}
+
+/// This process's part in the file call it is about to make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Not a replica: make every change.
+    Alone,
+    /// The rank's lowest live replica, at call `n`: make every change, and
+    /// say so when the call made any ([`performed`]).
+    Performer(u64),
+    /// Another replica, at call `n`: hold changes and [`settle`] them.
+    Follower(u64),
+}
+
+/// What a follower does with the changes it held in a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// The performer made them: drop them.
+    MadeBySibling,
+    /// Make them: this process is now the lowest live replica, or the
+    /// performer made none (or failed to).
+    MakeThem,
 }
 
 /// `None` until the first file call; then `Some(None)` outside replication.
@@ -65,6 +113,9 @@ fn from_environment() -> Option<Siblings> {
         replica,
         count,
         calls: 0,
+        done: 0,
+        done_ok: true,
+        dead: vec![false; count as usize],
     })
 }
 
@@ -78,19 +129,83 @@ impl Siblings {
         let partial = self
             .directory
             .join(format!("{}.{}.partial", self.rank, self.replica));
-        let text = format!("{} {}\n", std::process::id(), self.calls);
+        let text = format!(
+            "{} {} {} {}\n",
+            std::process::id(),
+            self.calls,
+            self.done,
+            u8::from(self.done_ok)
+        );
         if std::fs::write(&partial, text).is_ok() {
             let _ = std::fs::rename(&partial, &path);
         }
     }
 
-    /// (pid, calls) a sibling has announced, if any.
-    fn announced(&self, replica: u32) -> Option<(i32, u64)> {
+    /// What a sibling has announced, if anything.
+    fn announced(&self, replica: u32) -> Option<Announcement> {
         let text = std::fs::read_to_string(self.announcement(replica)).ok()?;
         let mut words = text.split_whitespace();
         let pid = words.next()?.parse().ok()?;
         let calls = words.next()?.parse().ok()?;
-        Some((pid, calls))
+        let done = words.next().and_then(|done| done.parse().ok()).unwrap_or(0);
+        let done_ok = words.next() != Some("0");
+        Some(Announcement {
+            pid,
+            calls,
+            done,
+            done_ok,
+        })
+    }
+
+    /// The process of this rank's replica `replica` (its PMI rank).
+    fn process(&self, replica: u32) -> u32 {
+        replica * self.ranks + self.rank
+    }
+
+    /// The lowest replica of this rank not known dead.
+    fn performer(&self) -> u32 {
+        (0..self.count)
+            .find(|&replica| !self.dead[replica as usize])
+            .unwrap_or(self.replica)
+    }
+
+    fn step(&self) -> Step {
+        if self.performer() == self.replica {
+            Step::Performer(self.calls)
+        } else {
+            Step::Follower(self.calls)
+        }
+    }
+}
+
+/// Watches one sibling until it is found dead: its announced pid no
+/// longer runs, the engine knows it failed, or, having announced nothing,
+/// no process of the launcher has its PMI rank (looked for every 20 ms).
+struct DeathWatch {
+    looked_for: Option<std::time::Instant>,
+}
+
+impl DeathWatch {
+    fn new() -> DeathWatch {
+        DeathWatch { looked_for: None }
+    }
+
+    /// Drive the engine once; whether the sibling is now known dead.
+    fn dead(&mut self, siblings: &Siblings, replica: u32, seen: Option<Announcement>) -> bool {
+        let process = siblings.process(replica);
+        let dead = match seen {
+            Some(announcement) => !running(announcement.pid),
+            None => {
+                let due = self
+                    .looked_for
+                    .is_none_or(|then| then.elapsed() >= Duration::from_millis(20));
+                if due {
+                    self.looked_for = Some(std::time::Instant::now());
+                }
+                due && !process_runs(&siblings.job, process)
+            }
+        };
+        dead || progress_and_check(process)
     }
 }
 
@@ -112,6 +227,7 @@ extern "C" fn finished() {
         directory: siblings.directory.clone(),
         job: String::new(),
         calls: u64::MAX,
+        dead: Vec::new(),
         ..*siblings
     };
     last.announce();
@@ -216,37 +332,87 @@ pub(crate) fn replicated() -> bool {
 }
 
 /// Before a file call: wait until every live replica of this rank has
-/// reached this call. Nothing outside `mpiexec --replicas`.
-pub(crate) fn in_step() {
+/// reached this call; this process's part in it. `Step::Alone` outside
+/// `mpiexec --replicas`.
+pub(crate) fn in_step() -> Step {
     let mut guard = SIBLINGS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let Some(siblings) = guard.get_or_insert_with(from_environment) else {
-        return;
+        return Step::Alone;
     };
     siblings.calls += 1;
     siblings.announce();
     let calls = siblings.calls;
     for replica in (0..siblings.count).filter(|&replica| replica != siblings.replica) {
-        let process = replica * siblings.ranks + siblings.rank;
+        if siblings.dead[replica as usize] {
+            continue;
+        }
         let mut pause = Duration::from_micros(50);
-        let mut looked_for = None::<std::time::Instant>;
+        let mut watch = DeathWatch::new();
         loop {
-            let dead = match siblings.announced(replica) {
-                Some((_, reached)) if reached >= calls => break,
-                Some((pid, _)) => !running(pid),
-                // Nothing announced yet: look for the process itself now
-                // and then (a scan of /proc).
-                None => {
-                    let due =
-                        looked_for.is_none_or(|then| then.elapsed() >= Duration::from_millis(20));
-                    if due {
-                        looked_for = Some(std::time::Instant::now());
-                    }
-                    due && !process_runs(&siblings.job, process)
+            let seen = siblings.announced(replica);
+            if seen.is_some_and(|announcement| announcement.calls >= calls) {
+                break;
+            }
+            if watch.dead(siblings, replica, seen) {
+                siblings.dead[replica as usize] = true;
+                break;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+    siblings.step()
+}
+
+/// After call `call` made changes to a file: say so, for the followers.
+pub(crate) fn performed(call: u64, ok: bool) {
+    let mut guard = SIBLINGS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(Some(siblings)) = guard.as_mut() {
+        siblings.done = call;
+        siblings.done_ok = ok;
+        siblings.announce();
+    }
+}
+
+/// A follower at the end of call `call`, holding changes: wait until the
+/// rank's performer has made that call's changes, or is found dead (the
+/// next live replica below this one becomes the performer, and if none is
+/// left this process makes them), or has moved on to its next call
+/// having made none (or announced they failed): then this process makes
+/// its own.
+pub(crate) fn settle(call: u64) -> Settled {
+    let mut guard = SIBLINGS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let Some(Some(siblings)) = guard.as_mut() else {
+        return Settled::MakeThem;
+    };
+    loop {
+        let performer = siblings.performer();
+        if performer == siblings.replica {
+            return Settled::MakeThem;
+        }
+        let mut pause = Duration::from_micros(20);
+        let mut watch = DeathWatch::new();
+        loop {
+            let seen = siblings.announced(performer);
+            match seen {
+                Some(announcement) if announcement.done >= call => {
+                    return if announcement.done_ok {
+                        Settled::MadeBySibling
+                    } else {
+                        Settled::MakeThem
+                    };
                 }
-            };
-            if dead || progress_and_check(process) {
+                Some(announcement) if announcement.calls > call => return Settled::MakeThem,
+                _ => {}
+            }
+            if watch.dead(siblings, performer, seen) {
+                siblings.dead[performer as usize] = true;
                 break;
             }
             std::thread::sleep(pause);

@@ -142,6 +142,39 @@ pub struct Store {
     pub verify_all_copies: bool,
     /// Bad copies found since the caller last took them.
     pub repairs: Vec<Repair>,
+    /// Changes kept instead of made, while [`Store::hold_changes`] is on.
+    held: Option<HeldChanges>,
+    /// Bytes this handle's writes made (held ones not counted).
+    bytes_written: u64,
+    /// Bytes held and then dropped because another process made them.
+    bytes_left_to_others: u64,
+}
+
+/// A change to the file kept instead of made: a process that leaves its
+/// writes to another one making the same ones (the replicas of a rank
+/// under `mpiexec --replicas`) keeps them until that one says it made
+/// them, and makes them itself if it never does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeldChange {
+    /// [`Store::write_at`].
+    Write {
+        /// Where.
+        offset_bytes: u64,
+        /// What.
+        data: Vec<u8>,
+    },
+    /// [`Store::set_len`].
+    SetLen(u64),
+    /// [`Store::preallocate`].
+    Preallocate(u64),
+}
+
+/// The changes held so far, in order, and the bound on their bytes.
+#[derive(Debug, Default)]
+struct HeldChanges {
+    changes: Vec<HeldChange>,
+    bytes: u64,
+    bytes_max: u64,
 }
 
 fn open_file(
@@ -304,7 +337,71 @@ impl Store {
             atomic: false,
             verify_all_copies: false,
             repairs: Vec::new(),
+            held: None,
+            bytes_written: 0,
+            bytes_left_to_others: 0,
         })
+    }
+
+    /// From now on keep writes, size changes and preallocations instead of
+    /// making them (until [`Store::take_held`]). Writes past `bytes_max`
+    /// held bytes are made at once: the process that should make them makes
+    /// the same bytes, so a second write is only a cost, and the memory
+    /// held stays bounded.
+    pub fn hold_changes(&mut self, bytes_max: u64) {
+        self.held = Some(HeldChanges {
+            bytes_max,
+            ..HeldChanges::default()
+        });
+    }
+
+    /// Stop holding; the changes held, in the order they were asked for.
+    pub fn take_held(&mut self) -> Vec<HeldChange> {
+        self.held
+            .take()
+            .map(|held| held.changes)
+            .unwrap_or_default()
+    }
+
+    /// Make changes that were held (another process was to make them and
+    /// did not).
+    pub fn apply_held(&mut self, changes: Vec<HeldChange>) -> io::Result<()> {
+        for change in changes {
+            match change {
+                HeldChange::Write { offset_bytes, data } => self.write_at(offset_bytes, &data)?,
+                HeldChange::SetLen(length_bytes) => self.set_len(length_bytes)?,
+                HeldChange::Preallocate(length_bytes) => self.preallocate(length_bytes)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Held changes another process made: counted, then dropped.
+    pub fn drop_held(&mut self, changes: Vec<HeldChange>) {
+        for change in changes {
+            if let HeldChange::Write { data, .. } = change {
+                self.bytes_left_to_others += data.len() as u64;
+            }
+        }
+    }
+
+    /// Bytes this handle's writes made, and bytes it held and left to
+    /// another process that made them.
+    pub fn write_counts(&self) -> (u64, u64) {
+        (self.bytes_written, self.bytes_left_to_others)
+    }
+
+    /// Keep `change` if changes are held and `bytes` more fit; whether it
+    /// was kept.
+    fn held(&mut self, bytes: u64, change: impl FnOnce() -> HeldChange) -> bool {
+        match &mut self.held {
+            Some(held) if held.bytes + bytes <= held.bytes_max => {
+                held.bytes += bytes;
+                held.changes.push(change());
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The file names in use.
@@ -363,6 +460,13 @@ impl Store {
         if data.is_empty() {
             return Ok(());
         }
+        if self.held(data.len() as u64, || HeldChange::Write {
+            offset_bytes,
+            data: data.to_vec(),
+        }) {
+            return Ok(());
+        }
+        self.bytes_written += data.len() as u64;
         match &mut self.replicated {
             None => {
                 let _lock = if self.atomic {
@@ -386,7 +490,11 @@ impl Store {
     /// a read-modify-write per piece.
     pub fn write_pieces(&mut self, pieces: &[(u64, &[u8])]) -> io::Result<()> {
         match &mut self.replicated {
-            Some(replicated) if pieces.len() > 1 => {
+            Some(replicated) if pieces.len() > 1 && self.held.is_none() => {
+                self.bytes_written += pieces
+                    .iter()
+                    .map(|(_, bytes)| bytes.len() as u64)
+                    .sum::<u64>();
                 replicated.write_pieces(pieces, &mut self.repairs)
             }
             _ => {
@@ -421,6 +529,9 @@ impl Store {
 
     /// MPI_File_set_size: truncate or extend.
     pub fn set_len(&mut self, length_bytes: u64) -> io::Result<()> {
+        if self.held(0, || HeldChange::SetLen(length_bytes)) {
+            return Ok(());
+        }
         match &mut self.replicated {
             None => self.primary.set_len(length_bytes),
             Some(replicated) => replicated.set_len(length_bytes, &mut self.repairs),
@@ -430,6 +541,9 @@ impl Store {
     /// MPI_File_preallocate: make the file at least `length_bytes` long,
     /// with its storage allocated.
     pub fn preallocate(&mut self, length_bytes: u64) -> io::Result<()> {
+        if self.held(0, || HeldChange::Preallocate(length_bytes)) {
+            return Ok(());
+        }
         if self.len()? >= length_bytes {
             return Ok(());
         }

@@ -383,3 +383,59 @@ fn lost_primary_is_rebuilt() {
     assert_eq!(read_all(&mut store), pattern(1000, 7));
     assert_eq!(std::fs::read(&path).unwrap(), pattern(1000, 7));
 }
+
+#[test]
+fn held_changes_are_made_only_when_applied_and_counted_once() {
+    let scratch = Scratch::new("held");
+    let (path, _) = setup(&scratch, 2, 1);
+    let before = read_all(&mut reopen(&path));
+    // Held: nothing reaches the file, nothing counts as written.
+    let mut follower = reopen(&path);
+    follower.hold_changes(1 << 20);
+    follower
+        .write_pieces(&[(10, &[1u8; 5][..]), (500, &[2u8; 7][..])])
+        .unwrap();
+    follower.set_len(2000).unwrap();
+    let held = follower.take_held();
+    assert_eq!(held.len(), 3);
+    assert_eq!(read_all(&mut reopen(&path)), before);
+    assert_eq!(follower.write_counts(), (0, 0));
+    // Left to another process that made them: counted as left, not written.
+    follower.drop_held(held.clone());
+    assert_eq!(follower.write_counts(), (0, 12));
+    // Applied: the file is what the writes make, copies in agreement.
+    follower.apply_held(held).unwrap();
+    let mut expected = before.clone();
+    expected[10..15].fill(1);
+    expected[500..507].fill(2);
+    expected.resize(2000, 0);
+    let mut check = reopen(&path);
+    assert_eq!(read_all(&mut check), expected);
+    assert_eq!(check.scrub(false).unwrap(), vec![]);
+    assert_eq!(follower.write_counts(), (12, 12));
+}
+
+#[test]
+fn writes_past_the_held_bound_are_made_at_once() {
+    let scratch = Scratch::new("held-bound");
+    let path = scratch.0.join("plain");
+    let mut store = Store::open(
+        &path,
+        &OpenRequest {
+            read: true,
+            write: true,
+            create: true,
+            ..OpenRequest::default()
+        },
+    )
+    .unwrap();
+    store.hold_changes(8);
+    store.write_at(0, &[9u8; 6]).unwrap(); // held: 6 of 8
+    store.write_at(100, &[8u8; 6]).unwrap(); // 12 > 8: made at once
+    assert_eq!(store.take_held().len(), 1);
+    let bytes = read_all(&mut reopen(&path));
+    assert_eq!(bytes.len(), 106);
+    assert_eq!(&bytes[100..106], &[8u8; 6]);
+    assert_eq!(&bytes[0..6], &[0u8; 6]);
+    assert_eq!(store.write_counts(), (6, 0));
+}
