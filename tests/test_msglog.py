@@ -175,6 +175,24 @@ def test_a_rank_that_dies_more_often_than_it_may_be_restarted_ends_the_job(ring_
     assert res.elapsed < BOUND_SECONDS, res.describe()
 
 
+@pytest.mark.parametrize("mode", ["pessimistic", "optimistic"])
+def test_a_rank_dead_after_mpi_finalize_ends_the_job_with_its_code_not_a_replay(ring_exe, mode):
+    """A rank killed after MPI_Finalize is not started again (its replay
+    would wait for re-sends from peers that have finished: the job hung
+    until its timeout): the job ends at once with the death's code and a
+    message saying why, and every rank's output, its own included, is
+    there."""
+    res = run(3, ring_exe, 20, 16, 0, 0, 1,
+              mpiexec_opts=["--msglog", mode, "--tag-output", "--timeout", str(BOUND_SECONDS)],
+              timeout=BOUND_SECONDS + 30)
+    assert res.returncode == 137, res.describe()
+    assert "rank 1 died after MPI_Finalize; message logging does not start it again" in res.stderr, \
+        res.describe()
+    assert "started again" not in res.stderr, res.describe()
+    assert res.elapsed < BOUND_SECONDS / 2, res.describe()
+    assert per_rank(res.stdout) == baseline(3, ring_exe, [20, 16]), res.describe()
+
+
 def anysource_consistent(lines, nprocs, rounds):
     """Recompute every rank's result from rank 0's printed match orders."""
     mask = (1 << 64) - 1

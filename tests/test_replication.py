@@ -108,28 +108,41 @@ def test_a_killed_replica_is_masked_and_the_output_is_byte_identical(build, repl
     assert re.search(r"^mpiexec: FT report: .*replicas given up 1($|[,;])", res.stderr, re.M), res.describe()
 
 
+@pytest.mark.parametrize("masking", ["replica", "process"])
 @pytest.mark.parametrize("paths, at, pause_ms", [
     ("auto", "0ms", None),       # before it published its card
     ("auto", "300ms", "1500"),   # every process held between cards and connections
+    ("tcp", "0ms", None),
     ("tcp", "300ms", "1500"),
 ])
-def test_a_replica_killed_during_mpi_init_is_masked(build, paths, at, pause_ms):
+def test_a_replica_killed_during_mpi_init_is_masked(build, masking, paths, at, pause_ms):
     """A replica dies inside MPI_Init (before its card, or while every
-    process waits between the card exchange and the connections): its
-    replica is given up, the PMI barriers stop waiting for it, the other
-    replica wires up among its own processes only, and the job's output is
-    the fault-free one. Before, the launcher ended the job (a barrier that
-    could not complete) or the others failed to map the dead one."""
+    process waits between the card exchange and the connections), and the
+    job's output is the fault-free one. Replica masking: its replica is
+    given up, the PMI barriers stop waiting for it, the other replica wires
+    up among its own processes only. Process masking (every process wires
+    up with every other): the launcher excuses the dead process from the
+    barriers, and the others, told of its death from before their wire-up,
+    go on without its card, its shared-memory segment or its TCP listener;
+    its rank's surviving replica takes over its messages. Before, the
+    launcher ended the job (a barrier that could not complete) or the
+    others failed to map or reach the dead one."""
     expected = fault_free(build, 3, 10).stdout
-    env = {"RESMPI_PATHS": paths}
+    env = {**os.environ, "RESMPI_PATHS": paths}
     if pause_ms:
         env["RESMPI_TEST_WIREUP_PAUSE_MS"] = pause_ms
     res = run(3, build("replication"), 10, 5,
-              mpiexec_opts=("--replicas", 2, "--inject", f"kill:2.1@{at}", "--timeout", "60"),
+              mpiexec_opts=("--replicas", 2, "--replica-masking", masking, "--inject", f"kill:2.1@{at}",
+                            "--timeout", "60"),
               env=env, timeout=90)
     assert res.returncode == 0, res.describe()
     assert res.stdout == expected, res.describe()
-    assert re.search(r"^mpiexec: FT report: .*replicas given up 1($|[,;])", res.stderr, re.M), res.describe()
+    assert "rank 2 replica 1" in res.stderr and "killed by signal 9" in res.stderr, res.describe()
+    if masking == "replica":
+        assert re.search(r"^mpiexec: FT report: .*replicas given up 1($|[,;])", res.stderr, re.M), \
+            res.describe()
+    else:
+        assert re.search(r"^mpiexec: FT report: .*processes lost 1($|[,;])", res.stderr, re.M), res.describe()
 
 
 def test_the_same_kill_without_replicas_ends_the_job(build):
@@ -170,17 +183,6 @@ def test_when_no_replica_is_whole_the_job_fails_naming_the_rank(build):
     # What was shown came once, in order: a prefix of the fault-free output.
     expected = fault_free(build, 3, ROUNDS_UNDER_FAULT).stdout
     assert expected.startswith(res.stdout), res.describe()
-
-
-def test_a_death_during_wire_up_under_process_masking_still_ends_the_job_with_its_code(build):
-    # Under process masking every process talks to every other, so
-    # MPI_Init's wire-up needs all of them: a replica killed at once cannot
-    # be masked (documented), and the job must not pass for done. (Replica
-    # masking masks it: test_a_replica_killed_during_mpi_init_is_masked.)
-    res = under_fault(build, 3, ("--replicas", 2, "--replica-masking", "process",
-                                 "--inject", "kill:1.1@0s"))
-    assert res.returncode == 137, res.describe()
-    assert "is gone while other ranks wait for it in a PMI barrier (MPI_Init)" in res.stderr, res.describe()
 
 
 @pytest.mark.parametrize("options, message", [

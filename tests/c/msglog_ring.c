@@ -3,10 +3,13 @@
  * rank's state depending on what its neighbours sent. Every rank prints a
  * line every few rounds and its final checksum: under --msglog a rank
  * killed mid-run is restarted, replays, and the job prints exactly what a
- * fault-free run prints.  Usage: msglog_ring ITERATIONS COUNT [SYNC [SLEEP_US]]:
+ * fault-free run prints.  Usage:
+ * msglog_ring ITERATIONS COUNT [SYNC [SLEEP_US [DIES_AFTER_FINALIZE]]]:
  * SYNC 1 sends with MPI_Issend; SLEEP_US pauses every round (so that a
- * kill at a time lands mid-run). */
+ * kill at a time lands mid-run); rank DIES_AFTER_FINALIZE kills itself
+ * (SIGKILL) right after MPI_Finalize. */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@ int main(int argc, char **argv) {
     int count = argc > 2 ? atoi(argv[2]) : 16;
     int sync = argc > 3 ? atoi(argv[3]) : 0;
     int sleep_us = argc > 4 ? atoi(argv[4]) : 0;
+    int dies_after_finalize = argc > 5 ? atoi(argv[5]) : -1;
     double *state = malloc(sizeof(double) * count);
     double *left_in = malloc(sizeof(double) * count);
     double *right_in = malloc(sizeof(double) * count);
@@ -52,6 +56,8 @@ int main(int argc, char **argv) {
     free(state);
     free(left_in);
     free(right_in);
+    fflush(stdout);
     MPI_Finalize();
+    if (rank == dies_after_finalize) raise(SIGKILL);
     return 0;
 }

@@ -346,7 +346,20 @@ impl Mpi {
         // A spawned child reaches its siblings and its parents over TCP,
         // its endpoint past the parents' (`spawn.rs`).
         let spawn_parent = spawn::child_parent()?;
+        // The replication protocol masks a replica's death, even one inside
+        // MPI_Init: its notices are watched from before the wire-up, which
+        // goes on without a peer they report dead.
+        let masks_deaths = cfg!(feature = "replication") && config.replica_count > 1;
+        let early_notices = if masks_deaths && spawn_parent.is_none() && config.incarnation == 0 {
+            let notices = Arc::new(FailureNotices::new());
+            pmi.watch_failures(notices.clone())
+                .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
+            Some(notices)
+        } else {
+            None
+        };
         // A replacement process joins the running job instead (re-join).
+        let mut departed = Vec::new();
         let (transports, live_peers) = if let Some((base, parent)) = &spawn_parent {
             (
                 spawn::wire_up_child(&mut pmi, &config, *base, parent)?,
@@ -356,7 +369,9 @@ impl Mpi {
             let (transports, live_peers) = wireup::wire_up_replacement(&mut pmi, &config)?;
             (transports, Some(live_peers))
         } else {
-            (wireup::wire_up(&mut pmi, &config)?, None)
+            let (transports, dead) = wireup::wire_up(&mut pmi, &config, early_notices.as_deref())?;
+            departed = dead;
+            (transports, None)
         };
         let (rank, size) = match &spawn_parent {
             Some((base, _)) => (base + pmi.rank(), base + pmi.size()),
@@ -466,6 +481,11 @@ impl Mpi {
             }
         }
         engine.set_own_incarnation(config.incarnation);
+        // Peers that died inside MPI_Init (process replication): dead
+        // before the first send, as their notices will say again.
+        for &peer in &departed {
+            engine.handle_peer_failure(peer);
+        }
         if let Some(live_peers) = live_peers {
             for (peer, incarnation) in &live_peers {
                 engine.assume_peer_incarnation(*peer, *incarnation);
@@ -480,14 +500,20 @@ impl Mpi {
         engine.watches_local_exits = config.failure_policy.is_none();
         // The replication protocol masks a replica's death: it must hear
         // of it from the launcher.
-        let masks_deaths = cfg!(feature = "replication") && replicas.count > 1;
         if config.failure_policy == Some(FailurePolicy::Continue) || masks_deaths {
             // The job outlives a death: learn of it from the launcher, and
             // take a peer the network loses for the same event.
-            let notices = Arc::new(FailureNotices::new());
-            wireup::pause_before_watching_for_tests(rank);
-            pmi.watch_failures(notices.clone())
-                .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
+            let notices = match early_notices {
+                Some(notices) => notices,
+                None => {
+                    let notices = Arc::new(FailureNotices::new());
+                    wireup::pause_before_watching_for_tests(rank);
+                    pmi.watch_failures(notices.clone()).map_err(|error| {
+                        MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}"))
+                    })?;
+                    notices
+                }
+            };
             engine.watch_notices(notices);
             engine.failures_are_events = true;
             // ULFM's rule; under message logging a death is masked, not

@@ -30,6 +30,10 @@ pub enum Route {
     Tcp,
     /// In-process queues moved by a simulator (`crates/sim`).
     Memory,
+    /// None: the peer died inside MPI_Init and the job went on without it
+    /// (process replication). A send to it finds it closed, as a send to a
+    /// peer that died later does.
+    Departed,
 }
 
 /// Largest payload of a loopback frame.
@@ -119,6 +123,7 @@ impl Transports {
                     .try_send(peer, header, payload)
                     .map_err(|error| send_error(error, peer))
             }
+            Route::Departed => Err(send_error(PathError::PeerClosed(peer), peer)),
         }
     }
 
@@ -232,7 +237,7 @@ impl Transports {
                 .rails
                 .first()
                 .map_or(LOOPBACK_MAX_PAYLOAD_BYTES, |rail| rail.max_payload_bytes()),
-            Route::Loopback => LOOPBACK_MAX_PAYLOAD_BYTES,
+            Route::Loopback | Route::Departed => LOOPBACK_MAX_PAYLOAD_BYTES,
             Route::Memory => self
                 .memory
                 .as_ref()

@@ -12,7 +12,7 @@ use resmpi_path::inject_spec::FaultSpec;
 use resmpi_path::shm::{ShmLocator, ShmPath, ShmSegment};
 use resmpi_path::tcp::TcpPath;
 use resmpi_runtime::{
-    hex_decode, hex_encode, random_bytes, Config, FailurePolicy, PathsChoice, Pmi,
+    hex_decode, hex_encode, random_bytes, Config, FailureNotices, FailurePolicy, PathsChoice, Pmi,
 };
 
 use crate::error::{ErrorClass, MpiError, MpiResult};
@@ -277,13 +277,45 @@ pub fn pause_before_watching_for_tests(rank: u32) {
     }
 }
 
-/// Connect this rank to every other and return its paths.
-pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
+/// How long a wire-up that finds a peer's card or connection missing
+/// waits for the launcher's notice that the peer died, before it takes
+/// the absence for an error.
+const DEATH_NOTICE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether `peer` died, waiting up to [`DEATH_NOTICE_WAIT`] for the notice.
+fn confirmed_dead(notices: &FailureNotices, peer: u32) -> bool {
+    let deadline = std::time::Instant::now() + DEATH_NOTICE_WAIT;
+    loop {
+        if notices.has_failed(peer) {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline || notices.launcher_lost() {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Connect this rank to every other and return its paths. With
+/// `departures` (process replication: the job outlives a death, even one
+/// inside MPI_Init), a peer the launcher reports dead is left out: its
+/// card missing (it died before publishing it; the launcher excused it
+/// from the barriers), its shared-memory segment gone, or its TCP
+/// listener closed. The engine learns of the death from the same notices.
+pub fn wire_up(
+    pmi: &mut Pmi,
+    config: &Config,
+    departures: Option<&FailureNotices>,
+) -> MpiResult<(Transports, Vec<u32>)> {
+    let confirmed_gone =
+        |peer: u32| departures.is_some_and(|notices| confirmed_dead(notices, peer));
+    let gone_now = |peer: u32| departures.is_some_and(|notices| notices.has_failed(peer));
     let rank = pmi.rank();
     let size = pmi.size();
     if size == 1 {
-        return Ok(Transports::loopback_only());
+        return Ok((Transports::loopback_only(), Vec::new()));
     }
+    let mut departed = Vec::new();
     let use_shm = config.paths == PathsChoice::Auto && pmi.local_size() > 1;
     let need_tcp = config.paths == PathsChoice::Tcp || pmi.local_size() < size;
     let own_segment = if use_shm {
@@ -347,9 +379,14 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         if peer == rank || !wires_to(peer) {
             continue;
         }
-        let text = pmi
-            .get_from(peer, &format!("resmpi-card-{peer}"))
-            .map_err(|e| runtime_error("PMI get", e))?;
+        let text = match pmi.get_from(peer, &format!("resmpi-card-{peer}")) {
+            Ok(text) => text,
+            Err(_) if confirmed_gone(peer) => {
+                departed.push(peer);
+                continue;
+            }
+            Err(error) => return Err(runtime_error("PMI get", error)),
+        };
         let card = Card::parse(&text)
             .map_err(|e| runtime_error("business card", format!("rank {peer}: {e}")))?;
         match card.shm {
@@ -380,19 +417,27 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
     // launcher reports that death and its exit code instead of this rank
     // failing first with a consequence of it.
     let (mut shm, shm_error) = match own_segment {
-        Some(segment) => match ShmPath::attach(segment, rank, &local_peers) {
-            Ok(path) => (Some(path), None),
-            Err(error) => (None, Some(error)),
-        },
+        Some(segment) => {
+            match ShmPath::attach_but_gone(segment, rank, &local_peers, &confirmed_gone) {
+                Ok((path, left_out)) => {
+                    departed.extend(left_out);
+                    (Some(path), None)
+                }
+                Err(error) => (None, Some(error)),
+            }
+        }
         None => (None, None),
     };
     for (rail, path) in rails.iter_mut().enumerate() {
         let peers: Vec<(u32, String)> = tcp_peers
             .iter()
+            .filter(|(peer, _)| !departed.contains(peer))
             .map(|(peer, addresses)| (*peer, addresses[rail].clone()))
             .collect();
-        path.connect_all(&peers, &secret)
-            .map_err(|e| runtime_error(&format!("TCP connect on rail {rail}"), e))?;
+        departed.extend(
+            path.connect_all_but_gone(&peers, &secret, &gone_now)
+                .map_err(|e| runtime_error(&format!("TCP connect on rail {rail}"), e))?,
+        );
     }
     if tcp_peers.is_empty() {
         rails.clear();
@@ -428,14 +473,21 @@ pub fn wire_up(pmi: &mut Pmi, config: &Config) -> MpiResult<Transports> {
         }),
         _ => None,
     };
-    Ok(Transports {
+    let mut transports = Transports {
         routes,
         shm,
         rails,
         loopback: Default::default(),
         memory: None,
         joining,
-    })
+    };
+    // Dead before their card, their segment, or on some rail: once each.
+    departed.sort_unstable();
+    departed.dedup();
+    for &peer in &departed {
+        transports.routes[peer as usize] = Route::Departed;
+    }
+    Ok((transports, departed))
 }
 
 /// How long a survivor waits for a replacement process to accept its

@@ -616,6 +616,13 @@ impl Job {
             if !due {
                 continue;
             }
+            // Dead after MPI_Finalize: a new incarnation would replay its
+            // whole MPI life against peers that may have finished and gone
+            // (it hung waiting for their re-sends). Its MPI part is done;
+            // the death is the job's, as without fault tolerance.
+            if self.server.state().finalized[rank] {
+                continue;
+            }
             self.respawn_counts[rank] += 1;
             let rank = rank as u32;
             let incarnation = self.server.prepare_respawn(rank);
@@ -960,6 +967,9 @@ impl Job {
         let (rank, replica) = (process % self.rank_count, process / self.rank_count);
         let who = self.describe(process);
         self.ranks[process as usize].failed = true;
+        // A death inside MPI_Init: the others' wire-up goes on without it
+        // (they take its missing card or connection for its death).
+        self.server.excuse(process);
         for output in &self.replicated_outputs[rank as usize] {
             output.give_up(replica as usize);
         }
@@ -1166,18 +1176,25 @@ impl Job {
     /// So does a rank lost with its host's proxy (nothing there can start
     /// it again).
     fn msglog_gave_up(&mut self, options: &Options) -> bool {
+        let finalized = |rank: usize| self.server.state().finalized[rank];
         let exhausted = (0..self.ranks.len()).find(|&rank| {
             let process = &self.ranks[rank];
             process.failed
                 && process.ending.is_some()
                 && (self.respawn_counts[rank] >= options.respawn_count_max
-                    || self.proxy_lost(process))
+                    || self.proxy_lost(process)
+                    || finalized(rank))
         });
         let Some(rank) = exhausted else {
             return false;
         };
         let code = self.first_death_code.unwrap_or(1);
-        let message = if self.proxy_lost(&self.ranks[rank]) {
+        let message = if finalized(rank) {
+            format!(
+                "rank {rank} died after MPI_Finalize; message logging does not start it again \
+                 (a replay needs its peers, which may have finished): the job ends with its code"
+            )
+        } else if self.proxy_lost(&self.ranks[rank]) {
             format!(
                 "rank {rank} was lost with the proxy of host {}; message logging cannot start \
                  it again there: the job ends",

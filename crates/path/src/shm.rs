@@ -523,14 +523,31 @@ impl ShmPath {
         my_rank: u32,
         local_peers: &[(u32, ShmLocator)],
     ) -> Result<ShmPath, PathError> {
-        let AttachedPeers {
-            outgoing,
-            incoming,
-            collective_areas,
-            peer_mappings,
-            peer_processes,
-        } = Self::attach_peers(&own, my_rank, local_peers)?;
-        Ok(ShmPath {
+        Self::attach_but_gone(own, my_rank, local_peers, &|_| false).map(|(path, _)| path)
+    }
+
+    /// [`ShmPath::attach`] for a job that outlives a death during its
+    /// wire-up (process replication): a peer whose segment cannot be
+    /// mapped (its process exited and took its descriptor along) is left
+    /// out if `gone` confirms it died, instead of failing the call.
+    /// Returns the path and the peers left out.
+    pub fn attach_but_gone(
+        own: ShmSegment,
+        my_rank: u32,
+        local_peers: &[(u32, ShmLocator)],
+        gone: &dyn Fn(u32) -> bool,
+    ) -> Result<(ShmPath, Vec<u32>), PathError> {
+        let (
+            AttachedPeers {
+                outgoing,
+                incoming,
+                collective_areas,
+                peer_mappings,
+                peer_processes,
+            },
+            left_out,
+        ) = Self::attach_peers(&own, my_rank, local_peers, gone)?;
+        let path = ShmPath {
             outgoing,
             incoming,
             poll_start: 0,
@@ -541,14 +558,17 @@ impl ShmPath {
             peer_mappings,
             peer_processes,
             own,
-        })
+        };
+        Ok((path, left_out))
     }
 
     fn attach_peers(
         own: &ShmSegment,
         my_rank: u32,
         local_peers: &[(u32, ShmLocator)],
-    ) -> Result<AttachedPeers, PathError> {
+        gone: &dyn Fn(u32) -> bool,
+    ) -> Result<(AttachedPeers, Vec<u32>), PathError> {
+        let mut left_out = Vec::new();
         if my_rank != own.rank {
             return Err(PathError::Protocol(format!(
                 "segment of rank {} attached as rank {my_rank}",
@@ -580,19 +600,30 @@ impl ShmPath {
                     "local peer {peer} listed twice"
                 )));
             }
-            let mapping = Mapping::open(&locator).map_err(|error| {
-                PathError::Io(std::io::Error::new(
-                    error.kind(),
-                    format!(
-                        "opening the shm segment of rank {peer} (pid {}): {error} (ranks of \
-                         one host must see each other in /proc and run as the same user; \
-                         RESMPI_PATHS=tcp avoids shared memory)",
-                        locator.pid
-                    ),
-                ))
-            })?;
+            let mapping = match Mapping::open(&locator) {
+                Ok(mapping) => mapping,
+                Err(_) if gone(peer) => {
+                    left_out.push(peer);
+                    continue;
+                }
+                Err(error) => {
+                    return Err(PathError::Io(std::io::Error::new(
+                        error.kind(),
+                        format!(
+                            "opening the shm segment of rank {peer} (pid {}): {error} (ranks of \
+                             one host must see each other in /proc and run as the same user; \
+                             RESMPI_PATHS=tcp avoids shared memory)",
+                            locator.pid
+                        ),
+                    )))
+                }
+            };
             let magic = mapping.u64_at(MAGIC_OFFSET_BYTES).load(Ordering::Acquire);
             let nonce = mapping.u64_at(NONCE_OFFSET_BYTES).load(Ordering::Relaxed);
+            if (magic != SEGMENT_MAGIC || nonce != locator.nonce) && gone(peer) {
+                left_out.push(peer);
+                continue;
+            }
             if magic != SEGMENT_MAGIC || nonce != locator.nonce {
                 return Err(PathError::Protocol(format!(
                     "/proc/{}/fd/{} is not the shm segment rank {peer} published (the process \
@@ -643,13 +674,16 @@ impl ShmPath {
             peer_mappings.push(mapping);
             peer_processes.extend(PeerProcess::open(peer, locator.pid));
         }
-        Ok(AttachedPeers {
-            outgoing,
-            incoming,
-            collective_areas,
-            peer_mappings,
-            peer_processes,
-        })
+        Ok((
+            AttachedPeers {
+                outgoing,
+                incoming,
+                collective_areas,
+                peer_mappings,
+                peer_processes,
+            },
+            left_out,
+        ))
     }
 
     /// Close this rank's descriptor of its own segment, so that no process
@@ -1054,6 +1088,18 @@ mod tests {
         let mut not_a_segment = peer.locator();
         not_a_segment.fd = 0;
         assert!(ShmPath::attach(lonely, 0, &[(1, not_a_segment)]).is_err());
+        // A peer that cannot be mapped and is confirmed dead is left out;
+        // the live ones are attached all the same.
+        let own = ShmSegment::create(0, 3, 4096).unwrap();
+        let dead_segment = ShmSegment::create(1, 3, 4096).unwrap();
+        let live_segment = ShmSegment::create(2, 3, 4096).unwrap();
+        let live = live_segment.locator();
+        let mut dead = dead_segment.locator();
+        dead.fd = 1_000_000;
+        let (path, left_out) =
+            ShmPath::attach_but_gone(own, 0, &[(1, dead), (2, live)], &|peer| peer == 1).unwrap();
+        assert_eq!(left_out, vec![1]);
+        assert!(path.outgoing[1].is_none() && path.outgoing[2].is_some());
     }
 
     #[test]

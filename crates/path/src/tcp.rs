@@ -77,6 +77,9 @@ const GENEROUS_READ_BYTES: usize = 64 << 10;
 const DIRECT_RECEIVE_PEER_LIMIT: usize = 4;
 /// Socket buffer size asked for, when the system allows that much.
 const SOCKET_BUFFER_BYTES: usize = 4 << 20;
+/// How often a wire-up that waits for peers to connect asks whether one
+/// of them has died.
+const GONE_POLL: Duration = Duration::from_millis(50);
 /// Default bound on the whole of `connect_all`.
 const CONNECT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(30);
 /// Bound on one handshake attempt, on either side: how long an acceptor
@@ -202,6 +205,20 @@ impl TcpPath {
     /// is ignored. Fails with a clear error if the mesh is not complete
     /// within the connect timeout.
     pub fn connect_all(&mut self, peers: &[(u32, String)], secret: &[u8]) -> Result<(), PathError> {
+        self.connect_all_but_gone(peers, secret, &|_| false)
+            .map(|_| ())
+    }
+
+    /// [`TcpPath::connect_all`] for a job that outlives a death during its
+    /// wire-up (process replication): a peer that `gone` says has died
+    /// (asked between tries, so a dead peer costs no timeout) is left out
+    /// instead of failing the call. Returns the peers left out.
+    pub fn connect_all_but_gone(
+        &mut self,
+        peers: &[(u32, String)],
+        secret: &[u8],
+        gone: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<u32>, PathError> {
         let deadline = Instant::now() + self.connect_timeout;
         let mut lower: Vec<&(u32, String)> = peers
             .iter()
@@ -223,20 +240,25 @@ impl TcpPath {
                 "a rank is listed twice in the TCP peer list".into(),
             ));
         }
+        let mut left_out = Vec::new();
         for (rank, address) in lower {
             if self.is_connected(*rank) {
                 return Err(PathError::Protocol(format!(
                     "rank {rank} is already connected"
                 )));
             }
-            let stream = self.connect_one(*rank, address, secret, deadline)?;
-            self.add_peer(*rank, stream)?;
+            match self.connect_one(*rank, address, secret, deadline, gone) {
+                Ok(stream) => self.add_peer(*rank, stream)?,
+                Err(PathError::PeerClosed(closed)) if closed == *rank => left_out.push(*rank),
+                Err(error) => return Err(error),
+            }
         }
         let waiting: Vec<u32> = higher
             .into_iter()
             .filter(|rank| !self.is_connected(*rank))
             .collect();
-        self.accept_waiting(waiting, secret, deadline)
+        left_out.extend(self.accept_waiting(waiting, secret, deadline, gone)?);
+        Ok(left_out)
     }
 
     /// Accept a connection from every rank of `expected`, whatever its rank
@@ -249,7 +271,8 @@ impl TcpPath {
         waiting.sort_unstable();
         waiting.dedup();
         waiting.retain(|rank| *rank != self.my_rank);
-        self.accept_waiting(waiting, secret, deadline)
+        self.accept_waiting(waiting, secret, deadline, &|_| false)
+            .map(|_| ())
     }
 
     /// Connect to `rank` listening at `address` after wire-up (it replaced
@@ -264,7 +287,7 @@ impl TcpPath {
     ) -> Result<(), PathError> {
         let deadline = Instant::now() + self.connect_timeout;
         self.remove_peer(rank);
-        let stream = self.connect_one(rank, address, secret, deadline)?;
+        let stream = self.connect_one(rank, address, secret, deadline, &|_| false)?;
         self.add_peer(rank, stream)
     }
 
@@ -302,10 +325,22 @@ impl TcpPath {
         mut waiting: Vec<u32>,
         secret: &[u8],
         deadline: Instant,
-    ) -> Result<(), PathError> {
+        gone: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<u32>, PathError> {
         self.listener.set_nonblocking(true)?;
         let mut pending: Vec<PendingHandshake> = Vec::new();
-        while !waiting.is_empty() {
+        let mut left_out = Vec::new();
+        loop {
+            waiting.retain(|&rank| {
+                let dead = gone(rank);
+                if dead {
+                    left_out.push(rank);
+                }
+                !dead
+            });
+            if waiting.is_empty() {
+                break;
+            }
             let now = Instant::now();
             if now >= deadline {
                 return Err(PathError::Protocol(format!(
@@ -326,8 +361,10 @@ impl TcpPath {
                     revents: 0,
                 })
                 .collect();
+            // At most GONE_POLL between looks at `gone`.
             let timeout_ms = wake_at
                 .saturating_duration_since(now)
+                .min(GONE_POLL)
                 .as_millis()
                 .clamp(1, i32::MAX as u128) as libc::c_int;
             // SAFETY: `pollfds` is a live array of pollfd and its length is
@@ -368,7 +405,7 @@ impl TcpPath {
                 self.accept_pending(&mut pending)?;
             }
         }
-        Ok(())
+        Ok(left_out)
     }
 
     /// Takes every connection the listener holds into `pending`, each with
@@ -417,6 +454,7 @@ impl TcpPath {
         address: &str,
         secret: &[u8],
         deadline: Instant,
+        gone: &dyn Fn(u32) -> bool,
     ) -> Result<TcpStream, PathError> {
         let socket_address = address
             .to_socket_addrs()
@@ -432,6 +470,9 @@ impl TcpPath {
         let mut backoff = Duration::from_millis(5);
         let mut last_problem: Option<String> = None;
         loop {
+            if gone(rank) {
+                return Err(PathError::PeerClosed(rank));
+            }
             let now = Instant::now();
             if now >= deadline {
                 let last = last_problem

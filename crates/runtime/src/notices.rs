@@ -101,6 +101,16 @@ impl FailureNotices {
         events.iter().skip(seen as usize).cloned().collect()
     }
 
+    /// Whether a death of world rank `rank` has been reported (any
+    /// incarnation): for a wire-up that goes on without a dead peer.
+    pub fn has_failed(&self, rank: u32) -> bool {
+        self.events
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .iter()
+            .any(|event| matches!(event, PeerEvent::Failed { rank: dead, .. } if *dead == rank))
+    }
+
     /// The launcher's connection closed.
     pub fn note_launcher_lost(&self) {
         self.launcher_lost.store(true, Ordering::Release);

@@ -170,8 +170,7 @@ impl CheckpointStore {
         let versions = self.versions(name)?;
         let mut removed = 0;
         for version in versions.into_iter().skip(keep as usize) {
-            fs::remove_file(self.path(name, version))?;
-            removed += 1;
+            removed += usize::from(remove_if_there(&self.path(name, version))?);
         }
         Ok(removed)
     }
@@ -179,10 +178,23 @@ impl CheckpointStore {
     /// Remove every version of `name` of this rank (`VELOC_Cleanup`).
     pub fn remove_all(&self, name: &str) -> io::Result<usize> {
         let versions = self.versions(name)?;
+        let mut removed = 0;
         for &version in &versions {
-            fs::remove_file(self.path(name, version))?;
+            removed += usize::from(remove_if_there(&self.path(name, version))?);
         }
-        Ok(versions.len())
+        Ok(removed)
+    }
+}
+
+/// Remove `path`; whether this call removed it. A file already gone is no
+/// error: under `mpiexec --replicas` every replica of a rank runs the same
+/// checkpoint calls on the same directory, and its sibling may have
+/// pruned the same old version a moment before.
+fn remove_if_there(path: &Path) -> io::Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(error),
     }
 }
 
@@ -273,6 +285,15 @@ pub(crate) mod tests {
         write(&store, 1, 1);
         fs::rename(store.path("heat", 1), store.path("heat", 5)).unwrap();
         assert_eq!(store.latest_intact("heat", None).0, None);
+    }
+
+    #[test]
+    fn a_version_a_sibling_replica_removed_first_is_no_error() {
+        let directory = scratch_directory("sibling");
+        let store = CheckpointStore::new(&directory, 0);
+        write(&store, 1, 0);
+        assert!(remove_if_there(&store.path("heat", 1)).unwrap());
+        assert!(!remove_if_there(&store.path("heat", 1)).unwrap());
     }
 
     #[test]
