@@ -1,0 +1,55 @@
+//! Replicated engines (R = 3) where deaths cascade over many ranks at
+//! once: up to R - 1 replicas of every rank killed, at close steps (the
+//! pattern of a real R = 3 run in which processes exited one after another).
+
+use resmpi_sim::replicated_engine_job::{
+    run_replicated_engine_job, ReplicaKill, ReplicatedEngineJobConfig,
+};
+use resmpi_sim::rng::SplitMix64;
+
+#[test]
+fn deaths_cascading_over_every_rank_are_masked() {
+    let sweep: u64 = std::env::var("RESMPI_SIM_SWEEP")
+        .ok()
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(2_000);
+    let mut failures = Vec::new();
+    for seed in 0..sweep {
+        let mut rng = SplitMix64::new(seed ^ 0xca5cade);
+        let ranks = rng.between(2, 4) as u32;
+        let mut config = ReplicatedEngineJobConfig::new(seed, ranks, 3);
+        config.ring_burst = rng.between(1, 3) as u32;
+        config.message_bytes_max = 700;
+        config.rounds = 6;
+        config.notice_delay_steps_max = rng.between(1, 150);
+        config.delivery_delay_steps_max = rng.between(1, 20);
+        let start = rng.between(1, 3_000);
+        for rank in 0..ranks {
+            let count = rng.below(3) as u32;
+            let first = rng.below(3) as u32;
+            for kill in 0..count {
+                config.kills.push(ReplicaKill {
+                    rank,
+                    replica: (first + kill) % 3,
+                    step: start + rng.below(600),
+                });
+            }
+        }
+        let outcome = std::panic::catch_unwind(|| run_replicated_engine_job(&config));
+        match outcome {
+            Ok(Ok(_)) => {}
+            Ok(Err(problem)) => failures.push(format!("seed {seed} {:?}: {problem}", config.kills)),
+            Err(panic) => failures.push(format!(
+                "seed {seed} {:?}: panicked: {:?}",
+                config.kills,
+                panic.downcast_ref::<String>()
+            )),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} runs failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
