@@ -152,6 +152,34 @@ fn a_follower_that_dies_during_the_merge_is_not_waited_for() {
     );
 }
 
+#[test]
+fn a_sync_that_comes_before_the_new_leaders_own_notice_is_kept() {
+    let mut new_leader = WildcardAgreement::new(1, 3);
+    assert_eq!(new_leader.handle_wildcard_receive(1), WildcardPost::Defer);
+    // Replica 2 learned of 0's death first; its decisions are in before
+    // replica 1 learns it leads.
+    new_leader.handle_sync(2, &[(1, 6)]);
+    assert_eq!(
+        drain(&mut new_leader),
+        [AgreementAction::Release {
+            receive: 1,
+            source: Some(6)
+        }]
+    );
+    new_leader.handle_failure(0);
+    assert!(new_leader.decides(), "replica 2 is not waited for again");
+    assert_eq!(
+        drain(&mut new_leader),
+        [AgreementAction::SendDecisions {
+            to: 2,
+            decisions: vec![(1, 6)]
+        }]
+    );
+}
+
+/// A frame in flight: (is a sync, decisions).
+type Frame = (bool, Vec<(u64, u32)>);
+
 /// Whole runs: `replica_count` replicas post `ordinals` wildcard receives,
 /// `outstanding` at a time, over per-pair FIFO channels, in a seeded
 /// order; `kills` die at their steps (a random suffix of what each sent
@@ -159,8 +187,8 @@ fn a_follower_that_dies_during_the_merge_is_not_waited_for() {
 struct Run {
     agreements: Vec<WildcardAgreement>,
     alive: Vec<bool>,
-    /// (from, to) -> frames: (is_sync, decisions).
-    channels: BTreeMap<(u32, u32), VecDeque<(bool, Vec<(u64, u32)>)>>,
+    /// (from, to) -> frames in flight.
+    channels: BTreeMap<(u32, u32), VecDeque<Frame>>,
     /// Per replica: posted receives (token = ordinal) and how.
     posted: Vec<BTreeMap<u64, WildcardPost>>,
     /// Per replica: ordinal -> matched source.
