@@ -373,6 +373,9 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Wildcard receives the protocol deferred (`WildcardDecision::Defer`),
     /// by wire id, not yet handed to the matcher.
     deferred_receives: Vec<u64>,
+    /// Receives whose message is in but that the protocol holds
+    /// (`Interceptor::hold_receive`): wire id and the matched envelope.
+    held_receives: Vec<(u64, Envelope)>,
     /// ULFM agreements and revoke flood (`engine/ulfm.rs`).
     pub ulfm: resmpi_ft::ulfm::AgreementTable,
     /// Communicators revoked here; 0 keeps the revoked check to one compare.
@@ -553,6 +556,7 @@ impl<F: Interceptor> Engine<F> {
                 wildcards_wait_for_acknowledgement: false,
                 sends_until_kill: 0,
                 deferred_receives: Vec::new(),
+                held_receives: Vec::new(),
                 ulfm: Default::default(),
                 revoked_count: 0,
                 direct_receive: None,
@@ -1614,8 +1618,8 @@ impl<F: Interceptor> Engine<F> {
         }
     }
 
-    /// Post the deferred wildcard receives the protocol releases. Returns
-    /// how many it released.
+    /// Post the deferred wildcard receives the protocol releases, and
+    /// complete the held receives it gives back. Returns how many.
     fn release_deferred_receives(&mut self) -> usize {
         let mut released = 0;
         while let Some((wire_id, source)) = self.state.interceptor.poll_released_receive() {
@@ -1635,6 +1639,21 @@ impl<F: Interceptor> Engine<F> {
             pattern.source = source.or(pattern.source);
             self.post_pattern(index, wire_id, pattern);
             released += 1;
+        }
+        let state = &mut self.state;
+        while let Some(wire_id) = state.interceptor.poll_released_held_receive() {
+            let Some(slot) = state
+                .held_receives
+                .iter()
+                .position(|&(id, _)| id == wire_id)
+            else {
+                continue;
+            };
+            let (_, envelope) = state.held_receives.swap_remove(slot);
+            if let Some((index, _)) = state.requests.by_wire_id(wire_id) {
+                state.complete_receive_now(index, envelope);
+                released += 1;
+            }
         }
         released
     }
@@ -3078,6 +3097,18 @@ impl<F: Interceptor> State<F> {
 
     #[inline]
     fn complete_receive(&mut self, index: u32, envelope: Envelope) {
+        if F::PINS_WILDCARDS {
+            let wire_id = self.requests.wire_id(index);
+            if self.interceptor.hold_receive(wire_id) {
+                self.held_receives.push((wire_id, envelope));
+                return;
+            }
+        }
+        self.complete_receive_now(index, envelope);
+    }
+
+    /// Complete receive `index` (its message is in), past any hold.
+    fn complete_receive_now(&mut self, index: u32, envelope: Envelope) {
         let Some(request) = self.requests.get_mut(index) else {
             return;
         };

@@ -361,6 +361,23 @@ pub trait Interceptor {
         None
     }
 
+    /// Receive `receive` (a wire id) has its message and would complete
+    /// now (only with `PINS_WILDCARDS`): true holds it, matched and filled
+    /// but not complete, until [`Interceptor::poll_released_held_receive`]
+    /// gives it back (replication's wildcard agreement: a leader's receive
+    /// waits until its followers hold the match). Asked before or after
+    /// [`Interceptor::on_match`] reports its match.
+    #[inline]
+    fn hold_receive(&mut self, _receive: u64) -> bool {
+        false
+    }
+
+    /// A held receive to complete now (only with `PINS_WILDCARDS`).
+    #[inline]
+    fn poll_released_held_receive(&mut self) -> Option<u64> {
+        None
+    }
+
     /// A receive matched a message.
     #[inline]
     fn on_match(&mut self, _event: &MatchEvent) {}

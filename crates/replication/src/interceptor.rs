@@ -35,6 +35,35 @@ const DECISIONS_FRAME: u8 = 3;
 const SYNC_FRAME: u8 = 4;
 /// Bytes of one decision in a frame.
 const DECISION_BYTES: usize = 12;
+/// Protocol frame: a follower acks decisions to the leader
+/// (`ACKS_FRAME`, then per decision its ordinal, u64 LE).
+const ACKS_FRAME: u8 = 5;
+/// Protocol frame: the leader says decisions are stable, held by every
+/// live replica (laid out as `ACKS_FRAME`).
+const STABLE_FRAME: u8 = 6;
+
+/// A frame of `kind` carrying `ordinals`.
+fn ordinals_frame(kind: u8, ordinals: &[u64]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(1 + ordinals.len() * 8);
+    bytes.push(kind);
+    for ordinal in ordinals {
+        bytes.extend_from_slice(&ordinal.to_le_bytes());
+    }
+    bytes
+}
+
+/// The ordinals of an `ACKS_FRAME` or `STABLE_FRAME` (after its kind
+/// byte); None if malformed.
+fn parse_ordinals(body: &[u8]) -> Option<Vec<u64>> {
+    if !body.len().is_multiple_of(8) {
+        return None;
+    }
+    Some(
+        body.chunks_exact(8)
+            .map(|chunk| u64::from_le_bytes(chunk.try_into().expect("8 bytes")))
+            .collect(),
+    )
+}
 
 /// A frame of `kind` carrying `decisions`.
 fn decisions_frame(kind: u8, decisions: &[(u64, u32)]) -> Vec<u8> {
@@ -134,6 +163,8 @@ pub struct Replication {
     agreement: Option<WildcardAgreement>,
     /// Deferred wildcard receives to post: (wire id, source process).
     released_receives: VecDeque<(u64, Option<u32>)>,
+    /// Held wildcard receives to complete (wire ids).
+    released_held: VecDeque<u64>,
     /// Wildcard receives posted pinned to the leader's decision.
     pub wildcards_pinned: u64,
 }
@@ -168,6 +199,7 @@ impl Replication {
             resends_made: 0,
             agreement: None,
             released_receives: VecDeque::new(),
+            released_held: VecDeque::new(),
             wildcards_pinned: 0,
         }
     }
@@ -178,6 +210,11 @@ impl Replication {
         let me = self.replica.me();
         self.agreement = Some(WildcardAgreement::new(me.replica, self.replicas));
         self
+    }
+
+    /// The wildcard agreement (`--replica-anysource agree`), if on.
+    pub fn agreement(&self) -> Option<&WildcardAgreement> {
+        self.agreement.as_ref()
     }
 
     /// This process's index for source `rank` (the one of its own replica,
@@ -211,6 +248,17 @@ impl Replication {
                     self.frames
                         .push_back((to, decisions_frame(SYNC_FRAME, &decisions)));
                 }
+                AgreementAction::SendAcks { to, ordinals } => {
+                    let to = self.index_of(Process { rank, replica: to });
+                    self.frames
+                        .push_back((to, ordinals_frame(ACKS_FRAME, &ordinals)));
+                }
+                AgreementAction::SendStable { to, ordinals } => {
+                    let to = self.index_of(Process { rank, replica: to });
+                    self.frames
+                        .push_back((to, ordinals_frame(STABLE_FRAME, &ordinals)));
+                }
+                AgreementAction::ReleaseHeld { receive } => self.released_held.push_back(receive),
                 AgreementAction::Release { receive, source } => {
                     self.wildcards_pinned += u64::from(source.is_some());
                     let source = source.map(|source| self.source_process(source));
@@ -354,6 +402,19 @@ impl Interceptor for Replication {
 
     fn poll_released_receive(&mut self) -> Option<(u64, Option<u32>)> {
         self.released_receives.pop_front()
+    }
+
+    fn hold_receive(&mut self, receive: u64) -> bool {
+        let Some(agreement) = self.agreement.as_mut() else {
+            return false;
+        };
+        let held = agreement.hold_receive(receive);
+        self.drain_agreement();
+        held
+    }
+
+    fn poll_released_held_receive(&mut self) -> Option<u64> {
+        self.released_held.pop_front()
     }
 
     fn on_match(&mut self, event: &MatchEvent) {
@@ -565,22 +626,41 @@ impl Interceptor for Replication {
     }
 
     fn on_protocol_frame(&mut self, peer: u32, bytes: &[u8]) {
-        if let Some(&kind @ (DECISIONS_FRAME | SYNC_FRAME)) = bytes.first() {
+        if let Some(&kind @ (DECISIONS_FRAME | SYNC_FRAME | ACKS_FRAME | STABLE_FRAME)) =
+            bytes.first()
+        {
             let from = self.process_of(peer);
             let me = self.replica.me();
-            let (Some(agreement), Some(decisions)) =
-                (self.agreement.as_mut(), parse_decisions(&bytes[1..]))
-            else {
+            let Some(agreement) = self.agreement.as_mut() else {
                 return;
             };
-            if from.rank == me.rank {
-                if kind == DECISIONS_FRAME {
-                    agreement.handle_decisions(from.replica, &decisions);
-                } else {
-                    agreement.handle_sync(from.replica, &decisions);
-                }
-                self.drain_agreement();
+            if from.rank != me.rank {
+                return;
             }
+            let body = &bytes[1..];
+            match kind {
+                DECISIONS_FRAME | SYNC_FRAME => {
+                    let Some(decisions) = parse_decisions(body) else {
+                        return;
+                    };
+                    if kind == DECISIONS_FRAME {
+                        agreement.handle_decisions(from.replica, &decisions);
+                    } else {
+                        agreement.handle_sync(from.replica, &decisions);
+                    }
+                }
+                _ => {
+                    let Some(ordinals) = parse_ordinals(body) else {
+                        return;
+                    };
+                    if kind == ACKS_FRAME {
+                        agreement.handle_acks(from.replica, &ordinals);
+                    } else {
+                        agreement.handle_stable(from.replica, &ordinals);
+                    }
+                }
+            }
+            self.drain_agreement();
             return;
         }
         let hash = match (bytes.len(), bytes.first()) {

@@ -391,7 +391,8 @@ impl Job {
                     p.engine.state.interceptor.replica().pending_send_count()
                 ) + &format!(" {:?} posted {} unexpected {} dups {} resends {}", p.engine.state.interceptor.replica().pending_sends(), p.engine.state.matcher.posted_len(), p.engine.state.matcher.unexpected_len(), p.engine.state.interceptor.duplicates_dropped, p.engine.state.interceptor.resends_made)
                     + &format!(
-                        "\n    matcher: {:?}\n    live requests: {:?}\n",
+                        "\n    agreement: {:?}\n    matcher: {:?}\n    live requests: {:?}\n",
+                        p.engine.state.interceptor.agreement(),
                         p.engine.state.matcher,
                         p.engine
                             .state
