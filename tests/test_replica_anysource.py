@@ -36,15 +36,22 @@ def anysource_run(build, replicas, *options, rounds=ROUNDS):
 
 
 def assert_consistent(res, rounds=ROUNDS):
-    """Exit 0, no FAIL, one line per round naming every worker once, OK."""
+    """Exit 0, no FAIL; per round a line naming every worker once and a
+    pair line in which the named receive got rank 1's message that the
+    wildcard did not take; OK."""
     assert res.returncode == 0, res.describe()
     assert "FAIL" not in res.stdout, res.describe()
     lines = res.stdout.splitlines()
-    assert lines[-1] == "OK" and len(lines) == rounds + 1, res.describe()
-    for round_, line in enumerate(lines[:-1]):
-        words = line.split()
+    assert lines[-1] == "OK" and len(lines) == 2 * rounds + 1, res.describe()
+    for round_ in range(rounds):
+        words = lines[2 * round_].split()
         assert words[:3] == ["round", str(round_), "order"], res.describe()
         assert sorted(map(int, words[3:])) == list(range(1, RANKS)), res.describe()
+        words = lines[2 * round_ + 1].split()
+        assert words[:3] == ["round", str(round_), "pair"], res.describe()
+        first, second, third = (10 * round_ + 1, 10 * round_ + 6, 10 * round_ + 2)
+        assert [int(word) for word in words[3:]] in (
+            [first, second, third], [third, first, second]), res.describe()
 
 
 def test_the_program_runs_unreplicated(build):
@@ -57,9 +64,9 @@ def test_agree_keeps_the_replicas_of_a_rank_identical(build, replicas):
     assert_consistent(res)
     assert "diverged" not in res.stderr, res.describe()
     # The followers' wildcard receives were pinned to the leader's choice:
-    # (R - 1) followers x 3 workers x ROUNDS.
+    # (R - 1) followers x (3 workers + 2 in the pair phase) x ROUNDS.
     pinned = re.search(r"replica_wildcards_pinned (\d+)", res.stderr)
-    assert pinned and int(pinned[1]) == (replicas - 1) * (RANKS - 1) * ROUNDS, res.describe()
+    assert pinned and int(pinned[1]) == (replicas - 1) * (RANKS - 1 + 2) * ROUNDS, res.describe()
 
 
 def test_free_lets_the_replicas_diverge_and_sdc_finds_it(build):

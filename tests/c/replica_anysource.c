@@ -14,8 +14,16 @@
  * equals the master's; the master checks every worker's history against
  * its own. Any mismatch prints FAIL: it happens when a replica of a rank
  * receives from a process whose history differs from its own (after a
- * substitute takes over, unless the replicas agreed on every match). The
- * master prints OK at the end. */
+ * substitute takes over, unless the replicas agreed on every match).
+ *
+ * Then a pair phase: the master posts MPI_Irecv(ANY_SOURCE) and, behind
+ * it, MPI_Irecv from rank 1 with the same tag, both pending; rank 1 sends
+ * two messages and rank 2 one, with delays that depend on the replica.
+ * Which message the wildcard gets decides what the named receive gets: a
+ * follower that posted the named receive before its deferred wildcard
+ * would hand it the wildcard's message. The master prints what each got
+ * ("round R pair A B C") and folds it into the history too. The master
+ * prints OK at the end. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +31,7 @@
 
 #define TAG_ARRIVAL 7
 #define TAG_ORDER 8
+#define TAG_PAIR 9
 #define WORKERS_MAX 64
 
 static unsigned long long fold(unsigned long long history, const int *order, int count) {
@@ -59,30 +68,53 @@ int main(int argc, char **argv) {
                     failed = 1;
                 }
             }
-            history = fold(history, order, workers);
+            int pair[3] = {0, 0, 0};
+            if (workers >= 2) {
+                MPI_Request requests[2];
+                MPI_Irecv(&pair[0], 1, MPI_INT, MPI_ANY_SOURCE, TAG_PAIR, MPI_COMM_WORLD, &requests[0]);
+                MPI_Irecv(&pair[1], 1, MPI_INT, 1, TAG_PAIR, MPI_COMM_WORLD, &requests[1]);
+                MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+                MPI_Recv(&pair[2], 1, MPI_INT, MPI_ANY_SOURCE, TAG_PAIR, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+            history = fold(fold(history, order, workers), pair, 3);
             printf("round %d order", round);
             for (int i = 0; i < workers; i++) printf(" %d", order[i]);
             printf("\n");
+            if (workers >= 2) printf("round %d pair %d %d %d\n", round, pair[0], pair[1], pair[2]);
             fflush(stdout);
-            unsigned long long message[WORKERS_MAX + 1];
+            unsigned long long message[WORKERS_MAX + 4];
             for (int i = 0; i < workers; i++) message[i] = (unsigned long long)order[i];
-            message[workers] = history;
+            for (int i = 0; i < 3; i++) message[workers + i] = (unsigned long long)pair[i];
+            message[workers + 3] = history;
             for (int worker = 1; worker < size; worker++)
-                MPI_Send(message, workers + 1, MPI_UNSIGNED_LONG_LONG, worker, TAG_ORDER, MPI_COMM_WORLD);
+                MPI_Send(message, workers + 4, MPI_UNSIGNED_LONG_LONG, worker, TAG_ORDER, MPI_COMM_WORLD);
         } else {
             usleep((useconds_t)(((rank + replica + round) % workers) * delay_us));
             MPI_Send(&history, 1, MPI_UNSIGNED_LONG_LONG, 0, TAG_ARRIVAL, MPI_COMM_WORLD);
-            unsigned long long message[WORKERS_MAX + 1];
-            MPI_Recv(message, workers + 1, MPI_UNSIGNED_LONG_LONG, 0, TAG_ORDER, MPI_COMM_WORLD,
+            if (workers >= 2 && rank <= 2) {
+                /* Rank 1 sends two, rank 2 one; which comes first depends
+                 * on the replica. */
+                usleep((useconds_t)(((round + replica + rank) % 2) * delay_us));
+                int value = round * 10 + rank;
+                MPI_Send(&value, 1, MPI_INT, 0, TAG_PAIR, MPI_COMM_WORLD);
+                if (rank == 1) {
+                    value += 5;
+                    MPI_Send(&value, 1, MPI_INT, 0, TAG_PAIR, MPI_COMM_WORLD);
+                }
+            }
+            unsigned long long message[WORKERS_MAX + 4];
+            MPI_Recv(message, workers + 4, MPI_UNSIGNED_LONG_LONG, 0, TAG_ORDER, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
+            int pair[3];
             for (int i = 0; i < workers; i++) order[i] = (int)message[i];
-            history = fold(history, order, workers);
-            if (history != message[workers]) {
+            for (int i = 0; i < 3; i++) pair[i] = (int)message[workers + i];
+            history = fold(fold(history, order, workers), pair, 3);
+            if (history != message[workers + 3]) {
                 printf("FAIL round %d: rank %d folded history %llx, the master sent %llx\n", round, rank,
-                       history, message[workers]);
+                       history, message[workers + 3]);
                 fflush(stdout);
                 failed = 1;
-                history = message[workers];
+                history = message[workers + 3];
             }
         }
     }

@@ -191,7 +191,9 @@ pub enum WildcardDecision {
     Pin(u32),
     /// Post nothing yet: the receive matches no message until the
     /// protocol releases it through [`Interceptor::poll_released_receive`]
-    /// (e.g. once the event logger has answered).
+    /// (e.g. once the event logger has answered). A receive posted after
+    /// it that could match the same message waits behind it: the engine
+    /// posts deferred receives in posting order.
     Defer,
 }
 
