@@ -370,9 +370,14 @@ pub struct State<F: Interceptor = PassThrough> {
     /// `--inject kill:RANK@sends=N`: sends left before this process kills
     /// itself (0: never).
     pub sends_until_kill: u64,
-    /// Wildcard receives the protocol deferred (`WildcardDecision::Defer`),
-    /// by wire id, not yet handed to the matcher.
-    deferred_receives: Vec<u64>,
+    /// Receives not yet handed to the matcher, in posting order: wildcard
+    /// receives the protocol deferred (`WildcardDecision::Defer`), and
+    /// receives posted after one of these that could match the same
+    /// message (they wait their turn: posted first, they would take it).
+    deferred_receives: Vec<DeferredReceive>,
+    /// Receives whose message is in but that the protocol holds
+    /// (`Interceptor::hold_receive`): wire id and the matched envelope.
+    held_receives: Vec<(u64, Envelope)>,
     /// ULFM agreements and revoke flood (`engine/ulfm.rs`).
     pub ulfm: resmpi_ft::ulfm::AgreementTable,
     /// Communicators revoked here; 0 keeps the revoked check to one compare.
@@ -553,6 +558,7 @@ impl<F: Interceptor> Engine<F> {
                 wildcards_wait_for_acknowledgement: false,
                 sends_until_kill: 0,
                 deferred_receives: Vec::new(),
+                held_receives: Vec::new(),
                 ulfm: Default::default(),
                 revoked_count: 0,
                 direct_receive: None,
@@ -1022,20 +1028,30 @@ impl<F: Interceptor> Engine<F> {
             return;
         };
         let mut pattern = receive.pattern;
-        if F::PINS_WILDCARDS && pattern.source.is_none() {
-            match self
-                .state
-                .interceptor
-                .on_wildcard_receive(wire_id, &pattern)
-            {
-                WildcardDecision::AnySource => {}
-                // Only the matcher sees the pinned source; the request
-                // keeps the application's pattern.
-                WildcardDecision::Pin(source) => pattern.source = Some(source),
-                WildcardDecision::Defer => {
-                    self.state.deferred_receives.push(wire_id);
-                    return;
+        if F::PINS_WILDCARDS {
+            let mut ready = true;
+            if pattern.source.is_none() {
+                match self
+                    .state
+                    .interceptor
+                    .on_wildcard_receive(wire_id, &pattern)
+                {
+                    WildcardDecision::AnySource => {}
+                    // Only the matcher sees the pinned source; the request
+                    // keeps the application's pattern.
+                    WildcardDecision::Pin(source) => pattern.source = Some(source),
+                    WildcardDecision::Defer => ready = false,
                 }
+            }
+            let behind =
+                |waiting: &DeferredReceive| may_share_a_message(&waiting.pattern, &pattern);
+            if !ready || self.state.deferred_receives.iter().any(behind) {
+                self.state.deferred_receives.push(DeferredReceive {
+                    wire_id,
+                    pattern,
+                    ready,
+                });
+                return;
             }
         }
         self.post_pattern(index, wire_id, pattern);
@@ -1614,27 +1630,54 @@ impl<F: Interceptor> Engine<F> {
         }
     }
 
-    /// Post the deferred wildcard receives the protocol releases. Returns
-    /// how many it released.
+    /// Post the deferred receives the protocol releases (in posting
+    /// order: one waits while an earlier one is not released), and
+    /// complete the held receives it gives back. Returns how many.
     fn release_deferred_receives(&mut self) -> usize {
         let mut released = 0;
         while let Some((wire_id, source)) = self.state.interceptor.poll_released_receive() {
-            if !take_deferred(&mut self.state.deferred_receives, wire_id) {
-                continue;
+            if let Some(waiting) = self
+                .state
+                .deferred_receives
+                .iter_mut()
+                .find(|waiting| waiting.wire_id == wire_id && !waiting.ready)
+            {
+                waiting.pattern.source = source.or(waiting.pattern.source);
+                waiting.ready = true;
             }
+        }
+        while self
+            .state
+            .deferred_receives
+            .first()
+            .is_some_and(|first| first.ready)
+        {
+            let DeferredReceive {
+                wire_id, pattern, ..
+            } = self.state.deferred_receives.remove(0);
             let Some((index, request)) = self.state.requests.by_wire_id(wire_id) else {
                 continue;
             };
-            let Operation::Receive(receive) = &request.operation else {
-                continue;
-            };
-            if request.complete {
+            if request.complete || !matches!(request.operation, Operation::Receive(_)) {
                 continue;
             }
-            let mut pattern = receive.pattern;
-            pattern.source = source.or(pattern.source);
             self.post_pattern(index, wire_id, pattern);
             released += 1;
+        }
+        let state = &mut self.state;
+        while let Some(wire_id) = state.interceptor.poll_released_held_receive() {
+            let Some(slot) = state
+                .held_receives
+                .iter()
+                .position(|&(id, _)| id == wire_id)
+            else {
+                continue;
+            };
+            let (_, envelope) = state.held_receives.swap_remove(slot);
+            if let Some((index, _)) = state.requests.by_wire_id(wire_id) {
+                state.complete_receive_now(index, envelope);
+                released += 1;
+            }
         }
         released
     }
@@ -3078,6 +3121,18 @@ impl<F: Interceptor> State<F> {
 
     #[inline]
     fn complete_receive(&mut self, index: u32, envelope: Envelope) {
+        if F::PINS_WILDCARDS {
+            let wire_id = self.requests.wire_id(index);
+            if self.interceptor.hold_receive(wire_id) {
+                self.held_receives.push((wire_id, envelope));
+                return;
+            }
+        }
+        self.complete_receive_now(index, envelope);
+    }
+
+    /// Complete receive `index` (its message is in), past any hold.
+    fn complete_receive_now(&mut self, index: u32, envelope: Envelope) {
         let Some(request) = self.requests.get_mut(index) else {
             return;
         };
@@ -3702,14 +3757,38 @@ unsafe impl<F: Interceptor> resmpi_path::Receiver for RailReceiver<'_, F> {
 }
 
 /// Remove `wire_id` from the deferred wildcard receives; whether it was there.
-fn take_deferred(deferred: &mut Vec<u64>, wire_id: u64) -> bool {
-    match deferred.iter().position(|&id| id == wire_id) {
+fn take_deferred(deferred: &mut Vec<DeferredReceive>, wire_id: u64) -> bool {
+    match deferred
+        .iter()
+        .position(|waiting| waiting.wire_id == wire_id)
+    {
         Some(position) => {
-            deferred.swap_remove(position);
+            deferred.remove(position);
             true
         }
         None => false,
     }
+}
+
+/// A receive not yet handed to the matcher (`State::deferred_receives`).
+#[derive(Clone, Copy, Debug)]
+struct DeferredReceive {
+    wire_id: u64,
+    /// The pattern it is posted with (a released wildcard's pinned source
+    /// filled in).
+    pattern: ReceivePattern,
+    /// Whether it may be posted once every receive before it is:
+    /// false while the protocol holds a wildcard back.
+    ready: bool,
+}
+
+/// Whether some message could match both patterns (a receive posted with
+/// `b` before one with `a` could take the other's message).
+fn may_share_a_message(a: &ReceivePattern, b: &ReceivePattern) -> bool {
+    fn overlap<T: PartialEq>(a: Option<T>, b: Option<T>) -> bool {
+        a.is_none() || b.is_none() || a == b
+    }
+    a.context == b.context && overlap(a.source, b.source) && overlap(a.tag, b.tag)
 }
 
 /// Replication: the unexpected message numbered `logical_seq` from `peer`

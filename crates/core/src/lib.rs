@@ -247,10 +247,13 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
         resmpi_runtime::SdcChoice::Report => resmpi_replication::SdcPolicy::Report,
         resmpi_runtime::SdcChoice::Abort => resmpi_replication::SdcPolicy::Abort,
     };
-    Ok(
-        resmpi_replication::Replication::new(rank, replicas.ranks, replicas.count)
-            .with_sdc_policy(sdc),
-    )
+    let protocol = resmpi_replication::Replication::new(rank, replicas.ranks, replicas.count)
+        .with_sdc_policy(sdc);
+    Ok(if config.replica_anysource_agree {
+        protocol.with_anysource_agreement()
+    } else {
+        protocol
+    })
 }
 
 /// One MPI process's library state.

@@ -191,7 +191,9 @@ pub enum WildcardDecision {
     Pin(u32),
     /// Post nothing yet: the receive matches no message until the
     /// protocol releases it through [`Interceptor::poll_released_receive`]
-    /// (e.g. once the event logger has answered).
+    /// (e.g. once the event logger has answered). A receive posted after
+    /// it that could match the same message waits behind it: the engine
+    /// posts deferred receives in posting order.
     Defer,
 }
 
@@ -358,6 +360,23 @@ pub trait Interceptor {
     /// must match (None: any). Polled on progress (only with `PINS_WILDCARDS`).
     #[inline]
     fn poll_released_receive(&mut self) -> Option<(u64, Option<u32>)> {
+        None
+    }
+
+    /// Receive `receive` (a wire id) has its message and would complete
+    /// now (only with `PINS_WILDCARDS`): true holds it, matched and filled
+    /// but not complete, until [`Interceptor::poll_released_held_receive`]
+    /// gives it back (replication's wildcard agreement: a leader's receive
+    /// waits until its followers hold the match). Asked before or after
+    /// [`Interceptor::on_match`] reports its match.
+    #[inline]
+    fn hold_receive(&mut self, _receive: u64) -> bool {
+        false
+    }
+
+    /// A held receive to complete now (only with `PINS_WILDCARDS`).
+    #[inline]
+    fn poll_released_held_receive(&mut self) -> Option<u64> {
         None
     }
 

@@ -355,6 +355,16 @@ fault tolerance (each sets a variable in every rank):
                         report (default) names it in the FT report, abort
                         ends the job with an error naming it; vote is not
                         built yet
+  --replica-anysource free|agree
+                        under --replica-masking process, how the replicas
+                        of a rank match MPI_ANY_SOURCE receives
+                        (RESMPI_REPLICA_ANYSOURCE): free (default) lets each
+                        match on its own, right for send-deterministic
+                        programs; agree makes the lowest live replica decide
+                        each wildcard receive's source and the others follow
+                        it, for programs whose sends depend on arrival order
+                        (ANY_SOURCE probes and Waitany/Testsome choices are
+                        not agreed on)
   --respawn N           test-only re-join policy (needs continue): a rank
                         that dies is started again on its host, up to N
                         times per rank, with RESMPI_INCARNATION=1, 2, ...; it
@@ -485,8 +495,9 @@ fn arity_of(name: &str) -> Option<Arity> {
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
         | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler"
-        | "replicas" | "replica-masking" | "sdc" | "msglog" | "msglog-mem" | "msglog-disk"
-        | "msglog-spill-dir" | "ckpt-dir" | "universe-size" | "usize" => Some(Arity::One),
+        | "replicas" | "replica-masking" | "replica-anysource" | "sdc" | "msglog"
+        | "msglog-mem" | "msglog-disk" | "msglog-spill-dir" | "ckpt-dir" | "universe-size"
+        | "usize" => Some(Arity::One),
         "io-replication-factor" | "io-replica-targets" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
@@ -545,6 +556,19 @@ fn parse_sdc(text: &str) -> Result<&'static str, String> {
                 .to_string(),
         ),
         other => Err(format!("--sdc '{other}': expected report or abort")),
+    }
+}
+
+/// The variable that mirrors `--replica-anysource`.
+pub const REPLICA_ANYSOURCE_VARIABLE: &str = "RESMPI_REPLICA_ANYSOURCE";
+
+/// `--replica-anysource`'s value (`source` names the option or the
+/// variable): `free` or `agree`.
+fn parse_replica_anysource(text: &str, source: &str) -> Result<&'static str, String> {
+    match text {
+        "free" => Ok("free"),
+        "agree" => Ok("agree"),
+        other => Err(format!("{source} '{other}': expected free or agree")),
     }
 }
 
@@ -686,6 +710,7 @@ pub fn parse(
     let mut replica_count = 1;
     let mut replica_masking = None;
     let mut sdc = None;
+    let mut replica_anysource = None;
     let mut msglog = None;
     let mut msglog_bytes_max = None;
     let mut msglog_disk_bytes_max = None;
@@ -899,6 +924,10 @@ pub fn parse(
             }
             "replica-masking" => replica_masking = Some(parse_replica_masking(&values[0])?),
             "sdc" => sdc = Some(parse_sdc(&values[0])?),
+            "replica-anysource" => {
+                replica_anysource =
+                    Some(parse_replica_anysource(&values[0], "--replica-anysource")?)
+            }
             "msglog" => msglog = Some(values[0].clone()),
             "msglog-mem" => {
                 msglog_bytes_max = Some(
@@ -1079,6 +1108,28 @@ pub fn parse(
             ));
         }
         environment.push((SDC_VARIABLE.to_string(), sdc.to_string()));
+    }
+    let replica_anysource = match replica_anysource {
+        Some(choice) => Some(choice),
+        None => lookup(REPLICA_ANYSOURCE_VARIABLE)
+            .map(|text| parse_replica_anysource(&text, REPLICA_ANYSOURCE_VARIABLE))
+            .transpose()?,
+    };
+    if replica_anysource == Some("agree") {
+        // Under `--replica-masking replica` the replicas never talk, so
+        // they cannot agree on anything: refused rather than implied, since
+        // process masking changes what a death costs.
+        if replica_count < 2 || replica_masking != ReplicaMasking::Process {
+            return Err(
+                "--replica-anysource agree: the replicas of a rank agree on wildcard \
+                        matches through the replication protocol's frames: it needs \
+                        --replicas R (R >= 2) --replica-masking process"
+                    .to_string(),
+            );
+        }
+    }
+    if let Some(choice) = replica_anysource {
+        environment.push((REPLICA_ANYSOURCE_VARIABLE.to_string(), choice.to_string()));
     }
     if replica_count > 1 {
         check_replication_supported(failure_policy, respawn_count_max)?;
@@ -1482,6 +1533,46 @@ mod tests {
         assert!(
             message.contains("--replica-masking 'rank': expected replica or process"),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn replica_anysource_agree_needs_process_masking_and_reaches_the_processes() {
+        let choice = |options: &Options| {
+            options
+                .environment
+                .iter()
+                .find(|(name, _)| name == REPLICA_ANYSOURCE_VARIABLE)
+                .map(|(_, value)| value.clone())
+        };
+        let agree = run("--replicas 2 --replica-masking process --replica-anysource agree -n 2 p");
+        assert_eq!(choice(&agree).as_deref(), Some("agree"));
+        let free = run("--replicas 3 --replica-masking process --replica-anysource free -n 2 p");
+        assert_eq!(choice(&free).as_deref(), Some("free"));
+        assert_eq!(choice(&run("--replicas 2 -n 2 p")), None);
+        for text in [
+            "--replicas 2 --replica-anysource agree -n 2 p",
+            "--replica-anysource agree -n 2 p",
+        ] {
+            let message = error(text);
+            assert!(
+                message.contains("--replica-anysource agree")
+                    && message.contains("--replica-masking process"),
+                "{text}: {message}"
+            );
+        }
+        let message = error("--replicas 2 --replica-masking process --replica-anysource leader p");
+        assert!(
+            message.contains("'leader': expected free or agree"),
+            "{message}"
+        );
+        let from_variable = parse(&words("--replicas 2 -n 2 p"), |name| {
+            (name == REPLICA_ANYSOURCE_VARIABLE).then(|| "agree".to_string())
+        })
+        .unwrap_err();
+        assert!(
+            from_variable.contains("--replica-masking process"),
+            "{from_variable}"
         );
     }
 

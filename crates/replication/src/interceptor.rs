@@ -12,9 +12,11 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use resmpi_ft::{
-    Interceptor, MessageArrival, Payload, PeerFailureAction, SendEnvelope, SendTargets, SentMessage,
+    Interceptor, MatchEvent, MessageArrival, Payload, PeerFailureAction, ReceivePattern,
+    SendEnvelope, SendTargets, SentMessage, WildcardDecision,
 };
 
+use crate::anysource::{AgreementAction, WildcardAgreement, WildcardPost};
 use crate::divergence::{DivergenceCheck, SdcPolicy};
 use crate::{Action, Arrival, Process, Replica, SendId};
 
@@ -23,6 +25,73 @@ const ACK_FRAME: u8 = 1;
 /// Protocol frame: an ack with the CRC32C of the payload received
 /// (`ACK_WITH_HASH_FRAME`, the logical number, u64 LE, the hash, u32 LE).
 const ACK_WITH_HASH_FRAME: u8 = 2;
+
+/// Protocol frame (`--replica-anysource agree`): wildcard decisions from
+/// the leader of this rank (`DECISIONS_FRAME`, then per decision the
+/// ordinal, u64 LE, and the source rank, u32 LE).
+const DECISIONS_FRAME: u8 = 3;
+/// Protocol frame: a follower's decisions for a new leader, laid out as
+/// `DECISIONS_FRAME`.
+const SYNC_FRAME: u8 = 4;
+/// Bytes of one decision in a frame.
+const DECISION_BYTES: usize = 12;
+/// Protocol frame: a follower acks decisions to the leader
+/// (`ACKS_FRAME`, then per decision its ordinal, u64 LE).
+const ACKS_FRAME: u8 = 5;
+/// Protocol frame: the leader says decisions are stable, held by every
+/// live replica (laid out as `ACKS_FRAME`).
+const STABLE_FRAME: u8 = 6;
+
+/// A frame of `kind` carrying `ordinals`.
+fn ordinals_frame(kind: u8, ordinals: &[u64]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(1 + ordinals.len() * 8);
+    bytes.push(kind);
+    for ordinal in ordinals {
+        bytes.extend_from_slice(&ordinal.to_le_bytes());
+    }
+    bytes
+}
+
+/// The ordinals of an `ACKS_FRAME` or `STABLE_FRAME` (after its kind
+/// byte); None if malformed.
+fn parse_ordinals(body: &[u8]) -> Option<Vec<u64>> {
+    if !body.len().is_multiple_of(8) {
+        return None;
+    }
+    Some(
+        body.chunks_exact(8)
+            .map(|chunk| u64::from_le_bytes(chunk.try_into().expect("8 bytes")))
+            .collect(),
+    )
+}
+
+/// A frame of `kind` carrying `decisions`.
+fn decisions_frame(kind: u8, decisions: &[(u64, u32)]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(1 + decisions.len() * DECISION_BYTES);
+    bytes.push(kind);
+    for &(ordinal, source) in decisions {
+        bytes.extend_from_slice(&ordinal.to_le_bytes());
+        bytes.extend_from_slice(&source.to_le_bytes());
+    }
+    bytes
+}
+
+/// The decisions of a `DECISIONS_FRAME` or `SYNC_FRAME` (after its kind
+/// byte); None if malformed.
+fn parse_decisions(body: &[u8]) -> Option<Vec<(u64, u32)>> {
+    if !body.len().is_multiple_of(DECISION_BYTES) {
+        return None;
+    }
+    Some(
+        body.chunks_exact(DECISION_BYTES)
+            .map(|chunk| {
+                let ordinal = u64::from_le_bytes(chunk[..8].try_into().expect("8 bytes"));
+                let source = u32::from_le_bytes(chunk[8..].try_into().expect("4 bytes"));
+                (ordinal, source)
+            })
+            .collect(),
+    )
+}
 
 /// An ack of message `logical_seq`, with the hash of its payload if known.
 fn ack_frame(logical_seq: u64, hash: Option<u32>) -> Vec<u8> {
@@ -89,6 +158,15 @@ pub struct Replication {
     pub duplicates_dropped: u64,
     /// Sends re-transmitted after a take-over.
     pub resends_made: u64,
+    /// `--replica-anysource agree`: the agreement on wildcard sources
+    /// (None: `free`, each replica matches on its own).
+    agreement: Option<WildcardAgreement>,
+    /// Deferred wildcard receives to post: (wire id, source process).
+    released_receives: VecDeque<(u64, Option<u32>)>,
+    /// Held wildcard receives to complete (wire ids).
+    released_held: VecDeque<u64>,
+    /// Wildcard receives posted pinned to the leader's decision.
+    pub wildcards_pinned: u64,
 }
 
 impl Replication {
@@ -119,6 +197,88 @@ impl Replication {
             shown_dead: BTreeSet::new(),
             duplicates_dropped: 0,
             resends_made: 0,
+            agreement: None,
+            released_receives: VecDeque::new(),
+            released_held: VecDeque::new(),
+            wildcards_pinned: 0,
+        }
+    }
+
+    /// The same, with the replicas of each rank agreeing on the source of
+    /// every wildcard receive (`--replica-anysource agree`).
+    pub fn with_anysource_agreement(mut self) -> Replication {
+        let me = self.replica.me();
+        self.agreement = Some(WildcardAgreement::new(me.replica, self.replicas));
+        self
+    }
+
+    /// The wildcard agreement (`--replica-anysource agree`), if on.
+    pub fn agreement(&self) -> Option<&WildcardAgreement> {
+        self.agreement.as_ref()
+    }
+
+    /// This process's index for source `rank` (the one of its own replica,
+    /// which its matching engine names).
+    fn source_process(&self, rank: u32) -> u32 {
+        self.index_of(Process {
+            rank,
+            replica: self.replica.me().replica,
+        })
+    }
+
+    /// Carry out the wildcard agreement's actions.
+    fn drain_agreement(&mut self) {
+        let Some(agreement) = self.agreement.as_mut() else {
+            return;
+        };
+        let rank = self.replica.me().rank;
+        let mut actions = Vec::new();
+        while let Some(action) = agreement.poll_action() {
+            actions.push(action);
+        }
+        for action in actions {
+            match action {
+                AgreementAction::SendDecisions { to, decisions } => {
+                    let to = self.index_of(Process { rank, replica: to });
+                    let frame = decisions_frame(DECISIONS_FRAME, &decisions);
+                    self.frames.push_back((to, frame));
+                }
+                AgreementAction::SendSync { to, decisions } => {
+                    let to = self.index_of(Process { rank, replica: to });
+                    self.frames
+                        .push_back((to, decisions_frame(SYNC_FRAME, &decisions)));
+                }
+                AgreementAction::SendAcks { to, ordinals } => {
+                    let to = self.index_of(Process { rank, replica: to });
+                    self.frames
+                        .push_back((to, ordinals_frame(ACKS_FRAME, &ordinals)));
+                }
+                AgreementAction::SendStable { to, ordinals } => {
+                    let to = self.index_of(Process { rank, replica: to });
+                    self.frames
+                        .push_back((to, ordinals_frame(STABLE_FRAME, &ordinals)));
+                }
+                AgreementAction::ReleaseHeld { receive } => self.released_held.push_back(receive),
+                AgreementAction::Release { receive, source } => {
+                    self.wildcards_pinned += u64::from(source.is_some());
+                    let source = source.map(|source| self.source_process(source));
+                    self.released_receives.push_back((receive, source));
+                }
+                AgreementAction::Conflict {
+                    ordinal,
+                    held,
+                    sent,
+                    from,
+                } => {
+                    self.fatal_error.get_or_insert_with(|| {
+                        format!(
+                            "replication: rank {rank} replica {from} sent source rank {sent} for \
+                             wildcard receive {ordinal}, whose source was agreed as rank {held} \
+                             (--replica-anysource agree)"
+                        )
+                    });
+                }
+            }
         }
     }
 
@@ -214,9 +374,55 @@ impl Interceptor for Replication {
     const REPLICATES: bool = true;
     const WANTS_PAYLOADS: bool = true;
     const HASHES_RECEIVED: bool = true;
+    const PINS_WILDCARDS: bool = true;
 
     fn name(&self) -> &'static str {
         "replication"
+    }
+
+    fn wants_match_events(&self) -> bool {
+        self.agreement.is_some()
+    }
+
+    fn on_wildcard_receive(&mut self, receive: u64, _pattern: &ReceivePattern) -> WildcardDecision {
+        let Some(agreement) = self.agreement.as_mut() else {
+            return WildcardDecision::AnySource;
+        };
+        let decision = match agreement.handle_wildcard_receive(receive) {
+            WildcardPost::AnySource => WildcardDecision::AnySource,
+            WildcardPost::Pin(rank) => {
+                self.wildcards_pinned += 1;
+                WildcardDecision::Pin(self.source_process(rank))
+            }
+            WildcardPost::Defer => WildcardDecision::Defer,
+        };
+        self.drain_agreement();
+        decision
+    }
+
+    fn poll_released_receive(&mut self) -> Option<(u64, Option<u32>)> {
+        self.released_receives.pop_front()
+    }
+
+    fn hold_receive(&mut self, receive: u64) -> bool {
+        let Some(agreement) = self.agreement.as_mut() else {
+            return false;
+        };
+        let held = agreement.hold_receive(receive);
+        self.drain_agreement();
+        held
+    }
+
+    fn poll_released_held_receive(&mut self) -> Option<u64> {
+        self.released_held.pop_front()
+    }
+
+    fn on_match(&mut self, event: &MatchEvent) {
+        let rank = event.envelope.source % self.ranks;
+        if let Some(agreement) = self.agreement.as_mut() {
+            agreement.handle_match(event.receive_token, rank);
+            self.drain_agreement();
+        }
     }
 
     fn route_send(&mut self, send: &SendEnvelope, targets: &mut SendTargets) {
@@ -318,6 +524,7 @@ impl Interceptor for Replication {
             ("replica_divergences", self.divergence.found),
             ("replica_duplicates_dropped", self.duplicates_dropped),
             ("replica_resends", self.resends_made),
+            ("replica_wildcards_pinned", self.wildcards_pinned),
         ]
     }
 
@@ -405,6 +612,12 @@ impl Interceptor for Replication {
         let lost_before = self.lost_ranks.len();
         self.replica.handle_failure(dead);
         self.drain(None);
+        if dead.rank == self.replica.me().rank {
+            if let Some(agreement) = self.agreement.as_mut() {
+                agreement.handle_failure(dead.replica);
+                self.drain_agreement();
+            }
+        }
         if self.lost_ranks.len() > lost_before || self.lost_ranks.contains(&dead.rank) {
             PeerFailureAction::AbortJob
         } else {
@@ -413,6 +626,43 @@ impl Interceptor for Replication {
     }
 
     fn on_protocol_frame(&mut self, peer: u32, bytes: &[u8]) {
+        if let Some(&kind @ (DECISIONS_FRAME | SYNC_FRAME | ACKS_FRAME | STABLE_FRAME)) =
+            bytes.first()
+        {
+            let from = self.process_of(peer);
+            let me = self.replica.me();
+            let Some(agreement) = self.agreement.as_mut() else {
+                return;
+            };
+            if from.rank != me.rank {
+                return;
+            }
+            let body = &bytes[1..];
+            match kind {
+                DECISIONS_FRAME | SYNC_FRAME => {
+                    let Some(decisions) = parse_decisions(body) else {
+                        return;
+                    };
+                    if kind == DECISIONS_FRAME {
+                        agreement.handle_decisions(from.replica, &decisions);
+                    } else {
+                        agreement.handle_sync(from.replica, &decisions);
+                    }
+                }
+                _ => {
+                    let Some(ordinals) = parse_ordinals(body) else {
+                        return;
+                    };
+                    if kind == ACKS_FRAME {
+                        agreement.handle_acks(from.replica, &ordinals);
+                    } else {
+                        agreement.handle_stable(from.replica, &ordinals);
+                    }
+                }
+            }
+            self.drain_agreement();
+            return;
+        }
         let hash = match (bytes.len(), bytes.first()) {
             (9, Some(&ACK_FRAME)) => None,
             (13, Some(&ACK_WITH_HASH_FRAME)) => Some(u32::from_le_bytes(

@@ -41,6 +41,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+pub mod anysource;
 pub mod divergence;
 mod interceptor;
 pub use divergence::SdcPolicy;

@@ -119,6 +119,11 @@ pub struct Config {
     /// `RESMPI_SDC` (`mpiexec --sdc`): what a divergence between the
     /// replicas of a rank does under the replication protocol.
     pub sdc: SdcChoice,
+    /// `RESMPI_REPLICA_ANYSOURCE` (`mpiexec --replica-anysource`): whether
+    /// the replicas of a rank agree on every wildcard receive's source
+    /// (`agree`) or each matches on its own (`free`, the default: the
+    /// program is taken as send-deterministic).
+    pub replica_anysource_agree: bool,
     /// `RESMPI_MSGLOG` (`mpiexec --msglog`): message logging.
     pub msglog: MessageLogging,
     /// `RESMPI_MSGLOG_MEM`: bytes one process's message log may hold
@@ -235,6 +240,7 @@ impl Default for Config {
             incarnation: 0,
             replica_count: 1,
             sdc: SdcChoice::Report,
+            replica_anysource_agree: false,
             msglog: MessageLogging::None,
             msglog_bytes_max: None,
             msglog_disk_bytes_max: None,
@@ -402,6 +408,13 @@ impl Config {
                 "RESMPI_SDC",
                 &text,
                 &[("report", SdcChoice::Report), ("abort", SdcChoice::Abort)],
+            )?;
+        }
+        if let Some(text) = lookup("RESMPI_REPLICA_ANYSOURCE") {
+            config.replica_anysource_agree = choose(
+                "RESMPI_REPLICA_ANYSOURCE",
+                &text,
+                &[("free", false), ("agree", true)],
             )?;
         }
         if let Some(text) = lookup("RESMPI_RELIABLE") {

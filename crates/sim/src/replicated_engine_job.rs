@@ -15,6 +15,12 @@
 //! application-visible trace (what each receive got, the allreduce
 //! results) must equal the fault-free one: a replica's death is masked.
 //!
+//! With `order_dependent` the program is not send-deterministic: rank 0
+//! mixes the order its gather's ANY_SOURCE receives matched into its
+//! allreduce contribution. Under `anysource_agree` (`--replica-anysource
+//! agree`) the replicas of rank 0 must then match in the same order, and
+//! every result must be the one that order gives; without it they differ.
+//!
 //! Kills follow `engine_job`'s rules: the dead process never runs again,
 //! frames to it vanish, a random prefix of what it sent per destination
 //! still lands, and each survivor learns of the death after its own delay
@@ -80,6 +86,13 @@ pub struct ReplicatedEngineJobConfig {
     pub delivery_delay_steps_max: u64,
     /// The run fails when it has not ended after this many steps.
     pub step_limit: u64,
+    /// The program is not send-deterministic: rank 0's allreduce
+    /// contribution of a round mixes in the order in which its gather's
+    /// ANY_SOURCE receives matched, so every rank's result depends on it.
+    pub order_dependent: bool,
+    /// `--replica-anysource agree`: the replicas of a rank agree on every
+    /// wildcard match (`Replication::with_anysource_agreement`).
+    pub anysource_agree: bool,
 }
 
 impl ReplicatedEngineJobConfig {
@@ -97,6 +110,8 @@ impl ReplicatedEngineJobConfig {
             notice_delay_steps_max: 40,
             delivery_delay_steps_max: 6,
             step_limit: 400_000,
+            order_dependent: false,
+            anysource_agree: false,
         }
     }
 }
@@ -168,6 +183,12 @@ fn start_receive(
     Ok((request, buffer))
 }
 
+/// What a gather order (`Process::gather_orders`) adds to rank 0's
+/// allreduce contribution in an order-dependent program.
+fn order_mix(order: u64) -> u64 {
+    SplitMix64::new(order).below(1 << 40)
+}
+
 /// An allreduce contribution.
 fn contribution(seed: u64, rank: u32, round: u32) -> u64 {
     SplitMix64::new(seed ^ 0xa11 ^ (u64::from(rank) << 20) ^ u64::from(round)).below(1 << 40)
@@ -195,6 +216,9 @@ struct Process {
     next_phase: usize,
     open: Option<OpenPhase>,
     trace: Vec<Vec<u8>>,
+    /// Per gather round at rank 0: a hash of the order in which its
+    /// ANY_SOURCE receives matched (their posting order).
+    gather_orders: Vec<u64>,
     /// Buffers of completed sends, scribbled on (see `finish_phase_if_done`).
     retired_buffers: Vec<Box<[u8]>>,
 }
@@ -260,6 +284,11 @@ impl Job {
                 let path = MemoryPath::new(64, 1 << 16);
                 let transports = Transports::memory(process, size, path);
                 let protocol = Replication::new(process, ranks, replicas);
+                let protocol = if config.anysource_agree {
+                    protocol.with_anysource_agreement()
+                } else {
+                    protocol
+                };
                 let mut engine = Engine::new(process, size, engine_config, transports, protocol);
                 // WORLD of replica k is processes k*N .. k*N+N-1, as
                 // `Mpi::init` builds it (`Replicas::world_group`).
@@ -287,6 +316,7 @@ impl Job {
                     next_phase: 0,
                     open: None,
                     trace: Vec::new(),
+                    gather_orders: Vec::new(),
                     retired_buffers: Vec::new(),
                 }
             })
@@ -361,7 +391,8 @@ impl Job {
                     p.engine.state.interceptor.replica().pending_send_count()
                 ) + &format!(" {:?} posted {} unexpected {} dups {} resends {}", p.engine.state.interceptor.replica().pending_sends(), p.engine.state.matcher.posted_len(), p.engine.state.matcher.unexpected_len(), p.engine.state.interceptor.duplicates_dropped, p.engine.state.interceptor.resends_made)
                     + &format!(
-                        "\n    matcher: {:?}\n    live requests: {:?}\n",
+                        "\n    agreement: {:?}\n    matcher: {:?}\n    live requests: {:?}\n",
+                        p.engine.state.interceptor.agreement(),
                         p.engine.state.matcher,
                         p.engine
                             .state
@@ -526,6 +557,7 @@ impl Job {
             self.config.message_bytes_max,
             self.config.ring_burst,
         );
+        let order_dependent = self.config.order_dependent;
         let simulated = &mut self.processes[process];
         let rank = simulated.rank;
         let first = process as u32 - rank;
@@ -597,7 +629,11 @@ impl Job {
                 }
             }
             Phase::Allreduce(round) => {
-                let input: Box<[u8]> = contribution(seed, rank, round).to_ne_bytes().into();
+                let mut value = contribution(seed, rank, round);
+                if order_dependent && rank == 0 {
+                    value ^= order_mix(simulated.gather_orders[round as usize]);
+                }
+                let input: Box<[u8]> = value.to_ne_bytes().into();
                 let mut result: Box<[u8]> = vec![0u8; 8].into_boxed_slice();
                 let mut schedule = engine
                     .new_schedule(WORLD)
@@ -666,6 +702,11 @@ impl Job {
         // set, which is what a send-deterministic program may rely on.
         // Receives from one source match its messages in the order sent.
         if open.wildcard {
+            let order = received.iter().fold(0u64, |hash, bytes| {
+                let id = u64::from_le_bytes(bytes[..8].try_into().expect("8-byte id"));
+                hash.wrapping_mul(1_000_003).wrapping_add(id)
+            });
+            simulated.gather_orders.push(order);
             received.sort();
         }
         simulated.trace.extend(received);
@@ -678,8 +719,9 @@ impl Job {
         Ok(())
     }
 
-    /// The trace a process of `rank` must show.
-    fn expected_trace(&self, rank: u32) -> Vec<Vec<u8>> {
+    /// The trace a process of `rank` must show; `orders`: rank 0's gather
+    /// orders, which an order-dependent program's allreduce mixes in.
+    fn expected_trace(&self, rank: u32, orders: &[u64]) -> Vec<Vec<u8>> {
         let (ranks, seed, length_max, ring_burst) = (
             self.config.ranks,
             self.config.seed,
@@ -703,17 +745,47 @@ impl Job {
             let sum = (0..ranks)
                 .map(|rank| contribution(seed, rank, round))
                 .fold(0u64, u64::wrapping_add);
+            let sum = match orders.get(round as usize) {
+                Some(&order) if self.config.order_dependent => {
+                    let rank_0 = contribution(seed, 0, round);
+                    sum.wrapping_sub(rank_0)
+                        .wrapping_add(rank_0 ^ order_mix(order))
+                }
+                _ => sum,
+            };
             trace.push(sum.to_ne_bytes().to_vec());
         }
         trace
     }
 
     fn check_traces(&self) -> Result<(), String> {
+        // Rank 0's gather orders, the same in every live replica of it
+        // when they agree (without agreement, an order-dependent program
+        // fails here or in the traces).
+        let rank_0: Vec<(usize, &Process)> = self
+            .processes
+            .iter()
+            .enumerate()
+            .filter(|(_, process)| process.alive && process.rank == 0)
+            .collect();
+        let orders = &rank_0[0].1.gather_orders;
+        if self.config.order_dependent {
+            if let Some((index, _)) = rank_0
+                .iter()
+                .find(|(_, process)| &process.gather_orders != orders)
+            {
+                return Err(format!(
+                    "processes {} and {index} (rank 0) matched the gather's ANY_SOURCE \
+                     receives in different orders",
+                    rank_0[0].0
+                ));
+            }
+        }
         for (index, process) in self.processes.iter().enumerate() {
             if !process.alive {
                 continue;
             }
-            let expected = self.expected_trace(process.rank);
+            let expected = self.expected_trace(process.rank, orders);
             if process.trace != expected {
                 let first = process
                     .trace

@@ -189,3 +189,84 @@ fn run_bursts(seeds: impl Iterator<Item = u64>) -> (Vec<String>, u64) {
     }
     (failures, resends)
 }
+
+/// `--replica-anysource agree` on a program that is not send-deterministic
+/// (rank 0's allreduce contribution depends on the order its gather's
+/// ANY_SOURCE receives matched).
+fn order_dependent(seed: u64, ranks: u32, replicas: u32, agree: bool) -> ReplicatedEngineJobConfig {
+    let mut config = ReplicatedEngineJobConfig::new(seed, ranks, replicas);
+    config.order_dependent = true;
+    config.anysource_agree = agree;
+    config
+}
+
+#[test]
+fn without_agreement_an_order_dependent_program_diverges() {
+    // What the agreement is for, and proof the check below can fail.
+    let failed = (0..20u64)
+        .filter(|&seed| run_replicated_engine_job(&order_dependent(seed, 4, 2, false)).is_err())
+        .count();
+    assert!(
+        failed > 0,
+        "no seed made the replicas of rank 0 match in different orders"
+    );
+}
+
+#[test]
+fn agreed_replicas_match_every_wildcard_alike() {
+    for seed in 0..40 {
+        for (ranks, replicas) in [(2, 2), (4, 2), (4, 3)] {
+            let mut config = order_dependent(seed, ranks, replicas, true);
+            if seed % 2 == 1 {
+                config.message_bytes_max = 700;
+            }
+            run_replicated_engine_job(&config).unwrap_or_else(|problem| panic!("{problem}"));
+        }
+    }
+}
+
+#[test]
+fn agreed_replicas_survive_a_kill_of_the_leader_or_any_replica() {
+    for seed in 0..120u64 {
+        for (ranks, replicas) in [(3, 2), (4, 3)] {
+            let mut config = order_dependent(seed, ranks, replicas, true);
+            if seed % 2 == 1 {
+                config.message_bytes_max = 700;
+            }
+            // Mostly rank 0 (whose gather is the wildcard), replica 0 (its
+            // leader) every other run.
+            let rank = if seed % 3 == 2 { 1 } else { 0 };
+            let replica = if seed % 2 == 0 {
+                0
+            } else {
+                (seed / 2 % u64::from(replicas)) as u32
+            };
+            config.kills = vec![ReplicaKill {
+                rank,
+                replica,
+                step: 1 + seed * 37 % 2_500,
+            }];
+            run_replicated_engine_job(&config).unwrap_or_else(|problem| panic!("{problem}"));
+        }
+    }
+}
+
+#[test]
+fn agreed_replicas_survive_two_leaders_of_rank_0_killed_in_turn() {
+    for seed in 0..60u64 {
+        let mut config = order_dependent(seed, 4, 3, true);
+        config.kills = vec![
+            ReplicaKill {
+                rank: 0,
+                replica: 0,
+                step: 1 + seed * 41 % 1_500,
+            },
+            ReplicaKill {
+                rank: 0,
+                replica: 1,
+                step: 1 + seed * 43 % 2_500,
+            },
+        ];
+        run_replicated_engine_job(&config).unwrap_or_else(|problem| panic!("{problem}"));
+    }
+}

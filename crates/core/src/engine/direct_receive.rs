@@ -19,9 +19,10 @@
 //! same buffer, pattern and place in the matcher's queue, before the event
 //! is handled, so every rule of the request path (ULFM's errors, the
 //! rendezvous, truncation) applies to it exactly as before. Interceptors
-//! that observe or steer matching (`PINS_WILDCARDS`,
-//! `WANTS_NONDETERMINISM`) never see a direct receive: with them, and once
-//! any failure or revocation is known, blocking receives post requests.
+//! that observe or steer matching (`PINS_WILDCARDS` for wildcard receives
+//! and while a receive waits deferred, `WANTS_NONDETERMINISM` for all)
+//! never see a direct receive: with them, and once any failure or
+//! revocation is known, blocking receives post requests.
 
 use resmpi_ft::Interceptor;
 use resmpi_matching::{Envelope, ReceivePattern};
@@ -77,7 +78,7 @@ impl<F: Interceptor> Engine<F> {
         context: u32,
     ) -> MpiResult<BlockingReceive> {
         let state = &mut self.state;
-        if F::PINS_WILDCARDS
+        if (F::PINS_WILDCARDS && (source_world.is_none() || !state.deferred_receives.is_empty()))
             || F::WANTS_NONDETERMINISM
             || state.failed_count > 0
             || state.revoked_count > 0
