@@ -130,6 +130,30 @@ impl<F: Interceptor> Engine<F> {
         self.stop_sending_to(dead, |index, _| waiting.contains(&index));
     }
 
+    /// Re-send the log to the re-joined peers whose re-send the protocol
+    /// held and no longer holds (before any send that waited for the log
+    /// goes: the peer's numbers must arrive in order). Returns how many.
+    pub(super) fn release_held_replays(&mut self) -> usize {
+        if self.state.replays_held.is_empty() {
+            return 0;
+        }
+        let held = std::mem::take(&mut self.state.replays_held);
+        let mut released = 0;
+        for peer in held {
+            if self.state.is_restarting(peer) {
+                // Dead again: its next incarnation's re-join re-sends.
+                continue;
+            }
+            if self.state.interceptor.holds_replay_to(peer) {
+                self.state.replays_held.push(peer);
+            } else {
+                self.replay_to(peer);
+                released += 1;
+            }
+        }
+        released
+    }
+
     /// Incarnation `peer` re-joined: send it again, from the log and in
     /// order, every message numbered for it that the log holds (all of
     /// them unless its checkpoint covered some: it replays from `MPI_Init`
