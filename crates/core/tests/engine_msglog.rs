@@ -555,9 +555,15 @@ impl Process {
                 self.history.push((source, tag, buffer[..count].to_vec()));
             } else {
                 // Pessimistic: the send went out only once everything
-                // before it was stable. Optimistic: only if it was.
+                // before it was stable. Optimistic: only if it was, and
+                // nothing of another rank it depends on could be lost
+                // (else it may be rolled back past it).
                 let protocol = &self.engine.state.interceptor;
-                if protocol.determinants_acknowledged() == protocol.determinant_count() {
+                let stable_on_others =
+                    !protocol.is_optimistic() || protocol.dependencies().is_stable_on_others();
+                if protocol.determinants_acknowledged() == protocol.determinant_count()
+                    && stable_on_others
+                {
                     self.stable = (self.history.len(), self.outcomes.len());
                 }
             }

@@ -54,7 +54,10 @@ impl<F: Interceptor> State<F> {
     #[inline]
     pub(super) fn send_waits_for_log(&mut self) -> bool {
         self.interceptor.before_send();
-        !self.sends_waiting_for_log.is_empty() || !self.interceptor.send_may_start()
+        // A held re-send goes first: the peer's numbers arrive in order.
+        !self.sends_waiting_for_log.is_empty()
+            || !self.replays_held.is_empty()
+            || !self.interceptor.send_may_start()
     }
 
     /// A message frame from `peer` whose number was taken already: the new
@@ -81,6 +84,7 @@ impl<F: Interceptor> Engine<F> {
     pub(super) fn launch_sends_waiting_for_log(&mut self) -> crate::error::MpiResult<usize> {
         let mut launched = 0;
         while !self.state.sends_waiting_for_log.is_empty()
+            && self.state.replays_held.is_empty()
             && self.state.interceptor.send_may_start()
         {
             let (index, mode) = self
