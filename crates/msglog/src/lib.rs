@@ -245,6 +245,11 @@ struct Rollback {
     keep_count: u64,
     /// The logger has the cut on disk.
     durable: bool,
+    /// The dead incarnations (rank, incarnation) it is an orphan of: it
+    /// dies only once each one's replacement has re-joined it (a
+    /// replacement's wire-up waits for every process alive when it
+    /// started, this one included).
+    orphan_of: Vec<(u32, u32)>,
     /// Why, for the log line.
     reason: String,
 }
@@ -346,9 +351,13 @@ impl MessageLog {
     /// Whether this process is an orphan whose rollback is durable: it
     /// must die now (its replacement replays the cut list).
     pub fn rollback_ready(&self) -> bool {
-        self.rollback
-            .as_ref()
-            .is_some_and(|rollback| rollback.durable)
+        self.rollback.as_ref().is_some_and(|rollback| {
+            rollback.durable
+                && rollback.orphan_of.iter().all(|&(rank, incarnation)| {
+                    self.peer_incarnation[rank as usize] > incarnation
+                        && !self.restarting[rank as usize]
+                })
+        })
     }
 
     /// Where an orphan's list is cut (its own determinants kept).
@@ -574,20 +583,42 @@ impl MessageLog {
             return;
         }
         match &mut self.rollback {
-            Some(rollback) if rollback.keep_count <= keep_count => return,
+            Some(rollback) if rollback.keep_count <= keep_count => {
+                rollback.orphan_of.push((peer, incarnation));
+                return;
+            }
             Some(rollback) => {
                 rollback.keep_count = keep_count;
                 rollback.durable = false;
+                rollback.orphan_of.push((peer, incarnation));
             }
             None => {
                 self.rollback = Some(Rollback {
                     keep_count,
                     durable: false,
+                    orphan_of: vec![(peer, incarnation)],
                     reason,
                 })
             }
         }
         self.send_truncate();
+    }
+
+    /// An orphan whose rollback is ready dies (through the library's
+    /// exit; a harness without one polls `rollback_ready`).
+    fn exit_if_rolled_back(&self) {
+        let (Some(exit), Some(rollback)) = (self.rollback_exit, &self.rollback) else {
+            return;
+        };
+        if !self.rollback_ready() {
+            return;
+        }
+        let line = format!(
+            "{}; it rolls back: its list is cut to its first {} determinants, and it \
+             exits (code {ROLLBACK_EXIT_CODE}) to be started again and replay them",
+            rollback.reason, rollback.keep_count
+        );
+        exit(&line);
     }
 
     /// Ask the logger to cut this orphan's list (again after a reconnect).
@@ -614,14 +645,7 @@ impl MessageLog {
             return;
         }
         rollback.durable = true;
-        let line = format!(
-            "{}; it rolls back: its list is cut to its first {count} determinants, and it \
-             exits (code {ROLLBACK_EXIT_CODE}) to be started again and replay them",
-            rollback.reason
-        );
-        if let Some(exit) = self.rollback_exit {
-            exit(&line);
-        }
+        self.exit_if_rolled_back();
     }
 
     /// The connection to the event logger broke.
@@ -1134,6 +1158,7 @@ impl Interceptor for MessageLog {
         self.restarting[peer as usize] = false;
         let known = &mut self.peer_incarnation[peer as usize];
         *known = (*known).max(incarnation);
+        self.exit_if_rolled_back();
         self.finished[peer as usize] = false;
         // Its new incarnation learns every dependency again with the
         // first message (the re-sends from the log included).

@@ -684,6 +684,10 @@ fn a_rank_that_depended_on_a_lost_determinant_is_an_orphan_and_rolls_back() {
     // cut on disk, and it is ready to die. Never a fatal error.
     assert!(ranks[1].is_orphan());
     assert_eq!(ranks[1].rollback_keep_count(), Some(1));
+    // Durable, but it dies only once rank 0's replacement re-joined it
+    // (the replacement's wire-up waits for every live process).
+    assert!(!ranks[1].rollback_ready());
+    ranks[1].on_peer_rejoin(0, 1);
     assert!(ranks[1].rollback_ready());
     assert_eq!(logger.durable(1), 1);
     assert_eq!(ranks[1].take_fatal_error(), None);
@@ -723,6 +727,7 @@ fn a_cut_list_reads_back_cut_and_a_later_record_continues_it() {
     ranks[1].on_peer_failure(0);
     logger.handle_closed(old);
     exchange_logging(&mut ranks, &mut logger, Some(&mut file));
+    ranks[1].on_peer_rejoin(0, 1);
     assert!(ranks[1].rollback_ready());
     assert_eq!(logger.durable(1), 1);
     // A restarted logger reads the cut back.
@@ -769,6 +774,7 @@ fn a_message_an_orphan_sent_before_its_rollback_is_judged_by_its_incarnation_eve
     ranks[0] = MessageLog::new(0, 3, 1, 1 << 20).optimistic();
     ranks[0].handle_logger_connected();
     exchange(&mut ranks, &mut logger);
+    ranks[1].on_peer_rejoin(0, 1);
     assert!(ranks[1].rollback_ready());
     // Rank 2 depended on nothing: no query, no orphan. Rank 0's
     // replacement re-joins it and makes determinants of its own.
