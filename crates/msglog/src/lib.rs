@@ -246,9 +246,9 @@ struct Rollback {
     /// The logger has the cut on disk.
     durable: bool,
     /// The dead incarnations (rank, incarnation) it is an orphan of: it
-    /// dies only once each one's replacement has re-joined it (a
-    /// replacement's wire-up waits for every process alive when it
-    /// started, this one included).
+    /// dies only once each one's replacement, and every other dead
+    /// peer's, has re-joined it (a replacement's wire-up waits for every
+    /// process alive when it started, this one included).
     orphan_of: Vec<(u32, u32)>,
     /// Why, for the log line.
     reason: String,
@@ -351,12 +351,15 @@ impl MessageLog {
     /// Whether this process is an orphan whose rollback is durable: it
     /// must die now (its replacement replays the cut list).
     pub fn rollback_ready(&self) -> bool {
+        // Not while a peer is restarting either: its replacement's
+        // wire-up waits for this process, alive when it started.
         self.rollback.as_ref().is_some_and(|rollback| {
             rollback.durable
-                && rollback.orphan_of.iter().all(|&(rank, incarnation)| {
-                    self.peer_incarnation[rank as usize] > incarnation
-                        && !self.restarting[rank as usize]
-                })
+                && !self.restarting.iter().any(|&restarting| restarting)
+                && rollback
+                    .orphan_of
+                    .iter()
+                    .all(|&(rank, incarnation)| self.peer_incarnation[rank as usize] > incarnation)
         })
     }
 
