@@ -85,8 +85,10 @@
 //! process that cannot tell). An orphan **rolls back**: it asks the
 //! logger to cut its own list where it first depended on a lost
 //! determinant (`Truncate`), and once the cut is on disk
-//! (`Truncated`) it is ready to die ([`MessageLog::rollback_ready`]; in
-//! the library the exit given by [`MessageLog::with_rollback_exit`]);
+//! (`Truncated`) and no peer is restarting (a replacement's wire-up
+//! waits for every live process) it is ready to die
+//! ([`MessageLog::rollback_ready`]; in the library the exit given by
+//! [`MessageLog::with_rollback_exit`]);
 //! its replacement replays the list as cut, and every process that took
 //! in something it decided after the cut depends on the same lost
 //! determinant, or on its cut determinants, and is found an orphan the
