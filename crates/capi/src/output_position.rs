@@ -17,9 +17,29 @@
 //!
 //! Only standard output: standard error is not copied (a resumed rank's
 //! stderr before its checkpoint is not skipped; see docs/user-guide.md).
+//!
+//! **Output commit (optimistic logging).** What a process writes while it
+//! depends on determinants not on the event logger's disk (its own or,
+//! piggybacked, another rank's) may never happen in the run that a
+//! failure leaves: the determinant lost, the process or an orphan of it
+//! replays differently. So the protocol holds the copy ([`hold`]) while
+//! that is so: what is read meanwhile waits here, and goes once the
+//! protocol lets it pass, at a checkpoint (its state can no longer be
+//! undone), or at exit. A process that dies or rolls back loses what it
+//! held, which mpiexec never counted as shown: its replacement writes it
+//! again, as the replay makes it. At most [`HELD_BYTES_MAX`] wait; past
+//! that the copy passes them on (the guarantee lapses, said once on
+//! standard error).
 
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+
+/// Most bytes of output held for stability (optimistic logging).
+pub const HELD_BYTES_MAX: usize = 64 << 20;
+
+/// The protocol holds the output now.
+static HOLD: AtomicBool = AtomicBool::new(false);
 
 /// The copy, while it runs.
 struct Copy {
@@ -31,6 +51,8 @@ struct Copy {
     passed_bytes: u64,
     /// Drop what the program writes (a resumed rank before its restart).
     muted: bool,
+    /// Read while the protocol held the output: passed on when it lets go.
+    held: Vec<u8>,
 }
 
 static COPY: Mutex<Option<Copy>> = Mutex::new(None);
@@ -90,9 +112,49 @@ fn drain(copy: &mut Copy) -> bool {
             }
         }
         let bytes = &chunk[..count as usize];
-        if !copy.muted && write_all(copy.real_fd, bytes) {
+        if copy.muted {
+            continue;
+        }
+        if HOLD.load(Ordering::Acquire) && copy.held.len() + bytes.len() <= HELD_BYTES_MAX {
+            copy.held.extend_from_slice(bytes);
+            continue;
+        }
+        if copy.held.len() + bytes.len() > HELD_BYTES_MAX && HOLD.load(Ordering::Acquire) {
+            eprintln!(
+                "resmpi: WARNING: more than {HELD_BYTES_MAX} bytes of standard output wait for \
+                 optimistic message logging's determinants to be stable: passed on now"
+            );
+        }
+        pass_held(copy);
+        if write_all(copy.real_fd, bytes) {
             copy.passed_bytes += bytes.len() as u64;
         }
+    }
+}
+
+/// Pass on what was held.
+fn pass_held(copy: &mut Copy) {
+    if copy.held.is_empty() {
+        return;
+    }
+    let held = std::mem::take(&mut copy.held);
+    if write_all(copy.real_fd, &held) {
+        copy.passed_bytes += held.len() as u64;
+    }
+}
+
+/// The protocol's gate: hold the output (`true`) or let it pass (what
+/// was held goes now).
+pub fn hold(held: bool) {
+    HOLD.store(held, Ordering::Release);
+    if held {
+        return;
+    }
+    flush_c_stdout();
+    let mut guard = lock();
+    if let Some(copy) = guard.as_mut() {
+        drain(copy);
+        pass_held(copy);
     }
 }
 
@@ -168,6 +230,7 @@ pub fn start(muted: bool) -> bool {
             real_fd,
             passed_bytes: 0,
             muted,
+            held: Vec::new(),
         });
         let spawned = std::thread::Builder::new()
             .name("resmpi-stdout".into())
@@ -191,6 +254,8 @@ pub fn passed_bytes() -> Option<u64> {
     let mut guard = lock();
     let copy = guard.as_mut()?;
     drain(copy);
+    // A checkpoint: the state that wrote it can no longer be undone.
+    pass_held(copy);
     Some(copy.passed_bytes)
 }
 
@@ -224,6 +289,7 @@ pub fn stop() {
         return;
     };
     drain(&mut copy);
+    pass_held(&mut copy);
     // SAFETY: `real_fd` is the copy this module made of descriptor 1; the
     // pipe's last write end closes with the dup2, so the thread wakes,
     // finds no copy any more and ends (the read end stays open until the

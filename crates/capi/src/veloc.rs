@@ -958,11 +958,19 @@ fn newest_position(
 /// then (what it prints before its restart the original never printed),
 /// and copied and counted in every process (`output_position`).
 pub(crate) fn resume_at_init(mpi: &mut resmpi_core::Mpi) {
-    if !resmpi_core::engine::logs_messages(&mpi.engine) || !resume_enabled() {
+    if !resmpi_core::engine::logs_messages(&mpi.engine) {
         return;
     }
-    let resuming = resume_choice(mpi);
-    crate::output_position::start(resuming);
+    // Optimistic logging holds output that rests on unstable
+    // determinants (output commit): the copy runs for it too.
+    let optimistic = mpi.config.msglog == resmpi_core::MessageLogging::Optimistic;
+    if !resume_enabled() && !optimistic {
+        return;
+    }
+    let resuming = resume_enabled() && resume_choice(mpi);
+    if crate::output_position::start(resuming) {
+        mpi.engine.set_output_gate(crate::output_position::hold);
+    }
 }
 
 /// [`resume_at_init`]'s choice: true if this replacement resumes.

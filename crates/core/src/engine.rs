@@ -412,6 +412,9 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Message logging: sends started while a determinant was not stable,
     /// launched in order once it is (request, mode).
     sends_waiting_for_log: VecDeque<(u32, SendMode)>,
+    /// Message logging: re-joined peers whose re-send of the log the
+    /// protocol holds (`Interceptor::holds_replay_to`).
+    replays_held: Vec<u32>,
     /// The fault-tolerance protocol.
     pub interceptor: F,
 }
@@ -570,6 +573,7 @@ impl<F: Interceptor> Engine<F> {
                 leavers: Vec::new(),
                 resume_pending: false,
                 sends_waiting_for_log: VecDeque::new(),
+                replays_held: Vec::new(),
                 interceptor,
             },
             schedules: Default::default(),
@@ -1315,6 +1319,7 @@ impl<F: Interceptor> Engine<F> {
             frames += self.replication_progress()?;
         }
         if F::LOGS_MESSAGES {
+            frames += self.release_held_replays();
             frames += self.launch_sends_waiting_for_log()?;
         }
         // Rails buffer output until flushed, so with rails the flush runs

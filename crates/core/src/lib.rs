@@ -36,6 +36,7 @@ use std::sync::Arc;
 
 pub use resmpi_ft::CompletionCall;
 use resmpi_ft::Interceptor as _;
+pub use resmpi_runtime::MessageLogging;
 use resmpi_runtime::{Config, FailureNotices, FailurePolicy, Pmi, StripeChoice};
 
 pub use comm::Communicator;
@@ -229,9 +230,22 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
         logger_address,
     )));
     Ok(match config.msglog {
-        resmpi_runtime::MessageLogging::Optimistic => protocol.optimistic(),
+        resmpi_runtime::MessageLogging::Optimistic => {
+            protocol.optimistic().with_rollback_exit(exit_for_rollback)
+        }
         _ => protocol,
     })
+}
+
+/// An orphan of optimistic message logging whose rollback is durable
+/// ends here: it says why and exits at once with the status mpiexec
+/// starts a rank again for (`_exit`: no handler of the program's runs,
+/// nothing of its state is worth keeping; its replacement replays).
+#[cfg(feature = "msglog")]
+fn exit_for_rollback(line: &str) {
+    eprintln!("{line}");
+    // SAFETY: _exit ends the process; it has no precondition.
+    unsafe { libc::_exit(resmpi_msglog::ROLLBACK_EXIT_CODE) }
 }
 
 /// This build's protocol for process `rank` of a job mapped by `replicas`.

@@ -597,10 +597,28 @@ pub trait Interceptor {
         Err("this protocol keeps no message log".to_string())
     }
 
-    /// A new incarnation of world rank `peer` has joined the job and this
-    /// process reaches it again (only with `LOGS_MESSAGES`).
+    /// Incarnation `incarnation` of world rank `peer` has joined the job
+    /// and this process reaches it again (only with `LOGS_MESSAGES`).
     #[inline]
-    fn on_peer_rejoin(&mut self, _peer: u32) {}
+    fn on_peer_rejoin(&mut self, _peer: u32, _incarnation: u32) {}
+
+    /// Whether the re-send of the log to re-joined `peer` must wait (only
+    /// with `LOGS_MESSAGES`): optimistic logging's possible orphan sends
+    /// nothing until it knows it is none. The engine asks again on every
+    /// progress round and re-sends once it is false, before any send
+    /// that waited for the log.
+    #[inline]
+    fn holds_replay_to(&self, _peer: u32) -> bool {
+        false
+    }
+
+    /// The process's standard output can be held (only with
+    /// `LOGS_MESSAGES`): the protocol calls `gate(true)` while what the
+    /// process writes may rest on something a failure could undo, and
+    /// `gate(false)` once it may pass (optimistic logging's output
+    /// commit).
+    #[inline]
+    fn set_output_gate(&mut self, _gate: fn(bool)) {}
 
     /// The first logical number to world rank `destination` this process
     /// still holds in its log (only with `LOGS_MESSAGES`): what a re-join

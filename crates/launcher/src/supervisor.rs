@@ -1381,6 +1381,16 @@ impl Job {
             // with 0 at any time; it only fails the job if others wait for
             // it in a barrier (checked by the loop).
             Ending::Code(0) => None,
+            Ending::Code(resmpi_msglog::ROLLBACK_EXIT_CODE) if self.replay_output.is_some() => {
+                Some((
+                    resmpi_msglog::ROLLBACK_EXIT_CODE,
+                    format!(
+                        "rolled back (an orphan of optimistic message logging, it exited with \
+                         code {} to be started again and replay)",
+                        resmpi_msglog::ROLLBACK_EXIT_CODE
+                    ),
+                ))
+            }
             Ending::Code(code) => {
                 Some((code, format!("exited with code {code} before MPI_Finalize")))
             }

@@ -49,6 +49,18 @@
 //! about the first is answered moves the end to the second's: a
 //! survivor then takes determinants of the replacement for ones it
 //! depended on; the window is a query delayed past a whole restart.)
+//! Queries and answers name the dead incarnation: the logger keeps the
+//! end of each incarnation of a rank that ended, so an asker that learns
+//! late of a dependency on an old incarnation (a message an orphan sent
+//! before it rolled back, arriving after the replacement re-joined) gets
+//! that incarnation's end, not the newest one's.
+//!
+//! **Orphans roll back** (`Truncate`/`Truncated`): an orphan asks the
+//! logger to cut its list where it first depended on a lost determinant.
+//! The cut is a record with no entries (`first` = the new length) in the
+//! same append-only file, acked once synced like a batch of
+//! determinants; reading the file back applies it. The orphan then dies,
+//! and its replacement replays the list as cut.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -86,9 +98,9 @@ struct RankLog {
     durable: usize,
     /// The newest incarnation that said hello.
     incarnation: u32,
-    /// Where the list of its newest dead incarnation ends (`Query`):
-    /// set when its connection closes or a newer incarnation says hello.
-    ended: Option<usize>,
+    /// Per dead incarnation, where its list ends (`Query`): set when its
+    /// connection closes or a newer incarnation says hello.
+    ends: BTreeMap<u32, usize>,
 }
 
 /// A replacement's hello, held until its predecessor's socket is closed.
@@ -121,9 +133,13 @@ pub struct EventLogger {
     batch: Option<Vec<(u32, usize)>>,
     /// Connections waiting for their replay until nothing is in flight.
     replay_waiting: Vec<u64>,
-    /// Queries (connection, dead rank) waiting for the rank's end to be
-    /// known and on disk.
-    queries_waiting: Vec<(u64, u32)>,
+    /// Queries (connection, dead rank, its incarnation) waiting for that
+    /// incarnation's end to be known and on disk.
+    queries_waiting: Vec<(u64, u32, u32)>,
+    /// Cuts of orphans' lists (connection, length) not yet in a batch,
+    /// and those in the batch in flight: acked once it is durable.
+    truncations_unwritten: Vec<(u64, u64)>,
+    truncations_in_batch: Vec<(u64, u64)>,
     /// Hellos of replacements waiting for an optimistic predecessor's
     /// connection to close.
     hellos_waiting: Vec<WaitingHello>,
@@ -163,6 +179,13 @@ impl EventLogger {
         let mut at = 0;
         while let Some((rank, first, entries, end)) = read_record(file, at) {
             let log = logger.ranks.entry(rank).or_default();
+            if entries.is_empty() && first as usize <= log.entries.len() {
+                // An orphan's rollback cut its list here.
+                log.entries.truncate(first as usize);
+                log.durable = log.entries.len();
+                at = end;
+                continue;
+            }
             if first as usize != log.entries.len() {
                 return Err(format!(
                     "event log: the record at byte {at} holds rank {rank}'s determinants from \
@@ -204,13 +227,13 @@ impl EventLogger {
             if let Some(log) = self.ranks.get_mut(&closed.rank) {
                 if !still_open && closed.incarnation == log.incarnation {
                     // Everything it sent was read before the close.
-                    log.ended = Some(log.entries.len());
+                    log.ends.insert(closed.incarnation, log.entries.len());
                 }
             }
         }
         self.replay_waiting.retain(|&waiting| waiting != connection);
         self.queries_waiting
-            .retain(|&(waiting, _)| waiting != connection);
+            .retain(|&(waiting, _, _)| waiting != connection);
         self.hellos_waiting
             .retain(|waiting| waiting.connection != connection);
         self.frames_out.retain(|(to, _)| *to != connection);
@@ -230,14 +253,15 @@ impl EventLogger {
     /// Answer the queries whose rank's end is known and on disk.
     fn answer_queries(&mut self) {
         let mut waiting = std::mem::take(&mut self.queries_waiting);
-        waiting.retain(|&(connection, rank)| {
+        waiting.retain(|&(connection, rank, incarnation)| {
             let Some(log) = self.ranks.get(&rank) else {
                 return true;
             };
-            match log.ended {
-                Some(count) if log.durable >= count => {
+            match log.ends.get(&incarnation) {
+                Some(&count) if log.durable >= count => {
                     let answer = Frame::Answer {
                         rank,
+                        incarnation,
                         count: count as u64,
                     };
                     self.frames_out.push_back((connection, answer.encode()));
@@ -261,11 +285,14 @@ impl EventLogger {
             Ok(Frame::Determinants { first, entries }) => {
                 self.handle_determinants(connection, first, entries)
             }
-            Ok(Frame::Query { rank }) if self.connections.contains_key(&connection) => {
+            Ok(Frame::Query { rank, incarnation })
+                if self.connections.contains_key(&connection) =>
+            {
                 self.ranks.entry(rank).or_default();
-                self.queries_waiting.push((connection, rank));
+                self.queries_waiting.push((connection, rank, incarnation));
                 self.answer_queries();
             }
+            Ok(Frame::Truncate { count }) => self.handle_truncate(connection, count),
             _ => self.counters.protocol_errors += 1,
         }
     }
@@ -304,12 +331,16 @@ impl EventLogger {
         }
         let log = self.ranks.entry(rank).or_default();
         if incarnation > log.incarnation {
-            // The old incarnation's list ends here: its frames are ignored
-            // from now on, and this one replays exactly this much.
-            log.ended = Some(log.entries.len());
+            // The old incarnations' lists end here (unless their
+            // connection closed first): their frames are ignored from now
+            // on, and this one replays exactly this much.
+            let length = log.entries.len();
+            for dead in log.incarnation..incarnation {
+                log.ends.entry(dead).or_insert(length);
+            }
         } else if !replay {
             // The same process again (its link broke): not dead.
-            log.ended = None;
+            log.ends.remove(&incarnation);
         }
         log.incarnation = incarnation;
         self.connections.insert(
@@ -332,6 +363,31 @@ impl EventLogger {
             self.frames_out.push_back((connection, ack));
         }
         self.answer_queries();
+    }
+
+    /// An orphan on `connection` rolls back: cut its list to `count`
+    /// determinants, durably (a record with no entries), and say so once
+    /// the cut is on disk. Its own list only: from its live incarnation.
+    fn handle_truncate(&mut self, connection: u64, count: u64) {
+        let Some(&Connection {
+            rank, incarnation, ..
+        }) = self.connections.get(&connection)
+        else {
+            self.counters.protocol_errors += 1;
+            return;
+        };
+        let log = self.ranks.entry(rank).or_default();
+        if incarnation < log.incarnation {
+            return;
+        }
+        let length = log
+            .entries
+            .len()
+            .min(usize::try_from(count).unwrap_or(usize::MAX));
+        log.entries.truncate(length);
+        log.durable = log.durable.min(length);
+        append_record(&mut self.unwritten, rank, length as u64, &[]);
+        self.truncations_unwritten.push((connection, length as u64));
     }
 
     /// The logger's stable vector: (rank, determinants on disk), ranks
@@ -417,6 +473,7 @@ impl EventLogger {
                 .collect(),
         );
         let bytes = std::mem::take(&mut self.unwritten);
+        self.truncations_in_batch = std::mem::take(&mut self.truncations_unwritten);
         self.counters.bytes_appended += bytes.len() as u64;
         Some(bytes)
     }
@@ -430,7 +487,12 @@ impl EventLogger {
         self.counters.batches_synced += 1;
         for &(rank, count) in &batch {
             let log = self.ranks.entry(rank).or_default();
-            log.durable = log.durable.max(count);
+            // A cut that came after the batch was taken shortened it.
+            log.durable = log.durable.max(count.min(log.entries.len()));
+        }
+        for (connection, count) in std::mem::take(&mut self.truncations_in_batch) {
+            let truncated = Frame::Truncated { count };
+            self.frames_out.push_back((connection, truncated.encode()));
         }
         // The whole batch is durable before any ack goes: the stable
         // vector of every ack covers all of it.

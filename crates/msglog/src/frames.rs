@@ -34,21 +34,31 @@
 //!   `Ack`) to an optimistic rank, with the logger's *stable vector*: for
 //!   each rank listed, how many of its determinants are on disk (ranks
 //!   with none are left out).
-//! - `Depend`: n u32, n × (rank u32, count u64) — piggybacked (O2P) just
-//!   before an application message: the sender's state depends on the
-//!   first `count` determinants of `rank`, not known stable. Only entries
+//! - `Depend`: n u32, n × (rank u32, incarnation u32, count u64) —
+//!   piggybacked (O2P) just before an application message: the sender's
+//!   state depends on the first `count` determinants of `rank`'s list as
+//!   its incarnation `incarnation` had it, not known stable. Only entries
 //!   changed since the sender's last message to the receiver are listed,
-//!   and no frame goes when none is.
-//! - `Query`: rank u32 — an optimistic rank asks the event logger where
-//!   the list of `rank`'s dead incarnation ends (it died, and the asker
-//!   depends on determinants of it it does not know stable).
-//! - `Answer`: rank u32, count u64 — `rank`'s dead incarnation's list
-//!   ends at `count`, all of it on disk: what its replacement replays.
+//!   and no frame goes when none is. (The incarnation tells a dead
+//!   incarnation's count from its replacement's when the message arrives
+//!   after the replacement re-joined.)
+//! - `Query`: rank u32, incarnation u32 — an optimistic rank asks the
+//!   event logger where the list of `rank`'s dead incarnation
+//!   `incarnation` ends (it died, and the asker depends on determinants of
+//!   it it does not know stable).
+//! - `Answer`: rank u32, incarnation u32, count u64 — that list ends at
+//!   `count`, all of it on disk: what the replacement replays.
+//! - `Truncate`: count u64 — an orphan (optimistic logging) rolls back:
+//!   the logger cuts its list to its first `count` determinants, durably
+//!   (its replacement replays only those).
+//! - `Truncated`: count u64 — the logger's answer once the cut is on disk.
 
 /// Version of this frame format (2: entries carry a kind, and completion
 /// choices exist; 3: probe entries exist; 4: the event logger's `Hello`;
-/// 5: optimistic logging's `Stable` and `Depend`, and the `Hello` flag).
-pub const VERSION: u8 = 5;
+/// 5: optimistic logging's `Stable` and `Depend`, and the `Hello` flag;
+/// 6: incarnations in `Depend`, `Query` and `Answer`, and the orphans'
+/// `Truncate` and `Truncated`).
+pub const VERSION: u8 = 6;
 const KIND_DETERMINANTS: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_REPLAY: u8 = 3;
@@ -59,8 +69,12 @@ const KIND_STABLE: u8 = 7;
 const KIND_DEPEND: u8 = 8;
 const KIND_QUERY: u8 = 9;
 const KIND_ANSWER: u8 = 10;
-/// An encoded (rank, count) pair of `Stable` and `Depend`.
+const KIND_TRUNCATE: u8 = 11;
+const KIND_TRUNCATED: u8 = 12;
+/// An encoded (rank, count) pair of `Stable`.
 const PAIR_BYTES: usize = 4 + 8;
+/// An encoded (rank, incarnation, count) entry of `Depend`.
+const DEPENDENCY_BYTES: usize = 4 + 4 + 8;
 /// Most (rank, count) pairs one frame carries: one per rank of the
 /// largest job the engine numbers (world ranks are u32, but a frame's
 /// payload is far smaller; this bounds the decoder's allocation).
@@ -193,24 +207,51 @@ pub enum Frame {
         /// (rank, determinants of it on disk), ranks with none left out.
         stable: Vec<(u32, u64)>,
     },
-    /// The sender depends on these determinants (rank, count), not known
-    /// stable: piggybacked before an application message.
+    /// The sender depends on these determinants, not known stable:
+    /// piggybacked before an application message.
     Depend {
-        /// (rank, count) pairs.
-        entries: Vec<(u32, u64)>,
+        /// What it depends on.
+        entries: Vec<Dependency>,
     },
-    /// An optimistic rank asks where a dead rank's list ends.
+    /// An optimistic rank asks where a dead incarnation's list ends.
     Query {
         /// The dead rank.
         rank: u32,
+        /// Its dead incarnation.
+        incarnation: u32,
     },
-    /// Where a dead rank's list ends, answering a `Query`.
+    /// Where a dead incarnation's list ends, answering a `Query`.
     Answer {
         /// The dead rank.
         rank: u32,
-        /// Its determinants its replacement replays (all on disk).
+        /// Its dead incarnation.
+        incarnation: u32,
+        /// Its determinants the replacement replays (all on disk).
         count: u64,
     },
+    /// An orphan rolls back: keep only the first `count` of its list.
+    Truncate {
+        /// Determinants kept.
+        count: u64,
+    },
+    /// The cut is on disk.
+    Truncated {
+        /// Determinants kept.
+        count: u64,
+    },
+}
+
+/// One entry of a dependency vector as `Depend` carries it: the state
+/// depends on the first `count` determinants of `rank`'s list as its
+/// incarnation `incarnation` had made (or replayed) them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dependency {
+    /// World rank.
+    pub rank: u32,
+    /// Its incarnation that had the list this long.
+    pub incarnation: u32,
+    /// Determinants.
+    pub count: u64,
 }
 
 impl Frame {
@@ -256,15 +297,34 @@ impl Frame {
             }
             Frame::Depend { entries } => {
                 bytes.push(KIND_DEPEND);
-                encode_pairs(&mut bytes, entries);
+                bytes.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+                for entry in entries {
+                    bytes.extend_from_slice(&entry.rank.to_le_bytes());
+                    bytes.extend_from_slice(&entry.incarnation.to_le_bytes());
+                    bytes.extend_from_slice(&entry.count.to_le_bytes());
+                }
             }
-            Frame::Query { rank } => {
+            Frame::Query { rank, incarnation } => {
                 bytes.push(KIND_QUERY);
                 bytes.extend_from_slice(&rank.to_le_bytes());
+                bytes.extend_from_slice(&incarnation.to_le_bytes());
             }
-            Frame::Answer { rank, count } => {
+            Frame::Answer {
+                rank,
+                incarnation,
+                count,
+            } => {
                 bytes.push(KIND_ANSWER);
                 bytes.extend_from_slice(&rank.to_le_bytes());
+                bytes.extend_from_slice(&incarnation.to_le_bytes());
+                bytes.extend_from_slice(&count.to_le_bytes());
+            }
+            Frame::Truncate { count } => {
+                bytes.push(KIND_TRUNCATE);
+                bytes.extend_from_slice(&count.to_le_bytes());
+            }
+            Frame::Truncated { count } => {
+                bytes.push(KIND_TRUNCATED);
                 bytes.extend_from_slice(&count.to_le_bytes());
             }
         }
@@ -321,13 +381,21 @@ impl Frame {
                 stable: reader.pairs()?,
             },
             KIND_DEPEND => Frame::Depend {
-                entries: reader.pairs()?,
+                entries: reader.dependencies()?,
             },
             KIND_QUERY => Frame::Query {
                 rank: reader.u32()?,
+                incarnation: reader.u32()?,
             },
             KIND_ANSWER => Frame::Answer {
                 rank: reader.u32()?,
+                incarnation: reader.u32()?,
+                count: reader.u64()?,
+            },
+            KIND_TRUNCATE => Frame::Truncate {
+                count: reader.u64()?,
+            },
+            KIND_TRUNCATED => Frame::Truncated {
                 count: reader.u64()?,
             },
             other => return Err(format!("unknown message-logging frame kind {other}")),
@@ -402,6 +470,7 @@ type Reader<'a> = resmpi_wire::bytes::ByteReader<'a, String>;
 /// The determinant lists inside frames and log records.
 trait EntryReader {
     fn pairs(&mut self) -> Result<Vec<(u32, u64)>, String>;
+    fn dependencies(&mut self) -> Result<Vec<Dependency>, String>;
     fn entries(&mut self) -> Result<Vec<Entry>, String>;
     fn entry(&mut self) -> Result<Entry, String>;
 }
@@ -415,6 +484,23 @@ impl EntryReader for Reader<'_> {
             ));
         }
         (0..count).map(|_| Ok((self.u32()?, self.u64()?))).collect()
+    }
+    fn dependencies(&mut self) -> Result<Vec<Dependency>, String> {
+        let count = self.u32()? as usize;
+        if count > PAIRS_PER_FRAME_MAX || count * DEPENDENCY_BYTES > self.remaining() {
+            return Err(format!(
+                "message-logging frame claims {count} dependency entries"
+            ));
+        }
+        (0..count)
+            .map(|_| {
+                Ok(Dependency {
+                    rank: self.u32()?,
+                    incarnation: self.u32()?,
+                    count: self.u64()?,
+                })
+            })
+            .collect()
     }
     fn entries(&mut self) -> Result<Vec<Entry>, String> {
         let count = self.u32()? as usize;
@@ -527,11 +613,24 @@ mod tests {
                 stable: vec![(0, 4), (7, 1 << 35)],
             },
             Frame::Depend {
-                entries: vec![(2, 9)],
+                entries: vec![Dependency {
+                    rank: 2,
+                    incarnation: 1,
+                    count: 9,
+                }],
             },
             Frame::Depend { entries: vec![] },
-            Frame::Query { rank: 2 },
-            Frame::Answer { rank: 1, count: 2 },
+            Frame::Query {
+                rank: 2,
+                incarnation: 3,
+            },
+            Frame::Answer {
+                rank: 1,
+                incarnation: 0,
+                count: 2,
+            },
+            Frame::Truncate { count: 7 },
+            Frame::Truncated { count: 7 },
         ];
         for frame in frames {
             let bytes = frame.encode();

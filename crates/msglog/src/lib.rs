@@ -79,10 +79,22 @@
 //! depends on more of f's determinants than it knows stable asks the
 //! logger for its vector now (`Query`); if the logger holds them, it
 //! goes on (f replays them); if not, it is an *orphan*: its state
-//! depends on choices f's re-execution may make differently. Rolling
-//! orphans back is not built: the orphan ends the job with an error that
-//! says so ([`Interceptor::take_fatal_error`]), never a silently
-//! different history.
+//! depends on choices f's re-execution may make differently. While it
+//! waits for that answer it starts no send and sends nothing to f's
+//! replacement (nothing it sends may carry the lost dependency to a
+//! process that cannot tell). An orphan **rolls back**: it asks the
+//! logger to cut its own list where it first depended on a lost
+//! determinant (`Truncate`), and once the cut is on disk
+//! (`Truncated`) and no peer is restarting (a replacement's wire-up
+//! waits for every live process) it is ready to die
+//! ([`MessageLog::rollback_ready`]; in the library the exit given by
+//! [`MessageLog::with_rollback_exit`]);
+//! its replacement replays the list as cut, and every process that took
+//! in something it decided after the cut depends on the same lost
+//! determinant, or on its cut determinants, and is found an orphan the
+//! same way (entries carry the incarnation they count, so one that
+//! arrives after the dead rank's replacement re-joined is still checked
+//! against its own incarnation's end).
 //!
 //! Bounds: the sender log and the determinant lists share the byte bound
 //! given at construction (`RESMPI_MSGLOG_MEM`). Past it the log is
@@ -110,6 +122,10 @@ use frames::{
     Choice, Determinant, Entry, Frame, Probed, ENTRIES_PER_FRAME_MAX, ENTRY_BYTES_PER_FRAME_MAX,
 };
 use sender_log::{LoggedMessage, SenderLog};
+
+/// The exit status of an orphan that rolled back (optimistic logging):
+/// the launcher starts it again like any dead rank (`EX_TEMPFAIL`).
+pub const ROLLBACK_EXIT_CODE: i32 = 75;
 
 /// Default bound of one process's logs (`RESMPI_MSGLOG_MEM`): 1 GiB.
 pub const LOG_BYTES_MAX_DEFAULT: usize = 1 << 30;
@@ -196,13 +212,48 @@ pub struct MessageLog {
     optimistic: bool,
     /// Optimistic: the dependency tracking.
     dependencies: dependency::Dependencies,
-    /// Optimistic: dead peers on whose unstable determinants this process
-    /// may depend, until the logger's answer to the `Query` says.
-    suspected_orphan_of: Vec<u32>,
-    /// Optimistic: this process is an orphan (taken once as a fatal error).
+    /// Optimistic: dead incarnations (rank, incarnation) on whose
+    /// unstable determinants this process may depend, until the logger's
+    /// answer to the `Query` says. Sends wait meanwhile.
+    suspected_orphan_of: Vec<(u32, u32)>,
+    /// Optimistic: per rank, its newest incarnation known (joined or dead).
+    peer_incarnation: Vec<u32>,
+    /// Optimistic: where dead incarnations' lists ended, as answered.
+    ends: BTreeMap<(u32, u32), u64>,
+    /// Optimistic: determinants replayed from earlier incarnations (a
+    /// rollback never cuts below them: they were not this one's choice).
+    replayed_count: usize,
+    /// Optimistic: this process is an orphan rolling back.
+    rollback: Option<Rollback>,
+    /// Optimistic: what ends the process once its rollback is durable
+    /// (the library's; a harness without one polls `rollback_ready`).
+    rollback_exit: Option<fn(&str)>,
+    /// Optimistic: the gate of the process's standard output (output
+    /// commit), and whether it holds now.
+    output_gate: Option<fn(bool)>,
+    output_held: bool,
+    /// Optimistic: this process is an orphan that cannot roll back
+    /// (taken once as a fatal error).
     orphan_error: Option<String>,
     /// Optimistic: the orphan's report line (stays).
     orphan_line: Option<String>,
+}
+
+/// An orphan's rollback: where its list is cut, and whether the logger
+/// said the cut is durable.
+#[derive(Clone, Debug)]
+struct Rollback {
+    /// Its own determinants kept.
+    keep_count: u64,
+    /// The logger has the cut on disk.
+    durable: bool,
+    /// The dead incarnations (rank, incarnation) it is an orphan of: it
+    /// dies only once each one's replacement, and every other dead
+    /// peer's, has re-joined it (a replacement's wire-up waits for every
+    /// process alive when it started, this one included).
+    orphan_of: Vec<(u32, u32)>,
+    /// Why, for the log line.
+    reason: String,
 }
 
 impl fmt::Debug for MessageLog {
@@ -263,8 +314,15 @@ impl MessageLog {
             protocol_errors: 0,
             logger_connections: 0,
             optimistic: false,
-            dependencies: dependency::Dependencies::new(rank, size),
+            dependencies: dependency::Dependencies::new(rank, incarnation, size),
             suspected_orphan_of: Vec::new(),
+            peer_incarnation: vec![0; size as usize],
+            ends: BTreeMap::new(),
+            replayed_count: 0,
+            rollback: None,
+            rollback_exit: None,
+            output_gate: None,
+            output_held: false,
             orphan_error: None,
             orphan_line: None,
         }
@@ -289,7 +347,35 @@ impl MessageLog {
 
     /// Whether this process found itself an orphan of a dead peer.
     pub fn is_orphan(&self) -> bool {
-        self.orphan_line.is_some()
+        self.orphan_line.is_some() || self.rollback.is_some()
+    }
+
+    /// Whether this process is an orphan whose rollback is durable: it
+    /// must die now (its replacement replays the cut list).
+    pub fn rollback_ready(&self) -> bool {
+        // Not while a peer is restarting either: its replacement's
+        // wire-up waits for this process, alive when it started.
+        self.rollback.as_ref().is_some_and(|rollback| {
+            rollback.durable
+                && !self.restarting.iter().any(|&restarting| restarting)
+                && rollback
+                    .orphan_of
+                    .iter()
+                    .all(|&(rank, incarnation)| self.peer_incarnation[rank as usize] > incarnation)
+        })
+    }
+
+    /// Where an orphan's list is cut (its own determinants kept).
+    pub fn rollback_keep_count(&self) -> Option<u64> {
+        self.rollback.as_ref().map(|rollback| rollback.keep_count)
+    }
+
+    /// End the process with `exit` (given the reason) once a rollback is
+    /// durable (the library's exit; without one, a harness polls
+    /// [`rollback_ready`](Self::rollback_ready)).
+    pub fn with_rollback_exit(mut self, exit: fn(&str)) -> MessageLog {
+        self.rollback_exit = Some(exit);
+        self
     }
 
     /// Reach the event logger through `link` (the process's socket).
@@ -342,9 +428,13 @@ impl MessageLog {
         if !self.logger_connected {
             return;
         }
+        // An orphan sends nothing past its cut.
+        let sendable = self.rollback.as_ref().map_or(self.own.len(), |rollback| {
+            self.own.len().min(rollback.keep_count as usize)
+        });
         let mut first = from;
-        while first < self.own.len() {
-            let end = frame_end(&self.own, first);
+        while first < sendable {
+            let end = frame_end(&self.own[..sendable], first);
             let frame = Frame::Determinants {
                 first: first as u64,
                 entries: self.own[first..end].to_vec(),
@@ -375,25 +465,41 @@ impl MessageLog {
         };
         self.logger_out.push_back(hello.encode());
         // A query lost with the connection is asked again.
-        for peer in self.suspected_orphan_of.clone() {
-            self.send_query(peer);
+        for (peer, incarnation) in self.suspected_orphan_of.clone() {
+            self.send_query(peer, incarnation);
         }
     }
 
-    /// Ask the logger where dead `peer`'s list ends (optimistic logging).
-    fn send_query(&mut self, peer: u32) {
+    /// Ask the logger where dead `peer`'s incarnation `incarnation`'s
+    /// list ends (optimistic logging).
+    fn send_query(&mut self, peer: u32, incarnation: u32) {
         if self.logger_connected {
-            self.logger_out
-                .push_back(Frame::Query { rank: peer }.encode());
+            let query = Frame::Query {
+                rank: peer,
+                incarnation,
+            };
+            self.logger_out.push_back(query.encode());
         }
     }
 
-    /// Dead `peer` may have left this process an orphan: ask the logger.
-    fn suspect(&mut self, peer: u32) {
-        if !self.dependencies.is_stable_on(peer) && !self.suspected_orphan_of.contains(&peer) {
-            self.suspected_orphan_of.push(peer);
-            self.send_query(peer);
+    /// Dead `peer`'s incarnation `incarnation` may have left this process
+    /// an orphan: ask the logger (or settle it with an answer known).
+    fn suspect(&mut self, peer: u32, incarnation: u32) {
+        if let Some(&end) = self.ends.get(&(peer, incarnation)) {
+            self.settle(peer, incarnation, end);
+            return;
         }
+        if !self.suspected_orphan_of.contains(&(peer, incarnation)) {
+            self.suspected_orphan_of.push((peer, incarnation));
+            self.send_query(peer, incarnation);
+        }
+    }
+
+    /// Whether `rank`'s incarnation `incarnation` is dead (a newer one
+    /// joined, or it died and none did yet).
+    fn is_dead_incarnation(&self, rank: u32, incarnation: u32) -> bool {
+        let newest = self.peer_incarnation[rank as usize];
+        incarnation < newest || (incarnation == newest && self.restarting[rank as usize])
     }
 
     /// The logger's own acks: `count` of this process's determinants are
@@ -408,6 +514,15 @@ impl MessageLog {
             self.hello_unanswered = false;
             self.own_acknowledged = count;
             self.send_own_from(count);
+            // A cut lost with a connection is asked again, after the
+            // list up to it.
+            if self
+                .rollback
+                .as_ref()
+                .is_some_and(|rollback| !rollback.durable)
+            {
+                self.send_truncate();
+            }
         } else {
             self.own_acknowledged = self.own_acknowledged.max(count);
         }
@@ -423,34 +538,119 @@ impl MessageLog {
             let settled = rank < self.size
                 && rank != self.rank
                 && !self.restarting[rank as usize]
-                && !self.suspected_orphan_of.contains(&rank);
+                && !self
+                    .suspected_orphan_of
+                    .iter()
+                    .any(|&(dead, _)| dead == rank);
             if settled {
                 self.dependencies.handle_stable(rank, count);
             }
         }
     }
 
-    /// Dead `peer`'s list ends at `count` (what its replacement replays):
-    /// depending on more of it makes this process an orphan.
-    fn handle_answer(&mut self, peer: u32, count: u64) {
-        let Some(position) = self.suspected_orphan_of.iter().position(|&p| p == peer) else {
+    /// Dead `peer`'s incarnation `incarnation`'s list ends at `count`
+    /// (what its replacement replays).
+    fn handle_answer(&mut self, peer: u32, incarnation: u32, count: u64) {
+        if peer >= self.size {
+            self.protocol_errors += 1;
+            return;
+        }
+        self.ends.insert((peer, incarnation), count);
+        self.suspected_orphan_of
+            .retain(|&suspected| suspected != (peer, incarnation));
+        self.settle(peer, incarnation, count);
+    }
+
+    /// `peer`'s incarnation `incarnation` ended at `end`: depending on
+    /// more of it makes this process an orphan, which rolls back.
+    fn settle(&mut self, peer: u32, incarnation: u32, end: u64) {
+        let beyond = self.dependencies.beyond(peer, incarnation, end);
+        self.dependencies.handle_end(peer, incarnation);
+        let Some((depends, own_position)) = beyond else {
+            // The first `end` of its list are on disk, whichever
+            // incarnation this process's entry counts.
+            self.dependencies.handle_stable(peer, end);
             return;
         };
-        self.suspected_orphan_of.remove(position);
-        let depends = self.dependencies.dependency(peer);
-        if depends <= count {
-            self.dependencies.handle_stable(peer, count);
+        let keep_count = own_position.max(self.replayed_count as u64);
+        let reason = format!(
+            "rank {}: optimistic message logging: this rank is an orphan of rank {peer}: \
+             it depends on {depends} of the determinants of that rank's incarnation \
+             {incarnation}, and the event logger has only {end} of them",
+            self.rank
+        );
+        if !self.log.is_complete() {
+            // Its replacement could not be served what it must replay.
+            let line =
+                format!("{reason}; this rank's sender log is incomplete, so it cannot roll back");
+            self.orphan_error.get_or_insert_with(|| line.clone());
+            self.orphan_line.get_or_insert(line);
+            return;
+        }
+        match &mut self.rollback {
+            Some(rollback) if rollback.keep_count <= keep_count => {
+                rollback.orphan_of.push((peer, incarnation));
+                return;
+            }
+            Some(rollback) => {
+                rollback.keep_count = keep_count;
+                rollback.durable = false;
+                rollback.orphan_of.push((peer, incarnation));
+            }
+            None => {
+                self.rollback = Some(Rollback {
+                    keep_count,
+                    durable: false,
+                    orphan_of: vec![(peer, incarnation)],
+                    reason,
+                })
+            }
+        }
+        self.send_truncate();
+    }
+
+    /// An orphan whose rollback is ready dies (through the library's
+    /// exit; a harness without one polls `rollback_ready`).
+    fn exit_if_rolled_back(&self) {
+        let (Some(exit), Some(rollback)) = (self.rollback_exit, &self.rollback) else {
+            return;
+        };
+        if !self.rollback_ready() {
             return;
         }
         let line = format!(
-            "rank {}: optimistic message logging: this rank is an orphan of rank {peer}: \
-             it depends on {depends} of that rank's determinants, and the event logger has \
-             only {count} of them; rolling orphans back is not built (issue 13), so the job \
-             cannot go on with a history identical to a fault-free run",
-            self.rank
+            "{}; it rolls back: its list is cut to its first {} determinants, and it \
+             exits (code {ROLLBACK_EXIT_CODE}) to be started again and replay them",
+            rollback.reason, rollback.keep_count
         );
-        self.orphan_error.get_or_insert_with(|| line.clone());
-        self.orphan_line.get_or_insert(line);
+        exit(&line);
+    }
+
+    /// Ask the logger to cut this orphan's list (again after a reconnect).
+    fn send_truncate(&mut self) {
+        let Some(rollback) = &self.rollback else {
+            return;
+        };
+        if self.logger_connected && !self.hello_unanswered {
+            let truncate = Frame::Truncate {
+                count: rollback.keep_count,
+            };
+            self.logger_out.push_back(truncate.encode());
+        }
+    }
+
+    /// The logger has this orphan's list cut to `count` on disk.
+    fn handle_truncated(&mut self, count: u64) {
+        let Some(rollback) = &mut self.rollback else {
+            self.protocol_errors += 1;
+            return;
+        };
+        if count > rollback.keep_count {
+            // An earlier cut, superseded by a deeper one on its way.
+            return;
+        }
+        rollback.durable = true;
+        self.exit_if_rolled_back();
     }
 
     /// The connection to the event logger broke.
@@ -467,7 +667,12 @@ impl MessageLog {
                 self.handle_ack(count);
                 self.handle_stable_vector(&stable);
             }
-            Ok(Frame::Answer { rank, count }) => self.handle_answer(rank, count),
+            Ok(Frame::Answer {
+                rank,
+                incarnation,
+                count,
+            }) => self.handle_answer(rank, incarnation, count),
+            Ok(Frame::Truncated { count }) => self.handle_truncated(count),
             Ok(Frame::Replay { last, entries }) => self.handle_replay(last, entries),
             _ => self.protocol_errors += 1,
         }
@@ -493,6 +698,7 @@ impl MessageLog {
             && self.replay_complete
             && self.own_acknowledged == self.own.len()
             && self.suspected_orphan_of.is_empty()
+            && self.rollback.is_none()
             && self.logger_out.is_empty();
         if idle {
             return;
@@ -530,11 +736,25 @@ impl MessageLog {
         self.own.push(entry);
         self.dependencies.handle_own(self.own.len() as u64);
         self.send_own_from(position);
+        self.update_output_gate();
         if self.optimistic {
             // Active optimistic logging: on its way before the send that
             // may depend on it (which does not wait), so that a death
             // right after that send rarely loses it.
             self.flush_link();
+        }
+    }
+
+    /// Optimistic: hold the output while the state rests on a determinant
+    /// not on disk, let it pass once none is left (output commit).
+    fn update_output_gate(&mut self) {
+        let Some(gate) = self.output_gate else {
+            return;
+        };
+        let hold = !self.dependencies.is_all_stable() || self.rollback.is_some();
+        if hold != self.output_held {
+            self.output_held = hold;
+            gate(hold);
         }
     }
 
@@ -644,6 +864,7 @@ impl MessageLog {
             return;
         }
         self.replay_complete = true;
+        self.replayed_count = self.own.len();
         self.own_acknowledged = self.own.len();
         self.dependencies.handle_own(self.own.len() as u64);
         self.dependencies
@@ -831,8 +1052,21 @@ impl Interceptor for MessageLog {
     }
 
     fn send_may_start(&self) -> bool {
-        // Optimistic: never wait; what the send depends on travels with it.
-        self.optimistic || self.own_acknowledged == self.own.len()
+        if self.optimistic {
+            // Never wait for an ack (what the send depends on travels with
+            // it), only while this process may be an orphan: what it
+            // sends then could carry a lost dependency to a process that
+            // cannot tell (the dead rank's replacement).
+            return self.suspected_orphan_of.is_empty() && self.rollback.is_none();
+        }
+        self.own_acknowledged == self.own.len()
+    }
+
+    fn holds_replay_to(&self, _peer: u32) -> bool {
+        // As `send_may_start`: a re-joined peer gets nothing from a
+        // process that may be an orphan (its log holds what it sent after
+        // its orphan point); held until the answer, for ever by an orphan.
+        self.optimistic && !self.send_may_start()
     }
 
     fn piggyback(&mut self, destination: u32) -> Option<Vec<u8>> {
@@ -841,6 +1075,14 @@ impl Interceptor for MessageLog {
         }
         let entries = self.dependencies.piggyback(destination)?;
         Some(Frame::Depend { entries }.encode())
+    }
+
+    fn set_output_gate(&mut self, gate: fn(bool)) {
+        if self.optimistic {
+            self.output_gate = Some(gate);
+            self.output_held = false;
+            self.update_output_gate();
+        }
     }
 
     fn take_fatal_error(&mut self) -> Option<String> {
@@ -866,7 +1108,12 @@ impl Interceptor for MessageLog {
         if self.optimistic {
             self.dependencies.forget_sent(peer);
             // Maybe an orphan: the logger's answer settles it.
-            self.suspect(peer);
+            if !self.dependencies.is_stable_on(peer) {
+                let dead = self.peer_incarnation[peer as usize]
+                    .max(self.dependencies.dependency_incarnation(peer));
+                self.peer_incarnation[peer as usize] = dead;
+                self.suspect(peer, dead);
+            }
         }
         PeerFailureAction::Handled
     }
@@ -880,6 +1127,17 @@ impl Interceptor for MessageLog {
     }
 
     fn checkpoint_log(&self) -> Result<Vec<u8>, String> {
+        if self.optimistic && (!self.dependencies.is_stable_on_others() || !self.send_may_start()) {
+            // A rollback cuts this process back to where it first
+            // depended on a lost determinant: a checkpoint it could resume
+            // from must lie before any such point, so only one taken while
+            // everything it depends on is on the logger's disk counts.
+            return Err(
+                "optimistic message logging: this rank depends on determinants of \
+                        other ranks not yet on the event logger's disk"
+                    .to_string(),
+            );
+        }
         self.log.export()
     }
 
@@ -898,11 +1156,14 @@ impl Interceptor for MessageLog {
         }
     }
 
-    fn on_peer_rejoin(&mut self, peer: u32) {
+    fn on_peer_rejoin(&mut self, peer: u32, incarnation: u32) {
         if peer >= self.size || peer == self.rank {
             return;
         }
         self.restarting[peer as usize] = false;
+        let known = &mut self.peer_incarnation[peer as usize];
+        *known = (*known).max(incarnation);
+        self.exit_if_rolled_back();
         self.finished[peer as usize] = false;
         // Its new incarnation learns every dependency again with the
         // first message (the re-sends from the log included).
@@ -919,15 +1180,22 @@ impl Interceptor for MessageLog {
                 self.log.trim(peer, last);
             }
             Ok(Frame::Depend { entries }) if self.optimistic && peer < self.size => {
-                if !self.dependencies.handle_piggyback(&entries) {
+                let own_position = self.own.len() as u64;
+                if !self.dependencies.handle_piggyback(&entries, own_position) {
                     self.protocol_errors += 1;
                     return;
                 }
-                // A dependency on a rank already dead (the peer heard of
-                // it later): settled like one held at the death.
-                for (rank, _) in entries {
-                    if self.restarting[rank as usize] {
-                        self.suspect(rank);
+                self.update_output_gate();
+                // A dependency on an incarnation already dead (the peer
+                // heard of it later, or sent it before the replacement
+                // re-joined): settled like one held at the death, against
+                // that incarnation's end.
+                for entry in entries {
+                    let lost_maybe = entry.rank != self.rank
+                        && entry.count > 0
+                        && self.is_dead_incarnation(entry.rank, entry.incarnation);
+                    if lost_maybe {
+                        self.suspect(entry.rank, entry.incarnation);
                     }
                 }
             }
@@ -939,6 +1207,7 @@ impl Interceptor for MessageLog {
         // Called on every progress round: the logger's acks and replay
         // come in here too.
         self.pump_link();
+        self.update_output_gate();
         self.frames_out.pop_front()
     }
 

@@ -3,7 +3,7 @@
 //! from.
 use resmpi_fuzz_input::Inputs;
 use resmpi_msglog::event_logger::{append_record, EventLogger};
-use resmpi_msglog::frames::{Choice, Determinant, Entry, Frame, Probed};
+use resmpi_msglog::frames::{Choice, Dependency, Determinant, Entry, Frame, Probed};
 
 #[test]
 fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly() {
@@ -59,11 +59,33 @@ fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly()
         }
         .encode(),
         Frame::Depend {
-            entries: vec![(1, 4), (3, 1)],
+            entries: vec![
+                Dependency {
+                    rank: 1,
+                    incarnation: 0,
+                    count: 4,
+                },
+                Dependency {
+                    rank: 3,
+                    incarnation: 2,
+                    count: 1,
+                },
+            ],
         }
         .encode(),
-        Frame::Query { rank: 3 }.encode(),
-        Frame::Answer { rank: 0, count: 5 }.encode(),
+        Frame::Query {
+            rank: 3,
+            incarnation: 1,
+        }
+        .encode(),
+        Frame::Answer {
+            rank: 0,
+            incarnation: 0,
+            count: 5,
+        }
+        .encode(),
+        Frame::Truncate { count: 3 }.encode(),
+        Frame::Truncated { count: 3 }.encode(),
     ];
     let seeds: Vec<&[u8]> = seeds.iter().map(Vec::as_slice).collect();
     Inputs::new(13).check(&seeds, 50_000, 128, |bytes| {

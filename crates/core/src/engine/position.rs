@@ -168,6 +168,16 @@ pub fn logs_messages<F: Interceptor>(_engine: &Engine<F>) -> bool {
     F::LOGS_MESSAGES
 }
 
+impl<F: Interceptor> Engine<F> {
+    /// Give the protocol the gate of the process's standard output
+    /// (`Interceptor::set_output_gate`: optimistic logging's output commit).
+    pub fn set_output_gate(&mut self, gate: fn(bool)) {
+        if F::LOGS_MESSAGES {
+            self.state.interceptor.set_output_gate(gate);
+        }
+    }
+}
+
 impl<F: Interceptor> super::State<F> {
     /// A replacement that resumes from a checkpoint's position skips the
     /// original's run up to it: a message it sends or receives before the

@@ -98,6 +98,11 @@ impl<F: Interceptor> Engine<F> {
     pub fn assume_peer_incarnation(&mut self, peer: u32, incarnation: u32) {
         if let Some(known) = self.state.peer_incarnation.get_mut(peer as usize) {
             *known = incarnation;
+            if F::LOGS_MESSAGES && incarnation > 0 {
+                // Optimistic logging tells a dead incarnation's
+                // dependencies from a live one's by it.
+                self.state.interceptor.on_peer_rejoin(peer, incarnation);
+            }
         }
     }
 
@@ -134,8 +139,12 @@ impl<F: Interceptor> Engine<F> {
                 communicator.members_on_shared_memory = None;
             }
             self.links.adopt(peer, route == Route::Tcp);
-            self.state.interceptor.on_peer_rejoin(peer);
-            self.replay_to(peer);
+            self.state.interceptor.on_peer_rejoin(peer, incarnation);
+            if self.state.interceptor.holds_replay_to(peer) {
+                self.state.replays_held.push(peer);
+            } else {
+                self.replay_to(peer);
+            }
             return true;
         }
         state.message_seq_out[slot] = 0;

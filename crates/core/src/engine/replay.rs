@@ -54,7 +54,10 @@ impl<F: Interceptor> State<F> {
     #[inline]
     pub(super) fn send_waits_for_log(&mut self) -> bool {
         self.interceptor.before_send();
-        !self.sends_waiting_for_log.is_empty() || !self.interceptor.send_may_start()
+        // A held re-send goes first: the peer's numbers arrive in order.
+        !self.sends_waiting_for_log.is_empty()
+            || !self.replays_held.is_empty()
+            || !self.interceptor.send_may_start()
     }
 
     /// A message frame from `peer` whose number was taken already: the new
@@ -81,6 +84,7 @@ impl<F: Interceptor> Engine<F> {
     pub(super) fn launch_sends_waiting_for_log(&mut self) -> crate::error::MpiResult<usize> {
         let mut launched = 0;
         while !self.state.sends_waiting_for_log.is_empty()
+            && self.state.replays_held.is_empty()
             && self.state.interceptor.send_may_start()
         {
             let (index, mode) = self
@@ -128,6 +132,30 @@ impl<F: Interceptor> Engine<F> {
             .map(|(index, _)| *index)
             .collect();
         self.stop_sending_to(dead, |index, _| waiting.contains(&index));
+    }
+
+    /// Re-send the log to the re-joined peers whose re-send the protocol
+    /// held and no longer holds (before any send that waited for the log
+    /// goes: the peer's numbers must arrive in order). Returns how many.
+    pub(super) fn release_held_replays(&mut self) -> usize {
+        if self.state.replays_held.is_empty() {
+            return 0;
+        }
+        let held = std::mem::take(&mut self.state.replays_held);
+        let mut released = 0;
+        for peer in held {
+            if self.state.is_restarting(peer) {
+                // Dead again: its next incarnation's re-join re-sends.
+                continue;
+            }
+            if self.state.interceptor.holds_replay_to(peer) {
+                self.state.replays_held.push(peer);
+            } else {
+                self.replay_to(peer);
+                released += 1;
+            }
+        }
+        released
     }
 
     /// Incarnation `peer` re-joined: send it again, from the log and in
