@@ -24,7 +24,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use resmpi_msglog::event_logger::LoggerCounters;
-use resmpi_msglog::server::{parse_counters, COUNTERS_FILE_NAME};
+use resmpi_msglog::server::{parse_counters, CONNECTIONS_OPEN, COUNTERS_FILE_NAME};
+
+/// How long mpiexec, ending a job, waits for the event logger to take in
+/// and sync what the ranks sent before they exited.
+const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The flag that makes this executable an event logger.
 pub const EVENT_LOGGER_FLAG: &str = "--event-logger";
@@ -145,8 +149,22 @@ impl EventLoggerProcess {
     }
 
     /// End the logger (its log is durable: a SIGKILL loses nothing acked)
-    /// and return its counters; remove the job's own directory.
+    /// and return its counters; remove the job's own directory. The ranks
+    /// are gone by now: first give the logger up to
+    /// [`DRAIN_WAIT`] to read their sockets to the end and sync what
+    /// they sent (under optimistic logging nobody waited for those acks,
+    /// and the report's counts would otherwise depend on the disk's speed).
     pub fn stop(mut self) -> LoggerCounters {
+        let counters_path = self.directory.join(COUNTERS_FILE_NAME);
+        let drained = format!("{CONNECTIONS_OPEN} 0\n");
+        let deadline = std::time::Instant::now() + DRAIN_WAIT;
+        while self.pid > 0 && std::time::Instant::now() < deadline {
+            let text = std::fs::read_to_string(&counters_path).unwrap_or_default();
+            if text.ends_with(&drained) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         if self.pid > 0 {
             // SAFETY: signals and reaps only the logger this process started.
             unsafe {

@@ -64,7 +64,8 @@ pub fn serve(listener: TcpListener, directory: &Path, fresh: bool) -> Result<(),
         .spawn(move || accept(listener, sender))
         .map_err(|error| format!("event logger: cannot start a thread: {error}"))?;
     let mut writers: HashMap<u64, TcpStream> = HashMap::new();
-    write_counters(&counters_path, &logger.counters);
+    write_counters(&counters_path, &logger.counters, 0);
+    let mut connections_counted = 0;
     loop {
         let first = receiver
             .recv()
@@ -87,7 +88,14 @@ pub fn serve(listener: TcpListener, directory: &Path, fresh: bool) -> Result<(),
                 .and_then(|()| file.sync_data())
                 .map_err(|error| format!("event logger: cannot write {path:?}: {error}"))?;
             logger.handle_durable();
-            write_counters(&counters_path, &logger.counters);
+            write_counters(&counters_path, &logger.counters, writers.len());
+            connections_counted = writers.len();
+        }
+        // Every rank gone and what they sent on disk: mpiexec, ending the
+        // job, waits for this before it stops the logger.
+        if writers.len() != connections_counted {
+            write_counters(&counters_path, &logger.counters, writers.len());
+            connections_counted = writers.len();
         }
         while let Some((connection, frame)) = logger.poll_frame() {
             if let Some(stream) = writers.get_mut(&connection) {
@@ -211,10 +219,18 @@ pub fn parse_counters(text: &str) -> LoggerCounters {
     counters
 }
 
-fn write_counters(path: &Path, counters: &LoggerCounters) {
+/// The line of the counters' file that says how many ranks are connected
+/// (written after the batches that came before it are on disk).
+pub const CONNECTIONS_OPEN: &str = "connections_open";
+
+fn write_counters(path: &Path, counters: &LoggerCounters, connections_open: usize) {
     // Temporary and rename: mpiexec never reads half a file.
     let temporary = path.with_extension("tmp");
-    if std::fs::write(&temporary, format_counters(counters)).is_ok() {
+    let text = format!(
+        "{}{CONNECTIONS_OPEN} {connections_open}\n",
+        format_counters(counters)
+    );
+    if std::fs::write(&temporary, text).is_ok() {
         let _ = std::fs::rename(&temporary, path);
     }
 }
