@@ -59,11 +59,11 @@ def test_rma_between_hosts_with_a_rail_taken_down_gives_the_fault_free_results(b
     fault-free run, and the FT report shows the rail failed (so the outage
     really happened during RMA traffic)."""
     exe = build("rma")
-    clean = run_cmd(_rma_on_two_hosts(exe, two_hosts, 1500), timeout=150)
+    clean = run_cmd(_rma_on_two_hosts(exe, two_hosts, 15000), timeout=150)
     assert_ok(clean)
     expected = DIGEST.search(clean.stdout)
     assert expected, clean.describe()
-    code, stdout, stderr, _ = _run_breaking_links(_rma_on_two_hosts(exe, two_hosts, 1500), two_hosts, ["rail1"],
+    code, stdout, stderr, _ = _run_breaking_links(_rma_on_two_hosts(exe, two_hosts, 15000), two_hosts, ["rail1"],
                                                   timeout=150)
     assert code == 0, f"exit {code}\n{stdout}\n{stderr}"
     assert "FAIL" not in stderr, stderr
