@@ -1715,6 +1715,32 @@ mod tests {
     }
 
     #[test]
+    fn a_peer_reported_gone_is_left_out_instead_of_waited_for() {
+        // Rank 4 connects to a lower rank that refuses (nothing listens on
+        // port 1) and waits for a higher one that never connects; both are
+        // reported dead after 50 ms: left out, well before the timeout.
+        let (mut path, _) = TcpPath::bind(4, localhost()).unwrap();
+        path.set_connect_timeout(Duration::from_secs(30));
+        let started = Instant::now();
+        let gone = |_rank: u32| started.elapsed() > Duration::from_millis(50);
+        let left_out = path
+            .connect_all_but_gone(
+                &[(3, "127.0.0.1:1".into()), (5, "127.0.0.1:1".into())],
+                SECRET,
+                &gone,
+            )
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(left_out, vec![3, 5]);
+        // Not reported gone: the same peers are an error at the deadline.
+        let (mut path, _) = TcpPath::bind(4, localhost()).unwrap();
+        path.set_connect_timeout(Duration::from_millis(200));
+        assert!(path
+            .connect_all_but_gone(&[(5, "127.0.0.1:1".into())], SECRET, &|_| false)
+            .is_err());
+    }
+
+    #[test]
     fn missing_peer_times_out_with_a_clear_error() {
         let (mut path, _) = TcpPath::bind(0, localhost()).unwrap();
         path.set_connect_timeout(Duration::from_millis(200));
