@@ -88,6 +88,13 @@ pub(crate) enum Settled {
 /// `None` until the first file call; then `Some(None)` outside replication.
 static SIBLINGS: Mutex<Option<Option<Siblings>>> = Mutex::new(None);
 
+/// [`SIBLINGS`], whatever a thread that panicked while holding it left.
+fn lock_siblings() -> std::sync::MutexGuard<'static, Option<Option<Siblings>>> {
+    SIBLINGS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn from_environment() -> Option<Siblings> {
     let number = |name: &str| std::env::var(name).ok()?.trim().parse::<u32>().ok();
     let count = number("RESMPI_REPLICAS").filter(|&count| count > 1)?;
@@ -325,9 +332,7 @@ fn progress_and_check(process: u32) -> bool {
 
 /// Whether this process is one replica of its rank (`mpiexec --replicas`).
 pub(crate) fn replicated() -> bool {
-    let mut guard = SIBLINGS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = lock_siblings();
     guard.get_or_insert_with(from_environment).is_some()
 }
 
@@ -335,9 +340,7 @@ pub(crate) fn replicated() -> bool {
 /// reached this call; this process's part in it. `Step::Alone` outside
 /// `mpiexec --replicas`.
 pub(crate) fn in_step() -> Step {
-    let mut guard = SIBLINGS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = lock_siblings();
     let Some(siblings) = guard.get_or_insert_with(from_environment) else {
         return Step::Alone;
     };
@@ -368,9 +371,7 @@ pub(crate) fn in_step() -> Step {
 
 /// After call `call` made changes to a file: say so, for the followers.
 pub(crate) fn performed(call: u64, ok: bool) {
-    let mut guard = SIBLINGS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = lock_siblings();
     if let Some(Some(siblings)) = guard.as_mut() {
         siblings.done = call;
         siblings.done_ok = ok;
@@ -385,9 +386,7 @@ pub(crate) fn performed(call: u64, ok: bool) {
 /// having made none (or announced they failed): then this process makes
 /// its own.
 pub(crate) fn settle(call: u64) -> Settled {
-    let mut guard = SIBLINGS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = lock_siblings();
     let Some(Some(siblings)) = guard.as_mut() else {
         return Settled::MakeThem;
     };

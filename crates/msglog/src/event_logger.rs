@@ -369,17 +369,10 @@ impl EventLogger {
     /// determinants, durably (a record with no entries), and say so once
     /// the cut is on disk. Its own list only: from its live incarnation.
     fn handle_truncate(&mut self, connection: u64, count: u64) {
-        let Some(&Connection {
-            rank, incarnation, ..
-        }) = self.connections.get(&connection)
-        else {
-            self.counters.protocol_errors += 1;
+        let Some(Connection { rank, .. }) = self.live_connection(connection) else {
             return;
         };
         let log = self.ranks.entry(rank).or_default();
-        if incarnation < log.incarnation {
-            return;
-        }
         let length = log
             .entries
             .len()
@@ -414,20 +407,26 @@ impl EventLogger {
         }
     }
 
-    fn handle_determinants(&mut self, connection: u64, first: u64, entries: Vec<Entry>) {
-        let Some(&Connection {
-            rank,
-            incarnation,
-            optimistic,
-        }) = self.connections.get(&connection)
-        else {
+    /// The state of `connection` if it speaks for its rank's live
+    /// incarnation. A frame on an unknown connection (before its hello) is
+    /// a protocol error; one from an incarnation since replaced is ignored.
+    fn live_connection(&mut self, connection: u64) -> Option<Connection> {
+        let Some(&state) = self.connections.get(&connection) else {
             self.counters.protocol_errors += 1;
+            return None;
+        };
+        let log = self.ranks.entry(state.rank).or_default();
+        (state.incarnation >= log.incarnation).then_some(state)
+    }
+
+    fn handle_determinants(&mut self, connection: u64, first: u64, entries: Vec<Entry>) {
+        let Some(Connection {
+            rank, optimistic, ..
+        }) = self.live_connection(connection)
+        else {
             return;
         };
         let log = self.ranks.entry(rank).or_default();
-        if incarnation < log.incarnation {
-            return;
-        }
         let Ok(first) = usize::try_from(first) else {
             self.counters.protocol_errors += 1;
             return;
