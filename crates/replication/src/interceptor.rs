@@ -558,19 +558,28 @@ impl Interceptor for Replication {
     }
 
     fn poll_resend(&mut self) -> Option<(u64, u32, u64)> {
-        let (send, to) = self.resends.pop_front()?;
-        // Every send the protocol may re-send is known to the engine:
-        // started (`send_started`, in the call that routes it) or held (a
-        // send with no transmission of its own is held at once).
-        let wire_id = *self
-            .held
-            .get(&send)
-            .or_else(|| self.started.get(&send))
-            .unwrap_or_else(|| {
-                panic!("replication: re-send of {send:?}, which the engine never started")
-            });
-        self.resends_made += 1;
-        Some((wire_id, self.index_of(to), send.logical_seq))
+        loop {
+            let (send, to) = self.resends.pop_front()?;
+            // A later notice in the same burst may have overtaken the
+            // take-over that queued this re-send: its target died too (the
+            // protocol forgot the transmission, and the send may have
+            // completed and left the engine). Nothing to send then.
+            if !self.replica.is_alive(to) {
+                continue;
+            }
+            // Every send the protocol may re-send is known to the engine:
+            // started (`send_started`, in the call that routes it) or held
+            // (a send with no transmission of its own is held at once).
+            let wire_id = *self
+                .held
+                .get(&send)
+                .or_else(|| self.started.get(&send))
+                .unwrap_or_else(|| {
+                    panic!("replication: re-send of {send:?}, which the engine never started")
+                });
+            self.resends_made += 1;
+            return Some((wire_id, self.index_of(to), send.logical_seq));
+        }
     }
 
     fn on_resent(&mut self, destination: u32, logical_seq: u64) {
@@ -703,6 +712,48 @@ mod tests {
 
     /// Process indices: rank + replica * ranks.
     const RANKS: u32 = 2;
+
+    #[test]
+    fn a_resend_overtaken_by_the_death_of_its_target_is_dropped() {
+        // Rank 0 replica 0 (process 0) sends to rank 1; then a host holding
+        // replica 1 of both ranks goes down and the two notices come in
+        // one burst, before the engine polls the re-sends.
+        let mut me = Replication::new(0, RANKS, 2);
+        let mut targets = SendTargets::single(1);
+        let envelope = SendEnvelope {
+            destination: 1,
+            context: 0,
+            tag: 0,
+            length_bytes: 8,
+        };
+        me.route_send(&envelope, &mut targets);
+        assert_eq!(targets.as_slice(), &[1]);
+        me.send_started(77, 1, me.send_logical_seq());
+        // Process 2 (rank 0 replica 1) dies: process 0 substitutes for it
+        // and queues the re-send to process 3 (rank 1 replica 1).
+        assert_eq!(me.on_peer_failure(2), PeerFailureAction::Handled);
+        // Process 3 dies before the re-send is made.
+        assert_eq!(me.on_peer_failure(3), PeerFailureAction::Handled);
+        assert_eq!(me.poll_resend(), None);
+        assert_eq!(me.resends_made, 0);
+    }
+
+    #[test]
+    fn a_resend_to_a_live_replica_is_made() {
+        let mut me = Replication::new(0, RANKS, 2);
+        let mut targets = SendTargets::single(1);
+        let envelope = SendEnvelope {
+            destination: 1,
+            context: 0,
+            tag: 0,
+            length_bytes: 8,
+        };
+        me.route_send(&envelope, &mut targets);
+        me.send_started(77, 1, me.send_logical_seq());
+        assert_eq!(me.on_peer_failure(2), PeerFailureAction::Handled);
+        assert_eq!(me.poll_resend(), Some((77, 3, 1)));
+        assert_eq!(me.poll_resend(), None);
+    }
 
     #[test]
     fn a_substitutes_message_shows_the_replica_it_stands_for_dead_before_the_notice() {

@@ -433,29 +433,42 @@ impl Job {
             .copied()
             .filter(|kill| kill.step == self.step)
             .collect();
+        // Deaths at one step (a host going down) reach each survivor at
+        // one step too, as one burst of notices.
+        let mut delays = vec![None; self.size()];
         for kill in kills {
             let dead = (kill.replica * self.config.ranks + kill.rank) as usize;
             if self.processes[dead].alive {
-                self.kill(dead);
+                self.kill(dead, &mut delays);
             }
         }
-        let due: Vec<(u64, usize, u32)> = self
+        let mut due: Vec<(u64, usize, u32)> = self
             .notices
             .iter()
             .copied()
             .filter(|&(step, _, _)| step <= self.step)
             .collect();
         self.notices.retain(|&(step, _, _)| step > self.step);
-        for (_, survivor, dead) in due {
-            if self.processes[survivor].alive {
-                self.processes[survivor].engine.handle_peer_failure(dead);
+        // A survivor handles every notice that is in before it progresses,
+        // as the engine does with the notices one read brings: the
+        // protocol's actions of one notice may be overtaken by the next.
+        due.sort_by_key(|&(step, survivor, _)| (survivor, step));
+        for (index, &(_, survivor, dead)) in due.iter().enumerate() {
+            if !self.processes[survivor].alive {
+                continue;
+            }
+            self.processes[survivor].engine.handle_peer_failure(dead);
+            let last_of_survivor = due.get(index + 1).is_none_or(|next| next.1 != survivor);
+            if last_of_survivor {
                 self.progress(survivor)?;
             }
         }
         Ok(())
     }
 
-    fn kill(&mut self, dead: usize) {
+    /// Kill process `dead`; `delays` holds, per survivor, the notice delay
+    /// drawn for the deaths of this step.
+    fn kill(&mut self, dead: usize, delays: &mut [Option<u64>]) {
         let size = self.size();
         self.processes[dead].alive = false;
         for peer in (0..size).filter(|&peer| peer != dead) {
@@ -464,9 +477,11 @@ impl Job {
             let kept = self.rng.between(0, queue.len() as u64) as usize;
             queue.truncate(kept);
             if self.processes[peer].alive {
-                let delay = self
-                    .rng
-                    .between(1, self.config.notice_delay_steps_max.max(1));
+                let max = self.config.notice_delay_steps_max.max(1);
+                let delay = match delays[peer] {
+                    Some(delay) => delay,
+                    None => *delays[peer].insert(self.rng.between(1, max)),
+                };
                 self.notices.push((self.step + delay, peer, dead as u32));
             }
         }

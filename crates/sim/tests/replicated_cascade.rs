@@ -53,3 +53,53 @@ fn deaths_cascading_over_every_rank_are_masked() {
         failures.join("\n")
     );
 }
+
+/// A host holding replica k of every rank goes down: all of them die at
+/// one step and each survivor gets the notices as one burst, so a
+/// substitute's take-over of one death can be overtaken by the next
+/// notice (the re-send it queued is no longer needed). A real R = 2 run
+/// with a host down panicked this way ("re-send ... never started").
+#[test]
+fn a_host_down_with_one_replica_of_every_rank_is_masked() {
+    let sweep: u64 = std::env::var("RESMPI_SIM_SWEEP")
+        .ok()
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(2_000);
+    let mut failures = Vec::new();
+    for seed in 0..sweep {
+        let mut rng = SplitMix64::new(seed ^ 0x4057d0);
+        let ranks = rng.between(2, 4) as u32;
+        let replicas = rng.between(2, 3) as u32;
+        let mut config = ReplicatedEngineJobConfig::new(seed, ranks, replicas);
+        config.ring_burst = rng.between(1, 3) as u32;
+        config.message_bytes_max = 700;
+        config.rounds = 6;
+        config.notice_delay_steps_max = rng.between(1, 150);
+        config.delivery_delay_steps_max = rng.between(1, 20);
+        let step = rng.between(1, 3_000);
+        let replica = rng.below(u64::from(replicas)) as u32;
+        for rank in 0..ranks {
+            config.kills.push(ReplicaKill {
+                rank,
+                replica,
+                step,
+            });
+        }
+        let outcome = std::panic::catch_unwind(|| run_replicated_engine_job(&config));
+        match outcome {
+            Ok(Ok(_)) => {}
+            Ok(Err(problem)) => failures.push(format!("seed {seed} {:?}: {problem}", config.kills)),
+            Err(panic) => failures.push(format!(
+                "seed {seed} {:?}: panicked: {:?}",
+                config.kills,
+                panic.downcast_ref::<String>()
+            )),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} runs failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
