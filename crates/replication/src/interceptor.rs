@@ -363,6 +363,9 @@ impl Replication {
                 },
                 Action::ReceiveFrom { .. } => {}
                 Action::RankLost(rank) => self.lost_ranks.push(rank),
+                // Only after a fork, which the engine does not make yet
+                // (recovery is protocol and simulator only).
+                Action::Welcome { .. } => {}
             }
         }
     }

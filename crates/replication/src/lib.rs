@@ -44,8 +44,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 pub mod anysource;
 pub mod divergence;
 mod interceptor;
+mod recovery;
 pub use divergence::SdcPolicy;
 pub use interceptor::Replication;
+pub use recovery::ForkCut;
 
 /// One process of a replicated job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -109,6 +111,20 @@ pub enum Action {
     /// Every replica of `rank` is dead: the job cannot go on (hand over to
     /// another protocol, or fail naming the rank).
     RankLost(u32),
+    /// Tell `to` that this process knows the re-joined replica `joined`
+    /// ([`Replica::handle_rejoin`]) and has delivered every message of
+    /// `joined`'s rank up to logical number `delivered` (for `joined`
+    /// itself a cumulative ack). See [`Replica::handle_welcome`].
+    Welcome {
+        /// The new replica, or its forker.
+        to: Process,
+        /// The re-joined replica.
+        joined: Process,
+        /// Its incarnation (0 for the first process of its place).
+        incarnation: u32,
+        /// The last message of `joined.rank` this process delivered.
+        delivered: u64,
+    },
 }
 
 /// A pending send for diagnostics: its id, the replicas of its
@@ -148,8 +164,15 @@ pub struct Replica {
     me: Process,
     rank_count: u32,
     replica_count: u32,
+    /// Lost replicas are recovered ([`Replica::with_recovery`]): receivers
+    /// ack every replica of the sender rank, the one they got it from
+    /// too, and a send completes only once every live replica of its
+    /// destination has it.
+    recovery: bool,
     /// Per process (`rank * replica_count + replica`): still alive.
     alive: Vec<bool>,
+    /// Per process: the incarnation this process knows (re-joins count).
+    incarnation: Vec<u32>,
     /// Per replica index l of this rank: the replica that sends for l
     /// (l itself while alive).
     substitute: Vec<u32>,
@@ -166,6 +189,18 @@ pub struct Replica {
     early_acks: BTreeMap<SendId, BTreeSet<u32>>,
     /// Ranks reported lost.
     lost_ranks: BTreeSet<u32>,
+    /// Per (destination rank, replica): every send to that rank up to this
+    /// logical number is acked by that replica (a re-joined replica's
+    /// cumulative acks, from [`Action::Welcome`]).
+    ack_floor: BTreeMap<(u32, u32), u64>,
+    /// Per re-joining replica this process forked, or this process itself
+    /// while it re-joins: the processes whose welcome is still due.
+    joining: BTreeMap<Process, BTreeSet<Process>>,
+    /// Actions for a process held until it welcomes (see `recovery`).
+    held_out: BTreeMap<Process, Vec<Action>>,
+    /// A forked replica: per destination rank, the forker's last send at
+    /// the fork (its copies; see `recovery`).
+    sent_at_fork: Vec<u64>,
     actions: VecDeque<Action>,
 }
 
@@ -179,7 +214,9 @@ impl Replica {
             me,
             rank_count,
             replica_count,
+            recovery: false,
             alive: vec![true; ranks * replica_count as usize],
+            incarnation: vec![0; ranks * replica_count as usize],
             substitute: (0..replica_count).collect(),
             source_replica: vec![me.replica; ranks],
             last_seq_out: vec![0; ranks],
@@ -187,8 +224,22 @@ impl Replica {
             pending: BTreeMap::new(),
             early_acks: BTreeMap::new(),
             lost_ranks: BTreeSet::new(),
+            ack_floor: BTreeMap::new(),
+            joining: BTreeMap::new(),
+            held_out: BTreeMap::new(),
+            sent_at_fork: Vec::new(),
             actions: VecDeque::new(),
         }
+    }
+
+    /// Recover lost replicas by fork (see `recovery`). A send then
+    /// completes only when every live replica of its destination has
+    /// acked it (not only those this process did not transmit to): the
+    /// new replica's forker may not have the message yet, and only a
+    /// sender that still holds it can give it to the new replica.
+    pub fn with_recovery(mut self) -> Replica {
+        self.recovery = true;
+        self
     }
 
     /// Whether this process has made send `send` (its channel has reached
@@ -251,7 +302,13 @@ impl Replica {
             destination,
             logical_seq: *seq,
         };
-        let acked_by = self.early_acks.remove(&send).unwrap_or_default();
+        let mut acked_by = self.early_acks.remove(&send).unwrap_or_default();
+        acked_by.extend(
+            self.ack_floor
+                .range((destination, 0)..=(destination, u32::MAX))
+                .filter(|(_, &floor)| floor >= send.logical_seq)
+                .map(|(&(_, replica), _)| replica),
+        );
         let mut pending = PendingSend {
             transmissions: BTreeMap::new(),
             acked_by,
@@ -265,7 +322,7 @@ impl Replica {
             // the sibling this process substitutes for: no second copy.
             if self.is_alive(to) && !pending.acked_by.contains(&replica) {
                 pending.transmissions.insert(replica, false);
-                self.actions.push_back(Action::Transmit { send, to });
+                self.emit(Action::Transmit { send, to });
             }
         }
         self.pending.insert(send, pending);
@@ -288,6 +345,15 @@ impl Replica {
     pub fn handle_arrival(&mut self, from: Process, logical_seq: u64) -> Arrival {
         let last = &mut self.last_seq_in[from.rank as usize];
         if logical_seq <= *last {
+            if self.recovery && self.is_alive(from) {
+                // Its sender may need this process's ack (a re-joined
+                // replica's copy of a send this process got from another).
+                self.emit(Action::Ack {
+                    to: from,
+                    acking_rank: self.me.rank,
+                    logical_seq,
+                });
+            }
             return Arrival::Duplicate;
         }
         if logical_seq != *last + 1 {
@@ -301,8 +367,8 @@ impl Replica {
                 rank: from.rank,
                 replica,
             };
-            if replica != from.replica && self.is_alive(to) {
-                self.actions.push_back(Action::Ack {
+            if (replica != from.replica || self.recovery) && self.is_alive(to) {
+                self.emit(Action::Ack {
                     to,
                     acking_rank: self.me.rank,
                     logical_seq,
@@ -339,6 +405,7 @@ impl Replica {
             return;
         }
         self.alive[index] = false;
+        self.forget_joining(dead);
         let substitute = self.elect_substitute(dead);
         let Some(substitute) = substitute else {
             if self.lost_ranks.insert(dead.rank) {
@@ -357,11 +424,24 @@ impl Replica {
             if substitute == self.me.replica {
                 self.take_over(&taken_over);
             }
+            self.transmit_own_share();
         } else if self.source_replica[dead.rank as usize] == dead.replica {
-            self.source_replica[dead.rank as usize] = substitute;
+            // This process's own counterpart sends to it when alive (a
+            // re-joined one whose welcome is still due); else the
+            // substitute.
+            let counterpart = Process {
+                rank: dead.rank,
+                replica: self.me.replica,
+            };
+            let source = if self.is_alive(counterpart) {
+                self.me.replica
+            } else {
+                substitute
+            };
+            self.source_replica[dead.rank as usize] = source;
             self.actions.push_back(Action::ReceiveFrom {
                 rank: dead.rank,
-                replica: substitute,
+                replica: source,
             });
         }
         self.forget(dead);
@@ -403,13 +483,15 @@ impl Replica {
                     continue;
                 }
                 let pending = self.pending.get_mut(&send).expect("listed above");
+                // With recovery a transmission may be a dead forker's (a
+                // new replica's copy): only the ack says it arrived.
                 if pending.acked_by.contains(&replica)
-                    || pending.transmissions.contains_key(&replica)
+                    || (pending.transmissions.contains_key(&replica) && !self.recovery)
                 {
                     continue;
                 }
                 pending.transmissions.insert(replica, false);
-                self.actions.push_back(Action::Transmit { send, to });
+                self.emit(Action::Transmit { send, to });
             }
         }
     }
@@ -441,7 +523,7 @@ impl Replica {
                 rank: send.destination,
                 replica,
             };
-            pending.transmissions.contains_key(&replica)
+            (pending.transmissions.contains_key(&replica) && !self.recovery)
                 || pending.acked_by.contains(&replica)
                 || !self.is_alive(from)
         });

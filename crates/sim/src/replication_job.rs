@@ -13,6 +13,18 @@
 //! Frames a dead process sent stay in flight until their receiver handles
 //! its notice (then they are dropped), as the engine does.
 //!
+//! With `recovery`, the substitute of a dead replica forks a new one (a
+//! scheduler move of its own, at any step after it handled the death): the
+//! new process is a copy of the forker's (protocol, application, inbox,
+//! undelivered notices) with the next incarnation, and every other live
+//! process gets a re-join notice. Notices reach each process in the order
+//! they were sent (the launcher's one connection per process), and frames
+//! carry the incarnations of both ends: a frame for an older incarnation,
+//! or from one whose death the receiver handled, is dropped.
+//!
+//! `RESMPI_SIM_TRACE` set prints every move, frame and protocol action on
+//! stderr (to follow one failing seed).
+//!
 //! The program is send-deterministic, like the C test program of
 //! `tests/test_replication.py`: every round each rank starts a nonblocking
 //! send to its right neighbour (so several sends are pending at a
@@ -27,7 +39,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use resmpi_replication::{Action, Arrival, Process, Replica, SendId};
+use resmpi_replication::{Action, Arrival, ForkCut, Process, Replica, SendId};
 
 use crate::rng::{mix64, SplitMix64};
 
@@ -55,10 +67,14 @@ pub struct ReplicationJob {
     pub replica_count: u32,
     /// Rounds of the program.
     pub rounds: u32,
-    /// Kills, in any order.
+    /// Kills, in any order. A kill of a replica that was recovered kills
+    /// its new incarnation.
     pub kills: Vec<PlannedKill>,
     /// Seed of the scheduler.
     pub seed: u64,
+    /// The substitute of a dead replica forks a new one
+    /// (`--replica-recovery now`).
+    pub recovery: bool,
 }
 
 /// What a process's application saw, in program order.
@@ -86,6 +102,11 @@ pub struct ReplicationOutcome {
     pub lost_ranks: BTreeSet<u32>,
     /// Copies a substitute re-sent that were dropped as duplicates.
     pub duplicates_dropped: u64,
+    /// Replicas forked (recovered).
+    pub forks: u64,
+    /// Whether some rank really had every replica dead at once (then the
+    /// job may end early, reporting it lost).
+    pub rank_really_lost: bool,
     /// Broken invariants (empty when the run is correct).
     pub violations: Vec<String>,
 }
@@ -201,13 +222,42 @@ pub fn expected_trace(rank: u32, rank_count: u32, rounds: u32) -> Vec<TraceEntry
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum FrameKind {
-    Data { send: SendId, tag: u32, value: u64 },
-    Ack { logical_seq: u64 },
+    Data {
+        send: SendId,
+        tag: u32,
+        value: u64,
+    },
+    Ack {
+        logical_seq: u64,
+    },
+    Welcome {
+        joined: Process,
+        incarnation: u32,
+        delivered: u64,
+    },
 }
 
+/// What the launcher tells a process.
+#[derive(Clone, Debug)]
+enum Notice {
+    Death { dead: Process, incarnation: u32 },
+    Rejoin { cut: ForkCut, incarnation: u32 },
+}
+
+/// A process and one of its lives.
+type Incarnate = (Process, u32);
+
+#[derive(Clone)]
 struct SimProcess {
     protocol: Replica,
     alive: bool,
+    incarnation: u32,
+    /// Per process index: the incarnation this process believes alive.
+    known_incarnation: Vec<u32>,
+    /// Notices not handled yet, in the order sent: (due step, notice).
+    notices: VecDeque<(u64, Notice)>,
+    /// Dead replicas of its rank this process is to fork again.
+    forks_due: Vec<u32>,
     operations: Vec<Operation>,
     next_operation: usize,
     /// The blocking send in progress and whether it completed.
@@ -221,23 +271,27 @@ struct SimProcess {
     /// ANY_SOURCE receives of the current operation: taken so far, sum.
     any_taken: u32,
     any_sum: u64,
-    /// Dead processes whose notice this one has handled.
-    notified: BTreeSet<Process>,
+    /// Dead incarnations whose notice this one has handled.
+    notified: BTreeSet<Incarnate>,
     trace: Vec<TraceEntry>,
 }
 
 struct Simulation {
     rank_count: u32,
     replica_count: u32,
+    recovery: bool,
     processes: Vec<SimProcess>,
-    /// FIFO channels, by (from, to).
-    channels: BTreeMap<(Process, Process), VecDeque<FrameKind>>,
-    /// Failure notices not delivered: (due step, to, dead).
-    notices: Vec<(u64, Process, Process)>,
+    /// FIFO channels, by (from, to), each end with the incarnation the
+    /// sender knew.
+    channels: BTreeMap<(Incarnate, Incarnate), VecDeque<FrameKind>>,
     rng: SplitMix64,
     lost_ranks: BTreeSet<u32>,
     duplicates_dropped: u64,
+    forks: u64,
+    rank_really_lost: bool,
     violations: Vec<String>,
+    /// `RESMPI_SIM_TRACE` set: every move on stderr.
+    tracing: bool,
 }
 
 impl Simulation {
@@ -255,6 +309,16 @@ impl Simulation {
     fn drain_actions(&mut self, process: Process) {
         let index = self.index(process);
         while let Some(action) = self.processes[index].protocol.poll_action() {
+            if self.tracing {
+                eprintln!("  {process}: {action:?}");
+            }
+            let channel = |simulation: &Simulation, to: Process| {
+                let state = &simulation.processes[index];
+                (
+                    (process, state.incarnation),
+                    (to, state.known_incarnation[simulation.index(to)]),
+                )
+            };
             match action {
                 Action::Transmit { send, to } => {
                     let Some(&(tag, value)) = self.processes[index].payloads.get(&send) else {
@@ -263,8 +327,9 @@ impl Simulation {
                         ));
                         continue;
                     };
+                    let key = channel(self, to);
                     self.channels
-                        .entry((process, to))
+                        .entry(key)
                         .or_default()
                         .push_back(FrameKind::Data { send, tag, value });
                     // Eager: out once handed to the (reliable) network.
@@ -273,10 +338,31 @@ impl Simulation {
                 Action::Ack {
                     to, logical_seq, ..
                 } => {
+                    let key = channel(self, to);
                     self.channels
-                        .entry((process, to))
+                        .entry(key)
                         .or_default()
                         .push_back(FrameKind::Ack { logical_seq });
+                }
+                Action::Welcome {
+                    to,
+                    joined,
+                    incarnation,
+                    delivered,
+                } => {
+                    if !self.recovery {
+                        self.violations
+                            .push(format!("{process}: a welcome without recovery"));
+                    }
+                    let key = channel(self, to);
+                    self.channels
+                        .entry(key)
+                        .or_default()
+                        .push_back(FrameKind::Welcome {
+                            joined,
+                            incarnation,
+                            delivered,
+                        });
                 }
                 Action::SendComplete(send) => {
                     let state = &mut self.processes[index];
@@ -301,10 +387,77 @@ impl Simulation {
             return;
         }
         self.processes[index].alive = false;
+        let incarnation = self.processes[index].incarnation;
+        if self.tracing {
+            eprintln!("kill {dead} incarnation {incarnation}");
+        }
+        let rank_dead = (0..self.replica_count).all(|replica| {
+            !self.processes[self.index(Process {
+                rank: dead.rank,
+                replica,
+            })]
+            .alive
+        });
+        self.rank_really_lost |= rank_dead;
         for other in self.all_processes() {
             if other != dead {
-                let delay = self.rng.below(NOTICE_DELAY_STEPS_MAX + 1);
-                self.notices.push((step + delay, other, dead));
+                self.notify(other, step, Notice::Death { dead, incarnation });
+            }
+        }
+    }
+
+    /// Queue `notice` for `to` (if alive), after every notice sent to it
+    /// before.
+    fn notify(&mut self, to: Process, step: u64, notice: Notice) {
+        let index = self.index(to);
+        if !self.processes[index].alive {
+            return;
+        }
+        let delay = self.rng.below(NOTICE_DELAY_STEPS_MAX + 1);
+        let queue = &mut self.processes[index].notices;
+        let due = queue.back().map_or(0, |&(due, _)| due).max(step + delay);
+        queue.push_back((due, notice));
+    }
+
+    /// `forker` forks a new replica `replica` of its rank.
+    fn fork(&mut self, forker: Process, replica: u32, step: u64) {
+        let index = self.index(forker);
+        if !self.processes[index].protocol.can_fork(replica) {
+            return;
+        }
+        let (protocol, cut) = self.processes[index].protocol.fork(replica);
+        if self.tracing {
+            eprintln!("{forker} forks {cut:?}");
+        }
+        let joined = cut.joined;
+        let joined_index = self.index(joined);
+        let incarnation = cut.incarnation;
+        if incarnation != self.processes[joined_index].incarnation + 1 {
+            self.violations.push(format!(
+                "{forker} forked incarnation {incarnation} of {joined}, whose last was {}",
+                self.processes[joined_index].incarnation
+            ));
+        }
+        let mut child = self.processes[index].clone();
+        child.protocol = protocol;
+        child.incarnation = incarnation;
+        child.forks_due.clear();
+        child.known_incarnation[joined_index] = incarnation;
+        self.processes[index].known_incarnation[joined_index] = incarnation;
+        self.processes[joined_index] = child;
+        self.forks += 1;
+        self.drain_actions(forker);
+        self.drain_actions(joined);
+        for other in self.all_processes() {
+            if other != forker && other != joined {
+                self.notify(
+                    other,
+                    step,
+                    Notice::Rejoin {
+                        cut: cut.clone(),
+                        incarnation,
+                    },
+                );
             }
         }
     }
@@ -418,17 +571,26 @@ impl Simulation {
     }
 
     /// Delivers the head of channel (from, to).
-    fn deliver(&mut self, from: Process, to: Process) {
+    fn deliver(&mut self, key: (Incarnate, Incarnate)) {
         let frame = self
             .channels
-            .get_mut(&(from, to))
+            .get_mut(&key)
             .and_then(VecDeque::pop_front)
             .expect("a non-empty channel was chosen");
+        let ((from, _), (to, to_incarnation)) = key;
+        if self.tracing {
+            eprintln!("deliver {key:?}: {frame:?}");
+        }
         let index = self.index(to);
         let receiver = &self.processes[index];
-        // A dead process reads nothing; a frame from a process whose death
-        // the receiver has handled is dropped (the engine drops them too).
-        if !receiver.alive || receiver.notified.contains(&from) {
+        // A dead process reads nothing, nor does a later incarnation read
+        // what was sent to an earlier one; a frame from a process whose
+        // death the receiver has handled is dropped (the engine drops them
+        // too).
+        if !receiver.alive
+            || receiver.incarnation != to_incarnation
+            || receiver.notified.contains(&key.0)
+        {
             return;
         }
         match frame {
@@ -450,25 +612,61 @@ impl Simulation {
             FrameKind::Ack { logical_seq } => {
                 self.processes[index].protocol.handle_ack(from, logical_seq)
             }
+            FrameKind::Welcome {
+                joined,
+                incarnation,
+                delivered,
+            } => {
+                self.processes[index]
+                    .protocol
+                    .handle_welcome(from, joined, incarnation, delivered)
+            }
         }
         self.drain_actions(to);
     }
 
-    fn deliver_notice(&mut self, position: usize) {
-        let (_, to, dead) = self.notices.swap_remove(position);
+    /// Hands `to` the first notice sent to it.
+    fn deliver_notice(&mut self, to: Process) {
         let index = self.index(to);
-        if !self.processes[index].alive {
+        let Some((_, notice)) = self.processes[index].notices.pop_front() else {
             return;
+        };
+        if self.tracing {
+            eprintln!("notice to {to}: {notice:?}");
         }
-        self.processes[index].notified.insert(dead);
-        self.processes[index].protocol.handle_failure(dead);
-        self.drain_actions(to);
+        match notice {
+            Notice::Death { dead, incarnation } => {
+                let state = &mut self.processes[index];
+                state.notified.insert((dead, incarnation));
+                state.protocol.handle_failure(dead);
+                self.drain_actions(to);
+                if self.recovery && dead.rank == to.rank {
+                    // The dead replicas this process now substitutes for
+                    // (the dead one, and those it stood for).
+                    let state = &mut self.processes[index];
+                    for replica in 0..self.replica_count {
+                        if state.protocol.may_fork(replica) && !state.forks_due.contains(&replica) {
+                            state.forks_due.push(replica);
+                        }
+                    }
+                }
+            }
+            Notice::Rejoin { cut, incarnation } => {
+                let joined = self.index(cut.joined);
+                self.processes[index].known_incarnation[joined] = incarnation;
+                self.processes[index].protocol.handle_rejoin(&cut);
+                self.drain_actions(to);
+            }
+        }
     }
 
     fn finished(&self) -> bool {
         self.processes.iter().all(|state| {
             !state.alive
-                || (state.next_operation == state.operations.len() && state.payloads.is_empty())
+                || (state.next_operation == state.operations.len()
+                    && state.payloads.is_empty()
+                    && state.forks_due.is_empty()
+                    && state.notices.is_empty())
         })
     }
 }
@@ -483,11 +681,20 @@ fn first_with_tag(inbox: &VecDeque<(u32, u64)>, tag: u32) -> Option<usize> {
 /// Runs `job` to its end and judges it.
 pub fn run_replication_job(job: &ReplicationJob) -> ReplicationOutcome {
     let (rank_count, replica_count) = (job.rank_count, job.replica_count);
+    let size = (rank_count * replica_count) as usize;
     let processes = (0..rank_count)
         .flat_map(|rank| (0..replica_count).map(move |replica| Process { rank, replica }))
         .map(|me| SimProcess {
-            protocol: Replica::new(me, rank_count, replica_count),
+            protocol: if job.recovery {
+                Replica::new(me, rank_count, replica_count).with_recovery()
+            } else {
+                Replica::new(me, rank_count, replica_count)
+            },
             alive: true,
+            incarnation: 0,
+            known_incarnation: vec![0; size],
+            notices: VecDeque::new(),
+            forks_due: Vec::new(),
             operations: program(me.rank, rank_count, job.rounds),
             next_operation: 0,
             sending: None,
@@ -502,13 +709,16 @@ pub fn run_replication_job(job: &ReplicationJob) -> ReplicationOutcome {
     let mut simulation = Simulation {
         rank_count,
         replica_count,
+        recovery: job.recovery,
         processes,
         channels: BTreeMap::new(),
-        notices: Vec::new(),
         rng: SplitMix64::new(job.seed),
         lost_ranks: BTreeSet::new(),
         duplicates_dropped: 0,
+        forks: 0,
+        rank_really_lost: false,
         violations: Vec::new(),
+        tracing: std::env::var_os("RESMPI_SIM_TRACE").is_some(),
     };
     let mut step = 0u64;
     loop {
@@ -528,48 +738,107 @@ pub fn run_replication_job(job: &ReplicationJob) -> ReplicationOutcome {
         }
         // Every move possible now; one is picked at random.
         let mut moves: Vec<(u8, usize)> = Vec::new();
-        let channels: Vec<(Process, Process)> = simulation
+        // A frame from a new incarnation waits until its receiver handled
+        // the re-join notice (the engine accepts its connection then).
+        let channels: Vec<(Incarnate, Incarnate)> = simulation
             .channels
             .iter()
-            .filter(|(_, frames)| !frames.is_empty())
+            .filter(|(((from, from_incarnation), (to, _)), frames)| {
+                !frames.is_empty()
+                    && simulation.processes[simulation.index(*to)].known_incarnation
+                        [simulation.index(*from)]
+                        >= *from_incarnation
+            })
             .map(|(key, _)| *key)
             .collect();
         moves.extend((0..channels.len()).map(|position| (0, position)));
-        moves.extend(
-            simulation
-                .notices
-                .iter()
-                .enumerate()
-                .filter(|(_, notice)| notice.0 <= step)
-                .map(|(position, _)| (1, position)),
-        );
-        let runnable: Vec<Process> = simulation
+        let live: Vec<Process> = simulation
             .all_processes()
             .into_iter()
+            .filter(|&process| simulation.processes[simulation.index(process)].alive)
+            .collect();
+        let notified: Vec<Process> = live
+            .iter()
+            .copied()
+            .filter(|&process| {
+                simulation.processes[simulation.index(process)]
+                    .notices
+                    .front()
+                    .is_some_and(|&(due, _)| due <= step)
+            })
+            .collect();
+        moves.extend((0..notified.len()).map(|position| (1, position)));
+        let runnable: Vec<Process> = live
+            .iter()
+            .copied()
             .filter(|&process| simulation.can_progress(process))
             .collect();
         moves.extend((0..runnable.len()).map(|position| (2, position)));
-        let future_notice = simulation.notices.iter().any(|notice| notice.0 > step);
+        // Forks no longer to make are dropped; one waiting for its forker's
+        // own re-join to end is not offered yet.
+        for &process in &live {
+            let index = simulation.index(process);
+            let state = &mut simulation.processes[index];
+            let protocol = &state.protocol;
+            state
+                .forks_due
+                .retain(|&replica| protocol.may_fork(replica));
+        }
+        let forking: Vec<Process> = live
+            .iter()
+            .copied()
+            .filter(|&process| {
+                let state = &simulation.processes[simulation.index(process)];
+                state
+                    .forks_due
+                    .first()
+                    .is_some_and(|&replica| state.protocol.can_fork(replica))
+            })
+            .collect();
+        moves.extend((0..forking.len()).map(|position| (3, position)));
+        let future_notice = live.iter().any(|&process| {
+            !simulation.processes[simulation.index(process)]
+                .notices
+                .is_empty()
+        });
         let pending_kill = job.kills.iter().any(|kill| kill.at_step > step);
         step += 1;
         if moves.is_empty() {
             if future_notice || pending_kill {
                 continue;
             }
-            simulation
-                .violations
-                .push("nothing can move: the job hangs".to_string());
+            let pending: Vec<String> = simulation
+                .processes
+                .iter()
+                .filter(|state| state.alive)
+                .map(|state| {
+                    format!(
+                        "{} at {}: {:?} joining {}",
+                        state.protocol.me(),
+                        state.next_operation,
+                        state.protocol.pending_sends(),
+                        state.protocol.is_rejoining()
+                    )
+                })
+                .collect();
+            simulation.violations.push(format!(
+                "nothing can move: the job hangs; {}",
+                pending.join("; ")
+            ));
             break;
         }
         let (kind, position) = moves[simulation.rng.below(moves.len() as u64) as usize];
         match kind {
-            0 => {
-                let (from, to) = channels[position];
-                simulation.deliver(from, to);
-            }
-            1 => simulation.deliver_notice(position),
-            _ => {
+            0 => simulation.deliver(channels[position]),
+            1 => simulation.deliver_notice(notified[position]),
+            2 => {
                 simulation.run_program_step(runnable[position]);
+            }
+            _ => {
+                let forker = forking[position];
+                let index = simulation.index(forker);
+                let replica = simulation.processes[index].forks_due.remove(0);
+                simulation.fork(forker, replica, step);
             }
         }
     }
@@ -578,8 +847,16 @@ pub fn run_replication_job(job: &ReplicationJob) -> ReplicationOutcome {
         traces: BTreeMap::new(),
         lost_ranks: simulation.lost_ranks.clone(),
         duplicates_dropped: simulation.duplicates_dropped,
+        forks: simulation.forks,
+        rank_really_lost: simulation.rank_really_lost,
         violations: simulation.violations,
     };
+    if !outcome.lost_ranks.is_empty() && !outcome.rank_really_lost {
+        outcome.violations.push(format!(
+            "ranks {:?} reported lost while a replica of each lived",
+            outcome.lost_ranks
+        ));
+    }
     let lost = !outcome.lost_ranks.is_empty();
     for process in simulation
         .processes

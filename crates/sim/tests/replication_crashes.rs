@@ -16,6 +16,7 @@ fn job(rank_count: u32, replica_count: u32, kills: Vec<PlannedKill>, seed: u64) 
         rounds: 4,
         kills,
         seed,
+        recovery: false,
     }
 }
 
