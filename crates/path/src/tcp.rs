@@ -119,6 +119,13 @@ struct TcpPeer {
     /// meanwhile the reassembly buffer is empty but for what follows it.
     placing: Option<Placing>,
     closed: bool,
+    /// A send found the connection gone (the peer closed or reset it).
+    /// What it wrote before is still read, up to the end of the stream:
+    /// only the read side reports the peer closed, so its last frames (an
+    /// Issend's match acknowledgement) are not lost to our own send
+    /// failing first. Sends to it are dropped meanwhile (it reads nothing
+    /// more).
+    send_closed: bool,
 }
 
 /// A frame whose payload goes straight to its destination.
@@ -536,6 +543,7 @@ impl TcpPath {
             receive_end: 0,
             placing: None,
             closed: false,
+            send_closed: false,
         });
         self.connected.push(rank);
         self.connected.sort_unstable();
@@ -556,10 +564,9 @@ impl TcpPath {
     /// Whether some peer has buffered output (then a waiter should also wake
     /// on POLLOUT and call `flush`).
     pub fn has_pending_output(&self) -> bool {
-        self.peers
-            .iter()
-            .flatten()
-            .any(|peer| !peer.closed && peer.send_start < peer.send_buffer.len())
+        self.peers.iter().flatten().any(|peer| {
+            !peer.closed && !peer.send_closed && peer.send_start < peer.send_buffer.len()
+        })
     }
 
     /// Ranks connected over this path, in rank order.
@@ -639,8 +646,13 @@ impl TcpPeer {
     }
 
     /// Send `parts` with one `sendmsg`; returns bytes the kernel took (0 when
-    /// it would block).
+    /// it would block). A connection found gone takes everything (dropped:
+    /// see `send_closed`).
     fn send_vectored(&mut self, parts: &[&[u8]]) -> Result<usize, PathError> {
+        let total: usize = parts.iter().map(|part| part.len()).sum();
+        if self.send_closed {
+            return Ok(total);
+        }
         let mut iovecs = [libc::iovec {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
@@ -679,7 +691,17 @@ impl TcpPeer {
             match error.kind() {
                 ErrorKind::Interrupted => continue,
                 ErrorKind::WouldBlock => return Ok(0),
-                _ => return Err(self.classify(error)),
+                _ => match self.classify(error) {
+                    PathError::PeerClosed(_) => {
+                        // The read side reports it, after the last frames.
+                        self.closed = false;
+                        self.send_closed = true;
+                        self.send_buffer.clear();
+                        self.send_start = 0;
+                        return Ok(total);
+                    }
+                    other => return Err(other),
+                },
             }
         }
     }
@@ -1789,6 +1811,45 @@ mod tests {
         ));
         // Later polls skip the closed peer instead of failing again.
         assert_eq!(survivor.poll(|_, _| ()).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_reset_found_by_a_send_still_delivers_the_peers_last_frames() {
+        let mut paths = mesh(2);
+        let closer = paths.pop().unwrap();
+        let mut survivor = paths.pop().unwrap();
+        let mut closer = closer;
+        // The survivor's frame stays unread: the closer's exit resets the
+        // connection instead of closing it.
+        assert!(survivor
+            .try_send(1, &frame_header(0, 0, 4), b"lost")
+            .unwrap());
+        survivor.flush().unwrap();
+        assert!(closer.try_send(0, &frame_header(1, 0, 4), b"last").unwrap());
+        closer.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        drop(closer);
+        std::thread::sleep(Duration::from_millis(20));
+        // The survivor sends first and finds the connection gone: no error
+        // yet, its frame is dropped.
+        for _ in 0..4 {
+            assert!(survivor
+                .try_send(1, &frame_header(0, 0, 1000), &[7; 1000])
+                .unwrap());
+            survivor.flush().unwrap();
+        }
+        let mut frames = 0;
+        let error = loop {
+            match survivor.poll(|_, frame| {
+                assert_eq!(&frame[resmpi_wire::HEADER_LEN_BYTES..], b"last");
+                frames += 1;
+            }) {
+                Ok(_) => survivor.wait(100_000).unwrap(),
+                Err(error) => break error,
+            }
+        };
+        assert_eq!(frames, 1, "the closer's last frame");
+        assert!(matches!(error, PathError::PeerClosed(1)), "{error}");
     }
 
     #[test]
