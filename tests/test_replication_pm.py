@@ -6,23 +6,27 @@ PMI rank p to rank p % N, replica p / N, as under resmpi's mpiexec. Block
 placement (consecutive PMI ranks on one host) then puts replica k of every
 rank in the contiguous PMI block k: SDR-MPI's host-group placement.
 
+- Each process is the rank and replica its PMI rank says, MPI_COMM_WORLD
+  has N ranks and MPI_UNIVERSE_SIZE counts ranks (replica_identity.c).
 - The job's output is the unreplicated run's (replicas other than 0 write
   theirs to /dev/null from MPI_Init on; RESMPI_REPLICA_OUTPUT=all keeps it).
 - The library sets RESMPI_REPLICA, which neither process manager can.
-- A replica that dies (the program raises SIGKILL at a given round) is
-  masked: the survivors learn of it from the dead process's pidfd, feed it
-  to the replication protocol as a failure notice, and the output is the
-  fault-free run's. hydra needs -disable-auto-cleanup (else it kills the
+- A replica that dies (the program raises SIGKILL, or calls _exit, at a
+  given round) is masked: the survivors learn of it from the dead
+  process's pidfd, feed it to the replication protocol as a failure
+  notice, and the output is the fault-free run's. hydra needs -disable-auto-cleanup (else it kills the
   job on the first bad exit) and a death by exit, not by signal (its proxy
   kills every local process when one is signalled); srun goes on by
   default (--kill-on-bad-exit=0 is given anyway, against a slurm.conf
-  that sets KillOnBadExit=1).
+  that sets KillOnBadExit=1). When every replica of a rank is dead the
+  library's error names the rank.
 
 hydra and Slurm missing fails these tests (CI installs them: mpich,
 slurmctld, slurmd, slurm-client in scripts/install-deps.sh). Every job is
 bounded by a subprocess timeout."""
 import os
 import shutil
+import tempfile
 
 import pytest
 
@@ -65,7 +69,6 @@ def slurm():
             pytest.fail(f"{tool} is not installed (scripts/install-deps.sh installs it)", pytrace=False)
     if os.geteuid() != 0:
         pytest.fail("a private Slurm needs root here (slurmd runs the tasks)", pytrace=False)
-    import tempfile
     with tempfile.TemporaryDirectory(prefix="resmpi-slurm-") as directory:
         try:
             started = _start_slurm(directory)
@@ -141,6 +144,30 @@ def test_srun_processes_see_their_replica_index(build, slurm, plugin, tmp_path):
     assert res.returncode == 0, res.describe()
     assert started_processes(tmp_path) == sorted(
         f"{rank}.{replica}" for rank in range(ranks) for replica in range(replicas)), res.describe()
+
+
+def identities(ranks, replicas):
+    """Block mapping: PMI rank p is rank p % N of replica p / N."""
+    return sorted(f"process {process} rank {process % ranks} size {ranks} universe {ranks} "
+                  f"replica {process // ranks}" for process in range(ranks * replicas))
+
+
+@pytest.mark.parametrize("ranks, replicas", [(3, 2), (2, 3)], ids=["N3-R2", "N2-R3"])
+def test_hydra_maps_pmi_ranks_to_ranks_and_replicas(build, ranks, replicas):
+    res = run_cmd(hydra_cmd(ranks * replicas, build("replica_identity"), [],
+                            replication_environment(replicas, {"RESMPI_REPLICA_OUTPUT": "all"})),
+                  timeout=90)
+    assert res.returncode == 0, res.describe()
+    assert sorted(res.stdout.splitlines()) == identities(ranks, replicas), res.describe()
+
+
+@pytest.mark.parametrize("plugin", ["pmi2", "pmix"])
+def test_srun_maps_pmi_ranks_to_ranks_and_replicas(build, slurm, plugin):
+    ranks, replicas = 3, 2
+    res = under_slurm(slurm, plugin, ranks * replicas, build("replica_identity"), [],
+                      replication_environment(replicas, {"RESMPI_REPLICA_OUTPUT": "all"}))
+    assert res.returncode == 0, res.describe()
+    assert sorted(res.stdout.splitlines()) == identities(ranks, replicas), res.describe()
 
 
 def test_replica_output_all_keeps_every_replicas_output(build):
