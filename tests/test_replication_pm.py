@@ -206,6 +206,16 @@ def test_a_replica_that_exits_under_hydra_is_masked(build, ranks, replicas):
     assert res.returncode == 1, res.describe()
 
 
+def test_hydra_without_disable_auto_cleanup_ends_the_job_at_a_death(build):
+    """Why the documentation asks for -disable-auto-cleanup: without it
+    hydra kills every process at the first bad exit, masked or not."""
+    res = run_cmd(hydra_cmd(4, build("replication"),
+                            [ROUNDS_UNDER_FAULT, PAUSE_MS, "-", 0, doomed(1, 1, 3) + ":exit"],
+                            replication_environment(2)), timeout=120)
+    assert res.returncode != 0, res.describe()
+    assert "OK" not in res.stdout, res.describe()
+
+
 @pytest.mark.parametrize("plugin", ["pmi2", "pmix"])
 @pytest.mark.parametrize("ranks, replicas", [(2, 2), (3, 2)], ids=["N2-R2", "N3-R2"])
 def test_a_replica_killed_under_srun_is_masked(build, slurm, plugin, ranks, replicas):
@@ -218,6 +228,18 @@ def test_a_replica_killed_under_srun_is_masked(build, slurm, plugin, ranks, repl
     # It did die: PMI rank replica * N + rank, as the mapping says.
     assert f"task {1 * ranks + 1}: Killed" in res.stderr, res.describe()
     assert res.returncode != 0, res.describe()
+
+
+def test_srun_lets_the_survivors_run_on_by_default(build, slurm):
+    """No --kill-on-bad-exit: Slurm's default (KillOnBadExit=0, unset in
+    this slurm.conf) keeps the step going after a task is killed."""
+    ranks, replicas = 2, 2
+    expected = fault_free(build, ranks, ROUNDS_UNDER_FAULT, PAUSE_MS)
+    res = under_slurm(slurm, "pmi2", ranks * replicas, build("replication"),
+                      [ROUNDS_UNDER_FAULT, PAUSE_MS, "-", 0, doomed(1, 1, 3)],
+                      replication_environment(replicas), timeout=120)
+    assert res.stdout == expected, res.describe()
+    assert f"task {1 * ranks + 1}: Killed" in res.stderr, res.describe()
 
 
 @pytest.mark.parametrize("plugin", ["pmi2", "pmix"])
