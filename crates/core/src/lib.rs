@@ -307,8 +307,11 @@ pub struct Mpi {
 /// ends the process: a replicated job that should mask the death would
 /// lose every process instead. The replication protocol learns of the
 /// death on its own (the dead process's pidfd, a lost connection), so the
-/// signal is taken and ignored; a program that installs its own SIGUSR1
-/// handler (before or after `MPI_Init`) keeps it.
+/// signal is taken by a handler that does nothing. A handler rather than
+/// SIG_IGN: a program the process `exec`s gets the default action back, as
+/// an ignored signal would not. A program that installs its own SIGUSR1
+/// handler before `MPI_Init` keeps it (only the default is replaced), and
+/// one that installs it after replaces this one.
 fn survive_hydra_failure_signal() {
     extern "C" fn ignore(_signal: libc::c_int) {}
     // SAFETY: sigaction with a zeroed, then filled, action and a handler
