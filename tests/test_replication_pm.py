@@ -230,6 +230,18 @@ def test_a_replica_killed_under_srun_is_masked(build, slurm, plugin, ranks, repl
     assert res.returncode != 0, res.describe()
 
 
+def test_the_library_without_replication_says_it_masks_no_death(build):
+    """lib/libmpi.so.12 maps the processes the same way (the output is the
+    unreplicated run's) but masks nothing; PMI rank 0 says so, once."""
+    expected = fault_free(build, 2, ROUNDS)
+    res = run_cmd(hydra_cmd(4, build("replication"), [ROUNDS],
+                            {**replication_environment(2), "LD_LIBRARY_PATH": str(RESMPI_LIBDIR)}),
+                  timeout=90)
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == expected, res.describe()
+    assert res.stderr.count("a process's death will end the job") == 1, res.describe()
+
+
 def test_srun_lets_the_survivors_run_on_by_default(build, slurm):
     """No --kill-on-bad-exit: Slurm's default (KillOnBadExit=0, unset in
     this slurm.conf) keeps the step going after a task is killed."""

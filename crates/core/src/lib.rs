@@ -457,6 +457,17 @@ impl Mpi {
         // (docs/design.md, "Interceptors"); `none` in the default build is
         // `Engine<PassThrough>`, exactly the engine without hooks.
         let replicas = Replicas::of_job(size, config.replica_count)?;
+        if replicas.count > 1 && !masks_deaths && !launcher_sends_notices && rank == 0 {
+            // Without resmpi's mpiexec nobody gives up a replica, and this
+            // build has no protocol that masks one process's death: say so
+            // once, before a death shows it.
+            eprintln!(
+                "resmpi: RESMPI_REPLICAS={} without resmpi's mpiexec and without the replication \
+                 build of the library: a process's death will end the job; put \
+                 <prefix>/lib/replication first on LD_LIBRARY_PATH to mask it",
+                replicas.count
+            );
+        }
         let protocol = match resmpi_ft::Mode::from_name(&config.ft_protocol) {
             Ok(resmpi_ft::Mode::None) => job_protocol(rank, replicas, &config)?,
             Err(problem) => {
