@@ -10,13 +10,17 @@
  * of -n (not -n * --replicas), and RESMPI_REPLICA, when set, is a replica
  * index below RESMPI_REPLICAS.
  *
- * usage: replication [rounds] [pause_ms] [mark_dir] [exit_code]
- * (rank 0 returns exit_code after MPI_Finalize; pause between
+ * usage: replication [rounds] [pause_ms] [mark_dir] [exit_code] [RANK.REPLICA@ROUND[:exit]]
+ * (rank 0 returns exit_code after MPI_Finalize; the process of rank RANK
+ * whose RESMPI_REPLICA is REPLICA (every replica of it for '*') kills itself with SIGKILL at the start of
+ * round ROUND, or with ':exit' calls _exit(1) there, a death at a known
+ * point under any process manager; pause between
  * rounds, so a timed kill can land mid-run; each process creates the file
  * mark_dir/RANK.REPLICA, holding its network namespace (/proc/self/ns/net),
  * so a test can count the processes started and see where they ran) */
 #include "common.h"
 
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,12 +61,28 @@ int main(int argc, char **argv)
         }
         fclose(mark);
     }
+    int doomed_rank = -1, doomed_replica = -1, doomed_round = -1, doomed_exits = 0;
+    if (argc > 5) {
+        /* RANK.*@ROUND: every replica of the rank. */
+        int every = sscanf(argv[5], "%d.*@%d", &doomed_rank, &doomed_round) == 2;
+        CHECK(every || sscanf(argv[5], "%d.%d@%d", &doomed_rank, &doomed_replica,
+                              &doomed_round) == 3,
+              "bad RANK.REPLICA@ROUND '%s'", argv[5]);
+        doomed_exits = strstr(argv[5], ":exit") != NULL;
+    }
+    int replica = replica_text != NULL ? atoi(replica_text) : 0;
     if (g_rank == 0)
         printf("size %d\n", g_size);
 
     int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
     long checksum = 0;
     for (int round = 0; round < rounds; round++) {
+        if (g_rank == doomed_rank && (replica == doomed_replica || doomed_replica == -1) &&
+            round == doomed_round) {
+            if (doomed_exits)
+                _exit(1);
+            raise(SIGKILL);
+        }
         /* Ring: blocking Sendrecv and nonblocking Isend/Irecv, eager and
          * rendezvous sizes. */
         int token = g_rank * 1000 + round, from_left = -1;

@@ -77,6 +77,7 @@ pub(crate) fn bring_up(global: &mut crate::global::Global, required: c_int) {
             if mpi.config.line_buffered {
                 line_buffer_standard_output();
             }
+            present_replica_to_program(&mpi);
             global.mpi = Some(mpi);
             let replicated = global
                 .mpi
@@ -180,6 +181,57 @@ fn line_buffer_standard_output() {
         }
     }
 }
+
+/// What a process of a replicated job (`RESMPI_REPLICAS` > 1) shows the
+/// program, whichever process manager started it: `RESMPI_REPLICA` holds
+/// its replica index from `MPI_Init` on (resmpi's `mpiexec` sets it before
+/// the program starts; hydra and Slurm cannot, since only the library maps
+/// a PMI rank to (rank, replica)), so a program can tell its copies apart.
+///
+/// Under another process manager nobody shows each rank's output once, as
+/// resmpi's `mpiexec` does: every replica but replica 0 sends its standard
+/// output and error to /dev/null from here on, so the job prints what an
+/// unreplicated run prints (`RESMPI_REPLICA_OUTPUT=all` keeps them all).
+/// Switching a rank's output to a survivor when replica 0 dies needs
+/// resmpi's `mpiexec`, which sees where each replica's output stands.
+fn present_replica_to_program(mpi: &Mpi) {
+    if mpi.replicas.count <= 1 {
+        return;
+    }
+    let replica = mpi.replicas.replica_of(mpi.rank()).to_string();
+    if std::env::var(REPLICA_VARIABLE).ok().as_deref() != Some(replica.as_str()) {
+        // Before the program's own threads can read the environment: it
+        // is still inside MPI_Init, and the library's threads never read it.
+        std::env::set_var(REPLICA_VARIABLE, &replica);
+    }
+    // resmpi's mpiexec always sets RESMPI_FAILURE_POLICY; it dedups itself.
+    let under_resmpi_mpiexec = mpi.config.failure_policy.is_some();
+    if under_resmpi_mpiexec || replica == "0" || mpi.config.replica_output_all {
+        return;
+    }
+    extern "C" {
+        /// glibc's `stdout` stream.
+        static mut stdout: *mut libc::FILE;
+    }
+    // SAFETY: flushing the C library's own stdout (what the program
+    // printed before MPI_Init goes where it was meant to), then pointing
+    // descriptors 1 and 2 at /dev/null, which dup2 does atomically.
+    unsafe {
+        let stream = std::ptr::addr_of!(stdout).read();
+        if !stream.is_null() {
+            libc::fflush(stream);
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, libc::STDOUT_FILENO);
+            libc::dup2(null, libc::STDERR_FILENO);
+            libc::close(null);
+        }
+    }
+}
+
+/// The variable holding a process's replica index under replication.
+pub const REPLICA_VARIABLE: &str = "RESMPI_REPLICA";
 
 /// Whether the background progress thread runs.
 static PROGRESS_THREAD_RUNNING: std::sync::atomic::AtomicBool =

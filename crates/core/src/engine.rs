@@ -2362,6 +2362,20 @@ impl<F: Interceptor> Engine<F> {
                     // this replica (whose frames the substitutes stood
                     // for) fails too, with the usual rules.
                     let logical = state.interceptor.logical_peer(peer);
+                    if self.watches_local_exits {
+                        // No resmpi launcher (hydra, Slurm) says which
+                        // rank is gone, and the error of the operation
+                        // that needed it names no rank: say it here.
+                        let world = state.comms.get(crate::WORLD).and_then(Option::as_ref);
+                        let rank = world
+                            .and_then(|world| world.group.iter().position(|&p| p == logical))
+                            .unwrap_or(logical as usize);
+                        let own_rank = world.map_or(state.rank, |world| world.rank);
+                        eprintln!(
+                            "resmpi: rank {own_rank}: every replica of rank {rank} has died \
+                             (process {peer} last), so the job cannot go on"
+                        );
+                    }
                     self.fail_peer(peer);
                     return self.fail_peer(logical);
                 }

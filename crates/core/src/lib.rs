@@ -302,6 +302,36 @@ pub struct Mpi {
     pub config: Config,
 }
 
+/// hydra (`mpiexec.hydra -disable-auto-cleanup`) tells the processes of a
+/// job that one of them died by sending each SIGUSR1, whose default action
+/// ends the process: a replicated job that should mask the death would
+/// lose every process instead. The replication protocol learns of the
+/// death on its own (the dead process's pidfd, a lost connection), so the
+/// signal is taken by a handler that does nothing. A handler rather than
+/// SIG_IGN: a program the process `exec`s gets the default action back, as
+/// an ignored signal would not. A program that installs its own SIGUSR1
+/// handler before `MPI_Init` keeps it (only the default is replaced), and
+/// one that installs it after replaces this one.
+fn survive_hydra_failure_signal() {
+    extern "C" fn ignore(_signal: libc::c_int) {}
+    // SAFETY: sigaction with a zeroed, then filled, action and a handler
+    // that touches nothing; the current action is read first and only a
+    // default one is replaced.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGUSR1, std::ptr::null(), &mut current) != 0
+            || current.sa_sigaction != libc::SIG_DFL
+        {
+            return;
+        }
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = ignore as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut());
+    }
+}
+
 /// How the processes of a job map to MPI ranks under `--replicas`
 /// (`RESMPI_REPLICAS`). Process (PMI rank) `p` runs replica `p / ranks` of
 /// rank `p % ranks`: the engine and the links speak processes, while
@@ -367,7 +397,20 @@ impl Mpi {
         // MPI_Init: its notices are watched from before the wire-up, which
         // goes on without a peer they report dead.
         let masks_deaths = cfg!(feature = "replication") && config.replica_count > 1;
-        let early_notices = if masks_deaths && spawn_parent.is_none() && config.incarnation == 0 {
+        // Only resmpi's mpiexec (which always sets RESMPI_FAILURE_POLICY)
+        // sends failure notices; hydra and Slurm refuse the request (hydra
+        // ends the job on an unknown PMI command). There the library's own
+        // detection (a local peer's pidfd, a lost connection) feeds the
+        // same failure events.
+        let launcher_sends_notices = config.failure_policy.is_some();
+        if masks_deaths && !launcher_sends_notices {
+            survive_hydra_failure_signal();
+        }
+        let early_notices = if masks_deaths
+            && launcher_sends_notices
+            && spawn_parent.is_none()
+            && config.incarnation == 0
+        {
             let notices = Arc::new(FailureNotices::new());
             pmi.watch_failures(notices.clone())
                 .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
@@ -414,6 +457,17 @@ impl Mpi {
         // (docs/design.md, "Interceptors"); `none` in the default build is
         // `Engine<PassThrough>`, exactly the engine without hooks.
         let replicas = Replicas::of_job(size, config.replica_count)?;
+        if replicas.count > 1 && !masks_deaths && !launcher_sends_notices && rank == 0 {
+            // Without resmpi's mpiexec nobody gives up a replica, and this
+            // build has no protocol that masks one process's death: say so
+            // once, before a death shows it.
+            eprintln!(
+                "resmpi: RESMPI_REPLICAS={} without resmpi's mpiexec and without the replication \
+                 build of the library: a process's death will end the job; put \
+                 <prefix>/lib/replication first on LD_LIBRARY_PATH to mask it",
+                replicas.count
+            );
+        }
         let protocol = match resmpi_ft::Mode::from_name(&config.ft_protocol) {
             Ok(resmpi_ft::Mode::None) => job_protocol(rank, replicas, &config)?,
             Err(problem) => {
@@ -521,17 +575,20 @@ impl Mpi {
             // The job outlives a death: learn of it from the launcher, and
             // take a peer the network loses for the same event.
             let notices = match early_notices {
-                Some(notices) => notices,
-                None => {
+                Some(notices) => Some(notices),
+                None if launcher_sends_notices => {
                     let notices = Arc::new(FailureNotices::new());
                     wireup::pause_before_watching_for_tests(rank);
                     pmi.watch_failures(notices.clone()).map_err(|error| {
                         MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}"))
                     })?;
-                    notices
+                    Some(notices)
                 }
+                None => None,
             };
-            engine.watch_notices(notices);
+            if let Some(notices) = notices {
+                engine.watch_notices(notices);
+            }
             engine.failures_are_events = true;
             // ULFM's rule; under message logging a death is masked, not
             // reported to the application.

@@ -124,6 +124,13 @@ pub struct Config {
     /// (`agree`) or each matches on its own (`free`, the default: the
     /// program is taken as send-deterministic).
     pub replica_anysource_agree: bool,
+    /// `RESMPI_REPLICA_OUTPUT=all`: under a process manager other than
+    /// resmpi's `mpiexec` (which shows each rank's output once itself),
+    /// every replica keeps its standard output and error; by default
+    /// (`first`) only replica 0 of each rank does, the others write theirs
+    /// to /dev/null from `MPI_Init` on, so the job prints what an
+    /// unreplicated run prints.
+    pub replica_output_all: bool,
     /// `RESMPI_MSGLOG` (`mpiexec --msglog`): message logging.
     pub msglog: MessageLogging,
     /// `RESMPI_MSGLOG_MEM`: bytes one process's message log may hold
@@ -241,6 +248,7 @@ impl Default for Config {
             replica_count: 1,
             sdc: SdcChoice::Report,
             replica_anysource_agree: false,
+            replica_output_all: false,
             msglog: MessageLogging::None,
             msglog_bytes_max: None,
             msglog_disk_bytes_max: None,
@@ -417,6 +425,13 @@ impl Config {
                 &[("free", false), ("agree", true)],
             )?;
         }
+        if let Some(text) = lookup("RESMPI_REPLICA_OUTPUT") {
+            config.replica_output_all = choose(
+                "RESMPI_REPLICA_OUTPUT",
+                &text,
+                &[("first", false), ("all", true)],
+            )?;
+        }
         if let Some(text) = lookup("RESMPI_RELIABLE") {
             config.reliable = choose("RESMPI_RELIABLE", &text, &switch)?;
         }
@@ -522,6 +537,23 @@ mod tests {
             let problem = config_of(&[("RESMPI_REPLICAS", bad)]).unwrap_err();
             assert!(problem.contains("RESMPI_REPLICAS"), "{problem}");
         }
+    }
+
+    #[test]
+    fn replica_output_is_the_first_replicas_unless_all_is_asked_for() {
+        assert!(!config_of(&[]).unwrap().replica_output_all);
+        assert!(
+            !config_of(&[("RESMPI_REPLICA_OUTPUT", "first")])
+                .unwrap()
+                .replica_output_all
+        );
+        assert!(
+            config_of(&[("RESMPI_REPLICA_OUTPUT", " all ")])
+                .unwrap()
+                .replica_output_all
+        );
+        let problem = config_of(&[("RESMPI_REPLICA_OUTPUT", "some")]).unwrap_err();
+        assert!(problem.contains("RESMPI_REPLICA_OUTPUT"), "{problem}");
     }
 
     #[test]
