@@ -716,11 +716,9 @@ mod tests {
     /// Process indices: rank + replica * ranks.
     const RANKS: u32 = 2;
 
-    #[test]
-    fn a_resend_overtaken_by_the_death_of_its_target_is_dropped() {
-        // Rank 0 replica 0 (process 0) sends to rank 1; then a host holding
-        // replica 1 of both ranks goes down and the two notices come in
-        // one burst, before the engine polls the re-sends.
+    /// Process 0 (rank 0 replica 0) with one send to rank 1 started, as
+    /// wire id 77.
+    fn sending_to_rank_1() -> Replication {
         let mut me = Replication::new(0, RANKS, 2);
         let mut targets = SendTargets::single(1);
         let envelope = SendEnvelope {
@@ -732,6 +730,15 @@ mod tests {
         me.route_send(&envelope, &mut targets);
         assert_eq!(targets.as_slice(), &[1]);
         me.send_started(77, 1, me.send_logical_seq());
+        me
+    }
+
+    #[test]
+    fn a_resend_overtaken_by_the_death_of_its_target_is_dropped() {
+        // Then a host holding replica 1 of both ranks goes down and the
+        // two notices come in one burst, before the engine polls the
+        // re-sends.
+        let mut me = sending_to_rank_1();
         // Process 2 (rank 0 replica 1) dies: process 0 substitutes for it
         // and queues the re-send to process 3 (rank 1 replica 1).
         assert_eq!(me.on_peer_failure(2), PeerFailureAction::Handled);
@@ -743,16 +750,7 @@ mod tests {
 
     #[test]
     fn a_resend_to_a_live_replica_is_made() {
-        let mut me = Replication::new(0, RANKS, 2);
-        let mut targets = SendTargets::single(1);
-        let envelope = SendEnvelope {
-            destination: 1,
-            context: 0,
-            tag: 0,
-            length_bytes: 8,
-        };
-        me.route_send(&envelope, &mut targets);
-        me.send_started(77, 1, me.send_logical_seq());
+        let mut me = sending_to_rank_1();
         assert_eq!(me.on_peer_failure(2), PeerFailureAction::Handled);
         assert_eq!(me.poll_resend(), Some((77, 3, 1)));
         assert_eq!(me.poll_resend(), None);
