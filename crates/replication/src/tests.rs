@@ -174,3 +174,88 @@ fn a_rank_is_lost_only_with_its_last_replica_and_said_once() {
     observer.handle_failure(process(1, 2));
     assert_eq!(drain(&mut observer), [Action::RankLost(1)]);
 }
+
+#[test]
+fn only_the_substitute_of_a_dead_replica_forks_it_and_the_new_one_starts_at_the_cut() {
+    let mut substitute = Replica::new(process(0, 0), 2, 2).with_recovery();
+    let mut other_rank = Replica::new(process(1, 0), 2, 2).with_recovery();
+    assert!(!substitute.can_fork(1), "replica 1 lives");
+    let send = substitute.handle_send(1);
+    drain(&mut substitute);
+    // Rank 1 replica 1 is dead in this job; then rank 0 replica 1 dies.
+    substitute.handle_failure(process(1, 1));
+    other_rank.handle_failure(process(1, 1));
+    substitute.handle_failure(process(0, 1));
+    assert!(substitute.can_fork(1));
+    other_rank.handle_failure(process(0, 1));
+    // It may fork its own rank's dead replica 1 (as its substitute).
+    assert!(other_rank.can_fork(1) && !other_rank.can_fork(0));
+    let (mut child, cut) = substitute.fork(1);
+    assert_eq!(child.me(), process(0, 1));
+    assert_eq!((cut.forker, cut.incarnation), (0, 1));
+    assert_eq!(cut.sent, vec![0, 1]);
+    assert!(substitute.is_alive(process(0, 1)) && child.is_alive(process(0, 0)));
+    // Both wait for the other rank's welcome; the copy of the pending send
+    // is the forker's to transmit, so the new replica transmits nothing.
+    assert!(substitute.is_rejoining() && child.is_rejoining());
+    assert!(!substitute.can_fork(1));
+    assert_eq!(drain(&mut child), []);
+    assert_eq!(child.pending_send_count(), 1);
+    // Rank 1 replica 0 learns of it; it has delivered nothing, so the
+    // welcome acks nothing.
+    other_rank.handle_rejoin(&cut);
+    other_rank.handle_rejoin(&cut);
+    let welcomes: Vec<Action> = drain(&mut other_rank)
+        .into_iter()
+        .filter(|action| matches!(action, Action::Welcome { .. }))
+        .collect();
+    assert_eq!(
+        welcomes,
+        [
+            Action::Welcome {
+                to: process(0, 1),
+                joined: process(0, 1),
+                incarnation: 1,
+                delivered: 0
+            },
+            Action::Welcome {
+                to: process(0, 0),
+                joined: process(0, 1),
+                incarnation: 1,
+                delivered: 0
+            },
+        ],
+        "one welcome each, the repeated notice ignored"
+    );
+    child.handle_welcome(process(1, 0), process(0, 1), 1, 0);
+    substitute.handle_welcome(process(1, 0), process(0, 1), 1, 0);
+    assert!(!child.is_rejoining() && !substitute.is_rejoining());
+    // The send completes at the new replica once rank 1 replica 0 has it.
+    child.handle_ack(process(1, 0), send.logical_seq);
+    assert_eq!(drain(&mut child), [Action::SendComplete(send)]);
+}
+
+#[test]
+fn a_forker_holds_its_acks_to_a_sender_until_that_sender_welcomes_the_new_replica() {
+    let mut forker = Replica::new(process(0, 0), 2, 2).with_recovery();
+    forker.handle_failure(process(0, 1));
+    let (_child, cut) = forker.fork(1);
+    drain(&mut forker);
+    // A message of rank 1 past the cut: its ack to rank 1 replica 1 would
+    // let that sender forget it before it knows the new replica.
+    assert_eq!(forker.handle_arrival(process(1, 0), 1), Arrival::Deliver);
+    assert!(cut.delivered[1] < 1);
+    let acks = drain(&mut forker);
+    assert!(
+        !acks
+            .iter()
+            .any(|action| matches!(action, Action::Ack { to, .. } if *to == process(1, 1))),
+        "{acks:?}"
+    );
+    forker.handle_welcome(process(1, 1), process(0, 1), 1, 0);
+    assert!(drain(&mut forker).contains(&Action::Ack {
+        to: process(1, 1),
+        acking_rank: 0,
+        logical_seq: 1
+    }));
+}
