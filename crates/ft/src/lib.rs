@@ -648,6 +648,16 @@ pub trait Interceptor {
         Ok(Vec::new())
     }
 
+    /// A checkpoint's position was refused by [`Interceptor::checkpoint_log`]
+    /// for now (only with `LOGS_MESSAGES`): true if the protocol asked for
+    /// what it lacks, so that the caller may make progress a little and
+    /// ask again (optimistic logging: the event logger's stable vector,
+    /// which a rank otherwise learns only from acks it does not wait for).
+    #[inline]
+    fn checkpoint_may_wait(&mut self) -> bool {
+        false
+    }
+
     /// This process (a restarted incarnation) resumes from a checkpoint's
     /// position (only with `LOGS_MESSAGES`): the next ordinals are
     /// `ordinals`, and its sender log is `log` ([`Interceptor::checkpoint_log`]).

@@ -175,6 +175,9 @@ pub struct MessageLog {
     resumed: bool,
     /// The list length the newest restartable checkpoint covers (`Trim`).
     trim_position: u64,
+    /// Optimistic: a checkpoint asked the logger for its stable vector (an
+    /// empty `Determinants` frame, answered with an ack) and waits for it.
+    stable_asked: bool,
     /// How many of `own` the event logger has acknowledged (durable).
     own_acknowledged: usize,
     /// A connection to the event logger is up and has been greeted.
@@ -308,6 +311,7 @@ impl MessageLog {
             replay_first: 0,
             resumed: false,
             trim_position: 0,
+            stable_asked: false,
             own_acknowledged: 0,
             logger_connected: false,
             hello_unanswered: false,
@@ -538,6 +542,7 @@ impl MessageLog {
     /// The logger's own acks: `count` of this process's determinants are
     /// on disk (`first_answer`: the answer to this connection's hello).
     fn handle_ack(&mut self, count: u64) {
+        self.stable_asked = false;
         let count = (count as usize).min(self.own_count());
         if self.hello_unanswered {
             // What the logger has: a restarted one read its file back.
@@ -723,6 +728,7 @@ impl MessageLog {
     pub fn handle_logger_lost(&mut self) {
         self.logger_connected = false;
         self.logger_out.clear();
+        self.stable_asked = false;
     }
 
     /// A frame from the event logger.
@@ -769,6 +775,7 @@ impl MessageLog {
             && self.own_acknowledged == self.own_count()
             && self.suspected_orphan_of.is_empty()
             && self.rollback.is_none()
+            && !self.stable_asked
             && self.logger_out.is_empty();
         if idle {
             return;
@@ -1240,6 +1247,25 @@ impl Interceptor for MessageLog {
             );
         }
         self.log.export()
+    }
+
+    fn checkpoint_may_wait(&mut self) -> bool {
+        if !self.optimistic || !self.send_may_start() || self.dependencies.is_stable_on_others() {
+            return false;
+        }
+        // The logger may have on disk what this rank depends on: its acks
+        // say so, and an optimistic rank reads them only when it must.
+        // Nothing new from position `own_count`: the logger answers with
+        // an ack (once what it has of this rank is durable).
+        if !self.stable_asked && self.logger_connected && !self.hello_unanswered {
+            self.stable_asked = true;
+            let ask = Frame::Determinants {
+                first: self.own_count() as u64,
+                entries: Vec::new(),
+            };
+            self.logger_out.push_back(ask.encode());
+        }
+        true
     }
 
     fn resume_at(&mut self, ordinals: [u64; 3], log: &[u8]) -> Result<(), String> {

@@ -372,7 +372,7 @@ mod tests {
             ordinal: 1000,
             source: 2,
         });
-        append_record(&mut more, 0, 1000, &[entry.clone()]);
+        append_record(&mut more, 0, 1000, std::slice::from_ref(&entry));
         file.write_all(&more).unwrap();
         drop(file);
         let bytes = std::fs::read(&path).unwrap();

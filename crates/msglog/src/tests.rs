@@ -1002,3 +1002,28 @@ fn a_replacement_served_a_trimmed_list_that_does_not_resume_is_refused() {
         "{error}"
     );
 }
+
+#[test]
+fn an_optimistic_checkpoint_asks_the_logger_for_its_stable_vector_and_then_has_a_position() {
+    let mut ranks = optimistic_ranks(2);
+    let mut logger = connect_all(&mut ranks);
+    wildcard_match(&mut ranks[0], 1, 1);
+    assert!(send_message(&mut ranks, 0, 1));
+    // Rank 0's determinant is on the logger's disk, but rank 1 makes none
+    // of its own: no ack tells it.
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[1].checkpoint_log().is_err());
+    // Its checkpoint asks (once), and the answer settles it.
+    assert!(ranks[1].checkpoint_may_wait());
+    assert!(ranks[1].checkpoint_may_wait());
+    assert_eq!(ranks[1].logger_out.len(), 1);
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[1].checkpoint_log().is_ok());
+    assert!(!ranks[1].checkpoint_may_wait());
+    assert_eq!(logger.counters.protocol_errors, 0);
+    assert_eq!(logger.stored(1), 0);
+    // A pessimistic rank never waits: its position is refused for other
+    // reasons only.
+    let mut pessimistic = MessageLog::new(0, 2, 0, 1 << 20);
+    assert!(!pessimistic.checkpoint_may_wait());
+}

@@ -276,6 +276,32 @@ impl<F: Interceptor> Engine<F> {
         })
     }
 
+    /// [`checkpoint_position`](Self::checkpoint_position), asked again
+    /// while the protocol says a position may come with a little progress
+    /// (`Interceptor::checkpoint_may_wait`), for at most `wait`.
+    pub fn checkpoint_position_waiting(
+        &mut self,
+        job: &str,
+        wait: std::time::Duration,
+    ) -> Result<CheckpointPosition, String> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let refusal = match self.checkpoint_position(job) {
+                Ok(position) => return Ok(position),
+                Err(refusal) => refusal,
+            };
+            if !F::LOGS_MESSAGES
+                || std::time::Instant::now() >= deadline
+                || !self.state.interceptor.checkpoint_may_wait()
+            {
+                return Err(refusal);
+            }
+            if !self.progress().map_err(|error| error.to_string())? {
+                std::thread::yield_now();
+            }
+        }
+    }
+
     /// A checkpoint at `position` is durable: the protocol tells each peer
     /// how far it reaches, so the peers trim their logs.
     pub fn announce_checkpoint(&mut self, position: &CheckpointPosition) {
