@@ -367,7 +367,14 @@ impl Mpi {
         // MPI_Init: its notices are watched from before the wire-up, which
         // goes on without a peer they report dead.
         let masks_deaths = cfg!(feature = "replication") && config.replica_count > 1;
-        let early_notices = if masks_deaths && spawn_parent.is_none() && config.incarnation == 0 {
+        // A replacement watches them from before its re-join too: a peer
+        // listed to connect to it may die first (`wire_up_replacement`).
+        let replacement_watches = spawn_parent.is_none()
+            && config.incarnation > 0
+            && config.failure_policy == Some(FailurePolicy::Continue);
+        let early_notices = if (masks_deaths && spawn_parent.is_none() && config.incarnation == 0)
+            || replacement_watches
+        {
             let notices = Arc::new(FailureNotices::new());
             pmi.watch_failures(notices.clone())
                 .map_err(|error| MpiError::new(ErrorClass::Other, format!("MPI_Init: {error}")))?;
@@ -383,7 +390,8 @@ impl Mpi {
                 None,
             )
         } else if config.incarnation > 0 {
-            let (transports, live_peers) = wireup::wire_up_replacement(&mut pmi, &config)?;
+            let (transports, live_peers) =
+                wireup::wire_up_replacement(&mut pmi, &config, early_notices.as_deref())?;
             (transports, Some(live_peers))
         } else {
             let (transports, dead) = wireup::wire_up(&mut pmi, &config, early_notices.as_deref())?;
