@@ -900,7 +900,23 @@ impl MessageLog {
         self.refuse_trimmed_replay();
         let ordinal = self.next_choice_ordinal;
         self.next_choice_ordinal += 1;
-        (ordinal, self.replayed_choice(ordinal).is_some())
+        let replayed = self.replayed_choice(ordinal).is_some();
+        // Every counted call's outcome is logged in order (a failed run is
+        // made an entry before any later one), so a replay that has a
+        // later call's and not this one's lacks entries (trimmed too far,
+        // or a damaged list): it would diverge unseen.
+        if !replayed
+            && self.orphan_error.is_none()
+            && self.replay_choices.range(ordinal + 1..).next().is_some()
+        {
+            self.orphan_error = Some(format!(
+                "rank {}: message logging: the replay holds no outcome of non-deterministic \
+                 call {ordinal} but holds later ones: this rank's determinant list lacks \
+                 entries, and the replay would diverge; the restart is refused",
+                self.rank
+            ));
+        }
+        (ordinal, replayed)
     }
 
     /// A replacement served a trimmed list that does not resume from a

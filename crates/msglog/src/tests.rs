@@ -1027,3 +1027,32 @@ fn an_optimistic_checkpoint_asks_the_logger_for_its_stable_vector_and_then_has_a
     let mut pessimistic = MessageLog::new(0, 2, 0, 1 << 20);
     assert!(!pessimistic.checkpoint_may_wait());
 }
+
+#[test]
+fn a_replay_with_a_hole_in_its_completion_choices_is_refused() {
+    let mut rank = MessageLog::new(0, 2, 1, 1 << 20);
+    rank.handle_logger_connected();
+    let choice = |ordinal| {
+        Entry::Choice(Choice {
+            ordinal,
+            repeat: 1,
+            completed: vec![0],
+        })
+    };
+    let replay = Frame::Replay {
+        first: 0,
+        last: true,
+        entries: vec![choice(0), choice(2)],
+    };
+    rank.handle_logger_frame(&replay.encode());
+    assert!(rank.replay_complete());
+    choose(&mut rank, CompletionCall::Testany, 2, &[0]);
+    assert_eq!(rank.take_fatal_error(), None);
+    // Call 1 has no logged outcome, call 2 has: entries are missing.
+    choose(&mut rank, CompletionCall::Testany, 2, &[1]);
+    let error = rank.take_fatal_error().expect("refused");
+    assert!(
+        error.contains("no outcome of non-deterministic call 1"),
+        "{error}"
+    );
+}
