@@ -32,7 +32,8 @@ from test_veloc import config, per_rank
 pytestmark = pytest.mark.resmpi_only("--msglog is resmpi's")
 
 BOUND_SECONDS = 60
-ITERATIONS = 800
+# At least 1.5 s of sleeps: every timed kill below lands inside the loop.
+ITERATIONS = 1500
 EVERY = 20
 MODES = ["pessimistic", "optimistic"]
 

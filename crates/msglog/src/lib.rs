@@ -458,7 +458,13 @@ impl MessageLog {
     /// Send `own[from..]` to the event logger (nothing while no
     /// connection is up: the next one sends from what is acked).
     fn send_own_from(&mut self, from: usize) {
-        if !self.logger_connected {
+        // After a reconnect, before the hello's answer, the logger's length
+        // is unknown (a restarted one lost what was in flight): the answer
+        // sends everything from there, and a frame sent now would leave a
+        // gap the logger refuses. (On the first connection nothing can be
+        // lost yet, and an optimistic rank's determinants go at once.)
+        let length_unknown = self.hello_unanswered && self.logger_connections > 1;
+        if !self.logger_connected || length_unknown {
             return;
         }
         // An orphan sends nothing past its cut.
