@@ -158,3 +158,22 @@ def test_without_ckpt_dir_the_log_lives_in_a_job_directory_removed_at_the_end(ri
     assert not list(tmp_path.glob("resmpi-eventlog-*")), list(tmp_path.iterdir())
 
 
+
+
+def test_a_rank_killed_before_it_connected_to_a_replacement_is_not_waited_for(ring_exe):
+    # Every rank sleeps 300 ms a round outside MPI, so nobody connects to
+    # rank 1's replacement until its next round; rank 2 dies before that.
+    # The replacement was told to expect rank 2 (alive when it announced)
+    # and rank 2's replacement expects it (announced first): each waited
+    # in MPI_Init for the other until the accept timeout ("timed out after
+    # 30s waiting for ranks [2] to connect to rank 1"), then both died and
+    # started again, and again. The replacement now hears of rank 2's
+    # death during its wire-up and goes on without it.
+    args = [10, 16, 0, 300000]
+    expected = msglog.baseline(4, ring_exe, args)
+    res = msglog.run_logged(4, ring_exe, args, "kill:1@400ms,kill:2@550ms")
+    for victim in (1, 2):
+        msglog.assert_recovered(res, victim, 4)
+    assert "timed out" not in res.stderr, res.describe()
+    assert "incarnation 2" not in res.stderr, res.describe()
+    assert msglog.per_rank(res.stdout) == expected, res.describe()

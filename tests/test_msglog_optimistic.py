@@ -132,10 +132,7 @@ def test_two_ranks_killed_together_roll_their_orphans_back(anysource_exe, kill):
     # Rank 0 (its matches mostly lost) and a worker die together: the
     # other workers are orphans of rank 0 and roll back; the dead
     # worker's replacement replays; the output follows from the printed
-    # orders, as a fault-free run's does. (Together, at one instant: a
-    # death while another rank's replacement is in its wire-up can leave
-    # both replacements waiting for each other in MPI_Init, whatever the
-    # logging; kills a few rounds apart hit that.)
+    # orders, as a fault-free run's does.
     rounds = 800
     env = {"RESMPI_EVENTLOG_TEST_STORE_MAX": "3"}
     res = run_optimistic(4, anysource_exe, [rounds], kill, env=env)

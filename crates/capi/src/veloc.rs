@@ -890,6 +890,11 @@ fn resume_enabled() -> bool {
         )
 }
 
+/// How long a checkpoint waits for its position when the protocol says one
+/// may come (optimistic logging: the stable vector, usually one `fdatasync`
+/// of the event logger away).
+const POSITION_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// This process's position now, if a replacement could resume from it.
 fn current_position() -> Option<CheckpointPosition> {
     if !resume_enabled() {
@@ -898,7 +903,10 @@ fn current_position() -> Option<CheckpointPosition> {
     let job = std::env::var("RESMPI_JOB_ID").unwrap_or_default();
     let mut position =
         crate::global::with_mpi("VELOC_Checkpoint", abi::MPI_COMM_WORLD, |mpi, _| {
-            Ok(mpi.engine.checkpoint_position(&job).ok())
+            Ok(mpi
+                .engine
+                .checkpoint_position_waiting(&job, POSITION_WAIT)
+                .ok())
         })
         .ok()
         .flatten()?;

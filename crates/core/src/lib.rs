@@ -406,10 +406,16 @@ impl Mpi {
         if masks_deaths && !launcher_sends_notices {
             survive_hydra_failure_signal();
         }
-        let early_notices = if masks_deaths
+        // A replacement watches them from before its re-join too: a peer
+        // listed to connect to it may die first (`wire_up_replacement`).
+        let replacement_watches = spawn_parent.is_none()
+            && config.incarnation > 0
+            && config.failure_policy == Some(FailurePolicy::Continue);
+        let early_notices = if (masks_deaths
             && launcher_sends_notices
             && spawn_parent.is_none()
-            && config.incarnation == 0
+            && config.incarnation == 0)
+            || replacement_watches
         {
             let notices = Arc::new(FailureNotices::new());
             pmi.watch_failures(notices.clone())
@@ -426,7 +432,8 @@ impl Mpi {
                 None,
             )
         } else if config.incarnation > 0 {
-            let (transports, live_peers) = wireup::wire_up_replacement(&mut pmi, &config)?;
+            let (transports, live_peers) =
+                wireup::wire_up_replacement(&mut pmi, &config, early_notices.as_deref())?;
             (transports, Some(live_peers))
         } else {
             let (transports, dead) = wireup::wire_up(&mut pmi, &config, early_notices.as_deref())?;

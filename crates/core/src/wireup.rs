@@ -563,9 +563,17 @@ pub fn connect_rejoined_peer(
 /// answers with their ranks and incarnations), and accept each of them.
 /// Every peer is reached over TCP, on one rail. Returns the paths and the
 /// live peers as (rank, incarnation); a rank not among them is dead.
+///
+/// `notices` (watched since before the announcement) tell of a peer that
+/// dies after the launcher listed it and before it connected: it is not
+/// waited for (the engine learns of the death from the same notices).
+/// Without them a replacement waited the whole accept timeout for it, and
+/// so did that peer's own replacement, which waits for this one (one
+/// announced before it is on its list) while this one still accepts.
 pub fn wire_up_replacement(
     pmi: &mut Pmi,
     config: &Config,
+    notices: Option<&FailureNotices>,
 ) -> MpiResult<(Transports, Vec<(u32, u32)>)> {
     let rank = pmi.rank();
     let size = pmi.size();
@@ -609,7 +617,14 @@ pub fn wire_up_replacement(
         .announce_rejoin(incarnation, &address)
         .map_err(|e| runtime_error("re-join announcement", e))?;
     let expected: Vec<u32> = peers.iter().map(|(peer, _)| *peer).collect();
-    path.accept_peers(&expected, &secret)
+    let gone = |peer: u32| {
+        notices.is_some_and(|notices| {
+            peers.iter().any(|&(listed, incarnation)| {
+                listed == peer && notices.has_failed_since(peer, incarnation)
+            })
+        })
+    };
+    path.accept_peers_but_gone(&expected, &secret, &gone)
         .map_err(|e| runtime_error("re-join: accepting the survivors", e))?;
     let mut routes = vec![Route::Tcp; size as usize];
     routes[rank as usize] = Route::Loopback;

@@ -117,7 +117,7 @@ fn checkpoint_positions_from_random_and_mutated_bytes_decode_or_fail_cleanly() {
         job: "0123abcd".into(),
         delivered: vec![0, 7, 9],
         sent: vec![3, 0, 11],
-        ordinals: [2, 40],
+        ordinals: [2, 40, 5],
         collectives: vec![CollectivePosition {
             context: 0,
             collective_sequence: 12,

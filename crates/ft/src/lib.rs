@@ -631,10 +631,11 @@ pub trait Interceptor {
 
     /// The protocol's part of a checkpoint's position (only with
     /// `LOGS_MESSAGES`): the ordinals of the next wildcard receive and of
-    /// the next counted completion call or probe.
+    /// the next counted completion call or probe, and the length of its
+    /// determinant list (what a restart from the checkpoint never needs).
     #[inline]
-    fn checkpoint_ordinals(&self) -> [u64; 2] {
-        [0, 0]
+    fn checkpoint_ordinals(&self) -> [u64; 3] {
+        [0, 0, 0]
     }
 
     /// The sender log as a checkpoint carries it (only with
@@ -647,20 +648,31 @@ pub trait Interceptor {
         Ok(Vec::new())
     }
 
+    /// A checkpoint's position was refused by [`Interceptor::checkpoint_log`]
+    /// for now (only with `LOGS_MESSAGES`): true if the protocol asked for
+    /// what it lacks, so that the caller may make progress a little and
+    /// ask again (optimistic logging: the event logger's stable vector,
+    /// which a rank otherwise learns only from acks it does not wait for).
+    #[inline]
+    fn checkpoint_may_wait(&mut self) -> bool {
+        false
+    }
+
     /// This process (a restarted incarnation) resumes from a checkpoint's
     /// position (only with `LOGS_MESSAGES`): the next ordinals are
     /// `ordinals`, and its sender log is `log` ([`Interceptor::checkpoint_log`]).
     #[inline]
-    fn resume_at(&mut self, _ordinals: [u64; 2], _log: &[u8]) -> Result<(), String> {
+    fn resume_at(&mut self, _ordinals: [u64; 3], _log: &[u8]) -> Result<(), String> {
         Ok(())
     }
 
     /// A checkpoint of this process is durable and restartable from its
     /// position (only with `LOGS_MESSAGES`): it covers, per peer, the
     /// messages numbered at or below `delivered[peer]`, which the peers
-    /// may now drop from their logs.
+    /// may now drop from their logs, and the determinants its `ordinals`
+    /// ([`Interceptor::checkpoint_ordinals`]) say were made before it.
     #[inline]
-    fn on_checkpoint(&mut self, _delivered: &[u64]) {}
+    fn on_checkpoint(&mut self, _delivered: &[u64], _ordinals: [u64; 3]) {}
 
     /// This process has passed `MPI_Finalize`'s barrier (only with
     /// `LOGS_MESSAGES`): it will leave once [`Interceptor::may_leave`] says so.

@@ -452,6 +452,14 @@ impl PmiServer {
             if peer == rank || !alive || finalized[watcher] {
                 continue;
             }
+            if incarnations[watcher] > 0 && !announced[watcher] {
+                // A replacement that watches from before its own re-join
+                // (to hear of deaths during it) and has not announced
+                // yet: it connects to this one when it announces, as one
+                // that does not watch yet does (below). Listing it here
+                // too would have each wait in its wire-up for the other.
+                continue;
+            }
             let Some(writer) = slot else {
                 // Another replacement, re-joining at the same time: one
                 // that announced already connects to this one once it

@@ -411,18 +411,11 @@ fn report_fault_tolerance(
         replicas_given_up,
     };
     if let Some((counters, restarts)) = event_logger {
-        for (name, value) in [
-            ("eventlog_determinants_stored", counters.determinants_stored),
-            ("eventlog_batches_synced", counters.batches_synced),
-            ("eventlog_bytes_appended", counters.bytes_appended),
-            (
-                "eventlog_determinants_recovered",
-                counters.determinants_recovered,
-            ),
-            ("eventlog_protocol_errors", counters.protocol_errors),
-            ("eventlog_restarts", restarts),
-        ] {
-            report.counters.insert(name.to_string(), value);
+        for (name, value) in resmpi_msglog::server::named_counters(&counters)
+            .into_iter()
+            .chain([("restarts", restarts)])
+        {
+            report.counters.insert(format!("eventlog_{name}"), value);
         }
     }
     if report.any_nonzero() || options.ft_options_given {

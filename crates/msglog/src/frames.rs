@@ -18,9 +18,11 @@
 //!     `length` packed bytes from world rank `source` with `tag`.
 //! - `Ack`: count u64 — the event logger has the first `count`
 //!   determinants of the rank on disk (synced).
-//! - `Replay`: last u8 (0 or 1), count u32, count × entry as above — the
-//!   event logger hands a restarted rank the determinants of its earlier
-//!   incarnations.
+//! - `Replay`: first position u64, last u8 (0 or 1), count u32, count ×
+//!   entry as above — the event logger hands a restarted rank the
+//!   determinants of its earlier incarnations, from position `first` of
+//!   its list (above 0 once a checkpoint of the rank let the logger trim
+//!   the list: the replacement resumes from that checkpoint).
 //! - `Finished`: no fields — the sender has passed `MPI_Finalize`'s barrier.
 //! - `Covered`: last u64 — the sender's newest restartable checkpoint
 //!   covers the messages the receiver sent it numbered 1 to `last`: the
@@ -52,13 +54,18 @@
 //!   the logger cuts its list to its first `count` determinants, durably
 //!   (its replacement replays only those).
 //! - `Truncated`: count u64 — the logger's answer once the cut is on disk.
+//! - `Trim`: count u64 — the sender's newest restartable checkpoint (durable,
+//!   with a position) covers the first `count` determinants of its list:
+//!   the event logger may drop them (its replacement resumes from that
+//!   checkpoint and never looks below its ordinals).
 
 /// Version of this frame format (2: entries carry a kind, and completion
 /// choices exist; 3: probe entries exist; 4: the event logger's `Hello`;
 /// 5: optimistic logging's `Stable` and `Depend`, and the `Hello` flag;
 /// 6: incarnations in `Depend`, `Query` and `Answer`, and the orphans'
-/// `Truncate` and `Truncated`).
-pub const VERSION: u8 = 6;
+/// `Truncate` and `Truncated`; 7: the checkpoints' `Trim`, and the first
+/// position in `Replay`).
+pub const VERSION: u8 = 7;
 const KIND_DETERMINANTS: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_REPLAY: u8 = 3;
@@ -71,6 +78,7 @@ const KIND_QUERY: u8 = 9;
 const KIND_ANSWER: u8 = 10;
 const KIND_TRUNCATE: u8 = 11;
 const KIND_TRUNCATED: u8 = 12;
+const KIND_TRIM: u8 = 13;
 /// An encoded (rank, count) pair of `Stable`.
 const PAIR_BYTES: usize = 4 + 8;
 /// An encoded (rank, incarnation, count) entry of `Depend`.
@@ -176,6 +184,8 @@ pub enum Frame {
     },
     /// Determinants of the receiver's earlier incarnations.
     Replay {
+        /// Position of the first entry in the receiver's list.
+        first: u64,
         /// The last replay frame.
         last: bool,
         /// The entries.
@@ -239,6 +249,12 @@ pub enum Frame {
         /// Determinants kept.
         count: u64,
     },
+    /// The sender's newest restartable checkpoint covers the first
+    /// `count` determinants of its list.
+    Trim {
+        /// Determinants covered.
+        count: u64,
+    },
 }
 
 /// One entry of a dependency vector as `Depend` carries it: the state
@@ -268,8 +284,13 @@ impl Frame {
                 bytes.push(KIND_ACK);
                 bytes.extend_from_slice(&count.to_le_bytes());
             }
-            Frame::Replay { last, entries } => {
+            Frame::Replay {
+                first,
+                last,
+                entries,
+            } => {
                 bytes.push(KIND_REPLAY);
+                bytes.extend_from_slice(&first.to_le_bytes());
                 bytes.push(u8::from(*last));
                 encode_entries(&mut bytes, entries);
             }
@@ -327,6 +348,10 @@ impl Frame {
                 bytes.push(KIND_TRUNCATED);
                 bytes.extend_from_slice(&count.to_le_bytes());
             }
+            Frame::Trim { count } => {
+                bytes.push(KIND_TRIM);
+                bytes.extend_from_slice(&count.to_le_bytes());
+            }
         }
         bytes
     }
@@ -350,13 +375,18 @@ impl Frame {
                 count: reader.u64()?,
             },
             KIND_REPLAY => {
+                let first = reader.u64()?;
                 let last = match reader.u8()? {
                     0 => false,
                     1 => true,
                     other => return Err(format!("replay frame: last flag {other}")),
                 };
                 let entries = reader.entries()?;
-                Frame::Replay { last, entries }
+                Frame::Replay {
+                    first,
+                    last,
+                    entries,
+                }
             }
             KIND_FINISHED => Frame::Finished,
             KIND_COVERED => Frame::Covered {
@@ -396,6 +426,9 @@ impl Frame {
                 count: reader.u64()?,
             },
             KIND_TRUNCATED => Frame::Truncated {
+                count: reader.u64()?,
+            },
+            KIND_TRIM => Frame::Trim {
                 count: reader.u64()?,
             },
             other => return Err(format!("unknown message-logging frame kind {other}")),
@@ -597,6 +630,7 @@ mod tests {
             },
             Frame::Ack { count: 77 },
             Frame::Replay {
+                first: 12,
                 last: true,
                 entries,
             },
@@ -631,6 +665,7 @@ mod tests {
             },
             Frame::Truncate { count: 7 },
             Frame::Truncated { count: 7 },
+            Frame::Trim { count: 1 << 33 },
         ];
         for frame in frames {
             let bytes = frame.encode();
@@ -653,7 +688,7 @@ mod tests {
         assert!(Frame::decode(&many_pairs).is_err());
         // Version 4 (no optimistic flag in the hello) is refused.
         assert!(Frame::decode(&[4, KIND_HELLO, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
-        let mut huge = vec![VERSION, KIND_REPLAY, 1];
+        let mut huge = vec![VERSION, KIND_REPLAY, 0, 0, 0, 0, 0, 0, 0, 0, 1];
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(Frame::decode(&huge).is_err());
         // Versions 1 (no entry kinds) and 2 (no probe entries) are
@@ -665,6 +700,8 @@ mod tests {
         assert!(Frame::decode(&[VERSION, KIND_HELLO, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0]).is_err());
         // An optimistic flag other than 0 or 1.
         assert!(Frame::decode(&[VERSION, KIND_HELLO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]).is_err());
+        // Version 6 (a replay without its first position) is refused.
+        assert!(Frame::decode(&[6, KIND_REPLAY, 1, 0, 0, 0, 0]).is_err());
     }
 
     fn one_choice(repeat: u32, completed: &[u32]) -> Vec<u8> {
@@ -683,6 +720,7 @@ mod tests {
     fn a_probe_entry_with_a_wildcard_tag_is_refused() {
         let frame = |tag| {
             Frame::Replay {
+                first: 0,
                 last: false,
                 entries: vec![Entry::Probe(Probed {
                     ordinal: 1,

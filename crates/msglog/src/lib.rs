@@ -160,8 +160,24 @@ pub struct MessageLog {
     size: u32,
     incarnation: u32,
     log: SenderLog,
-    /// This process's determinants, in the order they were made.
+    /// This process's determinants, in the order they were made, from
+    /// position `own_base` of its list (the ones before were covered by
+    /// its checkpoint and dropped, or, in a replacement, trimmed by the
+    /// logger before its replay).
     own: Vec<Entry>,
+    /// Where `own` starts in the list.
+    own_base: usize,
+    /// Restarted incarnation: where the logger's replay started (above 0:
+    /// it trimmed the list, and only a resume from the checkpoint that
+    /// covers the rest replays right).
+    replay_first: usize,
+    /// Restarted incarnation: it resumes from a checkpoint's position.
+    resumed: bool,
+    /// The list length the newest restartable checkpoint covers (`Trim`).
+    trim_position: u64,
+    /// Optimistic: a checkpoint asked the logger for its stable vector (an
+    /// empty `Determinants` frame, answered with an ack) and waits for it.
+    stable_asked: bool,
     /// How many of `own` the event logger has acknowledged (durable).
     own_acknowledged: usize,
     /// A connection to the event logger is up and has been greeted.
@@ -262,7 +278,7 @@ impl fmt::Debug for MessageLog {
             .debug_struct("MessageLog")
             .field("rank", &self.rank)
             .field("incarnation", &self.incarnation)
-            .field("own", &self.own.len())
+            .field("own", &self.own_count())
             .field("own_acknowledged", &self.own_acknowledged)
             .field("logger_connected", &self.logger_connected)
             .field("replay_complete", &self.replay_complete)
@@ -291,6 +307,11 @@ impl MessageLog {
             incarnation,
             log: SenderLog::new(size, log_bytes_max),
             own: Vec::new(),
+            own_base: 0,
+            replay_first: 0,
+            resumed: false,
+            trim_position: 0,
+            stable_asked: false,
             own_acknowledged: 0,
             logger_connected: false,
             hello_unanswered: false,
@@ -406,9 +427,21 @@ impl MessageLog {
         self.log.bytes_spilled()
     }
 
-    /// Determinants made by this process (its earlier incarnations' included).
+    /// Determinants made by this process (its earlier incarnations'
+    /// included): the length of its list.
     pub fn determinant_count(&self) -> usize {
+        self.own_count()
+    }
+
+    /// Determinants this process holds in memory (its list less what its
+    /// checkpoint covered).
+    pub fn determinants_held(&self) -> usize {
         self.own.len()
+    }
+
+    /// The length of this process's list, from its start.
+    fn own_count(&self) -> usize {
+        self.own_base + self.own.len()
     }
 
     /// Whether the replay of the earlier incarnations' determinants is in.
@@ -425,19 +458,28 @@ impl MessageLog {
     /// Send `own[from..]` to the event logger (nothing while no
     /// connection is up: the next one sends from what is acked).
     fn send_own_from(&mut self, from: usize) {
-        if !self.logger_connected {
+        // After a reconnect, before the hello's answer, the logger's length
+        // is unknown (a restarted one lost what was in flight): the answer
+        // sends everything from there, and a frame sent now would leave a
+        // gap the logger refuses. (On the first connection nothing can be
+        // lost yet, and an optimistic rank's determinants go at once.)
+        let length_unknown = self.hello_unanswered && self.logger_connections > 1;
+        if !self.logger_connected || length_unknown {
             return;
         }
         // An orphan sends nothing past its cut.
-        let sendable = self.rollback.as_ref().map_or(self.own.len(), |rollback| {
-            self.own.len().min(rollback.keep_count as usize)
+        let sendable = self.rollback.as_ref().map_or(self.own_count(), |rollback| {
+            self.own_count().min(rollback.keep_count as usize)
         });
-        let mut first = from;
-        while first < sendable {
-            let end = frame_end(&self.own[..sendable], first);
+        let held = &self.own[..sendable.saturating_sub(self.own_base)];
+        // What is not held any more was acked and trimmed: the logger
+        // never asks for it (it acks at least its trimmed length).
+        let mut first = from.max(self.own_base) - self.own_base;
+        while first < held.len() {
+            let end = frame_end(held, first);
             let frame = Frame::Determinants {
-                first: first as u64,
-                entries: self.own[first..end].to_vec(),
+                first: (self.own_base + first) as u64,
+                entries: held[first..end].to_vec(),
             };
             self.logger_out.push_back(frame.encode());
             first = end;
@@ -454,6 +496,7 @@ impl MessageLog {
         if !self.replay_complete {
             // A replay cut off by the lost connection comes again whole.
             self.own.clear();
+            self.own_base = 0;
             self.replay.clear();
             self.replay_choices.clear();
         }
@@ -505,7 +548,8 @@ impl MessageLog {
     /// The logger's own acks: `count` of this process's determinants are
     /// on disk (`first_answer`: the answer to this connection's hello).
     fn handle_ack(&mut self, count: u64) {
-        let count = (count as usize).min(self.own.len());
+        self.stable_asked = false;
+        let count = (count as usize).min(self.own_count());
         if self.hello_unanswered {
             // What the logger has: a restarted one read its file back.
             // If it has less than it once acked (its file was lost or
@@ -523,9 +567,13 @@ impl MessageLog {
             {
                 self.send_truncate();
             }
+            // A trim lost with a connection (the logger restarted before
+            // its record was on disk) is asked again.
+            self.send_trim();
         } else {
             self.own_acknowledged = self.own_acknowledged.max(count);
         }
+        self.drop_covered_own();
         self.dependencies
             .handle_stable(self.rank, self.own_acknowledged as u64);
     }
@@ -653,10 +701,40 @@ impl MessageLog {
         self.exit_if_rolled_back();
     }
 
+    /// Tell the logger how much of this process's list its newest
+    /// restartable checkpoint covers.
+    fn send_trim(&mut self) {
+        if self.trim_position > 0 && self.logger_connected && !self.hello_unanswered {
+            let trim = Frame::Trim {
+                count: self.trim_position,
+            };
+            self.logger_out.push_back(trim.encode());
+        }
+    }
+
+    /// Drop from memory what the newest checkpoint covers and the logger
+    /// has acked (it never asks for it again, and a restart from the
+    /// checkpoint never looks at it).
+    fn drop_covered_own(&mut self) {
+        let covered = (self.trim_position as usize)
+            .min(self.own_acknowledged)
+            .min(self.own_count());
+        if covered > self.own_base {
+            let dropped = covered - self.own_base;
+            for entry in self.own.drain(..dropped) {
+                self.determinant_bytes = self
+                    .determinant_bytes
+                    .saturating_sub(DETERMINANT_COST_BYTES + entry.encoded_len());
+            }
+            self.own_base = covered;
+        }
+    }
+
     /// The connection to the event logger broke.
     pub fn handle_logger_lost(&mut self) {
         self.logger_connected = false;
         self.logger_out.clear();
+        self.stable_asked = false;
     }
 
     /// A frame from the event logger.
@@ -673,7 +751,11 @@ impl MessageLog {
                 count,
             }) => self.handle_answer(rank, incarnation, count),
             Ok(Frame::Truncated { count }) => self.handle_truncated(count),
-            Ok(Frame::Replay { last, entries }) => self.handle_replay(last, entries),
+            Ok(Frame::Replay {
+                first,
+                last,
+                entries,
+            }) => self.handle_replay(first, last, entries),
             _ => self.protocol_errors += 1,
         }
     }
@@ -696,9 +778,10 @@ impl MessageLog {
         let idle = self.logger_connected
             && !self.hello_unanswered
             && self.replay_complete
-            && self.own_acknowledged == self.own.len()
+            && self.own_acknowledged == self.own_count()
             && self.suspected_orphan_of.is_empty()
             && self.rollback.is_none()
+            && !self.stable_asked
             && self.logger_out.is_empty();
         if idle {
             return;
@@ -731,10 +814,10 @@ impl MessageLog {
     }
 
     fn push_own_now(&mut self, entry: Entry) {
-        let position = self.own.len();
+        let position = self.own_count();
         self.charge_determinant(&entry);
         self.own.push(entry);
-        self.dependencies.handle_own(self.own.len() as u64);
+        self.dependencies.handle_own(self.own_count() as u64);
         self.send_own_from(position);
         self.update_output_gate();
         if self.optimistic {
@@ -820,17 +903,59 @@ impl MessageLog {
     /// The ordinal of the next non-deterministic call, and whether its
     /// outcome is replayed (stable already: not logged again).
     fn next_call(&mut self) -> (u64, bool) {
+        self.refuse_trimmed_replay();
         let ordinal = self.next_choice_ordinal;
         self.next_choice_ordinal += 1;
-        (ordinal, self.replayed_choice(ordinal).is_some())
+        let replayed = self.replayed_choice(ordinal).is_some();
+        // Every counted call's outcome is logged in order (a failed run is
+        // made an entry before any later one), so a replay that has a
+        // later call's and not this one's lacks entries (trimmed too far,
+        // or a damaged list): it would diverge unseen.
+        if !replayed
+            && self.orphan_error.is_none()
+            && self.replay_choices.range(ordinal + 1..).next().is_some()
+        {
+            self.orphan_error = Some(format!(
+                "rank {}: message logging: the replay holds no outcome of non-deterministic \
+                 call {ordinal} but holds later ones: this rank's determinant list lacks \
+                 entries, and the replay would diverge; the restart is refused",
+                self.rank
+            ));
+        }
+        (ordinal, replayed)
+    }
+
+    /// A replacement served a trimmed list that does not resume from a
+    /// checkpoint (its newest one is damaged, or gone) would replay the
+    /// trimmed part freely and diverge: refused, with the reason.
+    fn refuse_trimmed_replay(&mut self) {
+        if self.replay_first > 0 && !self.resumed && self.orphan_error.is_none() {
+            self.orphan_error = Some(format!(
+                "rank {}: message logging: the event logger trimmed this rank's first {} \
+                 determinants (a checkpoint of it covered them), but this restart does not \
+                 resume from that checkpoint, so it cannot replay them; the restart is refused",
+                self.rank, self.replay_first
+            ));
+        }
     }
 
     fn over_bound(&self) -> bool {
         !self.log.is_complete()
     }
 
-    fn handle_replay(&mut self, last: bool, entries: Vec<Entry>) {
+    fn handle_replay(&mut self, first: u64, last: bool, entries: Vec<Entry>) {
         if self.replay_complete {
+            return;
+        }
+        let first = usize::try_from(first).unwrap_or(usize::MAX);
+        if self.own.is_empty() && self.own_base == 0 {
+            // The logger trimmed the list before `first`: a checkpoint of
+            // this rank covers it, and this replacement resumes from it.
+            self.own_base = first;
+            self.replay_first = first;
+        }
+        if first != self.own_count() {
+            self.protocol_errors += 1;
             return;
         }
         for entry in entries {
@@ -864,9 +989,9 @@ impl MessageLog {
             return;
         }
         self.replay_complete = true;
-        self.replayed_count = self.own.len();
-        self.own_acknowledged = self.own.len();
-        self.dependencies.handle_own(self.own.len() as u64);
+        self.replayed_count = self.own_count();
+        self.own_acknowledged = self.own_count();
+        self.dependencies.handle_own(self.own_count() as u64);
         self.dependencies
             .handle_stable(self.rank, self.own_acknowledged as u64);
         for receive in std::mem::take(&mut self.deferred) {
@@ -959,6 +1084,7 @@ impl Interceptor for MessageLog {
     }
 
     fn on_wildcard_receive(&mut self, receive: u64, _pattern: &ReceivePattern) -> WildcardDecision {
+        self.refuse_trimmed_replay();
         let ordinal = self.next_ordinal;
         self.next_ordinal += 1;
         self.wildcard_ordinals.insert(receive, ordinal);
@@ -1059,7 +1185,7 @@ impl Interceptor for MessageLog {
             // cannot tell (the dead rank's replacement).
             return self.suspected_orphan_of.is_empty() && self.rollback.is_none();
         }
-        self.own_acknowledged == self.own.len()
+        self.own_acknowledged == self.own_count()
     }
 
     fn holds_replay_to(&self, _peer: u32) -> bool {
@@ -1122,8 +1248,12 @@ impl Interceptor for MessageLog {
         self.log.first_held(destination)
     }
 
-    fn checkpoint_ordinals(&self) -> [u64; 2] {
-        [self.next_ordinal, self.next_choice_ordinal]
+    fn checkpoint_ordinals(&self) -> [u64; 3] {
+        [
+            self.next_ordinal,
+            self.next_choice_ordinal,
+            self.own_count() as u64,
+        ]
     }
 
     fn checkpoint_log(&self) -> Result<Vec<u8>, String> {
@@ -1141,18 +1271,46 @@ impl Interceptor for MessageLog {
         self.log.export()
     }
 
-    fn resume_at(&mut self, ordinals: [u64; 2], log: &[u8]) -> Result<(), String> {
+    fn checkpoint_may_wait(&mut self) -> bool {
+        if !self.optimistic || !self.send_may_start() || self.dependencies.is_stable_on_others() {
+            return false;
+        }
+        // The logger may have on disk what this rank depends on: its acks
+        // say so, and an optimistic rank reads them only when it must.
+        // Nothing new from position `own_count`: the logger answers with
+        // an ack (once what it has of this rank is durable).
+        if !self.stable_asked && self.logger_connected && !self.hello_unanswered {
+            self.stable_asked = true;
+            let ask = Frame::Determinants {
+                first: self.own_count() as u64,
+                entries: Vec::new(),
+            };
+            self.logger_out.push_back(ask.encode());
+        }
+        true
+    }
+
+    fn resume_at(&mut self, ordinals: [u64; 3], log: &[u8]) -> Result<(), String> {
         self.next_ordinal = ordinals[0];
         self.next_choice_ordinal = ordinals[1];
+        self.resumed = true;
         self.failed_run = None;
         self.log.import(log)
     }
 
-    fn on_checkpoint(&mut self, delivered: &[u64]) {
+    fn on_checkpoint(&mut self, delivered: &[u64], ordinals: [u64; 3]) {
         for (peer, &last) in delivered.iter().enumerate().take(self.size as usize) {
             if last > 0 {
                 self.queue(peer as u32, Frame::Covered { last });
             }
+        }
+        // A restart from this checkpoint looks up ordinals from its own
+        // on, which every determinant before `ordinals[2]` is below: the
+        // event logger may drop them, and so may this process.
+        if ordinals[2] > self.trim_position {
+            self.trim_position = ordinals[2];
+            self.send_trim();
+            self.drop_covered_own();
         }
     }
 
@@ -1180,7 +1338,7 @@ impl Interceptor for MessageLog {
                 self.log.trim(peer, last);
             }
             Ok(Frame::Depend { entries }) if self.optimistic && peer < self.size => {
-                let own_position = self.own.len() as u64;
+                let own_position = self.own_count() as u64;
                 if !self.dependencies.handle_piggyback(&entries, own_position) {
                     self.protocol_errors += 1;
                     return;

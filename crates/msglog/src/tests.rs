@@ -892,3 +892,167 @@ fn a_dead_ranks_end_is_one_number_for_every_asker_and_its_replacement_replays_it
     exchange(&mut ranks, &mut logger);
     assert_eq!(ranks[1].dependencies().stable(0), 2);
 }
+
+/// `rank` posts wildcard receives numbered `ordinals` and each matches
+/// `source_of(ordinal)`; everything is exchanged (and written to `file`).
+fn match_wildcards(
+    ranks: &mut [MessageLog],
+    logger: &mut EventLogger,
+    file: &mut Vec<u8>,
+    rank: usize,
+    ordinals: std::ops::Range<u64>,
+) {
+    for ordinal in ordinals {
+        let receive = 100 + ordinal;
+        ranks[rank].on_wildcard_receive(receive, &any_source());
+        ranks[rank].on_match(&matched(receive, source_of(ordinal)));
+        exchange_logging(ranks, logger, Some(file));
+    }
+}
+
+fn source_of(ordinal: u64) -> u32 {
+    1 + (ordinal % 2) as u32
+}
+
+#[test]
+fn a_checkpoint_trims_the_loggers_list_and_a_resumed_replacement_replays_the_rest() {
+    let mut ranks: Vec<MessageLog> = (0..3)
+        .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
+        .collect();
+    let mut logger = connect_all(&mut ranks);
+    let mut file = Vec::new();
+    match_wildcards(&mut ranks, &mut logger, &mut file, 0, 0..6);
+    // A checkpoint after six matches, durable: it covers them.
+    let ordinals = ranks[0].checkpoint_ordinals();
+    assert_eq!(ordinals, [6, 0, 6]);
+    let carried_log = ranks[0].checkpoint_log().unwrap();
+    ranks[0].on_checkpoint(&[0, 0, 0], ordinals);
+    exchange_logging(&mut ranks, &mut logger, Some(&mut file));
+    assert_eq!(logger.trimmed(0), 6);
+    assert!(logger.entries(0).is_empty());
+    assert_eq!(logger.counters.determinants_trimmed, 6);
+    // The rank drops them too; its list keeps its positions.
+    assert_eq!(ranks[0].determinants_held(), 0);
+    assert_eq!(ranks[0].determinant_count(), 6);
+    match_wildcards(&mut ranks, &mut logger, &mut file, 0, 6..9);
+    assert_eq!(logger.stored(0), 9);
+    assert_eq!(logger.entries(0).len(), 3);
+    assert_eq!(logger.report().determinants_live, 3);
+    // A restarted logger reads the trim back with the list.
+    let (recovered, length) = EventLogger::recover(&file).unwrap();
+    assert_eq!(length, file.len());
+    assert_eq!(recovered.trimmed(0), 6);
+    assert_eq!(recovered.entries(0), logger.entries(0));
+    // Rank 0 dies; its replacement resumes from the checkpoint and is
+    // served the list from the trim on.
+    for peer in [1, 2] {
+        assert_eq!(ranks[peer].on_peer_failure(0), PeerFailureAction::Handled);
+    }
+    restart(&mut ranks, 0, 1);
+    ranks[0].resume_at(ordinals, &carried_log).unwrap();
+    for peer in [1, 2] {
+        ranks[peer].on_peer_rejoin(0, 1);
+    }
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[0].replay_complete());
+    assert_eq!(ranks[0].determinant_count(), 9);
+    for ordinal in 6..9 {
+        assert_eq!(
+            ranks[0].on_wildcard_receive(200 + ordinal, &any_source()),
+            WildcardDecision::Pin(source_of(ordinal)),
+            "ordinal {ordinal}"
+        );
+    }
+    assert_eq!(
+        ranks[0].on_wildcard_receive(300, &any_source()),
+        WildcardDecision::AnySource
+    );
+    assert_eq!(ranks[0].take_fatal_error(), None);
+    assert_eq!(ranks[0].protocol_errors, 0);
+    // Its next determinant continues the list where it was.
+    ranks[0].on_match(&matched(300, 2));
+    exchange(&mut ranks, &mut logger);
+    assert_eq!(logger.stored(0), 10);
+    assert_eq!(ranks[0].determinants_acknowledged(), 10);
+    assert_eq!(logger.counters.protocol_errors, 0);
+}
+
+#[test]
+fn a_replacement_served_a_trimmed_list_that_does_not_resume_is_refused() {
+    let mut ranks: Vec<MessageLog> = (0..3)
+        .map(|rank| MessageLog::new(rank, 3, 0, 1 << 20))
+        .collect();
+    let mut logger = connect_all(&mut ranks);
+    let mut file = Vec::new();
+    match_wildcards(&mut ranks, &mut logger, &mut file, 0, 0..4);
+    let ordinals = ranks[0].checkpoint_ordinals();
+    ranks[0].on_checkpoint(&[0, 0, 0], ordinals);
+    match_wildcards(&mut ranks, &mut logger, &mut file, 0, 4..5);
+    for peer in [1, 2] {
+        ranks[peer].on_peer_failure(0);
+    }
+    // Its checkpoint is gone: it starts from MPI_Init, with no resume.
+    restart(&mut ranks, 0, 1);
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[0].replay_complete());
+    ranks[0].on_wildcard_receive(1, &any_source());
+    let error = ranks[0].take_fatal_error().expect("refused");
+    assert!(
+        error.contains("trimmed this rank's first 4 determinants"),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_optimistic_checkpoint_asks_the_logger_for_its_stable_vector_and_then_has_a_position() {
+    let mut ranks = optimistic_ranks(2);
+    let mut logger = connect_all(&mut ranks);
+    wildcard_match(&mut ranks[0], 1, 1);
+    assert!(send_message(&mut ranks, 0, 1));
+    // Rank 0's determinant is on the logger's disk, but rank 1 makes none
+    // of its own: no ack tells it.
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[1].checkpoint_log().is_err());
+    // Its checkpoint asks (once), and the answer settles it.
+    assert!(ranks[1].checkpoint_may_wait());
+    assert!(ranks[1].checkpoint_may_wait());
+    assert_eq!(ranks[1].logger_out.len(), 1);
+    exchange(&mut ranks, &mut logger);
+    assert!(ranks[1].checkpoint_log().is_ok());
+    assert!(!ranks[1].checkpoint_may_wait());
+    assert_eq!(logger.counters.protocol_errors, 0);
+    assert_eq!(logger.stored(1), 0);
+    // A pessimistic rank never waits: its position is refused for other
+    // reasons only.
+    let mut pessimistic = MessageLog::new(0, 2, 0, 1 << 20);
+    assert!(!pessimistic.checkpoint_may_wait());
+}
+
+#[test]
+fn a_replay_with_a_hole_in_its_completion_choices_is_refused() {
+    let mut rank = MessageLog::new(0, 2, 1, 1 << 20);
+    rank.handle_logger_connected();
+    let choice = |ordinal| {
+        Entry::Choice(Choice {
+            ordinal,
+            repeat: 1,
+            completed: vec![0],
+        })
+    };
+    let replay = Frame::Replay {
+        first: 0,
+        last: true,
+        entries: vec![choice(0), choice(2)],
+    };
+    rank.handle_logger_frame(&replay.encode());
+    assert!(rank.replay_complete());
+    choose(&mut rank, CompletionCall::Testany, 2, &[0]);
+    assert_eq!(rank.take_fatal_error(), None);
+    // Call 1 has no logged outcome, call 2 has: entries are missing.
+    choose(&mut rank, CompletionCall::Testany, 2, &[1]);
+    let error = rank.take_fatal_error().expect("refused");
+    assert!(
+        error.contains("no outcome of non-deterministic call 1"),
+        "{error}"
+    );
+}

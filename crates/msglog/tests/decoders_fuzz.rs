@@ -2,7 +2,7 @@
 //! never a panic; an accepted frame re-encodes to the very bytes it came
 //! from.
 use resmpi_fuzz_input::Inputs;
-use resmpi_msglog::event_logger::{append_record, EventLogger};
+use resmpi_msglog::event_logger::{append_record, EventLogger, TRIM_RECORD_FLAG};
 use resmpi_msglog::frames::{Choice, Dependency, Determinant, Entry, Frame, Probed};
 
 #[test]
@@ -41,10 +41,12 @@ fn message_logging_frames_from_random_and_mutated_bytes_decode_or_fail_cleanly()
         .encode(),
         Frame::Ack { count: 9 }.encode(),
         Frame::Replay {
+            first: 4,
             last: true,
             entries,
         }
         .encode(),
+        Frame::Trim { count: 5 }.encode(),
         Frame::Finished.encode(),
         Frame::Hello {
             rank: 1,
@@ -149,6 +151,8 @@ fn event_log_files_from_random_and_mutated_bytes_recover_a_whole_record_prefix()
             completed: vec![1, 0],
         })],
     );
+    // Rank 1's checkpoint covered its first determinant.
+    append_record(&mut file, 1 | TRIM_RECORD_FLAG, 1, &[]);
     let seeds: [&[u8]; 1] = [&file];
     Inputs::new(31).check(&seeds, 50_000, 256, |bytes| {
         if let Ok((logger, length)) = EventLogger::recover(bytes) {
@@ -162,5 +166,7 @@ fn event_log_files_from_random_and_mutated_bytes_recover_a_whole_record_prefix()
     let (logger, length) = EventLogger::recover(&file).unwrap();
     assert_eq!(length, file.len());
     assert_eq!(logger.entries(0).len(), 2);
-    assert_eq!(logger.entries(1).len(), 2);
+    assert_eq!(logger.entries(1).len(), 1);
+    assert_eq!(logger.trimmed(1), 1);
+    assert_eq!(logger.stored(1), 2);
 }

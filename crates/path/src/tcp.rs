@@ -273,13 +273,25 @@ impl TcpPath {
     /// every survivor connects to it). Same authentication and timeout as
     /// [`TcpPath::connect_all`].
     pub fn accept_peers(&mut self, expected: &[u32], secret: &[u8]) -> Result<(), PathError> {
+        self.accept_peers_but_gone(expected, secret, &|_| false)
+            .map(|_| ())
+    }
+
+    /// [`TcpPath::accept_peers`] that goes on without a peer that `gone`
+    /// says has died (asked between tries: a peer that died after it was
+    /// listed costs no timeout). Returns the peers left out.
+    pub fn accept_peers_but_gone(
+        &mut self,
+        expected: &[u32],
+        secret: &[u8],
+        gone: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<u32>, PathError> {
         let deadline = Instant::now() + self.connect_timeout;
         let mut waiting = expected.to_vec();
         waiting.sort_unstable();
         waiting.dedup();
         waiting.retain(|rank| *rank != self.my_rank);
-        self.accept_waiting(waiting, secret, deadline, &|_| false)
-            .map(|_| ())
+        self.accept_waiting(waiting, secret, deadline, gone)
     }
 
     /// Connect to `rank` listening at `address` after wire-up (it replaced

@@ -111,6 +111,20 @@ impl FailureNotices {
             .any(|event| matches!(event, PeerEvent::Failed { rank: dead, .. } if *dead == rank))
     }
 
+    /// Whether a death of world rank `rank`'s incarnation `incarnation`,
+    /// or of a later one, has been reported: for a replacement's wire-up
+    /// that goes on without a peer that died after the launcher listed it.
+    pub fn has_failed_since(&self, rank: u32, incarnation: u32) -> bool {
+        self.events
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .iter()
+            .any(|event| {
+                matches!(event, PeerEvent::Failed { rank: dead, incarnation: died }
+                    if *dead == rank && *died >= incarnation)
+            })
+    }
+
     /// The launcher's connection closed.
     pub fn note_launcher_lost(&self) {
         self.launcher_lost.store(true, Ordering::Release);
@@ -162,5 +176,17 @@ mod tests {
         assert!(!notices.launcher_lost());
         notices.note_launcher_lost();
         assert!(notices.launcher_lost());
+    }
+
+    #[test]
+    fn a_death_counts_for_the_incarnation_listed_and_earlier_ones_only() {
+        let notices = FailureNotices::new();
+        notices.note_failure(2, 0);
+        // Listed as incarnation 1 (its replacement): the old death is not its.
+        assert!(!notices.has_failed_since(2, 1));
+        assert!(notices.has_failed_since(2, 0));
+        notices.note_failure(2, 1);
+        assert!(notices.has_failed_since(2, 1));
+        assert!(!notices.has_failed_since(3, 0));
     }
 }

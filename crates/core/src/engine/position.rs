@@ -14,7 +14,7 @@
 //!
 //! The wire form (inside the checkpoint file, so covered by its CRC) is
 //! versioned and parsed with checks: version u8, job id (length u16 and
-//! bytes), size u32, size × (delivered u64, sent u64), two ordinals u64,
+//! bytes), size u32, size × (delivered u64, sent u64), three ordinals u64,
 //! count u32, count × (context u32, collective u32, shared-memory u64),
 //! log length u64 and the protocol's sender log, standard output bytes
 //! u64.
@@ -30,8 +30,9 @@ use resmpi_ft::Interceptor;
 
 use super::Engine;
 
-/// Version of the encoded position.
-const POSITION_VERSION: u8 = 1;
+/// Version of the encoded position (2: a third ordinal, the length of the
+/// protocol's determinant list, which the event logger trims to).
+const POSITION_VERSION: u8 = 2;
 
 /// Most communicators a position records (a bound on what is parsed).
 const COMMUNICATORS_MAX: usize = 1 << 16;
@@ -61,8 +62,10 @@ pub struct CheckpointPosition {
     pub delivered: Vec<u64>,
     /// Per world rank: the last logical number sent to it.
     pub sent: Vec<u64>,
-    /// The protocol's ordinals ([`Interceptor::checkpoint_ordinals`]).
-    pub ordinals: [u64; 2],
+    /// The protocol's ordinals ([`Interceptor::checkpoint_ordinals`]):
+    /// next wildcard receive, next counted completion call or probe, and
+    /// the length of its determinant list.
+    pub ordinals: [u64; 3],
     /// Every communicator's collective counters.
     pub collectives: Vec<CollectivePosition>,
     /// The protocol's sender log ([`Interceptor::checkpoint_log`]).
@@ -123,6 +126,7 @@ impl CheckpointPosition {
             sent.push(u64::from_le_bytes(reader.array()?));
         }
         let ordinals = [
+            u64::from_le_bytes(reader.array()?),
             u64::from_le_bytes(reader.array()?),
             u64::from_le_bytes(reader.array()?),
         ];
@@ -272,11 +276,39 @@ impl<F: Interceptor> Engine<F> {
         })
     }
 
+    /// [`checkpoint_position`](Self::checkpoint_position), asked again
+    /// while the protocol says a position may come with a little progress
+    /// (`Interceptor::checkpoint_may_wait`), for at most `wait`.
+    pub fn checkpoint_position_waiting(
+        &mut self,
+        job: &str,
+        wait: std::time::Duration,
+    ) -> Result<CheckpointPosition, String> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let refusal = match self.checkpoint_position(job) {
+                Ok(position) => return Ok(position),
+                Err(refusal) => refusal,
+            };
+            if !F::LOGS_MESSAGES
+                || std::time::Instant::now() >= deadline
+                || !self.state.interceptor.checkpoint_may_wait()
+            {
+                return Err(refusal);
+            }
+            if !self.progress().map_err(|error| error.to_string())? {
+                std::thread::yield_now();
+            }
+        }
+    }
+
     /// A checkpoint at `position` is durable: the protocol tells each peer
     /// how far it reaches, so the peers trim their logs.
     pub fn announce_checkpoint(&mut self, position: &CheckpointPosition) {
         if F::LOGS_MESSAGES {
-            self.state.interceptor.on_checkpoint(&position.delivered);
+            self.state
+                .interceptor
+                .on_checkpoint(&position.delivered, position.ordinals);
         }
     }
 
@@ -363,7 +395,7 @@ mod tests {
             job: "job-7".to_string(),
             delivered: vec![0, 12, 3],
             sent: vec![1, 0, 9],
-            ordinals: [4, 5],
+            ordinals: [4, 5, 6],
             collectives: vec![CollectivePosition {
                 context: 2,
                 collective_sequence: 17,
