@@ -33,7 +33,9 @@
 //! production SDR-MPI state machine (`resmpi_replication::Replica`) of
 //! every replica of every rank with replicas killed at any step, and
 //! checks exactly-once, in-order delivery, no hang, and the fault-free
-//! application trace on every live replica.
+//! application trace on every live replica; with `recovery`, substitutes
+//! fork new replicas that re-join at any step (the recovery protocol,
+//! which the engine does not drive yet).
 //!
 //! This crate owns no protocol logic; it only drives and judges the real
 //! state machines.
