@@ -576,9 +576,10 @@ impl TcpPath {
     /// Whether some peer has buffered output (then a waiter should also wake
     /// on POLLOUT and call `flush`).
     pub fn has_pending_output(&self) -> bool {
-        self.peers.iter().flatten().any(|peer| {
-            !peer.closed && !peer.send_closed && peer.send_start < peer.send_buffer.len()
-        })
+        self.peers
+            .iter()
+            .flatten()
+            .any(|peer| !peer.closed && peer.send_start < peer.send_buffer.len())
     }
 
     /// Ranks connected over this path, in rank order.
@@ -637,6 +638,19 @@ impl TcpPath {
     }
 }
 
+/// Whether `error` means the connection is gone (closed or reset by the
+/// peer).
+fn connection_gone(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::BrokenPipe
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::UnexpectedEof
+            | ErrorKind::NotConnected
+    )
+}
+
 impl TcpPeer {
     fn pending_send_bytes(&self) -> usize {
         self.send_buffer.len() - self.send_start
@@ -644,16 +658,11 @@ impl TcpPeer {
 
     /// Mark the peer closed if `error` means the connection is gone.
     fn classify(&mut self, error: std::io::Error) -> PathError {
-        match error.kind() {
-            ErrorKind::BrokenPipe
-            | ErrorKind::ConnectionReset
-            | ErrorKind::ConnectionAborted
-            | ErrorKind::UnexpectedEof
-            | ErrorKind::NotConnected => {
-                self.closed = true;
-                PathError::PeerClosed(self.rank)
-            }
-            _ => PathError::Io(error),
+        if connection_gone(&error) {
+            self.closed = true;
+            PathError::PeerClosed(self.rank)
+        } else {
+            PathError::Io(error)
         }
     }
 
@@ -703,17 +712,12 @@ impl TcpPeer {
             match error.kind() {
                 ErrorKind::Interrupted => continue,
                 ErrorKind::WouldBlock => return Ok(0),
-                _ => match self.classify(error) {
-                    PathError::PeerClosed(_) => {
-                        // The read side reports it, after the last frames.
-                        self.closed = false;
-                        self.send_closed = true;
-                        self.send_buffer.clear();
-                        self.send_start = 0;
-                        return Ok(total);
-                    }
-                    other => return Err(other),
-                },
+                // The read side reports it, after the last frames.
+                _ if connection_gone(&error) => {
+                    self.send_closed = true;
+                    return Ok(total);
+                }
+                _ => return Err(PathError::Io(error)),
             }
         }
     }
@@ -1796,6 +1800,21 @@ mod tests {
         assert!(error.to_string().contains("timed out"), "{error}");
     }
 
+    /// Polls `survivor` until a peer is reported gone: how many frames came
+    /// first (each must carry `payload`), and the error.
+    fn frames_until_closed(survivor: &mut TcpPath, payload: &[u8]) -> (usize, PathError) {
+        let mut frames = 0;
+        loop {
+            match survivor.poll(|_, frame| {
+                assert_eq!(&frame[resmpi_wire::HEADER_LEN_BYTES..], payload);
+                frames += 1;
+            }) {
+                Ok(_) => survivor.wait(100_000).unwrap(),
+                Err(error) => return (frames, error),
+            }
+        }
+    }
+
     #[test]
     fn closed_peer_is_reported_after_its_last_frames() {
         let mut paths = mesh(2);
@@ -1805,16 +1824,7 @@ mod tests {
         assert!(closer.try_send(0, &frame_header(1, 0, 4), b"last").unwrap());
         closer.flush().unwrap();
         drop(closer);
-        let mut frames = 0;
-        let error = loop {
-            match survivor.poll(|_, frame| {
-                assert_eq!(&frame[resmpi_wire::HEADER_LEN_BYTES..], b"last");
-                frames += 1;
-            }) {
-                Ok(_) => survivor.wait(100_000).unwrap(),
-                Err(error) => break error,
-            }
-        };
+        let (frames, error) = frames_until_closed(&mut survivor, b"last");
         assert_eq!(frames, 1);
         assert!(matches!(error, PathError::PeerClosed(1)), "{error}");
         assert!(matches!(
@@ -1850,16 +1860,7 @@ mod tests {
                 .unwrap());
             survivor.flush().unwrap();
         }
-        let mut frames = 0;
-        let error = loop {
-            match survivor.poll(|_, frame| {
-                assert_eq!(&frame[resmpi_wire::HEADER_LEN_BYTES..], b"last");
-                frames += 1;
-            }) {
-                Ok(_) => survivor.wait(100_000).unwrap(),
-                Err(error) => break error,
-            }
-        };
+        let (frames, error) = frames_until_closed(&mut survivor, b"last");
         assert_eq!(frames, 1, "the closer's last frame");
         assert!(matches!(error, PathError::PeerClosed(1)), "{error}");
     }
