@@ -499,18 +499,33 @@ impl Replica {
     /// Stops waiting on `dead`: its transmissions and awaited acks no
     /// longer hold any send back.
     fn forget(&mut self, dead: Process) {
-        let sends: Vec<SendId> = self
-            .pending
-            .keys()
-            .copied()
-            .filter(|send| send.destination == dead.rank)
-            .collect();
-        for send in sends {
+        for send in self.pending_to(dead.rank, 0..=u64::MAX) {
             if let Some(pending) = self.pending.get_mut(&send) {
                 pending.transmissions.remove(&dead.replica);
             }
             self.complete_if_done(send);
         }
+    }
+
+    /// The pending sends to `destination` whose logical numbers are in
+    /// `logical_seqs`, in logical order.
+    fn pending_to(
+        &self,
+        destination: u32,
+        logical_seqs: std::ops::RangeInclusive<u64>,
+    ) -> Vec<SendId> {
+        let (first, last) = logical_seqs.into_inner();
+        if first > last {
+            return Vec::new();
+        }
+        let at = |logical_seq| SendId {
+            destination,
+            logical_seq,
+        };
+        self.pending
+            .range(at(first)..=at(last))
+            .map(|(&send, _)| send)
+            .collect()
     }
 
     fn complete_if_done(&mut self, send: SendId) {

@@ -164,30 +164,13 @@ impl Replica {
             process
                 .ack_floor
                 .insert((own, process.me.replica), delivered);
-            let sends: Vec<_> = process
-                .pending
-                .keys()
-                .copied()
-                .filter(|send| send.destination == own && send.logical_seq <= delivered)
-                .collect();
-            for send in sends {
-                if let Some(pending) = process.pending.get_mut(&send) {
-                    pending.acked_by.insert(replica);
-                    pending.acked_by.insert(process.me.replica);
-                }
-                process.complete_if_done(send);
-            }
+            let me = process.me.replica;
+            process.acked_up_to(own, &[replica, me], delivered);
         }
         // The new replica sends for itself now: what the forker sent its
         // own rank after the cut, with the new replica dead, it sends
         // itself.
-        let later: Vec<_> = child
-            .pending
-            .keys()
-            .copied()
-            .filter(|send| send.destination == own && send.logical_seq > delivered)
-            .collect();
-        for send in later {
+        for send in child.pending_to(own, delivered + 1..=u64::MAX) {
             let pending = child.pending.get_mut(&send).expect("listed above");
             if let std::collections::btree_map::Entry::Vacant(entry) =
                 pending.transmissions.entry(replica)
@@ -240,20 +223,10 @@ impl Replica {
             .entry((joined.rank, joined.replica))
             .or_default();
         *floor = delivered;
+        self.acked_up_to(joined.rank, &[joined.replica], delivered);
         let sent_for = self.replicas_sent_for();
-        let sends: Vec<_> = self
-            .pending
-            .keys()
-            .copied()
-            .filter(|send| send.destination == joined.rank)
-            .collect();
-        for send in sends {
+        for send in self.pending_to(joined.rank, delivered + 1..=u64::MAX) {
             let pending = self.pending.get_mut(&send).expect("listed above");
-            if send.logical_seq <= delivered {
-                pending.acked_by.insert(joined.replica);
-                self.complete_if_done(send);
-                continue;
-            }
             // An ack of the dead incarnation is no ack of the new one.
             pending.acked_by.remove(&joined.replica);
             if sent_for.contains(&joined.replica)
@@ -298,34 +271,14 @@ impl Replica {
         if joined == self.me {
             let floor = self.ack_floor.entry((from.rank, from.replica)).or_default();
             *floor = (*floor).max(delivered);
-            let sends: Vec<_> = self
-                .pending
-                .keys()
-                .copied()
-                .filter(|send| send.destination == from.rank && send.logical_seq <= delivered)
-                .collect();
-            for send in sends {
-                if let Some(pending) = self.pending.get_mut(&send) {
-                    pending.acked_by.insert(from.replica);
-                }
-                self.complete_if_done(send);
-            }
+            self.acked_up_to(from.rank, &[from.replica], delivered);
             // A counterpart that welcomes before it has every copy (the
             // forker died first) gets the rest from this process now,
             // ahead of this process's own later sends (held for it).
             let forker_sent = self.sent_at_fork.get(from.rank as usize).copied();
             if from.replica == self.me.replica && from.rank != self.me.rank {
-                let copies: Vec<_> = self
-                    .pending
-                    .keys()
-                    .copied()
-                    .filter(|send| {
-                        send.destination == from.rank
-                            && send.logical_seq > delivered
-                            && Some(send.logical_seq) <= forker_sent
-                    })
-                    .collect();
-                for send in copies {
+                let copies = delivered + 1..=forker_sent.unwrap_or(0);
+                for send in self.pending_to(from.rank, copies) {
                     let pending = self.pending.get_mut(&send).expect("listed above");
                     pending.transmissions.insert(from.replica, false);
                     self.emit(Action::Transmit { send, to: from });
@@ -342,6 +295,17 @@ impl Replica {
             }
         }
         self.release_held(from);
+    }
+
+    /// Count the sends to `destination` up to logical number `delivered`
+    /// as acked by its `replicas`, and complete those that are done.
+    fn acked_up_to(&mut self, destination: u32, replicas: &[u32], delivered: u64) {
+        for send in self.pending_to(destination, 0..=delivered) {
+            if let Some(pending) = self.pending.get_mut(&send) {
+                pending.acked_by.extend(replicas);
+            }
+            self.complete_if_done(send);
+        }
     }
 
     /// Whether this process still re-joins, or holds acks for a replica
