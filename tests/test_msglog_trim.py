@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from conftest import Result, kill_group, launch, mpiexec_cmd, reap_strays, run
+from conftest import Result, kill_group, launch, mpiexec_cmd, reap_strays, run, run_cmd
 from test_veloc import config, per_rank
 
 pytestmark = pytest.mark.resmpi_only("--msglog is resmpi's")
@@ -68,16 +68,7 @@ def logged_command(heat_exe, tmp_path, mode, every, kill=None, name="ckpt"):
 
 def logged(heat_exe, tmp_path, mode, every, kill=None, name="ckpt"):
     cmd, report = logged_command(heat_exe, tmp_path, mode, every, kill, name)
-    started = time.monotonic()
-    p = launch(cmd)
-    try:
-        out, err = p.communicate(timeout=BOUND_SECONDS + 30)
-    except BaseException:
-        kill_group(p)
-        reap_strays()
-        raise
-    kill_group(p)
-    res = Result(p.returncode, out, err, time.monotonic() - started, [str(c) for c in cmd])
+    res = run_cmd(cmd, timeout=BOUND_SECONDS + 30)
     return res, counters_of(report, res)
 
 
