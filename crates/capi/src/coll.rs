@@ -40,7 +40,7 @@ use crate::datatype_packing::{stage_collective, StagedPart};
 use crate::global::{entry, Registry};
 use crate::handles::{builtin_op, op_handle, op_index, request_handle};
 #[allow(unused_imports)]
-use crate::large_count::{int_and_large_count, Count};
+use crate::large_count::{collective, int_and_large_count, Count};
 
 /// The op behind a handle, or MPI_ERR_OP.
 fn resolve_op(global: &Registry, op: MPI_Op) -> MpiResult<Op> {
@@ -379,6 +379,7 @@ const _: fn_types::MPI_Ibarrier = PMPI_Ibarrier;
 
 fn bcast_body(
     mpi: &mut Mpi,
+    _global: &Registry,
     buffer: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
@@ -408,51 +409,11 @@ fn bcast_body(
     launch(mpi, schedule, staging, request)
 }
 
-unsafe fn bcast<C: Count>(
-    name: &str,
-    buffer: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, _| {
-        small::bcast(mpi, buffer, count, datatype, root, comm)
-            .unwrap_or_else(|| bcast_body(mpi, buffer, count, datatype, root, comm, None))
-    })
-}
-int_and_large_count!(PMPI_Bcast = MPI_Bcast, PMPI_Bcast_c = MPI_Bcast_c, bcast, (
-    buffer: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn ibcast<C: Count>(
-    name: &str,
-    buffer: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        bcast_body(mpi, buffer, count, datatype, root, comm, request)
-    })
-}
-int_and_large_count!(PMPI_Ibcast = MPI_Ibcast, PMPI_Ibcast_c = MPI_Ibcast_c, ibcast, (
-    buffer: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Bcast = MPI_Bcast, PMPI_Bcast_c = MPI_Bcast_c,
+    PMPI_Ibcast = MPI_Ibcast, PMPI_Ibcast_c = MPI_Ibcast_c, ibcast: bcast_body, comm,
+    fast small::bcast,
+    (buffer: *mut c_void, count: Count => into, datatype: MPI_Datatype, root: c_int,
+     comm: MPI_Comm));
 
 fn reduce_body(
     mpi: &mut Mpi,
@@ -511,64 +472,11 @@ fn reduce_body(
     launch(mpi, schedule, staging, request)
 }
 
-unsafe fn reduce<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, global| {
-        small::reduce(mpi, sendbuf, recvbuf, count, datatype, op, root, comm).unwrap_or_else(|| {
-            reduce_body(
-                mpi, global, sendbuf, recvbuf, count, datatype, op, root, comm, None,
-            )
-        })
-    })
-}
-int_and_large_count!(PMPI_Reduce = MPI_Reduce, PMPI_Reduce_c = MPI_Reduce_c, reduce, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn ireduce<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, global| {
-        let request = request_out(request)?;
-        reduce_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, root, comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Ireduce = MPI_Ireduce, PMPI_Ireduce_c = MPI_Ireduce_c, ireduce, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Reduce = MPI_Reduce, PMPI_Reduce_c = MPI_Reduce_c,
+    PMPI_Ireduce = MPI_Ireduce, PMPI_Ireduce_c = MPI_Ireduce_c, ireduce: reduce_body, comm,
+    fast small::reduce,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count => into,
+     datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm));
 
 /// The common checks of the reductions whose input may be MPI_IN_PLACE on
 /// every rank: (comm index, reduction, element scale, send region, receive
@@ -647,60 +555,11 @@ fn allreduce_body(
     launch(mpi, schedule, staging, request)
 }
 
-unsafe fn allreduce<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, global| {
-        small::allreduce(mpi, sendbuf, recvbuf, count, datatype, op, comm).unwrap_or_else(|| {
-            allreduce_body(
-                mpi, global, sendbuf, recvbuf, count, datatype, op, comm, None,
-            )
-        })
-    })
-}
-int_and_large_count!(PMPI_Allreduce = MPI_Allreduce, PMPI_Allreduce_c = MPI_Allreduce_c, allreduce, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn iallreduce<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, global| {
-        let request = request_out(request)?;
-        allreduce_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Iallreduce = MPI_Iallreduce, PMPI_Iallreduce_c = MPI_Iallreduce_c, iallreduce, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Allreduce = MPI_Allreduce, PMPI_Allreduce_c = MPI_Allreduce_c,
+    PMPI_Iallreduce = MPI_Iallreduce, PMPI_Iallreduce_c = MPI_Iallreduce_c,
+    iallreduce: allreduce_body, comm, fast small::allreduce,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count => into,
+     datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
 
 unsafe fn reduce_local<C: Count>(
     name: &str,

@@ -126,3 +126,84 @@ macro_rules! int_and_large_count {
     };
 }
 pub(crate) use int_and_large_count;
+
+/// The whole binding of one collective, from one table line: its blocking
+/// and nonblocking entry points, each in its int and `_c` form, and the
+/// nonblocking call generic over the count type (`$generic`, which the
+/// persistent forms start: `persistent_coll.rs`).
+///
+/// Every form runs `$body(mpi, global, arguments…, extra…, request)`;
+/// `request` is `None` for the blocking call. An argument marked
+/// `=> into` is widened (`MPI_Count`) on the way; `$body[extra…]` appends
+/// constant arguments. With `fast $fast`, the blocking call first tries
+/// `$fast(mpi, arguments…, extra…)`, the shared-memory path of small
+/// collectives, which answers `None` when it does not apply. Argument
+/// checks live in the body, so every form checks alike.
+macro_rules! collective {
+    ($blocking:ident = $blocking_name:ident, $blocking_c:ident = $blocking_c_name:ident,
+     $nonblocking:ident = $nonblocking_name:ident,
+     $nonblocking_c:ident = $nonblocking_c_name:ident,
+     $generic:ident: $body:path $([$($extra:expr),*])?, $comm:ident,
+     fast $fast:path $([$($fast_extra:expr),*])?,
+     ($($argument:ident: $type:ty $(=> $convert:ident)?),* $(,)?)) => {
+        $crate::large_count::collective!(@entries $blocking = $blocking_name,
+            $blocking_c = $blocking_c_name, $nonblocking = $nonblocking_name,
+            $nonblocking_c = $nonblocking_c_name, $generic: $body $([$($extra),*])?, $comm,
+            ($($argument: $type $(=> $convert)?),*), |mpi| {
+                if let Some(done) =
+                    $fast(mpi, $($argument $(.$convert())?,)* $($($fast_extra,)*)?)
+                {
+                    return done;
+                }
+            });
+    };
+    ($blocking:ident = $blocking_name:ident, $blocking_c:ident = $blocking_c_name:ident,
+     $nonblocking:ident = $nonblocking_name:ident,
+     $nonblocking_c:ident = $nonblocking_c_name:ident,
+     $generic:ident: $body:path $([$($extra:expr),*])?, $comm:ident,
+     ($($argument:ident: $type:ty $(=> $convert:ident)?),* $(,)?)) => {
+        $crate::large_count::collective!(@entries $blocking = $blocking_name,
+            $blocking_c = $blocking_c_name, $nonblocking = $nonblocking_name,
+            $nonblocking_c = $nonblocking_c_name, $generic: $body $([$($extra),*])?, $comm,
+            ($($argument: $type $(=> $convert)?),*), |mpi| {});
+    };
+    (@entries $blocking:ident = $blocking_name:ident, $blocking_c:ident = $blocking_c_name:ident,
+     $nonblocking:ident = $nonblocking_name:ident,
+     $nonblocking_c:ident = $nonblocking_c_name:ident,
+     $generic:ident: $body:path $([$($extra:expr),*])?, $comm:ident,
+     ($($argument:ident: $type:ty $(=> $convert:ident)?),*), |$mpi:ident| $fast:block) => {
+        /// The nonblocking call, for either count type.
+        #[allow(clippy::too_many_arguments, dead_code)]
+        pub(crate) unsafe fn $generic<Count: $crate::large_count::Count>(
+            name: &str,
+            $($argument: $type,)*
+            request: *mut MPI_Request,
+        ) -> c_int {
+            entry(name, $comm, |$mpi, global| {
+                let request = request_out(request)?;
+                #[allow(unused_unsafe)]
+                // SAFETY: the caller's arguments, as MPI defines them.
+                let done = unsafe {
+                    $body($mpi, global, $($argument $(.$convert())?,)* $($($extra,)*)? request)
+                };
+                done
+            })
+        }
+        $crate::large_count::int_and_large_count!($blocking = $blocking_name,
+            $blocking_c = $blocking_c_name, |name| {
+            entry(name, $comm, |$mpi, global| {
+                $fast
+                #[allow(unused_unsafe)]
+                // SAFETY: the caller's arguments, as MPI defines them.
+                let done = unsafe {
+                    $body($mpi, global, $($argument $(.$convert())?,)* $($($extra,)*)? None)
+                };
+                done
+            })
+        }, ($($argument: $type),*));
+        $crate::large_count::int_and_large_count!($nonblocking = $nonblocking_name,
+            $nonblocking_c = $nonblocking_c_name, $generic,
+            ($($argument: $type,)* request: *mut MPI_Request));
+    };
+}
+pub(crate) use collective;

@@ -10,9 +10,9 @@ use super::{
     checked_region, extent_of, int_array, is_in_place, launch, request_out, Staging, Usage,
 };
 use crate::abi::*;
-use crate::global::entry;
+use crate::global::{entry, Registry};
 #[allow(unused_imports)]
-use crate::large_count::{int_and_large_count, Count};
+use crate::large_count::{collective, int_and_large_count, Count};
 
 /// Per-peer datatypes of Alltoallw; MPI_ERR_ARG when NULL.
 ///
@@ -193,6 +193,7 @@ fn alltoall_shared(
 
 fn alltoall_body(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
@@ -237,72 +238,16 @@ fn alltoall_body(
     run(mpi, index, staging, sends, recvs, request)
 }
 
-unsafe fn alltoall<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        small::alltoall(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-        .unwrap_or_else(|| {
-            alltoall_body(
-                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
-            )
-        })
-    })
-}
-int_and_large_count!(PMPI_Alltoall = MPI_Alltoall, PMPI_Alltoall_c = MPI_Alltoall_c, alltoall, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn ialltoall<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        alltoall_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Ialltoall = MPI_Ialltoall, PMPI_Ialltoall_c = MPI_Ialltoall_c, ialltoall, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Alltoall = MPI_Alltoall, PMPI_Alltoall_c = MPI_Alltoall_c,
+    PMPI_Ialltoall = MPI_Ialltoall, PMPI_Ialltoall_c = MPI_Ialltoall_c,
+    ialltoall: alltoall_body, comm, fast small::alltoall,
+    (sendbuf: *const c_void, sendcount: Count => into, sendtype: MPI_Datatype,
+     recvbuf: *mut c_void, recvcount: Count => into, recvtype: MPI_Datatype,
+     comm: MPI_Comm));
 
 fn alltoallv_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcounts: *const C,
     sdispls: *const C,
@@ -376,73 +321,16 @@ fn alltoallv_body<C: Count>(
     run(mpi, index, staging, sends, recvs, request)
 }
 
-unsafe fn alltoallv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    entry(name, comm, |mpi, _| {
-        alltoallv_body(
-            mpi, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-            comm, None,
-        )
-    })
-}
-int_and_large_count!(PMPI_Alltoallv = MPI_Alltoallv, PMPI_Alltoallv_c = MPI_Alltoallv_c, alltoallv, (
-    sendbuf: *const c_void,
-    sendcounts: *const Count,
-    sdispls: *const Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    rdispls: *const Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn ialltoallv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        alltoallv_body(
-            mpi, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-            comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Ialltoallv = MPI_Ialltoallv, PMPI_Ialltoallv_c = MPI_Ialltoallv_c, ialltoallv, (
-    sendbuf: *const c_void,
-    sendcounts: *const Count,
-    sdispls: *const Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    rdispls: *const Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Alltoallv = MPI_Alltoallv, PMPI_Alltoallv_c = MPI_Alltoallv_c,
+    PMPI_Ialltoallv = MPI_Ialltoallv, PMPI_Ialltoallv_c = MPI_Ialltoallv_c,
+    ialltoallv: alltoallv_body, comm,
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Count,
+     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
+     rdispls: *const Count, recvtype: MPI_Datatype, comm: MPI_Comm));
 
 fn alltoallw_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcounts: *const C,
     sdispls: *const C,
@@ -516,67 +404,9 @@ fn alltoallw_body<C: Count>(
     run(mpi, index, staging, sends, recvs, request)
 }
 
-unsafe fn alltoallw<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const C,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const C,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    entry(name, comm, |mpi, _| {
-        alltoallw_body(
-            mpi, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
-            comm, None,
-        )
-    })
-}
-int_and_large_count!(PMPI_Alltoallw = MPI_Alltoallw, PMPI_Alltoallw_c = MPI_Alltoallw_c, alltoallw, (
-    sendbuf: *const c_void,
-    sendcounts: *const Count,
-    sdispls: *const Count,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    rdispls: *const Count,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn ialltoallw<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const C,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const C,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        alltoallw_body(
-            mpi, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
-            comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Ialltoallw = MPI_Ialltoallw, PMPI_Ialltoallw_c = MPI_Ialltoallw_c, ialltoallw, (
-    sendbuf: *const c_void,
-    sendcounts: *const Count,
-    sdispls: *const Count,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    rdispls: *const Count,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Alltoallw = MPI_Alltoallw, PMPI_Alltoallw_c = MPI_Alltoallw_c,
+    PMPI_Ialltoallw = MPI_Ialltoallw, PMPI_Ialltoallw_c = MPI_Ialltoallw_c,
+    ialltoallw: alltoallw_body, comm,
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Count,
+     sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
+     rdispls: *const Count, recvtypes: *const MPI_Datatype, comm: MPI_Comm));

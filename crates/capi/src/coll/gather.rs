@@ -9,9 +9,9 @@ use super::{
     request_out, Staging, Usage,
 };
 use crate::abi::*;
-use crate::global::entry;
+use crate::global::{entry, Registry};
 #[allow(unused_imports)]
-use crate::large_count::{int_and_large_count, Count};
+use crate::large_count::{collective, int_and_large_count, Count};
 
 /// Blocks of a v-collective: `counts[i]` elements at `displs[i]` extents from `base`.
 ///
@@ -50,6 +50,7 @@ fn same_size(send_bytes: usize, block_bytes: usize, what: &str) -> MpiResult<()>
 
 fn gather_body(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
@@ -163,76 +164,16 @@ fn block_bytes_fit(block_bytes: usize, size: usize) -> MpiResult<()> {
         .ok_or_else(|| MpiError::new(ErrorClass::Count, "count times communicator size overflows"))
 }
 
-unsafe fn gather<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        small::gather(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-        )
-        .unwrap_or_else(|| {
-            gather_body(
-                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, None,
-            )
-        })
-    })
-}
-int_and_large_count!(PMPI_Gather = MPI_Gather, PMPI_Gather_c = MPI_Gather_c, gather, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn igather<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        gather_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Igather = MPI_Igather, PMPI_Igather_c = MPI_Igather_c, igather, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Gather = MPI_Gather, PMPI_Gather_c = MPI_Gather_c,
+    PMPI_Igather = MPI_Igather, PMPI_Igather_c = MPI_Igather_c, igather: gather_body, comm,
+    fast small::gather,
+    (sendbuf: *const c_void, sendcount: Count => into, sendtype: MPI_Datatype,
+     recvbuf: *mut c_void, recvcount: Count => into, recvtype: MPI_Datatype, root: c_int,
+     comm: MPI_Comm));
 
 fn gatherv_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
@@ -313,75 +254,16 @@ fn gatherv_body<C: Count>(
     launch(mpi, schedule, staging, request)
 }
 
-unsafe fn gatherv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    displs: *const C,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    entry(name, comm, |mpi, _| {
-        gatherv_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
-            None,
-        )
-    })
-}
-int_and_large_count!(PMPI_Gatherv = MPI_Gatherv, PMPI_Gatherv_c = MPI_Gatherv_c, gatherv, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    displs: *const Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn igatherv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    displs: *const C,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        gatherv_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
-            request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Igatherv = MPI_Igatherv, PMPI_Igatherv_c = MPI_Igatherv_c, igatherv, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    displs: *const Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Gatherv = MPI_Gatherv, PMPI_Gatherv_c = MPI_Gatherv_c,
+    PMPI_Igatherv = MPI_Igatherv, PMPI_Igatherv_c = MPI_Igatherv_c, igatherv: gatherv_body,
+    comm,
+    (sendbuf: *const c_void, sendcount: Count => into, sendtype: MPI_Datatype,
+     recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Count,
+     recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
 
 fn scatter_body(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
@@ -460,76 +342,16 @@ fn scatter_body(
     launch(mpi, schedule, staging, request)
 }
 
-unsafe fn scatter<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        small::scatter(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-        )
-        .unwrap_or_else(|| {
-            scatter_body(
-                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, None,
-            )
-        })
-    })
-}
-int_and_large_count!(PMPI_Scatter = MPI_Scatter, PMPI_Scatter_c = MPI_Scatter_c, scatter, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn iscatter<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        scatter_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Iscatter = MPI_Iscatter, PMPI_Iscatter_c = MPI_Iscatter_c, iscatter, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Scatter = MPI_Scatter, PMPI_Scatter_c = MPI_Scatter_c,
+    PMPI_Iscatter = MPI_Iscatter, PMPI_Iscatter_c = MPI_Iscatter_c, iscatter: scatter_body,
+    comm, fast small::scatter,
+    (sendbuf: *const c_void, sendcount: Count => into, sendtype: MPI_Datatype,
+     recvbuf: *mut c_void, recvcount: Count => into, recvtype: MPI_Datatype, root: c_int,
+     comm: MPI_Comm));
 
 fn scatterv_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcounts: *const C,
     displs: *const C,
@@ -605,75 +427,16 @@ fn scatterv_body<C: Count>(
     launch(mpi, schedule, staging, request)
 }
 
-unsafe fn scatterv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    displs: *const C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        scatterv_body(
-            mpi, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
-            None,
-        )
-    })
-}
-int_and_large_count!(PMPI_Scatterv = MPI_Scatterv, PMPI_Scatterv_c = MPI_Scatterv_c, scatterv, (
-    sendbuf: *const c_void,
-    sendcounts: *const Count,
-    displs: *const Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn iscatterv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    displs: *const C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        scatterv_body(
-            mpi, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
-            request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Iscatterv = MPI_Iscatterv, PMPI_Iscatterv_c = MPI_Iscatterv_c, iscatterv, (
-    sendbuf: *const c_void,
-    sendcounts: *const Count,
-    displs: *const Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Scatterv = MPI_Scatterv, PMPI_Scatterv_c = MPI_Scatterv_c,
+    PMPI_Iscatterv = MPI_Iscatterv, PMPI_Iscatterv_c = MPI_Iscatterv_c,
+    iscatterv: scatterv_body, comm,
+    (sendbuf: *const c_void, sendcounts: *const Count, displs: *const Count,
+     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count => into,
+     recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
 
 fn allgather_body(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
@@ -723,72 +486,16 @@ fn allgather_body(
     launch(mpi, schedule, staging, request)
 }
 
-unsafe fn allgather<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        small::allgather(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-        .unwrap_or_else(|| {
-            allgather_body(
-                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
-            )
-        })
-    })
-}
-int_and_large_count!(PMPI_Allgather = MPI_Allgather, PMPI_Allgather_c = MPI_Allgather_c, allgather, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn iallgather<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        allgather_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Iallgather = MPI_Iallgather, PMPI_Iallgather_c = MPI_Iallgather_c, iallgather, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Allgather = MPI_Allgather, PMPI_Allgather_c = MPI_Allgather_c,
+    PMPI_Iallgather = MPI_Iallgather, PMPI_Iallgather_c = MPI_Iallgather_c,
+    iallgather: allgather_body, comm, fast small::allgather,
+    (sendbuf: *const c_void, sendcount: Count => into, sendtype: MPI_Datatype,
+     recvbuf: *mut c_void, recvcount: Count => into, recvtype: MPI_Datatype,
+     comm: MPI_Comm));
 
 fn allgatherv_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
@@ -858,63 +565,9 @@ fn allgatherv_body<C: Count>(
     launch(mpi, schedule, staging, request)
 }
 
-unsafe fn allgatherv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    displs: *const C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    entry(name, comm, |mpi, _| {
-        allgatherv_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, None,
-        )
-    })
-}
-int_and_large_count!(PMPI_Allgatherv = MPI_Allgatherv, PMPI_Allgatherv_c = MPI_Allgatherv_c, allgatherv, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    displs: *const Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn iallgatherv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    displs: *const C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let sendcount: MPI_Count = sendcount.into();
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        allgatherv_body(
-            mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Iallgatherv = MPI_Iallgatherv, PMPI_Iallgatherv_c = MPI_Iallgatherv_c, iallgatherv, (
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    displs: *const Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Allgatherv = MPI_Allgatherv, PMPI_Allgatherv_c = MPI_Allgatherv_c,
+    PMPI_Iallgatherv = MPI_Iallgatherv, PMPI_Iallgatherv_c = MPI_Iallgatherv_c,
+    iallgatherv: allgatherv_body, comm,
+    (sendbuf: *const c_void, sendcount: Count => into, sendtype: MPI_Datatype,
+     recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Count,
+     recvtype: MPI_Datatype, comm: MPI_Comm));

@@ -21,9 +21,9 @@ use resmpi_core::{ErrorClass, Mpi, MpiError, MpiResult};
 
 use super::{extent_of, launch, request_out, Staging, Usage};
 use crate::abi::*;
-use crate::global::entry;
+use crate::global::{entry, Registry};
 #[allow(unused_imports)]
-use crate::large_count::{int_and_large_count, Count};
+use crate::large_count::{collective, Count};
 use crate::p2p::comm_of;
 
 /// This process's neighbourhood: incoming and outgoing neighbours in MPI
@@ -184,32 +184,9 @@ fn prepare(mpi: &Mpi, comm: MPI_Comm) -> MpiResult<(usize, Neighbours)> {
     Ok((index, neighbours))
 }
 
-/// The blocking and nonblocking entry points of a neighbourhood
-/// collective, each in its int and `_c` form, from one body.
-macro_rules! blocking_and_nonblocking {
-    ($blocking:ident = $blocking_name:ident, $blocking_c:ident = $blocking_c_name:ident,
-     $nonblocking:ident = $nonblocking_name:ident,
-     $nonblocking_c:ident = $nonblocking_c_name:ident, $body:ident, $comm:ident,
-     ($($argument:ident: $type:ty),*)) => {
-        int_and_large_count!($blocking = $blocking_name, $blocking_c = $blocking_c_name, |name| {
-            entry(name, $comm, |mpi, _| {
-                // SAFETY: the caller's arguments.
-                unsafe { $body(mpi, $($argument,)* None) }
-            })
-        }, ($($argument: $type),*));
-        int_and_large_count!($nonblocking = $nonblocking_name,
-            $nonblocking_c = $nonblocking_c_name, |name| {
-            entry(name, $comm, |mpi, _| {
-                let request = request_out(request)?;
-                // SAFETY: the caller's arguments.
-                unsafe { $body(mpi, $($argument,)* request) }
-            })
-        }, ($($argument: $type,)* request: *mut MPI_Request));
-    };
-}
-
 unsafe fn allgather_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: MPI_Datatype,
@@ -236,6 +213,7 @@ unsafe fn allgather_body<C: Count>(
 
 unsafe fn alltoall_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: MPI_Datatype,
@@ -268,6 +246,7 @@ unsafe fn alltoall_body<C: Count>(
 
 unsafe fn allgatherv_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: MPI_Datatype,
@@ -299,6 +278,7 @@ unsafe fn allgatherv_body<C: Count>(
 
 unsafe fn alltoallv_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcounts: *const C,
     sdispls: *const C,
@@ -369,6 +349,7 @@ unsafe fn typed_blocks<C: Count>(
 
 unsafe fn alltoallw_body<C: Count>(
     mpi: &mut Mpi,
+    _global: &Registry,
     sendbuf: *const c_void,
     sendcounts: *const C,
     sdispls: *const MPI_Aint,
@@ -408,116 +389,43 @@ unsafe fn alltoallw_body<C: Count>(
     exchange(mpi, index, &neighbours, &sends, &receives, staging, request)
 }
 
-blocking_and_nonblocking!(PMPI_Neighbor_allgather = MPI_Neighbor_allgather,
+collective!(PMPI_Neighbor_allgather = MPI_Neighbor_allgather,
     PMPI_Neighbor_allgather_c = MPI_Neighbor_allgather_c,
     PMPI_Ineighbor_allgather = MPI_Ineighbor_allgather,
-    PMPI_Ineighbor_allgather_c = MPI_Ineighbor_allgather_c, allgather_body, comm,
+    PMPI_Ineighbor_allgather_c = MPI_Ineighbor_allgather_c,
+    ineighbor_allgather: allgather_body, comm,
     (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm));
-blocking_and_nonblocking!(PMPI_Neighbor_alltoall = MPI_Neighbor_alltoall,
+collective!(PMPI_Neighbor_alltoall = MPI_Neighbor_alltoall,
     PMPI_Neighbor_alltoall_c = MPI_Neighbor_alltoall_c,
     PMPI_Ineighbor_alltoall = MPI_Ineighbor_alltoall,
-    PMPI_Ineighbor_alltoall_c = MPI_Ineighbor_alltoall_c, alltoall_body, comm,
+    PMPI_Ineighbor_alltoall_c = MPI_Ineighbor_alltoall_c,
+    ineighbor_alltoall: alltoall_body, comm,
     (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm));
-blocking_and_nonblocking!(PMPI_Neighbor_allgatherv = MPI_Neighbor_allgatherv,
+collective!(PMPI_Neighbor_allgatherv = MPI_Neighbor_allgatherv,
     PMPI_Neighbor_allgatherv_c = MPI_Neighbor_allgatherv_c,
     PMPI_Ineighbor_allgatherv = MPI_Ineighbor_allgatherv,
-    PMPI_Ineighbor_allgatherv_c = MPI_Ineighbor_allgatherv_c, allgatherv_body, comm,
+    PMPI_Ineighbor_allgatherv_c = MPI_Ineighbor_allgatherv_c,
+    ineighbor_allgatherv: allgatherv_body, comm,
     (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcounts: *const Count, displs: *const Count, recvtype: MPI_Datatype, comm: MPI_Comm));
-blocking_and_nonblocking!(PMPI_Neighbor_alltoallv = MPI_Neighbor_alltoallv,
+collective!(PMPI_Neighbor_alltoallv = MPI_Neighbor_alltoallv,
     PMPI_Neighbor_alltoallv_c = MPI_Neighbor_alltoallv_c,
     PMPI_Ineighbor_alltoallv = MPI_Ineighbor_alltoallv,
-    PMPI_Ineighbor_alltoallv_c = MPI_Ineighbor_alltoallv_c, alltoallv_body, comm,
+    PMPI_Ineighbor_alltoallv_c = MPI_Ineighbor_alltoallv_c,
+    ineighbor_alltoallv: alltoallv_body, comm,
     (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Count,
      sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
      rdispls: *const Count, recvtype: MPI_Datatype, comm: MPI_Comm));
-blocking_and_nonblocking!(PMPI_Neighbor_alltoallw = MPI_Neighbor_alltoallw,
+collective!(PMPI_Neighbor_alltoallw = MPI_Neighbor_alltoallw,
     PMPI_Neighbor_alltoallw_c = MPI_Neighbor_alltoallw_c,
     PMPI_Ineighbor_alltoallw = MPI_Ineighbor_alltoallw,
-    PMPI_Ineighbor_alltoallw_c = MPI_Ineighbor_alltoallw_c, alltoallw_body, comm,
+    PMPI_Ineighbor_alltoallw_c = MPI_Ineighbor_alltoallw_c,
+    ineighbor_alltoallw: alltoallw_body, comm,
     (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const MPI_Aint,
      sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
      rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm));
-
-/// The nonblocking v- and w-forms by name and count type, for the
-/// persistent ones (`persistent_coll.rs`).
-pub(crate) unsafe fn ineighbor_allgatherv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    displs: *const C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        // SAFETY: the caller's arguments.
-        unsafe {
-            allgatherv_body(
-                mpi, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-                request,
-            )
-        }
-    })
-}
-
-/// See [`ineighbor_allgatherv`].
-pub(crate) unsafe fn ineighbor_alltoallv<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        // SAFETY: the caller's arguments.
-        unsafe {
-            alltoallv_body(
-                mpi, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                recvtype, comm, request,
-            )
-        }
-    })
-}
-
-/// See [`ineighbor_allgatherv`].
-pub(crate) unsafe fn ineighbor_alltoallw<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    entry(name, comm, |mpi, _| {
-        let request = request_out(request)?;
-        // SAFETY: the caller's arguments.
-        unsafe {
-            alltoallw_body(
-                mpi, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                recvtypes, comm, request,
-            )
-        }
-    })
-}
 
 /// (in-degree, out-degree) of `comm` for copying the arrays of the
 /// persistent v- and w-forms; Err is the error code already raised.

@@ -8,7 +8,7 @@ use super::{everywhere_reduction, int_array, launch, reduction_fast_path, reques
 use crate::abi::*;
 use crate::global::{entry, Registry};
 #[allow(unused_imports)]
-use crate::large_count::{int_and_large_count, Count};
+use crate::large_count::{collective, int_and_large_count, Count};
 
 /// Reduce_scatter with `counts[i]` elements for rank i.
 fn reduce_scatter_common(
@@ -106,56 +106,11 @@ fn reduce_scatter_body<C: Count>(
     )
 }
 
-unsafe fn reduce_scatter<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    entry(name, comm, |mpi, global| {
-        reduce_scatter_body(
-            mpi, global, sendbuf, recvbuf, recvcounts, datatype, op, comm, None,
-        )
-    })
-}
-int_and_large_count!(PMPI_Reduce_scatter = MPI_Reduce_scatter, PMPI_Reduce_scatter_c = MPI_Reduce_scatter_c, reduce_scatter, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn ireduce_scatter<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    entry(name, comm, |mpi, global| {
-        let request = request_out(request)?;
-        reduce_scatter_body(
-            mpi, global, sendbuf, recvbuf, recvcounts, datatype, op, comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Ireduce_scatter = MPI_Ireduce_scatter, PMPI_Ireduce_scatter_c = MPI_Ireduce_scatter_c, ireduce_scatter, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Reduce_scatter = MPI_Reduce_scatter, PMPI_Reduce_scatter_c = MPI_Reduce_scatter_c,
+    PMPI_Ireduce_scatter = MPI_Ireduce_scatter, PMPI_Ireduce_scatter_c = MPI_Ireduce_scatter_c,
+    ireduce_scatter: reduce_scatter_body, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count,
+     datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
 
 fn reduce_scatter_block_body(
     mpi: &mut Mpi,
@@ -180,61 +135,13 @@ fn reduce_scatter_block_body(
     )
 }
 
-unsafe fn reduce_scatter_block<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, global| {
-        small::reduce_scatter_block(mpi, sendbuf, recvbuf, recvcount, datatype, op, comm)
-            .unwrap_or_else(|| {
-                reduce_scatter_block_body(
-                    mpi, global, sendbuf, recvbuf, recvcount, datatype, op, comm, None,
-                )
-            })
-    })
-}
-int_and_large_count!(PMPI_Reduce_scatter_block = MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block_c = MPI_Reduce_scatter_block_c, reduce_scatter_block, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn ireduce_scatter_block<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let recvcount: MPI_Count = recvcount.into();
-    entry(name, comm, |mpi, global| {
-        let request = request_out(request)?;
-        reduce_scatter_block_body(
-            mpi, global, sendbuf, recvbuf, recvcount, datatype, op, comm, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Ireduce_scatter_block = MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block_c = MPI_Ireduce_scatter_block_c, ireduce_scatter_block, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Reduce_scatter_block = MPI_Reduce_scatter_block,
+    PMPI_Reduce_scatter_block_c = MPI_Reduce_scatter_block_c,
+    PMPI_Ireduce_scatter_block = MPI_Ireduce_scatter_block,
+    PMPI_Ireduce_scatter_block_c = MPI_Ireduce_scatter_block_c,
+    ireduce_scatter_block: reduce_scatter_block_body, comm, fast small::reduce_scatter_block,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count => into,
+     datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
 
 fn prefix_body(
     mpi: &mut Mpi,
@@ -286,112 +193,14 @@ fn prefix_body(
     launch(mpi, schedule, staging, request)
 }
 
-unsafe fn scan<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, global| {
-        small::scan(mpi, sendbuf, recvbuf, count, datatype, op, comm, true).unwrap_or_else(|| {
-            prefix_body(
-                mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, None,
-            )
-        })
-    })
-}
-int_and_large_count!(PMPI_Scan = MPI_Scan, PMPI_Scan_c = MPI_Scan_c, scan, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-));
+collective!(PMPI_Scan = MPI_Scan, PMPI_Scan_c = MPI_Scan_c,
+    PMPI_Iscan = MPI_Iscan, PMPI_Iscan_c = MPI_Iscan_c, iscan: prefix_body[true], comm,
+    fast small::scan[true],
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count => into,
+     datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
 
-pub(crate) unsafe fn iscan<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, global| {
-        let request = request_out(request)?;
-        prefix_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, true, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Iscan = MPI_Iscan, PMPI_Iscan_c = MPI_Iscan_c, iscan, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
-
-unsafe fn exscan<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, global| {
-        small::scan(mpi, sendbuf, recvbuf, count, datatype, op, comm, false).unwrap_or_else(|| {
-            prefix_body(
-                mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, None,
-            )
-        })
-    })
-}
-int_and_large_count!(PMPI_Exscan = MPI_Exscan, PMPI_Exscan_c = MPI_Exscan_c, exscan, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-));
-
-pub(crate) unsafe fn iexscan<C: Count>(
-    name: &str,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: C,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let count: MPI_Count = count.into();
-    entry(name, comm, |mpi, global| {
-        let request = request_out(request)?;
-        prefix_body(
-            mpi, global, sendbuf, recvbuf, count, datatype, op, comm, false, request,
-        )
-    })
-}
-int_and_large_count!(PMPI_Iexscan = MPI_Iexscan, PMPI_Iexscan_c = MPI_Iexscan_c, iexscan, (
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-));
+collective!(PMPI_Exscan = MPI_Exscan, PMPI_Exscan_c = MPI_Exscan_c,
+    PMPI_Iexscan = MPI_Iexscan, PMPI_Iexscan_c = MPI_Iexscan_c, iexscan: prefix_body[false],
+    comm, fast small::scan[false],
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count => into,
+     datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
