@@ -185,6 +185,38 @@ def test_when_no_replica_is_whole_the_job_fails_naming_the_rank(build):
     assert expected.startswith(res.stdout), res.describe()
 
 
+LEFT = re.compile(r"^WARNING: mpiexec: rank (\d) replica (\d) \(pid \d+\) left the job after a vote of the "
+                  r"replicas \(--sdc vote\)", re.M)
+
+
+@pytest.mark.parametrize("count", [16, 100_000])  # eager, and rendezvous into a vector
+def test_sdc_vote_removes_the_outvoted_replica_and_the_one_it_corrupted(build, count):
+    """Three replicas: replica 1 of rank 0 flips a bit of its send buffer.
+    Its siblings' copies, hashed by the replicas of rank 1 that received
+    them, agree with each other and not with it: it leaves the job, and so
+    does replica 1 of rank 1, which took its bytes in. Both deaths are
+    masked and the job's output is the fault-free one."""
+    expected = run(3, build("replica_divergence"), 4, count, -1, timeout=60)
+    assert expected.returncode == 0, expected.describe()
+    res = run(3, build("replica_divergence"), 4, count, 2, timeout=60,
+              mpiexec_opts=("--replicas", 3, *PROCESS_MASKING, "--sdc", "vote"))
+    assert res.returncode == 0, res.describe()
+    assert lines(res) == lines(expected), res.describe()
+    assert sorted(LEFT.findall(res.stderr)) == [("0", "1"), ("1", "1")], res.describe()
+    # The majority names the message (round 2 is message 3 on 0 -> 1).
+    found = [DIVERGED.match(line) for line in res.stderr.splitlines() if "diverged" in line]
+    assert found and all(found), res.describe()
+    assert sorted((m[1], m[2], m[3]) for m in found) == [("3", "1", "0"), ("3", "1", "2")], res.describe()
+
+
+def test_without_corruption_sdc_vote_removes_nobody(build):
+    expected = run(3, build("replica_divergence"), 4, 16, -1, timeout=60)
+    res = run(3, build("replica_divergence"), 4, 16, -1, timeout=60,
+              mpiexec_opts=("--replicas", 3, *PROCESS_MASKING, "--sdc", "vote"))
+    assert res.returncode == 0 and lines(res) == lines(expected), res.describe()
+    assert "left the job" not in res.stderr and "diverged" not in res.stderr, res.describe()
+
+
 @pytest.mark.parametrize("options, message", [
     (("--replicas", "0"), "--replicas '0': expected a number of replicas from 1 to 8"),
     (("--replicas", "9"), "--replicas '9': expected a number of replicas from 1 to 8"),
@@ -341,8 +373,9 @@ def test_sdc_abort_ends_the_job_naming_the_divergence(build):
 
 
 @pytest.mark.parametrize("options, message", [
-    (("--replicas", 2, *PROCESS_MASKING, "--sdc", "vote"), "--sdc vote: outvoting a diverged replica needs"),
-    (("--replicas", 2, *PROCESS_MASKING, "--sdc", "often"), "--sdc 'often': expected report or abort"),
+    (("--replicas", 2, *PROCESS_MASKING, "--sdc", "vote"),
+     "--sdc vote: a vote needs a majority, so at least 3 replicas (--replicas 2)"),
+    (("--replicas", 2, *PROCESS_MASKING, "--sdc", "often"), "--sdc 'often': expected report, abort or vote"),
     (("--replicas", 2, "--sdc", "report"), "it needs --replicas R (R >= 2) --replica-masking process"),
     (("--sdc", "abort"), "it needs --replicas R (R >= 2) --replica-masking process"),
 ])

@@ -473,6 +473,17 @@ pub fn monotonic_now_ns() -> u64 {
         .as_nanos() as u64
 }
 
+/// Leave the job at once, as a crash would, so that the others mask this
+/// process's death: says why on stderr, then exits with
+/// [`resmpi_runtime::OUTVOTED_EXIT_CODE`], which the launcher names.
+/// Nothing is flushed or finalized (the process's state is what went
+/// wrong).
+pub fn leave_the_job(rank: u32, why: &str) {
+    eprintln!("resmpi: process {rank}: {why}");
+    // SAFETY: ends the process; nothing after it runs.
+    unsafe { libc::_exit(resmpi_runtime::OUTVOTED_EXIT_CODE) }
+}
+
 /// The engine: state plus paths.
 pub struct Engine<F: Interceptor = PassThrough> {
     /// Paths to peers.
@@ -511,6 +522,10 @@ pub struct Engine<F: Interceptor = PassThrough> {
     /// only when the protocol uses timers (`F::USES_TIMERS`). Tests and the
     /// simulator put a virtual clock here.
     pub timer_clock: fn() -> u64,
+    /// How this process leaves the job when its protocol says it must
+    /// (`Interceptor::take_departure`): [`leave_the_job`], or a test's
+    /// hook.
+    pub depart: fn(u32, &str),
     /// The shared-memory fast path of small blocking collectives
     /// (`coll::shared_memory`; off until `Mpi::init` turns it on).
     pub shared_memory: crate::coll::shared_memory::SharedMemoryCollectives,
@@ -586,6 +601,7 @@ impl<F: Interceptor> Engine<F> {
             watches_local_exits: false,
             local_exits_checked_at: None,
             timer_clock: monotonic_now_ns,
+            depart: leave_the_job,
             shared_memory: Default::default(),
         }
     }
@@ -1313,6 +1329,13 @@ impl<F: Interceptor> Engine<F> {
             while let Some((peer, bytes)) = self.state.interceptor.poll_protocol_frame() {
                 self.send_protocol_frame(peer, &bytes)?;
                 frames += 1;
+            }
+        }
+        if F::HASHES_RECEIVED {
+            if let Some(text) = self.state.interceptor.take_departure() {
+                // Its last protocol frames (above) go out first.
+                let _ = self.transports.flush();
+                (self.depart)(self.state.rank, &text);
             }
         }
         if F::REPLICATES {

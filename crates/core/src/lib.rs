@@ -260,6 +260,7 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
     let sdc = match config.sdc {
         resmpi_runtime::SdcChoice::Report => resmpi_replication::SdcPolicy::Report,
         resmpi_runtime::SdcChoice::Abort => resmpi_replication::SdcPolicy::Abort,
+        resmpi_runtime::SdcChoice::Vote => resmpi_replication::SdcPolicy::Vote,
     };
     let protocol = resmpi_replication::Replication::new(rank, replicas.ranks, replicas.count)
         .with_sdc_policy(sdc);

@@ -480,6 +480,13 @@ pub trait Interceptor {
         None
     }
 
+    /// Why this process must leave the job now, quietly, as if it had
+    /// crashed (its death is then masked like any other): replication's
+    /// `--sdc vote` outvoted it. Taken once.
+    fn take_departure(&mut self) -> Option<String> {
+        None
+    }
+
     /// Counters for the end-of-job report, named when non-zero.
     fn report_counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()

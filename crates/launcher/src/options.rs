@@ -349,12 +349,14 @@ fault tolerance (each sets a variable in every rank):
                         replication protocol), a surviving replica of its
                         rank takes over its messages, and the job fails
                         only when a rank has no live replica
-  --sdc report|abort    under --replica-masking process, what a divergence
+  --sdc report|abort|vote
+                        under --replica-masking process, what a divergence
                         between the replicas of a rank does (every ack
                         carries the CRC32C of the payload received; RESMPI_SDC):
                         report (default) names it in the FT report, abort
-                        ends the job with an error naming it; vote is not
-                        built yet
+                        ends the job with an error naming it, vote (R >= 3)
+                        has the replica a majority contradicts leave the
+                        job, and its death is masked
   --replica-anysource free|agree
                         under --replica-masking process, how the replicas
                         of a rank match MPI_ANY_SOURCE receives
@@ -544,18 +546,13 @@ fn parse_bind_to(text: &str, source: &str) -> Result<&'static str, String> {
 /// The variable that mirrors `--sdc`.
 pub const SDC_VARIABLE: &str = "RESMPI_SDC";
 
-/// `--sdc`'s value: `report` or `abort` (`vote` is refused: it needs the
-/// recovery of lost replicas).
+/// `--sdc`'s value: `report`, `abort` or `vote`.
 fn parse_sdc(text: &str) -> Result<&'static str, String> {
     match text {
         "report" => Ok("report"),
         "abort" => Ok("abort"),
-        "vote" => Err(
-            "--sdc vote: outvoting a diverged replica needs the recovery of lost \
-                       replicas, which is not built yet (issue 12); use report or abort"
-                .to_string(),
-        ),
-        other => Err(format!("--sdc '{other}': expected report or abort")),
+        "vote" => Ok("vote"),
+        other => Err(format!("--sdc '{other}': expected report, abort or vote")),
     }
 }
 
@@ -1105,6 +1102,12 @@ pub fn parse(
             return Err(format!(
                 "--sdc {sdc}: divergence between replicas is found by the replication \
                  protocol's acks: it needs --replicas R (R >= 2) --replica-masking process"
+            ));
+        }
+        if sdc == "vote" && replica_count < 3 {
+            return Err(format!(
+                "--sdc vote: a vote needs a majority, so at least 3 replicas \
+                 (--replicas {replica_count}); use report or abort"
             ));
         }
         environment.push((SDC_VARIABLE.to_string(), sdc.to_string()));

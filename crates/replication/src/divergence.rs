@@ -16,6 +16,15 @@
 //! yet live until it makes them (a sibling runs ahead by at most its own
 //! incomplete sends, as for the protocol's early acks); at most
 //! [`DIVERGENCES_KEPT`] divergences are kept in full, all are counted.
+//!
+//! Vote (`--sdc vote`, R >= 3): every replica of the sender learns, from
+//! the acks, the hash of what each of its siblings sent. A replica whose
+//! own hash is contradicted by a strict majority of the R replicas (the
+//! same other hash from more than R/2 siblings) knows it is the one that
+//! went wrong, and leaves the job; the others see a single disagreeing
+//! sibling and go on, so the decision needs no agreement round. With no
+//! majority (three replicas, three hashes) nobody leaves: it is reported.
+//! The votes of a send live while it is pending, as its hash does.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +40,9 @@ pub enum SdcPolicy {
     Report,
     /// End the job with an error naming it.
     Abort,
+    /// The replica a strict majority contradicts leaves the job (R >= 3);
+    /// the others mask its death.
+    Vote,
 }
 
 /// One message two replicas disagree on.
@@ -68,6 +80,41 @@ impl std::fmt::Display for Divergence {
     }
 }
 
+/// A replica the majority of its rank's replicas contradicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outvoted {
+    /// The send they disagree on.
+    pub send: SendId,
+    /// This process.
+    pub me: Process,
+    /// CRC32C of what it sent.
+    pub own_hash: u32,
+    /// CRC32C of what the majority sent.
+    pub majority_hash: u32,
+    /// Siblings whose copies hashed to `majority_hash`.
+    pub voters: u32,
+    /// Replicas of the rank.
+    pub replicas: u32,
+}
+
+impl std::fmt::Display for Outvoted {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "replica {} of rank {} was outvoted on message {} to rank {}: it sent bytes with \
+             CRC32C {:08x}, {} of the {} replicas sent {:08x}; it leaves the job (--sdc vote)",
+            self.me.replica,
+            self.me.rank,
+            self.send.logical_seq,
+            self.send.destination,
+            self.own_hash,
+            self.voters,
+            self.replicas,
+            self.majority_hash,
+        )
+    }
+}
+
 /// The comparison state of one process.
 #[derive(Clone, Debug, Default)]
 pub struct DivergenceCheck {
@@ -79,9 +126,24 @@ pub struct DivergenceCheck {
     pub found: u64,
     /// The first [`DIVERGENCES_KEPT`] of them.
     pub kept: Vec<Divergence>,
+    /// Replicas per rank when voting (`--sdc vote`), else 0.
+    voting_replicas: u32,
+    /// When voting: per pending send, the hashes its siblings' copies
+    /// arrived with.
+    votes: BTreeMap<SendId, Vec<u32>>,
+    /// When voting: the first send on which this process was outvoted.
+    pub outvoted: Option<Outvoted>,
 }
 
 impl DivergenceCheck {
+    /// A check that also votes (`--sdc vote`) among `replicas` replicas.
+    pub fn voting(replicas: u32) -> DivergenceCheck {
+        DivergenceCheck {
+            voting_replicas: replicas,
+            ..DivergenceCheck::default()
+        }
+    }
+
     /// This process (`me`) sends `send` with payload hash `hash`;
     /// `pending`: the send is not complete yet (its acks may still come).
     /// Acks that came early are compared now. Returns the divergences
@@ -135,11 +197,14 @@ impl DivergenceCheck {
     /// `send` is complete: its hash is no longer needed.
     pub fn handle_complete(&mut self, send: SendId) {
         self.sent.remove(&send);
+        self.votes.remove(&send);
     }
 
     /// Hashes held (sent and early), for bound checks in tests.
     pub fn held(&self) -> usize {
-        self.sent.len() + self.early.values().map(Vec::len).sum::<usize>()
+        self.sent.len()
+            + self.early.values().map(Vec::len).sum::<usize>()
+            + self.votes.values().map(Vec::len).sum::<usize>()
     }
 
     fn compare(
@@ -150,6 +215,9 @@ impl DivergenceCheck {
         receiver: Process,
         received_hash: u32,
     ) -> bool {
+        if self.voting_replicas > 0 {
+            self.vote(me, send, sent_hash, received_hash);
+        }
         if sent_hash == received_hash {
             return false;
         }
@@ -164,6 +232,29 @@ impl DivergenceCheck {
             });
         }
         true
+    }
+}
+
+impl DivergenceCheck {
+    /// Count a sibling's copy of `send` (hashed `received_hash`): outvoted
+    /// once more than half of the replicas sent the same other bytes.
+    fn vote(&mut self, me: Process, send: SendId, own_hash: u32, received_hash: u32) {
+        let votes = self.votes.entry(send).or_default();
+        votes.push(received_hash);
+        if received_hash == own_hash || self.outvoted.is_some() {
+            return;
+        }
+        let voters = votes.iter().filter(|&&hash| hash == received_hash).count() as u32;
+        if voters > self.voting_replicas / 2 {
+            self.outvoted = Some(Outvoted {
+                send,
+                me,
+                own_hash,
+                majority_hash: received_hash,
+                voters,
+                replicas: self.voting_replicas,
+            });
+        }
     }
 }
 
@@ -236,5 +327,48 @@ mod tests {
             check.handle_ack(ME, send, OTHER, 2, true);
         }
         assert_eq!((check.found, check.kept.len()), (20, DIVERGENCES_KEPT));
+    }
+
+    fn sibling(replica: u32) -> Process {
+        Process { rank: 1, replica }
+    }
+
+    #[test]
+    fn a_replica_contradicted_by_a_majority_is_outvoted_and_a_single_dissenter_is_not() {
+        // Three replicas: this one (replica 0) sent 7.
+        let mut majority = DivergenceCheck::voting(3);
+        majority.handle_sent(ME, SEND, 7, true);
+        majority.handle_ack(ME, SEND, sibling(1), 8, true);
+        assert_eq!(majority.outvoted, None, "one sibling alone outvotes nobody");
+        majority.handle_ack(ME, SEND, sibling(2), 7, true);
+        assert_eq!(majority.outvoted, None);
+        // This one is the dissenter: both siblings' copies agree on 8.
+        let mut dissenter = DivergenceCheck::voting(3);
+        dissenter.handle_ack(ME, SEND, sibling(1), 8, false);
+        dissenter.handle_sent(ME, SEND, 7, true);
+        assert_eq!(dissenter.outvoted, None);
+        dissenter.handle_ack(ME, SEND, sibling(2), 8, true);
+        let outvoted = dissenter.outvoted.expect("outvoted");
+        assert_eq!((outvoted.voters, outvoted.majority_hash), (2, 8));
+        assert!(outvoted
+            .to_string()
+            .contains("replica 0 of rank 0 was outvoted on message 4"));
+        // No majority: three replicas, three hashes.
+        let mut split = DivergenceCheck::voting(3);
+        split.handle_sent(ME, SEND, 7, true);
+        split.handle_ack(ME, SEND, sibling(1), 8, true);
+        split.handle_ack(ME, SEND, sibling(2), 9, true);
+        assert_eq!(split.outvoted, None);
+        split.handle_complete(SEND);
+        assert_eq!(split.held(), 0, "votes go with the send");
+    }
+
+    #[test]
+    fn without_voting_nobody_is_outvoted() {
+        let mut check = DivergenceCheck::default();
+        check.handle_sent(ME, SEND, 7, true);
+        check.handle_ack(ME, SEND, sibling(1), 8, true);
+        check.handle_ack(ME, SEND, sibling(2), 8, true);
+        assert_eq!((check.found, check.outvoted), (2, None));
     }
 }

@@ -33,6 +33,10 @@ const DECISIONS_FRAME: u8 = 3;
 /// Protocol frame: a follower's decisions for a new leader, laid out as
 /// `DECISIONS_FRAME`.
 const SYNC_FRAME: u8 = 4;
+/// Protocol frame (`--sdc vote`): the sender's replica that a majority
+/// outvoted on message `logical_seq` (u64 LE) tells the replica it sent
+/// that message to, which took the bytes in and must leave too.
+const TAINTED_FRAME: u8 = 7;
 /// Bytes of one decision in a frame.
 const DECISION_BYTES: usize = 12;
 /// Protocol frame: a follower acks decisions to the leader
@@ -149,6 +153,9 @@ pub struct Replication {
     sdc_policy: SdcPolicy,
     /// A divergence under `SdcPolicy::Abort`, for the engine to report.
     fatal_error: Option<String>,
+    /// Outvoted under `SdcPolicy::Vote`: why this process leaves the job
+    /// (taken by the engine once).
+    departure: Option<String>,
     /// Ranks whose every replica is dead.
     pub lost_ranks: Vec<u32>,
     /// Processes shown dead by a message from their substitute that came
@@ -193,6 +200,7 @@ impl Replication {
             divergence: DivergenceCheck::default(),
             sdc_policy: SdcPolicy::Report,
             fatal_error: None,
+            departure: None,
             lost_ranks: Vec::new(),
             shown_dead: BTreeSet::new(),
             duplicates_dropped: 0,
@@ -285,6 +293,9 @@ impl Replication {
     /// The same, with `policy` for divergences between replicas.
     pub fn with_sdc_policy(mut self, policy: SdcPolicy) -> Replication {
         self.sdc_policy = policy;
+        if policy == SdcPolicy::Vote {
+            self.divergence = DivergenceCheck::voting(self.replicas);
+        }
         self
     }
 
@@ -295,6 +306,20 @@ impl Replication {
 
     /// `found` new divergences: under `Abort`, the job must end.
     fn diverged(&mut self, found: u64) {
+        if let Some(outvoted) = self.divergence.outvoted.take() {
+            if self.departure.is_none() {
+                // The replica of the destination this process sent the
+                // outvoted bytes to took them in: it leaves too.
+                let to = self.index_of(Process {
+                    rank: outvoted.send.destination,
+                    replica: outvoted.me.replica,
+                });
+                let mut frame = vec![TAINTED_FRAME];
+                frame.extend_from_slice(&outvoted.send.logical_seq.to_le_bytes());
+                self.frames.push_back((to, frame));
+                self.departure = Some(outvoted.to_string());
+            }
+        }
         if found > 0 && self.sdc_policy == SdcPolicy::Abort && self.fatal_error.is_none() {
             let first = self.divergence.kept.last().map(ToString::to_string);
             self.fatal_error = Some(first.unwrap_or_else(|| "replicas diverged".to_string()));
@@ -522,6 +547,10 @@ impl Interceptor for Replication {
         self.fatal_error.take()
     }
 
+    fn take_departure(&mut self) -> Option<String> {
+        self.departure.take()
+    }
+
     fn report_counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("replica_divergences", self.divergence.found),
@@ -675,6 +704,22 @@ impl Interceptor for Replication {
             self.drain_agreement();
             return;
         }
+        if let (9, Some(&TAINTED_FRAME)) = (bytes.len(), bytes.first()) {
+            let from = self.process_of(peer);
+            let me = self.replica.me();
+            if self.sdc_policy == SdcPolicy::Vote && from.replica == me.replica {
+                let logical_seq = u64::from_le_bytes(bytes[1..9].try_into().expect("8 bytes"));
+                self.departure.get_or_insert_with(|| {
+                    format!(
+                        "replica {} of rank {} received message {logical_seq} from rank {}, whose \
+                         bytes a majority of rank {}'s replicas sent otherwise: its state is \
+                         suspect, it leaves the job (--sdc vote)",
+                        me.replica, me.rank, from.rank, from.rank
+                    )
+                });
+            }
+            return;
+        }
         let hash = match (bytes.len(), bytes.first()) {
             (9, Some(&ACK_FRAME)) => None,
             (13, Some(&ACK_WITH_HASH_FRAME)) => Some(u32::from_le_bytes(
@@ -696,9 +741,8 @@ impl Interceptor for Replication {
             };
             let me = self.replica.me();
             let made = self.replica.has_sent(send);
-            if self.divergence.handle_ack(me, send, from, hash, made) {
-                self.diverged(1);
-            }
+            let found = self.divergence.handle_ack(me, send, from, hash, made);
+            self.diverged(u64::from(found));
         }
         self.replica.handle_ack(from, logical_seq);
         self.drain(None);

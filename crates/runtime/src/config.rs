@@ -151,6 +151,9 @@ pub enum SdcChoice {
     Report,
     /// The job ends with an error naming it.
     Abort,
+    /// The replica a majority of its rank's replicas contradicts leaves
+    /// the job, and its death is masked (R >= 3).
+    Vote,
 }
 
 /// Message logging (`RESMPI_MSGLOG`).
@@ -407,16 +410,22 @@ impl Config {
                 })?;
         }
         if let Some(text) = lookup("RESMPI_SDC") {
-            if text.trim() == "vote" {
-                return Err("RESMPI_SDC=vote: outvoting a diverged replica needs the recovery \
-                            of lost replicas, which is not built yet (issue 12); use report or abort"
-                    .to_string());
-            }
             config.sdc = choose(
                 "RESMPI_SDC",
                 &text,
-                &[("report", SdcChoice::Report), ("abort", SdcChoice::Abort)],
+                &[
+                    ("report", SdcChoice::Report),
+                    ("abort", SdcChoice::Abort),
+                    ("vote", SdcChoice::Vote),
+                ],
             )?;
+        }
+        if config.sdc == SdcChoice::Vote && config.replica_count < 3 {
+            return Err(format!(
+                "RESMPI_SDC=vote: a vote needs a majority, so at least 3 replicas \
+                 (RESMPI_REPLICAS={}); use report or abort",
+                config.replica_count
+            ));
         }
         if let Some(text) = lookup("RESMPI_REPLICA_ANYSOURCE") {
             config.replica_anysource_agree = choose(
@@ -522,6 +531,14 @@ mod tests {
         assert_eq!(config_of(&[]).unwrap().ft_protocol, "none");
         let chosen = config_of(&[("RESMPI_FT", " replication ")]).unwrap();
         assert_eq!(chosen.ft_protocol, "replication");
+    }
+
+    #[test]
+    fn sdc_vote_needs_three_replicas() {
+        let config = config_of(&[("RESMPI_REPLICAS", "3"), ("RESMPI_SDC", "vote")]).unwrap();
+        assert_eq!(config.sdc, SdcChoice::Vote);
+        let problem = config_of(&[("RESMPI_REPLICAS", "2"), ("RESMPI_SDC", "vote")]).unwrap_err();
+        assert!(problem.contains("at least 3 replicas"), "{problem}");
     }
 
     #[test]

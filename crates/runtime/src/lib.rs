@@ -31,3 +31,7 @@ pub use hex::{hex_decode, hex_encode};
 pub use notices::FailureNotices;
 pub use pmi::Pmi;
 pub use random::random_bytes;
+
+/// Exit status of a replica that left the job because its siblings
+/// outvoted it (`--sdc vote`): the launcher names it in its death notice.
+pub const OUTVOTED_EXIT_CODE: i32 = 86;
