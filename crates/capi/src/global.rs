@@ -332,6 +332,9 @@ pub fn with_mpi<T>(
             Some(mpi) => {
                 let result = body(mpi, &mut global.registry);
                 crate::datatype_packing::sweep_orphaned_receives(mpi);
+                // Between two calls: where a lost replica may be forked
+                // again (`--replica-recovery now`; nothing otherwise).
+                mpi.recover_replicas();
                 result
             }
             None => {
@@ -389,6 +392,7 @@ pub fn entry_with_comm(
             Some(mpi) => {
                 let result = body(mpi, &mut global.registry, &mut comm);
                 crate::datatype_packing::sweep_orphaned_receives(mpi);
+                mpi.recover_replicas();
                 result
             }
             None => {

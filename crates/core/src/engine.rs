@@ -58,6 +58,7 @@ use resmpi_checksum::crc32c;
 use resmpi_runtime::FailureNotices;
 
 mod direct_receive;
+mod fork;
 mod position;
 mod rejoin;
 mod replay;
@@ -305,6 +306,11 @@ const LOCAL_EXIT_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from
 pub struct State<F: Interceptor = PassThrough> {
     /// This process's world rank.
     pub rank: u32,
+    /// The rank its frames name as their source: `rank`, except in a
+    /// replica forked by a substitute (replication's recovery), whose
+    /// engine goes on with its forker's numbering while its frames say who
+    /// it is (`Engine::become_forked_replica`).
+    pub wire_rank: u32,
     /// World size.
     pub size: u32,
     /// Tunables.
@@ -548,6 +554,7 @@ impl<F: Interceptor> Engine<F> {
             links: ReliableLinks::none(size),
             state: State {
                 rank,
+                wire_rank: rank,
                 size,
                 config,
                 requests: RequestTable::default(),
@@ -873,7 +880,7 @@ impl<F: Interceptor> Engine<F> {
             return Ok(false);
         }
         let bytes = bytes.into();
-        let mut header = eager_header(self.state.rank, destination, length);
+        let mut header = eager_header(self.state.wire_rank, destination, length);
         header.logical_seq = self.state.next_message_seq(destination.peer);
         if F::WANTS_PAYLOADS {
             // SAFETY: the caller guarantees `length` readable bytes for this call.
@@ -934,7 +941,7 @@ impl<F: Interceptor> Engine<F> {
     /// (Re)start the protocol of the send request at `index`.
     pub fn launch_send(&mut self, index: u32, mode: SendMode) -> MpiResult<()> {
         let wire_id = self.state.requests.wire_id(index);
-        let rank = self.state.rank;
+        let rank = self.state.wire_rank;
         let Some(Request {
             operation: Operation::Send(send),
             ..
@@ -1199,7 +1206,7 @@ impl<F: Interceptor> Engine<F> {
                     self.state.finish_send_cancel(wire_id, withdrawn);
                     return Ok(());
                 }
-                let mut header = FrameHeader::new(FrameKind::Control, rank);
+                let mut header = FrameHeader::new(FrameKind::Control, self.state.wire_rank);
                 header.message_id = CONTROL_CANCEL_SEND;
                 header.aux = wire_id;
                 self.send_frame(peer, &header, &[])?;
@@ -1641,7 +1648,7 @@ impl<F: Interceptor> Engine<F> {
                 ),
             );
         }
-        let mut header = FrameHeader::new(FrameKind::Control, self.state.rank);
+        let mut header = FrameHeader::new(FrameKind::Control, self.state.wire_rank);
         header.message_id = CONTROL_PROTOCOL;
         header.payload_len = bytes.len() as u32;
         self.send_frame(peer, &header, bytes)
@@ -2178,7 +2185,7 @@ impl<F: Interceptor> Engine<F> {
         if self.state.streaming_sends == 0 {
             return Ok(false);
         }
-        let rank = self.state.rank;
+        let rank = self.state.wire_rank;
         let failures_are_events = self.failures_are_events;
         let mut lost_peers = Vec::new();
         for peer in 0..self.state.size as usize {
@@ -2826,7 +2833,7 @@ impl<F: Interceptor> State<F> {
         else {
             // Its data is in already: the re-send's copy has nothing to
             // deliver, and must still end.
-            let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.rank);
+            let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.wire_rank);
             answer.message_id = header.message_id;
             answer.tag = CLEAR_TO_SEND_ALREADY_DELIVERED;
             self.queue_frame(physical, &answer, &[]);
@@ -2858,7 +2865,7 @@ impl<F: Interceptor> State<F> {
                     return;
                 };
                 receive.received = 0;
-                let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.rank);
+                let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.wire_rank);
                 answer.message_id = header.message_id;
                 answer.aux = wire_id;
                 self.queue_frame(physical, &answer, &[]);
@@ -3292,7 +3299,7 @@ impl<F: Interceptor> State<F> {
             }
             self.complete_receive(index, envelope);
         }
-        let mut header = FrameHeader::new(FrameKind::ClearToSend, self.rank);
+        let mut header = FrameHeader::new(FrameKind::ClearToSend, self.wire_rank);
         header.message_id = send_id;
         header.aux = self.requests.wire_id(index);
         self.queue_frame(to, &header, &[]);
@@ -3302,7 +3309,7 @@ impl<F: Interceptor> State<F> {
     /// still unexpected here, and answer either way.
     fn withdraw_cancelled_send(&mut self, peer: u32, send_id: u64) {
         let withdrawn = self.withdraw_message(peer, send_id);
-        let mut header = FrameHeader::new(FrameKind::Control, self.rank);
+        let mut header = FrameHeader::new(FrameKind::Control, self.wire_rank);
         header.message_id = CONTROL_CANCEL_ANSWER;
         header.aux = send_id;
         header.tag = i32::from(withdrawn);
@@ -3355,7 +3362,7 @@ impl<F: Interceptor> State<F> {
     }
 
     fn send_sync_ack(&mut self, answer: SyncAnswer) {
-        let mut header = FrameHeader::new(FrameKind::SyncAck, self.rank);
+        let mut header = FrameHeader::new(FrameKind::SyncAck, self.wire_rank);
         header.message_id = answer.id;
         self.queue_frame(answer.to, &header, &[]);
     }
@@ -3365,7 +3372,7 @@ impl<F: Interceptor> State<F> {
         let owed = &mut self.credit_owed[peer as usize];
         *owed += payload_bytes + HEADER_LEN_BYTES;
         if *owed >= self.config.eager_credit_bytes / 4 {
-            let mut header = FrameHeader::new(FrameKind::Control, self.rank);
+            let mut header = FrameHeader::new(FrameKind::Control, self.wire_rank);
             header.message_id = CONTROL_CREDIT;
             header.aux = *owed as u64;
             *owed = 0;
@@ -3415,7 +3422,7 @@ impl<F: Interceptor> State<F> {
             ));
             return true;
         }
-        if frame.len() < payload_end || header.source != peer {
+        if frame.len() < payload_end || self.interceptor.engine_index(header.source) != peer {
             self.pending_error.get_or_insert(MpiError::new(
                 ErrorClass::Intern,
                 format!("malformed frame from rank {peer}"),
@@ -3693,7 +3700,7 @@ impl<F: Interceptor> State<F> {
     /// with it.
     fn placement_for(&mut self, peer: u32, header: &FrameHeader) -> Option<*mut u8> {
         if self.is_failed(peer)
-            || header.source != peer
+            || self.interceptor.engine_index(header.source) != peer
             || header.extension_len != 0
             || header.incarnation != self.peer_incarnation[peer as usize]
         {

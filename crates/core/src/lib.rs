@@ -23,6 +23,7 @@ mod intercomm;
 pub mod op;
 pub mod partitioned;
 pub mod reliability;
+mod replica_fork;
 pub mod request;
 pub mod schedule;
 pub mod spawn;
@@ -262,8 +263,18 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
         resmpi_runtime::SdcChoice::Abort => resmpi_replication::SdcPolicy::Abort,
         resmpi_runtime::SdcChoice::Vote => resmpi_replication::SdcPolicy::Vote,
     };
-    let protocol = resmpi_replication::Replication::new(rank, replicas.ranks, replicas.count)
+    let mut protocol = resmpi_replication::Replication::new(rank, replicas.ranks, replicas.count)
         .with_sdc_policy(sdc);
+    if config.replica_recovery {
+        if config.replica_anysource_agree {
+            return fail(
+                ErrorClass::Other,
+                "MPI_Init: --replica-recovery now with --replica-anysource agree is not supported \
+                 (a forked replica would inherit its forker's place in the agreement)",
+            );
+        }
+        protocol = protocol.with_recovery();
+    }
     Ok(if config.replica_anysource_agree {
         protocol.with_anysource_agreement()
     } else {
@@ -748,9 +759,10 @@ impl Mpi {
             .iter()
             .map(|(name, value)| format!("{name}={value}"))
             .collect();
-        let _ = self
-            .pmi
-            .put(&format!("resmpi-report-{}", self.rank()), &text.join(";"));
+        let _ = self.pmi.put(
+            &format!("resmpi-report-{}", self.engine.state.wire_rank),
+            &text.join(";"),
+        );
         // One key per line, hex: a PMI-1 value holds no blank.
         for (index, line) in self
             .engine
@@ -761,7 +773,7 @@ impl Mpi {
             .enumerate()
         {
             let _ = self.pmi.put(
-                &format!("resmpi-report-line-{}-{index}", self.rank()),
+                &format!("resmpi-report-line-{}-{index}", self.engine.state.wire_rank),
                 &resmpi_runtime::hex_encode(line.as_bytes()),
             );
         }

@@ -186,6 +186,9 @@ pub struct ReliableLinks {
     /// This process's world rank and the links' configuration, for a link
     /// made after wire-up (a re-joined peer); `None` when the layer is off.
     template: Option<(u32, ReliableConfig)>,
+    /// In a forked replica: each engine peer's process number on the wire
+    /// ([`ReliableLinks::renumber`]).
+    physical: Option<Vec<u32>>,
 }
 
 impl ReliableLinks {
@@ -216,6 +219,7 @@ impl ReliableLinks {
             unreachable: Vec::new(),
             epoch: Instant::now(),
             template: Some((rank, config)),
+            physical: None,
         }
     }
 
@@ -232,14 +236,32 @@ impl ReliableLinks {
     /// numbers from the start, nothing in flight).
     pub fn adopt(&mut self, peer: u32, needs_link: bool) {
         self.forget(peer);
+        let physical = self
+            .physical
+            .as_ref()
+            .map_or(peer, |physical| physical[peer as usize]);
         if let (Some((rank, config)), Some(slot)) =
             (self.template, self.links.get_mut(peer as usize))
         {
             if needs_link {
-                *slot = Some(PeerLink::new(rank, peer, config));
+                *slot = Some(PeerLink::new(rank, physical, config));
             }
         }
         self.unreachable.retain(|&lost| lost != peer);
+    }
+
+    /// In a replica forked by a substitute: this process is `rank` on the
+    /// wire, and the peer this engine calls `p` is `physical[p]` there
+    /// (the links' frames name both). Links made from now on say so;
+    /// existing ones are dropped (the caller adopts each peer again).
+    pub fn renumber(&mut self, rank: u32, physical: Vec<u32>) {
+        if let Some((local, _)) = self.template.as_mut() {
+            *local = rank;
+        }
+        for peer in 0..self.links.len() as u32 {
+            self.forget(peer);
+        }
+        self.physical = Some(physical);
     }
 
     /// Whether frames to `peer` go through a link.

@@ -464,14 +464,19 @@ pub fn wire_up(
             FaultyPath::new(path, spec.clone(), rank, rail as u32, clock)
         })
         .collect();
-    let joining = match config.failure_policy {
-        Some(FailurePolicy::Continue) => Some(JoinWiring {
+    // Replacement processes join jobs under `continue`, and forked
+    // replicas those under `--replica-recovery now`.
+    let takes_rejoins =
+        config.failure_policy == Some(FailurePolicy::Continue) || config.replica_recovery;
+    let joining = if takes_rejoins {
+        Some(JoinWiring {
             secret,
             spec,
             bind_ip: tcp_publish_address(config, pmi.local_size() == size)?,
             epoch,
-        }),
-        _ => None,
+        })
+    } else {
+        None
     };
     let mut transports = Transports {
         routes,
@@ -575,6 +580,18 @@ pub fn wire_up_replacement(
     config: &Config,
     notices: Option<&FailureNotices>,
 ) -> MpiResult<(Transports, Vec<(u32, u32)>)> {
+    wire_up_rejoining(pmi, config, notices, None)
+}
+
+/// [`wire_up_replacement`] for a replica forked by a substitute
+/// (replication's recovery): its re-join notice carries the fork's `cut`
+/// (hex) to every other process.
+pub fn wire_up_rejoining(
+    pmi: &mut Pmi,
+    config: &Config,
+    notices: Option<&FailureNotices>,
+    cut: Option<&str>,
+) -> MpiResult<(Transports, Vec<(u32, u32)>)> {
     let rank = pmi.rank();
     let size = pmi.size();
     let incarnation = config.incarnation;
@@ -614,7 +631,7 @@ pub fn wire_up_replacement(
         }
     };
     let peers = pmi
-        .announce_rejoin(incarnation, &address)
+        .announce_rejoin_with_cut(incarnation, &address, cut)
         .map_err(|e| runtime_error("re-join announcement", e))?;
     let expected: Vec<u32> = peers.iter().map(|(peer, _)| *peer).collect();
     let gone = |peer: u32| {

@@ -487,6 +487,19 @@ pub trait Interceptor {
         None
     }
 
+    /// The engine's number for the process the launcher (or a frame's
+    /// source) calls `physical`: the same, except in a replica forked by a
+    /// substitute, whose engine keeps its forker's numbering.
+    #[inline]
+    fn engine_index(&self, physical: u32) -> u32 {
+        physical
+    }
+
+    /// Incarnation `incarnation` of process `peer`, a replica forked by a
+    /// substitute, re-joined; `cut` is the fork's cut as its forker wrote
+    /// it (replication's recovery; `resmpi_replication::ForkCut`).
+    fn on_replica_rejoin(&mut self, _peer: u32, _incarnation: u32, _cut: &[u8]) {}
+
     /// Counters for the end-of-job report, named when non-zero.
     fn report_counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()

@@ -28,6 +28,7 @@ mod preflight;
 mod process_faults;
 mod proxy;
 mod proxy_link;
+mod replica_recovery;
 mod replicated_output;
 mod signals;
 mod spawn;

@@ -114,6 +114,9 @@ pub struct Options {
     /// `--replica-masking`: what a replicated job does when one of its
     /// processes dies.
     pub replica_masking: ReplicaMasking,
+    /// `--replica-recovery now` (`RESMPI_REPLICA_RECOVERY`): the substitute
+    /// of a dead replica forks a new one, which mpiexec adopts.
+    pub replica_recovery: bool,
     /// `--msglog pessimistic` (`RESMPI_MSGLOG`): the processes run
     /// `lib/msglog/libmpi.so` (pessimistic message logging), a dead rank
     /// is started again and replays, and what it prints again while it
@@ -357,6 +360,12 @@ fault tolerance (each sets a variable in every rank):
                         ends the job with an error naming it, vote (R >= 3)
                         has the replica a majority contradicts leave the
                         job, and its death is masked
+  --replica-recovery now|off
+                        under --replica-masking process, whether the
+                        substitute of a dead replica forks a new one, which
+                        re-joins the job in its place (now), or the rank
+                        goes on with fewer replicas (off, the default;
+                        RESMPI_REPLICA_RECOVERY); one host only so far
   --replica-anysource free|agree
                         under --replica-masking process, how the replicas
                         of a rank match MPI_ANY_SOURCE receives
@@ -497,9 +506,9 @@ fn arity_of(name: &str) -> Option<Arity> {
         | "f" | "machinefile" | "ppn" | "launcher-exec" | "bootstrap-exec" | "control-addr"
         | "inject" | "checksum" | "reliable" | "rails" | "stripe" | "report-json"
         | "failure-policy" | "with-ft" | "respawn" | "bind-to" | "initial-errhandler"
-        | "replicas" | "replica-masking" | "replica-anysource" | "sdc" | "msglog"
-        | "msglog-mem" | "msglog-disk" | "msglog-spill-dir" | "ckpt-dir" | "universe-size"
-        | "usize" => Some(Arity::One),
+        | "replicas" | "replica-masking" | "replica-anysource" | "replica-recovery" | "sdc"
+        | "msglog" | "msglog-mem" | "msglog-disk" | "msglog-spill-dir" | "ckpt-dir"
+        | "universe-size" | "usize" => Some(Arity::One),
         "io-replication-factor" | "io-replica-targets" => Some(Arity::One),
         "genv" | "env" => Some(Arity::Two),
         _ => None,
@@ -553,6 +562,19 @@ fn parse_sdc(text: &str) -> Result<&'static str, String> {
         "abort" => Ok("abort"),
         "vote" => Ok("vote"),
         other => Err(format!("--sdc '{other}': expected report, abort or vote")),
+    }
+}
+
+/// The variable that mirrors `--replica-recovery`.
+pub const REPLICA_RECOVERY_VARIABLE: &str = "RESMPI_REPLICA_RECOVERY";
+
+/// `--replica-recovery`'s value (`source` names the option or the
+/// variable): whether lost replicas are recovered.
+fn parse_replica_recovery(text: &str, source: &str) -> Result<bool, String> {
+    match text {
+        "now" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("{source} '{other}': expected now or off")),
     }
 }
 
@@ -708,6 +730,7 @@ pub fn parse(
     let mut replica_masking = None;
     let mut sdc = None;
     let mut replica_anysource = None;
+    let mut replica_recovery = None;
     let mut msglog = None;
     let mut msglog_bytes_max = None;
     let mut msglog_disk_bytes_max = None;
@@ -921,6 +944,9 @@ pub fn parse(
             }
             "replica-masking" => replica_masking = Some(parse_replica_masking(&values[0])?),
             "sdc" => sdc = Some(parse_sdc(&values[0])?),
+            "replica-recovery" => {
+                replica_recovery = Some(parse_replica_recovery(&values[0], "--replica-recovery")?)
+            }
             "replica-anysource" => {
                 replica_anysource =
                     Some(parse_replica_anysource(&values[0], "--replica-anysource")?)
@@ -1131,6 +1157,40 @@ pub fn parse(
             );
         }
     }
+    let replica_recovery = match replica_recovery {
+        Some(choice) => choice,
+        None => lookup(REPLICA_RECOVERY_VARIABLE)
+            .map(|text| parse_replica_recovery(&text, REPLICA_RECOVERY_VARIABLE))
+            .transpose()?
+            .unwrap_or(false),
+    };
+    if replica_recovery {
+        if replica_count < 2 || replica_masking != ReplicaMasking::Process {
+            return Err(
+                "--replica-recovery now: a new replica is forked by the substitute \
+                        of the dead one, which the replication protocol elects: it needs \
+                        --replicas R (R >= 2) --replica-masking process"
+                    .to_string(),
+            );
+        }
+        if replica_anysource == Some("agree") {
+            return Err(
+                "--replica-recovery now with --replica-anysource agree is not \
+                        supported yet (a forked replica would take its forker's place in the \
+                        agreement)"
+                    .to_string(),
+            );
+        }
+        if hosts.is_some() {
+            return Err(
+                "--replica-recovery now: only on one host so far (a forked process \
+                        is adopted by mpiexec itself, not by a host's proxy); run without \
+                        --hosts, or with --replica-recovery off"
+                    .to_string(),
+            );
+        }
+        environment.push((REPLICA_RECOVERY_VARIABLE.to_string(), "now".to_string()));
+    }
     if let Some(choice) = replica_anysource {
         environment.push((REPLICA_ANYSOURCE_VARIABLE.to_string(), choice.to_string()));
     }
@@ -1156,6 +1216,7 @@ pub fn parse(
         respawn_count_max,
         replica_count,
         replica_masking,
+        replica_recovery,
         msglog,
         msglog_optimistic,
         hosts,

@@ -186,6 +186,25 @@ pub struct PmiServer {
     failures: Mutex<FailureBoard>,
     /// MPI_Comm_spawn's nested launchers (`cmd=resmpi_spawn`).
     spawns: Mutex<crate::dynamic_spawn::SpawnedLaunchers>,
+    /// `--replica-recovery now`: forked replicas announced by their
+    /// forkers (`cmd=resmpi_fork`), for the supervisor to adopt, and
+    /// whether such announcements are taken at all.
+    forks: Mutex<Vec<ForkedReplica>>,
+    recovery: std::sync::atomic::AtomicBool,
+}
+
+/// A process a replica forked to replace a dead sibling
+/// (`cmd=resmpi_fork rank=P incarnation=I pid=X`): incarnation
+/// `incarnation` of process `rank`, pid `pid` (mpiexec's child once its
+/// intermediate parent exits: mpiexec is a child subreaper).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForkedReplica {
+    /// The process it replaces (rank * replicas + replica numbering).
+    pub rank: u32,
+    /// Its incarnation.
+    pub incarnation: u32,
+    /// Its pid.
+    pub pid: i32,
 }
 
 impl PmiServer {
@@ -218,6 +237,8 @@ impl PmiServer {
                 notices_sent_count: 0,
             }),
             spawns: Mutex::new(crate::dynamic_spawn::SpawnedLaunchers::new(rank_count)),
+            forks: Mutex::new(Vec::new()),
+            recovery: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -412,6 +433,117 @@ impl PmiServer {
         incarnation
     }
 
+    /// Take `cmd=resmpi_fork` (`--replica-recovery now`).
+    pub fn accept_forks(&self) {
+        self.recovery
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// `cmd=resmpi_fork rank=P incarnation=I pid=X` from `forker`: it
+    /// forked pid X as incarnation I of dead process P. P becomes that
+    /// incarnation here (its deaths are announced as such) and the
+    /// supervisor adopts X ([`PmiServer::take_forks`]).
+    fn register_fork(&self, forker: u32, line: &PmiLine) -> PmiLine {
+        let failure = |message: &str| {
+            PmiLine::new("resmpi_fork_ok")
+                .with("rc", -1)
+                .with("msg", message)
+        };
+        if !self.recovery.load(std::sync::atomic::Ordering::Acquire) {
+            return failure("replica_recovery_is_off");
+        }
+        let number = |key: &str| line.get(key).and_then(|text| text.parse::<u64>().ok());
+        let (Some(rank), Some(incarnation), Some(pid)) =
+            (number("rank"), number("incarnation"), number("pid"))
+        else {
+            return failure("resmpi_fork_needs_rank_incarnation_and_pid");
+        };
+        let (rank, incarnation, pid) = (rank as u32, incarnation as u32, pid as i32);
+        if rank >= self.rank_count || rank == forker || pid <= 0 {
+            return failure("no_such_process");
+        }
+        {
+            let board = self.failures();
+            let current = board.incarnations[rank as usize];
+            if !board.dead.contains(&(rank, current)) || incarnation != current + 1 {
+                return failure("not_the_next_incarnation_of_a_dead_process");
+            }
+        }
+        self.prepare_respawn(rank);
+        self.state().initialized[rank as usize] = true;
+        self.forks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(ForkedReplica {
+                rank,
+                incarnation,
+                pid,
+            });
+        PmiLine::new("resmpi_fork_ok").with("rc", 0)
+    }
+
+    /// The forked replicas announced since the last call.
+    pub fn take_forks(&self) -> Vec<ForkedReplica> {
+        std::mem::take(
+            &mut *self
+                .forks
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    /// A forked replica's own connection (on `--replica-recovery`'s
+    /// socket): its first line, `cmd=resmpi_forked rank=P incarnation=I`,
+    /// names the incarnation its forker announced; from then on it is P's
+    /// PMI connection, served as any other.
+    pub fn serve_forked(&self, mut stream: UnixStream) {
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        while line.len() < MAX_LINE_BYTES {
+            match stream.read(&mut byte) {
+                Ok(1) if byte[0] == b'\n' => break,
+                Ok(1) => line.push(byte[0]),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                _ => return,
+            }
+        }
+        let text = String::from_utf8_lossy(&line);
+        let parsed = PmiLine::parse(&text)
+            .ok()
+            .filter(|line| line.command == "resmpi_forked");
+        let number = |key: &str| {
+            parsed
+                .as_ref()
+                .and_then(|line| line.get(key))
+                .and_then(|text| text.parse::<u32>().ok())
+        };
+        let (Some(rank), Some(incarnation)) = (number("rank"), number("incarnation")) else {
+            let _ = stream.write_all(
+                PmiLine::new("resmpi_forked_ok")
+                    .with("rc", -1)
+                    .with("msg", "expected_cmd=resmpi_forked_rank_incarnation")
+                    .encode()
+                    .as_bytes(),
+            );
+            return;
+        };
+        if rank >= self.rank_count || self.incarnation_of(rank) != incarnation {
+            let _ = stream.write_all(
+                PmiLine::new("resmpi_forked_ok")
+                    .with("rc", -1)
+                    .with("msg", "not_the_announced_incarnation")
+                    .encode()
+                    .as_bytes(),
+            );
+            return;
+        }
+        let reply = PmiLine::new("resmpi_forked_ok").with("rc", 0).encode();
+        if stream.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+        self.serve(rank, stream);
+    }
+
     /// `cmd=resmpi_rejoin` from `rank`: tell every live watcher but `rank`
     /// to connect to it, and answer with who was told.
     fn announce_rejoin(&self, rank: u32, line: &PmiLine) -> PmiLine {
@@ -430,11 +562,15 @@ impl PmiServer {
         if line.get("incarnation") != Some(incarnation.to_string().as_str()) {
             return failure("not_the_current_incarnation_of_this_rank");
         }
-        let notice = PmiLine::new("resmpi_rejoin")
+        let mut notice = PmiLine::new("resmpi_rejoin")
             .with("rank", rank)
             .with("incarnation", incarnation)
-            .with("address", address)
-            .encode();
+            .with("address", address);
+        // A forked replica's cut (hex), for the replication protocol.
+        if let Some(cut) = line.get("cut").filter(|cut| !cut.is_empty()) {
+            notice = notice.with("cut", cut);
+        }
+        let notice = notice.encode();
         let mut peers = Vec::new();
         let FailureBoard {
             dead,
@@ -645,6 +781,9 @@ impl PmiServer {
                     }
                     Ok(line) if line.command == "resmpi_rejoin" => {
                         Some(self.announce_rejoin(rank, &line))
+                    }
+                    Ok(line) if line.command == "resmpi_fork" => {
+                        Some(self.register_fork(rank, &line))
                     }
                     Ok(line) => self.handle_line(rank, &line),
                     Err(error) => {

@@ -432,6 +432,7 @@ mod tests {
             rank_count: 4,
             replica_count: 1,
             replica_masking: crate::options::ReplicaMasking::Replica,
+            replica_recovery: false,
             msglog: false,
             msglog_optimistic: false,
             environment: vec![("A".to_string(), "x y".to_string())],

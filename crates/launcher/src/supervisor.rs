@@ -128,6 +128,14 @@ struct Job {
     proxy_loss_handled: Vec<bool>,
     /// Exits of remote ranks, as their proxies reported them.
     remote_exits: RemoteExits,
+    /// `--replica-recovery now`: the socket forked replicas connect to
+    /// (removed with the job).
+    fork_socket: Option<crate::replica_recovery::ForkSocket>,
+    /// Processes reaped that no rank owned: a forked replica reaped
+    /// before its forker's announcement was adopted.
+    orphan_endings: std::collections::HashMap<i32, Ending>,
+    /// Forked replicas adopted.
+    replicas_recovered: u32,
     /// mpiexec's `RESMPI_*` configuration, passed on to remote ranks.
     forwarded: Vec<(String, String)>,
     ranks: Vec<RankProcess>,
@@ -229,12 +237,37 @@ pub fn run(options: &Options) -> i32 {
         None
     };
     let options = options_with_logger.as_ref().unwrap_or(options);
+    // --replica-recovery now: the socket forked replicas connect to, named
+    // in every rank's environment.
+    let mut options_with_fork_socket = None;
+    let mut fork_socket = None;
+    if options.replica_recovery {
+        match crate::replica_recovery::ForkSocket::open(&identity.job_id) {
+            Ok(socket) => {
+                let mut with_socket = options.clone();
+                with_socket.environment.push((
+                    crate::replica_recovery::FORK_SOCKET_VARIABLE.to_string(),
+                    socket.path(),
+                ));
+                options_with_fork_socket = Some(with_socket);
+                fork_socket = Some(socket);
+            }
+            Err(message) => {
+                eprintln!("mpiexec: {message}");
+                return EXIT_LAUNCHER_FAILURE;
+            }
+        }
+    }
+    let options = options_with_fork_socket.as_ref().unwrap_or(options);
     let server = PmiServer::new(
         options.process_count(),
         format!("kvs_{}", identity.job_id),
         placement.process_mapping(),
     )
     .with_universe_size(options.universe_size.saturating_mul(options.replica_count));
+    if let Some(socket) = fork_socket.as_mut() {
+        socket.serve(server.clone());
+    }
     let remote_exits: RemoteExits = Arc::new(Mutex::new(Vec::new()));
     let replicated_outputs = replicated_output::rank_outputs(options);
     let replay_output = options.msglog.then(|| {
@@ -291,6 +324,9 @@ pub fn run(options: &Options) -> i32 {
         replicated_outputs,
         event_logger,
         event_logger_exited: None,
+        fork_socket,
+        orphan_endings: std::collections::HashMap::new(),
+        replicas_recovered: 0,
     };
     let started = job.start_ranks(options, &identity);
     if started.is_ok() {
@@ -1247,9 +1283,40 @@ impl Job {
             .count()
     }
 
+    /// Adopts the replicas forked since the last call (announced by their
+    /// forkers, `replica_recovery.rs`): each takes its process's place, as
+    /// a respawned rank does; returns those that already died.
+    fn adopt_forked_replicas(&mut self) -> Vec<(u32, Ending)> {
+        let mut dead = Vec::new();
+        for fork in self.server.take_forks() {
+            let process = fork.rank;
+            let Some(slot) = self.ranks.get_mut(process as usize) else {
+                continue;
+            };
+            slot.pid = fork.pid;
+            slot.incarnation = fork.incarnation;
+            slot.ending = None;
+            slot.failed = false;
+            slot.killed_at = None;
+            self.replicas_recovered += 1;
+            eprintln!(
+                "mpiexec: rank {} replica {} recovered: a sibling forked it as pid {} (incarnation {})",
+                process % self.rank_count,
+                process / self.rank_count,
+                fork.pid,
+                fork.incarnation
+            );
+            if let Some(ending) = self.orphan_endings.remove(&fork.pid) {
+                self.ranks[process as usize].ending = Some(ending);
+                dead.push((process, ending));
+            }
+        }
+        dead
+    }
+
     /// Reaps every exited rank without blocking; returns (rank, ending).
     fn reap(&mut self) -> Vec<(u32, Ending)> {
-        let mut reaped = Vec::new();
+        let mut reaped = self.adopt_forked_replicas();
         loop {
             let mut status = 0;
             // SAFETY: waitpid writes only to the local `status`.
@@ -1285,6 +1352,10 @@ impl Job {
                 // The launcher is the only way to the proxy (ssh) or is
                 // the proxy (ip netns exec): either way it is gone.
                 link.mark_lost();
+            } else if self.fork_socket.is_some() {
+                // Maybe a forked replica whose announcement is not adopted
+                // yet (`adopt_forked_replicas`).
+                self.orphan_endings.insert(pid, ending);
             }
         }
         let remote_exits = std::mem::take(

@@ -179,6 +179,8 @@ pub struct TcpPath {
     connect_timeout: Duration,
     /// Indexed by rank; `None` for ranks not reached over TCP.
     peers: Vec<Option<TcpPeer>>,
+    /// Wire number to peer number, in a forked replica ([`TcpPath::renumber`]).
+    slot_of: Option<Vec<u32>>,
     /// Ranks of `peers` that are `Some`, in rank order; parallel to `pollfds`.
     connected: Vec<u32>,
     pollfds: RefCell<Vec<libc::pollfd>>,
@@ -196,6 +198,7 @@ impl TcpPath {
             listener,
             connect_timeout: CONNECT_TIMEOUT_DEFAULT,
             peers: Vec::new(),
+            slot_of: None,
             connected: Vec::new(),
             pollfds: RefCell::new(Vec::new()),
         };
@@ -536,7 +539,34 @@ impl TcpPath {
         }
     }
 
+    /// In a replica forked by a substitute (replication's recovery): the
+    /// process the wire calls `r` is peer `slot_of[r]` of this path from
+    /// now on, for the connections made so far and those made later (the
+    /// handshakes still name wire numbers). Used once, right after the
+    /// forked process's wire-up.
+    pub fn renumber(&mut self, slot_of: Vec<u32>) {
+        let mut peers: Vec<Option<TcpPeer>> = Vec::new();
+        peers.resize_with(self.peers.len().max(slot_of.len()), || None);
+        for rank in std::mem::take(&mut self.connected) {
+            let slot = slot_of[rank as usize];
+            let mut peer = self.peers[rank as usize].take();
+            if let Some(peer) = peer.as_mut() {
+                peer.rank = slot;
+            }
+            peers[slot as usize] = peer;
+            self.connected.push(slot);
+        }
+        self.connected.sort_unstable();
+        self.peers = peers;
+        self.slot_of = Some(slot_of);
+        self.rebuild_pollfds();
+    }
+
     fn add_peer(&mut self, rank: u32, stream: TcpStream) -> Result<(), PathError> {
+        let rank = self
+            .slot_of
+            .as_ref()
+            .map_or(rank, |slot_of| slot_of[rank as usize]);
         stream.set_read_timeout(None)?;
         stream.set_write_timeout(None)?;
         stream.set_nonblocking(true)?;
@@ -561,6 +591,11 @@ impl TcpPath {
         self.connected.sort_unstable();
         self.rebuild_pollfds();
         Ok(())
+    }
+
+    /// The listening socket's descriptor.
+    pub fn listener_fd(&self) -> RawFd {
+        self.listener.as_raw_fd()
     }
 
     /// Raw socket descriptors of the connected peers, in rank order, so a

@@ -18,7 +18,7 @@ use resmpi_ft::{
 
 use crate::anysource::{AgreementAction, WildcardAgreement, WildcardPost};
 use crate::divergence::{DivergenceCheck, SdcPolicy};
-use crate::{Action, Arrival, Process, Replica, SendId};
+use crate::{Action, Arrival, ForkCut, Process, Replica, SendId};
 
 /// Protocol frame: an ack (`ACK_FRAME`, then the logical number, u64 LE).
 const ACK_FRAME: u8 = 1;
@@ -37,6 +37,12 @@ const SYNC_FRAME: u8 = 4;
 /// outvoted on message `logical_seq` (u64 LE) tells the replica it sent
 /// that message to, which took the bytes in and must leave too.
 const TAINTED_FRAME: u8 = 7;
+/// Protocol frame (replica recovery): a welcome of a re-joined replica
+/// (`WELCOME_FRAME`, then its rank, replica and incarnation, u32 LE each,
+/// and how far the sender has delivered from its rank, u64 LE).
+const WELCOME_FRAME: u8 = 8;
+/// Bytes of a welcome frame.
+const WELCOME_BYTES: usize = 21;
 /// Bytes of one decision in a frame.
 const DECISION_BYTES: usize = 12;
 /// Protocol frame: a follower acks decisions to the leader
@@ -174,6 +180,17 @@ pub struct Replication {
     released_held: VecDeque<u64>,
     /// Wildcard receives posted pinned to the leader's decision.
     pub wildcards_pinned: u64,
+    /// `--replica-recovery now`: a substitute forks a new replica for a
+    /// dead sibling.
+    recovery: bool,
+    /// Replicas of this rank this process is to fork, once it may.
+    forks_due: Vec<u32>,
+    /// In a forked process: the two replica indices its engine's process
+    /// numbers swap (the engine goes on with its forker's numbering, see
+    /// [`Replication::fork`]).
+    relabel: Option<(u32, u32)>,
+    /// New replicas this process forked.
+    pub replicas_forked: u64,
 }
 
 impl Replication {
@@ -209,6 +226,88 @@ impl Replication {
             released_receives: VecDeque::new(),
             released_held: VecDeque::new(),
             wildcards_pinned: 0,
+            recovery: false,
+            forks_due: Vec::new(),
+            relabel: None,
+            replicas_forked: 0,
+        }
+    }
+
+    /// The same, recovering lost replicas (`--replica-recovery now`): every
+    /// process acks every replica of a sender (the protocol's recovery
+    /// mode), and a substitute forks a new replica for a dead sibling.
+    pub fn with_recovery(mut self) -> Replication {
+        self.replica = self.replica.with_recovery();
+        self.recovery = true;
+        self
+    }
+
+    /// The replica of this rank to fork now, if one is due and the
+    /// protocol allows it, and nothing of this process's own is on its way
+    /// (no send between start and transmission, no re-send queued, no ack
+    /// waiting for data): the fork copies the engine as it is, and such
+    /// work belongs to this process, not to the copy.
+    pub fn fork_ready(&mut self) -> Option<u32> {
+        if self.forks_due.is_empty() {
+            return None;
+        }
+        let protocol = &self.replica;
+        self.forks_due.retain(|&replica| protocol.may_fork(replica));
+        let replica = *self.forks_due.first()?;
+        let quiet = self.started.is_empty()
+            && self.resends.is_empty()
+            && self.deferred_acks.is_empty()
+            && self.frames.is_empty();
+        (quiet && self.replica.can_fork(replica)).then_some(replica)
+    }
+
+    /// Fork replica `replica` of this rank ([`Replica::fork`]): returns the
+    /// new replica's interceptor and the cut every other process gets with
+    /// the re-join notice. The new process keeps its forker's engine, whose
+    /// process numbers name its forker's counterparts: it swaps the two
+    /// replica indices wherever it names processes to the protocol, so its
+    /// engine talks to replica `replica` of every rank under the numbers
+    /// of the forker's replica, and the other way round.
+    pub fn fork(&mut self, replica: u32) -> (Replication, ForkCut) {
+        let forker = self.replica.me().replica;
+        let (protocol, cut) = self.replica.fork(replica);
+        self.forks_due.retain(|&due| due != replica);
+        self.replicas_forked += 1;
+        let mut child = self.clone();
+        self.drain(None);
+        child.replica = protocol;
+        child.relabel = Some((forker, replica));
+        child.forks_due.clear();
+        child.frames.clear();
+        child.resends.clear();
+        child.deferred_acks.clear();
+        child.received_hash = None;
+        child.replicas_forked = 0;
+        child.drain(None);
+        (child, cut)
+    }
+
+    /// Whether this process is a forked one (its engine's numbers swapped).
+    pub fn is_forked(&self) -> bool {
+        self.relabel.is_some()
+    }
+
+    /// The engine's process number of the process `physical` names (and
+    /// the other way round: the swap is its own inverse).
+    pub fn swapped(&self, physical: u32) -> u32 {
+        match self.relabel {
+            Some((a, b)) => {
+                let replica = physical / self.ranks;
+                let swapped = if replica == a {
+                    b
+                } else if replica == b {
+                    a
+                } else {
+                    replica
+                };
+                swapped * self.ranks + physical % self.ranks
+            }
+            None => physical,
         }
     }
 
@@ -332,6 +431,7 @@ impl Replication {
     }
 
     fn process_of(&self, index: u32) -> Process {
+        let index = self.swapped(index);
         Process {
             rank: index % self.ranks,
             replica: index / self.ranks,
@@ -348,7 +448,7 @@ impl Replication {
     }
 
     fn index_of(&self, process: Process) -> u32 {
-        process.replica * self.ranks + process.rank
+        self.swapped(process.replica * self.ranks + process.rank)
     }
 
     /// Carry out the protocol's actions; transmissions of the send being
@@ -388,9 +488,21 @@ impl Replication {
                 },
                 Action::ReceiveFrom { .. } => {}
                 Action::RankLost(rank) => self.lost_ranks.push(rank),
-                // Only after a fork, which the engine does not make yet
-                // (recovery is protocol and simulator only).
-                Action::Welcome { .. } => {}
+                Action::Welcome {
+                    to,
+                    joined,
+                    incarnation,
+                    delivered,
+                } => {
+                    let mut frame = Vec::with_capacity(WELCOME_BYTES);
+                    frame.push(WELCOME_FRAME);
+                    for word in [joined.rank, joined.replica, incarnation] {
+                        frame.extend_from_slice(&word.to_le_bytes());
+                    }
+                    frame.extend_from_slice(&delivered.to_le_bytes());
+                    let to = self.index_of(to);
+                    self.frames.push_back((to, frame));
+                }
             }
         }
     }
@@ -551,12 +663,24 @@ impl Interceptor for Replication {
         self.departure.take()
     }
 
+    fn engine_index(&self, physical: u32) -> u32 {
+        self.swapped(physical)
+    }
+
+    fn on_replica_rejoin(&mut self, _peer: u32, _incarnation: u32, cut: &[u8]) {
+        if let Some(cut) = ForkCut::from_bytes(cut) {
+            self.replica.handle_rejoin(&cut);
+            self.drain(None);
+        }
+    }
+
     fn report_counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("replica_divergences", self.divergence.found),
             ("replica_duplicates_dropped", self.duplicates_dropped),
             ("replica_resends", self.resends_made),
             ("replica_wildcards_pinned", self.wildcards_pinned),
+            ("replicas_forked", self.replicas_forked),
         ]
     }
 
@@ -658,6 +782,14 @@ impl Interceptor for Replication {
                 agreement.handle_failure(dead.replica);
                 self.drain_agreement();
             }
+            if self.recovery {
+                // The dead replicas this process now substitutes for.
+                for replica in 0..self.replicas {
+                    if self.replica.may_fork(replica) && !self.forks_due.contains(&replica) {
+                        self.forks_due.push(replica);
+                    }
+                }
+            }
         }
         if self.lost_ranks.len() > lost_before || self.lost_ranks.contains(&dead.rank) {
             PeerFailureAction::AbortJob
@@ -702,6 +834,20 @@ impl Interceptor for Replication {
                 }
             }
             self.drain_agreement();
+            return;
+        }
+        if let (WELCOME_BYTES, Some(&WELCOME_FRAME)) = (bytes.len(), bytes.first()) {
+            let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4"));
+            let joined = Process {
+                rank: word(1),
+                replica: word(5),
+            };
+            let incarnation = word(9);
+            let delivered = u64::from_le_bytes(bytes[13..21].try_into().expect("8 bytes"));
+            let from = self.process_of(peer);
+            self.replica
+                .handle_welcome(from, joined, incarnation, delivered);
+            self.drain(None);
             return;
         }
         if let (9, Some(&TAINTED_FRAME)) = (bytes.len(), bytes.first()) {

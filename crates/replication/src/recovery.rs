@@ -63,6 +63,78 @@ pub struct ForkCut {
 }
 
 impl ForkCut {
+    /// The cut as bytes, for the re-join notice the launcher relays (all
+    /// little-endian: joined rank, replica, incarnation, forker, then each
+    /// list as a u32 length and its entries; `known` entries as a flag
+    /// byte and an incarnation).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for word in [
+            self.joined.rank,
+            self.joined.replica,
+            self.incarnation,
+            self.forker,
+        ] {
+            bytes.extend_from_slice(&word.to_le_bytes());
+        }
+        for list in [&self.delivered, &self.sent] {
+            bytes.extend_from_slice(&(list.len() as u32).to_le_bytes());
+            for value in list.iter() {
+                bytes.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+        bytes.extend_from_slice(&(self.known.len() as u32).to_le_bytes());
+        for known in &self.known {
+            bytes.push(u8::from(known.is_some()));
+            bytes.extend_from_slice(&known.unwrap_or(0).to_le_bytes());
+        }
+        bytes
+    }
+
+    /// The cut [`ForkCut::to_bytes`] wrote; None if malformed.
+    pub fn from_bytes(bytes: &[u8]) -> Option<ForkCut> {
+        let mut rest = bytes;
+        let mut take = |count: usize| -> Option<&[u8]> {
+            let (head, tail) = (rest.get(..count)?, rest.get(count..)?);
+            rest = tail;
+            Some(head)
+        };
+        let u32_at = |slice: &[u8]| u32::from_le_bytes(slice.try_into().expect("4 bytes"));
+        let u64_at = |slice: &[u8]| u64::from_le_bytes(slice.try_into().expect("8 bytes"));
+        let joined = Process {
+            rank: u32_at(take(4)?),
+            replica: u32_at(take(4)?),
+        };
+        let incarnation = u32_at(take(4)?);
+        let forker = u32_at(take(4)?);
+        let mut lists = [Vec::new(), Vec::new()];
+        for list in lists.iter_mut() {
+            let count = u32_at(take(4)?) as usize;
+            for _ in 0..count {
+                list.push(u64_at(take(8)?));
+            }
+        }
+        let count = u32_at(take(4)?) as usize;
+        let mut known = Vec::with_capacity(count);
+        for _ in 0..count {
+            let flag = take(1)?[0];
+            let incarnation = u32_at(take(4)?);
+            known.push((flag != 0).then_some(incarnation));
+        }
+        if !rest.is_empty() {
+            return None;
+        }
+        let [delivered, sent] = lists;
+        Some(ForkCut {
+            joined,
+            incarnation,
+            forker,
+            delivered,
+            sent,
+            known,
+        })
+    }
+
     fn forker_process(&self) -> Process {
         Process {
             rank: self.joined.rank,

@@ -259,3 +259,28 @@ fn a_forker_holds_its_acks_to_a_sender_until_that_sender_welcomes_the_new_replic
         logical_seq: 1
     }));
 }
+
+#[test]
+fn a_fork_cut_survives_its_bytes_and_malformed_bytes_are_refused() {
+    let mut forker = Replica::new(
+        Process {
+            rank: 1,
+            replica: 0,
+        },
+        3,
+        2,
+    )
+    .with_recovery();
+    forker.handle_failure(Process {
+        rank: 1,
+        replica: 1,
+    });
+    assert!(forker.can_fork(1));
+    let (_, cut) = forker.fork(1);
+    let bytes = cut.to_bytes();
+    assert_eq!(crate::ForkCut::from_bytes(&bytes), Some(cut.clone()));
+    assert_eq!(crate::ForkCut::from_bytes(&bytes[..bytes.len() - 1]), None);
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert_eq!(crate::ForkCut::from_bytes(&longer), None);
+}

@@ -124,6 +124,10 @@ pub struct Config {
     /// (`agree`) or each matches on its own (`free`, the default: the
     /// program is taken as send-deterministic).
     pub replica_anysource_agree: bool,
+    /// `RESMPI_REPLICA_RECOVERY` (`mpiexec --replica-recovery`): whether
+    /// the substitute of a dead replica forks a new one (`now`) or the rank
+    /// goes on with fewer replicas (`off`, the default).
+    pub replica_recovery: bool,
     /// `RESMPI_REPLICA_OUTPUT=all`: under a process manager other than
     /// resmpi's `mpiexec` (which shows each rank's output once itself),
     /// every replica keeps its standard output and error; by default
@@ -251,6 +255,7 @@ impl Default for Config {
             replica_count: 1,
             sdc: SdcChoice::Report,
             replica_anysource_agree: false,
+            replica_recovery: false,
             replica_output_all: false,
             msglog: MessageLogging::None,
             msglog_bytes_max: None,
@@ -432,6 +437,13 @@ impl Config {
                 "RESMPI_REPLICA_ANYSOURCE",
                 &text,
                 &[("free", false), ("agree", true)],
+            )?;
+        }
+        if let Some(text) = lookup("RESMPI_REPLICA_RECOVERY") {
+            config.replica_recovery = choose(
+                "RESMPI_REPLICA_RECOVERY",
+                &text,
+                &[("off", false), ("now", true)],
             )?;
         }
         if let Some(text) = lookup("RESMPI_REPLICA_OUTPUT") {

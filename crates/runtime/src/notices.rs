@@ -31,6 +31,9 @@ pub enum PeerEvent {
         incarnation: u32,
         /// Its TCP listener, `ip:port`.
         address: String,
+        /// For a replica forked by a substitute (replication's recovery):
+        /// the fork's cut, hex (`resmpi_replication::ForkCut::to_bytes`).
+        cut: Option<String>,
     },
 }
 
@@ -61,10 +64,22 @@ impl FailureNotices {
     /// Record that incarnation `incarnation` of world rank `rank` joined,
     /// listening at `address`.
     pub fn note_rejoin(&self, rank: u32, incarnation: u32, address: String) {
+        self.note_rejoin_with_cut(rank, incarnation, address, None);
+    }
+
+    /// The same, for a forked replica whose re-join carries `cut` (hex).
+    pub fn note_rejoin_with_cut(
+        &self,
+        rank: u32,
+        incarnation: u32,
+        address: String,
+        cut: Option<String>,
+    ) {
         self.record(PeerEvent::Rejoined {
             rank,
             incarnation,
             address,
+            cut,
         });
     }
 
@@ -165,7 +180,8 @@ mod tests {
                 PeerEvent::Rejoined {
                     rank: 3,
                     incarnation: 1,
-                    address: "127.0.0.1:9".into()
+                    address: "127.0.0.1:9".into(),
+                    cut: None,
                 },
                 PeerEvent::Failed {
                     rank: 3,

@@ -857,6 +857,59 @@ impl Pmi {
         Ok(())
     }
 
+    /// In a process forked from this one (replication's recovery): the
+    /// connection `stream` to the launcher, already registered as process
+    /// `rank`, with everything else this one learnt at init (the key-value
+    /// space, sizes, limits). This process's own connection is not touched
+    /// (it belongs to the forker): [`Pmi::connection_fd`] names it, to be
+    /// closed.
+    pub fn forked(&self, rank: u32, stream: UnixStream) -> Pmi {
+        Pmi {
+            transport: Transport::Connected(Channel::new(Stream::Unix(stream))),
+            rank,
+            size: self.size,
+            local_rank: self.local_rank,
+            local_size: self.local_size,
+            kvs_name: self.kvs_name.clone(),
+            appnum: self.appnum,
+            universe_size: self.universe_size,
+            key_max_bytes: self.key_max_bytes,
+            value_max_bytes: self.value_max_bytes,
+            finalized: false,
+        }
+    }
+
+    /// A substitute forked pid `pid` as incarnation `incarnation` of dead
+    /// process `rank` (replication's recovery): `cmd=resmpi_fork rank=P
+    /// incarnation=I pid=X`, answered `cmd=resmpi_fork_ok rc=0` once
+    /// resmpi's mpiexec owns the new process. Only it speaks this.
+    pub fn announce_fork(&mut self, rank: u32, incarnation: u32, pid: i32) -> Result<(), PmiError> {
+        let Transport::Connected(channel) = &mut self.transport else {
+            return Err(PmiError::new(
+                "a forked replica needs resmpi's mpiexec (no PMI connection)",
+            ));
+        };
+        channel.request(
+            &PmiLine::new("resmpi_fork")
+                .with("rank", rank)
+                .with("incarnation", incarnation)
+                .with("pid", pid),
+            "resmpi_fork_ok",
+        )?;
+        Ok(())
+    }
+
+    /// The descriptor of the connection to the process manager, if any.
+    pub fn connection_fd(&self) -> Option<i32> {
+        match &self.transport {
+            Transport::Connected(channel) => Some(match &channel.stream {
+                Stream::Unix(stream) => stream.as_raw_fd(),
+                Stream::Tcp(stream) => stream.as_raw_fd(),
+            }),
+            _ => None,
+        }
+    }
+
     /// A replacement process (incarnation `incarnation` of this rank, see
     /// `RESMPI_INCARNATION`) announces that it listens at `address`:
     /// sends `cmd=resmpi_rejoin incarnation=I address=A`, expects
@@ -868,17 +921,29 @@ impl Pmi {
         incarnation: u32,
         address: &str,
     ) -> Result<Vec<(u32, u32)>, PmiError> {
+        self.announce_rejoin_with_cut(incarnation, address, None)
+    }
+
+    /// [`Pmi::announce_rejoin`] for a replica forked by a substitute: the
+    /// notice every other process gets carries `cut` (hex) as `cut=`.
+    pub fn announce_rejoin_with_cut(
+        &mut self,
+        incarnation: u32,
+        address: &str,
+        cut: Option<&str>,
+    ) -> Result<Vec<(u32, u32)>, PmiError> {
         let Transport::Connected(channel) = &mut self.transport else {
             return Err(PmiError::new(
                 "a replacement process needs the launcher that started it (no PMI connection)",
             ));
         };
-        let reply = channel.request(
-            &PmiLine::new("resmpi_rejoin")
-                .with("incarnation", incarnation)
-                .with("address", address),
-            "resmpi_rejoin_ok",
-        )?;
+        let mut request = PmiLine::new("resmpi_rejoin")
+            .with("incarnation", incarnation)
+            .with("address", address);
+        if let Some(cut) = cut {
+            request = request.with("cut", cut);
+        }
+        let reply = channel.request(&request, "resmpi_rejoin_ok")?;
         parse_peer_incarnations(reply.require("peers")?)
     }
 
@@ -1007,7 +1072,12 @@ fn read_notices(
                 let number = |key: &str| line.get(key).and_then(|text| text.parse::<u32>().ok());
                 match (number("rank"), number("incarnation"), line.get("address")) {
                     (Some(rank), Some(incarnation), Some(address)) => {
-                        notices.note_rejoin(rank, incarnation, address.to_string())
+                        notices.note_rejoin_with_cut(
+                            rank,
+                            incarnation,
+                            address.to_string(),
+                            line.get("cut").map(str::to_string),
+                        )
                     }
                     _ => eprintln!(
                         "resmpi: ignoring a re-join notice without rank, incarnation and address: '{}'",
@@ -1234,7 +1304,8 @@ mod tests {
                 PeerEvent::Rejoined {
                     rank: 2,
                     incarnation: 4,
-                    address: "10.0.0.2:9".into()
+                    address: "10.0.0.2:9".into(),
+                    cut: None,
                 },
             ]
         );

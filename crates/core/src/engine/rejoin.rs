@@ -119,7 +119,11 @@ impl<F: Interceptor> Engine<F> {
         {
             return false;
         }
-        self.handle_peer_failure(peer);
+        if !F::REPLICATES {
+            // Under replication the death came first in the notices, and
+            // the protocol would take this for the new replica's death.
+            self.handle_peer_failure(peer);
+        }
         let state = &mut self.state;
         let slot = peer as usize;
         if state.failed[slot] {
@@ -151,13 +155,16 @@ impl<F: Interceptor> Engine<F> {
         state.message_seq_in[slot] = 0;
         // Eager messages of the old incarnation that no receive took: the
         // process that sent them is gone, and a receive posted from now on
-        // waits for the new one (whose numbering starts over).
-        while state
-            .matcher
-            .withdraw_unexpected(|envelope, message| {
-                envelope.source == peer && matches!(message, Unexpected::Eager { .. })
-            })
-            .is_some()
+        // waits for the new one (whose numbering starts over). Under
+        // replication they stay: the protocol delivered them (per-rank
+        // logical numbers), and the new replica goes on from the cut.
+        while !F::REPLICATES
+            && state
+                .matcher
+                .withdraw_unexpected(|envelope, message| {
+                    envelope.source == peer && matches!(message, Unexpected::Eager { .. })
+                })
+                .is_some()
         {
             state.old_incarnation_frames_dropped += 1;
         }
@@ -186,6 +193,7 @@ impl<F: Interceptor> Engine<F> {
         for event in fresh {
             match event {
                 PeerEvent::Failed { rank, incarnation } => {
+                    let rank = self.state.interceptor.engine_index(rank);
                     if rank < self.state.size && incarnation >= self.state.peer_incarnation(rank) {
                         self.deliver_last_words();
                         self.handle_peer_failure(rank);
@@ -195,7 +203,8 @@ impl<F: Interceptor> Engine<F> {
                     rank,
                     incarnation,
                     address,
-                } => self.connect_rejoined(rank, incarnation, &address),
+                    cut,
+                } => self.connect_rejoined(rank, incarnation, &address, cut.as_deref()),
             }
         }
     }
@@ -225,9 +234,18 @@ impl<F: Interceptor> Engine<F> {
         }
     }
 
-    /// Connect to incarnation `incarnation` of `peer`, listening at
-    /// `address`, and reset the peer for it.
-    fn connect_rejoined(&mut self, peer: u32, incarnation: u32, address: &str) {
+    /// Connect to incarnation `incarnation` of process `physical` (as the
+    /// launcher names it), listening at `address`, and reset the peer for
+    /// it; a replica forked by a substitute brings its fork's `cut` (hex),
+    /// for the replication protocol.
+    fn connect_rejoined(
+        &mut self,
+        physical: u32,
+        incarnation: u32,
+        address: &str,
+        cut: Option<&str>,
+    ) {
+        let peer = self.state.interceptor.engine_index(physical);
         if peer >= self.state.size
             || peer == self.state.rank
             || incarnation <= self.state.peer_incarnation(peer)
@@ -236,12 +254,17 @@ impl<F: Interceptor> Engine<F> {
         }
         match crate::wireup::connect_rejoined_peer(
             &mut self.transports,
-            self.state.rank,
-            peer,
+            self.state.wire_rank,
+            physical,
             address,
         ) {
             Ok(()) => {
                 self.handle_peer_rejoin(peer, incarnation, Route::Tcp);
+                if let Some(cut) = cut.and_then(resmpi_runtime::hex_decode) {
+                    self.state
+                        .interceptor
+                        .on_replica_rejoin(peer, incarnation, &cut);
+                }
             }
             Err(error) => {
                 eprintln!(

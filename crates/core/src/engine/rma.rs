@@ -598,7 +598,7 @@ impl<F: Interceptor> Engine<F> {
                 .handle_rma_frame(peer, &frame[HEADER_LEN_BYTES..]);
             return Ok(());
         }
-        let header = rma_frame_header(self.state.rank, &frame);
+        let header = rma_frame_header(self.state.wire_rank, &frame);
         self.send_built_frame(peer, &header, frame)
     }
 
@@ -1055,7 +1055,7 @@ impl<F: Interceptor> Engine<F> {
 impl<F: Interceptor> State<F> {
     /// Queue `frame` (from [`frame_with_header`]) for `peer`, as it is.
     fn rma_queue(&mut self, peer: u32, frame: Vec<u8>) {
-        let header = rma_frame_header(self.rank, &frame);
+        let header = rma_frame_header(self.wire_rank, &frame);
         self.queue_built_frame(peer, &header, frame);
     }
 

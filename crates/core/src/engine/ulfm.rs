@@ -81,7 +81,7 @@ impl<F: Interceptor> State<F> {
             if peer == self.rank || peer >= self.size || self.is_failed(peer) {
                 continue;
             }
-            let mut header = FrameHeader::new(FrameKind::Control, self.rank);
+            let mut header = FrameHeader::new(FrameKind::Control, self.wire_rank);
             header.message_id = CONTROL_ULFM;
             header.payload_len = bytes.len() as u32;
             self.queue_frame(peer, &header, &bytes);

@@ -549,7 +549,7 @@ impl<F: Interceptor> State<F> {
                     operation,
                     packed_offset,
                 }
-                .header(self.rank, length);
+                .header(self.wire_rank, length);
                 // SAFETY: window memory, valid until unregistered or
                 // detached, which wait for `loan` (`wait_window_views_returned`).
                 let payload = unsafe { LentBytes::new(address as *const u8, length, &loan) };

@@ -1,0 +1,86 @@
+"""mpiexec --replica-recovery now (issue 12 item 5): the substitute of a dead
+replica forks a new one between two MPI calls; mpiexec adopts it (a child
+subreaper), and it re-joins the job over TCP as the dead replica's next
+incarnation, its re-join notice carrying the fork's cut (the per-channel
+logical numbers of crates/replication/src/recovery.rs). The job's output is
+byte-identical to a fault-free run, and the rank has all its replicas again.
+
+Limits these tests pin down as refusals: one host only, not with
+--replica-anysource agree. The recovered replica's output goes to /dev/null
+(the rank's output goes on from the replicas mpiexec started). Every test is
+bounded by the harness's timeout and mpiexec's --timeout."""
+import re
+
+import pytest
+
+from conftest import run
+
+pytestmark = pytest.mark.resmpi_only("mpiexec --replica-recovery is a resmpi option")
+
+ROUNDS = 30
+PAUSE_MS = 20
+RECOVERY = ("--replica-masking", "process", "--replica-recovery", "now")
+RECOVERED = re.compile(r"^mpiexec: rank (\d+) replica (\d+) recovered: a sibling forked it as pid \d+ "
+                       r"\(incarnation (\d+)\)$", re.M)
+FORKED = re.compile(r"replicas_forked[ =](\d+)")
+
+
+def fault_free(build, ranks):
+    res = run(ranks, build("replication"), ROUNDS, PAUSE_MS, timeout=60)
+    assert res.returncode == 0, res.describe()
+    return res.stdout
+
+
+def recovered_run(build, ranks, replicas, kills, *options):
+    return run(ranks, build("replication"), ROUNDS, PAUSE_MS, timeout=90,
+               mpiexec_opts=("--replicas", replicas, *RECOVERY, *options, "--inject", kills,
+                             "--timeout", "60"))
+
+
+@pytest.mark.parametrize("replicas, kill", [
+    (2, "1.1"),  # a replica whose output is not shown
+    (2, "1.0"),  # the one whose output is shown: it switches to the survivor
+    (2, "0.1"),
+    (3, "2.1"),
+])
+def test_a_killed_replica_is_forked_again_and_the_output_is_the_fault_free_one(build, replicas, kill):
+    expected = fault_free(build, 3)
+    res = recovered_run(build, 3, replicas, f"kill:{kill}@sends=30")
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == expected, res.describe()
+    rank, replica = kill.split(".")
+    assert RECOVERED.findall(res.stderr) == [(rank, replica, "1")], res.describe()
+    assert [int(count) for count in FORKED.findall(res.stderr)] == [1], res.describe()
+    assert "timed out" not in res.stderr, res.describe()
+
+
+def test_without_recovery_nothing_is_forked(build):
+    expected = fault_free(build, 3)
+    res = run(3, build("replication"), ROUNDS, PAUSE_MS, timeout=90,
+              mpiexec_opts=("--replicas", 2, "--replica-masking", "process",
+                            "--inject", "kill:1.1@sends=30", "--timeout", "60"))
+    assert res.returncode == 0 and res.stdout == expected, res.describe()
+    assert not RECOVERED.search(res.stderr) and not FORKED.search(res.stderr), res.describe()
+
+
+def test_recovery_in_a_fault_free_run_changes_nothing_but_the_acks(build):
+    expected = fault_free(build, 3)
+    res = run(3, build("replication"), ROUNDS, PAUSE_MS, timeout=90,
+              mpiexec_opts=("--replicas", 2, *RECOVERY, "--timeout", "60"))
+    assert res.returncode == 0 and res.stdout == expected, res.describe()
+    assert not RECOVERED.search(res.stderr), res.describe()
+
+
+@pytest.mark.parametrize("options, message", [
+    (("--replicas", 2, "--replica-recovery", "now"),
+     "--replica-recovery now: a new replica is forked by the substitute"),
+    (("--replica-recovery", "now"), "--replica-recovery now: a new replica is forked by the substitute"),
+    (("--replicas", 2, *RECOVERY, "--replica-anysource", "agree"),
+     "--replica-recovery now with --replica-anysource agree is not supported yet"),
+    (("--replicas", 2, "--replica-masking", "process", "--replica-recovery", "later"),
+     "--replica-recovery 'later': expected now or off"),
+])
+def test_recovery_options_that_cannot_be_honoured_are_refused(build, options, message):
+    res = run(2, build("replication"), 2, 0, mpiexec_opts=options, timeout=30)
+    assert res.returncode == 2, res.describe()
+    assert message in res.stderr, res.describe()
