@@ -64,6 +64,8 @@ mod recovery {
                 return;
             };
             let ranks = self.replicas.ranks;
+            // The protocol as it was, should the fork not happen.
+            let before = self.engine.state.interceptor.clone();
             let (protocol, cut) = self.engine.state.interceptor.fork(replica);
             let joined = cut.joined.replica * ranks + cut.joined.rank;
             let incarnation = cut.incarnation;
@@ -71,7 +73,7 @@ mod recovery {
             let mut pipe = [0 as libc::c_int; 2];
             // SAFETY: pipe writes two descriptors into the local array.
             if unsafe { libc::pipe(pipe.as_mut_ptr()) } != 0 {
-                return self.fork_failed(joined, "pipe");
+                return self.fork_failed(before, "pipe");
             }
             // SAFETY: fork; the intermediate child only forks again, writes
             // to the pipe and exits.
@@ -118,25 +120,25 @@ mod recovery {
             }
             let pid = i32::from_le_bytes(bytes);
             if intermediate < 0 || read != 4 || pid <= 0 {
-                return self.fork_failed(joined, "fork");
+                return self.fork_failed(before, "fork");
             }
             if let Err(error) = self.pmi.announce_fork(joined, incarnation, pid) {
                 // SAFETY: the process this one just forked.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
-                self.fork_failed(joined, &error.to_string());
+                self.fork_failed(before, &error.to_string());
             }
         }
 
-        /// The fork of the new replica `joined` failed (`why`): count it
-        /// dead at once, and try no more.
-        fn fork_failed(&mut self, joined: u32, why: &str) {
+        /// The fork failed (`why`): the protocol goes back to its state
+        /// `before` (the replica stays dead, as without recovery), and no
+        /// fork is tried again.
+        fn fork_failed(&mut self, before: resmpi_replication::Replication, why: &str) {
             eprintln!(
-                "resmpi: process {}: forking a new replica for process {joined} failed ({why}); the rank goes on with fewer replicas",
+                "resmpi: process {}: forking a new replica failed ({why}); the rank goes on with fewer replicas",
                 self.engine.state.wire_rank
             );
             self.config.replica_recovery = false;
-            let peer = resmpi_ft::Interceptor::engine_index(&self.engine.state.interceptor, joined);
-            self.engine.handle_peer_failure(peer);
+            self.engine.state.interceptor = before;
         }
 
         /// Descriptors of this process's connections (TCP paths, their
@@ -181,6 +183,23 @@ mod recovery {
                     libc::close(null);
                 }
             }
+            // RESMPI_FORK_LOG=FILE: the forked replicas' standard error
+            // goes there instead (appended), to diagnose a recovery.
+            if let Ok(path) = std::env::var("RESMPI_FORK_LOG") {
+                if let Ok(file) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                {
+                    use std::os::fd::IntoRawFd;
+                    let fd = file.into_raw_fd();
+                    // SAFETY: moving a descriptor this process owns onto 2.
+                    unsafe {
+                        libc::dup2(fd, 2);
+                        libc::close(fd);
+                    }
+                }
+            }
             let replica = joined / self.replicas.ranks;
             std::env::set_var("RESMPI_REPLICA", replica.to_string());
             let mut stream = UnixStream::connect(socket).unwrap_or_else(|error| {
@@ -218,9 +237,11 @@ mod recovery {
                 wireup::wire_up_rejoining(&mut self.pmi, &config, Some(&notices), Some(cut))
                     .unwrap_or_else(|error| leave(format!("re-join: {error}")));
             let size = self.engine.state.size;
-            let physical: Vec<u32> = (0..size).map(|peer| protocol.swapped(peer)).collect();
+            // Engine number to wire number, and the other way round.
+            let physical: Vec<u32> = (0..size).map(|peer| protocol.wire_index(peer)).collect();
+            let slot_of: Vec<u32> = (0..size).map(|wire| protocol.engine_number(wire)).collect();
             if let Some(rail) = transports.rails.first_mut() {
-                rail.inner_mut().renumber(physical.clone());
+                rail.inner_mut().renumber(slot_of.clone());
             }
             let old = self.engine.become_forked_replica(
                 joined,
@@ -234,14 +255,14 @@ mod recovery {
             self.config.incarnation = incarnation;
             for (peer, incarnation) in &live_peers {
                 self.engine
-                    .assume_peer_incarnation(physical[*peer as usize], *incarnation);
+                    .assume_peer_incarnation(slot_of[*peer as usize], *incarnation);
             }
             let own = self.engine.state.rank;
             for peer in 0..size {
                 if peer != own
                     && !live_peers
                         .iter()
-                        .any(|(live, _)| physical[*live as usize] == peer)
+                        .any(|(live, _)| slot_of[*live as usize] == peer)
                 {
                     self.engine.handle_peer_failure(peer);
                 }

@@ -56,6 +56,9 @@ pub const NAMES_MAX_COUNT: usize = 4096;
 /// Never reached in practice: a connection is sent at most one notice per
 /// rank of the job, a few tens of KiB, less than a socket buffer.
 pub const WRITE_TIMEOUT_MS: u64 = 1000;
+/// Longest wait of a forked replica's connection for its forker's
+/// announcement (`PmiServer::serve_forked`).
+pub const FORK_ANNOUNCE_WAIT_MS: u64 = 10_000;
 /// Longest wait of a re-join announcement for the ranks still in their
 /// first MPI_Init (see `PmiServer::wait_for_first_watchers`).
 pub const REJOIN_WATCH_WAIT_MS: u64 = 10_000;
@@ -191,6 +194,8 @@ pub struct PmiServer {
     /// whether such announcements are taken at all.
     forks: Mutex<Vec<ForkedReplica>>,
     recovery: std::sync::atomic::AtomicBool,
+    /// Forked replicas handed to the supervisor so far.
+    forks_adopted: std::sync::atomic::AtomicU32,
 }
 
 /// A process a replica forked to replace a dead sibling
@@ -239,6 +244,7 @@ impl PmiServer {
             spawns: Mutex::new(crate::dynamic_spawn::SpawnedLaunchers::new(rank_count)),
             forks: Mutex::new(Vec::new()),
             recovery: std::sync::atomic::AtomicBool::new(false),
+            forks_adopted: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -452,6 +458,22 @@ impl PmiServer {
         if !self.recovery.load(std::sync::atomic::Ordering::Acquire) {
             return failure("replica_recovery_is_off");
         }
+        // One recovery per job for now: a second one, of a rank that talks
+        // to a forked process, can leave the job waiting (see the user
+        // guide); refused, the forker counts the new replica dead and the
+        // rank goes on with fewer replicas, as without recovery.
+        if !self
+            .forks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_empty()
+            || self
+                .forks_adopted
+                .load(std::sync::atomic::Ordering::Acquire)
+                > 0
+        {
+            return failure("one_replica_recovery_per_job_so_far");
+        }
         let number = |key: &str| line.get(key).and_then(|text| text.parse::<u64>().ok());
         let (Some(rank), Some(incarnation), Some(pid)) =
             (number("rank"), number("incarnation"), number("pid"))
@@ -484,12 +506,15 @@ impl PmiServer {
 
     /// The forked replicas announced since the last call.
     pub fn take_forks(&self) -> Vec<ForkedReplica> {
-        std::mem::take(
+        let forks = std::mem::take(
             &mut *self
                 .forks
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
+        );
+        self.forks_adopted
+            .fetch_add(forks.len() as u32, std::sync::atomic::Ordering::AcqRel);
+        forks
     }
 
     /// A forked replica's own connection (on `--replica-recovery`'s
@@ -527,6 +552,15 @@ impl PmiServer {
             );
             return;
         };
+        // The forker announces the new process (`cmd=resmpi_fork`) after
+        // the fork, so the new process may be here first: wait for it.
+        let deadline = std::time::Instant::now() + Duration::from_millis(FORK_ANNOUNCE_WAIT_MS);
+        while rank < self.rank_count
+            && self.incarnation_of(rank) < incarnation
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         if rank >= self.rank_count || self.incarnation_of(rank) != incarnation {
             let _ = stream.write_all(
                 PmiLine::new("resmpi_forked_ok")

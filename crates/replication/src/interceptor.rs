@@ -185,10 +185,10 @@ pub struct Replication {
     recovery: bool,
     /// Replicas of this rank this process is to fork, once it may.
     forks_due: Vec<u32>,
-    /// In a forked process: the two replica indices its engine's process
-    /// numbers swap (the engine goes on with its forker's numbering, see
-    /// [`Replication::fork`]).
-    relabel: Option<(u32, u32)>,
+    /// In a forked process: per replica index of its engine's process
+    /// numbers, the replica index on the wire (the engine goes on with its
+    /// forker's numbering, see [`Replication::fork`]); and the inverse.
+    relabel: Option<(Vec<u32>, Vec<u32>)>,
     /// New replicas this process forked.
     pub replicas_forked: u64,
 }
@@ -270,13 +270,31 @@ impl Replication {
     /// of the forker's replica, and the other way round.
     pub fn fork(&mut self, replica: u32) -> (Replication, ForkCut) {
         let forker = self.replica.me().replica;
+        // The copy talks, under each engine number, to the replica this
+        // process talks to there, with `forker` and `replica` exchanged.
+        let to_wire: Vec<u32> = (0..self.replicas)
+            .map(|engine| {
+                let wire = self.wire_replica(engine);
+                if wire == forker {
+                    replica
+                } else if wire == replica {
+                    forker
+                } else {
+                    wire
+                }
+            })
+            .collect();
+        let mut to_engine = vec![0; to_wire.len()];
+        for (engine, &wire) in to_wire.iter().enumerate() {
+            to_engine[wire as usize] = engine as u32;
+        }
         let (protocol, cut) = self.replica.fork(replica);
         self.forks_due.retain(|&due| due != replica);
         self.replicas_forked += 1;
         let mut child = self.clone();
         self.drain(None);
         child.replica = protocol;
-        child.relabel = Some((forker, replica));
+        child.relabel = Some((to_wire, to_engine));
         child.forks_due.clear();
         child.frames.clear();
         child.resends.clear();
@@ -287,28 +305,33 @@ impl Replication {
         (child, cut)
     }
 
-    /// Whether this process is a forked one (its engine's numbers swapped).
+    /// Whether this process is a forked one (its engine's numbers mapped).
     pub fn is_forked(&self) -> bool {
         self.relabel.is_some()
     }
 
-    /// The engine's process number of the process `physical` names (and
-    /// the other way round: the swap is its own inverse).
-    pub fn swapped(&self, physical: u32) -> u32 {
-        match self.relabel {
-            Some((a, b)) => {
-                let replica = physical / self.ranks;
-                let swapped = if replica == a {
-                    b
-                } else if replica == b {
-                    a
-                } else {
-                    replica
-                };
-                swapped * self.ranks + physical % self.ranks
-            }
-            None => physical,
-        }
+    /// The replica index on the wire of the engine's replica index
+    /// `engine` (the same except in a forked process).
+    fn wire_replica(&self, engine: u32) -> u32 {
+        self.relabel
+            .as_ref()
+            .map_or(engine, |(to_wire, _)| to_wire[engine as usize])
+    }
+
+    /// The process number on the wire of the engine's process `engine`.
+    pub fn wire_index(&self, engine: u32) -> u32 {
+        self.wire_replica(engine / self.ranks) * self.ranks + engine % self.ranks
+    }
+
+    /// The engine's process number of the process the wire calls
+    /// `physical`.
+    pub fn engine_number(&self, physical: u32) -> u32 {
+        let replica = physical / self.ranks;
+        let replica = self
+            .relabel
+            .as_ref()
+            .map_or(replica, |(_, to_engine)| to_engine[replica as usize]);
+        replica * self.ranks + physical % self.ranks
     }
 
     /// The same, with the replicas of each rank agreeing on the source of
@@ -431,7 +454,7 @@ impl Replication {
     }
 
     fn process_of(&self, index: u32) -> Process {
-        let index = self.swapped(index);
+        let index = self.wire_index(index);
         Process {
             rank: index % self.ranks,
             replica: index / self.ranks,
@@ -448,7 +471,7 @@ impl Replication {
     }
 
     fn index_of(&self, process: Process) -> u32 {
-        self.swapped(process.replica * self.ranks + process.rank)
+        self.engine_number(process.replica * self.ranks + process.rank)
     }
 
     /// Carry out the protocol's actions; transmissions of the send being
@@ -664,7 +687,7 @@ impl Interceptor for Replication {
     }
 
     fn engine_index(&self, physical: u32) -> u32 {
-        self.swapped(physical)
+        self.engine_number(physical)
     }
 
     fn on_replica_rejoin(&mut self, _peer: u32, _incarnation: u32, cut: &[u8]) {

@@ -100,9 +100,11 @@ impl<F: Interceptor> Engine<F> {
                 }
             })
             .collect();
+        // The forker is the process this one was on the wire.
+        let forker_wire = self.state.wire_rank;
         let forker = physical
             .iter()
-            .position(|&wire| wire == rank)
+            .position(|&wire| wire == forker_wire)
             .map_or(rank, |peer| peer as u32);
         let forker_incarnation = self.state.own_incarnation;
         let old = std::mem::replace(&mut self.transports, transports);
