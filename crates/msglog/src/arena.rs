@@ -3,14 +3,24 @@
 //!
 //! Why: a log that only grows (nothing is trimmed without checkpoints)
 //! makes every logged byte new memory, which the kernel must fault in and
-//! zero page by page: on a 2-core VM about 1.2–1.6 ms per MiB, against
-//! 0.1 ms for the copy itself. A chunk is one anonymous mapping of
-//! [`CHUNK_BYTES`], aligned to and advised as transparent huge pages
-//! (`MADV_HUGEPAGE`; the kernel's default mode is often `madvise`), and
-//! populated at once (`MADV_POPULATE_WRITE`, where the kernel has it): two
-//! 2 MiB faults instead of 1,024 small ones. A chunk whose every entry was
-//! trimmed or spilled is recycled (up to [`SPARE_CHUNKS_MAX`] are kept,
-//! warm), so a log that trims or spills reuses the same memory.
+//! zero page by page, against 0.1 ms/MiB for the copy itself; a heap block
+//! per message also goes back to the allocator (and often the kernel) when
+//! trimmed or spilled. A chunk is one anonymous mapping of [`CHUNK_BYTES`]
+//! (a payload over [`OWN_MAPPING_BYTES_MIN`] gets one of its own, so no
+//! chunk tail is left unused for it). A mapping whose every entry was
+//! trimmed or spilled is kept (up to [`SPARE_BYTES_MAX`]) and reused: a
+//! log that trims or spills goes on in the same, already faulted memory.
+//!
+//! Huge pages are optional (`RESMPI_MSGLOG_HUGEPAGES=1`: mappings aligned
+//! to 2 MiB and advised `MADV_HUGEPAGE`, which the kernel's `madvise` mode
+//! needs): the copy then takes two 2 MiB faults instead of 1,024 small
+//! ones. Off by default because on a VM whose host takes free memory back
+//! (virtio-balloon free page reporting, which reports free 2 MiB blocks) a
+//! huge page untouched for a few seconds costs more to fault in than small
+//! pages: on the 2-core VM 1.7–2.6 ms/MiB against 0.4 ms/MiB, and 0.15
+//! ms/MiB when it was freed just before. Nor are chunks populated ahead
+//! (`MADV_POPULATE_WRITE`): that was slower than the copy's own faults
+//! there (0.18–1.2 ms/MiB against 0.15).
 //!
 //! What it does not do: bound anything. The sender log charges payload
 //! bytes against its bound as before; the arena's mapped bytes
@@ -27,13 +37,20 @@ use std::sync::Arc;
 /// Bytes of one chunk.
 pub const CHUNK_BYTES: usize = 4 << 20;
 
-/// Chunks whose entries are all gone kept for reuse, at most (64 MiB: a
-/// log trimmed at each checkpoint grows again to about what it was).
-pub const SPARE_CHUNKS_MAX: usize = 16;
+/// Payloads longer than this get a mapping of their own (rounded up to
+/// the page), so a chunk's tail is not left unused for them.
+pub const OWN_MAPPING_BYTES_MIN: usize = CHUNK_BYTES / 2;
 
-/// Transparent huge page size on x86-64 and most aarch64 kernels; a chunk
-/// starts on such a boundary.
+/// Bytes of emptied mappings kept for reuse, at most (a log trimmed at
+/// each checkpoint grows again to about what it was).
+pub const SPARE_BYTES_MAX: usize = 64 << 20;
+
+/// Transparent huge page size on x86-64 and most aarch64 kernels; with
+/// huge pages on, a mapping starts on such a boundary.
 const HUGE_PAGE_BYTES: usize = 2 << 20;
+
+/// Mapping granularity without huge pages.
+const PAGE_BYTES: usize = 4096;
 
 /// Alignment of every payload (a cache line).
 const PAYLOAD_ALIGN_BYTES: usize = 64;
@@ -53,11 +70,17 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    /// `length` bytes (a multiple of the huge page size), starting on a
-    /// huge-page boundary, advised as huge pages and populated.
-    fn new(length: usize) -> Result<Mapping, String> {
-        debug_assert!(length > 0 && length.is_multiple_of(HUGE_PAGE_BYTES));
-        let padded = length + HUGE_PAGE_BYTES;
+    /// `length` bytes (a multiple of the page size, or with `huge_pages`
+    /// of the huge page size, starting on a huge-page boundary and advised
+    /// as huge pages).
+    fn new(length: usize, huge_pages: bool) -> Result<Mapping, String> {
+        let alignment = if huge_pages {
+            HUGE_PAGE_BYTES
+        } else {
+            PAGE_BYTES
+        };
+        debug_assert!(length > 0 && length.is_multiple_of(alignment));
+        let padded = length + alignment - PAGE_BYTES;
         // SAFETY: an anonymous private mapping at an address the kernel
         // chooses; no existing memory is affected.
         let base = unsafe {
@@ -77,7 +100,7 @@ impl Mapping {
             ));
         }
         let base = base as usize;
-        let start = base.next_multiple_of(HUGE_PAGE_BYTES);
+        let start = base.next_multiple_of(alignment);
         let head = start - base;
         let tail = padded - head - length;
         // SAFETY: both ranges lie inside the mapping made above and are
@@ -94,20 +117,17 @@ impl Mapping {
             start: start as *mut u8,
             length,
         };
-        // SAFETY: advice on this mapping's own range; failure (a kernel
-        // without transparent huge pages, or without MADV_POPULATE_WRITE,
-        // Linux < 5.14) only means the pages fault in on first write.
-        unsafe {
-            libc::madvise(
-                mapping.start as *mut libc::c_void,
-                length,
-                libc::MADV_HUGEPAGE,
-            );
-            libc::madvise(
-                mapping.start as *mut libc::c_void,
-                length,
-                libc::MADV_POPULATE_WRITE,
-            );
+        if huge_pages {
+            // SAFETY: advice on this mapping's own range; failure (a
+            // kernel without transparent huge pages) only means 4 KiB
+            // pages.
+            unsafe {
+                libc::madvise(
+                    mapping.start as *mut libc::c_void,
+                    length,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
         }
         Ok(mapping)
     }
@@ -185,18 +205,50 @@ pub struct Arena {
     chunks: Vec<Option<Chunk>>,
     /// The chunk new payloads go to.
     current: Option<usize>,
-    /// Chunks emptied and kept for reuse (the writer may still hold some:
-    /// those are taken only once it let go).
+    /// Mappings emptied and kept for reuse (the writer may still hold
+    /// some: those are taken only once it let go).
     spare: Vec<Arc<Mapping>>,
+    spare_bytes: usize,
     mapped_bytes: usize,
+    huge_pages: bool,
     chunks_mapped: u64,
     chunks_reused: u64,
 }
 
 impl Arena {
-    /// An arena that has mapped nothing yet.
-    pub fn new() -> Arena {
-        Arena::default()
+    /// An arena that has mapped nothing yet; with `huge_pages` its
+    /// mappings are advised as transparent huge pages.
+    pub fn new(huge_pages: bool) -> Arena {
+        Arena {
+            huge_pages,
+            ..Arena::default()
+        }
+    }
+
+    fn granularity(&self) -> usize {
+        if self.huge_pages {
+            HUGE_PAGE_BYTES
+        } else {
+            PAGE_BYTES
+        }
+    }
+
+    /// A mapping of `length` to `length_max` bytes: a spare one nobody
+    /// holds if there is one, else a new one of `length`.
+    fn mapping(&mut self, length: usize, length_max: usize) -> Result<Arc<Mapping>, String> {
+        let reusable = self.spare.iter().position(|mapping| {
+            Arc::strong_count(mapping) == 1 && (length..=length_max).contains(&mapping.length)
+        });
+        if let Some(index) = reusable {
+            self.chunks_reused += 1;
+            let mapping = self.spare.swap_remove(index);
+            self.spare_bytes -= mapping.length;
+            return Ok(mapping);
+        }
+        let mapping = Mapping::new(length, self.huge_pages)?;
+        self.mapped_bytes += mapping.length;
+        self.chunks_mapped += 1;
+        Ok(Arc::new(mapping))
     }
 
     /// A slot of `length` bytes, and the bytes to fill (their content is
@@ -208,13 +260,12 @@ impl Arena {
                 offset: 0,
                 length: 0,
             }
-        } else if length > CHUNK_BYTES {
-            // A chunk of its own, freed with the payload.
-            let mapping = Mapping::new(length.next_multiple_of(HUGE_PAGE_BYTES))?;
-            self.mapped_bytes += mapping.length;
-            self.chunks_mapped += 1;
+        } else if length > OWN_MAPPING_BYTES_MIN {
+            // A mapping of its own, given back with the payload.
+            let rounded = length.next_multiple_of(self.granularity());
+            let mapping = self.mapping(rounded, rounded + rounded / 4)?;
             let chunk = self.insert(Chunk {
-                mapping: Arc::new(mapping),
+                mapping,
                 used: length,
                 live: 1,
             });
@@ -255,22 +306,7 @@ impl Arena {
                 self.retire(current);
             }
         }
-        let mapping = match self
-            .spare
-            .iter()
-            .position(|mapping| Arc::strong_count(mapping) == 1)
-        {
-            Some(index) => {
-                self.chunks_reused += 1;
-                self.spare.swap_remove(index)
-            }
-            None => {
-                let mapping = Mapping::new(CHUNK_BYTES)?;
-                self.mapped_bytes += mapping.length;
-                self.chunks_mapped += 1;
-                Arc::new(mapping)
-            }
-        };
+        let mapping = self.mapping(CHUNK_BYTES, CHUNK_BYTES)?;
         let chunk = self.insert(Chunk {
             mapping,
             used: 0,
@@ -294,10 +330,11 @@ impl Arena {
     }
 
     /// Chunk `index` holds nothing any more: keep it as a spare, or unmap
-    /// it (when the spares are full or it is not a standard chunk).
+    /// it (when the spares would pass [`SPARE_BYTES_MAX`]).
     fn retire(&mut self, index: usize) {
         let chunk = self.chunks[index].take().expect("a chunk to retire");
-        if chunk.mapping.length == CHUNK_BYTES && self.spare.len() < SPARE_CHUNKS_MAX {
+        if self.spare_bytes + chunk.mapping.length <= SPARE_BYTES_MAX {
+            self.spare_bytes += chunk.mapping.length;
             self.spare.push(chunk.mapping);
         } else {
             self.mapped_bytes -= chunk.mapping.length;
@@ -374,7 +411,7 @@ impl Arena {
         self.mapped_bytes
     }
 
-    /// Chunks mapped so far, and chunks reused instead of mapping one.
+    /// Mappings made so far, and spare ones reused instead.
     pub fn chunk_counts(&self) -> (u64, u64) {
         (self.chunks_mapped, self.chunks_reused)
     }
@@ -392,7 +429,7 @@ mod tests {
 
     #[test]
     fn payloads_stay_intact_across_chunk_boundaries() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(false);
         // 300 KiB payloads: the 14th does not fit the first chunk.
         let slots: Vec<Slot> = (0..40u8).map(|n| fill(&mut arena, 300 << 10, n)).collect();
         assert!(arena.chunk_counts().0 >= 3);
@@ -405,7 +442,7 @@ mod tests {
 
     #[test]
     fn a_chunk_whose_payloads_are_all_freed_is_reused_not_mapped_again() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(false);
         let first: Vec<Slot> = (0..8).map(|n| fill(&mut arena, 1 << 20, n)).collect();
         let mapped = arena.chunk_counts().0;
         for slot in first {
@@ -424,12 +461,12 @@ mod tests {
         }
         assert_eq!(arena.chunk_counts().0, mapped, "no chunk mapped again");
         assert!(arena.chunk_counts().1 > 0);
-        assert!(arena.mapped_bytes() <= (SPARE_CHUNKS_MAX + 1) * CHUNK_BYTES);
+        assert!(arena.mapped_bytes() <= SPARE_BYTES_MAX + CHUNK_BYTES);
     }
 
     #[test]
     fn a_payload_larger_than_a_chunk_gets_its_own_and_gives_it_back() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(false);
         let small = fill(&mut arena, 100, 1);
         let large = fill(&mut arena, CHUNK_BYTES + 12345, 2);
         let after = fill(&mut arena, 100, 3);
@@ -437,15 +474,26 @@ mod tests {
         assert_eq!(arena.bytes(large).len(), CHUNK_BYTES + 12345);
         assert_eq!(arena.bytes(small), &[1; 100]);
         assert_eq!(arena.bytes(after), &[3; 100]);
-        let before = arena.mapped_bytes();
+        // Freed, its mapping is a spare the next such payload reuses.
         arena.free(large);
-        assert!(arena.mapped_bytes() < before);
+        let (mapped, _) = arena.chunk_counts();
+        let again = fill(&mut arena, CHUNK_BYTES + 10000, 4);
+        assert_eq!(arena.chunk_counts(), (mapped, 1));
+        assert!(arena.bytes(again).iter().all(|&b| b == 4));
         assert_eq!(arena.bytes(after), &[3; 100]);
+        // One past what spares may hold is unmapped when freed.
+        let huge = fill(&mut arena, SPARE_BYTES_MAX + 1, 5);
+        let before = arena.mapped_bytes();
+        arena.free(huge);
+        assert_eq!(
+            arena.mapped_bytes(),
+            before - (SPARE_BYTES_MAX + PAGE_BYTES)
+        );
     }
 
     #[test]
     fn shared_bytes_outlive_the_slot_and_keep_the_chunk_from_reuse() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(false);
         let slots: Vec<Slot> = (0..4).map(|n| fill(&mut arena, 1 << 20, n)).collect();
         let held = arena.shared_bytes(slots[1]);
         for slot in slots {
@@ -461,8 +509,41 @@ mod tests {
     }
 
     #[test]
+    fn a_payload_over_half_a_chunk_gets_a_mapping_of_its_size_reused_after() {
+        let mut arena = Arena::new(false);
+        let length = OWN_MAPPING_BYTES_MIN + 300_000;
+        let small = fill(&mut arena, 1000, 9);
+        let first: Vec<Slot> = (0..3).map(|n| fill(&mut arena, length, n)).collect();
+        // Its own mapping, the page-rounded length: no chunk tail lost.
+        assert_eq!(
+            arena.mapped_bytes(),
+            CHUNK_BYTES + 3 * length.next_multiple_of(PAGE_BYTES)
+        );
+        let (mapped, _) = arena.chunk_counts();
+        for slot in first {
+            arena.free(slot);
+        }
+        let again: Vec<Slot> = (0..3).map(|n| fill(&mut arena, length, 10 + n)).collect();
+        assert_eq!(arena.chunk_counts(), (mapped, 3));
+        for (n, slot) in again.iter().enumerate() {
+            assert!(arena.bytes(*slot).iter().all(|&b| b == 10 + n as u8));
+        }
+        assert_eq!(arena.bytes(small), &[9; 1000]);
+    }
+
+    #[test]
+    fn with_huge_pages_payloads_are_intact_too() {
+        let mut arena = Arena::new(true);
+        let slots: Vec<Slot> = (0..20u8).map(|n| fill(&mut arena, 700 << 10, n)).collect();
+        assert!(arena.mapped_bytes().is_multiple_of(HUGE_PAGE_BYTES));
+        for (n, slot) in slots.iter().enumerate() {
+            assert!(arena.bytes(*slot).iter().all(|&b| b == n as u8));
+        }
+    }
+
+    #[test]
     fn empty_payloads_take_no_memory() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(false);
         let slot = fill(&mut arena, 0, 0);
         assert!(slot.is_empty());
         assert_eq!(arena.bytes(slot), &[] as &[u8]);

@@ -128,6 +128,10 @@ use sender_log::{MessageKey, SenderLog};
 /// the launcher starts it again like any dead rank (`EX_TEMPFAIL`).
 pub const ROLLBACK_EXIT_CODE: i32 = 75;
 
+/// Set to `1`, the sender log keeps its payloads in transparent huge
+/// pages (see [`arena`] for when that pays; off by default).
+pub const HUGE_PAGES_VARIABLE: &str = "RESMPI_MSGLOG_HUGEPAGES";
+
 /// Default bound of one process's logs (`RESMPI_MSGLOG_MEM`): 1 GiB.
 pub const LOG_BYTES_MAX_DEFAULT: usize = 1 << 30;
 
@@ -403,6 +407,14 @@ impl MessageLog {
     /// Reach the event logger through `link` (the process's socket).
     pub fn with_logger_link(mut self, link: Box<dyn LoggerLink>) -> MessageLog {
         self.link = Some(link);
+        self
+    }
+
+    /// Keep the sender log's payloads in transparent huge pages
+    /// (`RESMPI_MSGLOG_HUGEPAGES=1`).
+    pub fn with_huge_pages(mut self, huge_pages: bool) -> MessageLog {
+        let log = std::mem::replace(&mut self.log, SenderLog::new(0, 0));
+        self.log = log.with_huge_pages(huge_pages);
         self
     }
 
