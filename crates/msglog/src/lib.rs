@@ -1099,15 +1099,7 @@ impl Interceptor for MessageLog {
                 tag: message.tag,
             };
             // Copied (or packed) once, straight into the log's memory.
-            self.log.record_with(
-                message.destination,
-                key,
-                payload.len(),
-                |bytes| match payload {
-                    Payload::Contiguous(source) => bytes.copy_from_slice(source),
-                    Payload::Gathered { gather, .. } => gather(bytes),
-                },
-            );
+            self.log.record_with(message.destination, key, payload);
         }
     }
 

@@ -35,6 +35,8 @@
 
 use std::collections::VecDeque;
 
+use resmpi_ft::Payload;
+
 use crate::arena::{Arena, Slot};
 use crate::spill::{SpillConfig, SpillFile, SpilledAt};
 
@@ -163,22 +165,14 @@ impl SenderLog {
             context: message.context,
             tag: message.tag,
         };
-        self.record_with(destination, key, message.payload.len(), |bytes| {
-            bytes.copy_from_slice(&message.payload)
-        });
+        self.record_with(destination, key, Payload::Contiguous(&message.payload));
     }
 
-    /// Keep the message `key` of `length` bytes sent to `destination`,
-    /// whose payload `fill` writes into the slice it is given (exactly
-    /// `length` long; where the log keeps it, so the copy into the log is
-    /// the only one). As [`SenderLog::record`] otherwise.
-    pub fn record_with(
-        &mut self,
-        destination: u32,
-        key: MessageKey,
-        length: usize,
-        fill: impl FnOnce(&mut [u8]),
-    ) {
+    /// Keep the message `key` sent to `destination`, copying (or
+    /// gathering) `payload` straight to where the log keeps it, so the copy
+    /// into the log is the only one. As [`SenderLog::record`] otherwise.
+    pub fn record_with(&mut self, destination: u32, key: MessageKey, payload: Payload<'_>) {
+        let length = payload.len();
         if self.incomplete.is_some() || destination as usize >= self.per_destination.len() {
             return;
         }
@@ -199,7 +193,10 @@ impl SenderLog {
         };
         let stored = match in_memory {
             Ok((slot, bytes)) => {
-                fill(bytes);
+                match payload {
+                    Payload::Contiguous(source) => bytes.copy_from_slice(source),
+                    Payload::Gathered { gather, .. } => gather(bytes),
+                }
                 self.memory_bytes += length;
                 let position = self.trimmed_entries[destination as usize]
                     + self.per_destination[destination as usize].len();
@@ -207,9 +204,9 @@ impl SenderLog {
                 Stored::Memory(slot)
             }
             Err(arena_error) => {
-                let mut payload = vec![0u8; length];
-                fill(&mut payload);
-                match self.spill_payload(payload) {
+                // A copy of its own that the writer owns (for a
+                // contiguous payload, not zeroed first).
+                match self.spill_payload(payload.to_vec()) {
                     Ok(at) => Stored::Disk(at),
                     Err(reason) if arena_error.is_empty() => {
                         self.incomplete = Some(reason);
@@ -662,19 +659,31 @@ mod tests {
             context: 3,
             tag: 7,
         };
-        log.record_with(destination, key, length, |bytes| {
-            bytes.copy_from_slice(&filled(logical_seq, length))
-        });
+        let payload = filled(logical_seq, length);
+        if length.is_multiple_of(2) {
+            log.record_with(destination, key, Payload::Contiguous(&payload));
+        } else {
+            // The non-contiguous form, packed by its gather.
+            let gather = |out: &mut [u8]| out.copy_from_slice(&payload);
+            log.record_with(
+                destination,
+                key,
+                Payload::Gathered {
+                    length_bytes: length,
+                    gather: &gather,
+                },
+            );
+        }
     }
 
     #[test]
     fn payloads_are_intact_across_arena_chunk_boundaries() {
         let mut log = SenderLog::new(3, 1 << 30);
-        // 300 KiB and 700 KiB payloads, two destinations interleaved: many
-        // land where one chunk ends and the next begins.
+        // 300 KiB payloads and gathered 700 KiB + 1 ones, two destinations
+        // interleaved: many land where one chunk ends and the next begins.
         for seq in 1..=30 {
             record_filled(&mut log, 1, seq, 300 << 10);
-            record_filled(&mut log, 2, seq, 700 << 10);
+            record_filled(&mut log, 2, seq, (700 << 10) + 1);
         }
         assert!(log.is_complete());
         assert!(log.bytes_mapped() >= 30 * (1000 << 10));
@@ -682,9 +691,9 @@ mod tests {
             let message = log.message(1, seq).unwrap();
             assert_eq!((message.context, message.tag), (3, 7));
             assert!(message.payload == filled(seq, 300 << 10), "to 1, {seq}");
-            assert!(log.message(2, seq).unwrap().payload == filled(seq, 700 << 10));
+            assert!(log.message(2, seq).unwrap().payload == filled(seq, (700 << 10) + 1));
         }
-        assert_eq!(log.logged(), (30 * (1000 << 10), 60));
+        assert_eq!(log.logged(), (30 * ((1000 << 10) + 1), 60));
     }
 
     #[test]
