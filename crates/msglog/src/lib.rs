@@ -1047,6 +1047,8 @@ impl Interceptor for MessageLog {
             ("msglog_memory_bytes_max", memory_bytes_peak as u64),
             ("msglog_mapped_bytes_max", mapped_bytes_peak as u64),
             ("msglog_determinants", self.determinant_count() as u64),
+            ("msglog_mappings_made", self.log.arena_chunks().0),
+            ("msglog_mappings_reused", self.log.arena_chunks().1),
             ("msglog_trimmed_bytes", trimmed_bytes),
             ("msglog_trimmed_messages", trimmed_messages),
             (
