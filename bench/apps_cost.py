@@ -12,7 +12,10 @@ R = 1 with 2N ranks (the same number of processes, so the same cores,
 and the same work per process); IS has a fixed problem, so all its modes
 are compared with N unreplicated ranks.
 
-    bench/apps_cost.py --hpccg DIR/test_HPCCG --is DIR/is.A.x [--rounds 3] [--ranks 2]
+    bench/apps_cost.py --hpccg DIR/test_HPCCG --is DIR/is.A.x [--rounds 3] [--ranks 2] [--msglog-only]
+
+`--msglog-only` runs only the modes without fault tolerance and with
+`--msglog pessimistic` / `optimistic` (issue 13 item 7's comparison).
 
 Nothing here builds the applications (see docs/compatibility.md)."""
 import argparse
@@ -55,6 +58,8 @@ def main():
     parser.add_argument("--is", dest="is_")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--msglog-only", action="store_true",
+                        help="no fault tolerance and the two --msglog modes only")
     options = parser.parse_args()
     n = options.ranks
     modes = [
@@ -65,6 +70,8 @@ def main():
         ("--replicas 2 --replica-masking process", n, ["--replicas", "2", "--replica-masking", "process"]),
         (f"no fault tolerance, {2 * n} ranks", 2 * n, []),
     ]
+    if options.msglog_only:
+        modes = modes[:3]
     apps = [("hpccg", options.hpccg, ["40", "40", "40"]), ("is", options.is_, [])]
     print(f"| app | mode | ranks x replicas | median s ({options.rounds} rounds) | ratio |")
     print("|---|---|---|---|---|")
@@ -84,7 +91,8 @@ def main():
             # process (weak scaling). IS's problem is fixed (strong
             # scaling), so everything of it is compared with N ranks.
             weak = "--replicas" in flags and app == "hpccg"
-            reference = statistics.median(times[f"no fault tolerance, {2 * n} ranks"]) if weak else base
+            reference = (statistics.median(times[f"no fault tolerance, {2 * n} ranks"])
+                         if weak else base)
             against = f" (vs {2 * n} x 1)" if weak else ""
             print(f"| {app} | {label} | {ranks} x {replicas} | {median:.3f} | "
                   f"{median / reference:.2f}x{against} |")

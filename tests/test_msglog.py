@@ -416,10 +416,16 @@ def test_an_unusable_spill_directory_is_named_when_a_restart_needs_the_log(ring_
     assert res.elapsed < BOUND_SECONDS, res.describe()
 
 
-def test_a_log_that_fits_in_memory_reports_no_spill(ring_exe):
+def test_a_log_that_fits_in_memory_reports_what_it_logged_and_no_spill(ring_exe):
     res = run(3, ring_exe, 2, 16, mpiexec_opts=["--msglog", "pessimistic"], timeout=BOUND_SECONDS)
     assert res.returncode == 0, res.describe()
-    assert "msglog_" not in res.stderr, res.describe()
+    assert "msglog_spilled_bytes" not in res.stderr, res.describe()
+    # What logging did, not a row of network zeros.
+    report = re.search(r"FT report: 3 ranks reported; message logging: (\d+) messages \((\d+) bytes\) "
+                       r"logged, log memory per rank max (\d+) bytes", res.stderr)
+    assert report and int(report[1]) > 0 and int(report[2]) > 0 and int(report[3]) > 0, \
+        res.describe()
+    assert "fragments sent" not in res.stderr and " spilled" not in res.stderr, res.describe()
 
 
 def test_waitany_and_probes_are_logged_and_finalize_warns_of_nothing(build, choices_exe):

@@ -227,6 +227,9 @@ fn job_protocol(rank: u32, replicas: Replicas, config: &Config) -> MpiResult<Job
             .unwrap_or(resmpi_msglog::LOG_BYTES_MAX_DEFAULT),
     )
     .with_spill(spill)
+    .with_huge_pages(
+        std::env::var(resmpi_msglog::HUGE_PAGES_VARIABLE).is_ok_and(|value| value == "1"),
+    )
     .with_logger_link(Box::new(resmpi_msglog::logger_link::TcpLink::new(
         logger_address,
     )));

@@ -4,8 +4,10 @@
 //! value `name=N;name=N;...` (unsigned 64-bit counters). At the end of the
 //! job, failed or not, the supervisor reads those keys from the PMI server's
 //! key-value space, sums them per name (names it does not know are kept and
-//! summed too), prints one line to stderr and, with `--report-json`, writes
-//! the sums as JSON.
+//! summed too; a name ending in `_max` keeps the largest rank's value),
+//! prints one line to stderr and, with `--report-json`, writes the sums as
+//! JSON. Under `--msglog` the line says what message logging did, not a
+//! row of network zeros.
 //!
 //! Four numbers come from mpiexec itself, not from the ranks (a dead rank
 //! reports nothing): processes lost, failure notices sent, the longest
@@ -110,13 +112,56 @@ pub struct FtReport {
 }
 
 impl FtReport {
-    /// Adds one rank's parsed report.
+    /// Adds one rank's parsed report: summed, except a `_max` counter,
+    /// whose largest value is kept (a per-rank peak).
     pub fn add(&mut self, counters: &[(String, u64)]) {
         self.ranks_reported += 1;
         for (name, number) in counters {
             let sum = self.counters.entry(name.clone()).or_insert(0);
-            *sum = sum.saturating_add(*number);
+            *sum = if name.ends_with("_max") {
+                (*sum).max(*number)
+            } else {
+                sum.saturating_add(*number)
+            };
         }
+    }
+
+    /// Whether the job ran under `--msglog` (mpiexec adds the event
+    /// logger's counters then; ranks add theirs).
+    fn message_logging(&self) -> bool {
+        self.counters
+            .keys()
+            .any(|name| name.starts_with("eventlog_") || name.starts_with("msglog_"))
+    }
+
+    /// What message logging did, for the line.
+    fn message_logging_text(&self) -> String {
+        let mut text = format!(
+            "message logging: {} messages ({} bytes) logged, log memory per rank max {} bytes \
+             ({} mapped), {} bytes trimmed",
+            self.get("msglog_logged_messages"),
+            self.get("msglog_logged_bytes"),
+            self.get("msglog_memory_bytes_max"),
+            self.get("msglog_mapped_bytes_max"),
+            self.get("msglog_trimmed_bytes"),
+        );
+        if self.get("msglog_spilled_bytes") != 0 {
+            let _ = write!(text, ", {} spilled", self.get("msglog_spilled_bytes"));
+        }
+        let _ = write!(
+            text,
+            "; determinants {} ({} stored by the event logger)",
+            self.get("msglog_determinants"),
+            self.get("eventlog_determinants_stored")
+        );
+        if self.get("msglog_replayed_messages") != 0 {
+            let _ = write!(
+                text,
+                "; messages replayed {}",
+                self.get("msglog_replayed_messages")
+            );
+        }
+        text
     }
 
     /// Sums the reports found under [`report_key`] for ranks
@@ -222,19 +267,32 @@ impl FtReport {
         if launcher.replicas_given_up != 0 {
             failures.push(format!("replicas given up {}", launcher.replicas_given_up));
         }
-        let network_quiet =
-            self.ranks_reported == 0 && KNOWN_COUNTERS.iter().all(|name| self.get(name) == 0);
-        if network_quiet && !failures.is_empty() {
+        let network_zero = KNOWN_COUNTERS.iter().all(|name| self.get(name) == 0);
+        let network_quiet = self.ranks_reported == 0 && network_zero;
+        if self.message_logging() {
+            // What logging did; the network's numbers only when non-zero.
+            let logging = self.message_logging_text();
+            if network_zero {
+                line = format!("mpiexec: FT report: {ranks}; {logging}");
+            } else {
+                let _ = write!(line, "; {logging}");
+            }
+            if !failures.is_empty() {
+                line.push_str("; ");
+                line.push_str(&failures.join(", "));
+            }
+        } else if network_quiet && !failures.is_empty() {
             // Only process faults to report: leave out a line of zeros.
             line = format!("mpiexec: FT report: {}", failures.join(", "));
         } else if !failures.is_empty() {
             line.push_str("; ");
             line.push_str(&failures.join(", "));
         }
+        // Zeros are left out (the JSON has every counter).
         let others: Vec<String> = self
             .counters
             .iter()
-            .filter(|(name, _)| !KNOWN_COUNTERS.contains(&name.as_str()))
+            .filter(|(name, number)| !KNOWN_COUNTERS.contains(&name.as_str()) && **number != 0)
             .map(|(name, number)| format!("{name} {number}"))
             .collect();
         if !others.is_empty() {
@@ -457,6 +515,66 @@ mod tests {
                  \"exit_code\": 137}\n"
             ),
             "{json}"
+        );
+    }
+
+    #[test]
+    fn a_fault_free_message_logging_run_says_what_logging_did_not_network_zeros() {
+        let mut report = FtReport::default();
+        // What mpiexec adds under --msglog, zeros included.
+        report
+            .counters
+            .insert("eventlog_determinants_stored".into(), 0);
+        report.counters.insert("eventlog_restarts".into(), 0);
+        report.add(&pairs(&[
+            ("msglog_logged_messages", 10),
+            ("msglog_logged_bytes", 1000),
+            ("msglog_memory_bytes_max", 700),
+            ("msglog_mapped_bytes_max", 4 << 20),
+            ("msglog_determinants", 3),
+        ]));
+        report.add(&pairs(&[
+            ("msglog_logged_messages", 5),
+            ("msglog_logged_bytes", 500),
+            ("msglog_memory_bytes_max", 900),
+            ("msglog_mapped_bytes_max", 4 << 20),
+        ]));
+        // A peak is the largest rank's, not a sum.
+        assert_eq!(report.get("msglog_memory_bytes_max"), 900);
+        assert_eq!(report.get("msglog_logged_bytes"), 1500);
+        let line = report.line();
+        assert!(
+            line.starts_with(
+                "mpiexec: FT report: 2 ranks reported; message logging: 15 messages \
+                 (1500 bytes) logged, log memory per rank max 900 bytes (4194304 mapped), \
+                 0 bytes trimmed; determinants 3 (0 stored by the event logger); other: "
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("fragments sent"), "{line}");
+        assert!(!line.contains(" 0,") && !line.ends_with(" 0"), "{line}");
+        // Zero ranks reporting (nothing sent) still reads as logging's line.
+        let mut quiet = FtReport::default();
+        quiet
+            .counters
+            .insert("eventlog_determinants_stored".into(), 0);
+        assert_eq!(
+            quiet.line(),
+            "mpiexec: FT report: 0 ranks reported; message logging: 0 messages (0 bytes) \
+             logged, log memory per rank max 0 bytes (0 mapped), 0 bytes trimmed; \
+             determinants 0 (0 stored by the event logger)"
+        );
+        // A fault is still named, and network numbers that are not zero.
+        report.launcher.processes_lost = 1;
+        report.add(&pairs(&[
+            ("frames_sent", 4),
+            ("msglog_replayed_messages", 2),
+        ]));
+        let line = report.line();
+        assert!(line.starts_with("mpiexec: FT report: 3 ranks reported; fragments sent 4,"));
+        assert!(
+            line.contains("; messages replayed 2; processes lost 1; other: "),
+            "{line}"
         );
     }
 

@@ -110,6 +110,7 @@ use resmpi_ft::{
     PeerFailureAction, ProbeOutcome, ReceivePattern, ReplayedChoice, SentMessage, WildcardDecision,
 };
 
+pub mod arena;
 pub mod dependency;
 pub mod event_logger;
 pub mod frames;
@@ -121,11 +122,15 @@ pub mod spill;
 use frames::{
     Choice, Determinant, Entry, Frame, Probed, ENTRIES_PER_FRAME_MAX, ENTRY_BYTES_PER_FRAME_MAX,
 };
-use sender_log::{LoggedMessage, SenderLog};
+use sender_log::{MessageKey, SenderLog};
 
 /// The exit status of an orphan that rolled back (optimistic logging):
 /// the launcher starts it again like any dead rank (`EX_TEMPFAIL`).
 pub const ROLLBACK_EXIT_CODE: i32 = 75;
+
+/// Set to `1`, the sender log keeps its payloads in transparent huge
+/// pages (see [`arena`] for when that pays; off by default).
+pub const HUGE_PAGES_VARIABLE: &str = "RESMPI_MSGLOG_HUGEPAGES";
 
 /// Default bound of one process's logs (`RESMPI_MSGLOG_MEM`): 1 GiB.
 pub const LOG_BYTES_MAX_DEFAULT: usize = 1 << 30;
@@ -402,6 +407,14 @@ impl MessageLog {
     /// Reach the event logger through `link` (the process's socket).
     pub fn with_logger_link(mut self, link: Box<dyn LoggerLink>) -> MessageLog {
         self.link = Some(link);
+        self
+    }
+
+    /// Keep the sender log's payloads in transparent huge pages
+    /// (`RESMPI_MSGLOG_HUGEPAGES=1`).
+    pub fn with_huge_pages(mut self, huge_pages: bool) -> MessageLog {
+        let log = std::mem::replace(&mut self.log, SenderLog::new(0, 0));
+        self.log = log.with_huge_pages(huge_pages);
         self
     }
 
@@ -1020,11 +1033,22 @@ impl Interceptor for MessageLog {
         }
     }
 
-    /// The log's memory and disk use, once it spilled or stopped (a job
-    /// whose log stayed in memory ends quietly: no report line for it).
+    /// What the log took and what it cost: bytes and messages logged,
+    /// the most memory it held (`_max`: mpiexec reports the largest rank's
+    /// figure, not a sum), what it trimmed, and its disk use once it
+    /// spilled or stopped.
     fn report_counters(&self) -> Vec<(&'static str, u64)> {
         let (trimmed_bytes, trimmed_messages) = self.log.trimmed();
+        let (logged_bytes, logged_messages) = self.log.logged();
+        let (memory_bytes_peak, mapped_bytes_peak) = self.log.peaks();
         let mut counters = vec![
+            ("msglog_logged_bytes", logged_bytes),
+            ("msglog_logged_messages", logged_messages),
+            ("msglog_memory_bytes_max", memory_bytes_peak as u64),
+            ("msglog_mapped_bytes_max", mapped_bytes_peak as u64),
+            ("msglog_determinants", self.determinant_count() as u64),
+            ("msglog_mappings_made", self.log.arena_chunks().0),
+            ("msglog_mappings_reused", self.log.arena_chunks().1),
             ("msglog_trimmed_bytes", trimmed_bytes),
             ("msglog_trimmed_messages", trimmed_messages),
             (
@@ -1071,15 +1095,13 @@ impl Interceptor for MessageLog {
 
     fn on_send_payload(&mut self, message: &SentMessage, payload: Payload<'_>) {
         if self.log.is_complete() {
-            self.log.record(
-                message.destination,
-                LoggedMessage {
-                    logical_seq: message.logical_seq,
-                    context: message.context,
-                    tag: message.tag,
-                    payload: payload.to_vec(),
-                },
-            );
+            let key = MessageKey {
+                logical_seq: message.logical_seq,
+                context: message.context,
+                tag: message.tag,
+            };
+            // Copied (or packed) once, straight into the log's memory.
+            self.log.record_with(message.destination, key, payload);
         }
     }
 

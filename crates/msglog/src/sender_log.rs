@@ -27,9 +27,17 @@
 //! is append-only and unlinked). What a log no longer holds is named by
 //! [`SenderLog::first_held`]; asking for a message below it is an error
 //! naming the missing range, never a replay with a hole.
+//!
+//! Payloads in memory lie in an [`Arena`] of large chunks (copied there
+//! straight from the send's bytes, [`SenderLog::record_with`]); a spilled
+//! payload is written from its chunk, which is reused once every entry in
+//! it was trimmed or spilled.
 
 use std::collections::VecDeque;
 
+use resmpi_ft::Payload;
+
+use crate::arena::{Arena, Slot};
 use crate::spill::{SpillConfig, SpillFile, SpilledAt};
 
 /// Bytes charged per logged message besides its payload (its key and the
@@ -49,10 +57,21 @@ pub struct LoggedMessage {
     pub payload: Vec<u8>,
 }
 
+/// The key of a message being logged (its payload comes separately).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageKey {
+    /// Its number on the (this process, destination) channel.
+    pub logical_seq: u64,
+    /// Context id it was matched in.
+    pub context: u32,
+    /// Its tag.
+    pub tag: i32,
+}
+
 /// Where a logged payload is.
 #[derive(Debug)]
 enum Stored {
-    Memory(Vec<u8>),
+    Memory(Slot),
     Disk(SpilledAt),
     /// Its spill failed (the log is incomplete since).
     Lost,
@@ -80,11 +99,18 @@ pub struct SenderLog {
     /// Payload bytes dropped by trims, and how many messages.
     trimmed_bytes: u64,
     trimmed_messages: u64,
+    /// Payload bytes, and messages, ever taken (in memory or spilled).
+    logged_bytes: u64,
+    logged_messages: u64,
+    /// The most `memory_bytes` and arena bytes mapped have been.
+    memory_bytes_peak: usize,
+    mapped_bytes_peak: usize,
     /// (destination, absolute position) of the entries whose payload is
     /// in memory, oldest first: the order they spill in.
     in_memory: VecDeque<(u32, usize)>,
     memory_bytes: usize,
     memory_bytes_max: usize,
+    arena: Arena,
     spill: Option<(SpillConfig, u32)>,
     spill_file: Option<SpillFile>,
     incomplete: Option<String>,
@@ -100,13 +126,27 @@ impl SenderLog {
             first_held: vec![1; size as usize],
             trimmed_bytes: 0,
             trimmed_messages: 0,
+            logged_bytes: 0,
+            logged_messages: 0,
+            memory_bytes_peak: 0,
+            mapped_bytes_peak: 0,
             in_memory: VecDeque::new(),
             memory_bytes: 0,
             memory_bytes_max: bytes_max,
+            arena: Arena::new(false),
             spill: None,
             spill_file: None,
             incomplete: None,
         }
+    }
+
+    /// Advise the in-memory log's mappings as transparent huge pages
+    /// (`RESMPI_MSGLOG_HUGEPAGES`; see [`crate::arena`] for when that
+    /// pays). Call before anything is logged.
+    pub fn with_huge_pages(mut self, huge_pages: bool) -> SenderLog {
+        debug_assert_eq!(self.logged_messages, 0);
+        self.arena = Arena::new(huge_pages);
+        self
     }
 
     /// Past the memory bound, spill to a file as `config` says (process
@@ -120,36 +160,70 @@ impl SenderLog {
     /// Keep `message`, sent to `destination`. When it fits nowhere nothing
     /// is kept any more and the log is incomplete for good.
     pub fn record(&mut self, destination: u32, message: LoggedMessage) {
+        let key = MessageKey {
+            logical_seq: message.logical_seq,
+            context: message.context,
+            tag: message.tag,
+        };
+        self.record_with(destination, key, Payload::Contiguous(&message.payload));
+    }
+
+    /// Keep the message `key` sent to `destination`, copying (or
+    /// gathering) `payload` straight to where the log keeps it, so the copy
+    /// into the log is the only one. As [`SenderLog::record`] otherwise.
+    pub fn record_with(&mut self, destination: u32, key: MessageKey, payload: Payload<'_>) {
+        let length = payload.len();
         if self.incomplete.is_some() || destination as usize >= self.per_destination.len() {
             return;
         }
-        let cost = message.payload.len() + ENTRY_OVERHEAD_BYTES;
+        let cost = length + ENTRY_OVERHEAD_BYTES;
         if let Err(reason) = self.make_room(cost) {
             self.incomplete = Some(reason);
             return;
         }
-        let LoggedMessage {
+        let MessageKey {
             logical_seq,
             context,
             tag,
-            payload,
-        } = message;
-        let stored = if self.memory_bytes + cost <= self.memory_bytes_max {
-            self.memory_bytes += payload.len();
-            let position = self.trimmed_entries[destination as usize]
-                + self.per_destination[destination as usize].len();
-            self.in_memory.push_back((destination, position));
-            Stored::Memory(payload)
+        } = key;
+        let in_memory = if self.memory_bytes + cost <= self.memory_bytes_max {
+            self.arena.allocate(length)
         } else {
-            match self.spill_payload(payload) {
-                Ok(at) => Stored::Disk(at),
-                Err(reason) => {
-                    self.incomplete = Some(reason);
-                    return;
+            Err(String::new())
+        };
+        let stored = match in_memory {
+            Ok((slot, bytes)) => {
+                match payload {
+                    Payload::Contiguous(source) => bytes.copy_from_slice(source),
+                    Payload::Gathered { gather, .. } => gather(bytes),
+                }
+                self.memory_bytes += length;
+                let position = self.trimmed_entries[destination as usize]
+                    + self.per_destination[destination as usize].len();
+                self.in_memory.push_back((destination, position));
+                Stored::Memory(slot)
+            }
+            Err(arena_error) => {
+                // A copy of its own that the writer owns (for a
+                // contiguous payload, not zeroed first).
+                match self.spill_payload(payload.to_vec()) {
+                    Ok(at) => Stored::Disk(at),
+                    Err(reason) if arena_error.is_empty() => {
+                        self.incomplete = Some(reason);
+                        return;
+                    }
+                    Err(reason) => {
+                        self.incomplete = Some(format!("{arena_error}; {reason}"));
+                        return;
+                    }
                 }
             }
         };
         self.memory_bytes += ENTRY_OVERHEAD_BYTES;
+        self.logged_bytes += length as u64;
+        self.logged_messages += 1;
+        self.memory_bytes_peak = self.memory_bytes_peak.max(self.memory_bytes);
+        self.mapped_bytes_peak = self.mapped_bytes_peak.max(self.arena.mapped_bytes());
         self.per_destination[destination as usize].push_back(Entry {
             logical_seq,
             context,
@@ -173,14 +247,15 @@ impl SenderLog {
                     // Trimmed since.
                     continue;
                 };
-                let entry = &mut self.per_destination[destination as usize][position];
-                let Stored::Memory(payload) =
-                    std::mem::replace(&mut entry.stored, Stored::Memory(Vec::new()))
-                else {
+                let entry = &self.per_destination[destination as usize][position];
+                let Stored::Memory(slot) = entry.stored else {
                     continue;
                 };
-                let length = payload.len();
-                self.memory_bytes -= length;
+                // The writer writes from the chunk, which is not reused
+                // until it has.
+                let payload = self.arena.shared_bytes(slot);
+                self.arena.free(slot);
+                self.memory_bytes -= slot.len();
                 let stored = match self.spill_payload(payload) {
                     Ok(at) => Stored::Disk(at),
                     Err(reason) => {
@@ -207,7 +282,10 @@ impl SenderLog {
         ))
     }
 
-    fn spill_payload(&mut self, payload: Vec<u8>) -> Result<SpilledAt, String> {
+    fn spill_payload(
+        &mut self,
+        payload: impl AsRef<[u8]> + Send + 'static,
+    ) -> Result<SpilledAt, String> {
         let Some((config, rank)) = &self.spill else {
             return Err("spilling to disk is off".to_string());
         };
@@ -240,7 +318,7 @@ impl SenderLog {
             )
         })?;
         let payload = match &entry.stored {
-            Stored::Memory(payload) => payload.clone(),
+            Stored::Memory(slot) => self.arena.bytes(*slot).to_vec(),
             Stored::Disk(at) => self
                 .spill_file
                 .as_ref()
@@ -293,9 +371,10 @@ impl SenderLog {
             self.trimmed_messages += 1;
             self.memory_bytes -= ENTRY_OVERHEAD_BYTES;
             match entry.stored {
-                Stored::Memory(payload) => {
-                    self.memory_bytes -= payload.len();
-                    dropped_bytes += payload.len() as u64;
+                Stored::Memory(slot) => {
+                    self.memory_bytes -= slot.len();
+                    dropped_bytes += slot.len() as u64;
+                    self.arena.free(slot);
                 }
                 Stored::Disk(at) => dropped_bytes += at.length,
                 Stored::Lost => {}
@@ -423,6 +502,28 @@ impl SenderLog {
         self.memory_bytes
     }
 
+    /// Bytes the arena holding the in-memory payloads has mapped (what
+    /// the log costs in memory, besides its index).
+    pub fn bytes_mapped(&self) -> usize {
+        self.arena.mapped_bytes()
+    }
+
+    /// The arena's chunks mapped so far, and chunks reused instead.
+    pub fn arena_chunks(&self) -> (u64, u64) {
+        self.arena.chunk_counts()
+    }
+
+    /// Payload bytes, and messages, taken so far (in memory or spilled).
+    pub fn logged(&self) -> (u64, u64) {
+        (self.logged_bytes, self.logged_messages)
+    }
+
+    /// The most bytes charged against the memory bound, and the most the
+    /// arena had mapped, at any time so far.
+    pub fn peaks(&self) -> (usize, usize) {
+        (self.memory_bytes_peak, self.mapped_bytes_peak)
+    }
+
     /// Bytes written (or being written) to the spill file.
     pub fn bytes_spilled(&self) -> u64 {
         self.spill_file.as_ref().map_or(0, SpillFile::bytes_spilled)
@@ -544,6 +645,119 @@ mod tests {
         for seq in 5..=12 {
             assert_eq!(log.message(1, seq).unwrap().payload, vec![seq as u8; 100]);
         }
+    }
+
+    fn filled(logical_seq: u64, length: usize) -> Vec<u8> {
+        (0..length)
+            .map(|index| (logical_seq as usize * 31 + index / 4096) as u8)
+            .collect()
+    }
+
+    fn record_filled(log: &mut SenderLog, destination: u32, logical_seq: u64, length: usize) {
+        let key = MessageKey {
+            logical_seq,
+            context: 3,
+            tag: 7,
+        };
+        let payload = filled(logical_seq, length);
+        if length.is_multiple_of(2) {
+            log.record_with(destination, key, Payload::Contiguous(&payload));
+        } else {
+            // The non-contiguous form, packed by its gather.
+            let gather = |out: &mut [u8]| out.copy_from_slice(&payload);
+            log.record_with(
+                destination,
+                key,
+                Payload::Gathered {
+                    length_bytes: length,
+                    gather: &gather,
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn payloads_are_intact_across_arena_chunk_boundaries() {
+        let mut log = SenderLog::new(3, 1 << 30);
+        // 300 KiB payloads and gathered 700 KiB + 1 ones, two destinations
+        // interleaved: many land where one chunk ends and the next begins.
+        for seq in 1..=30 {
+            record_filled(&mut log, 1, seq, 300 << 10);
+            record_filled(&mut log, 2, seq, (700 << 10) + 1);
+        }
+        assert!(log.is_complete());
+        assert!(log.bytes_mapped() >= 30 * (1000 << 10));
+        for seq in 1..=30 {
+            let message = log.message(1, seq).unwrap();
+            assert_eq!((message.context, message.tag), (3, 7));
+            assert!(message.payload == filled(seq, 300 << 10), "to 1, {seq}");
+            assert!(log.message(2, seq).unwrap().payload == filled(seq, (700 << 10) + 1));
+        }
+        assert_eq!(log.logged(), (30 * ((1000 << 10) + 1), 60));
+    }
+
+    #[test]
+    fn memory_freed_by_a_trim_is_reused_not_mapped_again() {
+        let mut log = SenderLog::new(2, 1 << 30);
+        for seq in 1..=16 {
+            record_filled(&mut log, 1, seq, 1 << 20);
+        }
+        let mapped = log.bytes_mapped();
+        let (chunks_mapped, _) = log.arena_chunks();
+        assert_eq!(log.trim(1, 16), 16 << 20);
+        for seq in 17..=32 {
+            record_filled(&mut log, 1, seq, 1 << 20);
+        }
+        assert_eq!(log.arena_chunks().0, chunks_mapped, "no chunk mapped again");
+        assert!(log.arena_chunks().1 >= 3, "{:?}", log.arena_chunks());
+        assert_eq!(log.bytes_mapped(), mapped);
+        assert_eq!(log.peaks().1, mapped);
+        for seq in 17..=32 {
+            assert!(log.message(1, seq).unwrap().payload == filled(seq, 1 << 20));
+        }
+        assert!(log.message(1, 16).is_err());
+    }
+
+    #[test]
+    fn payloads_spill_from_the_arena_and_the_memory_is_reused() {
+        // Room for about six 700 KiB payloads: the rest spill, oldest first.
+        let memory_bytes_max = 6 * ((700 << 10) + ENTRY_OVERHEAD_BYTES) + 100 * 48;
+        let mut log = spilling_log(memory_bytes_max, 1 << 30);
+        for seq in 1..=60 {
+            record_filled(&mut log, 1 + (seq % 2) as u32, seq, 700 << 10);
+        }
+        assert!(log.is_complete(), "{:?}", log.incomplete_reason());
+        assert!(log.bytes_logged() <= memory_bytes_max);
+        assert!(log.bytes_spilled() >= 50 * (700 << 10));
+        // The chunks of spilled payloads were reused: the arena holds what
+        // the bound allows and a few chunks more, not the whole history.
+        assert!(
+            log.bytes_mapped() <= memory_bytes_max + 8 * crate::arena::CHUNK_BYTES,
+            "{}",
+            log.bytes_mapped()
+        );
+        for seq in 1..=60 {
+            let destination = 1 + (seq % 2) as u32;
+            assert!(log.message(destination, seq).unwrap().payload == filled(seq, 700 << 10));
+        }
+    }
+
+    #[test]
+    fn a_payload_larger_than_a_chunk_is_kept_in_memory_and_its_memory_reused_after_a_trim() {
+        let chunk = crate::arena::CHUNK_BYTES;
+        let mut log = SenderLog::new(2, 1 << 30);
+        record_filled(&mut log, 1, 1, 100);
+        record_filled(&mut log, 1, 2, 2 * chunk + 5);
+        record_filled(&mut log, 1, 3, 100);
+        assert_eq!(log.bytes_spilled(), 0);
+        assert!(log.message(1, 2).unwrap().payload == filled(2, 2 * chunk + 5));
+        assert!(log.message(1, 3).unwrap().payload == filled(3, 100));
+        let (mapped, _) = log.arena_chunks();
+        log.trim(1, 2);
+        assert!(log.message(1, 3).unwrap().payload == filled(3, 100));
+        record_filled(&mut log, 1, 4, 2 * chunk + 5);
+        assert_eq!(log.arena_chunks(), (mapped, 1));
+        assert!(log.message(1, 4).unwrap().payload == filled(4, 2 * chunk + 5));
     }
 
     #[test]

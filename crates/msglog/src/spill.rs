@@ -84,10 +84,14 @@ struct Progress {
 
 type Shared = Arc<(Mutex<Progress>, Condvar)>;
 
+/// Bytes the writer can own while it writes them (a `Vec`, or a range
+/// of the sender log's arena that stays untouched while held).
+type SpillBytes = Box<dyn AsRef<[u8]> + Send>;
+
 /// One record for the writer: payload bytes and where they go.
 struct Job {
     offset: u64,
-    payload: Vec<u8>,
+    payload: SpillBytes,
 }
 
 /// One process's spill file and its writer thread.
@@ -128,14 +132,18 @@ impl SpillFile {
                 .name("resmpi-msglog-spill".to_string())
                 .spawn(move || {
                     for job in inbox {
-                        let outcome = write_record(&file, job.offset, &job.payload);
+                        let length = (*job.payload).as_ref().len();
+                        let outcome = write_record(&file, job.offset, (*job.payload).as_ref());
+                        // Let go of the bytes (an arena chunk may wait for
+                        // it) before the sender can see them written.
+                        drop(job.payload);
                         let (lock, wake) = &*shared;
                         let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
-                        progress.queued_bytes -= job.payload.len();
+                        progress.queued_bytes -= length;
                         match outcome {
                             Ok(()) => {
                                 progress.written_upto =
-                                    job.offset + RECORD_HEADER_BYTES + job.payload.len() as u64;
+                                    job.offset + RECORD_HEADER_BYTES + length as u64;
                             }
                             Err(error) => {
                                 progress.error.get_or_insert(format!(
@@ -169,8 +177,12 @@ impl SpillFile {
     /// Hand `payload` to the writer; where it will lie. Waits only while
     /// the writer is more than `queued_bytes_max` behind. Err: an earlier
     /// write failed, or the payload does not fit the bound.
-    pub fn append(&mut self, payload: Vec<u8>) -> Result<SpilledAt, String> {
-        if !self.has_room(payload.len()) {
+    pub fn append(
+        &mut self,
+        payload: impl AsRef<[u8]> + Send + 'static,
+    ) -> Result<SpilledAt, String> {
+        let length = payload.as_ref().len();
+        if !self.has_room(length) {
             return Err(format!(
                 "the message-log spill file in {} reached its bound of {} bytes \
                  (RESMPI_MSGLOG_DISK / --msglog-disk)",
@@ -178,7 +190,6 @@ impl SpillFile {
                 self.bytes_max
             ));
         }
-        let length = payload.len();
         {
             let (lock, wake) = &*self.shared;
             let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -200,7 +211,7 @@ impl SpillFile {
         let sent = self.jobs.as_ref().is_some_and(|jobs| {
             jobs.send(Job {
                 offset: at.offset,
-                payload,
+                payload: Box::new(payload),
             })
             .is_ok()
         });
