@@ -36,8 +36,8 @@
 //!
 //! Only the protocol is here; the simulator (`resmpi-sim`'s
 //! `replication_job`) runs it with forks, re-joins and kills at every
-//! step. The engine does not fork yet (`mpiexec` has no
-//! `--replica-recovery`).
+//! step, and the engine drives it under `--replica-recovery now`
+//! (`resmpi_core`'s `replica_fork.rs`, the interceptor's `fork`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
