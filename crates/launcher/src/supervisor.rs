@@ -1472,7 +1472,7 @@ impl Job {
             Ending::Code(resmpi_runtime::OUTVOTED_EXIT_CODE) if self.replica_count > 2 => Some((
                 resmpi_runtime::OUTVOTED_EXIT_CODE,
                 "left the job after a vote of the replicas (--sdc vote): it sent, or took in, \
-                 bytes that a majority of replicas sent otherwise (the FT report names the message)"
+                 bytes that a majority of replicas sent otherwise"
                     .to_string(),
             )),
             Ending::Code(code) => {
