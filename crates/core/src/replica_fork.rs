@@ -34,13 +34,10 @@ mod recovery {
     use std::os::unix::net::UnixStream;
     use std::sync::Arc;
 
-    use resmpi_runtime::{FailureNotices, FailurePolicy};
+    use resmpi_runtime::{FailureNotices, FailurePolicy, FORK_SOCKET_VARIABLE};
 
     use crate::wireup;
     use crate::Mpi;
-
-    /// The variable that names mpiexec's socket for forked replicas.
-    const FORK_SOCKET_VARIABLE: &str = "RESMPI_FORK_SOCKET";
 
     impl Mpi {
         /// Fork a new replica for a dead sibling if one is due and this

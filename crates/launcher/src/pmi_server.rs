@@ -194,8 +194,8 @@ pub struct PmiServer {
     /// whether such announcements are taken at all.
     forks: Mutex<Vec<ForkedReplica>>,
     recovery: std::sync::atomic::AtomicBool,
-    /// Forked replicas handed to the supervisor so far.
-    forks_adopted: std::sync::atomic::AtomicU32,
+    /// A forked replica was registered (one per job so far).
+    fork_registered: std::sync::atomic::AtomicBool,
 }
 
 /// A process a replica forked to replace a dead sibling
@@ -244,7 +244,7 @@ impl PmiServer {
             spawns: Mutex::new(crate::dynamic_spawn::SpawnedLaunchers::new(rank_count)),
             forks: Mutex::new(Vec::new()),
             recovery: std::sync::atomic::AtomicBool::new(false),
-            forks_adopted: std::sync::atomic::AtomicU32::new(0),
+            fork_registered: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -462,17 +462,12 @@ impl PmiServer {
         // to a forked process, can leave the job waiting (see the user
         // guide); refused, the forker counts the new replica dead and the
         // rank goes on with fewer replicas, as without recovery.
-        if !self
-            .forks
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .is_empty()
-            || self
-                .forks_adopted
-                .load(std::sync::atomic::Ordering::Acquire)
-                > 0
+        let one_per_job = || failure("one_replica_recovery_per_job_so_far");
+        if self
+            .fork_registered
+            .load(std::sync::atomic::Ordering::Acquire)
         {
-            return failure("one_replica_recovery_per_job_so_far");
+            return one_per_job();
         }
         let number = |key: &str| line.get(key).and_then(|text| text.parse::<u64>().ok());
         let (Some(rank), Some(incarnation), Some(pid)) =
@@ -491,6 +486,12 @@ impl PmiServer {
                 return failure("not_the_next_incarnation_of_a_dead_process");
             }
         }
+        if self
+            .fork_registered
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return one_per_job();
+        }
         self.prepare_respawn(rank);
         self.state().initialized[rank as usize] = true;
         self.forks
@@ -506,15 +507,12 @@ impl PmiServer {
 
     /// The forked replicas announced since the last call.
     pub fn take_forks(&self) -> Vec<ForkedReplica> {
-        let forks = std::mem::take(
+        std::mem::take(
             &mut *self
                 .forks
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        );
-        self.forks_adopted
-            .fetch_add(forks.len() as u32, std::sync::atomic::Ordering::AcqRel);
-        forks
+        )
     }
 
     /// A forked replica's own connection (on `--replica-recovery`'s
@@ -542,15 +540,14 @@ impl PmiServer {
                 .and_then(|line| line.get(key))
                 .and_then(|text| text.parse::<u32>().ok())
         };
+        let refuse = |stream: &mut UnixStream, message: &str| {
+            let reply = PmiLine::new("resmpi_forked_ok")
+                .with("rc", -1)
+                .with("msg", message);
+            let _ = stream.write_all(reply.encode().as_bytes());
+        };
         let (Some(rank), Some(incarnation)) = (number("rank"), number("incarnation")) else {
-            let _ = stream.write_all(
-                PmiLine::new("resmpi_forked_ok")
-                    .with("rc", -1)
-                    .with("msg", "expected_cmd=resmpi_forked_rank_incarnation")
-                    .encode()
-                    .as_bytes(),
-            );
-            return;
+            return refuse(&mut stream, "expected_cmd=resmpi_forked_rank_incarnation");
         };
         // The forker announces the new process (`cmd=resmpi_fork`) after
         // the fork, so the new process may be here first: wait for it.
@@ -562,14 +559,7 @@ impl PmiServer {
             std::thread::sleep(Duration::from_millis(1));
         }
         if rank >= self.rank_count || self.incarnation_of(rank) != incarnation {
-            let _ = stream.write_all(
-                PmiLine::new("resmpi_forked_ok")
-                    .with("rc", -1)
-                    .with("msg", "not_the_announced_incarnation")
-                    .encode()
-                    .as_bytes(),
-            );
-            return;
+            return refuse(&mut stream, "not_the_announced_incarnation");
         }
         let reply = PmiLine::new("resmpi_forked_ok").with("rc", 0).encode();
         if stream.write_all(reply.as_bytes()).is_err() {

@@ -26,8 +26,7 @@ use std::sync::Arc;
 
 use crate::pmi_server::PmiServer;
 
-/// The variable that names the socket to forked replicas.
-pub const FORK_SOCKET_VARIABLE: &str = "RESMPI_FORK_SOCKET";
+pub use resmpi_runtime::FORK_SOCKET_VARIABLE;
 
 /// The listening socket forked replicas connect to; removed when dropped.
 pub struct ForkSocket {

@@ -305,11 +305,6 @@ impl Replication {
         (child, cut)
     }
 
-    /// Whether this process is a forked one (its engine's numbers mapped).
-    pub fn is_forked(&self) -> bool {
-        self.relabel.is_some()
-    }
-
     /// The replica index on the wire of the engine's replica index
     /// `engine` (the same except in a forked process).
     fn wire_replica(&self, engine: u32) -> u32 {

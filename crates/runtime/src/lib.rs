@@ -35,3 +35,7 @@ pub use random::random_bytes;
 /// Exit status of a replica that left the job because its siblings
 /// outvoted it (`--sdc vote`): the launcher names it in its death notice.
 pub const OUTVOTED_EXIT_CODE: i32 = 86;
+
+/// The variable in which resmpi's mpiexec names the socket a replica forked
+/// by a substitute registers on (`--replica-recovery now`).
+pub const FORK_SOCKET_VARIABLE: &str = "RESMPI_FORK_SOCKET";
