@@ -362,6 +362,11 @@ pub struct State<F: Interceptor = PassThrough> {
     /// Per peer: the incarnation whose frames are delivered; frames of any
     /// other are dropped (see `rejoin.rs`).
     peer_incarnation: Vec<u32>,
+    /// Replication, per peer: the last incarnation whose death was handled
+    /// (a death is reported twice, by the transport and by the launcher's
+    /// notice; after a fork the second would be taken for the death of the
+    /// replica's new incarnation, which the forker counts alive).
+    replica_death_handled: Vec<Option<u32>>,
     /// Frames dropped because an older incarnation of their sender sent them.
     pub old_incarnation_frames_dropped: u64,
     /// Number of failed peers; 0 keeps every hot-path check to one compare.
@@ -578,6 +583,7 @@ impl<F: Interceptor> Engine<F> {
                 duplicate_messages_dropped: 0,
                 own_incarnation: 0,
                 peer_incarnation: vec![0; peers],
+                replica_death_handled: vec![None; peers],
                 old_incarnation_frames_dropped: 0,
                 failed_count: 0,
                 wildcards_wait_for_acknowledgement: false,
@@ -634,6 +640,7 @@ impl<F: Interceptor> Engine<F> {
         state.message_seq_out.resize(peers, 0);
         state.message_seq_in.resize(peers, 0);
         state.peer_incarnation.resize(peers, 0);
+        state.replica_death_handled.resize(peers, None);
         state.restarting.resize(peers, false);
         state.size = size;
         self.transports
@@ -2358,6 +2365,14 @@ impl<F: Interceptor> Engine<F> {
     /// operation goes on. Idempotent; this process itself and ranks out of
     /// range are ignored.
     pub fn handle_peer_failure(&mut self, peer: u32) {
+        let incarnation = self.state.peer_incarnation(peer);
+        self.handle_peer_death(peer, incarnation);
+    }
+
+    /// [`Engine::handle_peer_failure`] of incarnation `incarnation` of
+    /// `peer` (a launcher's notice names it; a transport's loss is of the
+    /// one it talks to).
+    pub(crate) fn handle_peer_death(&mut self, peer: u32, incarnation: u32) {
         if F::LOGS_MESSAGES {
             let state = &mut self.state;
             if peer >= state.size
@@ -2383,6 +2398,9 @@ impl<F: Interceptor> Engine<F> {
         if F::REPLICATES {
             let state = &mut self.state;
             if peer >= state.size || peer == state.rank || state.is_failed(peer) {
+                return;
+            }
+            if !state.first_replica_death(peer, incarnation) {
                 return;
             }
             match state.interceptor.on_peer_failure(peer) {
@@ -2826,13 +2844,15 @@ impl<F: Interceptor> State<F> {
     /// over: an unexpected announcement gets its request id, a matched
     /// receive starts over with a clear-to-send to it.
     fn repoint_rendezvous(&mut self, physical: u32, peer: u32, header: &FrameHeader) {
-        let Some(entry) = self
+        let entry = self
             .rendezvous_in
             .iter_mut()
-            .find(|entry| entry.peer == peer && entry.logical_seq == header.logical_seq)
-        else {
-            // Its data is in already: the re-send's copy has nothing to
-            // deliver, and must still end.
+            .find(|entry| entry.peer == peer && entry.logical_seq == header.logical_seq);
+        // Its data is in already, or on its way from this very sender (a
+        // re-send to its own counterpart under replica recovery, which
+        // cannot tell its first copy from a dead forker's): the re-send's
+        // copy has nothing to deliver, and must still end.
+        let Some(entry) = entry.filter(|entry| entry.physical != physical) else {
             let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.wire_rank);
             answer.message_id = header.message_id;
             answer.tag = CLEAR_TO_SEND_ALREADY_DELIVERED;
@@ -2951,6 +2971,18 @@ impl<F: Interceptor> State<F> {
                     .receive
                     .is_some_and(|index| self.requests.wire_id(index) == wire_id)
         })
+    }
+
+    /// Replication: whether the death of incarnation `incarnation` of
+    /// `peer` is news (not reported before, nor an older one's); it is
+    /// counted handled from now on.
+    fn first_replica_death(&mut self, peer: u32, incarnation: u32) -> bool {
+        let handled = &mut self.replica_death_handled[peer as usize];
+        if handled.is_some_and(|handled| handled >= incarnation) {
+            return false;
+        }
+        *handled = Some(incarnation);
+        true
     }
 
     /// Whether world rank `peer` has failed (false for ranks out of range).

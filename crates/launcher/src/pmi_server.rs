@@ -194,8 +194,6 @@ pub struct PmiServer {
     /// whether such announcements are taken at all.
     forks: Mutex<Vec<ForkedReplica>>,
     recovery: std::sync::atomic::AtomicBool,
-    /// A forked replica was registered (one per job so far).
-    fork_registered: std::sync::atomic::AtomicBool,
 }
 
 /// A process a replica forked to replace a dead sibling
@@ -244,7 +242,6 @@ impl PmiServer {
             spawns: Mutex::new(crate::dynamic_spawn::SpawnedLaunchers::new(rank_count)),
             forks: Mutex::new(Vec::new()),
             recovery: std::sync::atomic::AtomicBool::new(false),
-            fork_registered: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -423,20 +420,35 @@ impl PmiServer {
     /// `rank` is about to be started again: its next incarnation, with the
     /// rank's PMI state (init, finalize, connection) as for a new process.
     pub fn prepare_respawn(&self, rank: u32) -> u32 {
+        self.begin_incarnation(rank, |_| true)
+            .expect("an unconditional new incarnation")
+    }
+
+    /// If `allowed` (asked under the failure board's lock): `rank`'s next
+    /// incarnation begins, its PMI state (init, finalize, connection) as
+    /// for a new process.
+    fn begin_incarnation(
+        &self,
+        rank: u32,
+        allowed: impl FnOnce(&FailureBoard) -> bool,
+    ) -> Option<u32> {
+        let slot = rank as usize;
         let incarnation = {
             let mut board = self.failures();
-            board.incarnations[rank as usize] += 1;
-            board.watchers[rank as usize] = None;
-            board.announced[rank as usize] = false;
-            board.pending_rejoins[rank as usize].clear();
-            board.incarnations[rank as usize]
+            if !allowed(&board) {
+                return None;
+            }
+            board.incarnations[slot] += 1;
+            board.watchers[slot] = None;
+            board.announced[slot] = false;
+            board.pending_rejoins[slot].clear();
+            board.incarnations[slot]
         };
         let mut state = self.state();
-        let slot = rank as usize;
         state.initialized[slot] = false;
         state.finalized[slot] = false;
         state.connection_closed[slot] = false;
-        incarnation
+        Some(incarnation)
     }
 
     /// Take `cmd=resmpi_fork` (`--replica-recovery now`).
@@ -458,17 +470,6 @@ impl PmiServer {
         if !self.recovery.load(std::sync::atomic::Ordering::Acquire) {
             return failure("replica_recovery_is_off");
         }
-        // One recovery per job for now: a second one, of a rank that talks
-        // to a forked process, can leave the job waiting (see the user
-        // guide); refused, the forker counts the new replica dead and the
-        // rank goes on with fewer replicas, as without recovery.
-        let one_per_job = || failure("one_replica_recovery_per_job_so_far");
-        if self
-            .fork_registered
-            .load(std::sync::atomic::Ordering::Acquire)
-        {
-            return one_per_job();
-        }
         let number = |key: &str| line.get(key).and_then(|text| text.parse::<u64>().ok());
         let (Some(rank), Some(incarnation), Some(pid)) =
             (number("rank"), number("incarnation"), number("pid"))
@@ -479,20 +480,17 @@ impl PmiServer {
         if rank >= self.rank_count || rank == forker || pid <= 0 {
             return failure("no_such_process");
         }
-        {
-            let board = self.failures();
-            let current = board.incarnations[rank as usize];
-            if !board.dead.contains(&(rank, current)) || incarnation != current + 1 {
-                return failure("not_the_next_incarnation_of_a_dead_process");
-            }
-        }
+        // Checked and taken under one lock: of two announcements of the
+        // same incarnation, one wins.
         if self
-            .fork_registered
-            .swap(true, std::sync::atomic::Ordering::AcqRel)
+            .begin_incarnation(rank, |board| {
+                let current = board.incarnations[rank as usize];
+                board.dead.contains(&(rank, current)) && incarnation == current + 1
+            })
+            .is_none()
         {
-            return one_per_job();
+            return failure("not_the_next_incarnation_of_a_dead_process");
         }
-        self.prepare_respawn(rank);
         self.state().initialized[rank as usize] = true;
         self.forks
             .lock()

@@ -995,20 +995,6 @@ impl Job {
     fn give_up_process(&mut self, process: u32, code: i32, how: &str) -> bool {
         let (rank, replica) = (process % self.rank_count, process / self.rank_count);
         let who = self.describe(process);
-        if self.replicas_recovered > 0 {
-            // Not masked yet: a death after a recovery (of a process that
-            // talks to a forked one) can leave the job waiting. A clear end
-            // instead of a stall (docs/user-guide.md, limits).
-            self.ranks[process as usize].failed = true;
-            self.fail(
-                code,
-                &format!(
-                    "{who} {how}; a death after a replica recovery is not masked yet \
-                     (--replica-recovery now recovers one death per job), so the job cannot go on"
-                ),
-            );
-            return true;
-        }
         self.ranks[process as usize].failed = true;
         // A death inside MPI_Init: the others' wire-up goes on without it
         // (they take its missing card or connection for its death).

@@ -308,12 +308,13 @@ impl TcpPath {
         secret: &[u8],
     ) -> Result<(), PathError> {
         let deadline = Instant::now() + self.connect_timeout;
-        self.remove_peer(rank);
+        self.remove_peer(self.slot(rank));
         let stream = self.connect_one(rank, address, secret, deadline, &|_| false)?;
         self.add_peer(rank, stream)
     }
 
-    /// Forget `rank`'s connection, if any, and everything buffered for it.
+    /// Forget peer `rank`'s connection (its slot, after a renumbering), if
+    /// any, and everything buffered for it.
     pub fn remove_peer(&mut self, rank: u32) {
         if let Some(slot) = self.peers.get_mut(rank as usize) {
             if slot.take().is_some() {
@@ -562,11 +563,16 @@ impl TcpPath {
         self.rebuild_pollfds();
     }
 
-    fn add_peer(&mut self, rank: u32, stream: TcpStream) -> Result<(), PathError> {
-        let rank = self
-            .slot_of
+    /// The peer slot of the process the wire calls `rank` (the same
+    /// unless [`TcpPath::renumber`]ed).
+    fn slot(&self, rank: u32) -> u32 {
+        self.slot_of
             .as_ref()
-            .map_or(rank, |slot_of| slot_of[rank as usize]);
+            .map_or(rank, |slot_of| slot_of[rank as usize])
+    }
+
+    fn add_peer(&mut self, rank: u32, stream: TcpStream) -> Result<(), PathError> {
+        let rank = self.slot(rank);
         stream.set_read_timeout(None)?;
         stream.set_write_timeout(None)?;
         stream.set_nonblocking(true)?;

@@ -107,6 +107,21 @@ impl<F: Interceptor> Engine<F> {
             .position(|&wire| wire == forker_wire)
             .map_or(rank, |peer| peer as u32);
         let forker_incarnation = self.state.own_incarnation;
+        // What the forker knew of each process (its incarnation, whether
+        // its death was handled) moves to the slot that names it now.
+        let forker_slots: Vec<usize> = physical
+            .iter()
+            .map(|&wire| self.state.interceptor.engine_index(wire) as usize)
+            .collect();
+        let state = &mut self.state;
+        state.peer_incarnation = forker_slots
+            .iter()
+            .map(|&slot| state.peer_incarnation[slot])
+            .collect();
+        state.replica_death_handled = forker_slots
+            .iter()
+            .map(|&slot| state.replica_death_handled[slot])
+            .collect();
         let old = std::mem::replace(&mut self.transports, transports);
         self.state.interceptor = interceptor;
         self.state.wire_rank = wire_rank;

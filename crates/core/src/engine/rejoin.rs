@@ -196,7 +196,7 @@ impl<F: Interceptor> Engine<F> {
                     let rank = self.state.interceptor.engine_index(rank);
                     if rank < self.state.size && incarnation >= self.state.peer_incarnation(rank) {
                         self.deliver_last_words();
-                        self.handle_peer_failure(rank);
+                        self.handle_peer_death(rank, incarnation);
                     }
                 }
                 PeerEvent::Rejoined {
