@@ -34,6 +34,7 @@ mod recovery {
     use std::os::unix::net::UnixStream;
     use std::sync::Arc;
 
+    use resmpi_ft::Interceptor;
     use resmpi_runtime::{FailureNotices, FailurePolicy, FORK_SOCKET_VARIABLE};
 
     use crate::wireup;
@@ -230,7 +231,7 @@ mod recovery {
             let mut config = self.config.clone();
             config.incarnation = incarnation;
             config.failure_policy = Some(FailurePolicy::Continue);
-            let (mut transports, live_peers) =
+            let (mut transports, live_peers, peer_cuts) =
                 wireup::wire_up_rejoining(&mut self.pmi, &config, Some(&notices), Some(cut))
                     .unwrap_or_else(|error| leave(format!("re-join: {error}")));
             let size = self.engine.state.size;
@@ -262,6 +263,21 @@ mod recovery {
                         .any(|(live, _)| slot_of[*live as usize] == peer)
                 {
                     self.engine.handle_peer_failure(peer);
+                }
+            }
+            // Replicas forked after this one's forker forked it, whose
+            // re-join notices came before this process watched.
+            for (peer, cut) in &peer_cuts {
+                let incarnation = live_peers
+                    .iter()
+                    .find(|(live, _)| live == peer)
+                    .map_or(0, |&(_, incarnation)| incarnation);
+                if let Some(cut) = resmpi_runtime::hex_decode(cut) {
+                    self.engine.state.interceptor.on_replica_rejoin(
+                        slot_of[*peer as usize],
+                        incarnation,
+                        &cut,
+                    );
                 }
             }
         }

@@ -580,18 +580,19 @@ pub fn wire_up_replacement(
     config: &Config,
     notices: Option<&FailureNotices>,
 ) -> MpiResult<(Transports, Vec<(u32, u32)>)> {
-    wire_up_rejoining(pmi, config, notices, None)
+    wire_up_rejoining(pmi, config, notices, None).map(|(transports, peers, _)| (transports, peers))
 }
 
 /// [`wire_up_replacement`] for a replica forked by a substitute
 /// (replication's recovery): its re-join notice carries the fork's `cut`
-/// (hex) to every other process.
+/// (hex) to every other process. Also returns the cuts (hex) of the
+/// forked replicas among the live peers, whose notices it may have missed.
 pub fn wire_up_rejoining(
     pmi: &mut Pmi,
     config: &Config,
     notices: Option<&FailureNotices>,
     cut: Option<&str>,
-) -> MpiResult<(Transports, Vec<(u32, u32)>)> {
+) -> MpiResult<(Transports, Vec<(u32, u32)>, Vec<(u32, String)>)> {
     let rank = pmi.rank();
     let size = pmi.size();
     let incarnation = config.incarnation;
@@ -630,7 +631,7 @@ pub fn wire_up_rejoining(
             hex_decode(&text).ok_or_else(|| runtime_error("job secret", "not hex"))?
         }
     };
-    let peers = pmi
+    let (peers, cuts) = pmi
         .announce_rejoin_with_cut(incarnation, &address, cut)
         .map_err(|e| runtime_error("re-join announcement", e))?;
     let expected: Vec<u32> = peers.iter().map(|(peer, _)| *peer).collect();
@@ -662,7 +663,7 @@ pub fn wire_up_rejoining(
             epoch,
         }),
     };
-    Ok((transports, peers))
+    Ok((transports, peers, cuts))
 }
 
 /// `RESMPI_INJECT`: the faults `mpiexec --inject` asked for (none if unset).

@@ -125,6 +125,10 @@ struct FailureBoard {
     /// Per rank: re-join notices for its replacement, which announced but
     /// does not watch yet; written when it subscribes.
     pending_rejoins: Vec<Vec<String>>,
+    /// Per rank: the fork cut (hex) its current process re-joined with, if
+    /// it is a replica forked by a substitute; given to processes that
+    /// re-join after it (they may have missed its notice).
+    cuts: Vec<Option<String>>,
 }
 
 /// What [`PmiServer::report_deaths`] did.
@@ -237,6 +241,7 @@ impl PmiServer {
                 watched: vec![false; ranks],
                 announced: vec![false; ranks],
                 pending_rejoins: vec![Vec::new(); ranks],
+                cuts: vec![None; ranks],
                 notices_sent_count: 0,
             }),
             spawns: Mutex::new(crate::dynamic_spawn::SpawnedLaunchers::new(rank_count)),
@@ -442,6 +447,7 @@ impl PmiServer {
             board.watchers[slot] = None;
             board.announced[slot] = false;
             board.pending_rejoins[slot].clear();
+            board.cuts[slot] = None;
             board.incarnations[slot]
         };
         let mut state = self.state();
@@ -589,7 +595,8 @@ impl PmiServer {
             .with("incarnation", incarnation)
             .with("address", address);
         // A forked replica's cut (hex), for the replication protocol.
-        if let Some(cut) = line.get("cut").filter(|cut| !cut.is_empty()) {
+        let cut = line.get("cut").filter(|cut| !cut.is_empty());
+        if let Some(cut) = cut {
             notice = notice.with("cut", cut);
         }
         let notice = notice.encode();
@@ -601,9 +608,11 @@ impl PmiServer {
             notices_sent_count,
             announced,
             pending_rejoins,
+            cuts,
             ..
         } = &mut *board;
         announced[rank as usize] = true;
+        cuts[rank as usize] = cut.map(str::to_string);
         for (watcher, slot) in watchers.iter_mut().enumerate() {
             let peer = watcher as u32;
             let alive = !dead.contains(&(peer, incarnations[watcher]));
@@ -636,14 +645,27 @@ impl PmiServer {
                 *slot = None;
             }
         }
-        let peers = if peers.is_empty() {
-            "-".to_string()
-        } else {
-            peers.join(",")
+        // The cuts of forked replicas among them: this process may have
+        // missed their notices (it watched, but had not announced yet).
+        let peer_cuts: Vec<String> = peers
+            .iter()
+            .filter_map(|peer| {
+                let process: usize = peer.split(':').next()?.parse().ok()?;
+                let cut = cuts[process].as_ref()?;
+                Some(format!("{process}:{cut}"))
+            })
+            .collect();
+        let list = |items: Vec<String>| {
+            if items.is_empty() {
+                "-".to_string()
+            } else {
+                items.join(",")
+            }
         };
         PmiLine::new("resmpi_rejoin_ok")
             .with("rc", 0)
-            .with("peers", peers)
+            .with("peers", list(peers))
+            .with("cuts", list(peer_cuts))
     }
 
     /// Before a re-join is announced: wait (at most

@@ -922,16 +922,19 @@ impl Pmi {
         address: &str,
     ) -> Result<Vec<(u32, u32)>, PmiError> {
         self.announce_rejoin_with_cut(incarnation, address, None)
+            .map(|(peers, _)| peers)
     }
 
     /// [`Pmi::announce_rejoin`] for a replica forked by a substitute: the
-    /// notice every other process gets carries `cut` (hex) as `cut=`.
+    /// notice every other process gets carries `cut` (hex) as `cut=`. Also
+    /// returns the cuts (hex) of the forked replicas among the peers
+    /// (`cuts=R:HEX,...`, `-` for none), whose notices it may have missed.
     pub fn announce_rejoin_with_cut(
         &mut self,
         incarnation: u32,
         address: &str,
         cut: Option<&str>,
-    ) -> Result<Vec<(u32, u32)>, PmiError> {
+    ) -> Result<(Vec<(u32, u32)>, Vec<(u32, String)>), PmiError> {
         let Transport::Connected(channel) = &mut self.transport else {
             return Err(PmiError::new(
                 "a replacement process needs the launcher that started it (no PMI connection)",
@@ -944,7 +947,20 @@ impl Pmi {
             request = request.with("cut", cut);
         }
         let reply = channel.request(&request, "resmpi_rejoin_ok")?;
-        parse_peer_incarnations(reply.require("peers")?)
+        let peers = parse_peer_incarnations(reply.require("peers")?)?;
+        let cuts = reply
+            .get("cuts")
+            .filter(|cuts| *cuts != "-")
+            .map(|cuts| {
+                cuts.split(',')
+                    .filter_map(|item| {
+                        let (rank, cut) = item.split_once(':')?;
+                        Some((rank.parse().ok()?, cut.to_string()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok((peers, cuts))
     }
 
     /// MPI_Publish_name: `cmd=publish_name service=S port=P` (hydra's
