@@ -24,9 +24,11 @@
 //!    mpiexec's fork socket, and re-joins over TCP as a replacement
 //!    process does, its re-join notice carrying the fork's cut.
 //!
-//! Its standard output and error go to `/dev/null`: the rank's output goes
-//! on from the replicas mpiexec started (an output channel for forked
-//! replicas is not built yet).
+//! Its standard output and error go to mpiexec over the fork socket
+//! (`cmd=resmpi_forked_output`), which shows them from where its forker's
+//! stood at the fork: the forker flushes stdio before forking, and mpiexec
+//! reads the forker's pipe to its end while the forker waits for the
+//! announcement's answer (`RankOutput::fork_stream`).
 
 #[cfg(feature = "replication")]
 mod recovery {
@@ -68,6 +70,11 @@ mod recovery {
             let joined = cut.joined.replica * ranks + cut.joined.rank;
             let incarnation = cut.incarnation;
             let inherited = self.inherited_descriptors();
+            // What the application printed is in mpiexec's pipe, not in a
+            // stdio buffer the copy would print again: the new replica's
+            // output goes on from here (mpiexec's `fork_stream`).
+            // SAFETY: flushes every stdio output stream.
+            unsafe { libc::fflush(std::ptr::null_mut()) };
             let mut pipe = [0 as libc::c_int; 2];
             // SAFETY: pipe writes two descriptors into the local array.
             if unsafe { libc::pipe(pipe.as_mut_ptr()) } != 0 {
@@ -222,6 +229,23 @@ mod recovery {
                 ));
             }
             drop(reader);
+            // Its standard output and error (unless RESMPI_FORK_LOG takes
+            // the latter) go to mpiexec, which shows them from where its
+            // forker's stood at the fork.
+            let log = std::env::var_os("RESMPI_FORK_LOG").is_some();
+            for fd in [1, 2].into_iter().filter(|&fd| fd == 1 || !log) {
+                let Ok(mut output) = UnixStream::connect(socket) else {
+                    continue;
+                };
+                let hello = format!(
+                    "cmd=resmpi_forked_output rank={joined} incarnation={incarnation} stream={fd}\n"
+                );
+                if output.write_all(hello.as_bytes()).is_ok() {
+                    use std::os::fd::AsRawFd;
+                    // SAFETY: points descriptor `fd` at this process's socket.
+                    unsafe { libc::dup2(output.as_raw_fd(), fd) };
+                }
+            }
             let forked = self.pmi.forked(joined, stream);
             std::mem::forget(std::mem::replace(&mut self.pmi, forked));
             let notices = Arc::new(FailureNotices::new());

@@ -41,6 +41,9 @@ use std::time::Duration;
 
 use resmpi_runtime::codec::{decode_text, PmiLine, MAX_LINE_BYTES};
 
+use crate::proxy_link::lock;
+use crate::replicated_output::{self, RankOutput};
+
 /// Longest key accepted (hydra's `keylen_max`).
 pub const KEY_MAX_BYTES: usize = 64;
 /// Longest value accepted (hydra's `vallen_max`).
@@ -59,6 +62,9 @@ pub const WRITE_TIMEOUT_MS: u64 = 1000;
 /// Longest wait of a forked replica's connection for its forker's
 /// announcement (`PmiServer::serve_forked`).
 pub const FORK_ANNOUNCE_WAIT_MS: u64 = 10_000;
+/// How long a fork's announcement waits for its forker's output pipe to be
+/// read to its end (the new replica's output goes on from there).
+pub const FORK_OUTPUT_DRAIN_WAIT_MS: u64 = 2_000;
 /// Longest wait of a re-join announcement for the ranks still in their
 /// first MPI_Init (see `PmiServer::wait_for_first_watchers`).
 pub const REJOIN_WATCH_WAIT_MS: u64 = 10_000;
@@ -197,6 +203,11 @@ pub struct PmiServer {
     /// forkers (`cmd=resmpi_fork`), for the supervisor to adopt, and
     /// whether such announcements are taken at all.
     forks: Mutex<Vec<ForkedReplica>>,
+    /// Per rank of a replicated job, its stdout and stderr (a forked
+    /// replica's output goes on from its forker's), and the threads that
+    /// forward forked replicas' output, for the supervisor to wait for.
+    replicated_outputs: Mutex<Vec<[Arc<RankOutput>; 2]>>,
+    forked_output_threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     recovery: std::sync::atomic::AtomicBool,
 }
 
@@ -246,6 +257,8 @@ impl PmiServer {
             }),
             spawns: Mutex::new(crate::dynamic_spawn::SpawnedLaunchers::new(rank_count)),
             forks: Mutex::new(Vec::new()),
+            replicated_outputs: Mutex::new(Vec::new()),
+            forked_output_threads: Mutex::new(Vec::new()),
             recovery: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -486,15 +499,33 @@ impl PmiServer {
         if rank >= self.rank_count || rank == forker || pid <= 0 {
             return failure("no_such_process");
         }
-        // Checked and taken under one lock: of two announcements of the
-        // same incarnation, one wins.
-        if self
-            .begin_incarnation(rank, |board| {
-                let current = board.incarnations[rank as usize];
-                board.dead.contains(&(rank, current)) && incarnation == current + 1
-            })
-            .is_none()
+        let next_incarnation = |board: &FailureBoard| {
+            let current = board.incarnations[rank as usize];
+            board.dead.contains(&(rank, current)) && incarnation == current + 1
+        };
+        // The forker may have seen the death (its connection closed)
+        // before mpiexec reaped the process: wait for that.
+        let deadline = std::time::Instant::now() + Duration::from_millis(FORK_ANNOUNCE_WAIT_MS);
+        while !next_incarnation(&self.failures()) {
+            let death_to_come = self.incarnation_of(rank) + 1 == incarnation;
+            if !death_to_come || std::time::Instant::now() >= deadline {
+                return failure("not_the_next_incarnation_of_a_dead_process");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The forker flushed its output and waits for this reply: the new
+        // replica's output goes on from where the forker's is now, before
+        // the new process may register (and send its own).
+        if let (Some((outputs, from)), Some((_, to))) =
+            (self.outputs_of(forker), self.outputs_of(rank))
         {
+            for output in &outputs {
+                output.fork_stream(from, to, Duration::from_millis(FORK_OUTPUT_DRAIN_WAIT_MS));
+            }
+        }
+        // Checked again and taken under one lock: of two announcements of
+        // the same incarnation, one wins.
+        if self.begin_incarnation(rank, next_incarnation).is_none() {
             return failure("not_the_next_incarnation_of_a_dead_process");
         }
         self.state().initialized[rank as usize] = true;
@@ -507,6 +538,27 @@ impl PmiServer {
                 pid,
             });
         PmiLine::new("resmpi_fork_ok").with("rc", 0)
+    }
+
+    /// The outputs of a replicated job's ranks (see `replicated_output`):
+    /// a forked replica's output goes on from its forker's.
+    pub fn set_replicated_outputs(&self, outputs: Vec<[Arc<RankOutput>; 2]>) {
+        *lock(&self.replicated_outputs) = outputs;
+    }
+
+    /// The threads forwarding forked replicas' output (they end when
+    /// those processes close their output).
+    pub fn take_forked_output_threads(&self) -> Vec<std::thread::JoinHandle<()>> {
+        std::mem::take(&mut *lock(&self.forked_output_threads))
+    }
+
+    /// Process `process`'s logical rank's outputs and its replica index,
+    /// in a replicated job.
+    fn outputs_of(&self, process: u32) -> Option<([Arc<RankOutput>; 2], usize)> {
+        let outputs = lock(&self.replicated_outputs);
+        let ranks = outputs.len() as u32;
+        let rank_outputs = outputs.get((process % ranks.max(1)) as usize)?.clone();
+        Some((rank_outputs, (process / ranks) as usize))
     }
 
     /// The forked replicas announced since the last call.
@@ -535,9 +587,13 @@ impl PmiServer {
             }
         }
         let text = String::from_utf8_lossy(&line);
-        let parsed = PmiLine::parse(&text)
-            .ok()
-            .filter(|line| line.command == "resmpi_forked");
+        let parsed = PmiLine::parse(&text).ok().filter(|line| {
+            line.command == "resmpi_forked" || line.command == "resmpi_forked_output"
+        });
+        let output_stream = parsed
+            .as_ref()
+            .filter(|line| line.command == "resmpi_forked_output")
+            .map(|line| line.get("stream") == Some("2"));
         let number = |key: &str| {
             parsed
                 .as_ref()
@@ -564,6 +620,18 @@ impl PmiServer {
         }
         if rank >= self.rank_count || self.incarnation_of(rank) != incarnation {
             return refuse(&mut stream, "not_the_announced_incarnation");
+        }
+        if let Some(is_stderr) = output_stream {
+            // Its standard output or error, from its forker's point on.
+            let Some((outputs, replica)) = self.outputs_of(rank) else {
+                return refuse(&mut stream, "not_a_replicated_job");
+            };
+            let output = outputs[usize::from(is_stderr)].clone();
+            let thread = std::thread::spawn(move || {
+                replicated_output::forward_replica(stream, output, replica)
+            });
+            lock(&self.forked_output_threads).push(thread);
+            return;
         }
         let reply = PmiLine::new("resmpi_forked_ok").with("rc", 0).encode();
         if stream.write_all(reply.as_bytes()).is_err() {

@@ -25,7 +25,9 @@
 //! dying, which its successor prints again.
 
 use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::output::{write_to, Destination, MAX_PARTIAL_LINE_BYTES};
 
@@ -41,6 +43,13 @@ struct Unit {
 
 #[derive(Debug, Default)]
 struct ReplicaStream {
+    /// Cuts its bytes into units (here, not in its feed: a replica forked
+    /// from this one goes on from the same point, [`RankOutput::fork_stream`]).
+    cutter: UnitCutter,
+    /// The pipe it is read from, while a [`forward_replica`] thread reads
+    /// it, and whether that thread holds bytes read and not pushed yet.
+    pipe_fd: Option<RawFd>,
+    reading: bool,
     /// Units this replica has produced.
     units_seen: u64,
     /// Units ahead of the primary: (number, unit).
@@ -120,9 +129,75 @@ impl RankOutput {
         }
     }
 
+    #[cfg(test)]
     fn push(&self, replica: usize, unit: Unit) {
+        self.push_unit(&mut self.state(), replica, unit);
+    }
+
+    /// The next bytes of replica `replica`'s stream (its reader holds none
+    /// back any more).
+    fn push_bytes(&self, replica: usize, bytes: &[u8]) {
         let mut state = self.state();
-        let state = &mut *state;
+        let mut cutter = std::mem::take(&mut state.replicas[replica].cutter);
+        let mut units = Vec::new();
+        cutter.push(bytes, |unit| units.push(unit));
+        state.replicas[replica].cutter = cutter;
+        state.replicas[replica].reading = false;
+        for unit in units {
+            self.push_unit(&mut state, replica, unit);
+        }
+    }
+
+    /// Replica `replica`'s stream ended.
+    fn finish_stream(&self, replica: usize) {
+        let mut state = self.state();
+        let stream = &mut state.replicas[replica];
+        stream.pipe_fd = None;
+        stream.reading = false;
+        let mut unit = None;
+        stream.cutter.finish(|last| unit = Some(last));
+        if let Some(unit) = unit {
+            self.push_unit(&mut state, replica, unit);
+        }
+    }
+
+    /// Replica `to` was forked from replica `from` (`--replica-recovery`),
+    /// which flushed its output before the fork and waits: once `from`'s
+    /// pipe is read to its end (at most `wait`), `to`'s stream is `from`'s
+    /// up to here, and `to` goes on from there (its own bytes are fed to it
+    /// as `to`). False if `from`'s pipe did not drain in time: `to` stays
+    /// given up (its output is not shown), so nothing can be doubled.
+    pub fn fork_stream(&self, from: usize, to: usize, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            {
+                let mut state = self.state();
+                let source = &state.replicas[from];
+                let drained =
+                    !source.reading && source.pipe_fd.is_none_or(|fd| unread_bytes(fd) == Some(0));
+                if drained {
+                    let copy = ReplicaStream {
+                        cutter: source.cutter.clone(),
+                        pipe_fd: None,
+                        reading: false,
+                        units_seen: source.units_seen,
+                        held: source.held.clone(),
+                        held_bytes: source.held_bytes,
+                        overflowed: source.overflowed,
+                        given_up: source.given_up,
+                    };
+                    state.replicas[to] = copy;
+                    return true;
+                }
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn push_unit(&self, state: &mut State, replica: usize, unit: Unit) {
         let stream = &mut state.replicas[replica];
         let number = stream.units_seen;
         stream.units_seen += 1;
@@ -191,11 +266,25 @@ impl RankOutput {
     }
 }
 
+/// Bytes in pipe `fd` not read yet (None if it cannot be asked).
+fn unread_bytes(fd: RawFd) -> Option<usize> {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int into the local `count`.
+    let status = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut count) };
+    (status == 0).then_some(count.max(0) as usize)
+}
+
 /// Cuts a byte stream into [`Unit`]s that depend only on its bytes.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug)]
 struct UnitCutter {
     pending: Vec<u8>,
     at_line_start: bool,
+}
+
+impl Default for UnitCutter {
+    fn default() -> UnitCutter {
+        UnitCutter::new()
+    }
 }
 
 impl UnitCutter {
@@ -251,10 +340,9 @@ pub fn rank_outputs(options: &crate::options::Options) -> Vec<[Arc<RankOutput>; 
         .collect()
 }
 
-/// One replica's stream as it arrives in pieces (from a pipe here, or in
-/// a proxy's output frames from another host), fed into its rank's output.
+/// One replica's stream as it arrives in pieces (from a proxy's output
+/// frames from another host), fed into its rank's output.
 pub struct ReplicaFeed {
-    cutter: UnitCutter,
     output: Arc<RankOutput>,
     replica: usize,
 }
@@ -262,39 +350,54 @@ pub struct ReplicaFeed {
 impl ReplicaFeed {
     /// The stream of replica `replica` of `output`'s rank.
     pub fn new(output: Arc<RankOutput>, replica: usize) -> ReplicaFeed {
-        ReplicaFeed {
-            cutter: UnitCutter::new(),
-            output,
-            replica,
-        }
+        ReplicaFeed { output, replica }
     }
 
     /// The stream's next bytes.
     pub fn push(&mut self, bytes: &[u8]) {
-        let (output, replica) = (&self.output, self.replica);
-        self.cutter.push(bytes, |unit| output.push(replica, unit));
+        self.output.push_bytes(self.replica, bytes);
     }
 
     /// The stream ended.
-    pub fn finish(mut self) {
-        let (output, replica) = (&self.output, self.replica);
-        self.cutter.finish(|unit| output.push(replica, unit));
+    pub fn finish(self) {
+        self.output.finish_stream(self.replica);
     }
 }
 
-/// Copies replica `replica`'s stream `source` into `output` until end of file.
-pub fn forward_replica(mut source: impl std::io::Read, output: Arc<RankOutput>, replica: usize) {
-    let mut feed = ReplicaFeed::new(output, replica);
+/// Copies replica `replica`'s stream `source` (a pipe or socket) into
+/// `output` until end of file. It waits for bytes before it reads them, and
+/// says when it holds some, so that [`RankOutput::fork_stream`] can tell
+/// when everything written so far is in.
+pub fn forward_replica(
+    mut source: impl std::io::Read + AsRawFd,
+    output: Arc<RankOutput>,
+    replica: usize,
+) {
+    let fd = source.as_raw_fd();
+    output.state().replicas[replica].pipe_fd = Some(fd);
     let mut chunk = [0u8; 8192];
     loop {
+        let mut pollfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one descriptor this thread owns, into a local.
+        if unsafe { libc::poll(&mut pollfd, 1, -1) } < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        output.state().replicas[replica].reading = true;
         match source.read(&mut chunk) {
             Ok(0) => break,
-            Ok(count) => feed.push(&chunk[..count]),
+            Ok(count) => output.push_bytes(replica, &chunk[..count]),
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
-    feed.finish();
+    output.finish_stream(replica);
 }
 
 #[cfg(test)]

@@ -134,8 +134,6 @@ struct Job {
     /// Processes reaped that no rank owned: a forked replica reaped
     /// before its forker's announcement was adopted.
     orphan_endings: std::collections::HashMap<i32, Ending>,
-    /// Forked replicas adopted.
-    replicas_recovered: u32,
     /// mpiexec's `RESMPI_*` configuration, passed on to remote ranks.
     forwarded: Vec<(String, String)>,
     ranks: Vec<RankProcess>,
@@ -270,6 +268,9 @@ pub fn run(options: &Options) -> i32 {
     }
     let remote_exits: RemoteExits = Arc::new(Mutex::new(Vec::new()));
     let replicated_outputs = replicated_output::rank_outputs(options);
+    if options.replica_recovery {
+        server.set_replicated_outputs(replicated_outputs.clone());
+    }
     let replay_output = options.msglog.then(|| {
         Arc::new(output::OutputLedger::new(
             options.process_count() as usize * 2,
@@ -326,7 +327,6 @@ pub fn run(options: &Options) -> i32 {
         event_logger_exited: None,
         fork_socket,
         orphan_endings: std::collections::HashMap::new(),
-        replicas_recovered: 0,
     };
     let started = job.start_ranks(options, &identity);
     if started.is_ok() {
@@ -1298,7 +1298,6 @@ impl Job {
             slot.ending = None;
             slot.failed = false;
             slot.killed_at = None;
-            self.replicas_recovered += 1;
             eprintln!(
                 "mpiexec: rank {} replica {} recovered: a sibling forked it as pid {} (incarnation {})",
                 process % self.rank_count,
@@ -1735,6 +1734,8 @@ impl Job {
             }
         }
         self.close_proxies();
+        self.output_threads
+            .extend(self.server.take_forked_output_threads());
         let deadline = Instant::now() + Duration::from_millis(OUTPUT_DRAIN_WAIT_MS);
         while self
             .output_threads
