@@ -446,6 +446,9 @@ struct RendezvousIn {
     send_id: u64,
     /// The receive it matched, once it has.
     receive: Option<u32>,
+    /// Replication: the current sender died (its data may never come); a
+    /// re-send from any process, a new incarnation of it too, takes over.
+    sender_dead: bool,
 }
 
 /// What one look of a probe ([`Engine::probe`]) gives.
@@ -2537,6 +2540,9 @@ impl<F: Interceptor> Engine<F> {
     /// counts as out, so its send waits only for the acks the protocol
     /// still expects.
     fn replica_lost(&mut self, dead: u32) {
+        for entry in &mut self.state.rendezvous_in {
+            entry.sender_dead |= entry.physical == dead;
+        }
         // A send whose message is out already (stage Done) waits for its
         // copies or is held by the protocol until its acks are in;
         // completing it here would let the application reuse a buffer a
@@ -2782,6 +2788,7 @@ impl<F: Interceptor> State<F> {
                         logical_seq: header.logical_seq,
                         send_id: header.message_id,
                         receive: None,
+                        sender_dead: false,
                     });
                 }
                 true
@@ -2852,20 +2859,22 @@ impl<F: Interceptor> State<F> {
         // re-send to its own counterpart under replica recovery, which
         // cannot tell its first copy from a dead forker's): the re-send's
         // copy has nothing to deliver, and must still end.
-        let Some(entry) = entry.filter(|entry| entry.physical != physical) else {
+        let Some(entry) = entry.filter(|entry| entry.physical != physical || entry.sender_dead)
+        else {
             let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.wire_rank);
             answer.message_id = header.message_id;
             answer.tag = CLEAR_TO_SEND_ALREADY_DELIVERED;
             self.queue_frame(physical, &answer, &[]);
             return;
         };
-        if !self.interceptor.supersedes(physical, entry.physical) {
+        if !entry.sender_dead && !self.interceptor.supersedes(physical, entry.physical) {
             // A late copy from earlier in the chain of substitutes (its
             // sender is dead, though this process may not know it yet).
             return;
         }
         entry.send_id = header.message_id;
         entry.physical = physical;
+        entry.sender_dead = false;
         match entry.receive {
             None => {
                 if let Some(Unexpected::Rendezvous { send_id, .. }) =
@@ -3514,6 +3523,7 @@ impl<F: Interceptor> State<F> {
                     logical_seq: header.logical_seq,
                     send_id: header.message_id,
                     receive: None,
+                    sender_dead: false,
                 });
             }
         }
