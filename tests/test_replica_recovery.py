@@ -5,9 +5,11 @@ incarnation, its re-join notice carrying the fork's cut (the per-channel
 logical numbers of crates/replication/src/recovery.rs). The job's output is
 byte-identical to a fault-free run, and the rank has all its replicas again.
 
-Limits these tests pin down as refusals: one host only, not with
---replica-anysource agree. The recovered replica's output goes to /dev/null
-(the rank's output goes on from the replicas mpiexec started). Every test is
+Deaths after a recovery are recovered too (of the new replica's sibling, of
+another rank, of two ranks at once, R = 3), and a forked replica's output
+goes on from where its forker's stood at the fork, so the rank's output is
+whole when only forked replicas are left. Limits these tests pin down as
+refusals: one host only, not with --replica-anysource agree. Every test is
 bounded by the harness's timeout and mpiexec's --timeout."""
 import re
 
@@ -86,13 +88,28 @@ def test_recovery_options_that_cannot_be_honoured_are_refused(build, options, me
     assert message in res.stderr, res.describe()
 
 
-def test_a_death_after_a_recovery_ends_the_job_with_a_clear_error_not_a_stall(build):
-    """Known limit (docs/user-guide.md): one recovered death per job. A later
-    death would have to be masked among processes that talk to a forked
-    one, which is not reliable yet; the job ends at once, naming it."""
-    res = recovered_run(build, 3, 2, "kill:1.1@sends=30,kill:0.0@sends=200")
-    assert res.returncode == 137, res.describe()
-    assert RECOVERED.findall(res.stderr) == [("1", "1", "1")], res.describe()
-    assert re.search(r"^mpiexec: rank 0 replica 0 \(pid \d+\) killed by signal 9 \(SIGKILL\); a death after a "
-                     r"replica recovery is not masked yet", res.stderr, re.M), res.describe()
+@pytest.mark.parametrize("ranks, replicas, kills, recovered", [
+    # Recovered, then its sibling (the forker) killed: the new replica is
+    # the substitute now, and forks the next one.
+    (3, 2, "kill:1.1@sends=30,kill:1.0@sends=200", [("1", "0", "1"), ("1", "1", "1")]),
+    # The same for the rank whose output is shown: it goes on from the
+    # forked replica, nothing lost or doubled.
+    (3, 2, "kill:0.1@sends=30,kill:0.0@sends=150", [("0", "0", "1"), ("0", "1", "1")]),
+    # A death of another rank after a recovery.
+    (3, 2, "kill:1.1@sends=30,kill:0.0@sends=200", [("0", "0", "1"), ("1", "1", "1")]),
+    # Two ranks at once: each new replica learns of the other.
+    (3, 2, "kill:0.1@sends=30,kill:1.0@sends=30", [("0", "1", "1"), ("1", "0", "1")]),
+    (4, 2, "kill:0.1@sends=20,kill:1.0@sends=20,kill:2.1@sends=60,kill:3.0@sends=60",
+     [("0", "1", "1"), ("1", "0", "1"), ("2", "1", "1"), ("3", "0", "1")]),
+    # R = 3: two replicas of one rank, one after the other, and two ranks.
+    (3, 3, "kill:0.1@sends=30,kill:1.2@sends=30,kill:2.0@sends=100,kill:2.1@sends=180",
+     [("0", "1", "1"), ("1", "2", "1"), ("2", "0", "1"), ("2", "1", "1")]),
+])
+def test_every_death_is_recovered_and_the_output_is_the_fault_free_one(build, ranks, replicas, kills,
+                                                                       recovered):
+    expected = fault_free(build, ranks)
+    res = recovered_run(build, ranks, replicas, kills)
+    assert res.returncode == 0, res.describe()
+    assert res.stdout == expected, res.describe()
+    assert sorted(RECOVERED.findall(res.stderr)) == recovered, res.describe()
     assert "timed out" not in res.stderr, res.describe()

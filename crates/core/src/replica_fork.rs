@@ -255,7 +255,7 @@ mod recovery {
             let mut config = self.config.clone();
             config.incarnation = incarnation;
             config.failure_policy = Some(FailurePolicy::Continue);
-            let (mut transports, live_peers, peer_cuts) =
+            let (mut transports, answer) =
                 wireup::wire_up_rejoining(&mut self.pmi, &config, Some(&notices), Some(cut))
                     .unwrap_or_else(|error| leave(format!("re-join: {error}")));
             let size = self.engine.state.size;
@@ -275,6 +275,7 @@ mod recovery {
             );
             std::mem::forget(old);
             self.config.incarnation = incarnation;
+            let live_peers = answer.peers;
             for (peer, incarnation) in &live_peers {
                 self.engine
                     .assume_peer_incarnation(slot_of[*peer as usize], *incarnation);
@@ -291,7 +292,7 @@ mod recovery {
             }
             // Replicas forked after this one's forker forked it, whose
             // re-join notices came before this process watched.
-            for (peer, cut) in &peer_cuts {
+            for (peer, cut) in &answer.cuts {
                 let incarnation = live_peers
                     .iter()
                     .find(|(live, _)| live == peer)

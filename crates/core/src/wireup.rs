@@ -13,6 +13,7 @@ use resmpi_path::shm::{ShmLocator, ShmPath, ShmSegment};
 use resmpi_path::tcp::TcpPath;
 use resmpi_runtime::{
     hex_decode, hex_encode, random_bytes, Config, FailureNotices, FailurePolicy, PathsChoice, Pmi,
+    RejoinAnswer,
 };
 
 use crate::error::{ErrorClass, MpiError, MpiResult};
@@ -580,7 +581,8 @@ pub fn wire_up_replacement(
     config: &Config,
     notices: Option<&FailureNotices>,
 ) -> MpiResult<(Transports, Vec<(u32, u32)>)> {
-    wire_up_rejoining(pmi, config, notices, None).map(|(transports, peers, _)| (transports, peers))
+    wire_up_rejoining(pmi, config, notices, None)
+        .map(|(transports, answer)| (transports, answer.peers))
 }
 
 /// [`wire_up_replacement`] for a replica forked by a substitute
@@ -592,7 +594,7 @@ pub fn wire_up_rejoining(
     config: &Config,
     notices: Option<&FailureNotices>,
     cut: Option<&str>,
-) -> MpiResult<(Transports, Vec<(u32, u32)>, Vec<(u32, String)>)> {
+) -> MpiResult<(Transports, RejoinAnswer)> {
     let rank = pmi.rank();
     let size = pmi.size();
     let incarnation = config.incarnation;
@@ -631,9 +633,10 @@ pub fn wire_up_rejoining(
             hex_decode(&text).ok_or_else(|| runtime_error("job secret", "not hex"))?
         }
     };
-    let (peers, cuts) = pmi
+    let answer = pmi
         .announce_rejoin_with_cut(incarnation, &address, cut)
         .map_err(|e| runtime_error("re-join announcement", e))?;
+    let peers = &answer.peers;
     let expected: Vec<u32> = peers.iter().map(|(peer, _)| *peer).collect();
     let gone = |peer: u32| {
         notices.is_some_and(|notices| {
@@ -663,7 +666,7 @@ pub fn wire_up_rejoining(
             epoch,
         }),
     };
-    Ok((transports, peers, cuts))
+    Ok((transports, answer))
 }
 
 /// `RESMPI_INJECT`: the faults `mpiexec --inject` asked for (none if unset).

@@ -723,17 +723,19 @@ impl PmiServer {
                 Some(format!("{process}:{cut}"))
             })
             .collect();
-        let list = |items: Vec<String>| {
-            if items.is_empty() {
-                "-".to_string()
-            } else {
-                items.join(",")
-            }
+        let peers = if peers.is_empty() {
+            "-".to_string()
+        } else {
+            peers.join(",")
         };
-        PmiLine::new("resmpi_rejoin_ok")
+        let reply = PmiLine::new("resmpi_rejoin_ok")
             .with("rc", 0)
-            .with("peers", list(peers))
-            .with("cuts", list(peer_cuts))
+            .with("peers", peers);
+        if peer_cuts.is_empty() {
+            reply
+        } else {
+            reply.with("cuts", peer_cuts.join(","))
+        }
     }
 
     /// Before a re-join is announced: wait (at most

@@ -466,6 +466,43 @@ mod tests {
     }
 
     #[test]
+    fn a_forked_replica_goes_on_from_its_forkers_point_mid_line_too() {
+        let rank = output(2, "[3] ");
+        rank.push_bytes(0, b"1\n2\npart");
+        rank.push_bytes(1, b"1\n");
+        rank.give_up(1);
+        // Replica 1 is forked again from replica 0, which has written two
+        // lines and half a third.
+        assert!(rank.fork_stream(0, 1, Duration::ZERO));
+        rank.push_bytes(1, b"ial\n3\n4\n");
+        rank.push_bytes(0, b"ial\n");
+        assert_eq!(shown(&rank), "[3] 1\n[3] 2\n[3] partial\n");
+        rank.give_up(0);
+        assert_eq!(shown(&rank), "[3] 1\n[3] 2\n[3] partial\n[3] 3\n[3] 4\n");
+    }
+
+    #[test]
+    fn a_fork_waits_for_its_forkers_pipe_to_be_read() {
+        let rank = output(2, "");
+        let (mut writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
+        use std::io::Write;
+        writer.write_all(b"unread\n").unwrap();
+        // Not read yet: no fork point.
+        rank.state().replicas[0].pipe_fd = Some(reader.as_raw_fd());
+        assert!(!rank.fork_stream(0, 1, Duration::from_millis(20)));
+        let forwarder = {
+            let rank = rank.clone();
+            std::thread::spawn(move || forward_replica(reader, rank, 0))
+        };
+        assert!(rank.fork_stream(0, 1, Duration::from_secs(10)));
+        drop(writer);
+        forwarder.join().unwrap();
+        rank.give_up(0);
+        rank.push_bytes(1, b"after\n");
+        assert_eq!(shown(&rank), "unread\nafter\n");
+    }
+
+    #[test]
     fn a_replica_too_far_ahead_cannot_take_over_and_the_next_one_does() {
         let rank = output(3, "");
         feed(&rank, 0, "x\n");

@@ -29,7 +29,7 @@ pub use config::{
 pub use error::PmiError;
 pub use hex::{hex_decode, hex_encode};
 pub use notices::FailureNotices;
-pub use pmi::Pmi;
+pub use pmi::{Pmi, RejoinAnswer};
 pub use random::random_bytes;
 
 /// Exit status of a replica that left the job because its siblings

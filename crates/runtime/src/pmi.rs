@@ -922,19 +922,20 @@ impl Pmi {
         address: &str,
     ) -> Result<Vec<(u32, u32)>, PmiError> {
         self.announce_rejoin_with_cut(incarnation, address, None)
-            .map(|(peers, _)| peers)
+            .map(|answer| answer.peers)
     }
 
     /// [`Pmi::announce_rejoin`] for a replica forked by a substitute: the
     /// notice every other process gets carries `cut` (hex) as `cut=`. Also
     /// returns the cuts (hex) of the forked replicas among the peers
-    /// (`cuts=R:HEX,...`, `-` for none), whose notices it may have missed.
+    /// (`cuts=R:HEX,...`, absent for none), whose notices it may have
+    /// missed.
     pub fn announce_rejoin_with_cut(
         &mut self,
         incarnation: u32,
         address: &str,
         cut: Option<&str>,
-    ) -> Result<(Vec<(u32, u32)>, Vec<(u32, String)>), PmiError> {
+    ) -> Result<RejoinAnswer, PmiError> {
         let Transport::Connected(channel) = &mut self.transport else {
             return Err(PmiError::new(
                 "a replacement process needs the launcher that started it (no PMI connection)",
@@ -950,7 +951,6 @@ impl Pmi {
         let peers = parse_peer_incarnations(reply.require("peers")?)?;
         let cuts = reply
             .get("cuts")
-            .filter(|cuts| *cuts != "-")
             .map(|cuts| {
                 cuts.split(',')
                     .filter_map(|item| {
@@ -960,7 +960,7 @@ impl Pmi {
                     .collect()
             })
             .unwrap_or_default();
-        Ok((peers, cuts))
+        Ok(RejoinAnswer { peers, cuts })
     }
 
     /// MPI_Publish_name: `cmd=publish_name service=S port=P` (hydra's
@@ -1041,6 +1041,17 @@ impl Pmi {
             .map(|_| ()),
         }
     }
+}
+
+/// mpiexec's answer to a re-join announcement.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RejoinAnswer {
+    /// The live ranks told to connect, each with its incarnation.
+    pub peers: Vec<(u32, u32)>,
+    /// The fork cuts (hex) of the replicas forked by a substitute among
+    /// them (replication's recovery), whose notices a process that
+    /// re-joins may have missed.
+    pub cuts: Vec<(u32, String)>,
 }
 
 /// `R:I,R:I,...` (or `-`): ranks and their incarnations.
