@@ -15,7 +15,9 @@ one line per run and a summary table (Markdown) per application and mode.
 Modes: pessimistic, optimistic (`--msglog`, the kill is a timed SIGKILL
 or a send count of one rank, which is restarted and replays), replicas2,
 replicas3 (`--replicas R --replica-masking process`, a send count of one
-replica). Nothing here builds the applications."""
+replica), recovery2, recovery3 (the same with `--replica-recovery now`: one
+replica of a rank killed, then a sibling of it later, after the first was
+forked back). Nothing here builds the applications."""
 import argparse
 import os
 import random
@@ -59,6 +61,8 @@ MODES = {
     "optimistic": ["--msglog", "optimistic"],
     "replicas2": ["--replicas", "2", "--replica-masking", "process"],
     "replicas3": ["--replicas", "3", "--replica-masking", "process"],
+    "recovery2": ["--replicas", "2", "--replica-masking", "process", "--replica-recovery", "now"],
+    "recovery3": ["--replicas", "3", "--replica-masking", "process", "--replica-recovery", "now"],
 }
 
 HEATDIS_CFG = "scratch = s\npersistent = p\nmeta = m\nmax_versions = 2\nscratch_versions = 1\nmode = sync\n"
@@ -84,6 +88,13 @@ def kill_point(app, mode, seed, reference_s):
     draw = random.Random(f"{app}-{mode}-{seed}")
     rank = draw.randrange(RANKS)
     low, high = APPS[app][2]
+    if mode.startswith("recovery"):
+        replicas = int(mode[-1])
+        first = draw.randrange(replicas)
+        second = (first + 1 + draw.randrange(replicas - 1)) % replicas
+        middle = (low + high) // 2
+        return (f"kill:{rank}.{first}@sends={draw.randrange(low, middle)},"
+                f"kill:{rank}.{second}@sends={draw.randrange(middle, high)}")
     if mode.startswith("replicas"):
         replica = draw.randrange(int(mode[-1]))
         return f"kill:{rank}.{replica}@sends={draw.randrange(low, high)}"
@@ -115,12 +126,13 @@ def main():
                     print(f"{app} {mode}: the fault-free run failed:\n{reference.stderr}", file=sys.stderr)
                     failures += 1
                     continue
-                landed = same = 0
+                landed = same = recovered = 0
                 worst_s = 0.0
                 for seed in range(options.seeds):
                     inject = kill_point(app, mode, seed, reference_s)
                     p, output, elapsed = run(app, exe, mode, inject, scratch / f"{app}-{mode}-{seed}")
                     hit = "killed by signal 9" in p.stderr
+                    recovered += p.stderr.count("recovered: a sibling forked it")
                     ok = p.returncode == 0 and output == expected
                     landed += hit
                     same += ok
@@ -132,11 +144,12 @@ def main():
                         failures += 1
                         print(p.stderr[-3000:], file=sys.stderr)
                 summary.append(f"| {app} | {mode} | {reference_s:.2f} | {options.seeds} | {landed} | "
-                               f"{same} | {worst_s:.2f} |")
+                               f"{recovered} | {same} | {worst_s:.2f} |")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print("\n| app | mode | fault-free s | runs | kills landed | same output, rc 0 | slowest s |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| app | mode | fault-free s | runs | kills landed | replicas recovered | same output, rc 0 "
+          "| slowest s |")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(summary))
     return 1 if failures else 0
 

@@ -25,6 +25,7 @@ RECOVERY = ("--replica-masking", "process", "--replica-recovery", "now")
 RECOVERED = re.compile(r"^mpiexec: rank (\d+) replica (\d+) recovered: a sibling forked it as pid \d+ "
                        r"\(incarnation (\d+)\)$", re.M)
 FORKED = re.compile(r"replicas_forked[ =](\d+)")
+REJOINED = re.compile(r"replicas recovered (\d+) \(death to re-join max \d+\.\d{3} ms\)")
 
 
 def fault_free(build, ranks):
@@ -112,4 +113,5 @@ def test_every_death_is_recovered_and_the_output_is_the_fault_free_one(build, ra
     assert res.returncode == 0, res.describe()
     assert res.stdout == expected, res.describe()
     assert sorted(RECOVERED.findall(res.stderr)) == recovered, res.describe()
+    assert [int(count) for count in REJOINED.findall(res.stderr)] == [len(recovered)], res.describe()
     assert "timed out" not in res.stderr, res.describe()

@@ -86,16 +86,23 @@ pub struct LauncherCounters {
     /// Under `--replicas`: replicas given up after one of their processes
     /// died (the job went on with the others).
     pub replicas_given_up: u64,
+    /// Under `--replica-recovery now`: lost replicas forked back that
+    /// re-joined, and the longest time from a replica's death to its
+    /// successor's re-join, in microseconds.
+    pub replicas_recovered: u64,
+    pub recovery_us_max: u64,
 }
 
 impl LauncherCounters {
     /// (JSON name, value), in the order written.
-    fn named(&self) -> [(&'static str, u64); 4] {
+    fn named(&self) -> [(&'static str, u64); 6] {
         [
             ("processes_lost", self.processes_lost),
             ("failure_notices_sent", self.failure_notices_sent),
             ("detection_latency_us_max", self.detection_latency_us_max),
             ("replicas_given_up", self.replicas_given_up),
+            ("replicas_recovered", self.replicas_recovered),
+            ("recovery_us_max", self.recovery_us_max),
         ]
     }
 }
@@ -266,6 +273,14 @@ impl FtReport {
         }
         if launcher.replicas_given_up != 0 {
             failures.push(format!("replicas given up {}", launcher.replicas_given_up));
+        }
+        if launcher.replicas_recovered != 0 {
+            failures.push(format!(
+                "replicas recovered {} (death to re-join max {}.{:03} ms)",
+                launcher.replicas_recovered,
+                launcher.recovery_us_max / 1000,
+                launcher.recovery_us_max % 1000
+            ));
         }
         let network_zero = KNOWN_COUNTERS.iter().all(|name| self.get(name) == 0);
         let network_quiet = self.ranks_reported == 0 && network_zero;
@@ -511,7 +526,8 @@ mod tests {
         assert!(
             json.ends_with(
                 "\"zeta\": 1, \"processes_lost\": 2, \"failure_notices_sent\": 5, \
-                 \"detection_latency_us_max\": 12345, \"replicas_given_up\": 0}, \
+                 \"detection_latency_us_max\": 12345, \"replicas_given_up\": 0, \
+                 \"replicas_recovered\": 0, \"recovery_us_max\": 0}, \
                  \"exit_code\": 137}\n"
             ),
             "{json}"
@@ -606,14 +622,15 @@ mod tests {
              \"injected_dropped\": 0, \"injected_corrupted\": 0, \"injected_duplicated\": 0, \
              \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \
              \"tail_loss_probes\": 0, \"spurious_retransmissions\": 0, \"new_one\": 9, \
-             \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0, \"replicas_given_up\": 0}, \
+             \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0, \
+             \"replicas_given_up\": 0, \"replicas_recovered\": 0, \"recovery_us_max\": 0}, \
              \"exit_code\": 3}\n"
         );
         let empty = FtReport::default().json(-1);
         assert!(empty.starts_with("{\"ranks_reported\": 0, "), "{empty}");
         assert!(empty.ends_with(", \"exit_code\": -1}\n"), "{empty}");
-        // ranks_reported, every known counter and mpiexec's four.
-        assert_eq!(empty.matches(": 0").count(), 1 + KNOWN_COUNTERS.len() + 4);
+        // ranks_reported, every known counter and mpiexec's six.
+        assert_eq!(empty.matches(": 0").count(), 1 + KNOWN_COUNTERS.len() + 6);
     }
 
     #[test]

@@ -135,6 +135,11 @@ struct FailureBoard {
     /// it is a replica forked by a substitute; given to processes that
     /// re-join after it (they may have missed its notice).
     cuts: Vec<Option<String>>,
+    /// Per rank: when its current process's death was reported; and per
+    /// forked replica that re-joined, the time from its predecessor's
+    /// death to its re-join (replication's recovery, for the FT report).
+    died_at: Vec<Option<std::time::Instant>>,
+    recovery_times: Vec<Duration>,
 }
 
 /// What [`PmiServer::report_deaths`] did.
@@ -253,6 +258,8 @@ impl PmiServer {
                 announced: vec![false; ranks],
                 pending_rejoins: vec![Vec::new(); ranks],
                 cuts: vec![None; ranks],
+                died_at: vec![None; ranks],
+                recovery_times: Vec::new(),
                 notices_sent_count: 0,
             }),
             spawns: Mutex::new(crate::dynamic_spawn::SpawnedLaunchers::new(rank_count)),
@@ -372,6 +379,7 @@ impl PmiServer {
             let process = (rank, board.incarnations[rank as usize]);
             if !board.dead.contains(&process) {
                 board.dead.push(process);
+                board.died_at[rank as usize] = Some(std::time::Instant::now());
                 newly_dead.push(process);
                 report.newly_dead.push(rank);
             }
@@ -677,10 +685,15 @@ impl PmiServer {
             announced,
             pending_rejoins,
             cuts,
+            died_at,
+            recovery_times,
             ..
         } = &mut *board;
         announced[rank as usize] = true;
         cuts[rank as usize] = cut.map(str::to_string);
+        if let (Some(_), Some(died_at)) = (cut, died_at[rank as usize]) {
+            recovery_times.push(died_at.elapsed());
+        }
         for (watcher, slot) in watchers.iter_mut().enumerate() {
             let peer = watcher as u32;
             let alive = !dead.contains(&(peer, incarnations[watcher]));
@@ -770,6 +783,17 @@ impl PmiServer {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// Replicas forked back that re-joined, and the longest time from a
+    /// replica's death to its successor's re-join.
+    pub fn recoveries(&self) -> (u64, Duration) {
+        let board = self.failures();
+        let longest = board.recovery_times.iter().max().copied();
+        (
+            board.recovery_times.len() as u64,
+            longest.unwrap_or_default(),
+        )
     }
 
     /// Notice lines written so far (backlogs included).

@@ -440,11 +440,14 @@ fn report_fault_tolerance(
             .collect();
         (report, lines)
     };
+    let (replicas_recovered, recovery_max) = server.recoveries();
     report.launcher = LauncherCounters {
         processes_lost: server.dead_ranks().len() as u64,
         failure_notices_sent: server.notices_sent_count(),
         detection_latency_us_max: detection_latency_max.as_micros() as u64,
         replicas_given_up,
+        replicas_recovered,
+        recovery_us_max: recovery_max.as_micros() as u64,
     };
     if let Some((counters, restarts)) = event_logger {
         for (name, value) in resmpi_msglog::server::named_counters(&counters)

@@ -870,7 +870,7 @@ fn ft_reports_of_every_rank_are_summed_printed_and_written_as_json() {
          \"injected_dropped\": 6, \"injected_corrupted\": 0, \"injected_duplicated\": 0, \
          \"injected_delayed\": 0, \"injected_swallowed_rail_down\": 0, \"tail_loss_probes\": 0, \
          \"spurious_retransmissions\": 0, \"future_counter\": 15, \"processes_lost\": 0, \"failure_notices_sent\": 0, \"detection_latency_us_max\": 0, \
-         \"replicas_given_up\": 0}, \"exit_code\": 0}\n"
+         \"replicas_given_up\": 0, \"replicas_recovered\": 0, \"recovery_us_max\": 0}, \"exit_code\": 0}\n"
     );
     std::fs::remove_dir_all(&directory).unwrap();
 }
