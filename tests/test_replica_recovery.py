@@ -115,3 +115,21 @@ def test_every_death_is_recovered_and_the_output_is_the_fault_free_one(build, ra
     assert sorted(RECOVERED.findall(res.stderr)) == recovered, res.describe()
     assert [int(count) for count in REJOINED.findall(res.stderr)] == [len(recovered)], res.describe()
     assert "timed out" not in res.stderr, res.describe()
+
+
+@pytest.mark.parametrize("count", [16, 100_000])  # eager, and rendezvous into a vector
+def test_replicas_removed_by_a_vote_are_forked_back_from_good_ones(build, count):
+    """--sdc vote with R = 3: replica 1 of rank 0 flips a bit of a send
+    buffer; it and replica 1 of rank 1, which took the bytes in, leave the
+    job (test_replication.py), and each is forked back by its substitute,
+    one of the majority, so both ranks have three good replicas again (the
+    job goes on long enough after the vote for the forks)."""
+    rounds = 2000 if count == 16 else 200
+    expected = run(3, build("replica_divergence"), rounds, count, -1, timeout=60)
+    assert expected.returncode == 0, expected.describe()
+    res = run(3, build("replica_divergence"), rounds, count, 2, timeout=90,
+              mpiexec_opts=("--replicas", 3, *RECOVERY, "--sdc", "vote", "--timeout", "60"))
+    assert res.returncode == 0, res.describe()
+    assert sorted(res.stdout.splitlines()) == sorted(expected.stdout.splitlines()), res.describe()
+    assert sorted(RECOVERED.findall(res.stderr)) == [("0", "1", "1"), ("1", "1", "1")], res.describe()
+    assert [int(n) for n in REJOINED.findall(res.stderr)] == [2], res.describe()
