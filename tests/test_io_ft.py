@@ -168,6 +168,22 @@ def test_a_replica_killed_mid_write_leaves_the_files_of_a_fault_free_run(
     assert res.elapsed < 100, res.describe()
 
 
+def test_a_replica_lost_after_mpi_io_is_not_forked_back_and_the_files_are_right(build, tmp_path, fault_free):
+    """--replica-recovery now does not fork a process that used MPI-IO (its
+    file state, the replicas' performer and follower roles, is not made
+    fork-aware yet): the substitute says so, and the rank goes on with one
+    replica, the files those of a fault-free run."""
+    res = io_ft(build, tmp_path / "case", 1,
+                ("--replicas", 2, "--replica-masking", "process", "--replica-recovery", "now",
+                 "--inject", "kill:0.1@sends=260"))
+    assert "rank 0 replica 1" in res.stderr and "killed by signal 9" in res.stderr, res.describe()
+    assert_ok(res)
+    assert res.stdout == fault_free[0], res.describe()
+    assert files_of(tmp_path / "case") == fault_free[1], res.describe()
+    assert "a lost replica is not forked back: this process used MPI-IO" in res.stderr, res.describe()
+    assert "recovered: a sibling forked it" not in res.stderr, res.describe()
+
+
 # ---------------------------------------------------------------- written once per rank
 
 COUNTED_ENV = {"IO_FT_COUNTS": "1"}

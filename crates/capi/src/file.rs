@@ -84,6 +84,17 @@ type FileSlot = Option<Arc<Mutex<OpenFile>>>;
 
 static FILES: Mutex<Vec<FileSlot>> = Mutex::new(Vec::new());
 
+/// Whether this process ever opened a file: its MPI-IO state (the
+/// replicas' performer and follower roles, per-replica counters, open
+/// descriptors) is its own, and a fork would hand a copy of it to a new
+/// replica (see `global::between_calls`).
+static FILES_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process ever opened a file with MPI_File_open.
+pub(crate) fn files_used() -> bool {
+    FILES_USED.load(Ordering::Relaxed)
+}
+
 /// MPI_FILE_NULL's error handler: the one MPI_File_open starts files with.
 static NULL_FILE_ERRHANDLER: AtomicI32 = AtomicI32::new(MPI_ERRORS_RETURN);
 
@@ -836,6 +847,7 @@ unsafe fn open_on(
         repaired_blocks: 0,
         unrepaired_blocks: 0,
     };
+    FILES_USED.store(true, Ordering::Relaxed);
     let mut table = files();
     let index = match table.iter().position(Option::is_none) {
         Some(index) => index,

@@ -332,9 +332,7 @@ pub fn with_mpi<T>(
             Some(mpi) => {
                 let result = body(mpi, &mut global.registry);
                 crate::datatype_packing::sweep_orphaned_receives(mpi);
-                // Between two calls: where a lost replica may be forked
-                // again (`--replica-recovery now`; nothing otherwise).
-                mpi.recover_replicas();
+                between_calls(mpi);
                 result
             }
             None => {
@@ -392,7 +390,7 @@ pub fn entry_with_comm(
             Some(mpi) => {
                 let result = body(mpi, &mut global.registry, &mut comm);
                 crate::datatype_packing::sweep_orphaned_receives(mpi);
-                mpi.recover_replicas();
+                between_calls(mpi);
                 result
             }
             None => {
@@ -487,5 +485,19 @@ pub fn abort_job(exit_code: c_int, message: &str) -> ! {
     match guard.mpi.as_mut() {
         Some(mpi) => mpi.abort(exit_code, message),
         None => std::process::exit(exit_code),
+    }
+}
+
+/// Between two calls: where a lost replica may be forked again
+/// (`--replica-recovery now`; nothing otherwise). Not in a process that
+/// used MPI-IO: its file state is not made fork-aware yet, so its rank goes
+/// on with fewer replicas, as without recovery.
+fn between_calls(mpi: &mut Mpi) {
+    if crate::file::files_used() {
+        mpi.decline_replica_recovery(
+            "this process used MPI-IO, whose state a fork cannot copy yet",
+        );
+    } else {
+        mpi.recover_replicas();
     }
 }

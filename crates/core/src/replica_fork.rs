@@ -134,6 +134,20 @@ mod recovery {
             }
         }
 
+        /// Lost replicas of this rank are not forked back by this process
+        /// (`why`): said once, when a fork is first due.
+        pub fn decline_replica_recovery(&mut self, why: &str) {
+            if !self.config.replica_recovery || self.engine.state.interceptor.fork_ready().is_none()
+            {
+                return;
+            }
+            eprintln!(
+                "resmpi: process {}: a lost replica is not forked back: {why}; the rank goes on with fewer replicas",
+                self.engine.state.wire_rank
+            );
+            self.config.replica_recovery = false;
+        }
+
         /// The fork failed (`why`): the protocol goes back to its state
         /// `before` (the replica stays dead, as without recovery), and no
         /// fork is tried again.
@@ -314,4 +328,8 @@ impl crate::Mpi {
     /// Without the replication build there is nothing to recover.
     #[inline]
     pub fn recover_replicas(&mut self) {}
+
+    /// Without the replication build nothing is recovered.
+    #[inline]
+    pub fn decline_replica_recovery(&mut self, _why: &str) {}
 }
