@@ -60,7 +60,7 @@ def test_a_killed_replica_is_forked_again_and_the_output_is_the_fault_free_one(b
 def test_without_recovery_nothing_is_forked(build):
     expected = fault_free(build, 3)
     res = run(3, build("replication"), ROUNDS, PAUSE_MS, timeout=90,
-              mpiexec_opts=("--replicas", 2, "--replica-masking", "process",
+              mpiexec_opts=("--replicas", 2, "--replica-masking", "process", "--replica-recovery", "off",
                             "--inject", "kill:1.1@sends=30", "--timeout", "60"))
     assert res.returncode == 0 and res.stdout == expected, res.describe()
     assert not RECOVERED.search(res.stderr) and not FORKED.search(res.stderr), res.describe()

@@ -363,9 +363,10 @@ fault tolerance (each sets a variable in every rank):
   --replica-recovery now|off
                         under --replica-masking process, whether the
                         substitute of a dead replica forks a new one, which
-                        re-joins the job in its place (now), or the rank
-                        goes on with fewer replicas (off, the default;
-                        RESMPI_REPLICA_RECOVERY); one host only so far
+                        re-joins the job in its place (now, the default
+                        where it applies: one host, no --replica-anysource
+                        agree), or the rank goes on with fewer replicas
+                        (off; RESMPI_REPLICA_RECOVERY)
   --replica-anysource free|agree
                         under --replica-masking process, how the replicas
                         of a rank match MPI_ANY_SOURCE receives
@@ -1158,12 +1159,19 @@ pub fn parse(
         }
     }
     let replica_recovery = match replica_recovery {
-        Some(choice) => choice,
+        Some(choice) => Some(choice),
         None => lookup(REPLICA_RECOVERY_VARIABLE)
             .map(|text| parse_replica_recovery(&text, REPLICA_RECOVERY_VARIABLE))
-            .transpose()?
-            .unwrap_or(false),
+            .transpose()?,
     };
+    // The default: `now` wherever it can be honoured (process masking, one
+    // host, no wildcard agreement); asked for explicitly, it must be.
+    let replica_recovery = replica_recovery.unwrap_or(
+        replica_count >= 2
+            && replica_masking == ReplicaMasking::Process
+            && replica_anysource != Some("agree")
+            && hosts.is_none(),
+    );
     if replica_recovery {
         if replica_count < 2 || replica_masking != ReplicaMasking::Process {
             return Err(
@@ -1598,6 +1606,24 @@ mod tests {
             message.contains("--replica-masking 'rank': expected replica or process"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn replica_recovery_is_on_by_default_wherever_it_applies() {
+        assert!(run("--replicas 2 --replica-masking process -n 3 p").replica_recovery);
+        assert!(
+            !run("--replicas 2 --replica-masking process --replica-recovery off -n 3 p")
+                .replica_recovery
+        );
+        assert!(!run("--replicas 2 -n 3 p").replica_recovery);
+        assert!(!run("-n 3 p").replica_recovery);
+        assert!(
+            !run("--replicas 2 --replica-masking process --replica-anysource agree -n 3 p")
+                .replica_recovery
+        );
+        // Asked for where it cannot be honoured: refused.
+        let message = error("--replicas 2 --replica-recovery now -n 3 p");
+        assert!(message.contains("--replica-masking process"), "{message}");
     }
 
     #[test]
