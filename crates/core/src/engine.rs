@@ -2855,12 +2855,15 @@ impl<F: Interceptor> State<F> {
             .rendezvous_in
             .iter_mut()
             .find(|entry| entry.peer == peer && entry.logical_seq == header.logical_seq);
-        // Its data is in already, or on its way from this very sender (a
-        // re-send to its own counterpart under replica recovery, which
-        // cannot tell its first copy from a dead forker's): the re-send's
-        // copy has nothing to deliver, and must still end.
-        let Some(entry) = entry.filter(|entry| entry.physical != physical || entry.sender_dead)
-        else {
+        // Its data is in already, or (under replication) on its way from
+        // this very sender (a re-send to its own counterpart under replica
+        // recovery, which cannot tell its first copy from a dead
+        // forker's): the re-send's copy has nothing to deliver, and must
+        // still end. Under message logging the same sender's re-send is its
+        // new incarnation's replay, which takes over.
+        let Some(entry) = entry.filter(|entry| {
+            !F::REPLICATES || entry.physical != physical || entry.sender_dead
+        }) else {
             let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.wire_rank);
             answer.message_id = header.message_id;
             answer.tag = CLEAR_TO_SEND_ALREADY_DELIVERED;
