@@ -2861,9 +2861,9 @@ impl<F: Interceptor> State<F> {
         // forker's): the re-send's copy has nothing to deliver, and must
         // still end. Under message logging the same sender's re-send is its
         // new incarnation's replay, which takes over.
-        let Some(entry) = entry.filter(|entry| {
-            !F::REPLICATES || entry.physical != physical || entry.sender_dead
-        }) else {
+        let Some(entry) =
+            entry.filter(|entry| !F::REPLICATES || entry.physical != physical || entry.sender_dead)
+        else {
             let mut answer = FrameHeader::new(FrameKind::ClearToSend, self.wire_rank);
             answer.message_id = header.message_id;
             answer.tag = CLEAR_TO_SEND_ALREADY_DELIVERED;
