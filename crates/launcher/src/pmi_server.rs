@@ -715,13 +715,13 @@ impl PmiServer {
                 // announced yet is connected to by this one when it does.
                 if incarnations[watcher] > 0 && announced[watcher] {
                     pending_rejoins[watcher].push(notice.clone());
-                    peers.push(format!("{peer}:{}", incarnations[watcher]));
+                    peers.push((peer, incarnations[watcher]));
                 }
                 continue;
             };
             if lock_writer(writer).write_all(notice.as_bytes()).is_ok() {
                 *notices_sent_count += 1;
-                peers.push(format!("{peer}:{}", incarnations[watcher]));
+                peers.push((peer, incarnations[watcher]));
             } else {
                 *slot = None;
             }
@@ -730,16 +730,16 @@ impl PmiServer {
         // missed their notices (it watched, but had not announced yet).
         let peer_cuts: Vec<String> = peers
             .iter()
-            .filter_map(|peer| {
-                let process: usize = peer.split(':').next()?.parse().ok()?;
-                let cut = cuts[process].as_ref()?;
-                Some(format!("{process}:{cut}"))
-            })
+            .filter_map(|&(peer, _)| Some(format!("{peer}:{}", cuts[peer as usize].as_ref()?)))
             .collect();
         let peers = if peers.is_empty() {
             "-".to_string()
         } else {
-            peers.join(",")
+            let listed: Vec<String> = peers
+                .iter()
+                .map(|(peer, incarnation)| format!("{peer}:{incarnation}"))
+                .collect();
+            listed.join(",")
         };
         let reply = PmiLine::new("resmpi_rejoin_ok")
             .with("rc", 0)

@@ -41,7 +41,7 @@ struct Unit {
     starts_line: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct ReplicaStream {
     /// Cuts its bytes into units (here, not in its feed: a replica forked
     /// from this one goes on from the same point, [`RankOutput::fork_stream`]).
@@ -176,16 +176,9 @@ impl RankOutput {
                 let drained =
                     !source.reading && source.pipe_fd.is_none_or(|fd| unread_bytes(fd) == Some(0));
                 if drained {
-                    let copy = ReplicaStream {
-                        cutter: source.cutter.clone(),
-                        pipe_fd: None,
-                        reading: false,
-                        units_seen: source.units_seen,
-                        held: source.held.clone(),
-                        held_bytes: source.held_bytes,
-                        overflowed: source.overflowed,
-                        given_up: source.given_up,
-                    };
+                    // Everything but the reader, which is the forker's own.
+                    let mut copy = source.clone();
+                    copy.pipe_fd = None;
                     state.replicas[to] = copy;
                     return true;
                 }
